@@ -1,0 +1,111 @@
+"""The framework's exceptions. Every error a run raises is an ``AgentEnsembleError``."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from agentensemble.outputs import TaskOutput, ToolCallRecord
+
+
+class AgentEnsembleError(Exception):
+    """Base of every error raised by agentensemble."""
+
+
+class ConfigurationError(AgentEnsembleError):
+    """Bad wiring found before any model call: tools, templates, models, review setup."""
+
+
+class ToolNameError(ConfigurationError, ValueError):
+    """A tool name breaks the rule ``^[A-Za-z0-9_]+$``, at most 64 characters.
+
+    Also a ValueError, so a pydantic validator reports it as a ``ValidationError`` on the field.
+    """
+
+
+class PromptTemplateError(ConfigurationError):
+    """One or more template variables have no value; ``missing`` lists every one of them."""
+
+    def __init__(self, missing: list[str], message: str | None = None) -> None:
+        self.missing = sorted(set(missing))
+        names = ", ".join(f"'{{{name}}}'" for name in self.missing)
+        super().__init__(message or f"Missing template variables: {names}. Pass them in inputs=.")
+
+
+class TaskExecutionError(AgentEnsembleError):
+    """A task failed. Holds the task and every output completed before it (nothing is lost)."""
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        task: Any = None,
+        completed_outputs: list[TaskOutput] | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.task = task
+        self.completed_outputs: list[TaskOutput] = list(completed_outputs or [])
+
+
+class AgentExecutionError(AgentEnsembleError):
+    """An agent could not finish its task (empty answer, model misbehaviour, ...)."""
+
+
+class MaxIterationsExceededError(AgentExecutionError):
+    """The agent kept calling tools past ``max_iterations`` and ignored the stop instructions."""
+
+    def __init__(self, message: str, *, tool_calls: list[ToolCallRecord] | None = None) -> None:
+        super().__init__(message)
+        self.tool_calls: list[ToolCallRecord] = list(tool_calls or [])
+
+
+class ToolExecutionError(AgentEnsembleError):
+    """Raise inside a tool to fail the call; the message goes back to the model as an error."""
+
+
+class ToolArgumentsError(ToolExecutionError):
+    """The tool's arguments were not valid; the message names what was wrong for the model."""
+
+
+class ExitEarlyError(AgentEnsembleError):
+    """Stops the whole run (raised by a tool or a reviewer); completed outputs are kept."""
+
+    def __init__(self, reason: str | None = None, *, timed_out: bool = False) -> None:
+        super().__init__(reason or "Exited early")
+        self.reason = reason
+        self.timed_out = timed_out
+
+
+class OutputParsingError(AgentEnsembleError):
+    """The model's answer could not be parsed into the task's ``output_type``."""
+
+    def __init__(self, message: str, *, raw: str = "") -> None:
+        super().__init__(message)
+        self.raw = raw
+
+
+class LLMError(AgentEnsembleError):
+    """The model provider failed, after the retry policy gave up (or at once, if not retryable)."""
+
+    def __init__(
+        self, message: str, *, status_code: int | None = None, attempts: int = 1
+    ) -> None:
+        super().__init__(message)
+        self.status_code = status_code
+        self.attempts = attempts
+
+
+__all__ = [
+    "AgentEnsembleError",
+    "AgentExecutionError",
+    "ConfigurationError",
+    "ExitEarlyError",
+    "LLMError",
+    "MaxIterationsExceededError",
+    "OutputParsingError",
+    "PromptTemplateError",
+    "TaskExecutionError",
+    "ToolArgumentsError",
+    "ToolExecutionError",
+    "ToolNameError",
+]

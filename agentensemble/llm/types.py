@@ -1,0 +1,70 @@
+"""The model seam: what the executor sends to a chat model and what it gets back.
+
+Messages are plain dicts in the OpenAI chat format (what litellm takes as is); tool specs are
+OpenAI function-calling specs. Anything with an async ``complete`` of this shape is a ChatModel.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol, runtime_checkable
+
+from agentensemble.outputs import TokenUsage
+
+Message = dict[str, Any]
+ToolSpec = dict[str, Any]
+
+
+@dataclass(frozen=True)
+class ToolCall:
+    """One function call requested by the model; ``arguments`` is JSON text as the model sent it."""
+
+    id: str
+    name: str
+    arguments: str
+
+
+@dataclass(frozen=True)
+class ChatResponse:
+    """One model turn: text, tool calls, or both."""
+
+    content: str | None = None
+    tool_calls: list[ToolCall] = field(default_factory=list)
+    usage: TokenUsage = field(default_factory=TokenUsage)
+    finish_reason: str | None = None
+    model: str | None = None
+
+    def to_message(self) -> Message:
+        """The assistant message to append to the conversation history."""
+        message: Message = {"role": "assistant", "content": self.content}
+        if self.tool_calls:
+            message["tool_calls"] = [
+                {
+                    "id": call.id,
+                    "type": "function",
+                    "function": {"name": call.name, "arguments": call.arguments},
+                }
+                for call in self.tool_calls
+            ]
+        return message
+
+
+@runtime_checkable
+class ChatModel(Protocol):
+    """A chat model: takes the conversation and the tool specs, answers with one turn."""
+
+    async def complete(
+        self, messages: Sequence[Message], *, tools: Sequence[ToolSpec] | None = None
+    ) -> ChatResponse:
+        """Answer one turn. Raises ``LLMError`` when the provider fails for good."""
+        ...
+
+
+def model_label(model: object) -> str:
+    """A short, secret-free name for a model, for logs and events."""
+    name = getattr(model, "model", None)
+    return name if isinstance(name, str) else type(model).__name__
+
+
+__all__ = ["ChatModel", "ChatResponse", "Message", "ToolCall", "ToolSpec", "model_label"]

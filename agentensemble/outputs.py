@@ -1,0 +1,117 @@
+"""Results of a run: what each task produced, what it cost, and why the run ended."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from enum import Enum
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class ExitReason(str, Enum):
+    """Why a run stopped."""
+
+    COMPLETED = "completed"
+    USER_EXIT_EARLY = "user_exit_early"
+    TIMEOUT = "timeout"
+
+
+class ReturnBehavior(str, Enum):
+    """What happens to a tool's output: back to the model, or straight out as the task's result."""
+
+    TO_LLM = "to_llm"
+    IMMEDIATE = "immediate"
+    IMMEDIATE_IF_LAST = "immediate_if_last"
+
+
+class TokenUsage(BaseModel):
+    """Tokens spent; adds up across calls, tasks and runs."""
+
+    model_config = ConfigDict(frozen=True)
+
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    total_tokens: int = 0
+
+    def __add__(self, other: TokenUsage) -> TokenUsage:
+        return TokenUsage(
+            prompt_tokens=self.prompt_tokens + other.prompt_tokens,
+            completion_tokens=self.completion_tokens + other.completion_tokens,
+            total_tokens=self.total_tokens + other.total_tokens,
+        )
+
+
+class ToolCallRecord(BaseModel):
+    """One tool call as the model made it and as it ended."""
+
+    model_config = ConfigDict(frozen=True)
+
+    name: str
+    arguments: str = Field(description="JSON text exactly as sent by the model")
+    output: str
+    is_success: bool
+    duration: timedelta = timedelta(0)
+    return_behavior: ReturnBehavior = ReturnBehavior.TO_LLM
+    structured_output: Any = None
+
+
+class TaskOutput(BaseModel):
+    """What one task produced."""
+
+    model_config = ConfigDict(frozen=True)
+
+    raw: str
+    parsed: Any | None = None
+    task_description: str
+    agent_role: str
+    duration: timedelta = timedelta(0)
+    tool_calls: list[ToolCallRecord] = Field(default_factory=list)
+    llm_calls: int = 0
+    usage: TokenUsage = TokenUsage()
+    returned_immediately: bool = False
+    task_name: str | None = None
+
+
+class EnsembleOutput(BaseModel):
+    """What a whole run produced: every completed task's output, in order."""
+
+    model_config = ConfigDict(frozen=True)
+
+    raw: str
+    task_outputs: list[TaskOutput]
+    exit_reason: ExitReason = ExitReason.COMPLETED
+    total_duration: timedelta = timedelta(0)
+    total_tool_calls: int = 0
+    usage: TokenUsage = TokenUsage()
+
+    @classmethod
+    def from_tasks(
+        cls,
+        outputs: list[TaskOutput],
+        *,
+        exit_reason: ExitReason,
+        total_duration: timedelta,
+    ) -> EnsembleOutput:
+        """Build the summary of a run from its completed task outputs."""
+        usage = TokenUsage()
+        for output in outputs:
+            usage = usage + output.usage
+        return cls(
+            raw=outputs[-1].raw if outputs else "",
+            task_outputs=list(outputs),
+            exit_reason=exit_reason,
+            total_duration=total_duration,
+            total_tool_calls=sum(len(o.tool_calls) for o in outputs),
+            usage=usage,
+        )
+
+
+__all__ = [
+    "EnsembleOutput",
+    "ExitReason",
+    "ReturnBehavior",
+    "TaskOutput",
+    "TokenUsage",
+    "ToolCallRecord",
+]
