@@ -1,0 +1,89 @@
+"""The one place litellm is imported: lazily, once, thread-safely, and tamed.
+
+``import litellm`` costs seconds and, left alone, fetches a price map from the network, prints a
+help banner on errors, attaches console handlers to its loggers and forces the ``httpx`` logger
+to WARNING. We import it on the first real model call and undo all of that, so the library makes
+no network traffic and prints nothing the user did not ask for.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import sys
+import threading
+from typing import Any
+
+_LITELLM_LOGGERS = ("LiteLLM", "LiteLLM Router", "LiteLLM Proxy")
+
+_lock = threading.Lock()
+_litellm: Any = None
+
+
+def is_loaded() -> bool:
+    """Whether our tamed litellm is ready (without importing it)."""
+    return _litellm is not None
+
+
+def load_litellm() -> Any:
+    """Import and tame litellm on first use; later calls return the same module at once."""
+    module = _litellm
+    if module is not None:
+        return module
+    return _load_locked()
+
+
+def _load_locked() -> Any:
+    global _litellm
+    with _lock:
+        if _litellm is None:
+            _litellm = _import_and_tame()
+        return _litellm
+
+
+def _import_and_tame() -> Any:
+    already_imported = "litellm" in sys.modules
+    # No phoning home for the model price map; a user's own setting wins.
+    os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+    httpx_logger = logging.getLogger("httpx")
+    httpx_level = httpx_logger.level
+
+    import litellm
+
+    httpx_logger.setLevel(httpx_level)  # litellm forces WARNING at import; give it back
+    litellm.suppress_debug_info = True  # no "Give Feedback / Get Help" banner on errors
+    if hasattr(litellm, "telemetry"):  # gone in recent releases; off where it still exists
+        litellm.telemetry = False
+    if "DISABLE_AIOHTTP_TRANSPORT" not in os.environ:
+        # httpx transport for async calls: one HTTP stack, visible to respx in tests.
+        litellm.disable_aiohttp_transport = True
+    if already_imported:
+        # Clients cached before the transport switch would keep the old transport.
+        cache: Any = litellm.in_memory_llm_clients_cache
+        cache.flush_cache()
+    _quiet_loggers()
+    return litellm
+
+
+def _quiet_loggers() -> None:
+    """Detach litellm's console handlers; records propagate to the user's logging, if any.
+
+    A NullHandler keeps Python's last-resort handler from printing warnings when the user has
+    configured no logging. ``LITELLM_LOG`` in the environment means the user asked for
+    litellm's own output, so then we leave its loggers alone.
+    """
+    if "LITELLM_LOG" in os.environ:
+        return
+    for name in _LITELLM_LOGGERS:
+        logger = logging.getLogger(name)
+        for handler in list(logger.handlers):
+            if type(handler).__module__.startswith("litellm"):
+                logger.removeHandler(handler)
+        if not any(isinstance(h, logging.NullHandler) for h in logger.handlers):
+            logger.addHandler(logging.NullHandler())
+        logger.propagate = True
+        if logger.level == logging.NOTSET:
+            logger.setLevel(logging.WARNING)  # litellm's debug chatter is not the user's business
+
+
+__all__ = ["is_loaded", "load_litellm"]

@@ -1,0 +1,148 @@
+"""``LLM``: the ChatModel that reaches any provider through litellm, with our retry policy."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import uuid
+from collections.abc import Sequence
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, SecretStr
+
+from agentensemble.errors import LLMError
+from agentensemble.llm._litellm import is_loaded, load_litellm
+from agentensemble.llm.retry import RetryPolicy
+from agentensemble.llm.types import ChatResponse, Message, ToolCall, ToolSpec
+from agentensemble.outputs import TokenUsage
+
+#: Extra seconds past ``timeout`` before our own guard cancels a call litellm did not time out.
+_GUARD_SECONDS = 5.0
+
+
+class LLM(BaseModel):
+    """A chat model reached through litellm: ``LLM("openai/gpt-4o-mini")``.
+
+    ``model`` is a litellm model string (``provider/name``). ``api_base`` points at any
+    OpenAI-compatible server. Transient failures are retried by ``retry_policy`` (default:
+    ``max_retries`` retries after the first attempt); the openai SDK's own retries are off.
+    Other keyword arguments are passed to ``litellm.acompletion`` as they are.
+    ``api_key`` is a SecretStr: it never shows in repr, str or errors.
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    model: str = Field(min_length=1)
+    temperature: float | None = None
+    max_tokens: int | None = Field(default=None, gt=0)
+    api_base: str | None = None
+    api_key: SecretStr | None = None
+    timeout: float = Field(default=60.0, gt=0)
+    max_retries: int = Field(default=3, ge=0)
+    retry_policy: RetryPolicy | None = None
+    extra: dict[str, Any] = Field(default_factory=dict, repr=False)
+
+    def __init__(self, model: str | None = None, /, **data: Any) -> None:
+        """Take ``model`` positionally or by keyword; unknown keywords go to ``extra``."""
+        if model is not None:
+            data["model"] = model
+        extra = dict(data.pop("extra", None) or {})
+        known = set(type(self).model_fields)
+        extra.update({k: data.pop(k) for k in list(data) if k not in known})
+        super().__init__(**data, extra=extra)
+
+    @property
+    def policy(self) -> RetryPolicy:
+        """The retry policy in force."""
+        return self.retry_policy or RetryPolicy(max_attempts=self.max_retries + 1)
+
+    def request_kwargs(
+        self, messages: Sequence[Message], tools: Sequence[ToolSpec] | None = None
+    ) -> dict[str, Any]:
+        """The keyword arguments for ``litellm.acompletion`` (secrets included: never log)."""
+        kwargs: dict[str, Any] = dict(self.extra)
+        kwargs.update(
+            model=self.model,
+            messages=[dict(message) for message in messages],
+            timeout=self.timeout,
+            max_retries=0,  # the openai SDK retries twice by default; ours is the only layer
+        )
+        if tools:
+            kwargs["tools"] = list(tools)
+        if self.temperature is not None:
+            kwargs["temperature"] = self.temperature
+        if self.max_tokens is not None:
+            kwargs["max_tokens"] = self.max_tokens
+        if self.api_base is not None:
+            kwargs["api_base"] = self.api_base
+        if self.api_key is not None:
+            kwargs["api_key"] = self.api_key.get_secret_value()
+        kwargs.pop("num_retries", None)  # litellm's own retry layer stays off
+        return kwargs
+
+    async def complete(
+        self, messages: Sequence[Message], *, tools: Sequence[ToolSpec] | None = None
+    ) -> ChatResponse:
+        """One model turn; ``LLMError`` once the provider fails for good."""
+        litellm = load_litellm() if is_loaded() else await asyncio.to_thread(load_litellm)
+        kwargs = self.request_kwargs(messages, tools)
+        secrets = [self.api_key.get_secret_value()] if self.api_key is not None else []
+
+        async def call() -> Any:
+            return await asyncio.wait_for(
+                litellm.acompletion(**kwargs), timeout=self.timeout + _GUARD_SECONDS
+            )
+
+        response = await self.policy.run(call, label=self.model, secrets=secrets)
+        return to_chat_response(response, label=self.model)
+
+
+def _get(obj: Any, name: str) -> Any:
+    """Attribute or key access: litellm objects are both, providers' extras are dicts."""
+    if isinstance(obj, dict):
+        return obj.get(name)
+    return getattr(obj, name, None)
+
+
+def _arguments_text(arguments: Any) -> str:
+    if isinstance(arguments, str):
+        return arguments
+    if arguments is None:
+        return "{}"
+    return json.dumps(arguments)
+
+
+def _count(value: Any) -> int:
+    return value if isinstance(value, int) and not isinstance(value, bool) else 0
+
+
+def to_chat_response(response: Any, *, label: str = "llm") -> ChatResponse:
+    """Convert a litellm ``ModelResponse`` into our ChatResponse (tool arguments verbatim)."""
+    choices = _get(response, "choices") or []
+    if not choices:
+        raise LLMError(f"{label}: the provider answered with no choices", attempts=1)
+    choice = choices[0]
+    message = _get(choice, "message")
+    calls = [
+        ToolCall(
+            id=_get(raw, "id") or f"call_{uuid.uuid4().hex[:24]}",
+            name=_get(_get(raw, "function"), "name") or "",
+            arguments=_arguments_text(_get(_get(raw, "function"), "arguments")),
+        )
+        for raw in (_get(message, "tool_calls") or [])
+    ]
+    usage = _get(response, "usage")
+    prompt = _count(_get(usage, "prompt_tokens"))
+    completion = _count(_get(usage, "completion_tokens"))
+    total = _count(_get(usage, "total_tokens")) or prompt + completion
+    content = _get(message, "content")
+    return ChatResponse(
+        content=content if isinstance(content, str) else None,
+        tool_calls=calls,
+        usage=TokenUsage(prompt_tokens=prompt, completion_tokens=completion, total_tokens=total),
+        finish_reason=_get(choice, "finish_reason"),
+        model=_get(response, "model"),
+    )
+
+
+__all__ = ["LLM", "to_chat_response"]

@@ -1,0 +1,300 @@
+"""Retrying provider calls: which failures are transient, how long to wait, what to raise.
+
+Classification is pure (``is_retryable``, ``retry_after_seconds``) and duck-typed on status
+codes and exception names, so it needs neither litellm nor openai imported. ``RetryPolicy`` runs
+a call under tenacity with exponential backoff and jitter, honours ``Retry-After``, and turns
+the final failure into ``LLMError`` with secrets redacted.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import email.utils
+import math
+import random
+import re
+from collections.abc import Awaitable, Callable, Iterable
+from datetime import datetime, timezone
+from typing import Any, TypeVar
+
+from pydantic import BaseModel, ConfigDict, Field
+from tenacity import AsyncRetrying, RetryCallState, retry_if_exception, stop_after_attempt
+
+from agentensemble.errors import LLMError
+from agentensemble.logging import get_logger
+
+T = TypeVar("T")
+
+# structlog over the stdlib "agentensemble" logger: silent unless the application shows it.
+logger = get_logger()
+
+#: Status codes worth another try: timeout, rate limit, server errors, Anthropic's "overloaded".
+RETRYABLE_STATUS = frozenset({408, 429, 500, 502, 503, 504, 529})
+
+#: Errors that no retry can fix, whatever status code they carry.
+_FATAL_NAMES = frozenset(
+    {
+        "ContextWindowExceededError",
+        "ContentPolicyViolationError",
+        "UnsupportedParamsError",
+        "AuthenticationError",
+        "PermissionDeniedError",
+        "BudgetExceededError",
+    }
+)
+#: Transient failures recognised by name when no status code is attached.
+_TRANSIENT_NAMES = frozenset(
+    {
+        "Timeout",
+        "APITimeoutError",
+        "APIConnectionError",
+        "RateLimitError",
+        "InternalServerError",
+        "ServiceUnavailableError",
+        "BadGatewayError",
+        "TimeoutException",  # httpx
+        "TransportError",  # httpx
+        "NetworkError",  # httpx
+        "RemoteProtocolError",  # httpx
+        "ServerDisconnectedError",  # aiohttp
+        "ClientConnectionError",  # aiohttp
+    }
+)
+
+
+def _names(exc: BaseException) -> set[str]:
+    return {cls.__name__ for cls in type(exc).__mro__}
+
+
+def _chain(exc: BaseException) -> Iterable[BaseException]:
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        yield current
+        current = current.__cause__ or current.__context__
+
+
+def status_code_of(exc: BaseException) -> int | None:
+    """The HTTP status a provider error carries, if any."""
+    status = getattr(exc, "status_code", None)
+    if isinstance(status, int) and not isinstance(status, bool):
+        return status
+    response = getattr(exc, "response", None)
+    status = getattr(response, "status_code", None)
+    return status if isinstance(status, int) and not isinstance(status, bool) else None
+
+
+def is_retryable(exc: BaseException) -> bool:
+    """Whether another attempt may succeed: rate limits, 5xx, timeouts, connection errors.
+
+    Never: 400/401/403/404, context window, content policy, a missing Python module.
+    """
+    if any(isinstance(e, ImportError) for e in _chain(exc)) or "No module named" in str(exc):
+        return False
+    names = _names(exc)
+    if names & _FATAL_NAMES:
+        return False
+    status = status_code_of(exc)
+    if status is not None:
+        return status in RETRYABLE_STATUS
+    if isinstance(exc, (TimeoutError, asyncio.TimeoutError, ConnectionError)):
+        return True
+    return bool(names & _TRANSIENT_NAMES)
+
+
+def _header(headers: Any, name: str) -> str | None:
+    """Case-insensitive lookup in a dict, httpx.Headers or anything with ``items()``."""
+    items = getattr(headers, "items", None)
+    if not callable(items):
+        return None
+    try:
+        pairs = list(items())
+    except Exception:
+        return None
+    for pair in pairs:
+        if isinstance(pair, tuple) and len(pair) == 2 and str(pair[0]).lower() == name:
+            return str(pair[1])
+    return None
+
+
+def _response_headers(exc: BaseException) -> list[Any]:
+    return [
+        getattr(exc, "litellm_response_headers", None),  # where litellm keeps provider headers
+        getattr(getattr(exc, "response", None), "headers", None),
+        getattr(exc, "headers", None),
+    ]
+
+
+def parse_retry_after(value: str, *, now: datetime | None = None) -> float | None:
+    """Seconds from a ``Retry-After`` value: delta-seconds or an HTTP date (past dates = 0)."""
+    value = value.strip()
+    try:
+        seconds = float(value)
+    except ValueError:
+        pass
+    else:
+        return max(0.0, seconds) if math.isfinite(seconds) else None
+    try:
+        when = email.utils.parsedate_to_datetime(value)
+    except (TypeError, ValueError, IndexError):
+        return None
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=timezone.utc)
+    current = now or datetime.now(timezone.utc)
+    return max(0.0, (when - current).total_seconds())
+
+
+def retry_after_seconds(exc: BaseException, *, now: datetime | None = None) -> float | None:
+    """How long the provider asked us to wait (``retry-after-ms`` or ``Retry-After``), if it did."""
+    for headers in _response_headers(exc):
+        millis = _header(headers, "retry-after-ms")
+        if millis is not None:
+            parsed = parse_retry_after(millis)
+            if parsed is not None:
+                return parsed / 1000.0
+        value = _header(headers, "retry-after")
+        if value is not None:
+            parsed = parse_retry_after(value, now=now)
+            if parsed is not None:
+                return parsed
+    return None
+
+
+_SECRET_PATTERNS = (
+    (re.compile(r"\bBearer\s+[^\s\"',;}]+", re.IGNORECASE), "Bearer ***"),
+    (re.compile(r"\bsk-[A-Za-z0-9_\-*.]{4,}"), "sk-***"),
+    (re.compile(r"\bAIza[0-9A-Za-z_\-]{20,}"), "***"),
+    (
+        re.compile(
+            r"((?:api[_-]?key|x-api-key|authorization|access[_-]?token|secret)[\"']?\s*[:=]\s*[\"']?)"
+            r"[^\s\"',;}]+",
+            re.IGNORECASE,
+        ),
+        r"\1***",
+    ),
+)
+
+
+def redact_secrets(text: str, secrets: Iterable[str] = ()) -> str:
+    """Hide API keys and Authorization values: the given secrets, ``sk-...``, ``Bearer ...``."""
+    for secret in secrets:
+        if secret and len(secret) >= 4:
+            text = text.replace(secret, "***")
+    for pattern, replacement in _SECRET_PATTERNS:
+        text = pattern.sub(replacement, text)
+    return text
+
+
+def describe_error(exc: BaseException, secrets: Iterable[str] = ()) -> str:
+    """``ErrorType (HTTP 429): message`` with secrets redacted and the length bounded."""
+    status = status_code_of(exc)
+    kind = type(exc).__name__ + (f" (HTTP {status})" if status is not None else "")
+    detail = " ".join(redact_secrets(str(exc), secrets).split())
+    if len(detail) > 500:
+        detail = detail[:497] + "..."
+    return f"{kind}: {detail}" if detail else kind
+
+
+class RetryPolicy(BaseModel):
+    """How provider calls are retried: attempts, exponential backoff with jitter, Retry-After.
+
+    The n-th wait is ``min(max_backoff, initial_backoff * multiplier ** (n - 1))``, reduced by a
+    random fraction up to ``jitter``. A provider's ``Retry-After`` replaces it, capped at
+    ``max_retry_after``.
+    """
+
+    model_config = ConfigDict(frozen=True)
+
+    max_attempts: int = Field(
+        default=4, ge=1, description="Total attempts, the first one included."
+    )
+    initial_backoff: float = Field(default=0.5, ge=0)
+    max_backoff: float = Field(default=20.0, ge=0)
+    multiplier: float = Field(default=2.0, ge=1)
+    jitter: float = Field(
+        default=0.5, ge=0, le=1, description="Fraction of the wait drawn at random."
+    )
+    max_retry_after: float = Field(default=60.0, ge=0, description="Cap on a honoured Retry-After.")
+
+    def backoff(self, attempt: int) -> float:
+        """Seconds to wait after failed attempt number ``attempt`` (1-based), jitter included."""
+        base = min(self.max_backoff, self.initial_backoff * self.multiplier ** max(0, attempt - 1))
+        return base * (1.0 - self.jitter * random.random())
+
+    def wait_for(self, exc: BaseException | None, attempt: int) -> float:
+        """The wait before the next attempt: Retry-After if the provider sent one, else backoff."""
+        if exc is not None:
+            asked = retry_after_seconds(exc)
+            if asked is not None:
+                return min(asked, self.max_retry_after)
+        return self.backoff(attempt)
+
+    async def run(
+        self,
+        call: Callable[[], Awaitable[T]],
+        *,
+        label: str = "llm",
+        secrets: Iterable[str] = (),
+    ) -> T:
+        """Await ``call()`` until it succeeds or the policy gives up; then raise ``LLMError``."""
+        hidden = tuple(s for s in secrets if s)
+        attempts = 0
+
+        def wait(state: RetryCallState) -> float:
+            exc = state.outcome.exception() if state.outcome is not None else None
+            return self.wait_for(exc, state.attempt_number)
+
+        def before_sleep(state: RetryCallState) -> None:
+            exc = state.outcome.exception() if state.outcome is not None else None
+            logger.warning(
+                "llm_retry",
+                model=label,
+                attempt=state.attempt_number,
+                max_attempts=self.max_attempts,
+                wait=round(state.next_action.sleep if state.next_action else 0.0, 3),
+                error_type=type(exc).__name__ if exc is not None else None,
+                status_code=status_code_of(exc) if exc is not None else None,
+            )
+
+        retrying = AsyncRetrying(
+            stop=stop_after_attempt(self.max_attempts),
+            wait=wait,
+            retry=retry_if_exception(is_retryable),
+            before_sleep=before_sleep,
+            reraise=True,
+        )
+        try:
+            async for attempt in retrying:
+                with attempt:
+                    attempts = attempt.retry_state.attempt_number
+                    return await call()
+        except LLMError:
+            raise
+        except Exception as exc:
+            raise to_llm_error(exc, attempts=attempts, label=label, secrets=hidden) from exc
+        raise AssertionError("unreachable: tenacity neither returned nor raised")
+
+
+def to_llm_error(
+    exc: BaseException, *, attempts: int, label: str = "llm", secrets: Iterable[str] = ()
+) -> LLMError:
+    """The ``LLMError`` for a final failure: names the error type and status, never a secret."""
+    retryable = is_retryable(exc)
+    tries = f"{attempts} attempt" + ("" if attempts == 1 else "s")
+    verdict = f"gave up after {tries}" if retryable else f"not retryable, {tries}"
+    message = redact_secrets(f"{label}: {describe_error(exc, secrets)} ({verdict})", secrets)
+    return LLMError(message, status_code=status_code_of(exc), attempts=attempts)
+
+
+__all__ = [
+    "RETRYABLE_STATUS",
+    "RetryPolicy",
+    "describe_error",
+    "is_retryable",
+    "parse_retry_after",
+    "redact_secrets",
+    "retry_after_seconds",
+    "status_code_of",
+    "to_llm_error",
+]
