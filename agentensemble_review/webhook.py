@@ -1,0 +1,363 @@
+"""Review behind an HTTP endpoint: POST the request, get the decision now (200) or later (202).
+
+The wire format is in ``agentensemble_review.protocol``. The handler fails closed: a garbled or
+unknown decision raises ``ReviewProtocolError``; no decision in time, an unreachable endpoint or
+an endpoint that keeps failing (5xx) applies the request's ``on_timeout``. It never waits past
+its deadline: the request's timeout, or the handler's own ``timeout`` if that is shorter.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import random
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import timedelta
+
+import httpx
+
+from agentensemble_review._asking import apply_on_timeout, run_coroutine_sync
+from agentensemble_review._format import format_duration
+from agentensemble_review._log import get_logger
+from agentensemble_review.errors import ReviewProtocolError
+from agentensemble_review.models import ReviewDecision, ReviewRequest
+from agentensemble_review.protocol import SIGNATURE_HEADER, decision_from_json, encode_request, sign
+
+USER_AGENT = "agentensemble-review/0.1"
+MAX_ANSWER_BYTES = 1_000_000
+"""A longer answer is a protocol error: a decision is a small JSON object."""
+
+_RETRY_STATUSES = frozenset({429, 500, 502, 503, 504})
+
+
+class _NoDecision(Exception):
+    """No decision can arrive: out of time, unreachable, or failing; ``on_timeout`` applies."""
+
+
+@dataclass(frozen=True)
+class _Deadline:
+    """When the handler stops waiting: ``at`` on the monotonic clock (None: never)."""
+
+    limit: float | None
+    at: float | None
+
+    @classmethod
+    def starting_now(cls, limit: float | None) -> _Deadline:
+        return cls(limit, None if limit is None else time.monotonic() + limit)
+
+    def remaining(self) -> float | None:
+        return None if self.at is None else self.at - time.monotonic()
+
+    def expired(self) -> bool:
+        remaining = self.remaining()
+        return remaining is not None and remaining <= 0
+
+    def reason(self) -> str:
+        return _timeout_reason(self.limit)
+
+
+def _timeout_reason(limit: float | None) -> str:
+    shown = "its deadline" if limit is None else format_duration(limit)
+    return f"Review timed out after {shown}: no decision from the review webhook"
+
+
+@dataclass(frozen=True)
+class _Answer:
+    status: int
+    reason: str
+    headers: httpx.Headers
+    content: bytes
+
+
+def _seconds(value: float | timedelta | None) -> float | None:
+    if value is None:
+        return None
+    seconds = value.total_seconds() if isinstance(value, timedelta) else float(value)
+    if seconds < 0:
+        raise ValueError("timeout must be zero (no limit of its own) or positive")
+    return seconds or None
+
+
+def safe_url(url: httpx.URL | str) -> str:
+    """``url`` without user info, query or fragment (they may carry tokens): for messages."""
+    url = httpx.URL(url)
+    port = f":{url.port}" if url.port else ""
+    return f"{url.scheme}://{url.host}{port}{url.path}"
+
+
+def _same_origin(a: httpx.URL, b: httpx.URL) -> bool:
+    return (a.scheme, a.host, a.port) == (b.scheme, b.host, b.port)
+
+
+def _snippet(content: bytes, limit: int = 200) -> str:
+    text = content.decode("utf-8", errors="replace").strip()
+    return text if len(text) <= limit else text[:limit] + "..."
+
+
+class WebhookReviewHandler:
+    """Sends each review to ``url`` and waits for the decision (see ``protocol`` for the format).
+
+    - ``secret``: sign each body with HMAC-SHA256 (header ``X-AgentEnsemble-Signature``).
+    - ``timeout``: the longest this handler waits for a decision (seconds or timedelta); the
+      request's own timeout applies too, and the shorter one wins. None: the request's only.
+    - ``headers``: extra headers (e.g. Authorization), sent to ``url``'s origin only.
+    - ``poll_interval`` / ``max_poll_interval``: the first pause between polls after a 202, and
+      its cap (it grows by half each poll; a ``Retry-After`` header overrides it).
+    - ``max_retries``: retries of one HTTP call after a connection error, a timeout, 429 or
+      5xx, with exponential backoff; then ``on_timeout`` applies.
+    - ``request_timeout``: the longest a single HTTP call may take.
+    - ``transport``: an ``httpx.AsyncBaseTransport``, for tests or custom networking.
+
+    Secrets and header values are never logged and never appear in ``repr``.
+    """
+
+    def __init__(
+        self,
+        url: str,
+        secret: str | None = None,
+        timeout: float | timedelta | None = None,
+        headers: Mapping[str, str] | None = None,
+        *,
+        poll_interval: float = 0.5,
+        max_poll_interval: float = 5.0,
+        max_retries: int = 3,
+        request_timeout: float = 10.0,
+        transport: httpx.AsyncBaseTransport | None = None,
+    ) -> None:
+        parsed = httpx.URL(url)
+        if parsed.scheme not in ("http", "https") or not parsed.host:
+            raise ValueError(f"webhook url must be an absolute http(s) URL, got {safe_url(url)!r}")
+        if poll_interval <= 0 or max_poll_interval < poll_interval:
+            raise ValueError("need 0 < poll_interval <= max_poll_interval")
+        if max_retries < 0:
+            raise ValueError("max_retries must be 0 or more")
+        if request_timeout <= 0:
+            raise ValueError("request_timeout must be positive")
+        self.url = url
+        self._url = parsed
+        self._secret = secret or None
+        self.timeout = _seconds(timeout)
+        self._headers = dict(headers or {})
+        self.poll_interval = poll_interval
+        self.max_poll_interval = max_poll_interval
+        self.max_retries = max_retries
+        self.request_timeout = request_timeout
+        self._transport = transport
+
+    def __repr__(self) -> str:
+        parts = [f"url={safe_url(self._url)!r}"]
+        if self._secret:
+            parts.append("secret='***'")
+        if self._headers:
+            parts.append(f"headers=[{', '.join(sorted(self._headers))}]")
+        if self.timeout is not None:
+            parts.append(f"timeout={self.timeout}")
+        return f"WebhookReviewHandler({', '.join(parts)})"
+
+    def _limit(self, request: ReviewRequest) -> float | None:
+        limits = [s for s in (request.timeout_seconds, self.timeout) if s is not None]
+        return min(limits) if limits else None
+
+    # -- public --------------------------------------------------------------------------------
+
+    async def areview(self, request: ReviewRequest) -> ReviewDecision:
+        """POST ``request``, then wait (polling on 202) for the decision, within the deadline."""
+        limit = self._limit(request)
+        started = time.monotonic()
+        deadline = _Deadline.starting_now(limit)
+        log = get_logger()
+        task = asyncio.ensure_future(self._exchange(request, deadline))
+        try:
+            done, _ = await asyncio.wait({task}, timeout=limit)
+        except asyncio.CancelledError:
+            task.cancel()
+            raise
+        if not done:
+            task.cancel()
+            await asyncio.wait({task}, timeout=0.1)
+            reason = deadline.reason()
+        else:
+            try:
+                return task.result()
+            except _NoDecision as exc:
+                reason = str(exc)
+        log.warning(
+            "review.webhook_no_decision",
+            url=safe_url(self._url),
+            review_id=request.id,
+            reason=reason,
+            on_timeout=request.on_timeout.value,
+            elapsed_s=round(time.monotonic() - started, 3),
+        )
+        return apply_on_timeout(request, reason=reason)
+
+    def review(self, request: ReviewRequest) -> ReviewDecision:
+        """Sync twin of ``areview`` (runs it on a private event loop)."""
+        limit = self._limit(request)
+        try:
+            return run_coroutine_sync(
+                lambda: self.areview(request), None if limit is None else limit + 5.0
+            )
+        except concurrent.futures.TimeoutError:
+            return apply_on_timeout(request, reason=_timeout_reason(limit))
+
+    # -- the exchange --------------------------------------------------------------------------
+
+    async def _exchange(self, request: ReviewRequest, deadline: _Deadline) -> ReviewDecision:
+        body = encode_request(request)
+        headers = {
+            **self._headers,
+            "Content-Type": "application/json",
+            "Accept": "application/json",
+            "User-Agent": USER_AGENT,
+            "X-AgentEnsemble-Review-Id": request.id,
+        }
+        if self._secret:
+            headers[SIGNATURE_HEADER] = sign(body, self._secret)
+        async with httpx.AsyncClient(
+            transport=self._transport, follow_redirects=False, timeout=self.request_timeout
+        ) as client:
+            answer = await self._call(client, "POST", self._url, headers, body, deadline)
+            poll_url: httpx.URL | None = None
+            delay = self.poll_interval
+            while True:  # bounded by the deadline (each turn sleeps and makes one bounded call)
+                if answer.status == 200:
+                    return self._decision(answer, poll_url or self._url)
+                if answer.status != 202:
+                    raise self._unexpected(answer, poll_url or self._url)
+                location = answer.headers.get("Location")
+                if location:
+                    poll_url = (poll_url or self._url).join(location)
+                elif poll_url is None:
+                    raise ReviewProtocolError(
+                        f"review webhook {safe_url(self._url)} answered 202 (pending) without a "
+                        "Location header to poll",
+                        status_code=202,
+                    )
+                await self._sleep(self._retry_after(answer) or delay, deadline)
+                delay = min(delay * 1.5, self.max_poll_interval)
+                poll_headers = {"Accept": "application/json", "User-Agent": USER_AGENT}
+                if _same_origin(poll_url, self._url):
+                    poll_headers.update(self._headers)
+                answer = await self._call(client, "GET", poll_url, poll_headers, None, deadline)
+
+    async def _call(
+        self,
+        client: httpx.AsyncClient,
+        method: str,
+        url: httpx.URL,
+        headers: Mapping[str, str],
+        body: bytes | None,
+        deadline: _Deadline,
+    ) -> _Answer:
+        """One HTTP call, retried after connection errors, timeouts, 429 and 5xx."""
+        problem = ""
+        for attempt in range(self.max_retries + 1):
+            if attempt:
+                await self._sleep(self._backoff(attempt), deadline)
+            remaining = deadline.remaining()
+            if remaining is not None and remaining <= 0:
+                break
+            per_call = (
+                self.request_timeout if remaining is None else min(self.request_timeout, remaining)
+            )
+            try:
+                answer = await self._send(client, method, url, headers, body, per_call)
+            except httpx.TransportError as exc:
+                problem = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+            else:
+                if answer.status not in _RETRY_STATUSES:
+                    return answer
+                problem = f"HTTP {answer.status} {answer.reason}".strip()
+            get_logger().info(
+                "review.webhook_retry",
+                method=method,
+                url=safe_url(url),
+                attempt=attempt + 1,
+                problem=problem,
+            )
+        else:
+            raise _NoDecision(
+                f"No decision: the review webhook {safe_url(url)} failed "
+                f"{self.max_retries + 1} time(s), last with {problem}"
+            )
+        raise _NoDecision(deadline.reason() + (f" (last problem: {problem})" if problem else ""))
+
+    async def _send(
+        self,
+        client: httpx.AsyncClient,
+        method: str,
+        url: httpx.URL,
+        headers: Mapping[str, str],
+        body: bytes | None,
+        per_call: float,
+    ) -> _Answer:
+        http_request = client.build_request(
+            method, url, headers=headers, content=body, timeout=per_call
+        )
+        response = await client.send(http_request, stream=True)
+        try:
+            chunks: list[bytes] = []
+            size = 0
+            async for chunk in response.aiter_bytes():
+                size += len(chunk)
+                if size > MAX_ANSWER_BYTES:
+                    raise ReviewProtocolError(
+                        f"review webhook {safe_url(url)} answered more than "
+                        f"{MAX_ANSWER_BYTES} bytes; a decision is a small JSON object",
+                        status_code=response.status_code,
+                    )
+                chunks.append(chunk)
+        finally:
+            await response.aclose()
+        return _Answer(
+            response.status_code, response.reason_phrase, response.headers, b"".join(chunks)
+        )
+
+    def _decision(self, answer: _Answer, url: httpx.URL) -> ReviewDecision:
+        try:
+            return decision_from_json(answer.content)
+        except ReviewProtocolError as exc:
+            raise ReviewProtocolError(
+                f"review webhook {safe_url(url)} answered 200 with an unusable decision: {exc}",
+                status_code=200,
+            ) from exc
+
+    def _unexpected(self, answer: _Answer, url: httpx.URL) -> ReviewProtocolError:
+        hint = ""
+        if answer.status == 401 and self._secret:
+            hint = " (is the secret the same on both sides?)"
+        elif answer.status == 401:
+            hint = " (does it need a secret or an Authorization header?)"
+        return ReviewProtocolError(
+            f"review webhook {safe_url(url)} answered {answer.status} {answer.reason}{hint}; "
+            f"expected 200 with a decision or 202 pending. Body: {_snippet(answer.content)!r}",
+            status_code=answer.status,
+        )
+
+    def _backoff(self, attempt: int) -> float:
+        base: float = min(4.0, 0.25 * 2 ** (attempt - 1))
+        return base * random.uniform(0.75, 1.25)
+
+    @staticmethod
+    def _retry_after(answer: _Answer) -> float | None:
+        value = answer.headers.get("Retry-After")
+        try:
+            seconds = float(value) if value is not None else None
+        except ValueError:
+            return None
+        return None if seconds is None or seconds < 0 else min(seconds, 60.0)
+
+    @staticmethod
+    async def _sleep(seconds: float, deadline: _Deadline) -> None:
+        remaining = deadline.remaining()
+        if remaining is not None:
+            if remaining <= 0:
+                raise _NoDecision(deadline.reason())
+            seconds = min(seconds, remaining)
+        await asyncio.sleep(seconds)
+
+
+__all__ = ["WebhookReviewHandler", "safe_url"]
