@@ -23,7 +23,16 @@ def tool_context() -> Iterator[ToolContext]:
 
 
 @pytest.fixture
-def tool_logs(caplog: pytest.LogCaptureFixture) -> pytest.LogCaptureFixture:
-    """Captures the ``agentensemble`` logger at DEBUG."""
-    caplog.set_level(logging.DEBUG, logger="agentensemble")
-    return caplog
+def tool_logs(caplog: pytest.LogCaptureFixture) -> Iterator[pytest.LogCaptureFixture]:
+    """Captures the ``agentensemble`` logger at DEBUG, whatever logging setup ran before."""
+    logger = logging.getLogger("agentensemble")
+    level, propagate = logger.level, logger.propagate
+    logger.setLevel(logging.DEBUG)
+    logger.propagate = False
+    logger.addHandler(caplog.handler)
+    try:
+        yield caplog
+    finally:
+        logger.removeHandler(caplog.handler)
+        logger.setLevel(level)
+        logger.propagate = propagate

@@ -1,0 +1,201 @@
+"""The one place the tool system talks to ``agentensemble_review``, imported lazily.
+
+Nothing here imports the review package until a review handler is actually configured, so tools
+with no approval run in a process where ``agentensemble_review`` cannot be imported at all.
+The rest of the tool system sees only ``Verdict`` (approve, maybe with edited input, or reject).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+from dataclasses import dataclass
+from datetime import timedelta
+from types import ModuleType
+from typing import Any
+
+from agentensemble.errors import ConfigurationError
+from agentensemble.tools.context import ToolContext, current_tool_context
+
+NO_REASON = "no reason given"
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """A reviewer's answer about one tool call, in tool-system terms."""
+
+    approved: bool
+    input: str
+    reason: str | None = None
+
+    @property
+    def rejection_message(self) -> str:
+        """What the model sees when the call was rejected."""
+        return f"Rejected by reviewer: {self.reason or NO_REASON}"
+
+
+class _AutoApproved:
+    """Stands in for ``Continue()`` when the review package cannot be imported at all."""
+
+    def __repr__(self) -> str:
+        return "Continue()"
+
+
+def _review_api() -> ModuleType:
+    import agentensemble_review
+
+    return agentensemble_review
+
+
+def is_review_error(exc: BaseException) -> bool:
+    """Whether ``exc`` is a ReviewError (a timeout with on_timeout=FAIL, a handler answering
+    garbage, ...): the review machinery failed, which stops the run instead of becoming a failed
+    tool call. Never imports the review package itself.
+    """
+    module = sys.modules.get("agentensemble_review")
+    error_type = getattr(module, "ReviewError", None)
+    return isinstance(error_type, type) and isinstance(exc, error_type)
+
+
+def _require_handler(context: ToolContext, tool_name: str) -> Any:
+    if context.review_handler is None:
+        raise ConfigurationError(
+            f"Tool '{tool_name}' requires approval but no review handler is configured; "
+            "pass review_handler= to the Ensemble (e.g. ConsoleReviewHandler())"
+        )
+    return context.review_handler
+
+
+def _request(
+    api: ModuleType,
+    context: ToolContext,
+    *,
+    tool_name: str,
+    output: str,
+    prompt: str,
+    timeout: timedelta | float | None = None,
+    on_timeout: Any = None,
+) -> Any:
+    fields: dict[str, Any] = {
+        "timing": api.ReviewTiming.DURING_EXECUTION,
+        "task_description": context.task_description,
+        "output": output,
+        "prompt": prompt,
+        "tool_name": tool_name,
+    }
+    if timeout is not None:
+        fields["timeout"] = (
+            timeout if isinstance(timeout, timedelta) else timedelta(seconds=timeout)
+        )
+    if on_timeout is not None:
+        fields["on_timeout"] = on_timeout
+    return api.ReviewRequest(**fields)
+
+
+def _ask_sync(api: ModuleType, handler: Any, request: Any, context: ToolContext) -> Any:
+    """Ask from sync code; from a worker thread an async handler runs on the agent's loop."""
+    loop = context.loop
+    if loop is not None and loop.is_running() and not _runs_in(loop):
+        return api.ask(handler, request, loop=loop)
+    return api.ask(handler, request)
+
+
+def _runs_in(loop: asyncio.AbstractEventLoop) -> bool:
+    try:
+        return asyncio.get_running_loop() is loop
+    except RuntimeError:
+        return False
+
+
+def _verdict(api: ModuleType, decision: Any, tool_input: str) -> Verdict:
+    if isinstance(decision, api.ExitEarly):
+        return Verdict(approved=False, input=tool_input, reason=decision.reason)
+    if isinstance(decision, api.Edit):
+        return Verdict(approved=True, input=decision.revised_output)
+    return Verdict(approved=True, input=tool_input)
+
+
+def _approval_prompt(tool_name: str) -> str:
+    return f"Approve this call to tool '{tool_name}'? The output shown is the tool's input."
+
+
+async def areview_tool_input(tool_name: str, tool_input: str) -> Verdict:
+    """Ask the current handler whether the tool may run on ``tool_input`` (DURING_EXECUTION).
+
+    Raises ConfigurationError when no handler is configured.
+    """
+    context = current_tool_context()
+    handler = _require_handler(context, tool_name)
+    api = _review_api()
+    request = _request(
+        api, context, tool_name=tool_name, output=tool_input, prompt=_approval_prompt(tool_name)
+    )
+    return _verdict(api, await api.aask(handler, request), tool_input)
+
+
+def review_tool_input(tool_name: str, tool_input: str) -> Verdict:
+    """Sync twin of ``areview_tool_input`` (for the sync ``execute`` path)."""
+    context = current_tool_context()
+    handler = _require_handler(context, tool_name)
+    api = _review_api()
+    request = _request(
+        api, context, tool_name=tool_name, output=tool_input, prompt=_approval_prompt(tool_name)
+    )
+    return _verdict(api, _ask_sync(api, handler, request, context), tool_input)
+
+
+def _auto_approved() -> Any:
+    try:
+        return _review_api().Continue()
+    except ImportError:
+        return _AutoApproved()
+
+
+def _ad_hoc_prompt(tool_name: str) -> str:
+    return f"Tool '{tool_name}' asks for approval of the action shown."
+
+
+def request_approval(
+    tool_name: str,
+    description: str,
+    timeout: timedelta | float | None = None,
+    on_timeout: Any = None,
+) -> Any:
+    """A tool's own mid-execution check; auto-approves (a ``Continue``) with no handler."""
+    context = current_tool_context()
+    if context.review_handler is None:
+        return _auto_approved()
+    api = _review_api()
+    request = _request(
+        api,
+        context,
+        tool_name=tool_name,
+        output=description,
+        prompt=_ad_hoc_prompt(tool_name),
+        timeout=timeout,
+        on_timeout=on_timeout,
+    )
+    return _ask_sync(api, context.review_handler, request, context)
+
+
+async def arequest_approval(
+    tool_name: str,
+    description: str,
+    timeout: timedelta | float | None = None,
+    on_timeout: Any = None,
+) -> Any:
+    """Async twin of ``request_approval``."""
+    context = current_tool_context()
+    if context.review_handler is None:
+        return _auto_approved()
+    api = _review_api()
+    request = _request(
+        api,
+        context,
+        tool_name=tool_name,
+        output=description,
+        prompt=_ad_hoc_prompt(tool_name),
+        timeout=timeout,
+        on_timeout=on_timeout,
+    )
+    return await api.aask(context.review_handler, request)

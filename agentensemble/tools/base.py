@@ -1,0 +1,128 @@
+"""The tool interface every tool satisfies, and the result every call ends with."""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import json
+from abc import ABC
+from dataclasses import dataclass
+from typing import Any
+
+from pydantic import BaseModel
+from pydantic_core import to_jsonable_python
+
+from agentensemble.outputs import ReturnBehavior
+
+
+@dataclass(frozen=True)
+class ToolResult:
+    """How one tool call ended.
+
+    ``output`` is the text the model sees on success; ``error_message`` is what it sees (as
+    ``Error: <message>``) on failure. ``structured_output`` travels to records and listeners only,
+    never to the model.
+    """
+
+    output: str = ""
+    is_success: bool = True
+    error_message: str | None = None
+    structured_output: Any = None
+
+    @classmethod
+    def success(cls, output: str | None = None, structured_output: Any = None) -> ToolResult:
+        """A successful call; ``None`` output becomes the empty string."""
+        return cls(output="" if output is None else output, structured_output=structured_output)
+
+    @classmethod
+    def failure(cls, error_message: str) -> ToolResult:
+        """A failed call; the message goes back to the model so it can adapt."""
+        return cls(output="", is_success=False, error_message=error_message)
+
+
+class AgentTool(ABC):
+    """The framework's tool interface: a name, a description and ``execute(input) -> ToolResult``.
+
+    Set ``name`` and ``description`` as class attributes or in ``__init__``. Implement either
+    ``execute`` (sync; it runs in a worker thread so it never blocks other work) or
+    ``async def aexecute`` — the other one is derived. The name is checked against
+    ``^[A-Za-z0-9_]+$`` (at most 64 characters) when the tool is resolved. The model sees one
+    required string parameter, ``input``, unless ``parameters_schema`` says otherwise.
+    """
+
+    name: str
+    description: str
+    return_behavior: ReturnBehavior = ReturnBehavior.TO_LLM
+
+    def execute(self, input: str) -> ToolResult:
+        """Run the tool. The default runs ``aexecute`` to completion (for async-only tools)."""
+        if type(self).aexecute is AgentTool.aexecute:
+            raise NotImplementedError(
+                f"{type(self).__name__} must implement execute(input) or async aexecute(input)"
+            )
+        from agentensemble.tools._sync import run_coroutine_sync
+
+        return run_coroutine_sync(self.aexecute(input))
+
+    async def aexecute(self, input: str) -> ToolResult:
+        """Run the tool from async code. The default runs ``execute`` in a worker thread."""
+        return await asyncio.to_thread(self.execute, input)
+
+    def parameters_schema(self) -> dict[str, Any] | None:
+        """The JSON schema of the arguments, or None for the single string parameter ``input``.
+
+        A tool that returns a schema receives the model's JSON arguments text verbatim as its
+        ``input`` (typed-input tools and decorated functions do this).
+        """
+        return None
+
+    def __repr__(self) -> str:
+        name = getattr(self, "name", None)
+        return f"{type(self).__name__}(name={name!r})"
+
+
+def render_value(value: Any) -> str:
+    """Text for a tool's return value: str as is, pydantic models and anything else as JSON."""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, BaseModel):
+        return value.model_dump_json()
+    try:
+        return json.dumps(value, ensure_ascii=False, default=_jsonable)
+    except (TypeError, ValueError):
+        return json.dumps(to_jsonable_python(value, fallback=str), ensure_ascii=False)
+
+
+def _jsonable(value: Any) -> Any:
+    return to_jsonable_python(value, fallback=str)
+
+
+def as_tool_result(value: Any, *, none_output: str = "") -> ToolResult:
+    """Normalise what a tool body returned: a ToolResult as is, None → ``none_output``, str as
+    is, anything else rendered as JSON (the original kept as ``structured_output``).
+    """
+    if isinstance(value, ToolResult):
+        return value
+    if value is None:
+        return ToolResult.success(none_output)
+    if isinstance(value, str):
+        return ToolResult.success(value)
+    return ToolResult.success(render_value(value), structured_output=value)
+
+
+def implements_body(tool: AgentTool) -> bool:
+    """Whether a tool class implements ``execute`` or ``aexecute`` itself (not just inherits)."""
+    cls = type(tool)
+    return cls.execute is not AgentTool.execute or cls.aexecute is not AgentTool.aexecute
+
+
+def tool_description(tool: object) -> str:
+    """A tool's description: its ``description`` attribute, else its class docstring, else ""."""
+    description = getattr(tool, "description", None)
+    if isinstance(description, str):
+        return description
+    doc = type(tool).__dict__.get("__doc__")
+    return inspect.cleandoc(doc) if isinstance(doc, str) else ""
+
+
+__all__ = ["AgentTool", "ReturnBehavior", "ToolResult"]

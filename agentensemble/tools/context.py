@@ -1,0 +1,61 @@
+"""What the framework hands to tools while they run: review handler, metrics, logger, task.
+
+The context lives in a ContextVar, so concurrent runs sharing one tool object each see their
+own, and it reaches worker threads (``asyncio.to_thread`` copies context variables) and nested
+pipeline steps without any plumbing.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+from collections.abc import Iterator
+from contextlib import contextmanager, suppress
+from contextvars import ContextVar
+from dataclasses import dataclass, field
+from typing import Any
+
+from agentensemble.logging import get_logger
+from agentensemble.tools.metrics import ToolMetricsRegistry
+
+
+@dataclass
+class ToolContext:
+    """Run-wide services for tools.
+
+    ``review_handler`` answers approval requests (None: approvals cannot be asked).
+    ``loop`` is the event loop running the agent; ``use_tool_context`` captures it, so sync tool
+    code in a worker thread can run async work (a handler's ``areview``) on it.
+    """
+
+    review_handler: Any | None = None
+    metrics: ToolMetricsRegistry = field(default_factory=ToolMetricsRegistry)
+    logger: Any = field(default_factory=get_logger)
+    task_description: str = ""
+    agent_role: str = ""
+    loop: asyncio.AbstractEventLoop | None = None
+
+
+_current: ContextVar[ToolContext | None] = ContextVar("agentensemble_tool_context", default=None)
+
+
+@contextmanager
+def use_tool_context(context: ToolContext) -> Iterator[ToolContext]:
+    """Make ``context`` the current one inside the block (capturing the running loop, if any)."""
+    if context.loop is None:
+        with suppress(RuntimeError):  # no running loop: sync caller
+            context = dataclasses.replace(context, loop=asyncio.get_running_loop())
+    token = _current.set(context)
+    try:
+        yield context
+    finally:
+        _current.reset(token)
+
+
+def current_tool_context() -> ToolContext:
+    """The context set by the framework, or a fresh default one (no review handler)."""
+    context = _current.get()
+    return context if context is not None else ToolContext()
+
+
+__all__ = ["ToolContext", "current_tool_context", "use_tool_context"]

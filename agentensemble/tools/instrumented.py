@@ -1,0 +1,263 @@
+"""Instrumented tools: the framework's ``execute`` wraps every call in timing, metrics, logging,
+exception safety and the approval gate; subclasses write only the body (``do_execute``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Callable
+from datetime import timedelta
+from typing import Any, Generic, TypeVar, final
+
+from agentensemble.errors import ConfigurationError, ExitEarlyError, ToolExecutionError
+from agentensemble.tools import _approval
+from agentensemble.tools._sync import run_coroutine_sync
+from agentensemble.tools.base import AgentTool, ToolResult, as_tool_result
+from agentensemble.tools.context import ToolContext, current_tool_context
+from agentensemble.tools.metrics import CallOutcome, ToolMetrics
+
+InputT = TypeVar("InputT")
+
+LOG_PREVIEW_CHARS = 200
+_FINAL_METHODS = ("execute", "aexecute")
+
+
+def preview(text: str, limit: int = LOG_PREVIEW_CHARS) -> str:
+    """``text`` cut to ``limit`` characters for a log line."""
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def stops_the_run(exc: BaseException) -> bool:
+    """Errors that stop the run instead of becoming a failed tool call: ExitEarlyError,
+    ConfigurationError and the review package's errors (the approval machinery itself failed).
+    """
+    return isinstance(exc, (ExitEarlyError, ConfigurationError)) or _approval.is_review_error(exc)
+
+
+def exception_message(exc: BaseException) -> str:
+    """What the model sees for an exception: a ToolExecutionError's own message; for anything
+    else the type is included, since "division by zero" alone says little.
+    """
+    if isinstance(exc, ToolExecutionError):
+        return str(exc) or type(exc).__name__
+    text = str(exc)
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+
+
+class InstrumentedTool(AgentTool, Generic[InputT]):
+    """Shared machinery of AbstractAgentTool (str input) and TypedAgentTool (model input).
+
+    ``execute``/``aexecute`` are final: a subclass that defines either raises TypeError at class
+    creation. A call goes: parse the input (``_parse_input``) → approval gate → body
+    (``do_execute`` or ``ado_execute``) → ToolResult; each step's failure becomes a failure
+    result, except ExitEarlyError and ConfigurationError, which stop the run.
+    """
+
+    requires_approval: bool | Callable[[str], bool] = False
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        for method in _FINAL_METHODS:
+            if method in cls.__dict__:
+                raise TypeError(
+                    f"{cls.__name__} must not override {method}(): the framework's {method} "
+                    "adds timing, metrics, logging, error handling and approval. "
+                    "Implement do_execute(input) or async ado_execute(input) instead."
+                )
+
+    # -- the body: subclasses implement one of these two -------------------------------------
+
+    def do_execute(self, input: InputT) -> ToolResult | str | None:
+        """The tool's work (sync; runs in a worker thread when called from async code)."""
+        raise NotImplementedError(
+            f"{type(self).__name__} must implement do_execute(input) or async ado_execute(input)"
+        )
+
+    async def ado_execute(self, input: InputT) -> ToolResult | str | None:
+        """The tool's work (async). The default runs ``do_execute`` in a worker thread."""
+        return await asyncio.to_thread(self.do_execute, input)
+
+    def _parse_input(self, raw: str) -> InputT:
+        """Turn the raw input text into what the body takes; raise ToolArgumentsError if bad."""
+        raise NotImplementedError
+
+    # -- services for the body ---------------------------------------------------------------
+
+    @property
+    def metrics(self) -> ToolMetrics:
+        """This tool object's own counters (the run's registry counts by name as well)."""
+        metrics: ToolMetrics = vars(self).setdefault("_agentensemble_metrics", ToolMetrics())
+        return metrics
+
+    @property
+    def tool_context(self) -> ToolContext:
+        """The framework's context for the call in progress (review handler, logger, ...)."""
+        return current_tool_context()
+
+    def request_approval(
+        self,
+        description: str,
+        timeout: timedelta | float | None = None,
+        on_timeout: Any = None,
+    ) -> Any:
+        """Ask the reviewer about ``description`` from inside the body; returns the decision
+        (Continue / Edit / ExitEarly). With no review handler configured it auto-approves.
+        Safe to call from a sync body running in a worker thread.
+        """
+        return _approval.request_approval(self.name, description, timeout, on_timeout)
+
+    async def arequest_approval(
+        self,
+        description: str,
+        timeout: timedelta | float | None = None,
+        on_timeout: Any = None,
+    ) -> Any:
+        """Async twin of ``request_approval``."""
+        return await _approval.arequest_approval(self.name, description, timeout, on_timeout)
+
+    def needs_approval(self, input: str) -> bool:
+        """Whether this call must be approved first (``requires_approval`` True, or the
+        callable says so for this input).
+        """
+        rule = self.requires_approval
+        return bool(rule(input)) if callable(rule) else bool(rule)
+
+    # -- the framework's entry points (final) ------------------------------------------------
+
+    @final
+    def execute(self, input: str) -> ToolResult:
+        """Run one call from sync code, instrumented. Do not override (see class docs)."""
+        context = current_tool_context()
+        started = time.perf_counter()
+        try:
+            result = self._run_sync(input, context)
+        except Exception as exc:
+            self._check_stop(exc, input, context)
+            return self._finish(
+                input, ToolResult.failure(exception_message(exc)), context, started, exc
+            )
+        return self._finish(input, result, context, started)
+
+    @final
+    async def aexecute(self, input: str) -> ToolResult:
+        """Run one call from async code, instrumented. Do not override (see class docs)."""
+        context = current_tool_context()
+        started = time.perf_counter()
+        try:
+            result = await self._run_async(input, context)
+        except Exception as exc:
+            self._check_stop(exc, input, context)
+            return self._finish(
+                input, ToolResult.failure(exception_message(exc)), context, started, exc
+            )
+        return self._finish(input, result, context, started)
+
+    def _run_sync(self, raw: str, context: ToolContext) -> ToolResult:
+        parsed = self._parse_input(raw)
+        if self.needs_approval(raw):
+            verdict = _approval.review_tool_input(self.name, raw)
+            if not verdict.approved:
+                return ToolResult.failure(verdict.rejection_message)
+            if verdict.input != raw:
+                parsed = self._parse_input(verdict.input)
+        if type(self).do_execute is not InstrumentedTool.do_execute:
+            value = self.do_execute(parsed)
+        else:
+            value = run_coroutine_sync(self.ado_execute(parsed), context.loop)
+        return self._to_result(value)
+
+    async def _run_async(self, raw: str, context: ToolContext) -> ToolResult:
+        parsed = self._parse_input(raw)
+        if self.needs_approval(raw):
+            verdict = await _approval.areview_tool_input(self.name, raw)
+            if not verdict.approved:
+                return ToolResult.failure(verdict.rejection_message)
+            if verdict.input != raw:
+                parsed = self._parse_input(verdict.input)
+        return self._to_result(await self.ado_execute(parsed))
+
+    def _to_result(self, value: Any) -> ToolResult:
+        """Normalise the body's return value (None → success with empty output)."""
+        return as_tool_result(value)
+
+    def _check_stop(self, exc: Exception, raw: str, context: ToolContext) -> None:
+        """Re-raise errors that stop the run (ConfigurationError is logged at ERROR first)."""
+        if not stops_the_run(exc):
+            return
+        if isinstance(exc, ConfigurationError):
+            context.logger.error(
+                f"{self.name}({preview(raw)}) stopped the run: {exc}", tool=self.name
+            )
+        raise exc
+
+    def _finish(
+        self,
+        raw: str,
+        result: ToolResult,
+        context: ToolContext,
+        started: float,
+        exc: Exception | None = None,
+    ) -> ToolResult:
+        duration = time.perf_counter() - started
+        outcome = log_call(context, self.name, raw, result, duration, exc)
+        self.metrics.record(outcome, duration)
+        return result
+
+
+def log_call(
+    context: ToolContext,
+    name: str,
+    raw: str,
+    result: ToolResult,
+    duration: float,
+    exc: Exception | None = None,
+) -> CallOutcome:
+    """Log one finished call and count it in the run's registry; returns its outcome.
+
+    INFO ``name(input) -> output`` (each cut to 200 characters) with the duration; WARNING
+    ``name(input) -> Error: message`` on failure (with the traceback for unexpected
+    exceptions); DEBUG with the full input and output.
+    """
+    duration_ms = round(duration * 1000, 1)
+    if result.is_success:
+        outcome = CallOutcome.SUCCESS
+        context.logger.info(
+            f"{name}({preview(raw)}) -> {preview(result.output)}",
+            tool=name,
+            duration_ms=duration_ms,
+            success=True,
+        )
+        context.logger.debug("tool call", tool=name, input=raw, output=result.output)
+    else:
+        unexpected = exc is not None and not isinstance(exc, ToolExecutionError)
+        outcome = CallOutcome.ERROR if unexpected else CallOutcome.FAILURE
+        error = result.error_message or ""
+        context.logger.warning(
+            f"{name}({preview(raw)}) -> Error: {preview(error)}",
+            tool=name,
+            duration_ms=duration_ms,
+            success=False,
+            exc_info=exc if unexpected else None,
+        )
+        context.logger.debug("tool call", tool=name, input=raw, error=error)
+    context.metrics.record(name, outcome, duration)
+    return outcome
+
+
+class AbstractAgentTool(InstrumentedTool[str]):
+    """The instrumented base for string-input tools: implement ``do_execute(input)`` (or
+    ``async def ado_execute``) returning a ToolResult, a str or None (success, empty output).
+
+    ``execute``/``aexecute`` belong to the framework (defining them raises TypeError): every
+    call is timed, counted (``self.metrics`` and the run's registry), logged (INFO
+    ``name(input) -> output``, WARNING on failure, DEBUG in full), exception-safe (an exception
+    becomes a failure result the model sees; ExitEarlyError and ConfigurationError stop the
+    run) and, with ``requires_approval``, approved by the reviewer before the body runs.
+    """
+
+    def _parse_input(self, raw: str) -> str:
+        return raw
+
+
+__all__ = ["AbstractAgentTool", "InstrumentedTool"]
