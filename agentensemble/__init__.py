@@ -1,1 +1,113 @@
-"""agentensemble: orchestrate teams of LLM agents with exact tool semantics and safe human review."""
+"""agentensemble: orchestrate teams of LLM agents with exact tool semantics and safe human review.
+
+Importing this package is cheap: litellm is imported on the first real model call, and
+``agentensemble_review`` only when a review is configured.
+"""
+
+from agentensemble.agent import Agent
+from agentensemble.ensemble import Ensemble
+from agentensemble.errors import (
+    AgentEnsembleError,
+    AgentExecutionError,
+    ConfigurationError,
+    ExitEarlyError,
+    LLMError,
+    MaxIterationsExceededError,
+    OutputParsingError,
+    PromptTemplateError,
+    TaskExecutionError,
+    ToolArgumentsError,
+    ToolExecutionError,
+    ToolNameError,
+)
+from agentensemble.events import (
+    EnsembleCompleted,
+    EnsembleEvent,
+    EnsembleListener,
+    EnsembleStarted,
+    LLMCallCompleted,
+    ReviewDecided,
+    ReviewRequested,
+    TaskCompleted,
+    TaskFailed,
+    TaskStarted,
+    ToolCallCompleted,
+)
+from agentensemble.llm import LLM, ChatModel, ChatResponse, RetryPolicy, ToolCall
+from agentensemble.logging import configure_logging
+from agentensemble.outputs import (
+    EnsembleOutput,
+    ExitReason,
+    ReturnBehavior,
+    TaskOutput,
+    TokenUsage,
+    ToolCallRecord,
+)
+from agentensemble.progress import ConsoleProgressListener
+from agentensemble.task import Task, TaskHandlerContext
+from agentensemble.tools import (
+    AbstractAgentTool,
+    AgentTool,
+    ToolContext,
+    ToolMetrics,
+    ToolResolver,
+    ToolResult,
+    TypedAgentTool,
+    tool,
+)
+from agentensemble.workflows import Workflow
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "LLM",
+    "AbstractAgentTool",
+    "Agent",
+    "AgentEnsembleError",
+    "AgentExecutionError",
+    "AgentTool",
+    "ChatModel",
+    "ChatResponse",
+    "ConfigurationError",
+    "ConsoleProgressListener",
+    "Ensemble",
+    "EnsembleCompleted",
+    "EnsembleEvent",
+    "EnsembleListener",
+    "EnsembleOutput",
+    "EnsembleStarted",
+    "ExitEarlyError",
+    "ExitReason",
+    "LLMCallCompleted",
+    "LLMError",
+    "MaxIterationsExceededError",
+    "OutputParsingError",
+    "PromptTemplateError",
+    "RetryPolicy",
+    "ReturnBehavior",
+    "ReviewDecided",
+    "ReviewRequested",
+    "Task",
+    "TaskCompleted",
+    "TaskExecutionError",
+    "TaskFailed",
+    "TaskHandlerContext",
+    "TaskOutput",
+    "TaskStarted",
+    "TokenUsage",
+    "ToolArgumentsError",
+    "ToolCall",
+    "ToolCallCompleted",
+    "ToolCallRecord",
+    "ToolContext",
+    "ToolExecutionError",
+    "ToolMetrics",
+    "ToolNameError",
+    "ToolResolver",
+    "ToolResult",
+    "TypedAgentTool",
+    "Workflow",
+    "__version__",
+    "configure_logging",
+    "tool",
+]

@@ -1,0 +1,58 @@
+"""Small validators shared by the public models (Agent, Task, Ensemble)."""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Sequence
+from typing import Any
+
+
+def require_text(value: str, field: str) -> str:
+    """Reject blank strings; the message names the field."""
+    if not value or not value.strip():
+        raise ValueError(f"{field} must be a non-blank string")
+    return value
+
+
+def check_model(value: Any) -> Any:
+    """Accept a litellm model name, an ``LLM`` or any ChatModel (async ``complete``)."""
+    if value is None:
+        return None
+    if isinstance(value, str):
+        if not value.strip():
+            raise ValueError("llm must be a model name such as 'openai/gpt-4o-mini', not blank")
+        return value
+    complete = getattr(value, "complete", None)
+    if complete is None or not inspect.iscoroutinefunction(complete):
+        raise ValueError(
+            f"llm must be a model name, an LLM or a ChatModel with an async complete(); "
+            f"got {type(value).__name__}"
+        )
+    return value
+
+
+def check_tools(tools: Sequence[Any]) -> list[Any]:
+    """Resolve the tools now so bad names fail the model's construction.
+
+    A bad name raises ToolNameError (a ValueError, reported by pydantic on the field); an object
+    that is no tool, or two tools sharing a name, raise ConfigurationError as the resolver does.
+    """
+    tools = list(tools)
+    if tools:
+        from agentensemble.tools.resolver import ToolResolver  # tools sit above the models layer
+
+        ToolResolver().resolve(tools)
+    return tools
+
+
+def check_review(value: Any, field: str) -> Any:
+    """A task-level review must be an ``agentensemble_review.Review`` (imported only if given)."""
+    if value is None:
+        return None
+    from agentensemble_review import Review  # only reached when a review is configured
+
+    if not isinstance(value, Review):
+        raise ValueError(
+            f"{field} must be Review.required(...) or Review.skip(), got {type(value).__name__}"
+        )
+    return value

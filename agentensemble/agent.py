@@ -1,0 +1,44 @@
+"""Agent: who does the work — a role, a goal, tools and a model."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from agentensemble._validation import check_model, check_tools, require_text
+
+
+class Agent(BaseModel):
+    """An LLM-backed worker. ``role``, ``goal`` and ``background`` may use ``{variables}``."""
+
+    model_config = ConfigDict(arbitrary_types_allowed=True, extra="forbid")
+
+    role: str
+    goal: str
+    background: str | None = None
+    tools: list[Any] = Field(default_factory=list)
+    llm: Any = Field(default=None, description="model name, LLM or ChatModel")
+    max_iterations: int = Field(default=25, ge=1, description="max tool calls in one task")
+    response_format: str | None = None
+    verbose: bool = False
+
+    @field_validator("role", "goal")
+    @classmethod
+    def _non_blank(cls, value: str, info: Any) -> str:
+        return require_text(value, info.field_name)
+
+    @field_validator("llm")
+    @classmethod
+    def _model(cls, value: Any) -> Any:
+        return check_model(value)
+
+    @field_validator("tools")
+    @classmethod
+    def _tools(cls, value: list[Any]) -> list[Any]:
+        return check_tools(value)
+
+    def __repr__(self) -> str:
+        return f"Agent(role={self.role!r})"
+
+    __str__ = __repr__

@@ -1,0 +1,245 @@
+"""Ensemble: the facade. Validates the whole setup, fills templates, runs the workflow."""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+from collections.abc import Mapping
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+from agentensemble._validation import check_model
+from agentensemble.agent import Agent
+from agentensemble.errors import ConfigurationError, PromptTemplateError
+from agentensemble.events import (
+    EnsembleCompleted,
+    EnsembleListener,
+    EnsembleStarted,
+    EventEmitter,
+)
+from agentensemble.execution.agent_executor import AgentTask, ExecutionEnv
+from agentensemble.llm.types import ChatModel
+from agentensemble.outputs import EnsembleOutput
+from agentensemble.task import Task
+from agentensemble.templates import fill_template, missing_variables
+from agentensemble.tools.resolver import ResolvedTools, ToolResolver
+from agentensemble.workflows import Workflow
+from agentensemble.workflows._review_gates import (
+    after_review_for,
+    is_enabled,
+    policy_value,
+)
+from agentensemble.workflows.sequential import PreparedTask, run_sequential
+
+SYNTHESISED_ROLE = "Assistant"
+
+
+class Ensemble(BaseModel):
+    """A team of agents and the tasks they work through."""
+
+    model_config = ConfigDict(arbitrary_types_allowed=True, extra="forbid")
+
+    tasks: list[Task] = Field(min_length=1)
+    agents: list[Agent] = Field(default_factory=list)
+    workflow: Workflow = Workflow.SEQUENTIAL
+    llm: Any = Field(default=None, description="default model for agents without one")
+    review_handler: Any = None
+    review_policy: Any = "never"
+    listeners: list[Any] = Field(default_factory=list)
+    verbose: bool = False
+
+    @field_validator("llm")
+    @classmethod
+    def _model(cls, value: Any) -> Any:
+        return check_model(value)
+
+    @field_validator("review_policy")
+    @classmethod
+    def _policy(cls, value: Any) -> Any:
+        policy_value(value)
+        return value
+
+    @field_validator("review_handler")
+    @classmethod
+    def _handler(cls, value: Any) -> Any:
+        if value is not None and not (hasattr(value, "review") or hasattr(value, "areview")):
+            raise ValueError(
+                f"review_handler must have review(request) or areview(request); "
+                f"got {type(value).__name__}"
+            )
+        return value
+
+    @field_validator("listeners")
+    @classmethod
+    def _listeners(cls, value: list[Any]) -> list[Any]:
+        for listener in value:
+            if not isinstance(listener, EnsembleListener):
+                raise ValueError(
+                    f"a listener needs an on_event(event) method; got {type(listener).__name__}"
+                )
+        return value
+
+    @model_validator(mode="after")
+    def _structure(self) -> Ensemble:
+        self._check_context_order()
+        self._check_tools_and_reviews()
+        return self
+
+    # -- validation ---------------------------------------------------------------------------
+
+    def _check_context_order(self) -> None:
+        seen: set[int] = set()
+        positions = {id(task): i for i, task in enumerate(self.tasks, start=1)}
+        for index, task in enumerate(self.tasks, start=1):
+            for dependency in task.context:
+                if id(dependency) not in positions:
+                    raise ValueError(
+                        f"task {index} ({task.label!r}) has context task "
+                        f"{dependency.label!r}, which is not in this ensemble's tasks"
+                    )
+                if id(dependency) not in seen:
+                    raise ValueError(
+                        f"task {index} ({task.label!r}) has context task {dependency.label!r}, "
+                        f"which runs later (task {positions[id(dependency)]}); context must "
+                        "come from an earlier task"
+                    )
+            seen.add(id(task))
+
+    def _resolve_tools(self, task: Task) -> ResolvedTools | None:
+        sources = [*(task.agent.tools if task.agent else []), *task.tools]
+        return ToolResolver().resolve(sources) if sources else None
+
+    def _check_tools_and_reviews(self) -> None:
+        policy = policy_value(self.review_policy)
+        for index, task in enumerate(self.tasks, start=1):
+            tools = self._resolve_tools(task)
+            if self.review_handler is None and tools is not None and tools.approval_required:
+                names = ", ".join(
+                    name for name in tools.names if (t := tools.get(name)) and t.requires_approval
+                )
+                raise ConfigurationError(
+                    f"task {index} ({task.label!r}): tool(s) {names} require approval, but the "
+                    "ensemble has no review_handler. Pass Ensemble(review_handler=...)"
+                )
+            needs_review = policy != "never" or any(
+                is_enabled(r) for r in (task.review, task.before_review)
+            )
+            if needs_review and self.review_handler is None:
+                raise ConfigurationError(
+                    f"task {index} ({task.label!r}) is to be reviewed (review_policy="
+                    f"{policy!r}), but the ensemble has no review_handler"
+                )
+
+    # -- preparation --------------------------------------------------------------------------
+
+    def _template_texts(self) -> list[str]:
+        texts: list[str] = []
+        for task in self.tasks:
+            texts += [task.description, task.expected_output]
+            if task.agent is not None:
+                agent = task.agent
+                texts += [agent.role, agent.goal, agent.background or ""]
+        return texts
+
+    def _prepare(self, inputs: Mapping[str, Any]) -> list[PreparedTask]:
+        """Everything that can fail before the first model call fails here, all at once."""
+        self._check_context_order()
+        self._check_tools_and_reviews()
+        missing = missing_variables(self._template_texts(), inputs)
+        if missing:
+            raise PromptTemplateError(missing)
+        models: dict[str, ChatModel] = {}
+        policy = policy_value(self.review_policy)
+        prepared: list[PreparedTask] = []
+        for index, task in enumerate(self.tasks, start=1):
+            description = fill_template(task.description, inputs)
+            expected = fill_template(task.expected_output, inputs)
+            item = PreparedTask(
+                task=task,
+                description=description,
+                expected_output=expected,
+                agent_role="handler",
+                after_review=after_review_for(task.review, policy, index == len(self.tasks)),
+                before_review=task.before_review,
+            )
+            if task.handler is None:
+                agent = task.agent or Agent(role=SYNTHESISED_ROLE, goal=description)
+                if task.agent is None:  # its goal is the filled description: never re-filled
+                    role, goal, background = agent.role, agent.goal, None
+                else:
+                    role = fill_template(agent.role, inputs)
+                    goal = fill_template(agent.goal, inputs)
+                    background = (
+                        fill_template(agent.background, inputs) if agent.background else None
+                    )
+                item.agent_role = role
+                item.agent_task = AgentTask(
+                    role=role,
+                    goal=goal,
+                    background=background,
+                    description=description,
+                    expected_output=expected,
+                    model=self._model_for(agent, index, task, models),
+                    response_format=agent.response_format,
+                    max_iterations=agent.max_iterations,
+                    tools=self._resolve_tools(task),
+                    output_type=task.output_type,
+                    task_name=task.name,
+                )
+            prepared.append(item)
+        return prepared
+
+    def _model_for(
+        self, agent: Agent, index: int, task: Task, cache: dict[str, ChatModel]
+    ) -> ChatModel:
+        chosen = agent.llm if agent.llm is not None else self.llm
+        if chosen is None:
+            who = "its synthesised agent" if task.agent is None else f"agent {agent.role!r}"
+            raise ConfigurationError(
+                f"task {index} ({task.label!r}): {who} has no model. Set Agent(llm=...) or "
+                "Ensemble(llm=...) to a model name such as 'openai/gpt-4o-mini', an LLM or a "
+                "ChatModel"
+            )
+        if isinstance(chosen, str):
+            if chosen not in cache:
+                from agentensemble.llm.litellm_model import LLM  # litellm itself stays lazy
+
+                cache[chosen] = LLM(model=chosen)
+            return cache[chosen]
+        model: ChatModel = chosen
+        return model
+
+    # -- running ------------------------------------------------------------------------------
+
+    async def arun(self, inputs: Mapping[str, Any] | None = None) -> EnsembleOutput:
+        """Run the ensemble. Validation failures raise before any model call."""
+        values = dict(inputs or {})
+        prepared = self._prepare(values)
+        listeners = list(self.listeners)
+        if self.verbose:
+            from agentensemble.progress import ConsoleProgressListener
+
+            listeners.append(ConsoleProgressListener())
+        env = ExecutionEnv(emitter=EventEmitter(listeners), review_handler=self.review_handler)
+        env.emitter.emit(EnsembleStarted(total_tasks=len(prepared)))
+        output = await run_sequential(prepared, env, values)
+        env.emitter.emit(EnsembleCompleted(output=output))
+        return output
+
+    def run(self, inputs: Mapping[str, Any] | None = None) -> EnsembleOutput:
+        """Run synchronously; works from plain scripts and inside a running loop (Jupyter)."""
+        try:
+            asyncio.get_running_loop()
+        except RuntimeError:
+            return asyncio.run(self.arun(inputs))
+        with concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="agentensemble") as pool:
+            return pool.submit(asyncio.run, self.arun(inputs)).result()
+
+    def __repr__(self) -> str:
+        return f"Ensemble(tasks={len(self.tasks)}, workflow={self.workflow.value!r})"
+
+    __str__ = __repr__
+
+
+__all__ = ["Ensemble"]

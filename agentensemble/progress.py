@@ -1,0 +1,61 @@
+"""Console progress output: one listener among others, switched on by ``verbose=True``."""
+
+from __future__ import annotations
+
+import sys
+from typing import TextIO
+
+from agentensemble.events import (
+    EnsembleCompleted,
+    EnsembleEvent,
+    ReviewDecided,
+    TaskCompleted,
+    TaskFailed,
+    TaskStarted,
+    ToolCallCompleted,
+)
+
+_WIDTH = 200
+
+
+def _short(text: str, width: int = _WIDTH) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= width else text[: width - 3] + "..."
+
+
+class ConsoleProgressListener:
+    """Prints one line per task start/finish, tool call and review decision."""
+
+    def __init__(self, stream: TextIO | None = None) -> None:
+        self._stream = stream
+
+    def _print(self, line: str) -> None:
+        print(line, file=self._stream or sys.stderr, flush=True)
+
+    def on_event(self, event: EnsembleEvent) -> None:
+        if isinstance(event, TaskStarted):
+            self._print(
+                f"[{event.task_index}/{event.total_tasks}] {event.agent_role}: "
+                f"{_short(event.task_description, 80)}"
+            )
+        elif isinstance(event, ToolCallCompleted):
+            mark = "ok" if event.record.is_success else "failed"
+            self._print(
+                f"    tool {event.record.name}({_short(event.record.arguments, 80)}) {mark} -> "
+                f"{_short(event.record.output, 120)}"
+            )
+        elif isinstance(event, TaskCompleted):
+            seconds = event.output.duration.total_seconds()
+            self._print(
+                f"[{event.task_index}/{event.total_tasks}] done in {seconds:.2f}s "
+                f"({event.output.llm_calls} model calls, {len(event.output.tool_calls)} tool calls)"
+            )
+        elif isinstance(event, TaskFailed):
+            self._print(f"[{event.task_index}/{event.total_tasks}] failed: {event.error}")
+        elif isinstance(event, ReviewDecided):
+            self._print(f"    review ({event.timing}): {event.decision}")
+        elif isinstance(event, EnsembleCompleted):
+            self._print(f"finished: {event.output.exit_reason.value}")
+
+
+__all__ = ["ConsoleProgressListener"]

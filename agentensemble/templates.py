@@ -1,0 +1,48 @@
+"""Template filling: ``{name}`` takes its value from the run's inputs; ``{{`` and ``}}`` are braces.
+
+A variable is an identifier in single braces. Any other brace text (JSON examples, say) is left
+as written. Values are inserted in one pass and never re-templated.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from agentensemble.errors import PromptTemplateError
+
+_TOKEN = re.compile(r"\{\{|\}\}|\{([A-Za-z_][A-Za-z0-9_]*)\}")
+
+
+def template_variables(text: str) -> list[str]:
+    """Variable names used in ``text``, in order of first use, without duplicates."""
+    names: dict[str, None] = {}
+    for match in _TOKEN.finditer(text):
+        if match.group(1):
+            names.setdefault(match.group(1))
+    return list(names)
+
+
+def missing_variables(texts: Iterable[str], inputs: Mapping[str, Any]) -> list[str]:
+    """Every variable used in ``texts`` that ``inputs`` does not provide, sorted."""
+    return sorted({name for text in texts for name in template_variables(text)} - set(inputs))
+
+
+def fill_template(text: str, inputs: Mapping[str, Any]) -> str:
+    """Fill ``text`` from ``inputs``; raises PromptTemplateError naming every missing variable."""
+    missing = missing_variables([text], inputs)
+    if missing:
+        raise PromptTemplateError(missing)
+
+    def replace(match: re.Match[str]) -> str:
+        name = match.group(1)
+        if name is None:
+            return match.group(0)[0]
+        value = inputs[name]
+        return value if isinstance(value, str) else str(value)
+
+    return _TOKEN.sub(replace, text)
+
+
+__all__ = ["fill_template", "missing_variables", "template_variables"]

@@ -1,0 +1,89 @@
+"""Review gates before and after a task. ``agentensemble_review`` is imported only when used."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from agentensemble.errors import ConfigurationError
+from agentensemble.events import EventEmitter, ReviewDecided, ReviewRequested
+
+NEVER = "never"
+AFTER_EVERY_TASK = "after_every_task"
+AFTER_LAST_TASK = "after_last_task"
+POLICIES = (NEVER, AFTER_EVERY_TASK, AFTER_LAST_TASK)
+
+
+@dataclass(frozen=True)
+class GateResult:
+    """A reviewer's verdict in core terms: go on (maybe with edited text) or stop."""
+
+    stop: bool = False
+    timed_out: bool = False
+    revised_text: str | None = None
+    reason: str | None = None
+
+
+def policy_value(policy: Any) -> str:
+    """Normalise a ReviewPolicy (a str enum) or its string value."""
+    value = getattr(policy, "value", policy)
+    if value is None:
+        return NEVER
+    if not isinstance(value, str) or value.lower() not in POLICIES:
+        raise ValueError(f"review_policy must be one of {', '.join(POLICIES)}; got {policy!r}")
+    return value.lower()
+
+
+def after_review_for(task_review: Any, policy: str, is_last: bool) -> Any:
+    """The Review that applies after a task: the task's own setting overrides the policy."""
+    if task_review is not None:
+        return task_review if task_review.enabled else None
+    if policy == AFTER_EVERY_TASK or (policy == AFTER_LAST_TASK and is_last):
+        from agentensemble_review import Review
+
+        return Review.required()
+    return None
+
+
+def is_enabled(review: Any) -> bool:
+    return review is not None and bool(review.enabled)
+
+
+async def ask_reviewer(
+    handler: Any,
+    review: Any,
+    *,
+    timing: str,
+    task_description: str,
+    output: str,
+    emitter: EventEmitter,
+) -> GateResult:
+    """Ask the handler about one task (before or after it ran) and translate the decision."""
+    from agentensemble_review import Edit, ExitEarly, ReviewRequest, ReviewTiming, aask
+
+    if handler is None:
+        raise ConfigurationError("A review is required but the ensemble has no review_handler")
+    request = ReviewRequest(
+        timing=ReviewTiming(timing),
+        task_description=task_description,
+        output=output,
+        prompt=review.prompt,
+        timeout=review.timeout,
+        on_timeout=review.on_timeout,
+    )
+    emitter.emit(ReviewRequested(timing=timing, task_description=task_description))
+    decision = await aask(handler, request)
+    if isinstance(decision, Edit):
+        result = GateResult(revised_text=decision.revised_output)
+        kind, details = "edit", {"revised_output": decision.revised_output}
+    elif isinstance(decision, ExitEarly):
+        result = GateResult(stop=True, timed_out=decision.timed_out, reason=decision.reason)
+        kind, details = "exit_early", {"reason": decision.reason, "timed_out": decision.timed_out}
+    else:
+        result, kind, details = GateResult(), "continue", {}
+    emitter.emit(
+        ReviewDecided(
+            timing=timing, task_description=task_description, decision=kind, details=details
+        )
+    )
+    return result

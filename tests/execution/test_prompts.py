@@ -1,0 +1,43 @@
+"""The prompt builders are pure: these tables pin the exact text agents receive."""
+
+from agentensemble.execution.prompts import (
+    STANDARD_INSTRUCTIONS,
+    ContextItem,
+    build_system_prompt,
+    build_user_prompt,
+)
+
+
+def test_system_prompt_minimal() -> None:
+    assert build_system_prompt("Researcher", "Find facts") == (
+        f"You are Researcher.\n\nYour goal: Find facts\n\n{STANDARD_INSTRUCTIONS}"
+    )
+
+
+def test_system_prompt_with_background_and_format() -> None:
+    prompt = build_system_prompt(
+        "Writer", "Write well", background="You write for engineers.", response_format="Markdown"
+    )
+    assert prompt.startswith("You are Writer.\n\nYou write for engineers.\n\nYour goal: Write well")
+    assert prompt.endswith("## Response Format\nMarkdown")
+
+
+def test_user_prompt_without_context() -> None:
+    assert build_user_prompt("Do it", "A result") == "## Task\nDo it\n\n## Expected Output\nA result"
+
+
+def test_user_prompt_with_context_comes_first() -> None:
+    prompt = build_user_prompt(
+        "Write the article",
+        "An article",
+        [ContextItem("Research AI", "Researcher", "Facts: A, B")],
+    )
+    assert prompt == (
+        "## Context from Previous Tasks\n\n### Research AI (Researcher)\nFacts: A, B\n\n"
+        "## Task\nWrite the article\n\n## Expected Output\nAn article"
+    )
+
+
+def test_user_prompt_with_output_instructions_last() -> None:
+    prompt = build_user_prompt("T", "E", output_instructions="## Output Format\nJSON")
+    assert prompt.endswith("## Expected Output\nE\n\n## Output Format\nJSON")
