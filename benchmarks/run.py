@@ -1,0 +1,177 @@
+"""Reproducible measurements: import cost, framework overhead per model turn, tool concurrency.
+
+Usage: ``make bench`` (or ``python benchmarks/run.py [--write]``). Shared, noisy machines: every
+figure is a median of repeated runs taken in one process run, and comparisons are ratios measured
+side by side. ``--write`` records the table in ``benchmarks/RESULTS.md``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from datetime import date
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+Row = tuple[str, str, str]
+
+
+def _import_seconds(statement: str, repeats: int) -> float:
+    """Median wall time of ``statement`` in fresh interpreters, with bytecode caching allowed."""
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    code = (
+        "import time; t = time.perf_counter(); " + statement + "; "
+        "print(time.perf_counter() - t)"
+    )
+    samples = []
+    for i in range(repeats + 1):
+        out = subprocess.run(
+            [sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True
+        )
+        if i:  # the first run writes bytecode caches; it is not counted
+            samples.append(float(out.stdout.strip().splitlines()[-1]))
+    return statistics.median(samples)
+
+
+def bench_import(repeats: int) -> list[Row]:
+    ours = _import_seconds("import agentensemble", repeats)
+    deps = _import_seconds("import pydantic, structlog, tenacity, httpx", repeats)
+    leaked = subprocess.run(
+        [sys.executable, "-c", "import agentensemble, sys; print('litellm' in sys.modules)"],
+        capture_output=True, text=True, check=True,
+    ).stdout.strip()
+    return [
+        ("import agentensemble (median)", f"{ours:.3f} s", "target <= 0.15 s"),
+        ("import pydantic+structlog+tenacity+httpx", f"{deps:.3f} s", "floor set by dependencies"),
+        ("litellm imported by `import agentensemble`", leaked, "must be False"),
+    ]
+
+
+def _median_time(fn: Callable[[], Any], repeats: int) -> float:
+    samples = []
+    for _ in range(repeats):
+        started = time.perf_counter()
+        fn()
+        samples.append(time.perf_counter() - started)
+    return statistics.median(samples)
+
+
+def bench_overhead(repeats: int, turns: int = 200) -> list[Row]:
+    """Framework time per model turn: a tool-calling task of ``turns`` turns on a scripted model,
+    against the same scripted model driven directly (the floor)."""
+    from agentensemble import Agent, Ensemble, Task, tool
+    from agentensemble.testing import ScriptedChatModel, text, tool_call
+
+    @tool
+    def echo(value: str) -> str:
+        """Echo a value."""
+        return value
+
+    def script() -> list[Any]:
+        return [*(tool_call("echo", {"value": str(i)}) for i in range(turns - 1)), text("done")]
+
+    def with_framework() -> None:
+        model = ScriptedChatModel(script())
+        agent = Agent(role="Bench", goal="g", tools=[echo], llm=model, max_iterations=turns)
+        Ensemble(tasks=[Task(description="d", agent=agent)]).run()
+
+    def model_only() -> None:
+        model = ScriptedChatModel(script())
+
+        async def drive() -> None:
+            messages: list[dict[str, Any]] = [{"role": "user", "content": "d"}]
+            for _ in range(turns):
+                await model.complete(messages, tools=None)
+
+        asyncio.run(drive())
+
+    framework = _median_time(with_framework, repeats) / turns
+    floor = _median_time(model_only, repeats) / turns
+    overhead = framework - floor
+    return [
+        (f"time per model turn, ensemble + 1 tool call ({turns} turns)", f"{framework*1e3:.3f} ms", ""),
+        ("time per model turn, scripted model alone", f"{floor*1e3:.3f} ms", "floor"),
+        ("framework overhead per model turn", f"{overhead*1e3:.3f} ms", "target well under 1 ms"),
+    ]
+
+
+def bench_concurrency(repeats: int) -> list[Row]:
+    """Six 0.5 s tools in one model response: they run concurrently."""
+    from agentensemble import Agent, Ensemble, Task, tool
+    from agentensemble.testing import ScriptedChatModel, text, tool_calls
+
+    @tool
+    def slow(n: int) -> str:
+        """Sleep half a second."""
+        time.sleep(0.5)
+        return str(n)
+
+    @tool
+    async def slow_async(n: int) -> str:
+        """Sleep half a second, asynchronously."""
+        await asyncio.sleep(0.5)
+        return str(n)
+
+    def run(name: str) -> None:
+        model = ScriptedChatModel(
+            [tool_calls(*((name, {"n": i}) for i in range(6))), text("done")]
+        )
+        agent = Agent(role="Bench", goal="g", tools=[slow, slow_async], llm=model)
+        Ensemble(tasks=[Task(description="d", agent=agent)]).run()
+
+    sync_s = _median_time(lambda: run("slow"), max(3, repeats // 3))
+    async_s = _median_time(lambda: run("slow_async"), max(3, repeats // 3))
+    return [
+        ("six 0.5 s sync tools in one response", f"{sync_s:.2f} s", "about 0.5 s, not 3 s"),
+        ("six 0.5 s async tools in one response", f"{async_s:.2f} s", "about 0.5 s, not 3 s"),
+    ]
+
+
+SECTIONS: dict[str, Callable[[int], list[Row]]] = {
+    "import": bench_import,
+    "overhead": bench_overhead,
+    "concurrency": bench_concurrency,
+}
+
+
+def render(rows: list[Row], seconds: float) -> str:
+    head = (
+        f"Measured {date.today().isoformat()} on {platform.machine()}, Python "
+        f"{platform.python_version()}, {os.cpu_count()} cores; run took {seconds:.0f} s.\n\n"
+        "| measurement | median | note |\n|---|---|---|\n"
+    )
+    return head + "\n".join(f"| {a} | {b} | {c} |" for a, b, c in rows) + "\n"
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--repeats", type=int, default=9)
+    parser.add_argument("--only", choices=sorted(SECTIONS), action="append")
+    parser.add_argument("--write", action="store_true", help="record in benchmarks/RESULTS.md")
+    args = parser.parse_args()
+    started = time.perf_counter()
+    rows: list[Row] = []
+    for name, bench in SECTIONS.items():
+        if args.only is None or name in args.only:
+            rows += bench(args.repeats)
+    table = render(rows, time.perf_counter() - started)
+    print(table)
+    if args.write:
+        (ROOT / "benchmarks" / "RESULTS.md").write_text(
+            "# Benchmark results\n\nRecorded by `python benchmarks/run.py --write`.\n\n" + table
+        )
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
