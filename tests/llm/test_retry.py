@@ -79,7 +79,7 @@ CLASSIFICATION = [
     ("APIConnectionError by name", named("APIConnectionError"), True),
     ("ValueError", ValueError("bug"), False),
     ("KeyError", KeyError("bug"), False),
-    ("bool status is no status", ProviderError(status_code=True), False),  # type: ignore[arg-type]
+    ("bool status is no status", ProviderError(status_code=True), False),
 ]
 
 
@@ -218,7 +218,9 @@ def test_redact_secrets_hides_given_secret_and_keeps_the_rest() -> None:
 def test_llm_error_names_type_and_status_but_no_secret() -> None:
     exc = named("AuthenticationError", 401)
     exc.args = ("Incorrect API key provided: sk-live-0123456789abcdef",)
-    error = to_llm_error(exc, attempts=1, label="openai/gpt-4o", secrets=["sk-live-0123456789abcdef"])
+    error = to_llm_error(
+        exc, attempts=1, label="openai/gpt-4o", secrets=["sk-live-0123456789abcdef"]
+    )
     assert isinstance(error, LLMError)
     assert error.status_code == 401 and error.attempts == 1
     text = str(error)
