@@ -36,13 +36,11 @@ def policy_value(policy: Any) -> str:
 
 def after_review_for(task_review: Any, policy: str, is_last: bool) -> Any:
     """The Review that applies after a task: the task's own setting overrides the policy."""
-    if task_review is not None:
-        return task_review if task_review.enabled else None
-    if policy == AFTER_EVERY_TASK or (policy == AFTER_LAST_TASK and is_last):
-        from agentensemble_review import Review
+    if task_review is None and policy == NEVER:
+        return None  # the common case needs no import of the review package
+    from agentensemble_review import effective_review
 
-        return Review.required()
-    return None
+    return effective_review(policy, task_review, is_last_task=is_last)
 
 
 def is_enabled(review: Any) -> bool:
@@ -59,17 +57,12 @@ async def ask_reviewer(
     emitter: EventEmitter,
 ) -> GateResult:
     """Ask the handler about one task (before or after it ran) and translate the decision."""
-    from agentensemble_review import Edit, ExitEarly, ReviewRequest, ReviewTiming, aask
+    from agentensemble_review import Edit, ExitEarly, ReviewTiming, aask
 
     if handler is None:
         raise ConfigurationError("A review is required but the ensemble has no review_handler")
-    request = ReviewRequest(
-        timing=ReviewTiming(timing),
-        task_description=task_description,
-        output=output,
-        prompt=review.prompt,
-        timeout=review.timeout,
-        on_timeout=review.on_timeout,
+    request = review.to_request(
+        timing=ReviewTiming(timing), task_description=task_description, output=output
     )
     emitter.emit(ReviewRequested(timing=timing, task_description=task_description))
     decision = await aask(handler, request)
