@@ -29,10 +29,7 @@ Row = tuple[str, str, str]
 def _import_seconds(statement: str, repeats: int) -> float:
     """Median wall time of ``statement`` in fresh interpreters, with bytecode caching allowed."""
     env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
-    code = (
-        "import time; t = time.perf_counter(); " + statement + "; "
-        "print(time.perf_counter() - t)"
-    )
+    code = "import time; t = time.perf_counter(); " + statement + "; print(time.perf_counter() - t)"
     samples = []
     for i in range(repeats + 1):
         out = subprocess.run(
@@ -48,7 +45,9 @@ def bench_import(repeats: int) -> list[Row]:
     deps = _import_seconds("import pydantic, structlog, tenacity, httpx", repeats)
     leaked = subprocess.run(
         [sys.executable, "-c", "import agentensemble, sys; print('litellm' in sys.modules)"],
-        capture_output=True, text=True, check=True,
+        capture_output=True,
+        text=True,
+        check=True,
     ).stdout.strip()
     return [
         ("import agentensemble (median)", f"{ours:.3f} s", "target <= 0.15 s"),
@@ -99,9 +98,13 @@ def bench_overhead(repeats: int, turns: int = 200) -> list[Row]:
     floor = _median_time(model_only, repeats) / turns
     overhead = framework - floor
     return [
-        (f"time per model turn, ensemble + 1 tool call ({turns} turns)", f"{framework*1e3:.3f} ms", ""),
-        ("time per model turn, scripted model alone", f"{floor*1e3:.3f} ms", "floor"),
-        ("framework overhead per model turn", f"{overhead*1e3:.3f} ms", "target well under 1 ms"),
+        (
+            f"time per model turn, ensemble + 1 tool call ({turns} turns)",
+            f"{framework * 1e3:.3f} ms",
+            "",
+        ),
+        ("time per model turn, scripted model alone", f"{floor * 1e3:.3f} ms", "floor"),
+        ("framework overhead per model turn", f"{overhead * 1e3:.3f} ms", "target well under 1 ms"),
     ]
 
 
@@ -123,9 +126,7 @@ def bench_concurrency(repeats: int) -> list[Row]:
         return str(n)
 
     def run(name: str) -> None:
-        model = ScriptedChatModel(
-            [tool_calls(*((name, {"n": i}) for i in range(6))), text("done")]
-        )
+        model = ScriptedChatModel([tool_calls(*((name, {"n": i}) for i in range(6))), text("done")])
         agent = Agent(role="Bench", goal="g", tools=[slow, slow_async], llm=model)
         Ensemble(tasks=[Task(description="d", agent=agent)]).run()
 

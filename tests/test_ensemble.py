@@ -119,9 +119,7 @@ class Summary(BaseModel):
 
 
 def test_typed_output_is_parsed_and_corrected_once() -> None:
-    model = ScriptedChatModel(
-        ['{"title": "T"}', '```json\n{"title": "T", "points": ["a"]}\n```']
-    )
+    model = ScriptedChatModel(['{"title": "T"}', '```json\n{"title": "T", "points": ["a"]}\n```'])
     task = Task(description="Summarise", output_type=Summary)
     output = Ensemble(tasks=[task], llm=model).run().task_outputs[0]
     assert output.parsed == Summary(title="T", points=["a"])

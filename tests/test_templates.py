@@ -16,7 +16,11 @@ from agentensemble.templates import fill_template, missing_variables, template_v
         ("}} and {{", {}, "} and {"),
         ('JSON like {"key": 1} is left alone', {}, 'JSON like {"key": 1} is left alone'),
         ("{ spaced } is not a variable", {}, "{ spaced } is not a variable"),
-        ("value {v} is never re-templated", {"v": "{other}"}, "value {other} is never re-templated"),
+        (
+            "value {v} is never re-templated",
+            {"v": "{other}"},
+            "value {other} is never re-templated",
+        ),
         ("unicode {名}", {}, "unicode {名}"),
         ("{x}{x}", {"x": "é"}, "éé"),
         ("no variables", {"unused": 1}, "no variables"),

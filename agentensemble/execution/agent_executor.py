@@ -179,8 +179,11 @@ class AgentExecutor:
             executed = await asyncio.gather(*(self._run_one(call) for call in calls[:allowed]))
         stopped = [
             _CallOutcome(
-                call, ToolResult.failure(STOP_MESSAGE.format(limit=limit)),
-                self._behavior(call.name), 0.0, executed=False,
+                call,
+                ToolResult.failure(STOP_MESSAGE.format(limit=limit)),
+                self._behavior(call.name),
+                0.0,
+                executed=False,
             )
             for call in calls[allowed:]
         ]
@@ -210,9 +213,7 @@ class AgentExecutor:
         started = time.perf_counter()
         if tool is None:
             available = ", ".join(self.task.tools.names) if self.task.tools else "none"
-            result = ToolResult.failure(
-                f"Unknown tool '{call.name}'. Available tools: {available}"
-            )
+            result = ToolResult.failure(f"Unknown tool '{call.name}'. Available tools: {available}")
             behavior = ReturnBehavior.TO_LLM
         else:
             result = await tool.run(call.arguments)
@@ -224,9 +225,7 @@ class AgentExecutor:
         content = result.output if result.is_success else f"Error: {result.error_message or ''}"
         if not outcome.executed:
             content = result.error_message or ""
-        self.messages.append(
-            {"role": "tool", "tool_call_id": outcome.call.id, "content": content}
-        )
+        self.messages.append({"role": "tool", "tool_call_id": outcome.call.id, "content": content})
         record = ToolCallRecord(
             name=outcome.call.name,
             arguments=outcome.call.arguments,
@@ -253,7 +252,9 @@ class AgentExecutor:
             try:
                 parsed = parse_output(raw, self.task.output_type)
             except OutputParsingError as error:
-                _log.warning("immediate tool output is not the task's output_type", error=str(error))
+                _log.warning(
+                    "immediate tool output is not the task's output_type", error=str(error)
+                )
         return TaskOutput(
             raw=raw,
             parsed=parsed,

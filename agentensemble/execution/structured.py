@@ -51,8 +51,7 @@ def parse_output(text: str, output_type: type[BaseModel]) -> Any:
 def correction_message(error: OutputParsingError) -> str:
     """What the model is told when its structured answer did not parse."""
     return (
-        f"Your answer could not be used: {error}. "
-        "Reply again with only the corrected JSON object."
+        f"Your answer could not be used: {error}. Reply again with only the corrected JSON object."
     )
 
 

@@ -85,9 +85,7 @@ class _Recording:
 
     def _record(self, messages: Sequence[Message], tools: Sequence[ToolSpec] | None) -> None:
         self.requests.append(
-            ModelRequest(
-                messages=[dict(m) for m in messages], tools=list(tools) if tools else None
-            )
+            ModelRequest(messages=[dict(m) for m in messages], tools=list(tools) if tools else None)
         )
 
 
@@ -101,9 +99,7 @@ class ScriptedChatModel(_Recording):
 
     def __init__(self, responses: Iterable[ChatResponse | str] = ()) -> None:
         super().__init__()
-        self._script: list[ChatResponse] = [
-            text(r) if isinstance(r, str) else r for r in responses
-        ]
+        self._script: list[ChatResponse] = [text(r) if isinstance(r, str) else r for r in responses]
 
     def add(self, *responses: ChatResponse | str) -> ScriptedChatModel:
         """Append more responses to the script."""

@@ -66,6 +66,7 @@ async def ask_reviewer(
     )
     emitter.emit(ReviewRequested(timing=timing, task_description=task_description))
     decision = await aask(handler, request)
+    details: dict[str, Any] = {}
     if isinstance(decision, Edit):
         result = GateResult(revised_text=decision.revised_output)
         kind, details = "edit", {"revised_output": decision.revised_output}
@@ -73,7 +74,7 @@ async def ask_reviewer(
         result = GateResult(stop=True, timed_out=decision.timed_out, reason=decision.reason)
         kind, details = "exit_early", {"reason": decision.reason, "timed_out": decision.timed_out}
     else:
-        result, kind, details = GateResult(), "continue", {}
+        result, kind = GateResult(), "continue"
     emitter.emit(
         ReviewDecided(
             timing=timing, task_description=task_description, decision=kind, details=details

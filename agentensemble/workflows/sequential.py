@@ -96,8 +96,12 @@ async def _run_one(
     description = item.description
     if is_enabled(item.before_review):
         verdict = await ask_reviewer(
-            env.review_handler, item.before_review, timing="before_execution",
-            task_description=description, output=description, emitter=env.emitter,
+            env.review_handler,
+            item.before_review,
+            timing="before_execution",
+            task_description=description,
+            output=description,
+            emitter=env.emitter,
         )
         _log.info("review decided", timing="before_execution", task_index=index, stop=verdict.stop)
         if verdict.stop:
@@ -122,16 +126,23 @@ async def _run_one(
         update={"duration": timedelta(seconds=time.perf_counter() - started)}
     )
     _log.info(
-        "task finished", task_index=index, agent_role=item.agent_role,
-        duration_s=round(output.duration.total_seconds(), 3), llm_calls=output.llm_calls,
+        "task finished",
+        task_index=index,
+        agent_role=item.agent_role,
+        duration_s=round(output.duration.total_seconds(), 3),
+        llm_calls=output.llm_calls,
         tool_calls=len(output.tool_calls),
     )
 
     stop = None
     if is_enabled(item.after_review):
         verdict = await ask_reviewer(
-            env.review_handler, item.after_review, timing="after_execution",
-            task_description=description, output=output.raw, emitter=env.emitter,
+            env.review_handler,
+            item.after_review,
+            timing="after_execution",
+            task_description=description,
+            output=output.raw,
+            emitter=env.emitter,
         )
         _log.info("review decided", timing="after_execution", task_index=index, stop=verdict.stop)
         if verdict.revised_text is not None:
@@ -204,4 +215,3 @@ async def _call_maybe_async(fn: Callable[..., Any], *args: Any) -> Any:
 
 
 __all__ = ["PreparedTask", "run_sequential"]
-

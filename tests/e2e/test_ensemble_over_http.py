@@ -16,8 +16,11 @@ FAST = RetryPolicy(max_attempts=4, initial_backoff=0.001, max_backoff=0.01, jitt
 
 def model_for(server: OpenAIServer) -> LLM:
     return LLM(
-        model="openai/test-model", api_base=server.base_url, api_key="sk-e2e-secret-key",
-        retry_policy=FAST, timeout=10.0,
+        model="openai/test-model",
+        api_base=server.base_url,
+        api_key="sk-e2e-secret-key",
+        retry_policy=FAST,
+        timeout=10.0,
     )
 
 
@@ -27,7 +30,9 @@ def two_tasks(server: OpenAIServer) -> Ensemble:
     writer = Agent(role="Writer", goal="Write clearly", llm=llm)
     research = Task(description="Research {topic}", expected_output="Facts", agent=researcher)
     write = Task(
-        description="Write about {topic}", expected_output="A paragraph", agent=writer,
+        description="Write about {topic}",
+        expected_output="A paragraph",
+        agent=writer,
         context=[research],
     )
     return Ensemble(tasks=[research, write])

@@ -44,7 +44,9 @@ def boom() -> str:
 
 
 def run(model: ScriptedChatModel, *tools: object, max_iterations: int = 25, listeners=()):
-    agent = Agent(role="Worker", goal="g", tools=list(tools), llm=model, max_iterations=max_iterations)
+    agent = Agent(
+        role="Worker", goal="g", tools=list(tools), llm=model, max_iterations=max_iterations
+    )
     return Ensemble(tasks=[Task(description="d", agent=agent)], listeners=list(listeners)).run()
 
 
@@ -66,7 +68,10 @@ def test_results_go_back_in_call_order_and_are_recorded() -> None:
     [
         (tool_call("fail", {"reason": "x"}), "Error: cannot do x"),
         (tool_call("boom"), "Error: kaboom"),
-        (tool_call("missing", {}), "Error: Unknown tool 'missing'. Available tools: add, fail, boom"),
+        (
+            tool_call("missing", {}),
+            "Error: Unknown tool 'missing'. Available tools: add, fail, boom",
+        ),
         (tool_call("add", '{"a": 1, "b":'), "Error: Invalid arguments for 'add'"),
         (tool_call("add", {"a": 1, "b": "two"}), "b"),
     ],

@@ -23,7 +23,9 @@ def test_system_prompt_with_background_and_format() -> None:
 
 
 def test_user_prompt_without_context() -> None:
-    assert build_user_prompt("Do it", "A result") == "## Task\nDo it\n\n## Expected Output\nA result"
+    assert (
+        build_user_prompt("Do it", "A result") == "## Task\nDo it\n\n## Expected Output\nA result"
+    )
 
 
 def test_user_prompt_with_context_comes_first() -> None:

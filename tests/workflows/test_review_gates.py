@@ -30,8 +30,8 @@ def echo_tasks(n: int, **first: object) -> list[Task]:
         tasks.append(
             Task(
                 description=f"task {i}",
-                handler=lambda ctx: ctx.description + " | " + ",".join(
-                    o.raw for o in ctx.context_outputs
+                handler=lambda ctx: (
+                    ctx.description + " | " + ",".join(o.raw for o in ctx.context_outputs)
                 ),
                 context=list(tasks[-1:]),
                 **extra,  # type: ignore[arg-type]
@@ -69,7 +69,9 @@ def test_task_review_overrides_the_policy() -> None:
 
 def test_edit_replaces_the_output_for_everything_downstream() -> None:
     reviewer = ScriptedReviewHandler([Edit("EDITED"), Continue(), Continue()])
-    result = Ensemble(tasks=echo_tasks(3), review_handler=reviewer, review_policy="after_every_task").run()
+    result = Ensemble(
+        tasks=echo_tasks(3), review_handler=reviewer, review_policy="after_every_task"
+    ).run()
     assert result.task_outputs[0].raw == "EDITED"
     assert result.task_outputs[1].raw == "task 2 | EDITED"
     assert reviewer.requests[0].output == "task 1 | "
@@ -77,7 +79,9 @@ def test_edit_replaces_the_output_for_everything_downstream() -> None:
 
 def test_exit_early_after_a_task_keeps_its_output() -> None:
     reviewer = ScriptedReviewHandler([Continue(), ExitEarly("stop here")])
-    result = Ensemble(tasks=echo_tasks(3), review_handler=reviewer, review_policy="after_every_task").run()
+    result = Ensemble(
+        tasks=echo_tasks(3), review_handler=reviewer, review_policy="after_every_task"
+    ).run()
     assert result.exit_reason is ExitReason.USER_EXIT_EARLY
     assert [o.raw for o in result.task_outputs] == ["task 1 | ", "task 2 | task 1 | "]
 
@@ -115,7 +119,9 @@ class SlowReviewer:
         (OnTimeoutAction.CONTINUE, ExitReason.COMPLETED),
     ],
 )
-def test_a_review_timeout_applies_on_timeout(on_timeout: OnTimeoutAction, expected: ExitReason) -> None:
+def test_a_review_timeout_applies_on_timeout(
+    on_timeout: OnTimeoutAction, expected: ExitReason
+) -> None:
     tasks = echo_tasks(2)
     tasks[0].review = Review.required(timeout=timedelta(seconds=0.2), on_timeout=on_timeout)
     result = Ensemble(tasks=tasks, review_handler=SlowReviewer()).run()
@@ -125,7 +131,9 @@ def test_a_review_timeout_applies_on_timeout(on_timeout: OnTimeoutAction, expect
 
 def test_on_timeout_fail_raises_holding_completed_outputs() -> None:
     tasks = echo_tasks(2)
-    tasks[1].review = Review.required(timeout=timedelta(seconds=0.2), on_timeout=OnTimeoutAction.FAIL)
+    tasks[1].review = Review.required(
+        timeout=timedelta(seconds=0.2), on_timeout=OnTimeoutAction.FAIL
+    )
     with pytest.raises(TaskExecutionError) as info:
         Ensemble(tasks=tasks, review_handler=SlowReviewer()).run()
     assert isinstance(info.value.__cause__, ReviewTimeoutError)
@@ -137,8 +145,12 @@ class Summary(BaseModel):
 
 
 def test_edited_typed_output_is_parsed_again() -> None:
-    task = Task(description="d", handler=lambda ctx: Summary(title="old"), output_type=Summary,
-                review=Review.required())
+    task = Task(
+        description="d",
+        handler=lambda ctx: Summary(title="old"),
+        output_type=Summary,
+        review=Review.required(),
+    )
     reviewer = ScriptedReviewHandler([Edit('{"title": "new"}')])
     output = Ensemble(tasks=[task], review_handler=reviewer).run().task_outputs[0]
     assert output.parsed == Summary(title="new")
@@ -155,6 +167,10 @@ def test_reviews_are_emitted_as_events() -> None:
 
     listener = Collect()
     reviewer = ScriptedReviewHandler([Continue(), Edit("x")])
-    Ensemble(tasks=echo_tasks(2), review_handler=reviewer, review_policy="after_every_task",
-             listeners=[listener]).run()
+    Ensemble(
+        tasks=echo_tasks(2),
+        review_handler=reviewer,
+        review_policy="after_every_task",
+        listeners=[listener],
+    ).run()
     assert listener.decisions == ["continue", "edit"]
