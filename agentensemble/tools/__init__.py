@@ -1,0 +1,36 @@
+"""The tool system: tool shapes, ``@tool``, schemas, resolution, context and the return rule."""
+
+from agentensemble.outputs import ReturnBehavior
+from agentensemble.tools.base import AgentTool, ToolResult
+from agentensemble.tools.context import ToolContext, current_tool_context, use_tool_context
+from agentensemble.tools.decorator import FunctionTool, ToolDefinition, tool, tool_definition
+from agentensemble.tools.instrumented import AbstractAgentTool, InstrumentedTool
+from agentensemble.tools.metrics import CallOutcome, ToolMetrics, ToolMetricsRegistry
+from agentensemble.tools.resolver import ExecutableTool, ResolvedTools, ToolResolver
+from agentensemble.tools.return_rule import should_return_immediately
+from agentensemble.tools.schema import function_schema
+from agentensemble.tools.typed import TypedAgentTool
+
+__all__ = [
+    "AbstractAgentTool",
+    "AgentTool",
+    "CallOutcome",
+    "ExecutableTool",
+    "FunctionTool",
+    "InstrumentedTool",
+    "ResolvedTools",
+    "ReturnBehavior",
+    "ToolContext",
+    "ToolDefinition",
+    "ToolMetrics",
+    "ToolMetricsRegistry",
+    "ToolResolver",
+    "ToolResult",
+    "TypedAgentTool",
+    "current_tool_context",
+    "function_schema",
+    "should_return_immediately",
+    "tool",
+    "tool_definition",
+    "use_tool_context",
+]

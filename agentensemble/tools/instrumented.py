@@ -36,13 +36,10 @@ def stops_the_run(exc: BaseException) -> bool:
 
 
 def exception_message(exc: BaseException) -> str:
-    """What the model sees for an exception: a ToolExecutionError's own message; for anything
-    else the type is included, since "division by zero" alone says little.
+    """What the model sees for an exception: its message (API: ``Error: <message>``); the type
+    name only when the message is empty. The type and traceback go to the WARNING log.
     """
-    if isinstance(exc, ToolExecutionError):
-        return str(exc) or type(exc).__name__
-    text = str(exc)
-    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+    return str(exc) or type(exc).__name__
 
 
 class InstrumentedTool(AgentTool, Generic[InputT]):

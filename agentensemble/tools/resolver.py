@@ -1,0 +1,328 @@
+"""One way in: every kind of tool becomes an ``ExecutableTool`` with an OpenAI function spec.
+
+Accepted: AgentTool instances (AgentTool subclasses, AbstractAgentTool, TypedAgentTool,
+pipelines), ``@tool`` functions and bound methods, and objects whose methods carry ``@tool``
+(each such method becomes a tool). The executor knows only ``ResolvedTools``/``ExecutableTool``.
+"""
+
+from __future__ import annotations
+
+import copy
+import inspect
+import json
+import time
+from collections.abc import Iterable, Iterator, Sequence
+from typing import Any
+
+from agentensemble._naming import tool_name_problem
+from agentensemble.errors import ConfigurationError, ToolArgumentsError, ToolNameError
+from agentensemble.llm.types import ToolSpec
+from agentensemble.logging import get_logger
+from agentensemble.outputs import ReturnBehavior
+from agentensemble.tools.base import (
+    AgentTool,
+    ToolResult,
+    as_tool_result,
+    implements_body,
+    tool_description,
+)
+from agentensemble.tools.context import current_tool_context
+from agentensemble.tools.decorator import FunctionTool, tool_definition
+from agentensemble.tools.instrumented import (
+    InstrumentedTool,
+    exception_message,
+    log_call,
+    preview,
+    stops_the_run,
+)
+
+INPUT_DESCRIPTION = "The input to pass to the tool"
+INPUT_PARAMETERS: dict[str, Any] = {
+    "type": "object",
+    "properties": {"input": {"type": "string", "description": INPUT_DESCRIPTION}},
+    "required": ["input"],
+}
+_ACCEPTED = (
+    "pass an AgentTool instance (an AgentTool, AbstractAgentTool or TypedAgentTool subclass, "
+    "a ToolPipeline), a function decorated with @tool, or an object whose methods are "
+    "decorated with @tool"
+)
+
+_log = get_logger()
+
+
+def extract_input(arguments: str, tool_name: str) -> str:
+    """The ``input`` string of an AgentTool call, from the model's JSON arguments.
+
+    Strict about JSON, lenient about shape, because models stumble on single-string tools:
+    ``{"input": "x"}`` → ``x``; a non-string ``input`` value → its JSON text; a bare JSON
+    string → that string; an object with one other key (``{"query": "x"}``) → its value; other
+    keys beside ``input`` are ignored. Not JSON, ``{}``, several keys without ``input``, or
+    another JSON type → ToolArgumentsError telling the model the expected shape.
+    """
+    prefix = f"Invalid arguments for '{tool_name}'"
+    expected = 'Send {"input": "<text>"}.'
+    text = arguments.strip()
+    try:
+        data = json.loads(text) if text else {}
+    except json.JSONDecodeError as exc:
+        raise ToolArgumentsError(
+            f"{prefix}: not valid JSON ({exc.msg} at line {exc.lineno} column {exc.colno}). "
+            f"{expected}"
+        ) from exc
+    if isinstance(data, str):
+        return data
+    if not isinstance(data, dict):
+        raise ToolArgumentsError(f"{prefix}: expected a JSON object. {expected}")
+    if "input" in data:
+        value = data["input"]
+    elif len(data) == 1:
+        (value,) = data.values()
+    else:
+        value = None
+    if value is None:
+        raise ToolArgumentsError(f"{prefix}: input: Field required. {expected}")
+    return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+
+
+class ExecutableTool:
+    """The single shape the executor runs: a name, a spec and ``run(arguments)``.
+
+    ``run`` never raises for anything a model or a tool can get wrong: bad JSON, failed
+    validation and exceptions all become failure results. Only ExitEarlyError,
+    ConfigurationError (and cancellation) propagate.
+    """
+
+    def __init__(
+        self,
+        tool: AgentTool,
+        *,
+        name: str,
+        description: str,
+        parameters: dict[str, Any] | None,
+        return_behavior: ReturnBehavior,
+        requires_approval: bool,
+        source: object,
+    ) -> None:
+        self.tool = tool
+        self.name = name
+        self.description = description
+        self.return_behavior = return_behavior
+        self.requires_approval = requires_approval
+        self.source = source
+        self.takes_arguments = parameters is not None
+        self.parameters: dict[str, Any] = (
+            parameters if parameters is not None else copy.deepcopy(INPUT_PARAMETERS)
+        )
+        self._instrumented = isinstance(tool, InstrumentedTool)
+
+    @property
+    def spec(self) -> ToolSpec:
+        """The OpenAI function-calling spec."""
+        return {
+            "type": "function",
+            "function": {
+                "name": self.name,
+                "description": self.description,
+                "parameters": self.parameters,
+            },
+        }
+
+    async def run(self, arguments: str) -> ToolResult:
+        """Run one call with the JSON arguments text exactly as the model sent it."""
+        context = current_tool_context()
+        started = time.perf_counter()
+        error: Exception | None = None
+        try:
+            tool_input = arguments if self.takes_arguments else extract_input(arguments, self.name)
+        except ToolArgumentsError as exc:
+            # never reached the tool: logged and counted here, even for instrumented tools
+            result = ToolResult.failure(str(exc))
+            log_call(context, self.name, arguments, result, time.perf_counter() - started, exc)
+            return result
+        try:
+            result = as_tool_result(await self.tool.aexecute(tool_input))
+        except Exception as exc:
+            if stops_the_run(exc):
+                if isinstance(exc, ConfigurationError) and not self._instrumented:
+                    _log.error(f"{self.name}({preview(tool_input)}) stopped the run: {exc}")
+                raise
+            result, error = ToolResult.failure(exception_message(exc)), exc
+        if not self._instrumented or error is not None:
+            log_call(context, self.name, tool_input, result, time.perf_counter() - started, error)
+        return result
+
+    def __repr__(self) -> str:
+        return f"ExecutableTool(name={self.name!r}, tool={self.tool!r})"
+
+
+class ResolvedTools:
+    """The tools of one agent on one task: specs for the model, executables by name."""
+
+    def __init__(self, tools: Sequence[ExecutableTool] = ()) -> None:
+        self._tools = tuple(tools)
+        self._by_name = {tool.name: tool for tool in self._tools}
+
+    @property
+    def tools(self) -> tuple[ExecutableTool, ...]:
+        """Every tool, in input order."""
+        return self._tools
+
+    @property
+    def specs(self) -> list[ToolSpec]:
+        """OpenAI function-calling specs, in input order."""
+        return [tool.spec for tool in self._tools]
+
+    @property
+    def names(self) -> list[str]:
+        """Tool names, in input order."""
+        return [tool.name for tool in self._tools]
+
+    @property
+    def approval_required(self) -> bool:
+        """Whether some tool declares ``requires_approval`` (so a review handler is needed)."""
+        return any(tool.requires_approval for tool in self._tools)
+
+    def get(self, name: str) -> ExecutableTool | None:
+        """The tool called ``name``, or None."""
+        return self._by_name.get(name)
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._by_name
+
+    def __iter__(self) -> Iterator[ExecutableTool]:
+        return iter(self._tools)
+
+    def __len__(self) -> int:
+        return len(self._tools)
+
+    def __repr__(self) -> str:
+        return f"ResolvedTools({self.names!r})"
+
+
+class ToolResolver:
+    """Turns what an agent and its task list as tools into one ``ResolvedTools``.
+
+    Raises ToolNameError for a bad name, ConfigurationError for an object that is no tool or a
+    name used twice. The same object listed twice (say on the agent and on the task) counts
+    once.
+    """
+
+    def resolve(self, tools: Iterable[object]) -> ResolvedTools:
+        """Resolve ``tools`` (in order) into executables and specs."""
+        resolved: list[ExecutableTool] = []
+        seen: set[tuple[int, ...]] = set()
+        names: set[str] = set()
+        items = list(tools)  # keeps every object alive while ids are compared
+        for item in items:
+            for key, executable in self._expand(item):
+                if key in seen:
+                    continue
+                seen.add(key)
+                if executable.name in names:
+                    raise ConfigurationError(f"Duplicate tool name: '{executable.name}'")
+                names.add(executable.name)
+                resolved.append(executable)
+        result = ResolvedTools(resolved)
+        if resolved:
+            _log.debug("tool specs", specs=json.dumps(result.specs, ensure_ascii=False))
+        return result
+
+    def _expand(self, item: object) -> list[tuple[tuple[int, ...], ExecutableTool]]:
+        if isinstance(item, AgentTool):
+            return [((id(item),), _from_agent_tool(item))]
+        definition = tool_definition(item)
+        if definition is not None:
+            if inspect.ismethod(item):
+                tool = FunctionTool(definition, item)
+                return [(_identity(item), _from_agent_tool(tool, source=item))]
+            if definition.is_method:
+                raise ConfigurationError(
+                    f"Tool '{definition.name}' is a method: pass the object that carries it "
+                    f"(or the bound method obj.{definition.name}), not the plain function"
+                )
+            tool = FunctionTool(definition, definition.function)
+            return [(_identity(item), _from_agent_tool(tool, source=item))]
+        if isinstance(item, type):
+            raise ConfigurationError(
+                f"Got the class '{item.__name__}', not an instance: pass {item.__name__}(...)"
+            )
+        methods = _decorated_methods(item)
+        if not methods:
+            raise ConfigurationError(
+                f"Object of type '{type(item).__name__}' is not a tool: {_ACCEPTED}"
+            )
+        expanded: list[tuple[tuple[int, ...], ExecutableTool]] = []
+        for attribute in methods:
+            bound = getattr(item, attribute)
+            method_definition = tool_definition(bound)
+            assert method_definition is not None  # found by _decorated_methods
+            tool = FunctionTool(method_definition, bound)
+            expanded.append((_identity(bound), _from_agent_tool(tool, source=item)))
+        return expanded
+
+
+def _identity(callable_: object) -> tuple[int, ...]:
+    """Same key for the same function, or the same method of the same object."""
+    if inspect.ismethod(callable_):
+        return (id(callable_.__self__), id(callable_.__func__))
+    return (id(callable_),)
+
+
+def _decorated_methods(obj: object) -> list[str]:
+    """Names of the ``@tool`` methods of ``obj``'s class, base classes first, in definition
+    order; a subclass overriding one without ``@tool`` removes it.
+    """
+    names: dict[str, None] = {}
+    for klass in reversed(type(obj).__mro__):
+        for attribute, raw in vars(klass).items():
+            function = raw.__func__ if isinstance(raw, (staticmethod, classmethod)) else raw
+            if tool_definition(function) is not None:
+                names[attribute] = None
+            else:
+                names.pop(attribute, None)
+    return list(names)
+
+
+def _from_agent_tool(tool: AgentTool, source: object | None = None) -> ExecutableTool:
+    kind = type(tool).__name__
+    name = getattr(tool, "name", None)
+    problem = tool_name_problem(name)
+    if problem or not isinstance(name, str):
+        raise ToolNameError(f"{kind}: {problem}. Set name as a class attribute or in __init__")
+    if not _has_body(tool):
+        raise ConfigurationError(
+            f"Tool '{name}' ({kind}) implements no body: "
+            + (
+                "implement do_execute(input) or async ado_execute(input)"
+                if isinstance(tool, InstrumentedTool)
+                else "implement execute(input) or async aexecute(input)"
+            )
+        )
+    try:
+        behavior = ReturnBehavior(getattr(tool, "return_behavior", ReturnBehavior.TO_LLM))
+    except ValueError as exc:
+        raise ConfigurationError(f"Tool '{name}' has an invalid return_behavior: {exc}") from exc
+    rule = getattr(tool, "requires_approval", False)
+    return ExecutableTool(
+        tool,
+        name=name,
+        description=tool_description(tool),
+        parameters=tool.parameters_schema(),
+        return_behavior=behavior,
+        requires_approval=callable(rule) or bool(rule),
+        source=tool if source is None else source,
+    )
+
+
+def _has_body(tool: AgentTool) -> bool:
+    if isinstance(tool, InstrumentedTool):
+        cls = type(tool)
+        return (
+            cls.do_execute is not InstrumentedTool.do_execute
+            or cls.ado_execute is not InstrumentedTool.ado_execute
+        )
+    return implements_body(tool)
+
+
+__all__ = ["ExecutableTool", "ResolvedTools", "ToolResolver", "extract_input"]
