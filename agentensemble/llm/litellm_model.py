@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import sys
 import uuid
 from collections.abc import Sequence
 from typing import Any
@@ -88,10 +89,13 @@ class LLM(BaseModel):
         kwargs = self.request_kwargs(messages, tools)
         secrets = [self.api_key.get_secret_value()] if self.api_key is not None else []
 
+        guard = self.timeout + _GUARD_SECONDS
+
         async def call() -> Any:
-            return await asyncio.wait_for(
-                litellm.acompletion(**kwargs), timeout=self.timeout + _GUARD_SECONDS
-            )
+            if sys.version_info >= (3, 11):
+                async with asyncio.timeout(guard):  # no extra task, unlike wait_for
+                    return await litellm.acompletion(**kwargs)
+            return await asyncio.wait_for(litellm.acompletion(**kwargs), timeout=guard)
 
         response = await self.policy.run(call, label=self.model, secrets=secrets)
         return to_chat_response(response, label=self.model)

@@ -26,6 +26,10 @@ def anyio_backend() -> str:
 
 @pytest.fixture
 def openai_server() -> Iterator[OpenAIServer]:
-    """A fresh scripted server on 127.0.0.1 for one test; shut down afterwards."""
+    """A fresh scripted server on 127.0.0.1 for one test; shut down afterwards.
+
+    Teardown fails the test if a handler hit an unexpected exception (a broken responder...).
+    """
     with OpenAIServer() as server:
         yield server
+    assert server.errors == [], f"openai_server handler errors: {server.errors}"

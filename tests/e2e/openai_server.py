@@ -21,6 +21,7 @@ import itertools
 import json
 import random
 import socket
+import sys
 import threading
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -146,6 +147,7 @@ class OpenAIServer:
         self._connections: set[socket.socket] = set()
         self._socket_timeout = socket_timeout
         self.faults_injected = 0
+        self.errors: list[str] = []  # unexpected exceptions inside handlers (should stay empty)
         self.set_chaos(fault_rate, fault_kinds, seed=seed)
         self._httpd: _Server | None = None
         self._thread: threading.Thread | None = None
@@ -410,6 +412,14 @@ class _Server(ThreadingHTTPServer):
             self.owner._connections.discard(request)
         super().shutdown_request(request)
 
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        """Keep stderr clean: a client hanging up is normal here; anything else is recorded."""
+        error = sys.exc_info()[1]
+        if isinstance(error, OSError):
+            return
+        with self.owner._lock:
+            self.owner.errors.append(repr(error))
+
 
 class _Handler(BaseHTTPRequestHandler):
     owner: OpenAIServer
@@ -451,11 +461,18 @@ class _Handler(BaseHTTPRequestHandler):
         if chaos is not None and owner._sleep(chaos.delay):
             return
 
-        reply = owner._next_reply(body)
-        while isinstance(reply, Fault) and reply.kind == "slow":  # scripted latency
-            if owner._sleep(reply.delay):
-                return
+        try:
             reply = owner._next_reply(body)
+            while isinstance(reply, Fault) and reply.kind == "slow":  # scripted latency
+                if owner._sleep(reply.delay):
+                    return
+                reply = owner._next_reply(body)
+        except Exception as exc:  # a broken responder: say so loudly, never retry into it
+            with owner._lock:
+                owner.errors.append(f"responder raised {exc!r}")
+            owner._record(path, headers, body, "error")
+            self._send_error(400, f"openai_server: responder raised {exc!r}")
+            return
         if reply is None:
             owner._record(path, headers, body, "error")
             self._send_error(400, "openai_server: script exhausted and no responder set")

@@ -10,6 +10,7 @@ import json
 import time
 from typing import Any
 
+import anyio
 import pytest
 from openai_server import Fault, OpenAIServer, TextReply, ToolCallsReply
 
@@ -166,3 +167,14 @@ async def test_chaos_faults_do_not_consume_the_script(openai_server: OpenAIServe
     assert openai_server.faults_injected > 0
     assert len(openai_server.requests) == 8 + openai_server.faults_injected
     assert openai_server.pending == 0
+
+
+async def test_cancellation_is_not_retried(openai_server: OpenAIServer) -> None:
+    openai_server.push_fault(kind="hang", delay=5)
+    openai_server.push_text("never needed")
+    start = time.monotonic()
+    with anyio.move_on_after(0.3) as scope:
+        await make_llm(openai_server).complete(user("hi"))
+    assert scope.cancelled_caught
+    assert time.monotonic() - start < 2
+    assert len(openai_server.requests) == 1

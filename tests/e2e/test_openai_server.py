@@ -88,6 +88,15 @@ def test_responder_is_used_when_the_script_is_empty(openai_server: OpenAIServer)
     assert post(openai_server).status_code == 500
 
 
+def test_a_failing_responder_is_reported_not_retried() -> None:
+    with OpenAIServer() as server:
+        server.set_responder(lambda req: 1 / 0)  # type: ignore[arg-type, return-value]
+        response = post(server)
+        assert response.status_code == 400
+        assert "ZeroDivisionError" in response.json()["error"]["message"]
+        assert server.errors and "ZeroDivisionError" in server.errors[0]
+
+
 def test_exhausted_script_is_a_clear_400(openai_server: OpenAIServer) -> None:
     response = post(openai_server)
     assert response.status_code == 400
