@@ -61,8 +61,9 @@ class AgentTool(ABC):
                 f"{type(self).__name__} must implement execute(input) or async aexecute(input)"
             )
         from agentensemble.tools._sync import run_coroutine_sync
+        from agentensemble.tools.context import current_tool_context
 
-        return run_coroutine_sync(self.aexecute(input))
+        return run_coroutine_sync(self.aexecute(input), current_tool_context().loop)
 
     async def aexecute(self, input: str) -> ToolResult:
         """Run the tool from async code. The default runs ``execute`` in a worker thread."""

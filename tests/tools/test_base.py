@@ -139,3 +139,23 @@ def test_render_value_handles_models_dates_and_strangers() -> None:
     assert render_value({"when": datetime.date(2024, 5, 1)}) == '{"when": "2024-05-01"}'
     assert render_value({"x": object()}).startswith('{"x": "<object object')
     assert render_value("é") == "é"
+
+
+@pytest.mark.anyio
+async def test_async_tool_called_from_a_worker_thread_runs_on_the_agents_loop() -> None:
+    from agentensemble.tools import ToolContext, use_tool_context
+
+    loop_thread = threading.current_thread()
+    seen: list[threading.Thread] = []
+
+    class OnLoop(AgentTool):
+        name = "on_loop"
+        description = "Records where its coroutine runs"
+
+        async def aexecute(self, input: str) -> ToolResult:
+            seen.append(threading.current_thread())
+            return ToolResult.success()
+
+    with use_tool_context(ToolContext()):  # captures the running loop
+        await asyncio.to_thread(OnLoop().execute, "x")  # e.g. a step of a sync pipeline
+    assert seen == [loop_thread]
