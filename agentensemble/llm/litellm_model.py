@@ -43,14 +43,34 @@ class LLM(BaseModel):
     retry_policy: RetryPolicy | None = None
     extra: dict[str, Any] = Field(default_factory=dict, repr=False)
 
-    def __init__(self, model: str | None = None, /, **data: Any) -> None:
-        """Take ``model`` positionally or by keyword; unknown keywords go to ``extra``."""
-        if model is not None:
-            data["model"] = model
-        extra = dict(data.pop("extra", None) or {})
-        known = set(type(self).model_fields)
-        extra.update({k: data.pop(k) for k in list(data) if k not in known})
-        super().__init__(**data, extra=extra)
+    def __init__(
+        self,
+        model: str,
+        *,
+        temperature: float | None = None,
+        max_tokens: int | None = None,
+        api_base: str | None = None,
+        api_key: str | SecretStr | None = None,
+        timeout: float = 60.0,
+        max_retries: int = 3,
+        retry_policy: RetryPolicy | None = None,
+        **params: Any,
+    ) -> None:
+        """``model`` positionally or by keyword; unknown keywords (or ``extra={...}``) are
+        passed to ``litellm.acompletion``."""
+        extra = dict(params.pop("extra", None) or {})
+        extra.update(params)
+        super().__init__(
+            model=model,
+            temperature=temperature,
+            max_tokens=max_tokens,
+            api_base=api_base,
+            api_key=api_key,
+            timeout=timeout,
+            max_retries=max_retries,
+            retry_policy=retry_policy,
+            extra=extra,
+        )
 
     @property
     def policy(self) -> RetryPolicy:
