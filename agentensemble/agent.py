@@ -12,7 +12,7 @@ from agentensemble._validation import check_model, check_tools, require_text
 class Agent(BaseModel):
     """An LLM-backed worker. ``role``, ``goal`` and ``background`` may use ``{variables}``."""
 
-    model_config = ConfigDict(arbitrary_types_allowed=True, extra="forbid")
+    model_config = ConfigDict(arbitrary_types_allowed=True, extra="forbid", defer_build=True)
 
     role: str
     goal: str

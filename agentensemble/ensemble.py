@@ -38,7 +38,7 @@ SYNTHESISED_ROLE = "Assistant"
 class Ensemble(BaseModel):
     """A team of agents and the tasks they work through."""
 
-    model_config = ConfigDict(arbitrary_types_allowed=True, extra="forbid")
+    model_config = ConfigDict(arbitrary_types_allowed=True, extra="forbid", defer_build=True)
 
     tasks: list[Task] = Field(min_length=1)
     agents: list[Agent] = Field(default_factory=list)

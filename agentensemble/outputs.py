@@ -28,7 +28,7 @@ class ReturnBehavior(str, Enum):
 class TokenUsage(BaseModel):
     """Tokens spent; adds up across calls, tasks and runs."""
 
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(frozen=True, defer_build=True)
 
     prompt_tokens: int = 0
     completion_tokens: int = 0
@@ -45,7 +45,7 @@ class TokenUsage(BaseModel):
 class ToolCallRecord(BaseModel):
     """One tool call as the model made it and as it ended."""
 
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(frozen=True, defer_build=True)
 
     name: str
     arguments: str = Field(description="JSON text exactly as sent by the model")
@@ -59,7 +59,7 @@ class ToolCallRecord(BaseModel):
 class TaskOutput(BaseModel):
     """What one task produced."""
 
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(frozen=True, defer_build=True)
 
     raw: str
     parsed: Any | None = None
@@ -68,7 +68,7 @@ class TaskOutput(BaseModel):
     duration: timedelta = timedelta(0)
     tool_calls: list[ToolCallRecord] = Field(default_factory=list)
     llm_calls: int = 0
-    usage: TokenUsage = TokenUsage()
+    usage: TokenUsage = Field(default_factory=TokenUsage)
     returned_immediately: bool = False
     task_name: str | None = None
 
@@ -76,14 +76,14 @@ class TaskOutput(BaseModel):
 class EnsembleOutput(BaseModel):
     """What a whole run produced: every completed task's output, in order."""
 
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(frozen=True, defer_build=True)
 
     raw: str
     task_outputs: list[TaskOutput]
     exit_reason: ExitReason = ExitReason.COMPLETED
     total_duration: timedelta = timedelta(0)
     total_tool_calls: int = 0
-    usage: TokenUsage = TokenUsage()
+    usage: TokenUsage = Field(default_factory=TokenUsage)
 
     @classmethod
     def from_tasks(

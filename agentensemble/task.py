@@ -28,7 +28,7 @@ class TaskHandlerContext:
 class Task(BaseModel):
     """One unit of work. ``description`` and ``expected_output`` may use ``{variables}``."""
 
-    model_config = ConfigDict(arbitrary_types_allowed=True, extra="forbid")
+    model_config = ConfigDict(arbitrary_types_allowed=True, extra="forbid", defer_build=True)
 
     description: str
     expected_output: str = DEFAULT_EXPECTED_OUTPUT
