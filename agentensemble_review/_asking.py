@@ -11,6 +11,7 @@ import asyncio
 import concurrent.futures
 import contextvars
 import inspect
+import itertools
 import threading
 import time
 from collections.abc import Awaitable, Callable, Coroutine
@@ -30,6 +31,8 @@ from agentensemble_review.models import (
 )
 
 T = TypeVar("T")
+
+_thread_numbers = itertools.count(1)
 
 BACKSTOP_GRACE_SECONDS = 0.2
 """How long past ``request.timeout`` a handler may take to report its own timeout before the
@@ -123,7 +126,8 @@ def start_daemon(fn: Callable[..., T], *args: Any) -> concurrent.futures.Future[
         else:
             future.set_result(result)
 
-    threading.Thread(target=run, name="agentensemble-review", daemon=True).start()
+    name = f"agentensemble-review-{next(_thread_numbers)}"
+    threading.Thread(target=run, name=name, daemon=True).start()
     return future
 
 

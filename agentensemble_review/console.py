@@ -63,6 +63,7 @@ class _LineReader:
         self._stream = stream
         self._lines: queue.Queue[str] = queue.Queue()
         self._busy = False
+        self._waiters = 0
         self._lock = threading.Lock()
 
     def discard_stale(self) -> int:
@@ -78,15 +79,23 @@ class _LineReader:
     def readline(self, timeout: float | None) -> str | _Timeout:
         """The next line (``""`` at end of input), or ``_TIMED_OUT`` after ``timeout`` seconds."""
         with self._lock:
-            if self._lines.empty() and not self._busy:
-                self._busy = True
-                threading.Thread(
-                    target=self._read_one, name="agentensemble-console-reader", daemon=True
-                ).start()
+            self._waiters += 1
+            self._start_read_if_needed()
         try:
             return self._lines.get(timeout=timeout)
         except queue.Empty:
             return _TIMED_OUT
+        finally:
+            with self._lock:
+                self._waiters -= 1
+
+    def _start_read_if_needed(self) -> None:
+        """Under the lock: one read at a time, and only while someone waits for a line."""
+        if not self._busy and self._lines.qsize() < self._waiters:
+            self._busy = True
+            threading.Thread(
+                target=self._read_one, name="agentensemble-console-reader", daemon=True
+            ).start()
 
     def _read_one(self) -> None:
         try:
@@ -96,6 +105,7 @@ class _LineReader:
         with self._lock:
             self._busy = False
             self._lines.put(line)
+            self._start_read_if_needed()
 
 
 _READERS: weakref.WeakKeyDictionary[Any, _LineReader] = weakref.WeakKeyDictionary()
@@ -324,7 +334,7 @@ class _Conversation:
         return decision
 
     def dialogue(self) -> ReviewDecision:
-        for _ in range(self.handler.max_attempts):
+        for attempt in range(1, self.handler.max_attempts + 1):
             answer = self.read("> ", live=True)
             if answer is None:
                 return self.no_answer()
@@ -341,7 +351,8 @@ class _Conversation:
                 continue
             if key in ("x", "exit"):
                 return self.exit(rest)
-            self.write("Please answer c (or Enter) to continue, e to edit, x to exit early.\n")
+            if attempt < self.handler.max_attempts:
+                self.write("Please answer c (or Enter) to continue, e to edit, x to exit early.\n")
         self.try_write(f"\nNo valid answer after {self.handler.max_attempts} attempts.\n")
         return apply_on_timeout(
             self.request,
