@@ -48,7 +48,7 @@ class InstrumentedTool(AgentTool, Generic[InputT]):
     ``execute``/``aexecute`` are final: a subclass that defines either raises TypeError at class
     creation. A call goes: parse the input (``_parse_input``) → approval gate → body
     (``do_execute`` or ``ado_execute``) → ToolResult; each step's failure becomes a failure
-    result, except ExitEarlyError and ConfigurationError, which stop the run.
+    result, except ExitEarlyError, ConfigurationError and review errors, which stop the run.
     """
 
     requires_approval: bool | Callable[[str], bool] = False
