@@ -48,11 +48,15 @@ from agentensemble.task import Task, TaskHandlerContext
 from agentensemble.tools import (
     AbstractAgentTool,
     AgentTool,
+    ResolvedTools,
     ToolContext,
     ToolMetrics,
+    ToolMetricsRegistry,
     ToolResolver,
     ToolResult,
     TypedAgentTool,
+    current_tool_context,
+    should_return_immediately,
     tool,
 )
 from agentensemble.workflows import Workflow
@@ -83,6 +87,7 @@ __all__ = [
     "MaxIterationsExceededError",
     "OutputParsingError",
     "PromptTemplateError",
+    "ResolvedTools",
     "RetryPolicy",
     "ReturnBehavior",
     "ReviewDecided",
@@ -102,6 +107,7 @@ __all__ = [
     "ToolContext",
     "ToolExecutionError",
     "ToolMetrics",
+    "ToolMetricsRegistry",
     "ToolNameError",
     "ToolResolver",
     "ToolResult",
@@ -109,5 +115,7 @@ __all__ = [
     "Workflow",
     "__version__",
     "configure_logging",
+    "current_tool_context",
+    "should_return_immediately",
     "tool",
 ]

@@ -224,6 +224,7 @@ class Ensemble(BaseModel):
         env = ExecutionEnv(emitter=EventEmitter(listeners), review_handler=self.review_handler)
         env.emitter.emit(EnsembleStarted(total_tasks=len(prepared)))
         output = await run_sequential(prepared, env, values)
+        output = output.model_copy(update={"tool_metrics": env.metrics.snapshot()})
         env.emitter.emit(EnsembleCompleted(output=output))
         return output
 

@@ -84,6 +84,9 @@ class EnsembleOutput(BaseModel):
     total_duration: timedelta = timedelta(0)
     total_tool_calls: int = 0
     usage: TokenUsage = Field(default_factory=TokenUsage)
+    tool_metrics: dict[str, Any] = Field(
+        default_factory=dict, description="per-tool ToolMetrics of this run, by tool name"
+    )
 
     @classmethod
     def from_tasks(

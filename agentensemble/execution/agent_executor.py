@@ -27,6 +27,7 @@ from agentensemble.logging import get_logger
 from agentensemble.outputs import ReturnBehavior, TaskOutput, TokenUsage, ToolCallRecord
 from agentensemble.tools.base import ToolResult
 from agentensemble.tools.context import ToolContext, use_tool_context
+from agentensemble.tools.metrics import ToolMetricsRegistry
 from agentensemble.tools.return_rule import should_return_immediately
 
 if TYPE_CHECKING:
@@ -63,10 +64,11 @@ class AgentTask:
 
 @dataclass
 class ExecutionEnv:
-    """Run-wide services handed to every executor: events and the review handler."""
+    """Run-wide services handed to every executor: events, review handler, tool metrics."""
 
     emitter: EventEmitter = field(default_factory=EventEmitter)
     review_handler: Any = None
+    metrics: ToolMetricsRegistry = field(default_factory=ToolMetricsRegistry)
 
 
 @dataclass
@@ -172,6 +174,7 @@ class AgentExecutor:
         self._tool_calls_made += allowed
         context = ToolContext(
             review_handler=self.env.review_handler,
+            metrics=self.env.metrics,
             task_description=self.task.description,
             agent_role=self.task.role,
         )

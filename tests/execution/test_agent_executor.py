@@ -215,3 +215,18 @@ def test_history_never_holds_a_call_without_its_result() -> None:
     call_ids = [c["id"] for m in messages if m.get("tool_calls") for c in m["tool_calls"]]
     result_ids = [m["tool_call_id"] for m in messages if m["role"] == "tool"]
     assert call_ids == result_ids
+
+
+def test_tool_metrics_add_up_over_the_whole_run() -> None:
+    model = ScriptedChatModel(
+        [
+            tool_call("add", {"a": 1, "b": 1}),
+            tool_calls(("add", {"a": 2, "b": 2}), ("fail", {"reason": "r"})),
+            tool_call("boom"),
+            "done",
+        ]
+    )
+    metrics = run(model, add, fail, boom).tool_metrics
+    assert (metrics["add"].successes, metrics["add"].failures) == (2, 0)
+    assert metrics["fail"].failures == 1
+    assert metrics["boom"].errors == 1
