@@ -1,0 +1,271 @@
+"""The reference review server over real HTTP: the webhook endpoints, the page, the CLI."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import time
+from collections.abc import Iterator
+
+import httpx
+import pytest
+from _review_support import PYTHON, REPO_ROOT, subprocess_env
+from conftest import SECRET
+
+from agentensemble_review import (
+    Continue,
+    Edit,
+    ExitEarly,
+    ReviewRequest,
+    ReviewServer,
+    ReviewTiming,
+    sign,
+)
+from agentensemble_review.protocol import encode_request
+
+
+def review_body(**fields: object) -> bytes:
+    return encode_request(
+        ReviewRequest(
+            timing=ReviewTiming.AFTER_EXECUTION,
+            task_description=str(fields.get("task", "Write the summary")),
+            output=str(fields.get("output", "The summary.")),
+            prompt="Good enough?",
+            id=str(fields.get("id", "r-1")),
+        )
+    )
+
+
+@pytest.fixture
+def client(review_server: ReviewServer) -> Iterator[httpx.Client]:
+    with httpx.Client(base_url=review_server.url, timeout=5) as http:
+        yield http
+
+
+def post_review(client: httpx.Client, body: bytes, secret: str | None = SECRET) -> httpx.Response:
+    headers = {"Content-Type": "application/json"}
+    if secret is not None:
+        headers["X-AgentEnsemble-Signature"] = sign(body, secret)
+    return client.post("/reviews", content=body, headers=headers)
+
+
+def test_signed_review_is_stored_and_answered_202_with_location(
+    review_server: ReviewServer, client: httpx.Client
+) -> None:
+    response = post_review(client, review_body())
+    assert response.status_code == 202
+    assert response.headers["Location"] == "/reviews/r-1"
+    assert response.json() == {"id": "r-1", "status": "pending"}
+    assert client.get("/reviews/r-1").status_code == 202
+    assert review_server.pending()[0]["task_description"] == "Write the summary"
+
+
+@pytest.mark.parametrize("secret", [None, "wrong"])
+def test_unsigned_or_badly_signed_reviews_get_401(
+    review_server: ReviewServer, client: httpx.Client, secret: str | None
+) -> None:
+    response = post_review(client, review_body(), secret=secret)
+    assert response.status_code == 401
+    assert "X-AgentEnsemble-Signature" in response.json()["error"]
+    assert review_server.pending() == []
+
+
+def test_a_signature_of_other_bytes_is_rejected(client: httpx.Client) -> None:
+    body = review_body()
+    headers = {"X-AgentEnsemble-Signature": sign(body + b" ", SECRET)}
+    assert client.post("/reviews", content=body, headers=headers).status_code == 401
+
+
+def test_without_a_secret_the_server_accepts_unsigned_reviews() -> None:
+    with ReviewServer(port=0) as server, httpx.Client(base_url=server.url) as http:
+        assert post_review(http, review_body(), secret=None).status_code == 202
+
+
+def test_decision_by_form_then_poll_gives_200(
+    review_server: ReviewServer, client: httpx.Client
+) -> None:
+    post_review(client, review_body())
+    response = client.post(
+        "/reviews/r-1/decision",
+        data={"decision": "edit", "revised_output": "line 1\r\nline 2", "reason": "ignored"},
+    )
+    assert response.status_code == 303
+    assert response.headers["Location"] == "/"
+    answer = client.get("/reviews/r-1")
+    assert answer.status_code == 200
+    assert answer.json() == {"decision": "edit", "revised_output": "line 1\nline 2"}
+    assert review_server.pending() == []
+
+
+@pytest.mark.parametrize(
+    ("form", "expected"),
+    [
+        ({"decision": "continue", "revised_output": "x", "reason": ""}, {"decision": "continue"}),
+        ({"decision": "exit_early", "reason": ""}, {"decision": "exit_early", "reason": None}),
+        ({"decision": "exit_early", "reason": "no"}, {"decision": "exit_early", "reason": "no"}),
+    ],
+)
+def test_form_buttons(
+    client: httpx.Client, form: dict[str, str], expected: dict[str, object]
+) -> None:
+    post_review(client, review_body())
+    assert client.post("/reviews/r-1/decision", data=form).status_code == 303
+    assert client.get("/reviews/r-1").json() == expected
+
+
+def test_decision_by_json(client: httpx.Client) -> None:
+    post_review(client, review_body())
+    response = client.post("/reviews/r-1/decision", json={"decision": "exit_early", "reason": "r"})
+    assert response.status_code == 200
+    assert client.get("/reviews/r-1").json() == {"decision": "exit_early", "reason": "r"}
+
+
+def test_bad_decisions_are_refused(client: httpx.Client) -> None:
+    post_review(client, review_body())
+    bad = client.post("/reviews/r-1/decision", json={"decision": "approve"})
+    assert bad.status_code == 400
+    assert "unknown decision 'approve'" in bad.json()["error"]
+    assert client.post("/reviews/r-1/decision", json={"decision": "edit"}).status_code == 400
+    assert client.post("/reviews/nope/decision", json={"decision": "continue"}).status_code == 404
+    assert client.post("/reviews/r-1/decision", json={"decision": "continue"}).status_code == 200
+    second = client.post("/reviews/r-1/decision", json={"decision": "continue"})
+    assert second.status_code == 409
+
+
+def test_a_retried_post_is_idempotent(review_server: ReviewServer, client: httpx.Client) -> None:
+    body = review_body()
+    assert post_review(client, body).status_code == 202
+    assert post_review(client, body).status_code == 202
+    assert len(review_server.store.all()) == 1
+    review_server.decide("r-1", Continue())
+    again = post_review(client, body)
+    assert (again.status_code, again.json()) == (200, {"decision": "continue"})
+
+
+@pytest.mark.parametrize(
+    ("body", "status"),
+    [(b"not json", 400), (b"[1, 2]", 400), (b'{"id": 5}', 400)],
+)
+def test_malformed_reviews_get_400(client: httpx.Client, body: bytes, status: int) -> None:
+    assert post_review(client, body).status_code == status
+
+
+def test_unknown_paths_and_ids_get_404(client: httpx.Client) -> None:
+    assert client.get("/reviews/missing").status_code == 404
+    assert client.get("/nothing/here").status_code == 404
+    assert client.post("/elsewhere", content=b"{}").status_code == 404
+
+
+def test_page_lists_pending_reviews_with_buttons_and_escapes_them(client: httpx.Client) -> None:
+    empty = client.get("/")
+    assert "Nothing to review yet" in empty.text
+    post_review(client, review_body(task="<script>alert(1)</script>", output="a < b & c"))
+    page = client.get("/")
+    assert page.status_code == 200
+    assert page.headers["Content-Type"].startswith("text/html")
+    assert "<script>alert" not in page.text
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in page.text
+    assert "a &lt; b &amp; c" in page.text
+    assert "action='/reviews/r-1/decision'" in page.text
+    for button in ("value='continue'>Approve", "value='edit'>Edit", "value='exit_early'>Exit"):
+        assert button in page.text
+    assert "<textarea name='revised_output'>" in page.text
+
+
+def test_review_list_as_json(review_server: ReviewServer, client: httpx.Client) -> None:
+    post_review(client, review_body(id="a"))
+    post_review(client, review_body(id="b"))
+    review_server.decide("a", {"decision": "edit", "revised_output": "z"})
+    reviews = client.get("/reviews").json()["reviews"]
+    assert [(r["id"], r["status"]) for r in reviews] == [("a", "decided"), ("b", "pending")]
+    assert reviews[0]["decision"] == {"decision": "edit", "revised_output": "z"}
+
+
+def test_programmatic_decide_and_wait(review_server: ReviewServer, client: httpx.Client) -> None:
+    with pytest.raises(TimeoutError):
+        review_server.wait_for_pending(timeout=0.1)
+    post_review(client, review_body())
+    assert review_server.wait_for_pending(timeout=1)["id"] == "r-1"
+    review_server.decide("r-1", ExitEarly("stop"))
+    with pytest.raises(ValueError, match="already decided"):
+        review_server.decide("r-1", Edit("late"))
+    with pytest.raises(KeyError):
+        review_server.decide("nope", Continue())
+
+
+def test_server_repr_hides_the_secret(review_server: ReviewServer) -> None:
+    assert SECRET not in repr(review_server)
+    assert "secret='***'" in repr(review_server)
+
+
+def test_stop_frees_the_port() -> None:
+    server = ReviewServer(port=0).start()
+    port = server.port
+    server.stop()
+    with pytest.raises(httpx.ConnectError):
+        httpx.get(f"http://127.0.0.1:{port}/", timeout=1)
+    ReviewServer(port=port).start().stop()  # the port can be bound again
+
+
+def test_command_line_server() -> None:
+    proc = subprocess.Popen(
+        [PYTHON, "-m", "agentensemble_review.server", "--port", "0", "--secret", "cli-secret"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        cwd=REPO_ROOT,
+        env=subprocess_env(),
+    )
+    try:
+        assert proc.stdout is not None
+        first = proc.stdout.readline()  # printed once listening
+        assert first.startswith("Review server on http://127.0.0.1:"), first
+        base = first.split()[3]
+        body = review_body(id="cli-1")
+        with httpx.Client(base_url=base, timeout=5) as http:
+            created = http.post(
+                "/reviews",
+                content=body,
+                headers={"X-AgentEnsemble-Signature": sign(body, "cli-secret")},
+            )
+            assert created.status_code == 202
+            assert "Write the summary" in http.get("/").text
+            assert http.post("/reviews", content=body).status_code == 401
+            http.post("/reviews/cli-1/decision", json={"decision": "continue"})
+            assert http.get("/reviews/cli-1").json() == {"decision": "continue"}
+    finally:
+        proc.terminate()
+        try:
+            _, err = proc.communicate(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            _, err = proc.communicate(timeout=10)
+    assert "RuntimeWarning" not in err
+    assert "cli-secret" not in err  # request lines are logged, never headers
+    assert "POST /reviews" in err
+
+
+def test_command_line_help() -> None:
+    done = subprocess.run(
+        [PYTHON, "-m", "agentensemble_review.server", "--help"],
+        capture_output=True,
+        text=True,
+        timeout=30,
+        cwd=REPO_ROOT,
+        env=subprocess_env(),
+    )
+    assert done.returncode == 0
+    assert "--secret" in done.stdout and "--port" in done.stdout
+
+
+def test_many_concurrent_reviews_round_trip(review_server: ReviewServer) -> None:
+    with httpx.Client(base_url=review_server.url, timeout=5) as http:
+        for index in range(20):
+            assert post_review(http, review_body(id=f"r{index}")).status_code == 202
+        for index in range(20):
+            review_server.decide(f"r{index}", Edit(str(index)))
+        started = time.monotonic()
+        answers = [http.get(f"/reviews/r{index}").json() for index in range(20)]
+        assert time.monotonic() - started < 2  # keep-alive + TCP_NODELAY: no 40 ms stalls
+    assert [a["revised_output"] for a in answers] == [str(i) for i in range(20)]
+    assert json.dumps(answers)
