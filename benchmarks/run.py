@@ -138,10 +138,106 @@ def bench_concurrency(repeats: int) -> list[Row]:
     ]
 
 
+def bench_pipeline(repeats: int) -> list[Row]:
+    """parse JSON -> compute -> format as one ToolPipeline against the same three tools given
+    separately: model requests per task and wall time per task, through litellm against the
+    local OpenAI-compatible test server (tests/e2e/openai_server.py), answering at once and
+    with a simulated model latency."""
+    sys.path.insert(0, str(ROOT / "tests" / "e2e"))
+    import json
+
+    from openai_server import OpenAIServer
+
+    from agentensemble import LLM, Agent, Ensemble, RetryPolicy, Task, tool
+    from agentensemble.tools.pipeline import ToolPipeline
+
+    @tool
+    def parse_order(order: str) -> dict[str, list[float]]:
+        """Parse an order (JSON text) into line amounts."""
+        return {"amounts": [i["price"] * i["qty"] for i in json.loads(order)["items"]]}
+
+    @tool
+    def compute_total(amounts: list[float], tax_rate: float = 0.2) -> dict[str, float]:
+        """Add up line amounts and tax."""
+        subtotal = sum(amounts)
+        return {
+            "subtotal": subtotal,
+            "tax": subtotal * tax_rate,
+            "total": subtotal * (1 + tax_rate),
+        }
+
+    @tool
+    def format_invoice(subtotal: float, tax: float, total: float) -> str:
+        """Format totals as one line."""
+        return f"Subtotal {subtotal:.2f} + tax {tax:.2f} = total {total:.2f}"
+
+    order = json.dumps({"items": [{"price": 1.5, "qty": 4}, {"price": 4.0, "qty": 1}]})
+    steps = [
+        ("parse_order", json.dumps({"order": order})),
+        ("compute_total", '{"amounts": [6.0, 4.0]}'),
+        ("format_invoice", '{"subtotal": 10.0, "tax": 2.0, "total": 12.0}'),
+    ]
+    pipeline = ToolPipeline([parse_order, compute_total, format_invoice], name="invoice")
+
+    def run(server: OpenAIServer, separate: bool, latency: float) -> tuple[int, float]:
+        server.reset()
+        if separate:
+            for call in steps:
+                server.push_tool_calls([call], delay=latency)
+        else:
+            server.push_tool_calls([("invoice", {"input": order})], delay=latency)
+        server.push_text("Subtotal 10.00 + tax 2.00 = total 12.00", delay=latency)
+        llm = LLM(
+            model="openai/test-model",
+            api_base=server.base_url,
+            api_key="sk-test",
+            retry_policy=RetryPolicy(max_attempts=1),
+        )
+        tools: list[Any] = [parse_order, compute_total, format_invoice] if separate else [pipeline]
+        agent = Agent(role="Clerk", goal="Write invoices", tools=tools, llm=llm)
+        started = time.perf_counter()
+        task = Task(description=f"Invoice this order: {order}", agent=agent)
+        output = Ensemble(tasks=[task]).run().task_outputs[0]
+        elapsed = time.perf_counter() - started
+        if not output.tool_calls or not all(call.is_success for call in output.tool_calls):
+            raise RuntimeError(f"pipeline benchmark: a tool call failed: {output.tool_calls}")
+        return len(server.requests), elapsed
+
+    rows: list[Row] = []
+    with OpenAIServer() as server:
+        run(server, separate=False, latency=0.0)  # warm-up: imports litellm, opens connections
+        for latency, times in ((0.0, repeats), (0.1, max(3, repeats // 3))):
+            measured: dict[bool, tuple[int, float]] = {}
+            for separate in (False, True):
+                samples = [run(server, separate, latency) for _ in range(times)]
+                measured[separate] = (samples[-1][0], statistics.median(s for _, s in samples))
+            (pipe_n, pipe_s), (sep_n, sep_s) = measured[False], measured[True]
+            where = "local server" + (f", {latency * 1e3:.0f} ms model latency" if latency else "")
+            if not latency:
+                rows += [
+                    ("model requests: 3-step pipeline, one task", str(pipe_n), "call + answer"),
+                    (
+                        "model requests: same 3 tools given separately",
+                        str(sep_n),
+                        "3 calls + answer",
+                    ),
+                ]
+            rows += [
+                (f"wall time per task, pipeline ({where})", f"{pipe_s * 1e3:.1f} ms", ""),
+                (
+                    f"wall time per task, separate tools ({where})",
+                    f"{sep_s * 1e3:.1f} ms",
+                    f"{sep_s / pipe_s:.1f}x the pipeline",
+                ),
+            ]
+    return rows
+
+
 SECTIONS: dict[str, Callable[[int], list[Row]]] = {
     "import": bench_import,
     "overhead": bench_overhead,
     "concurrency": bench_concurrency,
+    "pipeline": bench_pipeline,
 }
 
 
