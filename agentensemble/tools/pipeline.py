@@ -196,7 +196,7 @@ class ToolPipeline(AbstractAgentTool):
             )
             result = await _run_stage(stage, text, context)
             if not result.is_success:
-                if self.error_strategy is PipelineErrorStrategy.FAIL_FAST:
+                if self.error_strategy == PipelineErrorStrategy.FAIL_FAST:  # str values too
                     return result
                 text = result.error_message or ""
             elif index < last:
