@@ -10,9 +10,8 @@ from __future__ import annotations
 import json
 import os
 
-from agentensemble import Agent, ChatModel, Ensemble, Task, tool
+from agentensemble import Agent, ChatModel, Ensemble, Task, ToolPipeline, tool
 from agentensemble.testing import ScriptedChatModel, text, tool_call
-from agentensemble.tools.pipeline import ToolPipeline
 
 ORDER = json.dumps(
     {

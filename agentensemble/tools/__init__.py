@@ -6,6 +6,7 @@ from agentensemble.tools.context import ToolContext, current_tool_context, use_t
 from agentensemble.tools.decorator import FunctionTool, ToolDefinition, tool, tool_definition
 from agentensemble.tools.instrumented import AbstractAgentTool, InstrumentedTool
 from agentensemble.tools.metrics import CallOutcome, ToolMetrics, ToolMetricsRegistry
+from agentensemble.tools.pipeline import PipelineErrorStrategy, PipelineStep, ToolPipeline
 from agentensemble.tools.resolver import ExecutableTool, ResolvedTools, ToolResolver
 from agentensemble.tools.return_rule import should_return_immediately
 from agentensemble.tools.schema import function_schema
@@ -18,12 +19,15 @@ __all__ = [
     "ExecutableTool",
     "FunctionTool",
     "InstrumentedTool",
+    "PipelineErrorStrategy",
+    "PipelineStep",
     "ResolvedTools",
     "ReturnBehavior",
     "ToolContext",
     "ToolDefinition",
     "ToolMetrics",
     "ToolMetricsRegistry",
+    "ToolPipeline",
     "ToolResolver",
     "ToolResult",
     "TypedAgentTool",
