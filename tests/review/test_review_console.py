@@ -6,6 +6,8 @@ from __future__ import annotations
 import asyncio
 import io
 import json
+import os
+import select
 import subprocess
 import threading
 import time
@@ -391,3 +393,58 @@ def test_timeout_with_fail_raises_in_process(blocking_stdin: BlockingStdin) -> N
     handler = ConsoleReviewHandler(blocking_stdin, io.StringIO())
     with pytest.raises(ReviewTimeoutError):
         handler.review(make_request(timeout=0.2, on_timeout=OnTimeoutAction.FAIL))
+
+
+def run_child_on_a_terminal(answer: bytes | None, timeout: float) -> tuple[dict[str, Any], str]:
+    """Run the review with stdin and stdout on a pseudo-terminal; type ``answer`` after 0.3 s."""
+    pty = pytest.importorskip("pty")
+    master, slave = pty.openpty()
+    proc = subprocess.Popen(
+        [PYTHON, "-c", CHILD, str(timeout), "exit_early"],
+        stdin=slave,
+        stdout=slave,
+        stderr=subprocess.PIPE,
+        cwd=REPO_ROOT,
+        env=subprocess_env(),
+    )
+    os.close(slave)
+    output = b""
+    typed = answer is None
+    started = time.monotonic()
+    try:
+        while time.monotonic() - started < timeout + 20:  # bounded
+            if not typed and time.monotonic() - started > 0.3 and b"> " in output:
+                os.write(master, answer or b"")
+                typed = True
+            ready, _, _ = select.select([master], [], [], 0.1)
+            if ready:
+                try:
+                    chunk = os.read(master, 4096)
+                except OSError:  # the child closed the terminal
+                    break
+                if not chunk:
+                    break
+                output += chunk
+            elif proc.poll() is not None:
+                break
+    finally:
+        proc.kill()
+        proc.wait(10)
+        os.close(master)
+    text = output.decode("utf-8", errors="replace").replace("\r\n", "\n")
+    lines = [line for line in text.splitlines() if line.startswith("RESULT ")]
+    assert lines, f"no result; terminal showed {text!r}"
+    return json.loads(lines[-1][len("RESULT ") :]), text
+
+
+def test_on_a_real_terminal_a_live_countdown_runs_until_the_timeout() -> None:
+    result, text = run_child_on_a_terminal(None, timeout=2.5)
+    assert decision(result) == ExitEarly("Review timed out after 2.5s", timed_out=True)
+    assert "Time left: 0:03" in text
+    assert "\0337\033[1A\rTime left: 0:01\033[K\0338" in text
+
+
+def test_on_a_real_terminal_an_answer_stops_the_countdown() -> None:
+    result, text = run_child_on_a_terminal(b"e Typed at the terminal\n", timeout=10)
+    assert decision(result) == Edit("Typed at the terminal")
+    assert "Time left: 0:10" in text
