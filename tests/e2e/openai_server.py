@@ -141,6 +141,7 @@ class OpenAIServer:
         self._script: collections.deque[Reply] = collections.deque()
         self._responder: Responder | None = None
         self._log: list[RecordedRequest] = []
+        self._arrivals: list[dict[str, Any]] = []
         self._request_seen = threading.Condition(self._lock)
         self._ids = itertools.count(1)
         self._stopping = threading.Event()
@@ -291,6 +292,7 @@ class OpenAIServer:
             self._script.clear()
             self._responder = None
             self._log.clear()
+            self._arrivals.clear()
             self._fault_rate = 0.0
             self.faults_injected = 0
 
@@ -301,6 +303,16 @@ class OpenAIServer:
         """Every request body received so far (parsed JSON), faulted ones included."""
         with self._lock:
             return [entry.body for entry in self._log]
+
+    @property
+    def arrivals(self) -> list[dict[str, Any]]:
+        """Every chat request body in order of arrival, counted before any fault or delay.
+
+        ``log`` records a request once it is answered, so a slow answer still sleeping (or cut
+        short by ``close``) is not there yet; ``arrivals`` counts every attempt a client made.
+        """
+        with self._lock:
+            return list(self._arrivals)
 
     @property
     def log(self) -> list[RecordedRequest]:
@@ -453,6 +465,8 @@ class _Handler(BaseHTTPRequestHandler):
             self._send_error(400, "the test server does not stream")
             return
 
+        with owner._lock:
+            owner._arrivals.append(body)
         chaos = owner._chaos_fault()
         if chaos is not None and chaos.kind != "slow":
             owner._record(path, headers, body, f"chaos:{self._label(chaos)}")
