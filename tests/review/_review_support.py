@@ -19,6 +19,7 @@ import agentensemble_review
 # The checkout whose package this process imported: child Pythons must import the same one.
 REPO_ROOT = Path(agentensemble_review.__file__).absolute().parent.parent
 PYTHON = sys.executable
+SECRET = "test-secret"  # what the review_server fixture verifies signatures with
 
 
 def closed_port() -> int:

@@ -5,10 +5,9 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import pytest
+from _review_support import SECRET
 
 from agentensemble_review import ReviewServer
-
-SECRET = "test-secret"
 
 
 @pytest.fixture

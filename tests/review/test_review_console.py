@@ -431,6 +431,8 @@ def run_child_on_a_terminal(answer: bytes | None, timeout: float) -> tuple[dict[
         proc.kill()
         proc.wait(10)
         os.close(master)
+        if proc.stderr is not None:
+            proc.stderr.close()
     text = output.decode("utf-8", errors="replace").replace("\r\n", "\n")
     lines = [line for line in text.splitlines() if line.startswith("RESULT ")]
     assert lines, f"no result; terminal showed {text!r}"

@@ -9,8 +9,7 @@ from collections.abc import Iterator
 
 import httpx
 import pytest
-from _review_support import PYTHON, REPO_ROOT, subprocess_env
-from conftest import SECRET
+from _review_support import PYTHON, REPO_ROOT, SECRET, subprocess_env
 
 from agentensemble_review import (
     Continue,

@@ -14,8 +14,7 @@ from typing import Any
 
 import httpx
 import pytest
-from _review_support import Seen, adhoc_server, closed_port, json_reply, silent_listener
-from conftest import SECRET
+from _review_support import SECRET, Seen, adhoc_server, closed_port, json_reply, silent_listener
 
 from agentensemble_review import (
     Continue,
