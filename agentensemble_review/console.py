@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import contextlib
 import queue
+import re
 import sys
 import threading
 import time
@@ -125,6 +126,17 @@ def _reader_for(stream: TextIO) -> _LineReader:
             if entry is None:
                 entry = _STRONG_READERS[id(stream)] = (stream, _LineReader(stream))
             return entry[1]
+
+
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029]")
+
+
+def shown(text: str) -> str:
+    """``text`` safe for a terminal: control characters (ANSI escapes, a bare carriage return
+    that would overwrite what came before, ...) are printed as visible escapes, so the text under
+    review cannot disguise itself or fake the prompt. Newlines and tabs are kept."""
+    text = text.replace("\r\n", "\n")
+    return _CONTROL.sub(lambda m: m.group().encode("unicode_escape").decode("ascii"), text)
 
 
 class _OutputClosed(Exception):
@@ -242,26 +254,26 @@ class _Conversation:
             _RULE,
             f" REVIEW REQUESTED: {_TIMING_TITLE[request.timing]}",
             _RULE,
-            f"Task:    {truncate(request.task_description, limit)}",
+            f"Task:    {shown(truncate(request.task_description, limit))}",
         ]
         if request.tool_name:
-            lines.append(f"Tool:    {request.tool_name}")
+            lines.append(f"Tool:    {shown(request.tool_name)}")
         label = _OUTPUT_LABEL[request.timing]
         if request.output:
             lines.append(f"{label}:")
-            lines.extend("  " + line for line in truncate(request.output, limit).splitlines())
+            text = shown(truncate(request.output, limit))
+            lines.extend("  " + line for line in text.split("\n"))
         else:
             lines.append(f"{label}: (empty)")
         if request.prompt:
-            lines.append(f"Prompt:  {request.prompt}")
+            lines.append(f"Prompt:  {shown(request.prompt)}")
         if request.timeout_seconds is None:
             lines.append("Timeout: none, waiting for your answer")
         else:
             lines.append(f"Timeout: {request.describe_timeout()}, {_THEN[request.on_timeout]}")
         lines.append(_THIN_RULE)
-        exit_text = (
-            "reject the call" if request.timing is ReviewTiming.DURING_EXECUTION else ("exit early")
-        )
+        during = request.timing is ReviewTiming.DURING_EXECUTION
+        exit_text = "reject the call" if during else "exit early"
         lines.append(f"[c] or Enter: continue    [e]: edit    [x]: {exit_text}")
         return "\n".join(lines) + "\n"
 

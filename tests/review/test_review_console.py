@@ -450,3 +450,18 @@ def test_on_a_real_terminal_an_answer_stops_the_countdown() -> None:
     result, text = run_child_on_a_terminal(b"e Typed at the terminal\n", timeout=10)
     assert decision(result) == Edit("Typed at the terminal")
     assert "Time left: 0:10" in text
+
+
+def test_text_under_review_cannot_drive_the_terminal() -> None:
+    out = io.StringIO()
+    request = make_request(
+        task="Clean up\x1b[2J",
+        output="rm -rf /\rls -l\x1b[8m hidden\nnext line\r\n\tindented",
+        timing=ReviewTiming.DURING_EXECUTION,
+        tool_name="shell",
+    )
+    ConsoleReviewHandler(io.StringIO("c\n"), out).review(request)
+    text = out.getvalue()
+    assert "\x1b" not in text and "\r" not in text
+    assert "Task:    Clean up\\x1b[2J" in text
+    assert "  rm -rf /\\rls -l\\x1b[8m hidden\n  next line\n  \tindented\n" in text
