@@ -35,6 +35,7 @@ from agentensemble.tools.instrumented import (
     preview,
     stops_the_run,
 )
+from agentensemble.tools.schema import load_arguments_json
 
 INPUT_DESCRIPTION = "The input to pass to the tool"
 INPUT_PARAMETERS: dict[str, Any] = {
@@ -63,13 +64,7 @@ def extract_input(arguments: str, tool_name: str) -> str:
     prefix = f"Invalid arguments for '{tool_name}'"
     expected = 'Send {"input": "<text>"}.'
     text = arguments.strip()
-    try:
-        data = json.loads(text) if text else {}
-    except json.JSONDecodeError as exc:
-        raise ToolArgumentsError(
-            f"{prefix}: not valid JSON ({exc.msg} at line {exc.lineno} column {exc.colno}). "
-            f"{expected}"
-        ) from exc
+    data = load_arguments_json(text, prefix, expected) if text else {}
     if isinstance(data, str):
         return data
     if not isinstance(data, dict):

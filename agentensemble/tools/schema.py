@@ -272,6 +272,25 @@ def format_validation_error(error: ValidationError) -> str:
 ModelT = typing.TypeVar("ModelT", bound=BaseModel)
 
 
+def load_arguments_json(text: str, prefix: str, hint: str) -> Any:
+    """``json.loads`` for a model's arguments: every failure is a ToolArgumentsError.
+
+    Besides syntax errors, ``json.loads`` raises RecursionError for deeply nested input and
+    ValueError for an integer longer than Python converts (4300 digits); neither may escape a
+    tool call, where it would end the run instead of going back to the model.
+    """
+    try:
+        return json.loads(text)
+    except (ValueError, RecursionError) as exc:  # JSONDecodeError is a ValueError
+        if isinstance(exc, json.JSONDecodeError):
+            reason = f"{exc.msg} at line {exc.lineno} column {exc.colno}"
+        elif isinstance(exc, RecursionError):
+            reason = "nested too deeply"
+        else:
+            reason = str(exc).split(":")[0]  # "Exceeds the limit (4300 digits) for integer..."
+        raise ToolArgumentsError(f"{prefix}: not valid JSON ({reason}). {hint}") from exc
+
+
 def validate_arguments(model: type[ModelT], arguments: str, tool_name: str) -> ModelT:
     """Parse the model's JSON arguments text into ``model``.
 
@@ -280,13 +299,7 @@ def validate_arguments(model: type[ModelT], arguments: str, tool_name: str) -> M
     """
     prefix = f"Invalid arguments for '{tool_name}'"
     text = arguments.strip() or "{}"
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise ToolArgumentsError(
-            f"{prefix}: not valid JSON ({exc.msg} at line {exc.lineno} column {exc.colno}). "
-            "Send the arguments as a JSON object."
-        ) from exc
+    data = load_arguments_json(text, prefix, "Send the arguments as a JSON object.")
     if not isinstance(data, dict):
         raise ToolArgumentsError(
             f"{prefix}: expected a JSON object of named arguments, got {_json_kind(data)}"
@@ -308,6 +321,7 @@ __all__ = [
     "clean_schema",
     "format_validation_error",
     "function_schema",
+    "load_arguments_json",
     "model_parameters_schema",
     "parse_docstring",
     "validate_arguments",
