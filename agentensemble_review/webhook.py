@@ -230,6 +230,12 @@ class WebhookReviewHandler:
                 location = answer.headers.get("Location")
                 if location:
                     poll_url = (poll_url or self._url).join(location)
+                    if poll_url.scheme not in ("http", "https"):
+                        raise ReviewProtocolError(
+                            f"review webhook {safe_url(self._url)} answered 202 with a Location "
+                            f"that is not http(s): {safe_url(poll_url)!r}",
+                            status_code=202,
+                        )
                 elif poll_url is None:
                     raise ReviewProtocolError(
                         f"review webhook {safe_url(self._url)} answered 202 (pending) without a "
@@ -272,7 +278,7 @@ class WebhookReviewHandler:
                     return answer
                 problem = f"HTTP {answer.status} {answer.reason}".strip()
             get_logger().info(
-                "review.webhook_retry",
+                "review.webhook_attempt_failed",
                 method=method,
                 url=safe_url(url),
                 attempt=attempt + 1,

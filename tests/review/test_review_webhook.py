@@ -339,6 +339,9 @@ GARBAGE = [
     pytest.param(json_reply(200, {"ok": True}), "no string 'decision' field", id="no-decision"),
     pytest.param(json_reply(202, {}), "without a Location header", id="202-no-location"),
     pytest.param(json_reply(404, {"error": "nope"}), "answered 404", id="404"),
+    pytest.param(
+        json_reply(202, {}, {"Location": "ftp://127.0.0.1/x"}), "not http\\(s\\)", id="ftp-location"
+    ),
     pytest.param(json_reply(302, {}, {"Location": "/elsewhere"}), "answered 302", id="redirect"),
     pytest.param((200, {}, b"x" * 1_100_000), "more than 1000000 bytes", id="huge"),
 ]
@@ -389,7 +392,7 @@ def test_secrets_stay_out_of_repr_and_logs(review_logs: pytest.LogCaptureFixture
     assert "secret='***'" in text and "Authorization" in text
     decision = asyncio.run(aask(handler, make_request(1)))
     assert isinstance(decision, ExitEarly)
-    assert "review.webhook_retry" in review_logs.text
+    assert "review.webhook_attempt_failed" in review_logs.text
     fields = " ".join(str(record.__dict__) for record in review_logs.records)
     assert "url" in fields and "problem" in fields  # the structured fields were captured
     everything = review_logs.text + fields + (decision.reason or "")
