@@ -63,9 +63,10 @@ class Ensemble(BaseModel):
     @field_validator("review_handler")
     @classmethod
     def _handler(cls, value: Any) -> Any:
-        if value is not None and not (hasattr(value, "review") or hasattr(value, "areview")):
+        methods = (getattr(value, name, None) for name in ("review", "areview"))
+        if value is not None and not any(callable(method) for method in methods):
             raise ValueError(
-                f"review_handler must have review(request) or areview(request); "
+                f"review_handler must have review(request) or areview(request) methods; "
                 f"got {type(value).__name__}"
             )
         return value
