@@ -33,6 +33,9 @@ from agentensemble.workflows._review_gates import (
 from agentensemble.workflows.sequential import PreparedTask, run_sequential
 
 SYNTHESISED_ROLE = "Assistant"
+_PASS_A_HANDLER = (
+    "Pass Ensemble(review_handler=...), e.g. ConsoleReviewHandler() from agentensemble_review"
+)
 
 
 class Ensemble(BaseModel):
@@ -123,13 +126,20 @@ class Ensemble(BaseModel):
                     f"task {index} ({task.label!r}): tool(s) {names} require approval, but the "
                     "ensemble has no review_handler. Pass Ensemble(review_handler=...)"
                 )
-            needs_review = policy != "never" or any(
-                is_enabled(r) for r in (task.review, task.before_review)
-            )
-            if needs_review and self.review_handler is None:
+            if self.review_handler is not None:
+                continue
+            if policy != "never":
                 raise ConfigurationError(
-                    f"task {index} ({task.label!r}) is to be reviewed (review_policy="
-                    f"{policy!r}), but the ensemble has no review_handler"
+                    f"review_policy={policy!r} asks for reviews, but the ensemble has no "
+                    f"review_handler. {_PASS_A_HANDLER}"
+                )
+            asking = [
+                name for name in ("review", "before_review") if is_enabled(getattr(task, name))
+            ]
+            if asking:
+                raise ConfigurationError(
+                    f"task {index} ({task.label!r}) has {asking[0]}=Review.required(...), but "
+                    f"the ensemble has no review_handler. {_PASS_A_HANDLER}"
                 )
 
     # -- preparation --------------------------------------------------------------------------
