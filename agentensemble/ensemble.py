@@ -117,7 +117,16 @@ class Ensemble(BaseModel):
     def _check_tools_and_reviews(self) -> None:
         policy = policy_value(self.review_policy)
         for index, task in enumerate(self.tasks, start=1):
-            tools = self._resolve_tools(task)
+            try:
+                tools = self._resolve_tools(task)
+            except ConfigurationError as error:
+                if type(error) is not ConfigurationError or task.agent is None:
+                    raise
+                # each list passed alone when its model was built: the two lists clash
+                raise ConfigurationError(
+                    f"task {index} ({task.label!r}): its tools and those of agent "
+                    f"{task.agent.role!r} clash: {error}"
+                ) from error
             if self.review_handler is None and tools is not None and tools.approval_required:
                 names = ", ".join(
                     name for name in tools.names if (t := tools.get(name)) and t.requires_approval
