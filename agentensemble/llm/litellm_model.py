@@ -31,7 +31,7 @@ class LLM(BaseModel):
     ``api_key`` is a SecretStr: it never shows in repr, str or errors.
     """
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
 
     model: str = Field(min_length=1)
     temperature: float | None = None

@@ -204,7 +204,7 @@ class RetryPolicy(BaseModel):
     ``max_retry_after``.
     """
 
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(frozen=True, defer_build=True)
 
     max_attempts: int = Field(
         default=4, ge=1, description="Total attempts, the first one included."
