@@ -23,6 +23,10 @@ def _short(text: str, width: int = _WIDTH) -> str:
     return text if len(text) <= width else text[: width - 3] + "..."
 
 
+def _count(n: int, noun: str) -> str:
+    return f"{n} {noun}" + ("" if n == 1 else "s")
+
+
 class ConsoleProgressListener:
     """Prints one line per task start/finish, tool call and review decision."""
 
@@ -46,10 +50,10 @@ class ConsoleProgressListener:
             )
         elif isinstance(event, TaskCompleted):
             seconds = event.output.duration.total_seconds()
-            self._print(
-                f"[{event.task_index}/{event.total_tasks}] done in {seconds:.2f}s "
-                f"({event.output.llm_calls} model calls, {len(event.output.tool_calls)} tool calls)"
-            )
+            calls = _count(event.output.llm_calls, "model call")
+            tools = _count(len(event.output.tool_calls), "tool call")
+            where = f"[{event.task_index}/{event.total_tasks}]"
+            self._print(f"{where} done in {seconds:.2f}s ({calls}, {tools})")
         elif isinstance(event, TaskFailed):
             self._print(f"[{event.task_index}/{event.total_tasks}] failed: {event.error}")
         elif isinstance(event, ReviewDecided):
