@@ -10,7 +10,12 @@ from collections.abc import Callable
 from datetime import timedelta
 from typing import Any, Generic, TypeVar, final
 
-from agentensemble.errors import ConfigurationError, ExitEarlyError, ToolExecutionError
+from agentensemble.errors import (
+    ConfigurationError,
+    ExitEarlyError,
+    ToolArgumentsError,
+    ToolExecutionError,
+)
 from agentensemble.tools import _approval
 from agentensemble.tools._sync import run_coroutine_sync
 from agentensemble.tools.base import AgentTool, ToolResult, as_tool_result
@@ -20,6 +25,7 @@ from agentensemble.tools.metrics import CallOutcome, ToolMetrics
 InputT = TypeVar("InputT")
 
 LOG_PREVIEW_CHARS = 200
+EDIT_INVALID = "The reviewer's edited input is invalid, so the tool did not run"
 _FINAL_METHODS = ("execute", "aexecute")
 
 
@@ -157,7 +163,7 @@ class InstrumentedTool(AgentTool, Generic[InputT]):
             if not verdict.approved:
                 return ToolResult.failure(verdict.rejection_message)
             if verdict.input != raw:
-                parsed = self._parse_input(verdict.input)
+                parsed = self._parse_edited(verdict.input)
         if type(self).do_execute is not InstrumentedTool.do_execute:
             value = self.do_execute(parsed)
         else:
@@ -171,8 +177,17 @@ class InstrumentedTool(AgentTool, Generic[InputT]):
             if not verdict.approved:
                 return ToolResult.failure(verdict.rejection_message)
             if verdict.input != raw:
-                parsed = self._parse_input(verdict.input)
+                parsed = self._parse_edited(verdict.input)
         return self._to_result(await self.ado_execute(parsed))
+
+    def _parse_edited(self, revised: str) -> InputT:
+        """Parse a reviewer's edited input; when it is invalid, say the edit was (the model's
+        own arguments were fine, and it would otherwise "fix" them in vain).
+        """
+        try:
+            return self._parse_input(revised)
+        except ToolArgumentsError as exc:
+            raise ToolArgumentsError(f"{EDIT_INVALID}: {exc}") from exc
 
     def _to_result(self, value: Any) -> ToolResult:
         """Normalise the body's return value (None → success with empty output)."""

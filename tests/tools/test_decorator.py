@@ -258,7 +258,10 @@ def test_an_edit_is_validated_again_as_json_arguments() -> None:
     assert transfers == [("ann", 50)]
 
     result, _ = _reviewed(transfer, '{"to": "ann", "amount": 500}', Edit('{"to": "ann"}'))
-    assert result == ToolResult.failure("Invalid arguments for 'transfer': amount: Field required")
+    assert result == ToolResult.failure(
+        "The reviewer's edited input is invalid, so the tool did not run: "
+        "Invalid arguments for 'transfer': amount: Field required"
+    )
     assert transfers == [("ann", 50)]
 
 
