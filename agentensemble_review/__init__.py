@@ -1,5 +1,7 @@
 """agentensemble_review: put a human in the loop before a task, during a tool call, after a task.
 
+``HumanInputTool`` lets the agent itself ask the human a question during a task.
+
 Optional at runtime: the core imports it only when a review is configured. Every decision path
 fails closed: no answer, end of input, a garbled webhook reply or a crashed handler never counts
 as approval. ``WebhookReviewHandler`` and ``ReviewServer`` load on first use (they pull in httpx
@@ -21,6 +23,7 @@ from agentensemble_review.errors import (
 )
 from agentensemble_review.handler import AnyReviewHandler, AsyncReviewHandler, ReviewHandler
 from agentensemble_review.handlers import AutoApproveReviewHandler, ScriptedReviewHandler
+from agentensemble_review.human_input import HumanInputTool
 from agentensemble_review.models import (
     Continue,
     Edit,
@@ -72,6 +75,7 @@ __all__ = [
     "Continue",
     "Edit",
     "ExitEarly",
+    "HumanInputTool",
     "InvalidReviewDecisionError",
     "OnTimeoutAction",
     "Review",
