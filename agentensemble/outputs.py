@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import dataclasses
 from datetime import timedelta
 from enum import Enum
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_serializer
 
 
 class ExitReason(str, Enum):
@@ -88,6 +89,11 @@ class EnsembleOutput(BaseModel):
         default_factory=dict, description="per-tool ToolMetrics of this run, by tool name"
     )
 
+    @field_serializer("tool_metrics")
+    def _metrics_counters(self, metrics: dict[str, Any]) -> dict[str, Any]:
+        """ToolMetrics are dataclasses holding a lock: dump their public counters only."""
+        return {name: _public_fields(value) for name, value in metrics.items()}
+
     @classmethod
     def from_tasks(
         cls,
@@ -108,6 +114,16 @@ class EnsembleOutput(BaseModel):
             total_tool_calls=sum(len(o.tool_calls) for o in outputs),
             usage=usage,
         )
+
+
+def _public_fields(value: Any) -> Any:
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return {
+            f.name: getattr(value, f.name)
+            for f in dataclasses.fields(value)
+            if not f.name.startswith("_")
+        }
+    return value
 
 
 __all__ = [
