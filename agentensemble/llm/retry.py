@@ -9,6 +9,7 @@ the final failure into ``LLMError`` with secrets redacted.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import email.utils
 import math
 import random
@@ -272,8 +273,34 @@ class RetryPolicy(BaseModel):
         except LLMError:
             raise
         except Exception as exc:
+            scrub_chain(exc, hidden)
             raise to_llm_error(exc, attempts=attempts, label=label, secrets=hidden) from exc
         raise AssertionError("unreachable: tenacity neither returned nor raised")
+
+
+def scrub_chain(exc: BaseException, secrets: Iterable[str] = ()) -> None:
+    """Redact secrets, in place, from the text of ``exc`` and of every exception chained to it.
+
+    The provider's exception stays the ``LLMError``'s ``__cause__`` for debugging, but providers
+    echo keys (``Incorrect API key provided: sk-...``) and a printed traceback shows every
+    message in the chain: ``args`` and the ``message`` attribute litellm and openai print.
+    """
+    hidden = tuple(secrets)
+    pending: list[BaseException | None] = [exc]
+    seen: set[int] = set()
+    while pending:
+        current = pending.pop()
+        if current is None or id(current) in seen:
+            continue
+        seen.add(id(current))
+        with contextlib.suppress(Exception):  # an exception type may refuse new attributes
+            current.args = tuple(
+                redact_secrets(arg, hidden) if isinstance(arg, str) else arg for arg in current.args
+            )
+            message = getattr(current, "message", None)
+            if isinstance(message, str):
+                current.message = redact_secrets(message, hidden)  # type: ignore[attr-defined]
+        pending += [current.__cause__, current.__context__]
 
 
 def to_llm_error(
@@ -295,6 +322,7 @@ __all__ = [
     "parse_retry_after",
     "redact_secrets",
     "retry_after_seconds",
+    "scrub_chain",
     "status_code_of",
     "to_llm_error",
 ]
