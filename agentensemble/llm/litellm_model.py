@@ -9,12 +9,13 @@ import uuid
 from collections.abc import Sequence
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, SecretStr
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_serializer
 
 from agentensemble.errors import LLMError
 from agentensemble.llm._litellm import is_loaded, load_litellm
 from agentensemble.llm.retry import RetryPolicy
 from agentensemble.llm.types import ChatResponse, Message, ToolCall, ToolSpec
+from agentensemble.logging import redact
 from agentensemble.outputs import TokenUsage
 
 #: Extra seconds past ``timeout`` before our own guard cancels a call litellm did not time out.
@@ -71,6 +72,12 @@ class LLM(BaseModel):
             retry_policy=retry_policy,
             extra=extra,
         )
+
+    @field_serializer("extra")
+    def _extra_redacted(self, extra: dict[str, Any]) -> Any:
+        """Dumped like ``api_key``: headers, tokens and keys passed through to litellm are
+        masked (``model_dump()`` is for showing and saving settings, not for calling)."""
+        return redact(extra)
 
     @property
     def policy(self) -> RetryPolicy:
