@@ -1,0 +1,201 @@
+"""Human review behind a webhook, on one machine: approve a tool call and a report in a browser.
+
+Run it with ``python examples/webhook_review.py``. It starts the reference review server
+(``ReviewServer``) in this process on a free port of 127.0.0.1, prints the address of its review
+page, and runs an agent whose ``delete_files`` tool (simulated: nothing on your disk is touched)
+requires approval and whose report is reviewed after the task. Every review is POSTed, signed
+with HMAC-SHA256, to the server by ``WebhookReviewHandler``; open the page and press Approve,
+Edit or Exit. A review left undecided for ``--timeout`` seconds (default 300) counts as "no
+answer": the call is rejected or the run stops, never approved.
+
+Options:
+
+- ``--auto-approve``: approve every review through the server's HTTP decision endpoint from a
+  background thread, so the script finishes by itself (the tests use this).
+- ``--url URL --secret S``: use a review server you started yourself instead, e.g.
+  ``python -m agentensemble_review.server --port 8765 --secret S`` and
+  ``--url http://127.0.0.1:8765/reviews --secret S``.
+
+With no API key it runs offline on a scripted model (and says so); with ``OPENAI_API_KEY`` set
+it uses ``openai/gpt-4o-mini``, and ``AGENTENSEMBLE_MODEL`` names any litellm model. See
+docs/review.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import fnmatch
+import os
+import secrets
+import sys
+import threading
+from datetime import timedelta
+from urllib.parse import urlsplit
+
+import httpx
+
+from agentensemble import Agent, AgentEnsembleError, ChatModel, Ensemble, Task, tool
+from agentensemble.llm.types import ChatResponse, Message, ToolSpec
+from agentensemble.testing import FunctionChatModel, tool_call
+from agentensemble_review import Review, ReviewServer, WebhookReviewHandler
+
+# A pretend disk: the tool "deletes" from this dict, never from the real file system.
+DISK = {
+    "/var/log/app/app.log": 120_000,
+    "/var/log/app/app.log.1": 800_000,
+    "/var/log/app/app.log.2": 750_000,
+}
+
+
+@tool(requires_approval=True)
+def delete_files(pattern: str) -> str:
+    """Delete the files in /var/log/app whose name matches a glob pattern.
+
+    Args:
+        pattern: a glob on the file name, e.g. "*.log.1"
+    """
+    doomed = [path for path in DISK if fnmatch.fnmatch(path.rsplit("/", 1)[-1], pattern)]
+    freed = sum(DISK.pop(path) for path in doomed)
+    if not doomed:
+        return f"No file matches {pattern!r}."
+    return f"Deleted {len(doomed)} file(s), {freed // 1000} kB freed: " + ", ".join(doomed)
+
+
+def offline_janitor(messages: list[Message], tools: list[ToolSpec] | None) -> ChatResponse | str:
+    """The scripted offline model: asks to delete rotated logs, then reports what happened."""
+    last = messages[-1]
+    if last.get("role") != "tool":
+        return tool_call("delete_files", {"pattern": "*.log.[0-9]"})
+    result = str(last.get("content"))
+    if result.startswith("Error:"):
+        return f"I deleted nothing: {result.removeprefix('Error: ')}. The logs are untouched."
+    return f"Cleanup done. {result}"
+
+
+def choose_model() -> tuple[str | ChatModel, str]:
+    """A real model when the environment names one, else the scripted offline model."""
+    name = os.environ.get("AGENTENSEMBLE_MODEL")
+    if name:
+        return name, f"Using model {name}."
+    if os.environ.get("OPENAI_API_KEY"):
+        return "openai/gpt-4o-mini", "Using model openai/gpt-4o-mini (OPENAI_API_KEY is set)."
+    return (
+        FunctionChatModel(offline_janitor),
+        "Offline demo: no API key found, using a scripted model (set OPENAI_API_KEY).",
+    )
+
+
+def build(model: str | ChatModel, handler: WebhookReviewHandler, timeout: float) -> Ensemble:
+    janitor = Agent(
+        role="Janitor",
+        goal="Free disk space without losing anything still in use",
+        tools=[delete_files],
+        llm=model,
+    )
+    cleanup = Task(
+        description=(
+            "Free space in /var/log/app by deleting rotated log files (app.log.1, app.log.2, "
+            "...), never the live app.log. Then report what was deleted."
+        ),
+        expected_output="One or two sentences: what was deleted and how much space was freed",
+        agent=janitor,
+        review=Review.required("Is this report accurate?", timeout=timedelta(seconds=timeout)),
+    )
+    return Ensemble(tasks=[cleanup], review_handler=handler)
+
+
+class AutoApprover:
+    """Approves every pending review through the server's HTTP API, until stopped.
+
+    It does what a person does on the review page: list the reviews (``GET /reviews``), then
+    post a decision for each pending one (``POST /reviews/<id>/decision``).
+    """
+
+    def __init__(self, base_url: str) -> None:
+        self.base_url = base_url
+        self.approved: list[str] = []
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="auto-approver", daemon=True)
+
+    def __enter__(self) -> AutoApprover:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self._stop.set()
+        self._thread.join(timeout=10)
+
+    def _run(self) -> None:
+        with httpx.Client(base_url=self.base_url, timeout=5.0) as client:
+            while not self._stop.wait(0.1):  # ends when the run is over
+                try:
+                    reviews = client.get("/reviews").json()["reviews"]
+                    for review in reviews:
+                        if review["status"] == "pending":
+                            self._approve(client, review)
+                except httpx.HTTPError as exc:
+                    print(f"[auto-approve] server not reachable: {exc}", flush=True)
+
+    def _approve(self, client: httpx.Client, review: dict[str, object]) -> None:
+        request = review["request"]
+        assert isinstance(request, dict)
+        answer = client.post(f"/reviews/{review['id']}/decision", json={"decision": "continue"})
+        if answer.status_code == 200:
+            tool_name = request.get("tool_name")
+            what = f"tool call {tool_name}" if tool_name else "task output"
+            self.approved.append(what)
+            print(f"[auto-approve] approved the review of {what}", flush=True)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0] if __doc__ else None)
+    parser.add_argument("--auto-approve", action="store_true", help="approve every review")
+    parser.add_argument("--url", help="webhook URL of a review server you started yourself")
+    parser.add_argument("--secret", help="its secret (default: a random one for ours)")
+    parser.add_argument("--timeout", type=float, default=300.0, help="seconds per review")
+    args = parser.parse_args(argv)
+
+    model, banner = choose_model()
+    print(banner, flush=True)
+    server: ReviewServer | None = None
+    if args.url:
+        webhook_url, secret = args.url, args.secret
+        parts = urlsplit(args.url)
+        base_url = f"{parts.scheme}://{parts.netloc}"
+    else:
+        secret = args.secret or secrets.token_hex(16)
+        server = ReviewServer(port=0, secret=secret).start()
+        webhook_url, base_url = server.reviews_url, server.url
+    print(f"Review page: {base_url}/  (webhook: {webhook_url})", flush=True)
+    if not args.auto_approve:
+        print("Open the review page in a browser and decide each review there.", flush=True)
+
+    handler = WebhookReviewHandler(
+        webhook_url, secret=secret, timeout=timedelta(seconds=args.timeout)
+    )
+    ensemble = build(model, handler, args.timeout)
+    try:
+        if args.auto_approve:
+            with AutoApprover(base_url):
+                result = ensemble.run()
+        else:
+            result = ensemble.run()
+    except AgentEnsembleError as exc:  # e.g. a wrong --secret: the server answers 401
+        print(f"Run failed: {exc}", file=sys.stderr)
+        return 1
+    finally:
+        if server is not None:
+            server.stop()
+
+    output = result.task_outputs[0] if result.task_outputs else None
+    print()
+    for call in output.tool_calls if output else []:
+        print(f"Tool call: {call.name}({call.arguments}) -> {call.output}")
+    print(f"Report: {result.raw}")
+    print(f"Files left: {', '.join(DISK)}")
+    print(f"Exit: {result.exit_reason.value}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,105 @@
+"""Every script in examples/ runs offline in a fresh Python, exits 0 and says what it did."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+import agentensemble
+
+# The checkout whose package this process imported; its examples, run against that package.
+REPO_ROOT = Path(agentensemble.__file__).absolute().parent.parent
+EXAMPLES = REPO_ROOT / "examples"
+OFFLINE = "Offline demo: no API key found, using a scripted model"
+
+
+@dataclass(frozen=True)
+class Run:
+    """How to run one example, and lines its output must contain."""
+
+    expected: tuple[str, ...]
+    args: tuple[str, ...] = ()
+    stdin: str = ""
+
+
+RUNS = {
+    "research_writer.py": Run(expected=(OFFLINE, "== Task 2: Writer", "exit: completed")),
+    "tool_pipeline.py": Run(expected=(OFFLINE, "Invoice: Subtotal 14.00 + tax 2.80 = total 16.80")),
+    "console_review.py": Run(
+        stdin="c\nc\n",  # approve the tool call, then accept the report
+        expected=(
+            OFFLINE,
+            "REVIEW REQUESTED: a tool call needs approval",
+            "REVIEW REQUESTED: the task has finished",
+            "Report: Cleanup done. Deleted 3 file(s), 1640 kB freed",
+            "Files left: /var/log/app/app.log",
+            "Exit: completed",
+        ),
+    ),
+    "webhook_review.py": Run(
+        args=("--auto-approve",),
+        expected=(
+            OFFLINE,
+            "Review page: http://127.0.0.1:",
+            "[auto-approve] approved the review of tool call delete_files",
+            "[auto-approve] approved the review of task output",
+            "Report: Cleanup done. Deleted 2 file(s), 1550 kB freed",
+            "Exit: completed",
+        ),
+    ),
+}
+
+
+def offline_env() -> dict[str, str]:
+    """This environment without any model credentials, this checkout first on the path."""
+    env = {
+        key: value
+        for key, value in os.environ.items()
+        if key not in ("OPENAI_API_KEY", "AGENTENSEMBLE_MODEL")
+    }
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(REPO_ROOT), env.get("PYTHONPATH")) if p)
+    env["PYTHONUNBUFFERED"] = "1"
+    return env
+
+
+def test_every_example_has_an_expectation() -> None:
+    assert sorted(p.name for p in EXAMPLES.glob("*.py")) == sorted(RUNS)
+
+
+@pytest.mark.parametrize("name", sorted(RUNS))
+def test_example_runs_offline(name: str) -> None:
+    run = RUNS[name]
+    done = subprocess.run(
+        [sys.executable, str(EXAMPLES / name), *run.args],
+        input=run.stdin,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=REPO_ROOT,
+        env=offline_env(),
+    )
+    assert done.returncode == 0, f"stdout={done.stdout!r}\nstderr={done.stderr!r}"
+    for line in run.expected:
+        assert line in done.stdout, f"{line!r} missing from the output of {name}:\n{done.stdout}"
+
+
+def test_console_example_rejects_on_end_of_input() -> None:
+    """No answers at all: the tool call is rejected and nothing is deleted (fails closed)."""
+    done = subprocess.run(
+        [sys.executable, str(EXAMPLES / "console_review.py")],
+        input="",
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=REPO_ROOT,
+        env=offline_env(),
+    )
+    assert done.returncode == 0, done.stderr
+    assert "Error: Rejected by reviewer: Review got no answer: end of input" in done.stdout
+    assert "Files left: /var/log/app/app.log, /var/log/app/app.log.1" in done.stdout
+    assert "Exit: timeout" in done.stdout
