@@ -19,6 +19,7 @@ from agentensemble import (
     ExitReason,
     ReturnBehavior,
     Task,
+    TaskExecutionError,
     tool,
 )
 from agentensemble.llm.types import ChatResponse, Message, ToolSpec
@@ -27,7 +28,9 @@ from agentensemble_review import (
     Continue,
     Edit,
     ExitEarly,
+    InvalidReviewDecisionError,
     OnTimeoutAction,
+    Review,
     ReviewDecision,
     ReviewRequest,
     ReviewTiming,
@@ -452,8 +455,6 @@ def test_an_async_handler_answers_a_sync_body_and_an_async_body() -> None:
 
 def test_approval_and_after_task_review_in_one_run() -> None:
     """The gate and the after-task review both go to the same handler, in order."""
-    from agentensemble_review import Review
-
     model = ScriptedChatModel([tool_call("transfer", ARGS), "paid 500"])
     agent = Agent(role="Clerk", goal="Pay", tools=[transfer], llm=model)
     task = Task(description=TASK, agent=agent, review=Review.required("Report ok?"))
@@ -464,3 +465,33 @@ def test_approval_and_after_task_review_in_one_run() -> None:
         ReviewTiming.AFTER_EXECUTION,
     ]
     assert result.raw == "paid 500 to ann"
+
+
+# -- a reviewer that fails never approves -----------------------------------------------------
+
+
+class CrashingReviewer:
+    def review(self, request: ReviewRequest) -> ReviewDecision:
+        raise RuntimeError("review service down")
+
+
+class GarbageReviewer:
+    def review(self, request: ReviewRequest) -> ReviewDecision:
+        return "yes"  # type: ignore[return-value]
+
+
+def test_a_reviewer_that_raises_fails_the_call_without_running_it() -> None:
+    model = ScriptedChatModel([tool_call("transfer", ARGS), "could not pay"])
+    result = run(model, [transfer], CrashingReviewer())
+    assert LEDGER == []
+    assert seen(model) == ["Error: review service down"]
+    assert result.raw == "could not pay"
+
+
+def test_a_reviewer_answering_garbage_stops_the_run_and_approves_nothing() -> None:
+    model = ScriptedChatModel([tool_call("transfer", ARGS), "never"])
+    with pytest.raises(TaskExecutionError) as info:
+        run(model, [transfer], GarbageReviewer())
+    assert isinstance(info.value.__cause__, InvalidReviewDecisionError)
+    assert LEDGER == []
+    assert len(model.requests) == 1
