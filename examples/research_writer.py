@@ -79,7 +79,9 @@ def main() -> int:
     print(banner)
     result = build(topic, model).run(inputs={"topic": topic})
     for index, output in enumerate(result.task_outputs, start=1):
-        print(f"\n== Task {index}: {output.agent_role} ({len(output.tool_calls)} tool calls)")
+        calls = len(output.tool_calls)
+        plural = "" if calls == 1 else "s"
+        print(f"\n== Task {index}: {output.agent_role} ({calls} tool call{plural})")
         print(output.raw)
     print(f"\nTokens used: {result.usage.total_tokens}; exit: {result.exit_reason.value}")
     return 0
