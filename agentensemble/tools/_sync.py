@@ -1,14 +1,51 @@
-"""Run a coroutine to completion from sync code, wherever that sync code happens to run."""
+"""Sync code and the event loop: blocking calls in daemon threads, coroutines from sync code."""
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import contextvars
+import itertools
 import threading
-from collections.abc import Coroutine
+from collections.abc import Callable, Coroutine
 from typing import Any, TypeVar
 
 T = TypeVar("T")
+_thread_numbers = itertools.count(1)
+
+
+async def in_worker_thread(fn: Callable[..., T], /, *args: Any) -> T:
+    """Await blocking ``fn(*args)`` run in a new daemon thread (context variables carry over).
+
+    Like ``asyncio.to_thread``, it keeps the event loop free; unlike it, the thread is no
+    worker of the loop's default executor. Python cannot stop a thread, so a cancelled run
+    (Ctrl-C) leaves a sync tool body that is already running to finish on its own; with
+    ``to_thread`` ``asyncio.run`` and the interpreter's exit would both wait for it first.
+    The result of a call nobody awaits any more is dropped.
+    """
+    loop = asyncio.get_running_loop()
+    future: asyncio.Future[T] = loop.create_future()
+    context = contextvars.copy_context()
+
+    def settle(setter: Callable[[Any], None], value: Any) -> None:
+        if not future.done():  # cancelled meanwhile: nobody wants the result
+            setter(value)
+
+    def deliver(setter: Callable[[Any], None], value: Any) -> None:
+        with contextlib.suppress(RuntimeError):  # the loop is closed: the run is over
+            loop.call_soon_threadsafe(settle, setter, value)
+
+    def target() -> None:
+        try:
+            result = context.run(fn, *args)
+        except BaseException as exc:
+            deliver(future.set_exception, exc)
+        else:
+            deliver(future.set_result, result)
+
+    name = f"agentensemble-worker-{next(_thread_numbers)}"
+    threading.Thread(target=target, name=name, daemon=True).start()
+    return await future
 
 
 def run_coroutine_sync(

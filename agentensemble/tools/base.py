@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import inspect
 import json
 from abc import ABC
@@ -13,6 +12,7 @@ from pydantic import BaseModel
 from pydantic_core import to_jsonable_python
 
 from agentensemble.outputs import ReturnBehavior
+from agentensemble.tools._sync import in_worker_thread
 
 
 @dataclass(frozen=True)
@@ -67,7 +67,7 @@ class AgentTool(ABC):
 
     async def aexecute(self, input: str) -> ToolResult:
         """Run the tool from async code. The default runs ``execute`` in a worker thread."""
-        return await asyncio.to_thread(self.execute, input)
+        return await in_worker_thread(self.execute, input)
 
     def parameters_schema(self) -> dict[str, Any] | None:
         """The JSON schema of the arguments, or None for the single string parameter ``input``.

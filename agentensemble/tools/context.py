@@ -1,7 +1,7 @@
 """What the framework hands to tools while they run: review handler, metrics, logger, task.
 
 The context lives in a ContextVar, so concurrent runs sharing one tool object each see their
-own, and it reaches worker threads (``asyncio.to_thread`` copies context variables) and nested
+own, and it reaches worker threads (which run with a copy of the context variables) and nested
 pipeline steps without any plumbing.
 """
 

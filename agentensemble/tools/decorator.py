@@ -7,7 +7,6 @@ method, or on the methods of an object passed as a tool, and runs it as a ``Func
 
 from __future__ import annotations
 
-import asyncio
 import inspect
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -18,7 +17,7 @@ from pydantic import BaseModel
 from agentensemble._naming import tool_name_problem
 from agentensemble.errors import ToolNameError
 from agentensemble.outputs import ReturnBehavior
-from agentensemble.tools._sync import run_coroutine_sync
+from agentensemble.tools._sync import in_worker_thread, run_coroutine_sync
 from agentensemble.tools.base import ToolResult, render_value
 from agentensemble.tools.instrumented import InstrumentedTool
 from agentensemble.tools.metrics import ToolMetrics
@@ -155,7 +154,7 @@ class FunctionTool(InstrumentedTool[BaseModel]):
 
     async def ado_execute(self, input: BaseModel) -> ToolResult:
         if not self.definition.is_async:
-            return await asyncio.to_thread(self.do_execute, input)
+            return await in_worker_thread(self.do_execute, input)
         args, kwargs = self.definition.schema.call_arguments(input)
         return _function_result(await self._target(*args, **kwargs))
 

@@ -4,7 +4,6 @@ exception safety and the approval gate; subclasses write only the body (``do_exe
 
 from __future__ import annotations
 
-import asyncio
 import time
 from collections.abc import Callable
 from datetime import timedelta
@@ -17,7 +16,7 @@ from agentensemble.errors import (
     ToolExecutionError,
 )
 from agentensemble.tools import _approval
-from agentensemble.tools._sync import run_coroutine_sync
+from agentensemble.tools._sync import in_worker_thread, run_coroutine_sync
 from agentensemble.tools.base import AgentTool, ToolResult, as_tool_result
 from agentensemble.tools.context import ToolContext, current_tool_context
 from agentensemble.tools.metrics import CallOutcome, ToolMetrics
@@ -79,7 +78,7 @@ class InstrumentedTool(AgentTool, Generic[InputT]):
 
     async def ado_execute(self, input: InputT) -> ToolResult | str | None:
         """The tool's work (async). The default runs ``do_execute`` in a worker thread."""
-        return await asyncio.to_thread(self.do_execute, input)
+        return await in_worker_thread(self.do_execute, input)
 
     def _parse_input(self, raw: str) -> InputT:
         """Turn the raw input text into what the body takes; raise ToolArgumentsError if bad."""

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import inspect
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -20,6 +19,7 @@ from agentensemble.execution.structured import parse_output
 from agentensemble.logging import get_logger
 from agentensemble.outputs import EnsembleOutput, ExitReason, TaskOutput
 from agentensemble.task import Task, TaskHandlerContext
+from agentensemble.tools._sync import in_worker_thread
 from agentensemble.workflows._review_gates import (
     ask_reviewer,
     is_enabled,
@@ -208,7 +208,7 @@ async def _run_handler(
 async def _call_maybe_async(fn: Callable[..., Any], *args: Any) -> Any:
     if inspect.iscoroutinefunction(fn):
         return await fn(*args)
-    result = await asyncio.to_thread(fn, *args)
+    result = await in_worker_thread(fn, *args)
     if inspect.isawaitable(result):
         return await result
     return result
