@@ -14,9 +14,11 @@ Non-interactively, feed the answers on stdin (one per line)::
     echo -e "c\nc" | python examples/console_review.py
 
 End of input, if the answers run out, counts as "no answer": the tool call is rejected and the
-report review stops the run; it is never taken as approval. With no API key it runs offline on a scripted model (and says so); with
-``OPENAI_API_KEY`` set it uses ``openai/gpt-4o-mini``, and ``AGENTENSEMBLE_MODEL`` names any
-litellm model. See docs/review.md.
+report review stops the run; it is never taken as approval.
+
+With no API key it runs offline on a scripted model (and says so); with ``OPENAI_API_KEY`` set
+it uses ``openai/gpt-4o-mini``, and ``AGENTENSEMBLE_MODEL`` names any litellm model. See
+docs/review.md.
 """
 
 from __future__ import annotations
