@@ -132,8 +132,9 @@ class Ensemble(BaseModel):
                     name for name in tools.names if (t := tools.get(name)) and t.requires_approval
                 )
                 raise ConfigurationError(
-                    f"task {index} ({task.label!r}): tool(s) {names} require approval, but the "
-                    "ensemble has no review_handler. Pass Ensemble(review_handler=...)"
+                    f"task {index} ({task.label!r}): tool(s) {names} require approval (or ask "
+                    "the human), but the ensemble has no review_handler. Pass "
+                    "Ensemble(review_handler=...)"
                 )
             if self.review_handler is not None:
                 continue

@@ -29,8 +29,12 @@ from __future__ import annotations
 from datetime import timedelta
 
 from agentensemble.errors import ConfigurationError
-from agentensemble.tools import AbstractAgentTool, ToolResult, current_tool_context
-from agentensemble_review._asking import aask
+from agentensemble.tools import (
+    AbstractAgentTool,
+    ToolResult,
+    aask_reviewer,
+    current_tool_context,
+)
 from agentensemble_review.models import (
     DEFAULT_REVIEW_TIMEOUT,
     Continue,
@@ -120,7 +124,7 @@ class HumanInputTool(AbstractAgentTool):
                 f"Tool '{self.name}' asks the human but no review handler is configured; "
                 "pass review_handler= to the Ensemble (e.g. ConsoleReviewHandler())"
             )
-        decision = await aask(handler, self.question_request(question))
+        decision = await aask_reviewer(self.question_request(question))
         if isinstance(decision, Edit) and decision.revised_output.strip():
             return ToolResult.success(decision.revised_output)
         if isinstance(decision, (Edit, Continue)):

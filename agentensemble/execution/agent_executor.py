@@ -175,6 +175,7 @@ class AgentExecutor:
         context = ToolContext(
             review_handler=self.env.review_handler,
             metrics=self.env.metrics,
+            emit=self.env.emitter.emit if self.env.emitter else None,
             task_description=self.task.description,
             agent_role=self.task.role,
         )

@@ -1,6 +1,7 @@
 """The tool system: tool shapes, ``@tool``, schemas, resolution, context and the return rule."""
 
 from agentensemble.outputs import ReturnBehavior
+from agentensemble.tools._approval import aask_reviewer
 from agentensemble.tools.base import AgentTool, ToolResult
 from agentensemble.tools.context import ToolContext, current_tool_context, use_tool_context
 from agentensemble.tools.decorator import FunctionTool, ToolDefinition, tool, tool_definition
@@ -31,6 +32,7 @@ __all__ = [
     "ToolResolver",
     "ToolResult",
     "TypedAgentTool",
+    "aask_reviewer",
     "current_tool_context",
     "function_schema",
     "should_return_immediately",

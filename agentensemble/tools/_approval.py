@@ -15,6 +15,7 @@ from types import ModuleType
 from typing import Any
 
 from agentensemble.errors import ConfigurationError
+from agentensemble.events import ReviewDecided, ReviewRequested
 from agentensemble.tools.context import ToolContext, current_tool_context
 
 NO_REASON = "no reason given"
@@ -92,12 +93,46 @@ def _request(
     return api.ReviewRequest(**fields)
 
 
+def _announce(context: ToolContext, request: Any) -> None:
+    context.emit_event(
+        ReviewRequested(
+            timing=request.timing.value,
+            task_description=request.task_description,
+            tool_name=request.tool_name,
+        )
+    )
+
+
+def _report(context: ToolContext, request: Any, decision: Any) -> Any:
+    details = {
+        key: getattr(decision, key)
+        for key in ("revised_output", "reason", "timed_out")
+        if hasattr(decision, key)
+    }
+    context.emit_event(
+        ReviewDecided(
+            timing=request.timing.value,
+            task_description=request.task_description,
+            decision=str(getattr(decision, "decision", type(decision).__name__)),
+            tool_name=request.tool_name,
+            details=details,
+        )
+    )
+    return decision
+
+
 def _ask_sync(api: ModuleType, handler: Any, request: Any, context: ToolContext) -> Any:
     """Ask from sync code; from a worker thread an async handler runs on the agent's loop."""
+    _announce(context, request)
     loop = context.loop
     if loop is not None and loop.is_running() and not _runs_in(loop):
-        return api.ask(handler, request, loop=loop)
-    return api.ask(handler, request)
+        return _report(context, request, api.ask(handler, request, loop=loop))
+    return _report(context, request, api.ask(handler, request))
+
+
+async def _ask_async(api: ModuleType, handler: Any, request: Any, context: ToolContext) -> Any:
+    _announce(context, request)
+    return _report(context, request, await api.aask(handler, request))
 
 
 def _runs_in(loop: asyncio.AbstractEventLoop) -> bool:
@@ -119,6 +154,14 @@ def _approval_prompt(tool_name: str) -> str:
     return f"Approve this call to tool '{tool_name}'? The output shown is the tool's input."
 
 
+async def aask_reviewer(request: Any) -> Any:
+    """Ask the run's reviewer about a request a tool built itself (e.g. a question for the
+    human), with the same events as an approval. ConfigurationError when no handler is set."""
+    context = current_tool_context()
+    handler = _require_handler(context, str(request.tool_name or "tool"))
+    return await _ask_async(_review_api(), handler, request, context)
+
+
 async def areview_tool_input(tool_name: str, tool_input: str) -> Verdict:
     """Ask the current handler whether the tool may run on ``tool_input`` (DURING_EXECUTION).
 
@@ -130,7 +173,7 @@ async def areview_tool_input(tool_name: str, tool_input: str) -> Verdict:
     request = _request(
         api, context, tool_name=tool_name, output=tool_input, prompt=_approval_prompt(tool_name)
     )
-    return _verdict(api, await api.aask(handler, request), tool_input)
+    return _verdict(api, await _ask_async(api, handler, request, context), tool_input)
 
 
 def review_tool_input(tool_name: str, tool_input: str) -> Verdict:
@@ -198,4 +241,4 @@ async def arequest_approval(
         timeout=timeout,
         on_timeout=on_timeout,
     )
-    return await api.aask(context.review_handler, request)
+    return await _ask_async(api, context.review_handler, request, context)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager, suppress
 from contextvars import ContextVar
 from dataclasses import dataclass, field
@@ -26,6 +26,7 @@ class ToolContext:
     ``review_handler`` answers approval requests (None: approvals cannot be asked).
     ``loop`` is the event loop running the agent; ``use_tool_context`` captures it, so sync tool
     code in a worker thread can run async work (a handler's ``areview``) on it.
+    ``emit`` delivers run events (tool reviews asked and decided) to the run's listeners.
     """
 
     review_handler: Any | None = None
@@ -34,6 +35,24 @@ class ToolContext:
     task_description: str = ""
     agent_role: str = ""
     loop: asyncio.AbstractEventLoop | None = None
+    emit: Callable[[Any], None] | None = None
+
+    def emit_event(self, event: Any) -> None:
+        """Send ``event`` to the run's listeners, on the loop's thread when there is one."""
+        if self.emit is None:
+            return
+        loop = self.loop
+        if loop is not None and loop.is_running() and not _in_loop(loop):
+            loop.call_soon_threadsafe(self.emit, event)
+        else:
+            self.emit(event)
+
+
+def _in_loop(loop: asyncio.AbstractEventLoop) -> bool:
+    try:
+        return asyncio.get_running_loop() is loop
+    except RuntimeError:
+        return False
 
 
 _current: ContextVar[ToolContext | None] = ContextVar("agentensemble_tool_context", default=None)
