@@ -318,7 +318,8 @@ def make_llm(server: OpenAIServer) -> Callable[..., LLM]:
 async def test_without_faults_every_run_completes_with_the_exact_outputs(
     server: OpenAIServer, make_llm: Callable[..., LLM]
 ) -> None:
-    figures = await run_once(server, make_llm(), seed=0, fault_rate=0.0)
+    # no slow faults here: a generous timeout keeps a busy machine from adding a retry
+    figures = await run_once(server, make_llm(timeout=5.0), seed=0, fault_rate=0.0)
 
     assert figures.completed and figures.outputs == 5
     assert figures.retries == 0
@@ -353,7 +354,7 @@ async def test_a_provider_that_goes_down_mid_run_keeps_the_finished_outputs(
     server.reset()
     server.set_responder(down_from_step_3)
     reviewer = ScriptedReviewHandler([Continue()] * 5)
-    ensemble = build_ensemble(make_llm(), reviewer, CountingListener())
+    ensemble = build_ensemble(make_llm(timeout=5.0), reviewer, CountingListener())
 
     with pytest.raises(TaskExecutionError) as info:
         await asyncio.wait_for(ensemble.arun(), RUN_DEADLINE)
