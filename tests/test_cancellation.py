@@ -309,8 +309,11 @@ def test_cancelling_during_a_slow_http_answer_closes_the_connection() -> None:
 
 CHILD = textwrap.dedent(
     """
-    import asyncio, sys, threading, time
+    import asyncio, signal, sys, threading, time
     from agentensemble import Agent, Ensemble, Task, tool
+
+    # a shell running the tests in the background makes children ignore SIGINT: undo that
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     from agentensemble.testing import FunctionChatModel, ScriptedChatModel, tool_call
 
     @tool
