@@ -41,8 +41,11 @@ def _import_seconds(statement: str, repeats: int) -> float:
 
 
 def bench_import(repeats: int) -> list[Row]:
-    ours = _import_seconds("import agentensemble", repeats)
-    deps = _import_seconds("import pydantic, structlog, tenacity, httpx", repeats)
+    ours_s, deps_s = [], []
+    for _ in range(repeats):  # interleaved, so load drift hits both alike
+        ours_s.append(_import_seconds("import agentensemble", 1))
+        deps_s.append(_import_seconds("import pydantic, structlog, tenacity, httpx", 1))
+    ours, deps = statistics.median(ours_s), statistics.median(deps_s)
     leaked = subprocess.run(
         [sys.executable, "-c", "import agentensemble, sys; print('litellm' in sys.modules)"],
         capture_output=True,
@@ -52,6 +55,7 @@ def bench_import(repeats: int) -> list[Row]:
     return [
         ("import agentensemble (median)", f"{ours:.3f} s", "target <= 0.15 s"),
         ("import pydantic+structlog+tenacity+httpx", f"{deps:.3f} s", "floor set by dependencies"),
+        ("import agentensemble / dependency floor", f"{ours / deps:.2f}x", "same run, interleaved"),
         ("litellm imported by `import agentensemble`", leaked, "must be False"),
     ]
 
@@ -233,10 +237,64 @@ def bench_pipeline(repeats: int) -> list[Row]:
     return rows
 
 
+def bench_llm(repeats: int, calls: int = 100) -> list[Row]:
+    """``LLM.complete`` against raw ``litellm.acompletion``, same calls to the same local server:
+    what our model layer (retry policy, conversion, guard) adds per request."""
+    sys.path.insert(0, str(ROOT / "tests" / "e2e"))
+    from openai_server import OpenAIServer
+
+    from agentensemble import LLM, RetryPolicy
+    from agentensemble.llm._litellm import load_litellm
+
+    litellm = load_litellm()  # tamed exactly as our LLM uses it: same transport for both
+    messages = [{"role": "user", "content": "Say hi"}]
+
+    with OpenAIServer() as server:
+        server.set_responder(lambda request: "hi")
+        llm = LLM(
+            model="openai/test-model",
+            api_base=server.base_url,
+            api_key="sk-test",
+            retry_policy=RetryPolicy(max_attempts=1),
+        )
+
+        async def ours() -> None:
+            for _ in range(calls):
+                await llm.complete(messages)
+
+        async def raw() -> None:
+            for _ in range(calls):
+                await litellm.acompletion(
+                    model="openai/test-model",
+                    messages=messages,
+                    api_base=server.base_url,
+                    api_key="sk-test",
+                    max_retries=0,
+                    timeout=60.0,
+                )
+
+        asyncio.run(ours())  # warm-up: connections, caches
+        ours_s, raw_s = [], []
+        for _ in range(max(3, repeats // 2)):  # interleaved, so load drift hits both alike
+            ours_s.append(_median_time(lambda: asyncio.run(ours()), 1) / calls)
+            raw_s.append(_median_time(lambda: asyncio.run(raw()), 1) / calls)
+    ours_m, raw_m = statistics.median(ours_s), statistics.median(raw_s)
+    return [
+        ("raw litellm.acompletion per request (local server)", f"{raw_m * 1e3:.2f} ms", ""),
+        ("LLM.complete per request (local server)", f"{ours_m * 1e3:.2f} ms", ""),
+        (
+            "LLM layer overhead per request",
+            f"{(ours_m - raw_m) * 1e3:.2f} ms",
+            f"ratio {ours_m / raw_m:.2f}x raw litellm",
+        ),
+    ]
+
+
 SECTIONS: dict[str, Callable[[int], list[Row]]] = {
     "import": bench_import,
     "overhead": bench_overhead,
     "concurrency": bench_concurrency,
+    "llm": bench_llm,
     "pipeline": bench_pipeline,
 }
 
