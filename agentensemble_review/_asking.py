@@ -175,6 +175,27 @@ def _decided(
     return decision
 
 
+async def run_within(
+    awaitable: Awaitable[T], limit: float | None
+) -> tuple[bool, asyncio.Future[T]]:
+    """Run ``awaitable`` for at most ``limit`` seconds (None: no limit).
+
+    Returns (finished in time, task). An overrun task is cancelled and given a bounded moment to
+    unwind; whatever it produces late is not to be used. Cancelling the caller cancels the work.
+    """
+    task = asyncio.ensure_future(awaitable)
+    try:
+        await asyncio.wait({task}, timeout=limit)
+    except asyncio.CancelledError:
+        task.cancel()
+        raise
+    if task.done():
+        return True, task
+    task.cancel()
+    await asyncio.wait({task}, timeout=0.1)  # bounded: the work may ignore cancellation
+    return False, task
+
+
 async def aask(handler: AnyReviewHandler, request: ReviewRequest) -> ReviewDecision:
     """Ask ``handler`` about ``request`` and return its decision, within ``request.timeout``.
 
@@ -204,15 +225,8 @@ async def aask(handler: AnyReviewHandler, request: ReviewRequest) -> ReviewDecis
     if limit is None:
         value = await awaitable
         return _decided(handler, request, value, started)
-    task = asyncio.ensure_future(awaitable)
-    try:
-        done, _ = await asyncio.wait({task}, timeout=limit)
-    except asyncio.CancelledError:
-        task.cancel()
-        raise
-    if not done:
-        task.cancel()
-        await asyncio.wait({task}, timeout=0.1)  # let it unwind; bounded, it may ignore us
+    in_time, task = await run_within(awaitable, limit)
+    if not in_time:
         return _overran(handler, request, started)
     return _decided(handler, request, task.result(), started)
 

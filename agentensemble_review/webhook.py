@@ -18,7 +18,7 @@ from datetime import timedelta
 
 import httpx
 
-from agentensemble_review._asking import apply_on_timeout, run_coroutine_sync
+from agentensemble_review._asking import apply_on_timeout, run_coroutine_sync, run_within
 from agentensemble_review._format import format_duration
 from agentensemble_review._log import get_logger
 from agentensemble_review.errors import ReviewProtocolError
@@ -168,15 +168,8 @@ class WebhookReviewHandler:
         started = time.monotonic()
         deadline = _Deadline.starting_now(limit)
         log = get_logger()
-        task = asyncio.ensure_future(self._exchange(request, deadline))
-        try:
-            done, _ = await asyncio.wait({task}, timeout=limit)
-        except asyncio.CancelledError:
-            task.cancel()
-            raise
-        if not done:
-            task.cancel()
-            await asyncio.wait({task}, timeout=0.1)
+        in_time, task = await run_within(self._exchange(request, deadline), limit)
+        if not in_time:
             reason = deadline.reason()
         else:
             try:

@@ -198,16 +198,13 @@ def _ad_hoc_prompt(tool_name: str) -> str:
     return f"Tool '{tool_name}' asks for approval of the action shown."
 
 
-def request_approval(
-    tool_name: str,
-    description: str,
-    timeout: timedelta | float | None = None,
-    on_timeout: Any = None,
-) -> Any:
-    """A tool's own mid-execution check; auto-approves (a ``Continue``) with no handler."""
+def _ad_hoc_request(
+    tool_name: str, description: str, timeout: timedelta | float | None, on_timeout: Any
+) -> tuple[ModuleType, ToolContext, Any] | None:
+    """The request for a tool's own check, or None when no handler is configured."""
     context = current_tool_context()
     if context.review_handler is None:
-        return _auto_approved()
+        return None
     api = _review_api()
     request = _request(
         api,
@@ -218,6 +215,20 @@ def request_approval(
         timeout=timeout,
         on_timeout=on_timeout,
     )
+    return api, context, request
+
+
+def request_approval(
+    tool_name: str,
+    description: str,
+    timeout: timedelta | float | None = None,
+    on_timeout: Any = None,
+) -> Any:
+    """A tool's own mid-execution check; auto-approves (a ``Continue``) with no handler."""
+    asked = _ad_hoc_request(tool_name, description, timeout, on_timeout)
+    if asked is None:
+        return _auto_approved()
+    api, context, request = asked
     return _ask_sync(api, context.review_handler, request, context)
 
 
@@ -228,17 +239,8 @@ async def arequest_approval(
     on_timeout: Any = None,
 ) -> Any:
     """Async twin of ``request_approval``."""
-    context = current_tool_context()
-    if context.review_handler is None:
+    asked = _ad_hoc_request(tool_name, description, timeout, on_timeout)
+    if asked is None:
         return _auto_approved()
-    api = _review_api()
-    request = _request(
-        api,
-        context,
-        tool_name=tool_name,
-        output=description,
-        prompt=_ad_hoc_prompt(tool_name),
-        timeout=timeout,
-        on_timeout=on_timeout,
-    )
+    api, context, request = asked
     return await _ask_async(api, context.review_handler, request, context)

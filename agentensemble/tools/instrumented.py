@@ -17,7 +17,7 @@ from agentensemble.errors import (
 )
 from agentensemble.tools import _approval
 from agentensemble.tools._sync import in_worker_thread, run_coroutine_sync
-from agentensemble.tools.base import AgentTool, ToolResult, as_tool_result
+from agentensemble.tools.base import AgentTool, ToolResult, as_tool_result, implements_body
 from agentensemble.tools.context import ToolContext, current_tool_context
 from agentensemble.tools.metrics import CallOutcome, ToolMetrics
 
@@ -270,5 +270,17 @@ class AbstractAgentTool(InstrumentedTool[str]):
     def _parse_input(self, raw: str) -> str:
         return raw
 
+
+
+def has_body(tool: AgentTool) -> bool:
+    """Whether a tool implements its work: ``do_execute``/``ado_execute`` for instrumented tools,
+    ``execute``/``aexecute`` for plain ones."""
+    if isinstance(tool, InstrumentedTool):
+        cls = type(tool)
+        return (
+            cls.do_execute is not InstrumentedTool.do_execute
+            or cls.ado_execute is not InstrumentedTool.ado_execute
+        )
+    return implements_body(tool)
 
 __all__ = ["AbstractAgentTool", "InstrumentedTool"]

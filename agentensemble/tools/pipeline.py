@@ -20,13 +20,14 @@ from pydantic import BaseModel, ValidationError
 from agentensemble._naming import tool_name_problem
 from agentensemble.errors import ConfigurationError, ToolNameError
 from agentensemble.outputs import ReturnBehavior
-from agentensemble.tools.base import AgentTool, ToolResult, as_tool_result, implements_body
+from agentensemble.tools.base import AgentTool, ToolResult, as_tool_result
 from agentensemble.tools.context import ToolContext, current_tool_context
 from agentensemble.tools.decorator import FunctionTool, ToolDefinition, tool_definition
 from agentensemble.tools.instrumented import (
     AbstractAgentTool,
     InstrumentedTool,
     exception_message,
+    has_body,
     log_call,
     stops_the_run,
 )
@@ -241,7 +242,7 @@ def _stage(step: PipelineStep, index: int) -> _Stage:
         problem = tool_name_problem(name)
         if problem:
             raise ToolNameError(f"{where} ({type(item).__name__}): {problem}")
-        if not _has_body(item):
+        if not has_body(item):
             raise ConfigurationError(
                 f"{where} ('{name}', {type(item).__name__}) implements no body: implement "
                 + (
@@ -284,15 +285,6 @@ def _checked_name(name: str | None, step_names: list[str]) -> str:
         )
     return default
 
-
-def _has_body(tool: AgentTool) -> bool:
-    if isinstance(tool, InstrumentedTool):
-        cls = type(tool)
-        return (
-            cls.do_execute is not InstrumentedTool.do_execute
-            or cls.ado_execute is not InstrumentedTool.ado_execute
-        )
-    return implements_body(tool)
 
 
 def _is_bound(item: object) -> bool:

@@ -23,7 +23,6 @@ from agentensemble.tools.base import (
     AgentTool,
     ToolResult,
     as_tool_result,
-    implements_body,
     tool_description,
 )
 from agentensemble.tools.context import current_tool_context
@@ -31,6 +30,7 @@ from agentensemble.tools.decorator import FunctionTool, tool_definition
 from agentensemble.tools.instrumented import (
     InstrumentedTool,
     exception_message,
+    has_body,
     log_call,
     preview,
     stops_the_run,
@@ -285,7 +285,7 @@ def _from_agent_tool(tool: AgentTool, source: object | None = None) -> Executabl
     problem = tool_name_problem(name)
     if problem or not isinstance(name, str):
         raise ToolNameError(f"{kind}: {problem}. Set name as a class attribute or in __init__")
-    if not _has_body(tool):
+    if not has_body(tool):
         raise ConfigurationError(
             f"Tool '{name}' ({kind}) implements no body: "
             + (
@@ -309,15 +309,6 @@ def _from_agent_tool(tool: AgentTool, source: object | None = None) -> Executabl
         source=tool if source is None else source,
     )
 
-
-def _has_body(tool: AgentTool) -> bool:
-    if isinstance(tool, InstrumentedTool):
-        cls = type(tool)
-        return (
-            cls.do_execute is not InstrumentedTool.do_execute
-            or cls.ado_execute is not InstrumentedTool.ado_execute
-        )
-    return implements_body(tool)
 
 
 __all__ = ["ExecutableTool", "ResolvedTools", "ToolResolver", "extract_input"]
