@@ -7,8 +7,9 @@ litellm model (``anthropic/claude-3-5-haiku-latest``, ``ollama/llama3.1``, ...).
 
 from __future__ import annotations
 
-import os
 import sys
+
+from _model_choice import choose_model
 
 from agentensemble import Agent, ChatModel, Ensemble, Task, tool
 from agentensemble.testing import ScriptedChatModel, text, tool_call
@@ -31,14 +32,9 @@ def search_notes(query: str) -> str:
     return "\n".join(hits) or "No notes found."
 
 
-def choose_model(topic: str) -> tuple[str | ChatModel, str]:
-    """A real model when the environment names one, else the scripted offline model."""
-    name = os.environ.get("AGENTENSEMBLE_MODEL")
-    if name:
-        return name, f"Using model {name}."
-    if os.environ.get("OPENAI_API_KEY"):
-        return "openai/gpt-4o-mini", "Using model openai/gpt-4o-mini (OPENAI_API_KEY is set)."
-    scripted = ScriptedChatModel(
+def offline_model(topic: str) -> ChatModel:
+    """The scripted offline model: the turns a real model would take."""
+    return ScriptedChatModel(
         [
             tool_call("search_notes", {"query": f"{topic} tool review"}),
             text(f"- {NOTES['tool']}\n- {NOTES['review']}"),
@@ -49,7 +45,6 @@ def choose_model(topic: str) -> tuple[str | ChatModel, str]:
             ),
         ]
     )
-    return scripted, "Offline demo: no API key found, using a scripted model (set OPENAI_API_KEY)."
 
 
 def build(topic: str, model: str | ChatModel) -> Ensemble:
@@ -75,7 +70,7 @@ def build(topic: str, model: str | ChatModel) -> Ensemble:
 
 def main() -> int:
     topic = sys.argv[1] if len(sys.argv) > 1 else "agent frameworks"
-    model, banner = choose_model(topic)
+    model, banner = choose_model(offline_model(topic))
     print(banner)
     result = build(topic, model).run(inputs={"topic": topic})
     for index, output in enumerate(result.task_outputs, start=1):

@@ -8,7 +8,8 @@ model (and says so); with ``OPENAI_API_KEY`` set it uses ``openai/gpt-4o-mini``,
 from __future__ import annotations
 
 import json
-import os
+
+from _model_choice import choose_model
 
 from agentensemble import Agent, ChatModel, Ensemble, Task, ToolPipeline, tool
 from agentensemble.testing import ScriptedChatModel, text, tool_call
@@ -59,20 +60,14 @@ invoice = ToolPipeline(
 )
 
 
-def choose_model() -> tuple[str | ChatModel, str]:
-    """A real model when the environment names one, else the scripted offline model."""
-    name = os.environ.get("AGENTENSEMBLE_MODEL")
-    if name:
-        return name, f"Using model {name}."
-    if os.environ.get("OPENAI_API_KEY"):
-        return "openai/gpt-4o-mini", "Using model openai/gpt-4o-mini (OPENAI_API_KEY is set)."
-    scripted = ScriptedChatModel(
+def offline_model() -> ChatModel:
+    """The scripted offline model: the turns a real model would take."""
+    return ScriptedChatModel(
         [
             tool_call("invoice", {"input": ORDER}),
             text("Invoice: Subtotal 14.00 + tax 2.80 = total 16.80"),
         ]
     )
-    return scripted, "Offline demo: no API key found, using a scripted model (set OPENAI_API_KEY)."
 
 
 def build(model: str | ChatModel) -> Ensemble:
@@ -91,7 +86,7 @@ def build(model: str | ChatModel) -> Ensemble:
 
 
 def main() -> int:
-    model, banner = choose_model()
+    model, banner = choose_model(offline_model())
     print(banner)
     output = build(model).run(inputs={"order": ORDER}).task_outputs[0]
     for call in output.tool_calls:

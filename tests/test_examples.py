@@ -48,7 +48,7 @@ RUNS = {
             "Review page: http://127.0.0.1:",
             "[auto-approve] approved the review of tool call delete_files",
             "[auto-approve] approved the review of task output",
-            "Report: Cleanup done. Deleted 2 file(s), 1550 kB freed",
+            "Report: Cleanup done. Deleted 3 file(s), 1640 kB freed",
             "Exit: completed",
         ),
     ),
@@ -68,7 +68,8 @@ def offline_env() -> dict[str, str]:
 
 
 def test_every_example_has_an_expectation() -> None:
-    assert sorted(p.name for p in EXAMPLES.glob("*.py")) == sorted(RUNS)
+    scripts = [p.name for p in EXAMPLES.glob("*.py") if not p.name.startswith("_")]
+    assert sorted(scripts) == sorted(RUNS)
 
 
 @pytest.mark.parametrize("name", sorted(RUNS))
