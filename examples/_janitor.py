@@ -8,7 +8,7 @@ from __future__ import annotations
 import fnmatch
 from datetime import timedelta
 
-from agentensemble import Agent, ChatModel, Task, tool
+from agentensemble import Agent, ChatModel, EnsembleOutput, Task, tool
 from agentensemble.llm.types import ChatResponse, Message, ToolSpec
 from agentensemble.testing import FunctionChatModel, tool_call
 from agentensemble_review import Review
@@ -67,3 +67,14 @@ def cleanup_task(model: str | ChatModel, review_timeout: timedelta) -> Task:
         agent=janitor,
         review=Review.required("Is this report accurate?", timeout=review_timeout),
     )
+
+
+def print_outcome(result: EnsembleOutput) -> None:
+    """What the janitor did: its tool calls, its (reviewed) report, the files left, the exit."""
+    output = result.task_outputs[0] if result.task_outputs else None
+    print()
+    for call in output.tool_calls if output else []:
+        print(f"Tool call: {call.name}({call.arguments}) -> {call.output}")
+    print(f"Report: {result.raw}")
+    print(f"Files left: {', '.join(DISK)}")
+    print(f"Exit: {result.exit_reason.value}")

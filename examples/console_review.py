@@ -25,7 +25,7 @@ from __future__ import annotations
 
 from datetime import timedelta
 
-from _janitor import DISK, cleanup_task, offline_model
+from _janitor import cleanup_task, offline_model, print_outcome
 from _model_choice import choose_model
 
 from agentensemble import ChatModel, Ensemble
@@ -41,13 +41,7 @@ def main() -> int:
     model, banner = choose_model(offline_model())
     print(banner, flush=True)
     result = build(model).run()
-    output = result.task_outputs[0] if result.task_outputs else None
-    print()
-    for call in output.tool_calls if output else []:
-        print(f"Tool call: {call.name}({call.arguments}) -> {call.output}")
-    print(f"Report: {result.raw}")
-    print(f"Files left: {', '.join(DISK)}")
-    print(f"Exit: {result.exit_reason.value}")
+    print_outcome(result)
     return 0
 
 

@@ -31,7 +31,7 @@ from datetime import timedelta
 from urllib.parse import urlsplit
 
 import httpx
-from _janitor import DISK, cleanup_task, offline_model
+from _janitor import cleanup_task, offline_model, print_outcome
 from _model_choice import choose_model
 
 from agentensemble import AgentEnsembleError, ChatModel, Ensemble
@@ -126,13 +126,7 @@ def main(argv: list[str] | None = None) -> int:
         if server is not None:
             server.stop()
 
-    output = result.task_outputs[0] if result.task_outputs else None
-    print()
-    for call in output.tool_calls if output else []:
-        print(f"Tool call: {call.name}({call.arguments}) -> {call.output}")
-    print(f"Report: {result.raw}")
-    print(f"Files left: {', '.join(DISK)}")
-    print(f"Exit: {result.exit_reason.value}")
+    print_outcome(result)
     return 0
 
 
