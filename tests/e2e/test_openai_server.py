@@ -118,15 +118,27 @@ def test_chaos_is_seeded_and_leaves_the_script_alone() -> None:
 
 
 def test_wait_for_requests_and_concurrent_clients(openai_server: OpenAIServer) -> None:
-    openai_server.set_responder(lambda req: TextReply("ok", delay=0.1))
-    threads = [threading.Thread(target=post, args=(openai_server,)) for _ in range(6)]
-    start = time.monotonic()
+    # Six handlers must be inside the responder at once to pass the barrier: served one by one,
+    # the first would wait alone, break it, and answer 400.
+    barrier = threading.Barrier(6, timeout=30)
+
+    def together(req: dict[str, object]) -> TextReply:
+        barrier.wait()
+        return TextReply("ok")
+
+    openai_server.set_responder(together)
+    statuses: list[int] = []
+    threads = [
+        threading.Thread(target=lambda: statuses.append(post(openai_server).status_code))
+        for _ in range(6)
+    ]
     for thread in threads:
         thread.start()
-    assert len(openai_server.wait_for_requests(6, timeout=5)) == 6
+    assert len(openai_server.wait_for_requests(6, timeout=30)) == 6
     for thread in threads:
-        thread.join(5)
-    assert time.monotonic() - start < 0.6 * 6  # answered in parallel, not one by one
+        thread.join(30)
+    assert statuses == [200] * 6
+    assert openai_server.errors == []
     with pytest.raises(TimeoutError):
         openai_server.wait_for_requests(7, timeout=0.05)
 

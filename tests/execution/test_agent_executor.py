@@ -2,7 +2,6 @@
 
 import asyncio
 import threading
-import time
 
 import pytest
 
@@ -87,23 +86,19 @@ def test_every_tool_failure_reaches_the_model_and_the_run_recovers(call, error_f
 
 
 def test_calls_of_one_response_run_concurrently() -> None:
-    active, peak = [0], [0]
-    lock = threading.Lock()
+    # All four calls must be inside the tool at once to pass the barrier; run one after the
+    # other, the first would wait alone and break it. No timing is asserted.
+    barrier = threading.Barrier(4, timeout=30)
 
     @tool
-    def slow(n: int) -> str:
-        """Sleeps a little."""
-        with lock:
-            active[0] += 1
-            peak[0] = max(peak[0], active[0])
-        time.sleep(0.2)
-        with lock:
-            active[0] -= 1
+    def meet(n: int) -> str:
+        """Waits until every call of the turn has arrived."""
+        barrier.wait()
         return str(n)
 
-    model = ScriptedChatModel([tool_calls(*(("slow", {"n": i}) for i in range(4))), "done"])
-    output = run(model, slow).task_outputs[0]
-    assert peak[0] == 4
+    model = ScriptedChatModel([tool_calls(*(("meet", {"n": i}) for i in range(4))), "done"])
+    output = run(model, meet).task_outputs[0]
+    assert [r.is_success for r in output.tool_calls] == [True] * 4
     assert [r.output for r in output.tool_calls] == ["0", "1", "2", "3"]
 
 

@@ -7,7 +7,6 @@ import asyncio
 import json
 import re
 import threading
-import time
 from typing import Any
 
 import pytest
@@ -808,28 +807,24 @@ async def test_every_step_sees_the_callers_context_in_threads_and_nested_pipelin
 
 @pytest.mark.anyio
 async def test_a_slow_sync_step_does_not_block_the_event_loop() -> None:
-    class Slow(AbstractAgentTool):
-        name = "slow"
-        description = "Sleeps for 0.3 s"
+    # The step waits for the loop to act; had it blocked the loop, it would wait in vain.
+    loop_ran = threading.Event()
+
+    class WaitsForTheLoop(AbstractAgentTool):
+        name = "waits"
+        description = "Blocks until the event loop has run something else"
 
         def do_execute(self, input: str) -> str:
-            time.sleep(0.3)
-            return input
+            return input if loop_ran.wait(30) else "the loop was blocked"
 
-    ticks = 0
+    async def nudge() -> None:
+        await asyncio.sleep(0.01)
+        loop_ran.set()
 
-    async def tick() -> None:
-        nonlocal ticks
-        while True:
-            await asyncio.sleep(0.01)
-            ticks += 1
-
-    ticker = asyncio.ensure_future(tick())
-    try:
-        await ToolPipeline.of(Upper(), Slow()).aexecute("x")
-    finally:
-        ticker.cancel()
-    assert ticks >= 10
+    result, _ = await asyncio.gather(
+        ToolPipeline.of(Upper(), WaitsForTheLoop()).aexecute("x"), nudge()
+    )
+    assert result.output == "X"
 
 
 # -- metrics and logs -------------------------------------------------------------------------
