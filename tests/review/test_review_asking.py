@@ -30,7 +30,11 @@ from agentensemble_review import (
 )
 from agentensemble_review.handler import AsyncReviewHandler
 
-MARGIN = 0.6  # seconds of scheduling slack allowed past a timeout on a busy 2-core machine
+# Upper bounds on a wait tell "stopped at the timeout" from "waited for the late handler".
+# The late handler takes LATE seconds, far beyond timeout + MARGIN, so the slack a busy shared
+# machine needs never blurs the two.
+MARGIN = 3.0
+LATE = 30.0
 
 
 def request(
@@ -148,17 +152,19 @@ async def test_aask_prefers_areview() -> None:
 
 @pytest.mark.anyio
 async def test_a_slow_sync_handler_does_not_block_the_loop() -> None:
-    ticks = 0
+    # The handler waits for the loop to act; had it blocked the loop, it would wait in vain.
+    loop_ran = threading.Event()
 
-    async def ticker() -> None:
-        nonlocal ticks
-        for _ in range(5):
-            await asyncio.sleep(0.02)
-            ticks += 1
+    class WaitsForTheLoop:
+        def review(self, request: ReviewRequest) -> ReviewDecision:
+            return Continue() if loop_ran.wait(30) else ExitEarly("the loop was blocked")
 
-    results = await asyncio.gather(aask(SyncHandler(Continue(), 0.3), request()), ticker())
+    async def nudge() -> None:
+        await asyncio.sleep(0.01)
+        loop_ran.set()
+
+    results = await asyncio.gather(aask(WaitsForTheLoop(), request(60)), nudge())
     assert results[0] == Continue()
-    assert ticks == 5
 
 
 @pytest.mark.anyio
@@ -175,7 +181,7 @@ async def test_a_slow_sync_handler_does_not_block_the_loop() -> None:
 async def test_aask_backstop_applies_on_timeout(
     kind: str, action: OnTimeoutAction, expected: Any
 ) -> None:
-    handler = KINDS[kind](Edit("too late"), 3.0)
+    handler = KINDS[kind](Edit("too late"), LATE)
     started = time.monotonic()
     if expected is ReviewTimeoutError:
         with pytest.raises(ReviewTimeoutError, match=r"timed out after 0\.1s"):
@@ -242,10 +248,11 @@ async def test_aask_rejects_an_object_that_is_no_handler() -> None:
 
 @pytest.mark.anyio
 async def test_cancelling_aask_cancels_the_handler() -> None:
-    cancelled = asyncio.Event()
+    started, cancelled = asyncio.Event(), asyncio.Event()
 
     class Waiting:
         async def areview(self, request: ReviewRequest) -> ReviewDecision:
+            started.set()
             try:
                 await asyncio.sleep(10)
             except asyncio.CancelledError:
@@ -253,12 +260,12 @@ async def test_cancelling_aask_cancels_the_handler() -> None:
                 raise
             return Continue()
 
-    task = asyncio.ensure_future(aask(Waiting(), request(5)))
-    await asyncio.sleep(0.05)
+    task = asyncio.ensure_future(aask(Waiting(), request(60)))
+    await asyncio.wait_for(started.wait(), 30)
     task.cancel()
     with pytest.raises(asyncio.CancelledError):
         await task
-    await asyncio.wait_for(cancelled.wait(), 1)
+    await asyncio.wait_for(cancelled.wait(), 30)
 
 
 # -- ask ----------------------------------------------------------------------------------------
@@ -281,7 +288,7 @@ def test_ask_returns_the_handlers_decision(kind: str, decision: ReviewDecision) 
     ids=["continue", "exit_early", "fail"],
 )
 def test_ask_backstop_applies_on_timeout(kind: str, action: OnTimeoutAction, expected: Any) -> None:
-    handler = KINDS[kind](Edit("too late"), 3.0)
+    handler = KINDS[kind](Edit("too late"), LATE)
     started = time.monotonic()
     if expected is ReviewTimeoutError:
         with pytest.raises(ReviewTimeoutError):
@@ -341,7 +348,7 @@ def test_ask_with_a_loop_runs_areview_on_that_loop(
 
 def test_ask_with_a_loop_applies_the_backstop(loop_in_thread: asyncio.AbstractEventLoop) -> None:
     started = time.monotonic()
-    decision = ask(AsyncHandler(Continue(), 3.0), request(0.3), loop=loop_in_thread)
+    decision = ask(AsyncHandler(Continue(), LATE), request(0.3), loop=loop_in_thread)
     assert decision == ExitEarly("Review timed out after 0.3s", timed_out=True)
     assert time.monotonic() - started < 0.3 + MARGIN
 

@@ -156,7 +156,7 @@ def test_end_of_input_with_on_timeout_continue_continues() -> None:
 def test_silence_on_an_open_pipe_times_out() -> None:
     result, out = run_child(None, timeout=0.5)
     assert decision(result) == ExitEarly("Review timed out after 0.5s", timed_out=True)
-    assert 0.45 <= result["elapsed"] < 0.5 + 0.5
+    assert 0.45 <= result["elapsed"] < 0.5 + 5  # slack for a busy machine; the pipe stays open
     assert "No answer in time" in out
 
 
@@ -202,6 +202,11 @@ class BlockingStdin(io.TextIOBase):
             self._lines.append(line)
             self._ready.notify_all()
 
+    def wait_until_read(self, timeout: float = 30) -> None:
+        """Block until every fed line has been read by someone."""
+        with self._ready:
+            assert self._ready.wait_for(lambda: not self._lines, timeout), "line never read"
+
     def finish(self) -> None:
         with self._ready:
             self._closed = True
@@ -210,7 +215,9 @@ class BlockingStdin(io.TextIOBase):
     def readline(self, size: int | None = -1) -> str:  # type: ignore[override]
         with self._ready:
             self._ready.wait_for(lambda: self._lines or self._closed, timeout=30)
-            return self._lines.pop(0) if self._lines else ""
+            line = self._lines.pop(0) if self._lines else ""
+            self._ready.notify_all()  # wakes wait_until_read
+            return line
 
 
 @pytest.fixture
@@ -261,7 +268,7 @@ def test_a_late_line_from_a_timed_out_review_does_not_answer_the_next(
     first = handler.review(make_request(timeout=0.2))
     assert first.timed_out  # type: ignore[union-attr]
     blocking_stdin.feed("c\n")  # typed too late, read by the reader left waiting
-    time.sleep(0.1)
+    blocking_stdin.wait_until_read()
     out = io.StringIO()
     second = ConsoleReviewHandler(blocking_stdin, out).review(make_request(timeout=0.3))
     assert second == ExitEarly("Review timed out after 0.3s", timed_out=True)
@@ -376,15 +383,18 @@ async def test_parallel_aask_calls_are_serialised_too() -> None:
 
 def test_waiting_for_the_lock_counts_against_the_timeout(blocking_stdin: BlockingStdin) -> None:
     holder = ConsoleReviewHandler(blocking_stdin, io.StringIO())
-    first = threading.Thread(target=holder.review, args=(make_request(timeout=2),), daemon=True)
+    first = threading.Thread(target=holder.review, args=(make_request(timeout=60),), daemon=True)
     first.start()
-    time.sleep(0.1)
+    deadline = time.monotonic() + 30
+    while not console_module.CONSOLE_LOCK.locked():  # the first review holds the console
+        assert time.monotonic() < deadline, "the first review never took the console"
+        time.sleep(0.01)
     started = time.monotonic()
     waiter = ConsoleReviewHandler(io.StringIO("c\n"), io.StringIO())
     decision = waiter.review(make_request(timeout=0.3))
     assert decision.timed_out  # type: ignore[union-attr]
     assert "another console review" in (decision.reason or "")  # type: ignore[union-attr]
-    assert time.monotonic() - started < 0.3 + 0.5
+    assert time.monotonic() - started < 0.3 + 5  # not the holder's 60 s
     blocking_stdin.feed("c\n")
     first.join(5)
 

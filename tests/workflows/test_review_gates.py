@@ -108,7 +108,7 @@ def test_edit_before_a_task_revises_what_the_agent_is_asked() -> None:
 
 class SlowReviewer:
     def review(self, request: object) -> Continue:
-        time.sleep(2)
+        time.sleep(30)  # far past every timeout below; the thread is left behind, never joined
         return Continue()
 
 
