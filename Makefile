@@ -20,6 +20,7 @@ test: $(STAMP)
 
 lint: $(STAMP)
 	$(PY) -m ruff check agentensemble agentensemble_review tests examples benchmarks
+	$(PY) -m ruff format --check agentensemble agentensemble_review tests examples benchmarks
 	$(PY) -m mypy
 
 bench: $(STAMP)

@@ -87,9 +87,7 @@ class OutputParsingError(AgentEnsembleError):
 class LLMError(AgentEnsembleError):
     """The model provider failed, after the retry policy gave up (or at once, if not retryable)."""
 
-    def __init__(
-        self, message: str, *, status_code: int | None = None, attempts: int = 1
-    ) -> None:
+    def __init__(self, message: str, *, status_code: int | None = None, attempts: int = 1) -> None:
         super().__init__(message)
         self.status_code = status_code
         self.attempts = attempts

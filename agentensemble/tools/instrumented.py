@@ -271,7 +271,6 @@ class AbstractAgentTool(InstrumentedTool[str]):
         return raw
 
 
-
 def has_body(tool: AgentTool) -> bool:
     """Whether a tool implements its work: ``do_execute``/``ado_execute`` for instrumented tools,
     ``execute``/``aexecute`` for plain ones."""
@@ -282,5 +281,6 @@ def has_body(tool: AgentTool) -> bool:
             or cls.ado_execute is not InstrumentedTool.ado_execute
         )
     return implements_body(tool)
+
 
 __all__ = ["AbstractAgentTool", "InstrumentedTool"]

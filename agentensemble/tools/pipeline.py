@@ -286,7 +286,6 @@ def _checked_name(name: str | None, step_names: list[str]) -> str:
     return default
 
 
-
 def _is_bound(item: object) -> bool:
     return getattr(item, "__self__", None) is not None
 

@@ -310,5 +310,4 @@ def _from_agent_tool(tool: AgentTool, source: object | None = None) -> Executabl
     )
 
 
-
 __all__ = ["ExecutableTool", "ResolvedTools", "ToolResolver", "extract_input"]

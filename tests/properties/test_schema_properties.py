@@ -45,6 +45,8 @@ def check_schema_accepts(schema: dict[str, Any], data: Any) -> None:
         return
     jsonschema.Draft202012Validator.check_schema(schema)
     jsonschema.validate(data, schema, cls=jsonschema.Draft202012Validator)
+
+
 _numbers = itertools.count(1)
 
 
