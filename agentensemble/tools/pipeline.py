@@ -329,7 +329,7 @@ def _arguments_builder(definition: ToolDefinition) -> Callable[[str], str]:
             return json.dumps(as_text, ensure_ascii=False)
         try:
             value = json.loads(text)
-        except ValueError:
+        except (ValueError, RecursionError):  # not JSON, too long a number, or nested too deeply
             return json.dumps(as_text, ensure_ascii=False)
         as_value = {target: value}
         if not _fits(model, as_value) and isinstance(value, dict) and _fits(model, value):

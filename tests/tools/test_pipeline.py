@@ -241,6 +241,12 @@ async def test_each_output_is_the_next_input(
             id="object-that-fits-nothing",
         ),
         pytest.param(
+            total,
+            "[" * 100_000 + "]" * 100_000,
+            "Error: Invalid arguments for 'total': prices: Input should be a valid list",
+            id="json-nested-too-deeply-is-passed-as-text",
+        ),
+        pytest.param(
             join,
             "a b",
             "Error: Invalid arguments for 'join': not valid JSON (Expecting value "
