@@ -10,6 +10,7 @@ from __future__ import annotations
 import logging
 import re
 import sys
+import threading
 from collections.abc import Mapping, MutableMapping
 from typing import Any
 
@@ -24,12 +25,33 @@ _SECRET_VALUE = re.compile(
     r"(?i:api[_-]?key)[\"']?\s*[:=]\s*[\"']?[A-Za-z0-9._\-]{6,})"
 )
 _TOKEN_COUNT_KEYS = {"prompt_tokens", "completion_tokens", "total_tokens", "max_tokens"}
+_MIN_SECRET_LENGTH = 6
+_known_secrets: set[str] = set()
+_known_lock = threading.Lock()
 
 logging.getLogger(LOGGER_NAME).addHandler(logging.NullHandler())
 
 
+def register_secret(value: str | None) -> None:
+    """Remember a secret by value, so it is redacted wherever it shows up, whatever its shape.
+
+    Keys read from the environment, webhook secrets and tokens are registered where they are
+    first used; a provider or webhook echoing one back then cannot leak it. Values shorter than
+    six characters are ignored: redacting them would mangle ordinary text.
+    """
+    if value and len(value) >= _MIN_SECRET_LENGTH:
+        with _known_lock:
+            _known_secrets.add(value)
+
+
 def redact_text(text: str) -> str:
-    """Replace anything that looks like an API key or bearer token in free text."""
+    """Replace registered secrets and anything that looks like an API key or bearer token."""
+    if _known_secrets:
+        with _known_lock:
+            known = sorted(_known_secrets, key=len, reverse=True)
+        for secret in known:
+            if secret in text:
+                text = text.replace(secret, REDACTED)
     return _SECRET_VALUE.sub(REDACTED, text)
 
 
@@ -112,4 +134,11 @@ def configure_logging(level: str | int = "INFO", json: bool = False) -> None:
     logger.propagate = False
 
 
-__all__ = ["LOGGER_NAME", "configure_logging", "get_logger", "redact", "redact_text"]
+__all__ = [
+    "LOGGER_NAME",
+    "configure_logging",
+    "get_logger",
+    "redact",
+    "redact_text",
+    "register_secret",
+]
