@@ -14,6 +14,7 @@ from agentensemble.errors import (
     LLMError,
     MaxIterationsExceededError,
     OutputParsingError,
+    ParallelExecutionError,
     PromptTemplateError,
     TaskExecutionError,
     ToolArgumentsError,
@@ -62,7 +63,7 @@ from agentensemble.tools import (
     should_return_immediately,
     tool,
 )
-from agentensemble.workflows import Workflow
+from agentensemble.workflows import ParallelErrorStrategy, Workflow
 
 __version__ = "0.1.0"
 
@@ -89,6 +90,8 @@ __all__ = [
     "LLMError",
     "MaxIterationsExceededError",
     "OutputParsingError",
+    "ParallelErrorStrategy",
+    "ParallelExecutionError",
     "PipelineErrorStrategy",
     "PipelineStep",
     "PromptTemplateError",
