@@ -34,7 +34,15 @@ from agentensemble.events import (
     TaskStarted,
     ToolCallCompleted,
 )
-from agentensemble.llm import LLM, ChatModel, ChatResponse, RetryPolicy, ToolCall
+from agentensemble.llm import (
+    LLM,
+    ChatModel,
+    ChatResponse,
+    RateLimit,
+    RateLimitedModel,
+    RetryPolicy,
+    ToolCall,
+)
 from agentensemble.logging import configure_logging
 from agentensemble.outputs import (
     EnsembleOutput,
@@ -95,6 +103,8 @@ __all__ = [
     "PipelineErrorStrategy",
     "PipelineStep",
     "PromptTemplateError",
+    "RateLimit",
+    "RateLimitedModel",
     "ResolvedTools",
     "RetryPolicy",
     "ReturnBehavior",

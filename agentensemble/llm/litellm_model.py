@@ -9,10 +9,11 @@ import uuid
 from collections.abc import Sequence
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_serializer
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, SecretStr, field_serializer
 
 from agentensemble.errors import LLMError
 from agentensemble.llm._litellm import is_loaded, load_litellm
+from agentensemble.llm.rate_limit import RateLimit, rate_limited
 from agentensemble.llm.retry import RetryPolicy
 from agentensemble.llm.types import ChatResponse, Message, ToolCall, ToolSpec
 from agentensemble.logging import redact
@@ -42,7 +43,9 @@ class LLM(BaseModel):
     timeout: float = Field(default=60.0, gt=0)
     max_retries: int = Field(default=3, ge=0)
     retry_policy: RetryPolicy | None = None
+    rate_limit: RateLimit | None = None
     extra: dict[str, Any] = Field(default_factory=dict, repr=False)
+    _rate_limiter: Any = PrivateAttr(default=None)  # one bucket per object (rate_limit.py)
 
     def __init__(
         self,
@@ -55,6 +58,7 @@ class LLM(BaseModel):
         timeout: float = 60.0,
         max_retries: int = 3,
         retry_policy: RetryPolicy | None = None,
+        rate_limit: RateLimit | None = None,
         **params: Any,
     ) -> None:
         """``model`` positionally or by keyword; unknown keywords (or ``extra={...}``) are
@@ -70,6 +74,7 @@ class LLM(BaseModel):
             timeout=timeout,
             max_retries=max_retries,
             retry_policy=retry_policy,
+            rate_limit=rate_limit,
             extra=extra,
         )
 
@@ -108,6 +113,7 @@ class LLM(BaseModel):
         kwargs.pop("num_retries", None)  # litellm's own retry layer stays off
         return kwargs
 
+    @rate_limited  # waits for ``rate_limit``'s bucket first, whichever lane the call takes
     async def complete(
         self, messages: Sequence[Message], *, tools: Sequence[ToolSpec] | None = None
     ) -> ChatResponse:
