@@ -22,6 +22,9 @@ from agentensemble.errors import (
     ToolNameError,
 )
 from agentensemble.events import (
+    DelegationCompleted,
+    DelegationFailed,
+    DelegationStarted,
     EnsembleCompleted,
     EnsembleEvent,
     EnsembleListener,
@@ -86,6 +89,9 @@ __all__ = [
     "ChatResponse",
     "ConfigurationError",
     "ConsoleProgressListener",
+    "DelegationCompleted",
+    "DelegationFailed",
+    "DelegationStarted",
     "Ensemble",
     "EnsembleCompleted",
     "EnsembleEvent",

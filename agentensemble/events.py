@@ -80,6 +80,36 @@ class ReviewDecided:
     details: dict[str, Any] = field(default_factory=dict)
 
 
+@dataclass(frozen=True)
+class DelegationStarted:
+    """An agent (or the manager) handed work to another agent."""
+
+    from_role: str
+    to_role: str
+    instructions: str
+    depth: int
+
+
+@dataclass(frozen=True)
+class DelegationCompleted:
+    """The delegated agent finished; ``output`` is what it answered."""
+
+    from_role: str
+    to_role: str
+    output: TaskOutput
+    depth: int
+
+
+@dataclass(frozen=True)
+class DelegationFailed:
+    """The delegation failed (unknown role, depth limit, or the agent's own failure)."""
+
+    from_role: str
+    to_role: str
+    error: str
+    depth: int
+
+
 EnsembleEvent = (
     EnsembleStarted
     | EnsembleCompleted
@@ -90,6 +120,9 @@ EnsembleEvent = (
     | ToolCallCompleted
     | ReviewRequested
     | ReviewDecided
+    | DelegationStarted
+    | DelegationCompleted
+    | DelegationFailed
 )
 
 
@@ -121,6 +154,9 @@ class EventEmitter:
 
 
 __all__ = [
+    "DelegationCompleted",
+    "DelegationFailed",
+    "DelegationStarted",
     "EnsembleCompleted",
     "EnsembleEvent",
     "EnsembleListener",
