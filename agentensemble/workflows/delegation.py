@@ -150,12 +150,22 @@ class DelegateTool(TypedAgentTool[BaseModel]):
         self.manager = manager
         self.name = MANAGER_TOOL if manager else PEER_TOOL
         roles = [w for w in team.workers if w.role.casefold() != from_role.casefold()]
-        self.input_model = _request_model(self.name, [w.role for w in roles])
+        self.roles = [w.role for w in roles]
+        self.input_model = _request_model(self.name, self.roles)
         listing = "; ".join(f"{w.role}: {w.goal}" for w in roles)
         self.description = (
             f"Hand a piece of work to another agent, who does it and returns the answer. "
             f"Agents: {listing}"
         )
+
+    def parameters_schema(self) -> dict[str, Any]:
+        """The pydantic schema, with ``agent_role`` always an ``enum`` (one role too)."""
+        schema = super().parameters_schema()
+        role = schema["properties"]["agent_role"]
+        role.pop("const", None)
+        role["enum"] = list(self.roles)
+        role.setdefault("type", "string")
+        return schema
 
     async def ado_execute(self, input: BaseModel) -> str:
         request = cast(Any, input)
