@@ -25,6 +25,7 @@ lint: $(STAMP)
 
 bench: $(STAMP)
 	$(PY) benchmarks/run.py
+	$(PY) benchmarks/workflows.py
 
 clean:
 	rm -rf $(VENV) build *.egg-info
