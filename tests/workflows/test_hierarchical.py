@@ -323,3 +323,85 @@ def test_a_delegation_argument_is_json_the_reviewer_could_read() -> None:
     assert result.raw == "done"
     sent = manager.requests[1].messages[2]["tool_calls"][0]["function"]["arguments"]
     assert json.loads(sent) == {"agent_role": "Researcher", "instructions": "facts"}
+
+
+@tool(requires_approval=True)
+def publish(text: str) -> str:
+    """Publish a text.
+
+    Args:
+        text: what to publish
+    """
+    return f"published: {text}"
+
+
+async def test_a_worker_tool_asks_the_reviewer_as_in_any_task() -> None:
+    from agentensemble_review import Continue
+
+    writer_model = ScriptedChatModel([tool_call("publish", {"text": "tides"}), "it is out"])
+    writer = Agent(role="Writer", goal="Publish", tools=[publish], llm=writer_model)
+    manager = ScriptedChatModel([delegate("Writer", "Publish the piece"), "published"])
+    reviewer = ScriptedReviewHandler([Continue()])
+    ensemble = Ensemble(
+        tasks=[Task(description="Publish")],
+        agents=[writer],
+        workflow=Workflow.HIERARCHICAL,
+        llm=manager,
+        review_handler=reviewer,
+    )
+
+    result = await ensemble.arun()
+
+    assert [r.tool_name for r in reviewer.requests] == ["publish"]
+    assert result.task_outputs[0].tool_calls[0].output == "published: tides"
+
+
+def test_a_worker_tool_needing_approval_without_a_reviewer_fails_before_any_call() -> None:
+    manager = ScriptedChatModel()
+    writer = Agent(role="Writer", goal="Publish", tools=[publish], llm=ScriptedChatModel())
+    ensemble = Ensemble(
+        tasks=[Task(description="Publish")],
+        agents=[writer],
+        workflow=Workflow.HIERARCHICAL,
+        llm=manager,
+    )
+
+    with pytest.raises(ConfigurationError, match="agent 'Writer' has tools that require approval"):
+        ensemble.run()
+    assert manager.requests == []
+
+
+async def test_an_exit_early_inside_a_worker_stops_the_run_keeping_earlier_delegations() -> None:
+    from agentensemble import ExitEarlyError
+
+    @tool
+    def stop_everything(reason: str) -> str:
+        """Stop the run.
+
+        Args:
+            reason: why
+        """
+        raise ExitEarlyError(reason)
+
+    manager = ScriptedChatModel(
+        [delegate("Researcher", "facts"), delegate("Writer", "write"), "never reached"]
+    )
+    researcher = Agent(role="Researcher", goal="g", llm=ScriptedChatModel(["facts"]))
+    writer = Agent(
+        role="Writer",
+        goal="g",
+        tools=[stop_everything],
+        llm=ScriptedChatModel([tool_call("stop_everything", {"reason": "enough"})]),
+    )
+    ensemble = Ensemble(
+        tasks=[Task(description="t")],
+        agents=[researcher, writer],
+        workflow=Workflow.HIERARCHICAL,
+        llm=manager,
+    )
+
+    result = await ensemble.arun()
+
+    assert result.exit_reason is ExitReason.USER_EXIT_EARLY
+    assert [o.raw for o in result.task_outputs] == ["facts"]
+    assert manager.remaining == 1
