@@ -11,6 +11,7 @@ from agentensemble.errors import (
     AgentExecutionError,
     ConfigurationError,
     ExitEarlyError,
+    GuardrailViolationError,
     LLMError,
     MaxIterationsExceededError,
     OutputParsingError,
@@ -25,6 +26,7 @@ from agentensemble.events import (
     EnsembleEvent,
     EnsembleListener,
     EnsembleStarted,
+    GuardrailChecked,
     LLMCallCompleted,
     ReviewDecided,
     ReviewRequested,
@@ -33,6 +35,7 @@ from agentensemble.events import (
     TaskStarted,
     ToolCallCompleted,
 )
+from agentensemble.guardrails import GuardrailInput, GuardrailResult
 from agentensemble.llm import LLM, ChatModel, ChatResponse, RetryPolicy, ToolCall
 from agentensemble.logging import configure_logging
 from agentensemble.outputs import (
@@ -85,6 +88,10 @@ __all__ = [
     "EnsembleStarted",
     "ExitEarlyError",
     "ExitReason",
+    "GuardrailChecked",
+    "GuardrailInput",
+    "GuardrailResult",
+    "GuardrailViolationError",
     "LLMCallCompleted",
     "LLMError",
     "MaxIterationsExceededError",

@@ -207,6 +207,10 @@ class Ensemble(BaseModel):
                     tools=self._resolve_tools(task),
                     output_type=task.output_type,
                     task_name=task.name,
+                    max_output_retries=task.max_output_retries,
+                    input_guardrails=task.input_guardrails,
+                    output_guardrails=task.output_guardrails,
+                    inputs=inputs,
                 )
             prepared.append(item)
         return prepared

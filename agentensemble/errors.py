@@ -84,6 +84,18 @@ class OutputParsingError(AgentEnsembleError):
         self.raw = raw
 
 
+class GuardrailViolationError(AgentEnsembleError):
+    """A guardrail failed: an input guardrail (before any model call), or an output guardrail
+    still failing after the agent's corrections. Names the guardrail; the cause of a
+    ``TaskExecutionError``."""
+
+    def __init__(self, message: str, *, guardrail: str, kind: str, attempts: int = 1) -> None:
+        super().__init__(message)
+        self.guardrail = guardrail
+        self.kind = kind  # "input" or "output"
+        self.attempts = attempts
+
+
 class LLMError(AgentEnsembleError):
     """The model provider failed, after the retry policy gave up (or at once, if not retryable)."""
 
@@ -98,6 +110,7 @@ __all__ = [
     "AgentExecutionError",
     "ConfigurationError",
     "ExitEarlyError",
+    "GuardrailViolationError",
     "LLMError",
     "MaxIterationsExceededError",
     "OutputParsingError",

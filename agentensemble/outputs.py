@@ -5,9 +5,23 @@ from __future__ import annotations
 import dataclasses
 from datetime import timedelta
 from enum import Enum
-from typing import Any
+from typing import Any, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field, field_serializer
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, field_serializer
+
+T = TypeVar("T")
+
+
+def _typed(value: Any, output_type: type[T]) -> T:
+    """``value`` checked to be an ``output_type`` (strictly: no conversion), for typed code."""
+    try:
+        result: T = TypeAdapter(output_type).validate_python(value, strict=True)
+    except ValidationError as error:
+        raise TypeError(
+            f"parsed value {type(value).__name__} is not a {output_type!r}: "
+            f"{error.errors()[0]['msg']}"
+        ) from error
+    return result
 
 
 class ExitReason(str, Enum):
@@ -73,6 +87,13 @@ class TaskOutput(BaseModel):
     returned_immediately: bool = False
     task_name: str | None = None
 
+    def parsed_as(self, output_type: type[T]) -> T:
+        """``parsed`` with its precise type for a type checker: ``out.parsed_as(Report)``.
+
+        Raises TypeError when the parsed value is not of that type (or the task had none).
+        """
+        return _typed(self.parsed, output_type)
+
 
 class EnsembleOutput(BaseModel):
     """What a whole run produced: every completed task's output, in order."""
@@ -88,6 +109,15 @@ class EnsembleOutput(BaseModel):
     tool_metrics: dict[str, Any] = Field(
         default_factory=dict, description="per-tool ToolMetrics of this run, by tool name"
     )
+
+    @property
+    def parsed(self) -> Any:
+        """The last completed task's parsed value (None if it had no ``output_type``)."""
+        return self.task_outputs[-1].parsed if self.task_outputs else None
+
+    def parsed_as(self, output_type: type[T]) -> T:
+        """``parsed`` with its precise type: ``output.parsed_as(list[Item])``."""
+        return _typed(self.parsed, output_type)
 
     @field_serializer("tool_metrics")
     def _metrics_counters(self, metrics: dict[str, Any]) -> dict[str, Any]:

@@ -13,6 +13,7 @@ from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_serializer
 
 from agentensemble.errors import LLMError
 from agentensemble.llm._litellm import is_loaded, load_litellm
+from agentensemble.llm.response_format import ResponseFormat, litellm_supports_schema
 from agentensemble.llm.retry import RetryPolicy
 from agentensemble.llm.types import ChatResponse, Message, ToolCall, ToolSpec
 from agentensemble.logging import redact
@@ -85,7 +86,10 @@ class LLM(BaseModel):
         return self.retry_policy or RetryPolicy(max_attempts=self.max_retries + 1)
 
     def request_kwargs(
-        self, messages: Sequence[Message], tools: Sequence[ToolSpec] | None = None
+        self,
+        messages: Sequence[Message],
+        tools: Sequence[ToolSpec] | None = None,
+        response_format: ResponseFormat | None = None,
     ) -> dict[str, Any]:
         """The keyword arguments for ``litellm.acompletion`` (secrets included: never log)."""
         kwargs: dict[str, Any] = dict(self.extra)
@@ -97,6 +101,8 @@ class LLM(BaseModel):
         )
         if tools:
             kwargs["tools"] = list(tools)
+        if response_format is not None:
+            kwargs["response_format"] = response_format.to_openai()
         if self.temperature is not None:
             kwargs["temperature"] = self.temperature
         if self.max_tokens is not None:
@@ -108,12 +114,21 @@ class LLM(BaseModel):
         kwargs.pop("num_retries", None)  # litellm's own retry layer stays off
         return kwargs
 
+    async def supports_response_format(self) -> bool:
+        """Whether litellm knows this model takes a JSON-schema ``response_format``."""
+        litellm = load_litellm() if is_loaded() else await asyncio.to_thread(load_litellm)
+        return litellm_supports_schema(litellm, self.model)
+
     async def complete(
-        self, messages: Sequence[Message], *, tools: Sequence[ToolSpec] | None = None
+        self,
+        messages: Sequence[Message],
+        *,
+        tools: Sequence[ToolSpec] | None = None,
+        response_format: ResponseFormat | None = None,
     ) -> ChatResponse:
         """One model turn; ``LLMError`` once the provider fails for good."""
         litellm = load_litellm() if is_loaded() else await asyncio.to_thread(load_litellm)
-        kwargs = self.request_kwargs(messages, tools)
+        kwargs = self.request_kwargs(messages, tools, response_format)
         secrets = [self.api_key.get_secret_value()] if self.api_key is not None else []
 
         guard = self.timeout + _GUARD_SECONDS
