@@ -350,8 +350,15 @@ CHILD = textwrap.dedent(
         model = FunctionChatModel(think)
     agent = Agent(role="Worker", goal="Finish", tools=[crunch], llm=model)
     ensemble = Ensemble(tasks=[Task(description="Crunch", agent=agent)])
-    try:
+
+    async def cell():  # as in Jupyter: run() called while this thread's event loop runs
         ensemble.run()
+
+    try:
+        if sys.argv[2] == "running-loop":
+            asyncio.new_event_loop().run_until_complete(cell())
+        else:
+            ensemble.run()
     except KeyboardInterrupt:
         main = threading.main_thread()
         others = [t.name for t in threading.enumerate() if not t.daemon and t is not main]
@@ -363,14 +370,16 @@ CHILD = textwrap.dedent(
 
 
 @pytest.mark.skipif(sys.platform == "win32", reason="sends SIGINT")
+@pytest.mark.parametrize("caller", ["script", "running-loop"])
 @pytest.mark.parametrize("slow", ["tool", "model"])
 def test_ctrl_c_during_run_stops_without_waiting_for_the_slow_step(
-    slow: str, tmp_path: Path
+    slow: str, caller: str, tmp_path: Path
 ) -> None:
+    # "running-loop": run() called inside a running event loop, as in Jupyter
     script = tmp_path / "child.py"
     script.write_text(CHILD)
     child = subprocess.Popen(
-        [sys.executable, str(script), slow],
+        [sys.executable, str(script), slow, caller],
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         text=True,

@@ -148,6 +148,7 @@ class OpenAIServer:
         self._connections: set[socket.socket] = set()
         self._socket_timeout = socket_timeout
         self.faults_injected = 0
+        self.connections_opened = 0  # TCP connections accepted: shows whether clients reuse them
         self.errors: list[str] = []  # unexpected exceptions inside handlers (should stay empty)
         self.set_chaos(fault_rate, fault_kinds, seed=seed)
         self._httpd: _Server | None = None
@@ -417,6 +418,7 @@ class _Server(ThreadingHTTPServer):
         conn.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         with self.owner._lock:
             self.owner._connections.add(conn)
+            self.owner.connections_opened += 1
         return conn, addr
 
     def shutdown_request(self, request: Any) -> None:
