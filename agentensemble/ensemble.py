@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import asyncio
-import concurrent.futures
 from collections.abc import Mapping
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from agentensemble._background_loop import run_on_background_loop
 from agentensemble._validation import check_model
 from agentensemble.agent import Agent
 from agentensemble.errors import ConfigurationError, PromptTemplateError
@@ -254,13 +253,12 @@ class Ensemble(BaseModel):
         return output
 
     def run(self, inputs: Mapping[str, Any] | None = None) -> EnsembleOutput:
-        """Run synchronously; works from plain scripts and inside a running loop (Jupyter)."""
-        try:
-            asyncio.get_running_loop()
-        except RuntimeError:
-            return asyncio.run(self.arun(inputs))
-        with concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="agentensemble") as pool:
-            return pool.submit(asyncio.run, self.arun(inputs)).result()
+        """Run synchronously; works from plain scripts and inside a running loop (Jupyter).
+
+        The run goes on one long-lived background event loop shared by every ``run()``, so HTTP
+        connections are reused across runs; Ctrl-C cancels it at once.
+        """
+        return run_on_background_loop(self.arun(inputs))
 
     def __repr__(self) -> str:
         return f"Ensemble(tasks={len(self.tasks)}, workflow={self.workflow.value!r})"
