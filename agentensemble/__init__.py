@@ -15,6 +15,7 @@ from agentensemble.errors import (
     LLMError,
     MaxIterationsExceededError,
     OutputParsingError,
+    ParallelExecutionError,
     PromptTemplateError,
     TaskExecutionError,
     ToolArgumentsError,
@@ -36,7 +37,15 @@ from agentensemble.events import (
     ToolCallCompleted,
 )
 from agentensemble.guardrails import GuardrailInput, GuardrailResult
-from agentensemble.llm import LLM, ChatModel, ChatResponse, RetryPolicy, ToolCall
+from agentensemble.llm import (
+    LLM,
+    ChatModel,
+    ChatResponse,
+    RateLimit,
+    RateLimitedModel,
+    RetryPolicy,
+    ToolCall,
+)
 from agentensemble.logging import configure_logging
 from agentensemble.outputs import (
     EnsembleOutput,
@@ -65,7 +74,7 @@ from agentensemble.tools import (
     should_return_immediately,
     tool,
 )
-from agentensemble.workflows import Workflow
+from agentensemble.workflows import ParallelErrorStrategy, Workflow
 
 __version__ = "0.1.0"
 
@@ -96,9 +105,13 @@ __all__ = [
     "LLMError",
     "MaxIterationsExceededError",
     "OutputParsingError",
+    "ParallelErrorStrategy",
+    "ParallelExecutionError",
     "PipelineErrorStrategy",
     "PipelineStep",
     "PromptTemplateError",
+    "RateLimit",
+    "RateLimitedModel",
     "ResolvedTools",
     "RetryPolicy",
     "ReturnBehavior",

@@ -3,11 +3,20 @@
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Sequence
 from datetime import timedelta
 from enum import Enum
 from typing import Any, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, field_serializer
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    PrivateAttr,
+    TypeAdapter,
+    ValidationError,
+    field_serializer,
+)
 
 T = TypeVar("T")
 
@@ -119,6 +128,12 @@ class EnsembleOutput(BaseModel):
         """``parsed`` with its precise type: ``output.parsed_as(list[Item])``."""
         return _typed(self.parsed, output_type)
 
+    _by_task: list[tuple[Any, TaskOutput]] = PrivateAttr(default_factory=list)
+
+    def output_for(self, task: Any) -> TaskOutput | None:
+        """The output of ``task`` (this very Task object) in this run; None if it did not run."""
+        return next((output for known, output in self._by_task if known is task), None)
+
     @field_serializer("tool_metrics")
     def _metrics_counters(self, metrics: dict[str, Any]) -> dict[str, Any]:
         """ToolMetrics are dataclasses holding a lock: dump their public counters only."""
@@ -131,12 +146,14 @@ class EnsembleOutput(BaseModel):
         *,
         exit_reason: ExitReason,
         total_duration: timedelta,
+        tasks: Sequence[Any] = (),
     ) -> EnsembleOutput:
-        """Build the summary of a run from its completed task outputs."""
+        """Build the summary of a run from its completed task outputs (``tasks``: the Task of
+        each output, in the same order, for ``output_for``)."""
         usage = TokenUsage()
         for output in outputs:
             usage = usage + output.usage
-        return cls(
+        summary = cls(
             raw=outputs[-1].raw if outputs else "",
             task_outputs=list(outputs),
             exit_reason=exit_reason,
@@ -144,6 +161,8 @@ class EnsembleOutput(BaseModel):
             total_tool_calls=sum(len(o.tool_calls) for o in outputs),
             usage=usage,
         )
+        summary._by_task = list(zip(tasks, outputs, strict=False))
+        return summary
 
 
 def _public_fields(value: Any) -> Any:

@@ -9,10 +9,11 @@ import uuid
 from collections.abc import Sequence
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_serializer
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, SecretStr, field_serializer
 
 from agentensemble.errors import LLMError
 from agentensemble.llm._litellm import is_loaded, load_litellm
+from agentensemble.llm.rate_limit import RateLimit, rate_limited
 from agentensemble.llm.response_format import ResponseFormat, litellm_supports_schema
 from agentensemble.llm.retry import RetryPolicy
 from agentensemble.llm.types import ChatResponse, Message, ToolCall, ToolSpec
@@ -43,7 +44,9 @@ class LLM(BaseModel):
     timeout: float = Field(default=60.0, gt=0)
     max_retries: int = Field(default=3, ge=0)
     retry_policy: RetryPolicy | None = None
+    rate_limit: RateLimit | None = None
     extra: dict[str, Any] = Field(default_factory=dict, repr=False)
+    _rate_limiter: Any = PrivateAttr(default=None)  # one bucket per object (rate_limit.py)
 
     def __init__(
         self,
@@ -56,6 +59,7 @@ class LLM(BaseModel):
         timeout: float = 60.0,
         max_retries: int = 3,
         retry_policy: RetryPolicy | None = None,
+        rate_limit: RateLimit | None = None,
         **params: Any,
     ) -> None:
         """``model`` positionally or by keyword; unknown keywords (or ``extra={...}``) are
@@ -71,6 +75,7 @@ class LLM(BaseModel):
             timeout=timeout,
             max_retries=max_retries,
             retry_policy=retry_policy,
+            rate_limit=rate_limit,
             extra=extra,
         )
 
@@ -119,6 +124,7 @@ class LLM(BaseModel):
         litellm = load_litellm() if is_loaded() else await asyncio.to_thread(load_litellm)
         return litellm_supports_schema(litellm, self.model)
 
+    @rate_limited  # waits for ``rate_limit``'s bucket first, whichever lane the call takes
     async def complete(
         self,
         messages: Sequence[Message],
