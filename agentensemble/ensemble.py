@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
@@ -21,6 +21,7 @@ from agentensemble.events import (
 from agentensemble.execution.agent_executor import AgentTask, ExecutionEnv
 from agentensemble.llm.types import ChatModel
 from agentensemble.outputs import EnsembleOutput
+from agentensemble.run_context import current_run_id, new_run_id, run_scope
 from agentensemble.task import Task
 from agentensemble.templates import fill_template, missing_variables
 from agentensemble.tools.resolver import ResolvedTools, ToolResolver
@@ -235,19 +236,30 @@ class Ensemble(BaseModel):
 
     async def arun(self, inputs: Mapping[str, Any] | None = None) -> EnsembleOutput:
         """Run the ensemble. Validation failures raise before any model call."""
+        return await self._execute(inputs, ())
+
+    async def _execute(
+        self, inputs: Mapping[str, Any] | None, extra_listeners: Sequence[EnsembleListener]
+    ) -> EnsembleOutput:
+        """One run under its own run id (bound for events, logs and errors)."""
         values = dict(inputs or {})
         prepared = self._prepare(values)
-        listeners = list(self.listeners)
-        if self.verbose:
-            from agentensemble.progress import ConsoleProgressListener
+        with run_scope(new_run_id()) as parent_run_id:
+            listeners = [*self.listeners, *extra_listeners]
+            if self.verbose:
+                from agentensemble.progress import ConsoleProgressListener
 
-            listeners.append(ConsoleProgressListener())
-        env = ExecutionEnv(emitter=EventEmitter(listeners), review_handler=self.review_handler)
-        env.emitter.emit(EnsembleStarted(total_tasks=len(prepared)))
-        output = await run_sequential(prepared, env, values)
-        output = output.model_copy(update={"tool_metrics": env.metrics.snapshot()})
-        env.emitter.emit(EnsembleCompleted(output=output))
-        return output
+                listeners.append(ConsoleProgressListener())
+            env = ExecutionEnv(emitter=EventEmitter(listeners), review_handler=self.review_handler)
+            env.emitter.emit(
+                EnsembleStarted(total_tasks=len(prepared), parent_run_id=parent_run_id)
+            )
+            output = await run_sequential(prepared, env, values)
+            output = output.model_copy(
+                update={"tool_metrics": env.metrics.snapshot(), "run_id": current_run_id()}
+            )
+            env.emitter.emit(EnsembleCompleted(output=output))
+            return output
 
     def run(self, inputs: Mapping[str, Any] | None = None) -> EnsembleOutput:
         """Run synchronously; works from plain scripts and inside a running loop (Jupyter)."""

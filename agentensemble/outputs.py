@@ -88,6 +88,7 @@ class EnsembleOutput(BaseModel):
     tool_metrics: dict[str, Any] = Field(
         default_factory=dict, description="per-tool ToolMetrics of this run, by tool name"
     )
+    run_id: str = Field(default="", description="the run's id (UUID4), also on its events and logs")
 
     @field_serializer("tool_metrics")
     def _metrics_counters(self, metrics: dict[str, Any]) -> dict[str, Any]:
