@@ -67,6 +67,7 @@ from agentensemble.tools import (
     should_return_immediately,
     tool,
 )
+from agentensemble.tracing import ExecutionTrace, TaskMetrics
 from agentensemble.workflows import Workflow
 
 __version__ = "0.1.0"
@@ -88,6 +89,7 @@ __all__ = [
     "EnsembleListener",
     "EnsembleOutput",
     "EnsembleStarted",
+    "ExecutionTrace",
     "ExitEarlyError",
     "ExitReason",
     "LLMCallCompleted",
@@ -110,6 +112,7 @@ __all__ = [
     "TaskExecutionError",
     "TaskFailed",
     "TaskHandlerContext",
+    "TaskMetrics",
     "TaskOutput",
     "TaskStarted",
     "TokenDelta",

@@ -5,13 +5,13 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from agentensemble._validation import check_model
 from agentensemble.agent import Agent
-from agentensemble.errors import ConfigurationError, PromptTemplateError
+from agentensemble.errors import ConfigurationError, PromptTemplateError, TaskExecutionError
 from agentensemble.events import (
     EnsembleCompleted,
     EnsembleListener,
@@ -25,6 +25,7 @@ from agentensemble.run_context import current_run_id, new_run_id, run_scope
 from agentensemble.task import Task
 from agentensemble.templates import fill_template, missing_variables
 from agentensemble.tools.resolver import ResolvedTools, ToolResolver
+from agentensemble.tracing.recorder import TraceRecorder
 from agentensemble.workflows import Workflow
 from agentensemble.workflows._review_gates import (
     after_review_for,
@@ -52,6 +53,7 @@ class Ensemble(BaseModel):
     review_policy: Any = "never"
     listeners: list[Any] = Field(default_factory=list)
     verbose: bool = False
+    capture: Literal["off", "standard", "full"] = "standard"
 
     @field_validator("llm")
     @classmethod
@@ -245,7 +247,14 @@ class Ensemble(BaseModel):
         values = dict(inputs or {})
         prepared = self._prepare(values)
         with run_scope(new_run_id()) as parent_run_id:
-            listeners = [*self.listeners, *extra_listeners]
+            recorder = TraceRecorder(
+                current_run_id(),
+                capture=self.capture,
+                workflow=self.workflow.value,
+                inputs=values,
+                parent_run_id=parent_run_id,
+            )
+            listeners = [recorder, *self.listeners, *extra_listeners]
             if self.verbose:
                 from agentensemble.progress import ConsoleProgressListener
 
@@ -254,10 +263,15 @@ class Ensemble(BaseModel):
             env.emitter.emit(
                 EnsembleStarted(total_tasks=len(prepared), parent_run_id=parent_run_id)
             )
-            output = await run_sequential(prepared, env, values)
+            try:
+                output = await run_sequential(prepared, env, values)
+            except TaskExecutionError as error:
+                error.trace = recorder.fail(error)
+                raise
             output = output.model_copy(
                 update={"tool_metrics": env.metrics.snapshot(), "run_id": current_run_id()}
             )
+            output = recorder.complete(output)
             env.emitter.emit(EnsembleCompleted(output=output))
             return output
 

@@ -9,6 +9,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_serializer
 
+from agentensemble.tracing.trace import ExecutionTrace, TaskMetrics
+
 
 class ExitReason(str, Enum):
     """Why a run stopped."""
@@ -72,6 +74,10 @@ class TaskOutput(BaseModel):
     usage: TokenUsage = Field(default_factory=TokenUsage)
     returned_immediately: bool = False
     task_name: str | None = None
+    cost_usd: float | None = Field(
+        default=None, description="USD from litellm's bundled prices; None if any model is unknown"
+    )
+    metrics: TaskMetrics = Field(default_factory=TaskMetrics)
 
 
 class EnsembleOutput(BaseModel):
@@ -89,6 +95,10 @@ class EnsembleOutput(BaseModel):
         default_factory=dict, description="per-tool ToolMetrics of this run, by tool name"
     )
     run_id: str = Field(default="", description="the run's id (UUID4), also on its events and logs")
+    trace: ExecutionTrace | None = Field(default=None, description='None with capture="off"')
+    cost_usd: float | None = Field(
+        default=None, description="sum of the tasks' cost_usd; None if any is unknown"
+    )
 
     @field_serializer("tool_metrics")
     def _metrics_counters(self, metrics: dict[str, Any]) -> dict[str, Any]:
@@ -131,6 +141,7 @@ __all__ = [
     "EnsembleOutput",
     "ExitReason",
     "ReturnBehavior",
+    "TaskMetrics",
     "TaskOutput",
     "TokenUsage",
     "ToolCallRecord",
