@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import timedelta
@@ -15,7 +16,14 @@ from agentensemble.errors import (
     MaxIterationsExceededError,
     OutputParsingError,
 )
-from agentensemble.events import EventEmitter, LLMCallCompleted, ToolCallCompleted
+from agentensemble.events import (
+    EventEmitter,
+    LLMCallCompleted,
+    LLMCallFailed,
+    LLMCallStarted,
+    ToolCallCompleted,
+    ToolCallStarted,
+)
 from agentensemble.execution.guardrails import (
     check_input,
     first_failure,
@@ -31,10 +39,12 @@ from agentensemble.execution.structured import (
     response_format,
 )
 from agentensemble.guardrails import GuardrailInput
+from agentensemble.llm.cost import add_costs, cost_usd
 from agentensemble.llm.response_format import ResponseFormat, supports_response_format
 from agentensemble.llm.types import ChatModel, ChatResponse, Message, ToolCall, model_label
 from agentensemble.logging import get_logger
 from agentensemble.outputs import ReturnBehavior, TaskOutput, TokenUsage, ToolCallRecord
+from agentensemble.run_context import model_call_scope
 from agentensemble.tools.base import ToolResult
 from agentensemble.tools.context import ToolContext, use_tool_context
 from agentensemble.tools.metrics import ToolMetricsRegistry
@@ -113,6 +123,7 @@ class AgentExecutor:
         self.usage = TokenUsage()
         self._tool_calls_made = 0
         self._stops = 0
+        self._costs: list[float | None] = []
 
     def _user_prompt(self, *, schema_in_prompt: bool) -> str:
         task = self.task
@@ -208,25 +219,43 @@ class AgentExecutor:
             self.messages.append({"role": "user", "content": feedback})
 
     async def _ask_model(self, specs: list[dict[str, Any]] | None) -> ChatResponse:
+        role, name, emitter = self.task.role, self.task.task_name, self.env.emitter
+        label, call_id = model_label(self.task.model), uuid.uuid4().hex
+        if emitter:
+            emitter.emit(LLMCallStarted(role, label, call_id, name, list(self.messages)))
         started = time.perf_counter()
-        if self._format is None:
-            response = await self.task.model.complete(self.messages, tools=specs or None)
-        else:
-            complete: Any = self.task.model.complete  # a model that said it takes the format
-            response = await complete(
-                self.messages, tools=specs or None, response_format=self._format
-            )
+        complete: Any = self.task.model.complete  # a model that said it takes the format
+        options: dict[str, Any] = {}
+        if self._format is not None:
+            options["response_format"] = self._format
+        try:
+            with model_call_scope(role, name, call_id):
+                response: ChatResponse = await complete(
+                    self.messages, tools=specs or None, **options
+                )
+        except Exception as error:
+            if emitter:
+                failed_after = timedelta(seconds=time.perf_counter() - started)
+                emitter.emit(LLMCallFailed(role, label, call_id, failed_after, error, name))
+            raise
         duration = time.perf_counter() - started
         self.llm_calls += 1
         self.usage = self.usage + response.usage
-        if self.env.emitter:
-            self.env.emitter.emit(
+        cost = cost_usd(response.usage, label, response.model)
+        self._costs.append(cost)
+        if emitter:
+            emitter.emit(
                 LLMCallCompleted(
-                    agent_role=self.task.role,
-                    model=model_label(self.task.model),
+                    agent_role=role,
+                    model=label,
                     duration=timedelta(seconds=duration),
                     usage=response.usage,
                     tool_calls=len(response.tool_calls),
+                    task_name=name,
+                    call_id=call_id,
+                    response=response,
+                    attempts=response.attempts,
+                    cost_usd=cost,
                 )
             )
         return response
@@ -282,6 +311,12 @@ class AgentExecutor:
 
     async def _run_one(self, call: ToolCall) -> _CallOutcome:
         tool = self.task.tools.get(call.name) if self.task.tools else None
+        if self.env.emitter:
+            self.env.emitter.emit(
+                ToolCallStarted(
+                    self.task.role, self.task.description, call.id, call.name, call.arguments
+                )
+            )
         started = time.perf_counter()
         if tool is None:
             available = ", ".join(self.task.tools.names) if self.task.tools else "none"
@@ -314,6 +349,7 @@ class AgentExecutor:
                     agent_role=self.task.role,
                     task_description=self.task.description,
                     record=record,
+                    call_id=outcome.call.id,
                 )
             )
 
@@ -338,6 +374,7 @@ class AgentExecutor:
             usage=self.usage,
             returned_immediately=returned_immediately,
             task_name=self.task.task_name,
+            cost_usd=add_costs(self._costs),
         )
 
 

@@ -99,6 +99,8 @@ def _announce(context: ToolContext, request: Any) -> None:
             timing=request.timing.value,
             task_description=request.task_description,
             tool_name=request.tool_name,
+            output=request.output,
+            prompt=request.prompt,
         )
     )
 
@@ -116,6 +118,7 @@ def _report(context: ToolContext, request: Any, decision: Any) -> Any:
             decision=str(getattr(decision, "decision", type(decision).__name__)),
             tool_name=request.tool_name,
             details=details,
+            decided_by=type(context.review_handler).__name__,
         )
     )
     return decision
