@@ -74,7 +74,14 @@ class ToolCallRecord(BaseModel):
     model_config = ConfigDict(frozen=True, defer_build=True)
 
     name: str
-    arguments: str = Field(description="JSON text exactly as sent by the model")
+    arguments: str = Field(
+        description="the arguments the tool ran with: the model's JSON text, or after a "
+        "reviewer's edit the edited arguments as canonical JSON"
+    )
+    model_arguments: str | None = Field(
+        default=None,
+        description="the model's own JSON text, kept only when a reviewer's edit changed it",
+    )
     output: str
     is_success: bool
     duration: timedelta = timedelta(0)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import time
 import uuid
 from collections.abc import Mapping, Sequence
@@ -24,6 +23,7 @@ from agentensemble.events import (
     ToolCallCompleted,
     ToolCallStarted,
 )
+from agentensemble.execution._turn import run_turn
 from agentensemble.execution.guardrails import (
     check_input,
     first_failure,
@@ -100,6 +100,7 @@ class _CallOutcome:
     behavior: ReturnBehavior
     duration: float
     executed: bool
+    ran_with: str | None = None
 
 
 class AgentExecutor:
@@ -277,7 +278,9 @@ class AgentExecutor:
             agent_role=self.task.role,
         )
         with use_tool_context(context):
-            executed = await asyncio.gather(*(self._run_one(call) for call in calls[:allowed]))
+            executed = await run_turn(
+                [self._run_one(call) for call in calls[:allowed]], context.stopped
+            )
         stopped = [
             _CallOutcome(
                 call,
@@ -323,8 +326,11 @@ class AgentExecutor:
             result = ToolResult.failure(f"Unknown tool '{call.name}'. Available tools: {available}")
             behavior = ReturnBehavior.TO_LLM
         else:
-            result = await tool.run(call.arguments)
+            called = await tool.call(call.arguments)
+            result, ran_with = called.result, called.ran_with
             behavior = tool.return_behavior
+            duration = time.perf_counter() - started
+            return _CallOutcome(call, result, behavior, duration, True, ran_with)
         return _CallOutcome(call, result, behavior, time.perf_counter() - started, True)
 
     def _record(self, outcome: _CallOutcome) -> None:
@@ -335,7 +341,8 @@ class AgentExecutor:
         self.messages.append({"role": "tool", "tool_call_id": outcome.call.id, "content": content})
         record = ToolCallRecord(
             name=outcome.call.name,
-            arguments=outcome.call.arguments,
+            arguments=outcome.ran_with or outcome.call.arguments,
+            model_arguments=outcome.call.arguments if outcome.ran_with is not None else None,
             output=content,
             is_success=result.is_success,
             duration=timedelta(seconds=outcome.duration),
