@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from agentensemble.run_context import current_run_id
+
 if TYPE_CHECKING:
     from agentensemble.outputs import TaskOutput, ToolCallRecord
 
@@ -45,6 +47,8 @@ class TaskExecutionError(AgentEnsembleError):
         super().__init__(message)
         self.task = task
         self.completed_outputs: list[TaskOutput] = list(completed_outputs or [])
+        self.run_id: str = current_run_id()  # the failed run's id
+        self.trace: Any = None  # the run's ExecutionTrace up to the failure (None: capture off)
 
 
 class ParallelExecutionError(TaskExecutionError):
@@ -106,6 +110,18 @@ class OutputParsingError(AgentEnsembleError):
         self.raw = raw
 
 
+class GuardrailViolationError(AgentEnsembleError):
+    """A guardrail failed: an input guardrail (before any model call), or an output guardrail
+    still failing after the agent's corrections. Names the guardrail; the cause of a
+    ``TaskExecutionError``."""
+
+    def __init__(self, message: str, *, guardrail: str, kind: str, attempts: int = 1) -> None:
+        super().__init__(message)
+        self.guardrail = guardrail
+        self.kind = kind  # "input" or "output"
+        self.attempts = attempts
+
+
 class LLMError(AgentEnsembleError):
     """The model provider failed, after the retry policy gave up (or at once, if not retryable)."""
 
@@ -120,6 +136,7 @@ __all__ = [
     "AgentExecutionError",
     "ConfigurationError",
     "ExitEarlyError",
+    "GuardrailViolationError",
     "LLMError",
     "MaxIterationsExceededError",
     "OutputParsingError",

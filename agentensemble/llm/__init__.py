@@ -2,6 +2,7 @@
 
 from agentensemble.llm.litellm_model import LLM
 from agentensemble.llm.rate_limit import RateLimit, RateLimitedModel
+from agentensemble.llm.response_format import ResponseFormat
 from agentensemble.llm.retry import RetryPolicy, is_retryable, redact_secrets, retry_after_seconds
 from agentensemble.llm.types import (
     ChatModel,
@@ -19,6 +20,7 @@ __all__ = [
     "Message",
     "RateLimit",
     "RateLimitedModel",
+    "ResponseFormat",
     "RetryPolicy",
     "ToolCall",
     "ToolSpec",

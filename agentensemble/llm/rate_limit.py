@@ -156,12 +156,16 @@ def rate_limited(complete: CompleteMethod) -> CompleteMethod:
 
     @functools.wraps(complete)
     async def limited(
-        self: Any, messages: Sequence[Message], *, tools: Sequence[ToolSpec] | None = None
+        self: Any,
+        messages: Sequence[Message],
+        *,
+        tools: Sequence[ToolSpec] | None = None,
+        **options: Any,
     ) -> ChatResponse:
         limiter = limiter_of(self)
         if limiter is None:
-            return await complete(self, messages, tools=tools)
-        return await limiter.run(lambda: complete(self, messages, tools=tools), messages)
+            return await complete(self, messages, tools=tools, **options)
+        return await limiter.run(lambda: complete(self, messages, tools=tools, **options), messages)
 
     return cast("CompleteMethod", limited)
 
@@ -198,9 +202,21 @@ class RateLimitedModel:
         self.model = getattr(model, "model", type(model).__name__)
 
     async def complete(
-        self, messages: Sequence[Message], *, tools: Sequence[ToolSpec] | None = None
+        self,
+        messages: Sequence[Message],
+        *,
+        tools: Sequence[ToolSpec] | None = None,
+        **options: Any,
     ) -> ChatResponse:
-        return await self.limiter.run(lambda: self.inner.complete(messages, tools=tools), messages)
+        return await self.limiter.run(
+            lambda: self.inner.complete(messages, tools=tools, **options), messages
+        )
+
+    async def supports_response_format(self) -> bool:
+        """As the wrapped model says: wrapping keeps native structured output."""
+        from agentensemble.llm.response_format import supports_response_format
+
+        return await supports_response_format(self.inner)
 
     def __repr__(self) -> str:
         return f"RateLimitedModel({self.inner!r}, {self.rate_limit!r})"

@@ -14,6 +14,7 @@ from pydantic import BaseModel
 from agentensemble.errors import ExitEarlyError, OutputParsingError, TaskExecutionError
 from agentensemble.events import TaskCompleted, TaskFailed, TaskStarted
 from agentensemble.execution.agent_executor import AgentExecutor, ExecutionEnv
+from agentensemble.execution.guardrails import check_handler_input, check_handler_output
 from agentensemble.execution.prompts import ContextItem
 from agentensemble.execution.structured import parse_output
 from agentensemble.logging import get_logger
@@ -103,7 +104,7 @@ async def _run_one(
     _log.info("task started", task_index=index, total_tasks=total, agent_role=item.agent_role)
     started = time.perf_counter()
     if item.agent_task is None:
-        output = await _run_handler(item, description, inputs, context)
+        output = await _run_handler(item, description, inputs, context, env)
     else:
         agent_task = replace(
             item.agent_task,
@@ -148,7 +149,7 @@ async def _run_one(
     return True
 
 
-def _edited(output: TaskOutput, text: str, output_type: type[BaseModel] | None) -> TaskOutput:
+def _edited(output: TaskOutput, text: str, output_type: Any) -> TaskOutput:
     parsed = None
     if output_type is not None:
         try:
@@ -159,11 +160,16 @@ def _edited(output: TaskOutput, text: str, output_type: type[BaseModel] | None) 
 
 
 async def _run_handler(
-    item: PreparedTask, description: str, inputs: Mapping[str, Any], context: list[TaskOutput]
+    item: PreparedTask,
+    description: str,
+    inputs: Mapping[str, Any],
+    context: list[TaskOutput],
+    env: ExecutionEnv,
 ) -> TaskOutput:
     """A deterministic task: call the user's handler, no model involved."""
     handler = item.task.handler
     assert handler is not None
+    await check_handler_input(item.task, description, item.expected_output, inputs, context, env)
     ctx = TaskHandlerContext(
         description=description,
         expected_output=item.expected_output,
@@ -185,13 +191,15 @@ async def _run_handler(
             f"a task handler must return a str, a pydantic model or None; "
             f"got {type(result).__name__}"
         )
-    return TaskOutput(
+    output = TaskOutput(
         raw=raw,
         parsed=parsed,
         task_description=description,
         agent_role=item.agent_role,
         task_name=item.task.name,
     )
+    await check_handler_output(item.task, output, env)
+    return output
 
 
 async def _call_maybe_async(fn: Callable[..., Any], *args: Any) -> Any:

@@ -126,3 +126,16 @@ async def test_a_wrapped_model_waits_instead_of_failing() -> None:
     # two a second: a burst of two, then one every half second (lower bounds only)
     offsets = [start - starts[0] for start in starts]
     assert offsets[2] >= 0.45 and offsets[3] >= 0.95, offsets
+
+
+@pytest.mark.anyio
+async def test_a_wrapped_model_keeps_what_it_says_about_response_format() -> None:
+    class Native(FunctionChatModel):
+        def supports_response_format(self) -> bool:
+            return True
+
+    plain = RateLimitedModel(FunctionChatModel(lambda m, t: "x"), RateLimit(tokens_per_minute=60))
+    native = RateLimitedModel(Native(lambda m, t: "x"), RateLimit(tokens_per_minute=60))
+
+    assert await plain.supports_response_format() is False
+    assert await native.supports_response_format() is True
