@@ -168,3 +168,24 @@ def test_a_peer_without_a_model_fails_before_any_call() -> None:
     with pytest.raises(Exception, match="agent 'Helper' has no model"):
         ensemble.run()
     assert model.requests == []
+
+
+def test_verbose_progress_shows_each_hand_off() -> None:
+    import io
+
+    from agentensemble import ConsoleProgressListener
+
+    stream = io.StringIO()
+    asker = Agent(
+        role="Asker", goal="g", allow_delegation=True, llm=asks_once("Helper", "help\x1b[2J me")
+    )
+    helper = Agent(role="Helper", goal="g", llm=ScriptedChatModel(["helped"]))
+    Ensemble(
+        tasks=[Task(description="t", agent=asker)],
+        agents=[helper],
+        listeners=[ConsoleProgressListener(stream)],
+    ).run()
+
+    lines = stream.getvalue().splitlines()
+    assert "    Asker asks Helper: help\\x1b[2J me" in lines
+    assert "    Helper answered Asker" in lines

@@ -357,3 +357,33 @@ async def test_an_exit_early_from_a_tool_stops_the_graph_keeping_what_completed(
     assert result.exit_reason is ExitReason.USER_EXIT_EARLY
     assert [o.raw for o in result.task_outputs] == ["quick done"]
     assert other_cancelled.is_set()
+
+
+async def test_cancelling_the_run_cancels_every_running_task() -> None:
+    TOUCHED.clear()
+    both_waiting = Meeting(2)
+    cancelled: list[str] = []
+
+    def waiting(name: str) -> Step:
+        async def step(messages: list[dict[str, Any]]) -> ChatResponse:
+            try:
+                await both_waiting.wait()
+                await asyncio.Event().wait()  # only cancellation ends this call
+            except asyncio.CancelledError:
+                cancelled.append(name)
+                raise
+            return tool_call("touch", {"path": name})  # pragma: no cover
+
+        return step
+
+    model = model_by_task({"a": waiting("a"), "b": waiting("b")})
+    tasks = [Task(description=n, tools=[touch]) for n in ("a", "b")]
+    run = asyncio.ensure_future(parallel(tasks, model).arun())
+    await asyncio.wait_for(both_waiting.everyone.wait(), WAIT)
+
+    run.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await asyncio.wait_for(run, WAIT)
+
+    assert sorted(cancelled) == ["a", "b"]
+    assert not TOUCHED.is_set()
