@@ -24,6 +24,7 @@ from agentensemble.outputs import EnsembleOutput
 from agentensemble.task import Task
 from agentensemble.templates import fill_template, missing_variables
 from agentensemble.tools.resolver import ResolvedTools, ToolResolver
+from agentensemble.tools.source import open_tool_sources, tool_sources_in
 from agentensemble.workflows import Workflow
 from agentensemble.workflows._review_gates import (
     after_review_for,
@@ -234,7 +235,19 @@ class Ensemble(BaseModel):
     # -- running ------------------------------------------------------------------------------
 
     async def arun(self, inputs: Mapping[str, Any] | None = None) -> EnsembleOutput:
-        """Run the ensemble. Validation failures raise before any model call."""
+        """Run the ensemble. Validation failures raise before any model call.
+
+        Tool sources (MCP servers) are started first, once for the whole run, and closed when
+        it ends, whatever way it ends.
+        """
+        agents = [*self.agents, *(task.agent for task in self.tasks if task.agent is not None)]
+        sources = tool_sources_in(
+            [*(agent.tools for agent in agents), *(t.tools for t in self.tasks)]
+        )
+        async with open_tool_sources(sources):
+            return await self._arun(inputs)
+
+    async def _arun(self, inputs: Mapping[str, Any] | None) -> EnsembleOutput:
         values = dict(inputs or {})
         prepared = self._prepare(values)
         listeners = list(self.listeners)
