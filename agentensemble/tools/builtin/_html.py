@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from html.parser import HTMLParser
 
-_SKIPPED = {"script", "style", "noscript", "template", "svg", "head"}
+_SKIPPED = {"script", "style", "noscript", "template", "svg"}
 _BLOCKS = {
     "p", "div", "br", "li", "ul", "ol", "tr", "table", "section", "article", "header",
     "footer", "h1", "h2", "h3", "h4", "h5", "h6", "pre", "blockquote", "title", "main", "nav",
