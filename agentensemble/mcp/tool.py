@@ -21,6 +21,7 @@ MAX_NAME_LENGTH = 64
 MAX_DESCRIPTION_CHARS = 4_000
 DEFAULT_MAX_OUTPUT_CHARS = 100_000
 _UNSAFE_NAME_CHARS = re.compile(r"[^A-Za-z0-9_]")
+_UNBUILT = object()
 
 CallFn = Callable[[str, dict[str, Any]], Awaitable[Any]]
 
@@ -44,18 +45,28 @@ def object_schema(schema: object) -> dict[str, Any]:
     return result
 
 
-def _schema_errors(schema: Mapping[str, Any], arguments: object) -> list[str]:
-    """Every way ``arguments`` break ``schema`` (JSON Schema, the server's declared draft or
-    2020-12), as ``path: message`` lines; a schema that cannot be checked is not enforced."""
+def schema_validator(schema: Mapping[str, Any]) -> Any:
+    """A JSON Schema validator for ``schema`` (its declared draft, else 2020-12), or None when
+    the server's schema is itself invalid (then arguments are not checked here)."""
     import jsonschema
 
     try:
         validator_type = jsonschema.validators.validator_for(
             schema, jsonschema.Draft202012Validator
         )
-        validator = validator_type(schema)
+        validator_type.check_schema(schema)
+        return validator_type(schema)
+    except (jsonschema.SchemaError, RecursionError):
+        return None
+
+
+def _schema_errors(validator: Any, arguments: object) -> list[str]:
+    """Every way ``arguments`` break the schema, as ``path: message`` lines (at most 10)."""
+    if validator is None:
+        return []
+    try:
         errors = sorted(validator.iter_errors(arguments), key=lambda e: list(e.absolute_path))
-    except (jsonschema.SchemaError, jsonschema.exceptions.UnknownType, RecursionError):
+    except Exception:  # an unknown type or format deep in the server's schema
         return []
     lines: list[str] = []
     for error in errors[:10]:
@@ -87,6 +98,7 @@ class MCPTool(InstrumentedTool[dict[str, Any]]):
         self.remote_name = remote_name
         self.description = description[:MAX_DESCRIPTION_CHARS]
         self.input_schema = input_schema
+        self._validator: Any = _UNBUILT
         self.origin = origin
         self.requires_approval = requires_approval
         self._call = call
@@ -101,7 +113,9 @@ class MCPTool(InstrumentedTool[dict[str, Any]]):
         data = load_arguments_json(raw, prefix, expected) if raw.strip() else {}
         if not isinstance(data, dict):
             raise ToolArgumentsError(f"{prefix}: expected a JSON object. {expected}")
-        problems = _schema_errors(self.input_schema, data)
+        if self._validator is _UNBUILT:
+            self._validator = schema_validator(self.input_schema)
+        problems = _schema_errors(self._validator, data)
         if problems:
             raise ToolArgumentsError(f"{prefix}: " + "; ".join(problems))
         return data
