@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import sys
+import time
 
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
@@ -54,6 +55,12 @@ def die() -> str:
 
 
 def main() -> None:
+    pid_file = os.environ.get("MCP_TEST_PID_FILE")
+    if pid_file:
+        with open(pid_file, "w") as handle:
+            handle.write(str(os.getpid()))
+    if len(sys.argv) > 1 and sys.argv[1] == "hang":
+        time.sleep(120)  # never answers the handshake
     if len(sys.argv) > 1 and sys.argv[1] == "crash":
         sys.stderr.write("test server: refusing to start\n")
         sys.exit(2)

@@ -7,6 +7,7 @@ import asyncio
 import re
 import sys
 import time
+from pathlib import Path
 
 import pytest
 from mcp_helpers import SERVER, free_port, process_alive
@@ -14,7 +15,8 @@ from mcp_helpers import SERVER, free_port, process_alive
 from agentensemble import Agent, Ensemble, Task, tool
 from agentensemble.errors import ConfigurationError, TaskExecutionError
 from agentensemble.mcp import MCPServerError, MCPServerHTTP, MCPServerStdio
-from agentensemble.testing import FunctionChatModel, ScriptedChatModel, tool_call
+from agentensemble.testing import FunctionChatModel, ScriptedChatModel, tool_call, tool_calls
+from agentensemble.tools.source import open_tool_sources
 from agentensemble_review import Continue, ExitEarly, ScriptedReviewHandler
 
 pytestmark = pytest.mark.anyio
@@ -265,3 +267,65 @@ async def test_an_unreachable_http_server_fails_the_run_naming_the_url() -> None
     with pytest.raises(MCPServerError, match=re.escape(f"MCP server '{url}' could not start")):
         await one_task(MCPServerHTTP(url, startup_timeout=20), model).arun()
     assert model.requests == []
+
+
+def pid_from(path: Path) -> int:
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        text = path.read_text() if path.exists() else ""
+        if text.strip():
+            return int(text)
+        time.sleep(0.05)
+    raise AssertionError(f"the test server never wrote {path}")
+
+
+async def test_a_server_that_never_answers_its_handshake_is_stopped_and_fails_the_run(
+    tmp_path: Path,
+) -> None:
+    pid_file = tmp_path / "server.pid"
+    server = MCPServerStdio(
+        sys.executable,
+        [str(SERVER), "hang"],
+        env={"MCP_TEST_PID_FILE": str(pid_file)},
+        startup_timeout=3,
+    )
+    model = ScriptedChatModel(["never"])
+    with pytest.raises(MCPServerError, match="did not start within 3 s"):
+        await one_task(server, model).arun()
+    assert model.requests == []
+    assert not process_alive(pid_from(pid_file))
+
+
+async def test_a_server_refused_after_listing_is_stopped_too(tmp_path: Path) -> None:
+    pid_file = tmp_path / "server.pid"
+    server = stdio_server(include=["nope"], env={"MCP_TEST_PID_FILE": str(pid_file)})
+    with pytest.raises(MCPServerError, match="include names tool"):
+        await one_task(server, ScriptedChatModel(["never"])).arun()
+    assert not process_alive(pid_from(pid_file))
+
+
+async def test_several_calls_in_one_turn_share_the_server() -> None:
+    calls = tool_calls(
+        ("add", {"a": 1, "b": 1}), ("add", {"a": 2, "b": 2}), ("shout_text", {"text": "x"})
+    )
+    model = ScriptedChatModel([calls, "done"])
+    await one_task(stdio_server(), model).arun()
+
+    assert model.requests[1].tool_results == ["2", "4", "X"]
+
+
+async def test_a_call_from_another_thread_and_loop_reaches_the_server() -> None:
+    server = stdio_server(include=["add"])
+    async with open_tool_sources([server]):
+        (add,) = server.tools()
+        # a sync caller in a worker thread (as a pipeline step or a nested run would be)
+        result = await asyncio.to_thread(add.execute, '{"a": 20, "b": 22}')
+    assert result.output == "42"
+
+
+def test_the_sync_run_facade_starts_and_stops_the_server() -> None:
+    model = ScriptedChatModel([tool_call("pid"), "done"])
+    output = one_task(stdio_server(), model).run()
+
+    pid = int(output.task_outputs[0].tool_calls[0].output)
+    assert not process_alive(pid)
