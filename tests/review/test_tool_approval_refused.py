@@ -10,6 +10,7 @@ from _review_support import SECRET, adhoc_server, json_reply
 from agentensemble import Agent, Ensemble, ExitReason, Task, TaskExecutionError, tool
 from agentensemble.testing import ScriptedChatModel, tool_call
 from agentensemble_review import (
+    HumanInputTool,
     ReviewProtocolError,
     ReviewServer,
     WebhookReviewHandler,
@@ -63,3 +64,19 @@ def test_an_auth_failure_still_stops_the_run(status: int) -> None:
     assert isinstance(info.value.__cause__, ReviewProtocolError)
     assert WRITTEN == []
     assert len(model.requests) == 1
+
+
+def test_a_question_too_large_for_the_review_server_fails_only_that_call(
+    review_server: ReviewServer,
+) -> None:
+    question = "why? " * (MAX_BODY_BYTES // 5 + 10)
+    tool = HumanInputTool()
+    model = ScriptedChatModel([tool_call(tool.name, {"input": question}), "asked too much"])
+    agent = Agent(role="Analyst", goal="Report", tools=[tool], llm=model)
+    handler = WebhookReviewHandler(review_server.reviews_url, secret=SECRET, max_retries=0)
+    result = Ensemble(tasks=[Task(description="Report", agent=agent)], review_handler=handler).run()
+    size = len(question.strip().encode())
+    assert model.requests[1].tool_results == [
+        f"Error: the review service refused the question: the question is too large ({size} bytes)"
+    ]
+    assert result.exit_reason is ExitReason.COMPLETED
