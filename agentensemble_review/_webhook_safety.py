@@ -63,11 +63,21 @@ def register_url_secrets(url: httpx.URL) -> None:
         register_secret(value)
 
 
+_PLAIN_HEADERS = frozenset(
+    {"accept", "accept-encoding", "accept-language", "content-type", "user-agent"}
+)
+"""Headers that never carry a credential: registering ``application/json`` as a secret would
+only mangle every message that mentions it."""
+
+
 def register_header_secrets(headers: Mapping[str, str], secret: str | None) -> None:
-    """Register the signing secret and every extra header value, and the credential part of
-    ``Scheme credential`` values (``Bearer <token>``), so an echo of any of them is redacted."""
+    """Register the signing secret and every extra header value (but those of ``_PLAIN_HEADERS``),
+    and the credential part of ``Scheme credential`` values (``Bearer <token>``), so an echo of
+    any of them is redacted."""
     register_secret(secret)
-    for value in headers.values():
+    for name, value in headers.items():
+        if name.lower() in _PLAIN_HEADERS:
+            continue
         register_secret(value)
         _, _, credential = value.strip().partition(" ")
         register_secret(credential.strip())

@@ -20,9 +20,7 @@ identity provider before anyone else can reach it.
 
 from __future__ import annotations
 
-import argparse
 import json
-import os
 import secrets
 import socket
 import sys
@@ -40,7 +38,6 @@ from agentensemble_review._server_guard import (
     SECURITY_HEADERS,
     Guard,
     is_json,
-    is_loopback,
     lower_headers,
 )
 from agentensemble_review._server_page import page_csp, render_page
@@ -413,35 +410,10 @@ class ReviewServer:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Command line: run the reference review server until Ctrl-C."""
-    parser = argparse.ArgumentParser(
-        prog="python -m agentensemble_review.server",
-        description="Reference webhook for agentensemble reviews, with a web page to decide.",
-    )
-    parser.add_argument("--host", default="127.0.0.1", help="interface (default 127.0.0.1)")
-    parser.add_argument("--port", type=int, default=8765, help="port (default 8765; 0 = any)")
-    parser.add_argument(
-        "--secret",
-        default=os.environ.get("AGENTENSEMBLE_REVIEW_SECRET"),
-        help="verify X-AgentEnsemble-Signature with this secret "
-        "(default: $AGENTENSEMBLE_REVIEW_SECRET)",
-    )
-    parser.add_argument("--quiet", action="store_true", help="do not log each request")
-    args = parser.parse_args(argv)
-    server = ReviewServer(args.host, args.port, args.secret, verbose=not args.quiet)
-    server.bind()
-    if not is_loopback(args.host):
-        warning = "plain HTTP, the token is the only login: add TLS and an identity provider"
-        print(f"warning: listening on {args.host}: {warning}", file=sys.stderr)
-    signed = "signatures verified" if args.secret else "no secret: signatures not checked"
-    print(f"Review server on {server.url} ({signed})", flush=True)
-    print(f"Webhook URL: {server.reviews_url}", flush=True)
-    print(f"Open this address to decide (it holds the token): {server.page_url}", flush=True)
-    try:
-        server.serve_forever()
-    except KeyboardInterrupt:
-        print("stopped", file=sys.stderr)
-    return 0
+    """Command line: run the reference review server until Ctrl-C (see ``_server_cli``)."""
+    from agentensemble_review._server_cli import main as cli_main
+
+    return cli_main(argv)
 
 
 if __name__ == "__main__":
