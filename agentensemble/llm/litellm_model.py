@@ -9,13 +9,24 @@ import uuid
 from collections.abc import Sequence
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_serializer
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    PrivateAttr,
+    SecretStr,
+    field_serializer,
+    field_validator,
+)
 
 from agentensemble.errors import LLMError
+from agentensemble.llm._config_checks import api_base_problem, check_model_settings
 from agentensemble.llm._litellm import is_loaded, load_litellm
+from agentensemble.llm._secrets import masked, register_setting_secrets
+from agentensemble.llm._sendable import sendable
 from agentensemble.llm.retry import RetryPolicy
 from agentensemble.llm.types import ChatResponse, Message, ToolCall, ToolSpec
-from agentensemble.logging import redact
+from agentensemble.logging import register_secret
 from agentensemble.outputs import TokenUsage
 
 #: Extra seconds past ``timeout`` before our own guard cancels a call litellm did not time out.
@@ -43,6 +54,7 @@ class LLM(BaseModel):
     max_retries: int = Field(default=3, ge=0)
     retry_policy: RetryPolicy | None = None
     extra: dict[str, Any] = Field(default_factory=dict, repr=False)
+    _settings_checked: bool = PrivateAttr(default=False)
 
     def __init__(
         self,
@@ -73,11 +85,39 @@ class LLM(BaseModel):
             extra=extra,
         )
 
+    @field_validator("api_base")
+    @classmethod
+    def _api_base_has_scheme(cls, value: str | None) -> str | None:
+        problem = api_base_problem(value) if value is not None else None
+        if problem:
+            raise ValueError(problem)
+        return value
+
+    def model_post_init(self, context: Any, /) -> None:
+        """Register the key and secret-looking extra settings (headers, credentials) by value,
+        so a provider echoing one cannot leak it into an error, a log line or an event."""
+        if self.api_key is not None:
+            register_secret(self.api_key.get_secret_value())
+        register_setting_secrets(self.extra)
+
     @field_serializer("extra")
     def _extra_redacted(self, extra: dict[str, Any]) -> Any:
-        """Dumped like ``api_key``: headers, tokens and keys passed through to litellm are
-        masked (``model_dump()`` is for showing and saving settings, not for calling)."""
-        return redact(extra)
+        """Dumped like ``api_key``: headers, cookies, credentials, tokens and keys passed through
+        are masked (``model_dump()`` is for showing and saving settings, not for calling)."""
+        return masked(extra)
+
+    def check_settings(self) -> None:
+        """Raise ``ConfigurationError`` for settings that cannot work (a missing API key, a base
+        URL without a scheme), naming the variable or setting. Done before a run's first call."""
+        if self._settings_checked:
+            return
+        check_model_settings(
+            self.model,
+            has_key=self.api_key is not None,
+            extra=self.extra,
+            api_base=self.api_base,
+        )
+        self._settings_checked = True
 
     @property
     def policy(self) -> RetryPolicy:
@@ -91,12 +131,12 @@ class LLM(BaseModel):
         kwargs: dict[str, Any] = dict(self.extra)
         kwargs.update(
             model=self.model,
-            messages=[dict(message) for message in messages],
+            messages=sendable([dict(message) for message in messages]),
             timeout=self.timeout,
             max_retries=0,  # the openai SDK retries twice by default; ours is the only layer
         )
         if tools:
-            kwargs["tools"] = list(tools)
+            kwargs["tools"] = sendable(list(tools))
         if self.temperature is not None:
             kwargs["temperature"] = self.temperature
         if self.max_tokens is not None:
@@ -111,7 +151,9 @@ class LLM(BaseModel):
     async def complete(
         self, messages: Sequence[Message], *, tools: Sequence[ToolSpec] | None = None
     ) -> ChatResponse:
-        """One model turn; ``LLMError`` once the provider fails for good."""
+        """One model turn; ``LLMError`` once the provider fails for good, ``ConfigurationError``
+        (before any request) for settings that cannot work."""
+        self.check_settings()
         litellm = load_litellm() if is_loaded() else await asyncio.to_thread(load_litellm)
         kwargs = self.request_kwargs(messages, tools)
         secrets = [self.api_key.get_secret_value()] if self.api_key is not None else []
@@ -124,7 +166,9 @@ class LLM(BaseModel):
                     return await litellm.acompletion(**kwargs)
             return await asyncio.wait_for(litellm.acompletion(**kwargs), timeout=guard)
 
-        response = await self.policy.run(call, label=self.model, secrets=secrets)
+        response = await self.policy.run(
+            call, label=self.model, secrets=secrets, endpoint=self.api_base
+        )
         return to_chat_response(response, label=self.model)
 
 
