@@ -203,17 +203,41 @@ def _transport_failure(chain: list[BaseException]) -> Failure | None:
     return Failure("ConnectionError", None, detail, True)
 
 
+_NO_BODY = object()
+
+
+def _error_body(chain: list[BaseException]) -> Any:
+    """The error body as the openai SDK parses it (its ``error`` member, or the whole JSON, or
+    the text): taken from the SDK's exception, or parsed from httpx's response the same way."""
+    for exc in chain:
+        if type(exc).__module__.startswith("openai") and "APIStatusError" in _names(exc):
+            return getattr(exc, "body", None)
+    for exc in chain:
+        if type(exc).__module__.startswith("httpx") and "HTTPStatusError" in _names(exc):
+            try:
+                text = str(exc.response.text).strip()  # type: ignore[attr-defined]
+            except Exception:
+                continue
+            try:
+                data = json.loads(text)
+            except ValueError:
+                return text
+            return data.get("error", data) if isinstance(data, dict) else data
+    return _NO_BODY
+
+
 def _provider_message(chain: list[BaseException]) -> str:
     """The provider's own error message, without the wrappers' prefixes."""
-    for exc in chain:
-        if not type(exc).__module__.startswith("openai"):
-            continue
-        body = getattr(exc, "body", None)
-        if isinstance(body, dict):
-            message = body.get("message")
-            return message if isinstance(message, str) else json.dumps(body, default=str)
-        if isinstance(body, str) and body.strip():
-            return body
+    body = _error_body(chain)
+    if isinstance(body, dict):
+        message = body.get("message")
+        return message if isinstance(message, str) else json.dumps(body, default=str)
+    if isinstance(body, str):
+        return body.strip()
+    if body is None:
+        return ""
+    if body is not _NO_BODY:
+        return json.dumps(body, default=str)
     text = str(chain[0])
     stripped = _LITELLM_PREFIX.sub("", text, count=1) if text.startswith("litellm.") else text
     try:
@@ -226,10 +250,10 @@ def _provider_message(chain: list[BaseException]) -> str:
 
 
 def _error_code(chain: list[BaseException]) -> str:
+    body = _error_body(chain)
+    if isinstance(body, dict) and isinstance(body.get("code"), str):
+        return str(body["code"])
     for exc in chain:
-        body = getattr(exc, "body", None)
-        if isinstance(body, dict) and isinstance(body.get("code"), str):
-            return str(body["code"])
         code = getattr(exc, "code", None)
         if isinstance(code, str):
             return code

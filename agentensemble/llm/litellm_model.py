@@ -6,7 +6,7 @@ import asyncio
 import json
 import sys
 import uuid
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
 from pydantic import (
@@ -20,7 +20,9 @@ from pydantic import (
 )
 
 from agentensemble.errors import LLMError
+from agentensemble.llm import _model_table, _openai_lane
 from agentensemble.llm._config_checks import api_base_problem, check_model_settings
+from agentensemble.llm._lanes import Lane, LaneSetting, choose_lane
 from agentensemble.llm._litellm import is_loaded, load_litellm
 from agentensemble.llm._secrets import masked, register_setting_secrets
 from agentensemble.llm._sendable import sendable
@@ -56,6 +58,7 @@ class LLM(BaseModel):
     max_retries: int = Field(default=3, ge=0)
     retry_policy: RetryPolicy | None = None
     rate_limit: RateLimit | None = None
+    lane: LaneSetting = "auto"
     extra: dict[str, Any] = Field(default_factory=dict, repr=False)
     _rate_limiter: Any = PrivateAttr(default=None)  # one bucket per object (rate_limit.py)
     _settings_checked: bool = PrivateAttr(default=False)
@@ -72,6 +75,7 @@ class LLM(BaseModel):
         max_retries: int = 3,
         retry_policy: RetryPolicy | None = None,
         rate_limit: RateLimit | None = None,
+        lane: LaneSetting = "auto",
         **params: Any,
     ) -> None:
         """``model`` positionally or by keyword; unknown keywords (or ``extra={...}``) are
@@ -88,6 +92,7 @@ class LLM(BaseModel):
             max_retries=max_retries,
             retry_policy=retry_policy,
             rate_limit=rate_limit,
+            lane=lane,
             extra=extra,
         )
 
@@ -126,6 +131,12 @@ class LLM(BaseModel):
         self._settings_checked = True
 
     @property
+    def effective_lane(self) -> Lane:
+        """The lane calls take now: ``"openai"`` (straight to an OpenAI-compatible endpoint,
+        litellm not imported) or ``"litellm"``. See ``_lanes.choose_lane`` for the rule."""
+        return choose_lane(self.model, self.extra, self.lane)
+
+    @property
     def policy(self) -> RetryPolicy:
         """The retry policy in force."""
         return self.retry_policy or RetryPolicy(max_attempts=self.max_retries + 1)
@@ -161,6 +172,8 @@ class LLM(BaseModel):
 
     async def supports_response_format(self) -> bool:
         """Whether litellm knows this model takes a JSON-schema ``response_format``."""
+        if self.effective_lane == "openai":  # litellm's own table, read without importing it
+            return await asyncio.to_thread(_model_table.supports_response_schema, self.model)
         litellm = load_litellm() if is_loaded() else await asyncio.to_thread(load_litellm)
         return litellm_supports_schema(litellm, self.model)
 
@@ -175,17 +188,27 @@ class LLM(BaseModel):
         """One model turn; ``LLMError`` once the provider fails for good, ``ConfigurationError``
         (before any request) for settings that cannot work."""
         self.check_settings()
-        litellm = load_litellm() if is_loaded() else await asyncio.to_thread(load_litellm)
         kwargs = self.request_kwargs(messages, tools, response_format)
         secrets = [self.api_key.get_secret_value()] if self.api_key is not None else []
+        send: Callable[[], Awaitable[Any]]
+        if self.effective_lane == "openai":  # the fast lane: no litellm (_openai_lane.py)
+            request = _openai_lane.build_request(kwargs)
+
+            async def send() -> Any:
+                return _openai_lane.normalise(await _openai_lane.send(request))
+        else:
+            litellm = load_litellm() if is_loaded() else await asyncio.to_thread(load_litellm)
+
+            async def send() -> Any:
+                return await litellm.acompletion(**kwargs)
 
         guard = self.timeout + _GUARD_SECONDS
 
         async def call() -> Any:
             if sys.version_info >= (3, 11):
                 async with asyncio.timeout(guard):  # no extra task, unlike wait_for
-                    return await litellm.acompletion(**kwargs)
-            return await asyncio.wait_for(litellm.acompletion(**kwargs), timeout=guard)
+                    return await send()
+            return await asyncio.wait_for(send(), timeout=guard)
 
         response = await self.policy.run(
             call, label=self.model, secrets=secrets, endpoint=self.api_base

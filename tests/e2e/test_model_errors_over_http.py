@@ -19,7 +19,7 @@ from openai_server import OpenAIServer, TextReply, ToolCallsReply
 from agentensemble import LLM, Agent, Ensemble, RetryPolicy, Task, TaskExecutionError, tool
 from agentensemble.errors import ConfigurationError, LLMError
 
-pytestmark = [pytest.mark.anyio, pytest.mark.e2e]
+pytestmark = [pytest.mark.anyio, pytest.mark.e2e, pytest.mark.usefixtures("model_lane")]
 
 FAST = RetryPolicy(max_attempts=3, initial_backoff=0.001, max_backoff=0.005, jitter=0)
 ENV_KEY = "sk-env-9f3b2c7d1e5a4b6c8d0e2f4a6b8c0d2e"
