@@ -239,12 +239,17 @@ class Ensemble(BaseModel):
                 "Ensemble(llm=...) to a model name such as 'openai/gpt-4o-mini', an LLM or a "
                 "ChatModel"
             )
+        from agentensemble.llm.litellm_model import LLM  # litellm itself stays lazy
+
         if isinstance(chosen, str):
             if chosen not in cache:
-                from agentensemble.llm.litellm_model import LLM  # litellm itself stays lazy
-
                 cache[chosen] = LLM(model=chosen)
-            return cache[chosen]
+            chosen = cache[chosen]
+        if isinstance(chosen, LLM):
+            try:  # a missing key or a bad base URL fails here, before any model call
+                chosen.check_settings()
+            except ConfigurationError as error:
+                raise ConfigurationError(f"task {index} ({task.label!r}): {error}") from None
         model: ChatModel = chosen
         return model
 
