@@ -10,6 +10,7 @@ from __future__ import annotations
 import copy
 import inspect
 import json
+import logging
 import time
 from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
@@ -219,7 +220,7 @@ class ToolResolver:
                 names.add(executable.name)
                 resolved.append(executable)
         result = ResolvedTools(resolved)
-        if resolved:
+        if resolved and _log.isEnabledFor(logging.DEBUG):  # the text is costly with many tools
             _log.debug("tool specs", specs=json.dumps(result.specs, ensure_ascii=False))
         return result
 
