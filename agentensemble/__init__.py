@@ -11,9 +11,11 @@ from agentensemble.errors import (
     AgentExecutionError,
     ConfigurationError,
     ExitEarlyError,
+    GuardrailViolationError,
     LLMError,
     MaxIterationsExceededError,
     OutputParsingError,
+    ParallelExecutionError,
     PromptTemplateError,
     TaskExecutionError,
     ToolArgumentsError,
@@ -25,6 +27,7 @@ from agentensemble.events import (
     EnsembleEvent,
     EnsembleListener,
     EnsembleStarted,
+    GuardrailChecked,
     LLMCallCompleted,
     ReviewDecided,
     ReviewRequested,
@@ -33,7 +36,16 @@ from agentensemble.events import (
     TaskStarted,
     ToolCallCompleted,
 )
-from agentensemble.llm import LLM, ChatModel, ChatResponse, RetryPolicy, ToolCall
+from agentensemble.guardrails import GuardrailInput, GuardrailResult
+from agentensemble.llm import (
+    LLM,
+    ChatModel,
+    ChatResponse,
+    RateLimit,
+    RateLimitedModel,
+    RetryPolicy,
+    ToolCall,
+)
 from agentensemble.logging import configure_logging
 from agentensemble.outputs import (
     EnsembleOutput,
@@ -62,7 +74,7 @@ from agentensemble.tools import (
     should_return_immediately,
     tool,
 )
-from agentensemble.workflows import Workflow
+from agentensemble.workflows import ParallelErrorStrategy, Workflow
 
 __version__ = "0.1.0"
 
@@ -85,13 +97,21 @@ __all__ = [
     "EnsembleStarted",
     "ExitEarlyError",
     "ExitReason",
+    "GuardrailChecked",
+    "GuardrailInput",
+    "GuardrailResult",
+    "GuardrailViolationError",
     "LLMCallCompleted",
     "LLMError",
     "MaxIterationsExceededError",
     "OutputParsingError",
+    "ParallelErrorStrategy",
+    "ParallelExecutionError",
     "PipelineErrorStrategy",
     "PipelineStep",
     "PromptTemplateError",
+    "RateLimit",
+    "RateLimitedModel",
     "ResolvedTools",
     "RetryPolicy",
     "ReturnBehavior",

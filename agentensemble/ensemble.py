@@ -23,13 +23,15 @@ from agentensemble.outputs import EnsembleOutput
 from agentensemble.task import Task
 from agentensemble.templates import fill_template, missing_variables
 from agentensemble.tools.resolver import ResolvedTools, ToolResolver
-from agentensemble.workflows import Workflow
+from agentensemble.workflows import ParallelErrorStrategy, Workflow
 from agentensemble.workflows._review_gates import (
     after_review_for,
     is_enabled,
     policy_value,
 )
-from agentensemble.workflows.sequential import PreparedTask, run_sequential
+from agentensemble.workflows.base import PreparedTask
+from agentensemble.workflows.graph import check_task_graph
+from agentensemble.workflows.runners import RunSettings, runner_for
 
 SYNTHESISED_ROLE = "Assistant"
 _PASS_A_HANDLER = (
@@ -50,8 +52,13 @@ class Ensemble(BaseModel):
     review_policy: Any = "never"
     listeners: list[Any] = Field(default_factory=list)
     verbose: bool = False
+    max_concurrency: int | None = Field(default=None, ge=1, description="PARALLEL: tasks at once")
+    parallel_error_strategy: ParallelErrorStrategy = ParallelErrorStrategy.FAIL_FAST
+    manager_llm: Any = Field(default=None, description="HIERARCHICAL: the manager's model")
+    manager_max_iterations: int = Field(default=20, gt=0, description="manager's tool calls")
+    max_delegation_depth: int = Field(default=3, ge=0, description="nested peer hand-offs")
 
-    @field_validator("llm")
+    @field_validator("llm", "manager_llm")
     @classmethod
     def _model(cls, value: Any) -> Any:
         return check_model(value)
@@ -92,6 +99,9 @@ class Ensemble(BaseModel):
     # -- validation ---------------------------------------------------------------------------
 
     def _check_context_order(self) -> None:
+        if self.workflow is not Workflow.SEQUENTIAL:  # any list order; no cycle, none outside
+            check_task_graph(self.tasks)
+            return
         positions = {id(task): i for i, task in enumerate(self.tasks, start=1)}
         for index, task in enumerate(self.tasks, start=1):
             for dependency in task.context:
@@ -209,6 +219,10 @@ class Ensemble(BaseModel):
                     tools=tools_of_task[index - 1],
                     output_type=task.output_type,
                     task_name=task.name,
+                    max_output_retries=task.max_output_retries,
+                    input_guardrails=task.input_guardrails,
+                    output_guardrails=task.output_guardrails,
+                    inputs=inputs,
                 )
             prepared.append(item)
         return prepared
@@ -246,10 +260,16 @@ class Ensemble(BaseModel):
             listeners.append(ConsoleProgressListener())
         env = ExecutionEnv(emitter=EventEmitter(listeners), review_handler=self.review_handler)
         env.emitter.emit(EnsembleStarted(total_tasks=len(prepared)))
-        output = await run_sequential(prepared, env, values)
+        output = await runner_for(self.workflow, self._run_settings()).run(prepared, env, values)
         output = output.model_copy(update={"tool_metrics": env.metrics.snapshot()})
         env.emitter.emit(EnsembleCompleted(output=output))
         return output
+
+    def _run_settings(self) -> RunSettings:
+        return RunSettings(
+            max_concurrency=self.max_concurrency,
+            parallel_error_strategy=self.parallel_error_strategy,
+        )
 
     def run(self, inputs: Mapping[str, Any] | None = None) -> EnsembleOutput:
         """Run synchronously; works from plain scripts and inside a running loop (Jupyter).

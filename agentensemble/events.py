@@ -80,6 +80,19 @@ class ReviewDecided:
     details: dict[str, Any] = field(default_factory=dict)
 
 
+@dataclass(frozen=True)
+class GuardrailChecked:
+    """One guardrail ran: ``kind`` is "input" or "output"; ``attempt`` counts answers checked."""
+
+    kind: str
+    guardrail: str
+    passed: bool
+    task_description: str
+    agent_role: str
+    message: str | None = None
+    attempt: int = 1
+
+
 EnsembleEvent = (
     EnsembleStarted
     | EnsembleCompleted
@@ -90,6 +103,7 @@ EnsembleEvent = (
     | ToolCallCompleted
     | ReviewRequested
     | ReviewDecided
+    | GuardrailChecked
 )
 
 
@@ -126,6 +140,7 @@ __all__ = [
     "EnsembleListener",
     "EnsembleStarted",
     "EventEmitter",
+    "GuardrailChecked",
     "LLMCallCompleted",
     "ReviewDecided",
     "ReviewRequested",

@@ -3,11 +3,34 @@
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Sequence
 from datetime import timedelta
 from enum import Enum
-from typing import Any
+from typing import Any, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field, field_serializer
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    PrivateAttr,
+    TypeAdapter,
+    ValidationError,
+    field_serializer,
+)
+
+T = TypeVar("T")
+
+
+def _typed(value: Any, output_type: type[T]) -> T:
+    """``value`` checked to be an ``output_type`` (strictly: no conversion), for typed code."""
+    try:
+        result: T = TypeAdapter(output_type).validate_python(value, strict=True)
+    except ValidationError as error:
+        raise TypeError(
+            f"parsed value {type(value).__name__} is not a {output_type!r}: "
+            f"{error.errors()[0]['msg']}"
+        ) from error
+    return result
 
 
 class ExitReason(str, Enum):
@@ -73,6 +96,13 @@ class TaskOutput(BaseModel):
     returned_immediately: bool = False
     task_name: str | None = None
 
+    def parsed_as(self, output_type: type[T]) -> T:
+        """``parsed`` with its precise type for a type checker: ``out.parsed_as(Report)``.
+
+        Raises TypeError when the parsed value is not of that type (or the task had none).
+        """
+        return _typed(self.parsed, output_type)
+
 
 class EnsembleOutput(BaseModel):
     """What a whole run produced: every completed task's output, in order."""
@@ -89,6 +119,21 @@ class EnsembleOutput(BaseModel):
         default_factory=dict, description="per-tool ToolMetrics of this run, by tool name"
     )
 
+    @property
+    def parsed(self) -> Any:
+        """The last completed task's parsed value (None if it had no ``output_type``)."""
+        return self.task_outputs[-1].parsed if self.task_outputs else None
+
+    def parsed_as(self, output_type: type[T]) -> T:
+        """``parsed`` with its precise type: ``output.parsed_as(list[Item])``."""
+        return _typed(self.parsed, output_type)
+
+    _by_task: list[tuple[Any, TaskOutput]] = PrivateAttr(default_factory=list)
+
+    def output_for(self, task: Any) -> TaskOutput | None:
+        """The output of ``task`` (this very Task object) in this run; None if it did not run."""
+        return next((output for known, output in self._by_task if known is task), None)
+
     @field_serializer("tool_metrics")
     def _metrics_counters(self, metrics: dict[str, Any]) -> dict[str, Any]:
         """ToolMetrics are dataclasses holding a lock: dump their public counters only."""
@@ -101,12 +146,14 @@ class EnsembleOutput(BaseModel):
         *,
         exit_reason: ExitReason,
         total_duration: timedelta,
+        tasks: Sequence[Any] = (),
     ) -> EnsembleOutput:
-        """Build the summary of a run from its completed task outputs."""
+        """Build the summary of a run from its completed task outputs (``tasks``: the Task of
+        each output, in the same order, for ``output_for``)."""
         usage = TokenUsage()
         for output in outputs:
             usage = usage + output.usage
-        return cls(
+        summary = cls(
             raw=outputs[-1].raw if outputs else "",
             task_outputs=list(outputs),
             exit_reason=exit_reason,
@@ -114,6 +161,8 @@ class EnsembleOutput(BaseModel):
             total_tool_calls=sum(len(o.tool_calls) for o in outputs),
             usage=usage,
         )
+        summary._by_task = list(zip(tasks, outputs, strict=False))
+        return summary
 
 
 def _public_fields(value: Any) -> Any:
