@@ -106,29 +106,30 @@ class Ensemble(BaseModel):
         if self.workflow is not Workflow.SEQUENTIAL:  # any list order; no cycle, none outside
             check_task_graph(self.tasks)
             return
-        seen: set[int] = set()
         positions = {id(task): i for i, task in enumerate(self.tasks, start=1)}
         for index, task in enumerate(self.tasks, start=1):
             for dependency in task.context:
-                if id(dependency) not in positions:
+                position = positions.get(id(dependency))
+                if position is None:
                     raise ValueError(
                         f"task {index} ({task.label!r}) has context task "
                         f"{dependency.label!r}, which is not in this ensemble's tasks"
                     )
-                if id(dependency) not in seen:
+                if position >= index:
                     raise ValueError(
                         f"task {index} ({task.label!r}) has context task {dependency.label!r}, "
-                        f"which runs later (task {positions[id(dependency)]}); context must "
+                        f"which runs later (task {position}); context must "
                         "come from an earlier task"
                     )
-            seen.add(id(task))
 
     def _resolve_tools(self, task: Task) -> ResolvedTools | None:
         sources = [*(task.agent.tools if task.agent else []), *task.tools]
         return ToolResolver().resolve(sources) if sources else None
 
-    def _check_tools_and_reviews(self) -> None:
+    def _check_tools_and_reviews(self) -> list[ResolvedTools | None]:
+        """Resolve every task's tools (once) and check them and the reviews; the resolved tools."""
         policy = policy_value(self.review_policy)
+        resolved: list[ResolvedTools | None] = []
         for index, task in enumerate(self.tasks, start=1):
             try:
                 tools = self._resolve_tools(task)
@@ -149,6 +150,7 @@ class Ensemble(BaseModel):
                     "the human), but the ensemble has no review_handler. Pass "
                     "Ensemble(review_handler=...)"
                 )
+            resolved.append(tools)
             if self.review_handler is not None:
                 continue
             if policy != "never":
@@ -164,6 +166,7 @@ class Ensemble(BaseModel):
                     f"task {index} ({task.label!r}) has {asking[0]}=Review.required(...), but "
                     f"the ensemble has no review_handler. {_PASS_A_HANDLER}"
                 )
+        return resolved
 
     # -- preparation --------------------------------------------------------------------------
 
@@ -179,7 +182,7 @@ class Ensemble(BaseModel):
     def _prepare(self, inputs: Mapping[str, Any]) -> list[PreparedTask]:
         """Everything that can fail before the first model call fails here, all at once."""
         self._check_context_order()
-        self._check_tools_and_reviews()
+        tools_of_task = self._check_tools_and_reviews()  # resolved once per task per run
         missing = missing_variables(self._template_texts(), inputs)
         if missing:
             raise PromptTemplateError(missing)
@@ -217,7 +220,7 @@ class Ensemble(BaseModel):
                     model=self._model_for(agent, index, task, models),
                     response_format=agent.response_format,
                     max_iterations=agent.max_iterations,
-                    tools=self._resolve_tools(task),
+                    tools=tools_of_task[index - 1],
                     output_type=task.output_type,
                     task_name=task.name,
                     max_output_retries=task.max_output_retries,
