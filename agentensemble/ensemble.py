@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
-from collections.abc import Mapping, Sequence
+from collections.abc import AsyncIterator, Mapping, Sequence
+from contextlib import nullcontext
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
@@ -14,11 +15,13 @@ from agentensemble.agent import Agent
 from agentensemble.errors import ConfigurationError, PromptTemplateError, TaskExecutionError
 from agentensemble.events import (
     EnsembleCompleted,
+    EnsembleEvent,
     EnsembleListener,
     EnsembleStarted,
     EventEmitter,
 )
 from agentensemble.execution.agent_executor import AgentTask, ExecutionEnv
+from agentensemble.llm.streaming import EventSink, use_sink
 from agentensemble.llm.types import ChatModel
 from agentensemble.outputs import EnsembleOutput
 from agentensemble.run_context import current_run_id, new_run_id, run_scope
@@ -240,8 +243,18 @@ class Ensemble(BaseModel):
         """Run the ensemble. Validation failures raise before any model call."""
         return await self._execute(inputs, ())
 
+    def astream(self, inputs: Mapping[str, Any] | None = None) -> AsyncIterator[EnsembleEvent]:
+        """Run and yield the run's events as they happen, model text as ``TokenDelta``s; ends
+        with ``EnsembleCompleted``. Leaving the loop early cancels the run."""
+        from agentensemble.streaming import astream
+
+        return astream(self._execute, inputs)
+
     async def _execute(
-        self, inputs: Mapping[str, Any] | None, extra_listeners: Sequence[EnsembleListener]
+        self,
+        inputs: Mapping[str, Any] | None,
+        extra_listeners: Sequence[EnsembleListener],
+        stream: bool = False,
     ) -> EnsembleOutput:
         """One run under its own run id (bound for events, logs and errors)."""
         values = dict(inputs or {})
@@ -264,7 +277,8 @@ class Ensemble(BaseModel):
                 EnsembleStarted(total_tasks=len(prepared), parent_run_id=parent_run_id)
             )
             try:
-                output = await run_sequential(prepared, env, values)
+                with use_sink(EventSink(env.emitter.emit)) if stream else nullcontext():
+                    output = await run_sequential(prepared, env, values)
             except TaskExecutionError as error:
                 error.trace = recorder.fail(error)
                 raise

@@ -14,7 +14,9 @@ from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_serializer
 
 from agentensemble.errors import LLMError
 from agentensemble.llm._litellm import is_loaded, load_litellm
+from agentensemble.llm._litellm_stream import StreamAttempts, stream_turn
 from agentensemble.llm.retry import RetryPolicy
+from agentensemble.llm.streaming import current_sink
 from agentensemble.llm.types import ChatResponse, Message, ToolCall, ToolSpec
 from agentensemble.logging import redact
 from agentensemble.outputs import TokenUsage
@@ -119,17 +121,24 @@ class LLM(BaseModel):
 
         guard = self.timeout + _GUARD_SECONDS
         attempts = 0
+        sink = current_sink()
+        streaming = StreamAttempts(sink) if sink is not None else None
 
         async def call() -> Any:
             nonlocal attempts
             attempts += 1
+            if streaming is not None:  # a streaming run: stream=True, text to its sink
+                streaming.attempts = attempts
+                return await stream_turn(litellm, kwargs, streaming, guard)
             if sys.version_info >= (3, 11):
                 async with asyncio.timeout(guard):  # no extra task, unlike wait_for
                     return await litellm.acompletion(**kwargs)
             return await asyncio.wait_for(litellm.acompletion(**kwargs), timeout=guard)
 
         response = await self.policy.run(call, label=self.model, secrets=secrets)
-        return dataclasses.replace(to_chat_response(response, label=self.model), attempts=attempts)
+        if not isinstance(response, ChatResponse):
+            response = to_chat_response(response, label=self.model)
+        return dataclasses.replace(response, attempts=attempts)
 
 
 def _get(obj: Any, name: str) -> Any:

@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Literal
 
-FaultKind = Literal["status", "drop", "truncated", "non_json", "slow", "hang"]
+FaultKind = Literal["status", "drop", "truncated", "non_json", "slow", "hang", "stream_break"]
 
 CHAT_PATHS = frozenset({"/v1/chat/completions", "/chat/completions"})
 
@@ -62,7 +62,9 @@ class Fault:
     kinds: ``status`` (HTTP ``status`` with ``headers``/``body``), ``drop`` (close the socket
     without answering), ``truncated`` (200 whose body stops half-way), ``non_json`` (200 with a
     body that is not JSON), ``slow`` (wait ``delay``, then serve the next scripted answer, from
-    the script or from chaos alike), ``hang`` (wait ``delay``, then drop the connection).
+    the script or from chaos alike), ``hang`` (wait ``delay``, then drop the connection),
+    ``stream_break`` (a streaming request gets the start of an answer, ``body`` as text
+    pieces, then the connection drops mid-stream; a plain request is simply dropped).
     """
 
     kind: FaultKind = "status"
@@ -444,6 +446,8 @@ class _Handler(BaseHTTPRequestHandler):
     def do_GET(self) -> None:
         self._send_json(404, {"error": {"message": "not found", "type": "invalid_request_error"}})
 
+    _streaming = False
+
     def do_POST(self) -> None:
         owner = self.owner
         path = self.path.split("?", 1)[0]
@@ -456,13 +460,10 @@ class _Handler(BaseHTTPRequestHandler):
             owner._record(path, headers, {"_raw": raw.decode(errors="replace")}, "error")
             self._send_error(400, "request body is not JSON")
             return
+        self._streaming = bool(isinstance(body, dict) and body.get("stream"))
         if path not in CHAT_PATHS:
             owner._record(path, headers, body, "error")
             self._send_error(404, f"unknown path {path}", "not_found_error")
-            return
-        if body.get("stream"):
-            owner._record(path, headers, body, "error")
-            self._send_error(400, "the test server does not stream")
             return
 
         with owner._lock:
@@ -499,6 +500,9 @@ class _Handler(BaseHTTPRequestHandler):
         owner._record(path, headers, body, outcome)
         if owner._sleep(reply.delay):
             return
+        if body.get("stream"):
+            self._stream(stream_chunks(json.loads(owner._completion(body, reply)), body))
+            return
         self._send(200, owner._completion(body, reply), {"Content-Type": "application/json"})
 
     # ----------------------------------------------------------------- answers
@@ -510,7 +514,11 @@ class _Handler(BaseHTTPRequestHandler):
     def _fault(self, fault: Fault) -> None:
         if self.owner._sleep(fault.delay):
             return
-        if fault.kind in ("drop", "hang"):
+        if fault.kind == "stream_break" and self._streaming:
+            partial = {"id": "chatcmpl-broken", "model": "test-model", "choices": []}
+            pieces = _pieces(fault.body or "partial answer")
+            self._stream([_chunk(partial, {"content": piece}) for piece in pieces], broken=True)
+        elif fault.kind in ("drop", "hang", "stream_break"):
             self._drop()
         elif fault.kind == "truncated":
             data = b'{"id": "chatcmpl-x", "object": "chat.completion", "choices": [{"ind'
@@ -570,11 +578,69 @@ class _Handler(BaseHTTPRequestHandler):
         except OSError:
             self.close_connection = True
 
+    def _stream(self, events: list[dict[str, Any]], broken: bool = False) -> None:
+        """Server-sent events, one HTTP chunk each, written as they go; ``broken`` cuts the
+        connection before the end (no finish reason, no terminating chunk)."""
+        head = "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n"
+        head += "Cache-Control: no-cache\r\nTransfer-Encoding: chunked\r\n\r\n"
+        try:
+            self.wfile.write(head.encode("latin-1"))
+            for event in events:
+                data = f"data: {json.dumps(event)}\n\n".encode()
+                self.wfile.write(f"{len(data):x}\r\n".encode() + data + b"\r\n")
+                self.wfile.flush()
+            if broken:
+                self._drop()
+                return
+            done = b"data: [DONE]\n\n"
+            self.wfile.write(f"{len(done):x}\r\n".encode() + done + b"\r\n0\r\n\r\n")
+            self.wfile.flush()
+        except OSError:
+            self.close_connection = True
+
     def _drop(self) -> None:
         """Close the connection without (finishing) an answer."""
         self.close_connection = True
         with contextlib.suppress(OSError):
             self.connection.shutdown(socket.SHUT_RDWR)
+
+
+def _pieces(text: str) -> list[str]:
+    """Word-sized pieces of ``text``, each keeping its trailing space."""
+    words = text.split(" ")
+    return [w + " " for w in words[:-1]] + ([words[-1]] if words[-1] else [])
+
+
+def _chunk(completion: dict[str, Any], delta: dict[str, Any], finish: str | None = None) -> Any:
+    return {
+        "id": completion["id"],
+        "object": "chat.completion.chunk",
+        "created": int(time.time()),
+        "model": completion["model"],
+        "choices": [{"index": 0, "delta": delta, "finish_reason": finish}],
+    }
+
+
+def stream_chunks(completion: dict[str, Any], body: dict[str, Any]) -> list[dict[str, Any]]:
+    """A completion as OpenAI streams it: role, text word by word, each tool call's name then
+    its arguments in two fragments, the finish reason, then usage if the client asked."""
+    choice = completion["choices"][0]
+    message = choice["message"]
+    chunks = [_chunk(completion, {"role": "assistant", "content": ""})]
+    chunks += [_chunk(completion, {"content": p}) for p in _pieces(message.get("content") or "")]
+    for index, call in enumerate(message.get("tool_calls") or []):
+        start = {"index": index, "id": call["id"], "type": "function"}
+        start["function"] = {"name": call["function"]["name"], "arguments": ""}
+        chunks.append(_chunk(completion, {"tool_calls": [start]}))
+        arguments = call["function"]["arguments"]
+        half = len(arguments) // 2
+        for part in (arguments[:half], arguments[half:]):
+            fragment = {"index": index, "function": {"arguments": part}}
+            chunks.append(_chunk(completion, {"tool_calls": [fragment]}))
+    chunks.append(_chunk(completion, {}, choice["finish_reason"]))
+    if (body.get("stream_options") or {}).get("include_usage"):
+        chunks.append({**_chunk(completion, {}), "choices": [], "usage": completion["usage"]})
+    return chunks
 
 
 _ERROR_TYPES = {
@@ -598,4 +664,5 @@ __all__ = [
     "TextReply",
     "ToolCallsReply",
     "default_chaos_faults",
+    "stream_chunks",
 ]
