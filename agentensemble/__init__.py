@@ -23,6 +23,7 @@ from agentensemble.errors import (
 from agentensemble.events import (
     EnsembleCompleted,
     EnsembleEvent,
+    EnsembleFailed,
     EnsembleListener,
     EnsembleStarted,
     LLMCallCompleted,
@@ -86,6 +87,7 @@ __all__ = [
     "Ensemble",
     "EnsembleCompleted",
     "EnsembleEvent",
+    "EnsembleFailed",
     "EnsembleListener",
     "EnsembleOutput",
     "EnsembleStarted",

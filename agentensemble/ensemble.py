@@ -16,6 +16,7 @@ from agentensemble.errors import ConfigurationError, PromptTemplateError, TaskEx
 from agentensemble.events import (
     EnsembleCompleted,
     EnsembleEvent,
+    EnsembleFailed,
     EnsembleListener,
     EnsembleStarted,
     EventEmitter,
@@ -281,6 +282,7 @@ class Ensemble(BaseModel):
                     output = await run_sequential(prepared, env, values)
             except TaskExecutionError as error:
                 error.trace = recorder.fail(error)
+                env.emitter.emit(EnsembleFailed(error))
                 raise
             output = output.model_copy(
                 update={"tool_metrics": env.metrics.snapshot(), "run_id": current_run_id()}

@@ -40,6 +40,14 @@ class EnsembleCompleted:
 
 
 @dataclass(frozen=True)
+class EnsembleFailed:
+    """The run failed; ``error`` is what the run raises (a ``TaskExecutionError``)."""
+
+    error: BaseException
+    run_id: str = _run_id()
+
+
+@dataclass(frozen=True)
 class TaskStarted:
     task_index: int
     total_tasks: int
@@ -181,6 +189,7 @@ class StreamRestarted:
 EnsembleEvent = (
     EnsembleStarted
     | EnsembleCompleted
+    | EnsembleFailed
     | TaskStarted
     | TaskCompleted
     | TaskFailed
@@ -228,6 +237,7 @@ class EventEmitter:
 __all__ = [
     "EnsembleCompleted",
     "EnsembleEvent",
+    "EnsembleFailed",
     "EnsembleListener",
     "EnsembleStarted",
     "EventEmitter",

@@ -13,6 +13,7 @@ from agentensemble import (
     Agent,
     Ensemble,
     EnsembleCompleted,
+    EnsembleFailed,
     EnsembleStarted,
     LLMCallCompleted,
     Task,
@@ -91,7 +92,10 @@ async def test_a_failure_raises_from_the_iterator_after_the_events_that_led_to_i
         async for event in ensemble.astream():
             seen.append(event)
 
-    assert [type(e) for e in seen if not isinstance(e, TokenDelta)][-1] is TaskFailed
+    assert [type(e) for e in seen if not isinstance(e, TokenDelta)][-2:] == [
+        TaskFailed,
+        EnsembleFailed,
+    ]
     assert any(isinstance(e, TaskCompleted) for e in seen)
     assert caught.value.trace is not None
 
