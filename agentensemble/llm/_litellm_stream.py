@@ -58,6 +58,9 @@ async def stream_turn(
         if piece:
             state.showed_text = True
             state.sink.text(piece)
+            # Let the consumer see the piece now: chunks already buffered would otherwise be
+            # read without ever yielding to the loop, delaying the first token to the last.
+            await asyncio.sleep(0)
     return assembler.response()
 
 
