@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import AsyncIterator, Mapping, Sequence
+from contextlib import nullcontext
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
@@ -13,11 +14,14 @@ from agentensemble.agent import Agent
 from agentensemble.errors import ConfigurationError, PromptTemplateError, TaskExecutionError
 from agentensemble.events import (
     EnsembleCompleted,
+    EnsembleEvent,
+    EnsembleFailed,
     EnsembleListener,
     EnsembleStarted,
     EventEmitter,
 )
 from agentensemble.execution.agent_executor import AgentTask, ExecutionEnv
+from agentensemble.llm.streaming import EventSink, use_sink
 from agentensemble.llm.types import ChatModel
 from agentensemble.outputs import EnsembleOutput
 from agentensemble.run_context import current_run_id, new_run_id, run_scope
@@ -265,8 +269,18 @@ class Ensemble(BaseModel):
         """Run the ensemble. Validation failures raise before any model call."""
         return await self._execute(inputs, ())
 
+    def astream(self, inputs: Mapping[str, Any] | None = None) -> AsyncIterator[EnsembleEvent]:
+        """Run and yield the run's events as they happen, model text as ``TokenDelta``s; ends
+        with ``EnsembleCompleted``. Leaving the loop early cancels the run."""
+        from agentensemble.streaming import astream
+
+        return astream(self._execute, inputs)
+
     async def _execute(
-        self, inputs: Mapping[str, Any] | None, extra_listeners: Sequence[EnsembleListener]
+        self,
+        inputs: Mapping[str, Any] | None,
+        extra_listeners: Sequence[EnsembleListener],
+        stream: bool = False,
     ) -> EnsembleOutput:
         """One run. Tool sources (MCP servers) are started first, once for the whole run, and
         closed when it ends, whatever way it ends."""
@@ -275,10 +289,13 @@ class Ensemble(BaseModel):
             [*(agent.tools for agent in agents), *(t.tools for t in self.tasks)]
         )
         async with open_tool_sources(sources):
-            return await self._run_once(inputs, extra_listeners)
+            return await self._run_once(inputs, extra_listeners, stream)
 
     async def _run_once(
-        self, inputs: Mapping[str, Any] | None, extra_listeners: Sequence[EnsembleListener]
+        self,
+        inputs: Mapping[str, Any] | None,
+        extra_listeners: Sequence[EnsembleListener],
+        stream: bool,
     ) -> EnsembleOutput:
         """One run under its own run id (bound for events, logs and errors)."""
         values = dict(inputs or {})
@@ -305,9 +322,11 @@ class Ensemble(BaseModel):
             if team is not None:
                 team.env = env
             try:
-                output = await runner_for(self.workflow, settings).run(prepared, env, values)
+                with use_sink(EventSink(env.emitter.emit)) if stream else nullcontext():
+                    output = await runner_for(self.workflow, settings).run(prepared, env, values)
             except TaskExecutionError as error:
                 error.trace = recorder.fail(error)
+                env.emitter.emit(EnsembleFailed(error))
                 raise
             output = output.model_copy(
                 update={"tool_metrics": env.metrics.snapshot(), "run_id": current_run_id()}
