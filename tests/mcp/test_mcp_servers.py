@@ -329,3 +329,13 @@ def test_the_sync_run_facade_starts_and_stops_the_server() -> None:
 
     pid = int(output.task_outputs[0].tool_calls[0].output)
     assert not process_alive(pid)
+
+
+async def test_without_the_mcp_package_the_run_says_which_extra_to_install(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setitem(sys.modules, "mcp", None)  # import mcp now raises ImportError
+    model = ScriptedChatModel(["never"])
+    with pytest.raises(MCPServerError, match=re.escape("pip install 'agentensemble[mcp]'")):
+        await one_task(stdio_server(), model).arun()
+    assert model.requests == []
