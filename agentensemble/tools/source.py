@@ -97,8 +97,19 @@ async def open_tool_sources(sources: Sequence[ToolSource]) -> AsyncIterator[None
         finally:
             _opened.reset(token)
     finally:
-        for handle in reversed(started):
+        await _close_all(started)
+
+
+async def _close_all(handles: Sequence[OpenedSource]) -> None:
+    """Close every handle, last opened first, even when one close is interrupted."""
+    interrupted: BaseException | None = None
+    for handle in reversed(handles):
+        try:
             await handle.close()
+        except BaseException as error:  # a cancelled run: close the others, then go on
+            interrupted = interrupted or error
+    if interrupted is not None:
+        raise interrupted
 
 
 __all__ = ["OpenedSource", "ToolSource", "open_tool_sources", "tool_sources_in"]
