@@ -339,3 +339,23 @@ async def test_without_the_mcp_package_the_run_says_which_extra_to_install(
     with pytest.raises(MCPServerError, match=re.escape("pip install 'agentensemble[mcp]'")):
         await one_task(stdio_server(), model).arun()
     assert model.requests == []
+
+
+async def test_a_nested_run_shares_the_server_of_the_run_around_it() -> None:
+    server = stdio_server(include=["pid"])
+    inner_model = ScriptedChatModel([tool_call("pid"), "inner done"])
+
+    @tool
+    def ask_inner_team() -> str:
+        """Run the inner team (a sync tool: it calls the sync facade from a worker thread)."""
+        inner = one_task(server, inner_model)
+        return inner.run().task_outputs[0].tool_calls[0].output
+
+    model = ScriptedChatModel([tool_call("pid"), tool_call("ask_inner_team"), "outer done"])
+    agent = Agent(role="Lead", goal="Delegate", tools=[server, ask_inner_team], llm=model)
+    await Ensemble(tasks=[Task(description="Go", agent=agent)]).arun()
+
+    (outer_pid,) = model.requests[1].tool_results
+    (inner_pid,) = model.requests[2].tool_results
+    assert inner_pid == outer_pid
+    assert not process_alive(int(outer_pid))
