@@ -146,6 +146,13 @@ class Ensemble(BaseModel):
                     "the human), but the ensemble has no review_handler. Pass "
                     "Ensemble(review_handler=...)"
                 )
+            lists = [task.agent.tools if task.agent else [], task.tools]
+            gated = [source for source in tool_sources_in(lists) if source.asks_for_approval]
+            if self.review_handler is None and gated:
+                raise ConfigurationError(
+                    f"task {index} ({task.label!r}): {gated[0].describe()} has requires_approval "
+                    "set, but the ensemble has no review_handler. Pass Ensemble(review_handler=...)"
+                )
             if self.review_handler is not None:
                 continue
             if policy != "never":

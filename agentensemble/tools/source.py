@@ -50,6 +50,12 @@ class ToolSource(ABC):
     async def open(self) -> OpenedSource:
         """Start or connect, and list the tools. Called once per run."""
 
+    @property
+    def asks_for_approval(self) -> bool:
+        """Whether some of its tools will need a reviewer (known before the source is opened,
+        so a missing review handler is reported when the Ensemble is built)."""
+        return False
+
     def tools(self) -> Sequence[AgentTool]:
         """The tools of the run in progress; empty when no run has opened this source."""
         opened = _opened.get().get(id(self))

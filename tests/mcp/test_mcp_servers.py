@@ -95,8 +95,9 @@ async def test_a_filter_naming_an_unknown_tool_fails_the_run_before_any_model_ca
     options: dict[str, object], message: str
 ) -> None:
     model = ScriptedChatModel(["never"])
+    ensemble = one_task(stdio_server(**options), model, review_handler=ScriptedReviewHandler([]))
     with pytest.raises(MCPServerError, match=re.escape(message)):
-        await one_task(stdio_server(**options), model).arun()
+        await ensemble.arun()
     assert model.requests == []
 
 
@@ -237,11 +238,14 @@ async def test_approval_listed_tools_go_through_the_reviewer() -> None:
     assert handler.requests[0].output == '{"a": 1, "b": 2}'
 
 
-async def test_approval_without_a_review_handler_fails_before_any_model_call() -> None:
-    model = ScriptedChatModel(["never"])
-    with pytest.raises(ConfigurationError, match="add require approval"):
-        await one_task(stdio_server(requires_approval=True, include=["add"]), model).arun()
-    assert model.requests == []
+@pytest.mark.parametrize("requires_approval", [True, ["add"]])
+def test_approval_without_a_review_handler_fails_when_the_ensemble_is_built(
+    requires_approval: bool | list[str],
+) -> None:
+    server = stdio_server(requires_approval=requires_approval)
+    with pytest.raises(ConfigurationError, match="has requires_approval set, but the ensemble"):
+        one_task(server, ScriptedChatModel(["never"]))
+    assert server.tools() == ()  # nothing was started to find this out
 
 
 async def test_a_streamable_http_server_is_used_like_any_tool(http_url: str) -> None:
