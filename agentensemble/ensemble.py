@@ -158,6 +158,13 @@ class Ensemble(BaseModel):
                     "Ensemble(review_handler=...)"
                 )
             resolved.append(tools)
+            lists = [task.agent.tools if task.agent else [], task.tools]
+            gated = [source for source in tool_sources_in(lists) if source.asks_for_approval]
+            if self.review_handler is None and gated:
+                raise ConfigurationError(
+                    f"task {index} ({task.label!r}): {gated[0].describe()} has requires_approval "
+                    "set, but the ensemble has no review_handler. Pass Ensemble(review_handler=...)"
+                )
             if self.review_handler is not None:
                 continue
             if policy != "never":
