@@ -36,6 +36,7 @@ from agentensemble.events import (
     ToolCallCompleted,
 )
 from agentensemble.guardrails import GuardrailInput, GuardrailResult
+from agentensemble.hints import AgentEnsembleWarning, MissingContextWarning, ToolDescriptionWarning
 from agentensemble.llm import LLM, ChatModel, ChatResponse, RetryPolicy, ToolCall
 from agentensemble.logging import configure_logging
 from agentensemble.outputs import (
@@ -74,6 +75,7 @@ __all__ = [
     "AbstractAgentTool",
     "Agent",
     "AgentEnsembleError",
+    "AgentEnsembleWarning",
     "AgentExecutionError",
     "AgentTool",
     "ChatModel",
@@ -95,6 +97,7 @@ __all__ = [
     "LLMCallCompleted",
     "LLMError",
     "MaxIterationsExceededError",
+    "MissingContextWarning",
     "OutputParsingError",
     "PipelineErrorStrategy",
     "PipelineStep",
@@ -117,6 +120,7 @@ __all__ = [
     "ToolCallCompleted",
     "ToolCallRecord",
     "ToolContext",
+    "ToolDescriptionWarning",
     "ToolExecutionError",
     "ToolMetrics",
     "ToolMetricsRegistry",

@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
@@ -19,6 +19,12 @@ from agentensemble.events import (
     EventEmitter,
 )
 from agentensemble.execution.agent_executor import AgentTask, ExecutionEnv
+from agentensemble.hints import (
+    check_inputs,
+    method_hint,
+    reject_foreign_names,
+    warn_missing_context,
+)
 from agentensemble.llm.types import ChatModel
 from agentensemble.outputs import EnsembleOutput
 from agentensemble.task import Task
@@ -51,6 +57,11 @@ class Ensemble(BaseModel):
     review_policy: Any = "never"
     listeners: list[Any] = Field(default_factory=list)
     verbose: bool = False
+
+    @model_validator(mode="before")
+    @classmethod
+    def _foreign_names(cls, data: Any) -> Any:
+        return reject_foreign_names(cls, data)
 
     @field_validator("llm")
     @classmethod
@@ -239,8 +250,9 @@ class Ensemble(BaseModel):
 
     async def arun(self, inputs: Mapping[str, Any] | None = None) -> EnsembleOutput:
         """Run the ensemble. Validation failures raise before any model call."""
-        values = dict(inputs or {})
+        values = check_inputs(inputs)
         prepared = self._prepare(values)
+        warn_missing_context(self.tasks)
         listeners = list(self.listeners)
         if self.verbose:
             from agentensemble.progress import ConsoleProgressListener
@@ -261,6 +273,14 @@ class Ensemble(BaseModel):
             return asyncio.run(self.arun(inputs))
         with concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="agentensemble") as pool:
             return pool.submit(asyncio.run, self.arun(inputs)).result()
+
+    if not TYPE_CHECKING:  # type checkers keep reporting unknown attributes as errors
+
+        def __getattr__(self, name: str) -> Any:
+            hint = method_hint(type(self).__name__, name)
+            if hint is not None:
+                raise AttributeError(hint)
+            return super().__getattr__(name)
 
     def __repr__(self) -> str:
         return f"Ensemble(tasks={len(self.tasks)}, workflow={self.workflow.value!r})"
