@@ -15,6 +15,7 @@ from agentensemble.errors import (
     LLMError,
     MaxIterationsExceededError,
     OutputParsingError,
+    ParallelExecutionError,
     PromptTemplateError,
     TaskExecutionError,
     ToolArgumentsError,
@@ -28,16 +29,29 @@ from agentensemble.events import (
     EnsembleStarted,
     GuardrailChecked,
     LLMCallCompleted,
+    LLMCallFailed,
+    LLMCallStarted,
     ReviewDecided,
     ReviewRequested,
+    StreamRestarted,
     TaskCompleted,
     TaskFailed,
     TaskStarted,
+    TokenDelta,
     ToolCallCompleted,
+    ToolCallStarted,
 )
 from agentensemble.guardrails import GuardrailInput, GuardrailResult
 from agentensemble.hints import AgentEnsembleWarning, MissingContextWarning, ToolDescriptionWarning
-from agentensemble.llm import LLM, ChatModel, ChatResponse, RetryPolicy, ToolCall
+from agentensemble.llm import (
+    LLM,
+    ChatModel,
+    ChatResponse,
+    RateLimit,
+    RateLimitedModel,
+    RetryPolicy,
+    ToolCall,
+)
 from agentensemble.logging import configure_logging
 from agentensemble.outputs import (
     EnsembleOutput,
@@ -66,7 +80,8 @@ from agentensemble.tools import (
     should_return_immediately,
     tool,
 )
-from agentensemble.workflows import Workflow
+from agentensemble.tracing import ExecutionTrace, TaskMetrics
+from agentensemble.workflows import ParallelErrorStrategy, Workflow
 
 __version__ = "0.1.0"
 
@@ -88,6 +103,7 @@ __all__ = [
     "EnsembleListener",
     "EnsembleOutput",
     "EnsembleStarted",
+    "ExecutionTrace",
     "ExitEarlyError",
     "ExitReason",
     "GuardrailChecked",
@@ -95,30 +111,40 @@ __all__ = [
     "GuardrailResult",
     "GuardrailViolationError",
     "LLMCallCompleted",
+    "LLMCallFailed",
+    "LLMCallStarted",
     "LLMError",
     "MaxIterationsExceededError",
     "MissingContextWarning",
     "OutputParsingError",
+    "ParallelErrorStrategy",
+    "ParallelExecutionError",
     "PipelineErrorStrategy",
     "PipelineStep",
     "PromptTemplateError",
+    "RateLimit",
+    "RateLimitedModel",
     "ResolvedTools",
     "RetryPolicy",
     "ReturnBehavior",
     "ReviewDecided",
     "ReviewRequested",
+    "StreamRestarted",
     "Task",
     "TaskCompleted",
     "TaskExecutionError",
     "TaskFailed",
     "TaskHandlerContext",
+    "TaskMetrics",
     "TaskOutput",
     "TaskStarted",
+    "TokenDelta",
     "TokenUsage",
     "ToolArgumentsError",
     "ToolCall",
     "ToolCallCompleted",
     "ToolCallRecord",
+    "ToolCallStarted",
     "ToolContext",
     "ToolDescriptionWarning",
     "ToolExecutionError",

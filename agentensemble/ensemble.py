@@ -2,17 +2,16 @@
 
 from __future__ import annotations
 
-import asyncio
-import concurrent.futures
 import os
-from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from agentensemble._background_loop import run_on_background_loop
 from agentensemble._validation import check_model
 from agentensemble.agent import Agent
-from agentensemble.errors import ConfigurationError, PromptTemplateError
+from agentensemble.errors import ConfigurationError, PromptTemplateError, TaskExecutionError
 from agentensemble.events import (
     EnsembleCompleted,
     EnsembleListener,
@@ -28,16 +27,20 @@ from agentensemble.hints import (
 )
 from agentensemble.llm.types import ChatModel
 from agentensemble.outputs import EnsembleOutput
+from agentensemble.run_context import current_run_id, new_run_id, run_scope
 from agentensemble.task import Task
 from agentensemble.templates import fill_template, missing_variables
 from agentensemble.tools.resolver import ResolvedTools, ToolResolver
-from agentensemble.workflows import Workflow
+from agentensemble.tracing.recorder import TraceRecorder
+from agentensemble.workflows import ParallelErrorStrategy, Workflow
 from agentensemble.workflows._review_gates import (
     after_review_for,
     is_enabled,
     policy_value,
 )
-from agentensemble.workflows.sequential import PreparedTask, run_sequential
+from agentensemble.workflows.base import PreparedTask
+from agentensemble.workflows.graph import check_task_graph
+from agentensemble.workflows.runners import RunSettings, runner_for
 
 SYNTHESISED_ROLE = "Assistant"
 _PASS_A_HANDLER = (
@@ -58,13 +61,19 @@ class Ensemble(BaseModel):
     review_policy: Any = "never"
     listeners: list[Any] = Field(default_factory=list)
     verbose: bool = False
+    max_concurrency: int | None = Field(default=None, ge=1, description="PARALLEL: tasks at once")
+    parallel_error_strategy: ParallelErrorStrategy = ParallelErrorStrategy.FAIL_FAST
+    manager_llm: Any = Field(default=None, description="HIERARCHICAL: the manager's model")
+    manager_max_iterations: int = Field(default=20, gt=0, description="manager's tool calls")
+    max_delegation_depth: int = Field(default=3, ge=0, description="nested peer hand-offs")
+    capture: Literal["off", "standard", "full"] = "standard"
 
     @model_validator(mode="before")
     @classmethod
     def _foreign_names(cls, data: Any) -> Any:
         return reject_foreign_names(cls, data)
 
-    @field_validator("llm")
+    @field_validator("llm", "manager_llm")
     @classmethod
     def _model(cls, value: Any) -> Any:
         return check_model(value)
@@ -105,6 +114,9 @@ class Ensemble(BaseModel):
     # -- validation ---------------------------------------------------------------------------
 
     def _check_context_order(self) -> None:
+        if self.workflow is not Workflow.SEQUENTIAL:  # any list order; no cycle, none outside
+            check_task_graph(self.tasks)
+            return
         seen: set[int] = set()
         positions = {id(task): i for i, task in enumerate(self.tasks, start=1)}
         for index, task in enumerate(self.tasks, start=1):
@@ -251,29 +263,59 @@ class Ensemble(BaseModel):
 
     async def arun(self, inputs: Mapping[str, Any] | None = None) -> EnsembleOutput:
         """Run the ensemble. Validation failures raise before any model call."""
+        return await self._execute(inputs, ())
+
+    async def _execute(
+        self, inputs: Mapping[str, Any] | None, extra_listeners: Sequence[EnsembleListener]
+    ) -> EnsembleOutput:
+        """One run under its own run id (bound for events, logs and errors)."""
         values = check_inputs(inputs)
         prepared = self._prepare(values)
         warn_missing_context(self.tasks)
-        listeners = list(self.listeners)
-        if self.verbose:
-            from agentensemble.progress import ConsoleProgressListener
+        with run_scope(new_run_id()) as parent_run_id:
+            recorder = TraceRecorder(
+                current_run_id(),
+                capture=self.capture,
+                workflow=self.workflow.value,
+                inputs=values,
+                parent_run_id=parent_run_id,
+            )
+            listeners = [recorder, *self.listeners, *extra_listeners]
+            if self.verbose:
+                from agentensemble.progress import ConsoleProgressListener
 
-            listeners.append(ConsoleProgressListener())
-        env = ExecutionEnv(emitter=EventEmitter(listeners), review_handler=self.review_handler)
-        env.emitter.emit(EnsembleStarted(total_tasks=len(prepared)))
-        output = await run_sequential(prepared, env, values)
-        output = output.model_copy(update={"tool_metrics": env.metrics.snapshot()})
-        env.emitter.emit(EnsembleCompleted(output=output))
-        return output
+                listeners.append(ConsoleProgressListener())
+            env = ExecutionEnv(emitter=EventEmitter(listeners), review_handler=self.review_handler)
+            env.emitter.emit(
+                EnsembleStarted(total_tasks=len(prepared), parent_run_id=parent_run_id)
+            )
+            try:
+                output = await runner_for(self.workflow, self._run_settings()).run(
+                    prepared, env, values
+                )
+            except TaskExecutionError as error:
+                error.trace = recorder.fail(error)
+                raise
+            output = output.model_copy(
+                update={"tool_metrics": env.metrics.snapshot(), "run_id": current_run_id()}
+            )
+            output = recorder.complete(output)
+            env.emitter.emit(EnsembleCompleted(output=output))
+            return output
+
+    def _run_settings(self) -> RunSettings:
+        return RunSettings(
+            max_concurrency=self.max_concurrency,
+            parallel_error_strategy=self.parallel_error_strategy,
+        )
 
     def run(self, inputs: Mapping[str, Any] | None = None) -> EnsembleOutput:
-        """Run synchronously; works from plain scripts and inside a running loop (Jupyter)."""
-        try:
-            asyncio.get_running_loop()
-        except RuntimeError:
-            return asyncio.run(self.arun(inputs))
-        with concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="agentensemble") as pool:
-            return pool.submit(asyncio.run, self.arun(inputs)).result()
+        """Run synchronously; works from plain scripts and inside a running loop (Jupyter).
+
+        The run goes on one long-lived background event loop shared by every ``run()``, so HTTP
+        connections are reused across runs; Ctrl-C cancels it at once.
+        """
+        return run_on_background_loop(self.arun(inputs))
 
     if not TYPE_CHECKING:  # type checkers keep reporting unknown attributes as errors
 

@@ -109,6 +109,10 @@ class Task(BaseModel):
         first = self.description.strip().splitlines()[0]
         return first if len(first) <= 60 else first[:57] + "..."
 
+    def __hash__(self) -> int:
+        """By identity: a Task is one unit of work (keys ``ParallelExecutionError.failures``)."""
+        return id(self)
+
     def __repr__(self) -> str:
         return f"Task({self.label!r})"
 

@@ -3,16 +3,18 @@
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
 import sys
 import uuid
 from collections.abc import Sequence
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_serializer
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, SecretStr, field_serializer
 
 from agentensemble.errors import LLMError
 from agentensemble.llm._litellm import is_loaded, load_litellm
+from agentensemble.llm.rate_limit import RateLimit, rate_limited
 from agentensemble.llm.response_format import ResponseFormat, litellm_supports_schema
 from agentensemble.llm.retry import RetryPolicy
 from agentensemble.llm.types import ChatResponse, Message, ToolCall, ToolSpec
@@ -43,7 +45,9 @@ class LLM(BaseModel):
     timeout: float = Field(default=60.0, gt=0)
     max_retries: int = Field(default=3, ge=0)
     retry_policy: RetryPolicy | None = None
+    rate_limit: RateLimit | None = None
     extra: dict[str, Any] = Field(default_factory=dict, repr=False)
+    _rate_limiter: Any = PrivateAttr(default=None)  # one bucket per object (rate_limit.py)
 
     def __init__(
         self,
@@ -56,6 +60,7 @@ class LLM(BaseModel):
         timeout: float = 60.0,
         max_retries: int = 3,
         retry_policy: RetryPolicy | None = None,
+        rate_limit: RateLimit | None = None,
         **params: Any,
     ) -> None:
         """``model`` positionally or by keyword; unknown keywords (or ``extra={...}``) are
@@ -71,6 +76,7 @@ class LLM(BaseModel):
             timeout=timeout,
             max_retries=max_retries,
             retry_policy=retry_policy,
+            rate_limit=rate_limit,
             extra=extra,
         )
 
@@ -119,6 +125,7 @@ class LLM(BaseModel):
         litellm = load_litellm() if is_loaded() else await asyncio.to_thread(load_litellm)
         return litellm_supports_schema(litellm, self.model)
 
+    @rate_limited  # waits for ``rate_limit``'s bucket first, whichever lane the call takes
     async def complete(
         self,
         messages: Sequence[Message],
@@ -132,15 +139,18 @@ class LLM(BaseModel):
         secrets = [self.api_key.get_secret_value()] if self.api_key is not None else []
 
         guard = self.timeout + _GUARD_SECONDS
+        attempts = 0
 
         async def call() -> Any:
+            nonlocal attempts
+            attempts += 1
             if sys.version_info >= (3, 11):
                 async with asyncio.timeout(guard):  # no extra task, unlike wait_for
                     return await litellm.acompletion(**kwargs)
             return await asyncio.wait_for(litellm.acompletion(**kwargs), timeout=guard)
 
         response = await self.policy.run(call, label=self.model, secrets=secrets)
-        return to_chat_response(response, label=self.model)
+        return dataclasses.replace(to_chat_response(response, label=self.model), attempts=attempts)
 
 
 def _get(obj: Any, name: str) -> Any:

@@ -46,6 +46,7 @@ class _Server(ThreadingHTTPServer):
         conn.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         with self.owner._lock:
             self.owner._connections.add(conn)
+            self.owner.connections_opened += 1
         return conn, addr
 
     def shutdown_request(self, request: Any) -> None:

@@ -70,6 +70,7 @@ class OpenAICompatibleServer:
         self._connections: set[socket.socket] = set()
         self._socket_timeout = socket_timeout
         self.faults_injected = 0
+        self.connections_opened = 0  # TCP connections accepted: shows whether clients reuse them
         self.errors: list[str] = []  # unexpected exceptions inside handlers (should stay empty)
         self.set_chaos(fault_rate, fault_kinds, seed=seed)
         self._httpd: ServerCore | None = None

@@ -12,14 +12,17 @@ import inspect
 import json
 import time
 from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass
 from typing import Any
 
+from agentensemble._interrupts import ends_the_run
 from agentensemble._naming import tool_name_problem
 from agentensemble.errors import ConfigurationError, ToolArgumentsError, ToolNameError
 from agentensemble.hints import warn_undescribed_tool
 from agentensemble.llm.types import ToolSpec
 from agentensemble.logging import get_logger
 from agentensemble.outputs import ReturnBehavior
+from agentensemble.tools import _gate
 from agentensemble.tools.base import (
     AgentTool,
     ToolResult,
@@ -81,6 +84,15 @@ def extract_input(arguments: str, tool_name: str) -> str:
     return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
 
 
+@dataclass(frozen=True)
+class ToolCallResult:
+    """How one call through ``ExecutableTool.call`` ended: the result, and the arguments the
+    tool ran with when a reviewer's edit changed them (None: as the model sent them)."""
+
+    result: ToolResult
+    ran_with: str | None = None
+
+
 class ExecutableTool:
     """The single shape the executor runs: a name, a spec and ``run(arguments)``.
 
@@ -126,19 +138,57 @@ class ExecutableTool:
 
     async def run(self, arguments: str) -> ToolResult:
         """Run one call with the JSON arguments text exactly as the model sent it."""
+        return (await self.call(arguments)).result
+
+    async def call(self, arguments: str) -> ToolCallResult:
+        """Run one call; the result, and the arguments it ran with when a reviewer's edit
+        changed them (canonical JSON, e.g. ``{"input": "..."}`` for a single-string tool)."""
+        with _gate.recording() as ran_with:
+            result = await self._run(arguments)
+        if ran_with.input is None:
+            return ToolCallResult(result)
+        ran = ran_with.input
+        if not self.takes_arguments:
+            ran = json.dumps({"input": ran}, ensure_ascii=False)
+        return ToolCallResult(result, ran_with=ran)
+
+    async def _run(self, arguments: str) -> ToolResult:
         context = current_tool_context()
         started = time.perf_counter()
-        error: Exception | None = None
+        error: BaseException | None = None
         try:
-            tool_input = arguments if self.takes_arguments else extract_input(arguments, self.name)
+            tool_input = self._tool_input(arguments)
+            if not self._instrumented:
+                gated = await _gate.agate_plain(
+                    self.name,
+                    getattr(self.tool, "requires_approval", False),
+                    tool_input,
+                    takes_arguments=self.takes_arguments,
+                )
+                if isinstance(gated, ToolResult):
+                    log_call(context, self.name, tool_input, gated, time.perf_counter() - started)
+                    return gated
+                tool_input = gated
         except ToolArgumentsError as exc:
             # never reached the tool: logged and counted here, even for instrumented tools
             result = ToolResult.failure(str(exc))
             log_call(context, self.name, arguments, result, time.perf_counter() - started, exc)
             return result
+        except BaseException as exc:  # the approval itself failed: the tool did not run
+            if ends_the_run(exc) or stops_the_run(exc):
+                raise
+            result = ToolResult.failure(exception_message(exc))
+            log_call(context, self.name, arguments, result, time.perf_counter() - started, exc)
+            return result
         try:
-            result = as_tool_result(await self.tool.aexecute(tool_input))
-        except Exception as exc:
+            if self._instrumented:  # its own gate notes an edit; its body runs detached
+                result = as_tool_result(await self.tool.aexecute(tool_input))
+            else:
+                with _gate.detached():
+                    result = as_tool_result(await self.tool.aexecute(tool_input))
+        except BaseException as exc:
+            if ends_the_run(exc):
+                raise
             if stops_the_run(exc):
                 if isinstance(exc, ConfigurationError) and not self._instrumented:
                     _log.error(f"{self.name}({preview(tool_input)}) stopped the run: {exc}")
@@ -147,6 +197,15 @@ class ExecutableTool:
         if not self._instrumented or error is not None:
             log_call(context, self.name, tool_input, result, time.perf_counter() - started, error)
         return result
+
+    def _tool_input(self, arguments: str) -> str:
+        """What the tool receives: the ``input`` string, or the arguments text (instrumented
+        tools validate it themselves; for others a key named twice is refused here)."""
+        if not self.takes_arguments:
+            return extract_input(arguments, self.name)
+        if not self._instrumented:
+            _gate.canonical_json(arguments, self.name)  # refuses duplicate keys
+        return arguments
 
     def __repr__(self) -> str:
         return f"ExecutableTool(name={self.name!r}, tool={self.tool!r})"
@@ -300,6 +359,7 @@ def _from_agent_tool(tool: AgentTool, source: object | None = None) -> Executabl
     except ValueError as exc:
         raise ConfigurationError(f"Tool '{name}' has an invalid return_behavior: {exc}") from exc
     rule = getattr(tool, "requires_approval", False)
+    _gate.check_rule(rule, f"Tool '{name}'")
     description = tool_description(tool)
     if not description.strip():
         warn_undescribed_tool(name, "a @tool function" if isinstance(tool, FunctionTool) else kind)
@@ -309,9 +369,9 @@ def _from_agent_tool(tool: AgentTool, source: object | None = None) -> Executabl
         description=description,
         parameters=tool.parameters_schema(),
         return_behavior=behavior,
-        requires_approval=callable(rule) or bool(rule),
+        requires_approval=_gate.declares_approval(rule),
         source=tool if source is None else source,
     )
 
 
-__all__ = ["ExecutableTool", "ResolvedTools", "ToolResolver", "extract_input"]
+__all__ = ["ExecutableTool", "ResolvedTools", "ToolCallResult", "ToolResolver", "extract_input"]

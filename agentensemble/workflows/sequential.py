@@ -13,33 +13,21 @@ from pydantic import BaseModel
 
 from agentensemble.errors import ExitEarlyError, OutputParsingError, TaskExecutionError
 from agentensemble.events import TaskCompleted, TaskFailed, TaskStarted
-from agentensemble.execution.agent_executor import AgentExecutor, AgentTask, ExecutionEnv
+from agentensemble.execution.agent_executor import AgentExecutor, ExecutionEnv
 from agentensemble.execution.guardrails import check_handler_input, check_handler_output
 from agentensemble.execution.prompts import ContextItem
 from agentensemble.execution.structured import parse_output
 from agentensemble.logging import get_logger
 from agentensemble.outputs import EnsembleOutput, ExitReason, TaskOutput
-from agentensemble.task import Task, TaskHandlerContext
+from agentensemble.task import TaskHandlerContext
 from agentensemble.tools._sync import in_worker_thread
 from agentensemble.workflows._review_gates import (
     ask_reviewer,
     is_enabled,
 )
+from agentensemble.workflows.base import PreparedTask  # re-exported: it used to live here
 
 _log = get_logger()
-
-
-@dataclass
-class PreparedTask:
-    """A task with its templates filled and its agent, model and tools resolved."""
-
-    task: Task
-    description: str
-    expected_output: str
-    agent_role: str
-    agent_task: AgentTask | None = None
-    after_review: Any = None
-    before_review: Any = None
 
 
 @dataclass
@@ -82,6 +70,7 @@ async def run_sequential(
         state.outputs,
         exit_reason=state.exit_reason,
         total_duration=timedelta(seconds=time.perf_counter() - started),
+        tasks=[item.task for item in prepared if id(item.task) in state.by_task],
     )
 
 
