@@ -203,6 +203,13 @@ def test_version_and_usage_errors_go_through_argparse(
     assert usage.value.code == EXIT_USAGE
 
 
+DOCUMENTED = "AGENTENSEMBLE_MODEL=scripted agentensemble run examples/crew.yaml --input topic=AI"
+
+
+def test_the_docs_show_the_offline_command() -> None:
+    assert DOCUMENTED in (REPO_ROOT / "docs" / "yaml.md").read_text()
+
+
 def test_the_console_script_runs_the_documented_command() -> None:
     """The exact command of docs/yaml.md, in a fresh process, as a user types it."""
     script = Path(sys.executable).with_name("agentensemble")

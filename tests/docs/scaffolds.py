@@ -125,7 +125,17 @@ os.environ.setdefault("REVIEW_WEBHOOK_SECRET", "s3cret")
 token = "a-bearer-token"
 """
 
+_IN_REPO = '''
+import os
+from pathlib import Path
+
+import agentensemble
+
+os.chdir(Path(agentensemble.__file__).absolute().parent.parent)  # paths like examples/crew.yaml
+'''
+
 SCAFFOLDS: dict[str, str] = {
+    "in-repo": _IN_REPO,  # run from the repository root (restored after the block)
     "pipeline-tools": _PIPELINE_TOOLS,  # the tools of docs/pipelines.md's worked example
     "two-tasks": _TWO_TASKS,  # research and write (and a, b, c), on a model name
     "quickstart": _QUICKSTART,  # build_my_ensemble(llm) from docs/quickstart.md
