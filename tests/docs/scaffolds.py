@@ -125,14 +125,14 @@ os.environ.setdefault("REVIEW_WEBHOOK_SECRET", "s3cret")
 token = "a-bearer-token"
 """
 
-_IN_REPO = '''
+_IN_REPO = """
 import os
 from pathlib import Path
 
 import agentensemble
 
 os.chdir(Path(agentensemble.__file__).absolute().parent.parent)  # paths like examples/crew.yaml
-'''
+"""
 
 SCAFFOLDS: dict[str, str] = {
     "in-repo": _IN_REPO,  # run from the repository root (restored after the block)
