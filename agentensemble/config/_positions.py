@@ -42,6 +42,7 @@ class Located:
     data: Any
     source: str
     lines: dict[Path, int] = field(default_factory=dict)
+    nodes: int = 0  # built so far: aliases may repeat a subtree, so this is bounded
 
     def line(self, path: Path) -> int | None:
         """The line of ``path``, or of its nearest ancestor the file mentions."""
@@ -80,8 +81,18 @@ def load_located(text: str, source: str) -> Located:
 _PLAIN_TAGS = ("tag:yaml.org,2002:map", "tag:yaml.org,2002:seq", "tag:yaml.org,2002:omap")
 
 
+MAX_NODES = 100_000  # far beyond any crew; stops alias bombs ("billion laughs")
+MAX_DEPTH = 64
+
+
 def _build(node: Any, path: Path, located: Located, constructor: Any, yaml: Any) -> Any:
     located.lines.setdefault(path, node.start_mark.line + 1)
+    located.nodes += 1
+    if located.nodes > MAX_NODES or len(path) > MAX_DEPTH:
+        raise located.error(
+            path,
+            f"the file is too large or too deep (over {MAX_NODES} values or {MAX_DEPTH} levels)",
+        )
     if not isinstance(node, yaml.ScalarNode) and node.tag not in _PLAIN_TAGS:
         raise located.error(path, f"the tag {node.tag!r} is not allowed in a crew file")
     if isinstance(node, yaml.MappingNode):

@@ -227,3 +227,15 @@ def test_the_console_script_runs_the_documented_command() -> None:
     assert done.returncode == 0, done.stderr
     assert "(scripted answer) Write a short article about AI" in done.stdout
     assert "[2/2] done in" in done.stderr
+
+
+def test_review_option_turns_on_a_review_of_the_last_task(
+    crew_file: CrewFile, capsys: pytest.CaptureFixture[str]
+) -> None:
+    args = ["run", str(crew_file(CREW)), "-i", "topic=AI", "--model", "scripted"]
+    code = main([*args, "--review", "auto", "--verbose"])
+
+    err = capsys.readouterr().err
+    assert code == EXIT_OK
+    assert err.count("review (after_execution): continue") == 1  # the last task only
+    assert "model scripted answered in" in err  # --verbose: a line per model call

@@ -238,3 +238,21 @@ def test_unsafe_tags_are_refused(crew_file: CrewFile) -> None:
     scalar = crew_file("tasks:\n  a: {description: !!python/name:os.getcwd ''}\n")
     with pytest.raises(ConfigFileError, match="cannot read this value"):
         Ensemble.from_yaml(scalar)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        # nine levels of ten aliases each: a billion values if expanded
+        "a: &a [x, x, x, x, x, x, x, x, x, x]\n"
+        + "".join(
+            f"{chr(98 + i)}: &{chr(98 + i)} [{', '.join(['*' + chr(97 + i)] * 10)}]\n"
+            for i in range(8)
+        )
+        + "tasks: [{description: D}]\n",
+        "a: &a [*a]\ntasks: [{description: D}]\n",  # an alias inside itself
+    ],
+)
+def test_alias_bombs_are_refused_quickly(crew_file: CrewFile, text: str) -> None:
+    with pytest.raises(ConfigFileError, match="too large or too deep|not valid YAML"):
+        Ensemble.from_yaml(crew_file(text))
