@@ -46,6 +46,7 @@ from agentensemble.events import (
     ToolCallStarted,
 )
 from agentensemble.guardrails import GuardrailInput, GuardrailResult
+from agentensemble.hints import AgentEnsembleWarning, MissingContextWarning, ToolDescriptionWarning
 from agentensemble.llm import (
     LLM,
     ChatModel,
@@ -93,6 +94,7 @@ __all__ = [
     "AbstractAgentTool",
     "Agent",
     "AgentEnsembleError",
+    "AgentEnsembleWarning",
     "AgentExecutionError",
     "AgentTool",
     "ChatModel",
@@ -121,6 +123,7 @@ __all__ = [
     "LLMCallStarted",
     "LLMError",
     "MaxIterationsExceededError",
+    "MissingContextWarning",
     "OutputParsingError",
     "ParallelErrorStrategy",
     "ParallelExecutionError",
@@ -151,6 +154,7 @@ __all__ = [
     "ToolCallRecord",
     "ToolCallStarted",
     "ToolContext",
+    "ToolDescriptionWarning",
     "ToolExecutionError",
     "ToolMetrics",
     "ToolMetricsRegistry",

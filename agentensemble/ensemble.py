@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import nullcontext
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
@@ -21,6 +22,12 @@ from agentensemble.events import (
     EventEmitter,
 )
 from agentensemble.execution.agent_executor import AgentTask, ExecutionEnv
+from agentensemble.hints import (
+    check_inputs,
+    method_hint,
+    reject_foreign_names,
+    warn_missing_context,
+)
 from agentensemble.llm.streaming import EventSink, use_sink
 from agentensemble.llm.types import ChatModel
 from agentensemble.outputs import EnsembleOutput
@@ -67,6 +74,11 @@ class Ensemble(BaseModel):
     manager_max_iterations: int = Field(default=20, gt=0, description="manager's tool calls")
     max_delegation_depth: int = Field(default=3, ge=0, description="nested peer hand-offs")
     capture: Literal["off", "standard", "full"] = "standard"
+
+    @model_validator(mode="before")
+    @classmethod
+    def _foreign_names(cls, data: Any) -> Any:
+        return reject_foreign_names(cls, data)
 
     @field_validator("llm", "manager_llm")
     @classmethod
@@ -305,8 +317,9 @@ class Ensemble(BaseModel):
         stream: bool,
     ) -> EnsembleOutput:
         """One run under its own run id (bound for events, logs and errors)."""
-        values = dict(inputs or {})
+        values = check_inputs(inputs)
         prepared = self._prepare(values)
+        warn_missing_context(self.tasks)
         team = self._team(prepared, values)
         settings = self._run_settings(team)
         with run_scope(new_run_id()) as parent_run_id:
@@ -379,6 +392,28 @@ class Ensemble(BaseModel):
         connections are reused across runs; Ctrl-C cancels it at once.
         """
         return run_on_background_loop(self.arun(inputs))
+
+    if not TYPE_CHECKING:  # type checkers keep reporting unknown attributes as errors
+
+        def __getattr__(self, name: str) -> Any:
+            hint = method_hint(type(self).__name__, name)
+            if hint is not None:
+                raise AttributeError(hint)
+            return super().__getattr__(name)
+
+    @classmethod
+    def from_yaml(cls, path: str | os.PathLike[str]) -> Ensemble:
+        """An ensemble from a crew file (docs/yaml.md); errors name the file, line and key."""
+        from agentensemble.config import ensemble_from_yaml
+
+        return ensemble_from_yaml(path)
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> Ensemble:
+        """An ensemble from a crew file's shape given as Python data."""
+        from agentensemble.config import ensemble_from_dict
+
+        return ensemble_from_dict(data)
 
     def __repr__(self) -> str:
         return f"Ensemble(tasks={len(self.tasks)}, workflow={self.workflow.value!r})"
