@@ -28,6 +28,7 @@ from agentensemble.events import (
     DelegationStarted,
     EnsembleCompleted,
     EnsembleEvent,
+    EnsembleFailed,
     EnsembleListener,
     EnsembleStarted,
     GuardrailChecked,
@@ -45,6 +46,7 @@ from agentensemble.events import (
     ToolCallStarted,
 )
 from agentensemble.guardrails import GuardrailInput, GuardrailResult
+from agentensemble.hints import AgentEnsembleWarning, MissingContextWarning, ToolDescriptionWarning
 from agentensemble.llm import (
     LLM,
     ChatModel,
@@ -92,6 +94,7 @@ __all__ = [
     "AbstractAgentTool",
     "Agent",
     "AgentEnsembleError",
+    "AgentEnsembleWarning",
     "AgentExecutionError",
     "AgentTool",
     "ChatModel",
@@ -104,6 +107,7 @@ __all__ = [
     "Ensemble",
     "EnsembleCompleted",
     "EnsembleEvent",
+    "EnsembleFailed",
     "EnsembleListener",
     "EnsembleOutput",
     "EnsembleStarted",
@@ -119,6 +123,7 @@ __all__ = [
     "LLMCallStarted",
     "LLMError",
     "MaxIterationsExceededError",
+    "MissingContextWarning",
     "OutputParsingError",
     "ParallelErrorStrategy",
     "ParallelExecutionError",
@@ -149,6 +154,7 @@ __all__ = [
     "ToolCallRecord",
     "ToolCallStarted",
     "ToolContext",
+    "ToolDescriptionWarning",
     "ToolExecutionError",
     "ToolMetrics",
     "ToolMetricsRegistry",

@@ -40,6 +40,14 @@ class EnsembleCompleted:
 
 
 @dataclass(frozen=True)
+class EnsembleFailed:
+    """The run failed; ``error`` is what the run raises (a ``TaskExecutionError``)."""
+
+    error: BaseException
+    run_id: str = _run_id()
+
+
+@dataclass(frozen=True)
 class TaskStarted:
     task_index: int
     total_tasks: int
@@ -232,6 +240,7 @@ class DelegationFailed:
 EnsembleEvent = (
     EnsembleStarted
     | EnsembleCompleted
+    | EnsembleFailed
     | TaskStarted
     | TaskCompleted
     | TaskFailed
@@ -286,6 +295,7 @@ __all__ = [
     "DelegationStarted",
     "EnsembleCompleted",
     "EnsembleEvent",
+    "EnsembleFailed",
     "EnsembleListener",
     "EnsembleStarted",
     "EventEmitter",
