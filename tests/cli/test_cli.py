@@ -116,6 +116,26 @@ def test_validate_fails_a_task_without_a_model(
     assert "has no model" in capsys.readouterr().err
 
 
+def test_validate_checks_the_hierarchical_manager_and_its_workers(
+    crew_file: CrewFile, capsys: pytest.CaptureFixture[str]
+) -> None:
+    crew = """
+    workflow: hierarchical
+    agents:
+      lead:
+        role: Researcher
+        goal: Find facts about {topic}
+        llm: ollama/llama3.1
+      helper:
+        role: Writer
+        goal: Write
+    tasks:
+      - description: Report on {topic}
+    """
+    assert main(["validate", str(crew_file(crew))]) == EXIT_USAGE
+    assert "agent 'Writer' has no model" in capsys.readouterr().err
+
+
 @pytest.mark.parametrize(
     ("args", "says"),
     [
