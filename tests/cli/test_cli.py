@@ -85,6 +85,7 @@ def test_validate_checks_without_any_model_call(
         raise AssertionError("validate must not call a model")
 
     monkeypatch.setattr("agentensemble.llm.litellm_model.LLM.complete", no_calls)
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-validate-never-sent")  # validate checks it is set
     code = main(["validate", str(crew_file(CREW))])
 
     out, _ = capsys.readouterr()
