@@ -7,7 +7,24 @@ from datetime import timedelta
 from enum import Enum
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, field_serializer
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    SerializerFunctionWrapHandler,
+    field_serializer,
+    model_serializer,
+)
+
+from agentensemble._saveable import jsonable, scrub
+
+
+class _Saveable(BaseModel):
+    """JSON output never fails: lone surrogates replaced (see ``agentensemble._saveable``)."""
+
+    @model_serializer(mode="wrap", when_used="json")
+    def _saveable_json(self, handler: SerializerFunctionWrapHandler) -> Any:
+        return scrub(handler(self))
 
 
 class ExitReason(str, Enum):
@@ -43,7 +60,7 @@ class TokenUsage(BaseModel):
         )
 
 
-class ToolCallRecord(BaseModel):
+class ToolCallRecord(_Saveable):
     """One tool call as the model made it and as it ended."""
 
     model_config = ConfigDict(frozen=True, defer_build=True)
@@ -63,8 +80,13 @@ class ToolCallRecord(BaseModel):
     return_behavior: ReturnBehavior = ReturnBehavior.TO_LLM
     structured_output: Any = None
 
+    @field_serializer("structured_output", when_used="json")
+    def _structured_json(self, value: Any) -> Any:
+        """Whatever a tool returned can be saved: unknown objects as their text."""
+        return jsonable(value)
 
-class TaskOutput(BaseModel):
+
+class TaskOutput(_Saveable):
     """What one task produced."""
 
     model_config = ConfigDict(frozen=True, defer_build=True)
@@ -81,7 +103,7 @@ class TaskOutput(BaseModel):
     task_name: str | None = None
 
 
-class EnsembleOutput(BaseModel):
+class EnsembleOutput(_Saveable):
     """What a whole run produced: every completed task's output, in order."""
 
     model_config = ConfigDict(frozen=True, defer_build=True)
