@@ -9,7 +9,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from agentensemble._validation import check_model
+from agentensemble._validation import check_model, refuse_class
 from agentensemble.agent import Agent
 from agentensemble.errors import ConfigurationError, PromptTemplateError
 from agentensemble.events import (
@@ -66,6 +66,7 @@ class Ensemble(BaseModel):
     @field_validator("review_handler")
     @classmethod
     def _handler(cls, value: Any) -> Any:
+        refuse_class(value, "review_handler")
         methods = (getattr(value, name, None) for name in ("review", "areview"))
         if value is not None and not any(callable(method) for method in methods):
             raise ValueError(
@@ -78,6 +79,7 @@ class Ensemble(BaseModel):
     @classmethod
     def _listeners(cls, value: list[Any]) -> list[Any]:
         for listener in value:
+            refuse_class(listener, "listeners")
             if not isinstance(listener, EnsembleListener):
                 raise ValueError(
                     f"a listener needs an on_event(event) method; got {type(listener).__name__}"
@@ -207,6 +209,7 @@ class Ensemble(BaseModel):
                     tools=self._resolve_tools(task),
                     output_type=task.output_type,
                     task_name=task.name,
+                    verbose=agent.verbose,
                 )
             prepared.append(item)
         return prepared

@@ -15,6 +15,7 @@ from agentensemble.errors import (
 )
 from agentensemble.events import EventEmitter, LLMCallCompleted, ToolCallCompleted
 from agentensemble.execution._turn import run_turn
+from agentensemble.execution._verbose import Transcript
 from agentensemble.execution.prompts import ContextItem, build_system_prompt, build_user_prompt
 from agentensemble.execution.structured import (
     MAX_CORRECTIONS,
@@ -60,6 +61,7 @@ class AgentTask:
     context: Sequence[ContextItem] = ()
     output_type: type[BaseModel] | None = None
     task_name: str | None = None
+    verbose: bool = False
 
 
 @dataclass
@@ -109,6 +111,7 @@ class AgentExecutor:
         self.usage = TokenUsage()
         self._tool_calls_made = 0
         self._stops = 0
+        self._transcript = Transcript(task.role) if task.verbose else None
 
     async def run(self) -> TaskOutput:
         """Run to completion and return the task's output."""
@@ -147,9 +150,13 @@ class AgentExecutor:
             return self._output(text, started, parsed=parsed)
 
     async def _ask_model(self, specs: list[dict[str, Any]] | None) -> ChatResponse:
+        if self._transcript is not None:
+            self._transcript.messages(self.messages)
         started = time.perf_counter()
         response = await self.task.model.complete(self.messages, tools=specs or None)
         duration = time.perf_counter() - started
+        if self._transcript is not None:
+            self._transcript.answer(response)
         self.llm_calls += 1
         self.usage = self.usage + response.usage
         if self.env.emitter:
