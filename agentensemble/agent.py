@@ -24,6 +24,9 @@ class Agent(BaseModel):
     verbose: bool = Field(
         default=False, description="print this agent's prompts and answers on stderr"
     )
+    allow_delegation: bool = Field(
+        default=False, description="may hand work to the ensemble's other agents"
+    )
 
     @field_validator("role", "goal")
     @classmethod

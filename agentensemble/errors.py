@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from agentensemble.run_context import current_run_id
+
 if TYPE_CHECKING:
     from agentensemble.outputs import TaskOutput, ToolCallRecord
 
@@ -45,6 +47,30 @@ class TaskExecutionError(AgentEnsembleError):
         super().__init__(message)
         self.task = task
         self.completed_outputs: list[TaskOutput] = list(completed_outputs or [])
+        self.run_id: str = current_run_id()  # the failed run's id
+        self.trace: Any = None  # the run's ExecutionTrace up to the failure (None: capture off)
+
+
+class ParallelExecutionError(TaskExecutionError):
+    """Tasks of a parallel run failed (``CONTINUE_ON_ERROR``): independent branches finished.
+
+    ``completed_outputs`` in the ensemble's task order, ``failures`` maps each failed Task to
+    its exception, ``skipped`` lists the tasks not run because a task they depend on failed.
+    ``task`` is the first failed task in list order.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        completed_outputs: list[TaskOutput] | None = None,
+        failures: dict[Any, BaseException] | None = None,
+        skipped: list[Any] | None = None,
+    ) -> None:
+        self.failures: dict[Any, BaseException] = dict(failures or {})
+        self.skipped: list[Any] = list(skipped or [])
+        first = next(iter(self.failures), None)
+        super().__init__(message, task=first, completed_outputs=completed_outputs)
 
 
 class AgentExecutionError(AgentEnsembleError):
@@ -84,6 +110,18 @@ class OutputParsingError(AgentEnsembleError):
         self.raw = raw
 
 
+class GuardrailViolationError(AgentEnsembleError):
+    """A guardrail failed: an input guardrail (before any model call), or an output guardrail
+    still failing after the agent's corrections. Names the guardrail; the cause of a
+    ``TaskExecutionError``."""
+
+    def __init__(self, message: str, *, guardrail: str, kind: str, attempts: int = 1) -> None:
+        super().__init__(message)
+        self.guardrail = guardrail
+        self.kind = kind  # "input" or "output"
+        self.attempts = attempts
+
+
 class LLMError(AgentEnsembleError):
     """The model provider failed, after the retry policy gave up (or at once, if not retryable)."""
 
@@ -98,9 +136,11 @@ __all__ = [
     "AgentExecutionError",
     "ConfigurationError",
     "ExitEarlyError",
+    "GuardrailViolationError",
     "LLMError",
     "MaxIterationsExceededError",
     "OutputParsingError",
+    "ParallelExecutionError",
     "PromptTemplateError",
     "TaskExecutionError",
     "ToolArgumentsError",

@@ -3,20 +3,27 @@
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Sequence
 from datetime import timedelta
 from enum import Enum
-from typing import Any
+from typing import Any, TypeVar
 
 from pydantic import (
     BaseModel,
     ConfigDict,
     Field,
+    PrivateAttr,
     SerializerFunctionWrapHandler,
+    TypeAdapter,
+    ValidationError,
     field_serializer,
     model_serializer,
 )
 
 from agentensemble._saveable import jsonable, scrub
+from agentensemble.tracing.trace import ExecutionTrace, TaskMetrics
+
+T = TypeVar("T")
 
 
 class _Saveable(BaseModel):
@@ -25,6 +32,18 @@ class _Saveable(BaseModel):
     @model_serializer(mode="wrap", when_used="json")
     def _saveable_json(self, handler: SerializerFunctionWrapHandler) -> Any:
         return scrub(handler(self))
+
+
+def _typed(value: Any, output_type: type[T]) -> T:
+    """``value`` checked to be an ``output_type`` (strictly: no conversion), for typed code."""
+    try:
+        result: T = TypeAdapter(output_type).validate_python(value, strict=True)
+    except ValidationError as error:
+        raise TypeError(
+            f"parsed value {type(value).__name__} is not a {output_type!r}: "
+            f"{error.errors()[0]['msg']}"
+        ) from error
+    return result
 
 
 class ExitReason(str, Enum):
@@ -101,6 +120,17 @@ class TaskOutput(_Saveable):
     usage: TokenUsage = Field(default_factory=TokenUsage)
     returned_immediately: bool = False
     task_name: str | None = None
+    cost_usd: float | None = Field(
+        default=None, description="USD from litellm's bundled prices; None if any model is unknown"
+    )
+    metrics: TaskMetrics = Field(default_factory=TaskMetrics)
+
+    def parsed_as(self, output_type: type[T]) -> T:
+        """``parsed`` with its precise type for a type checker: ``out.parsed_as(Report)``.
+
+        Raises TypeError when the parsed value is not of that type (or the task had none).
+        """
+        return _typed(self.parsed, output_type)
 
 
 class EnsembleOutput(_Saveable):
@@ -117,6 +147,31 @@ class EnsembleOutput(_Saveable):
     tool_metrics: dict[str, Any] = Field(
         default_factory=dict, description="per-tool ToolMetrics of this run, by tool name"
     )
+    run_id: str = Field(default="", description="the run's id (UUID4), also on its events and logs")
+    trace: ExecutionTrace | None = Field(default=None, description='None with capture="off"')
+    cost_usd: float | None = Field(
+        default=None, description="sum of the tasks' cost_usd; None if any is unknown"
+    )
+
+    @property
+    def parsed(self) -> Any:
+        """The last completed task's parsed value (None if it had no ``output_type``)."""
+        return self.task_outputs[-1].parsed if self.task_outputs else None
+
+    def parsed_as(self, output_type: type[T]) -> T:
+        """``parsed`` with its precise type: ``output.parsed_as(list[Item])``."""
+        return _typed(self.parsed, output_type)
+
+    # the Task of each entry of task_outputs, by position: copies that replace task_outputs
+    # (metrics, edits) keep the order, so a lookup always answers with the current output
+    _tasks: list[Any] = PrivateAttr(default_factory=list)
+
+    def output_for(self, task: Any) -> TaskOutput | None:
+        """The output of ``task`` (this very Task object) in this run; None if it did not run."""
+        for known, output in zip(self._tasks, self.task_outputs, strict=False):
+            if known is task:
+                return output
+        return None
 
     @field_serializer("tool_metrics")
     def _metrics_counters(self, metrics: dict[str, Any]) -> dict[str, Any]:
@@ -130,12 +185,14 @@ class EnsembleOutput(_Saveable):
         *,
         exit_reason: ExitReason,
         total_duration: timedelta,
+        tasks: Sequence[Any] = (),
     ) -> EnsembleOutput:
-        """Build the summary of a run from its completed task outputs."""
+        """Build the summary of a run from its completed task outputs (``tasks``: the Task of
+        each output, in the same order, for ``output_for``)."""
         usage = TokenUsage()
         for output in outputs:
             usage = usage + output.usage
-        return cls(
+        summary = cls(
             raw=outputs[-1].raw if outputs else "",
             task_outputs=list(outputs),
             exit_reason=exit_reason,
@@ -143,6 +200,8 @@ class EnsembleOutput(_Saveable):
             total_tool_calls=sum(len(o.tool_calls) for o in outputs),
             usage=usage,
         )
+        summary._tasks = list(tasks)
+        return summary
 
 
 def _public_fields(value: Any) -> Any:
@@ -159,6 +218,7 @@ __all__ = [
     "EnsembleOutput",
     "ExitReason",
     "ReturnBehavior",
+    "TaskMetrics",
     "TaskOutput",
     "TokenUsage",
     "ToolCallRecord",

@@ -5,7 +5,11 @@ from __future__ import annotations
 import sys
 from typing import TextIO
 
+from agentensemble._display import escape_for_display
 from agentensemble.events import (
+    DelegationCompleted,
+    DelegationFailed,
+    DelegationStarted,
     EnsembleCompleted,
     EnsembleEvent,
     ReviewDecided,
@@ -14,11 +18,13 @@ from agentensemble.events import (
     TaskStarted,
     ToolCallCompleted,
 )
+from agentensemble.logging import redact_text
 
 _WIDTH = 200
 
 
 def _short(text: str, width: int = _WIDTH) -> str:
+    """One line of at most ``width`` characters (a summary: the full text is in the output)."""
     text = " ".join(text.split())
     return text if len(text) <= width else text[: width - 3] + "..."
 
@@ -34,7 +40,11 @@ class ConsoleProgressListener:
         self._stream = stream
 
     def _print(self, line: str) -> None:
-        print(line, file=self._stream or sys.stderr, flush=True)
+        """Print ``line`` escaped (model and tool text cannot drive the terminal or fail to
+        print in the stream's encoding) and with known secrets redacted."""
+        stream = self._stream or sys.stderr
+        shown = escape_for_display(redact_text(line), encoding=getattr(stream, "encoding", None))
+        print(shown, file=stream, flush=True)
 
     def on_event(self, event: EnsembleEvent) -> None:
         if isinstance(event, TaskStarted):
@@ -58,6 +68,14 @@ class ConsoleProgressListener:
             self._print(f"[{event.task_index}/{event.total_tasks}] failed: {event.error}")
         elif isinstance(event, ReviewDecided):
             self._print(f"    review ({event.timing}): {event.decision}")
+        elif isinstance(event, DelegationStarted):
+            self._print(
+                f"    {event.from_role} asks {event.to_role}: {_short(event.instructions, 80)}"
+            )
+        elif isinstance(event, DelegationCompleted):
+            self._print(f"    {event.to_role} answered {event.from_role}")
+        elif isinstance(event, DelegationFailed):
+            self._print(f"    delegation to {event.to_role} failed: {_short(event.error, 120)}")
         elif isinstance(event, EnsembleCompleted):
             self._print(f"finished: {event.output.exit_reason.value}")
 

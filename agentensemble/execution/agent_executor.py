@@ -3,37 +3,55 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+import uuid
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
 from agentensemble.errors import (
+    AgentEnsembleError,
     AgentExecutionError,
     MaxIterationsExceededError,
     OutputParsingError,
 )
-from agentensemble.events import EventEmitter, LLMCallCompleted, ToolCallCompleted
+from agentensemble.events import (
+    EventEmitter,
+    LLMCallCompleted,
+    LLMCallFailed,
+    LLMCallStarted,
+    ToolCallCompleted,
+    ToolCallStarted,
+)
 from agentensemble.execution._turn import run_turn
 from agentensemble.execution._verbose import Transcript
+from agentensemble.execution.guardrails import (
+    check_input,
+    first_failure,
+    guardrail_feedback,
+    output_violation,
+)
 from agentensemble.execution.prompts import ContextItem, build_system_prompt, build_user_prompt
 from agentensemble.execution.structured import (
-    MAX_CORRECTIONS,
+    DEFAULT_OUTPUT_RETRIES,
     correction_message,
     output_instructions,
     parse_output,
+    response_format,
 )
+from agentensemble.guardrails import GuardrailInput
+from agentensemble.llm.cost import add_costs, cost_usd
+from agentensemble.llm.response_format import ResponseFormat, supports_response_format
 from agentensemble.llm.types import ChatModel, ChatResponse, Message, ToolCall, model_label
 from agentensemble.logging import get_logger
 from agentensemble.outputs import ReturnBehavior, TaskOutput, TokenUsage, ToolCallRecord
+from agentensemble.run_context import model_call_scope
 from agentensemble.tools.base import ToolResult
 from agentensemble.tools.context import ToolContext, use_tool_context
 from agentensemble.tools.metrics import ToolMetricsRegistry
 from agentensemble.tools.return_rule import should_return_immediately
 
 if TYPE_CHECKING:
-    from pydantic import BaseModel
-
     from agentensemble.tools.resolver import ResolvedTools
 
 MAX_STOPS = 3
@@ -59,9 +77,13 @@ class AgentTask:
     max_iterations: int = 25
     tools: ResolvedTools | None = None
     context: Sequence[ContextItem] = ()
-    output_type: type[BaseModel] | None = None
+    output_type: Any = None  # any type pydantic validates; see execution/structured.py
     task_name: str | None = None
     verbose: bool = False
+    max_output_retries: int = DEFAULT_OUTPUT_RETRIES
+    input_guardrails: Sequence[Any] = ()
+    output_guardrails: Sequence[Any] = ()
+    inputs: Mapping[str, Any] = field(default_factory=dict)
 
 
 @dataclass
@@ -96,26 +118,76 @@ class AgentExecutor:
                     task.role, task.goal, task.background, task.response_format
                 ),
             },
-            {
-                "role": "user",
-                "content": build_user_prompt(
-                    task.description,
-                    task.expected_output,
-                    task.context,
-                    output_instructions(task.output_type) if task.output_type else None,
-                ),
-            },
+            {"role": "user", "content": self._user_prompt(schema_in_prompt=True)},
         ]
+        self._format: ResponseFormat | None = None
         self.records: list[ToolCallRecord] = []
         self.llm_calls = 0
         self.usage = TokenUsage()
         self._tool_calls_made = 0
         self._stops = 0
         self._transcript = Transcript(task.role) if task.verbose else None
+        self._costs: list[float | None] = []
+
+    def _user_prompt(self, *, schema_in_prompt: bool) -> str:
+        task = self.task
+        wants_schema = schema_in_prompt and task.output_type is not None
+        return build_user_prompt(
+            task.description,
+            task.expected_output,
+            task.context,
+            output_instructions(task.output_type) if wants_schema else None,
+        )
+
+    async def _prepare(self) -> None:
+        """Input guardrails first (no model call if one fails), then the output schema's route:
+        the model's native ``response_format`` when it says it honours one, else the prompt."""
+        task = self.task
+        if task.input_guardrails:
+            seen = GuardrailInput(
+                description=task.description,
+                expected_output=task.expected_output,
+                agent_role=task.role,
+                inputs=dict(task.inputs),
+                context=tuple(item.output for item in task.context),
+            )
+            await check_input(task.input_guardrails, seen, self.env.emitter)
+        if task.output_type is not None and await supports_response_format(task.model):
+            self._format = response_format(task.output_type)
+            self.messages[1]["content"] = self._user_prompt(schema_in_prompt=False)
+
+    async def _finish(
+        self, text: str, started: float, attempt: int
+    ) -> TaskOutput | tuple[AgentEnsembleError, str]:
+        """The task's output, or the error and the feedback that asks the agent to correct it."""
+        parsed = None
+        if self.task.output_type is not None:
+            try:
+                parsed = parse_output(text, self.task.output_type)
+            except OutputParsingError as error:
+                return error, correction_message(error)
+        output = self._output(text, started, parsed=parsed)
+        failed = await self._check_output(output, attempt)
+        if failed is None:
+            return output
+        name, message = failed
+        return output_violation(name, message, attempt), guardrail_feedback(name, message)
+
+    async def _check_output(self, output: TaskOutput, attempt: int) -> tuple[str, str] | None:
+        return await first_failure(
+            self.task.output_guardrails,
+            output,
+            kind="output",
+            emitter=self.env.emitter,
+            task_description=self.task.description,
+            agent_role=self.task.role,
+            attempt=attempt,
+        )
 
     async def run(self) -> TaskOutput:
         """Run to completion and return the task's output."""
         started = time.perf_counter()
+        await self._prepare()
         specs = self.task.tools.specs if self.task.tools else None
         corrections = 0
         nudged = False
@@ -124,7 +196,11 @@ class AgentExecutor:
             if response.tool_calls:
                 immediate = await self._run_tool_calls(response.tool_calls)
                 if immediate is not None:
-                    return self._output(immediate, started, returned_immediately=True)
+                    output = self._output(immediate, started, returned_immediately=True)
+                    failed = await self._check_output(output, 1)
+                    if failed is not None:  # no model turn to correct a tool's direct answer
+                        raise output_violation(*failed, attempts=1)
+                    return output
                 continue
             text = response.content or ""
             if not text.strip():
@@ -136,37 +212,58 @@ class AgentExecutor:
                 self.messages.append({"role": "assistant", "content": text})
                 self.messages.append({"role": "user", "content": EMPTY_ANSWER_NUDGE})
                 continue
-            if self.task.output_type is None:
-                return self._output(text, started)
-            try:
-                parsed = parse_output(text, self.task.output_type)
-            except OutputParsingError as error:
-                if corrections >= MAX_CORRECTIONS:
-                    raise
-                corrections += 1
-                self.messages.append({"role": "assistant", "content": text})
-                self.messages.append({"role": "user", "content": correction_message(error)})
-                continue
-            return self._output(text, started, parsed=parsed)
+            finished = await self._finish(text, started, attempt=corrections + 1)
+            if isinstance(finished, TaskOutput):
+                return finished
+            error, feedback = finished
+            if corrections >= self.task.max_output_retries:
+                raise error
+            corrections += 1
+            self.messages.append({"role": "assistant", "content": text})
+            self.messages.append({"role": "user", "content": feedback})
 
     async def _ask_model(self, specs: list[dict[str, Any]] | None) -> ChatResponse:
         if self._transcript is not None:
             self._transcript.messages(self.messages)
+        role, name, emitter = self.task.role, self.task.task_name, self.env.emitter
+        label, call_id = model_label(self.task.model), uuid.uuid4().hex
+        if emitter:
+            emitter.emit(LLMCallStarted(role, label, call_id, name, list(self.messages)))
         started = time.perf_counter()
-        response = await self.task.model.complete(self.messages, tools=specs or None)
+        complete: Any = self.task.model.complete  # a model that said it takes the format
+        options: dict[str, Any] = {}
+        if self._format is not None:
+            options["response_format"] = self._format
+        try:
+            with model_call_scope(role, name, call_id):
+                response: ChatResponse = await complete(
+                    self.messages, tools=specs or None, **options
+                )
+        except Exception as error:
+            if emitter:
+                failed_after = timedelta(seconds=time.perf_counter() - started)
+                emitter.emit(LLMCallFailed(role, label, call_id, failed_after, error, name))
+            raise
         duration = time.perf_counter() - started
         if self._transcript is not None:
             self._transcript.answer(response)
         self.llm_calls += 1
         self.usage = self.usage + response.usage
-        if self.env.emitter:
-            self.env.emitter.emit(
+        cost = cost_usd(response.usage, label, response.model)
+        self._costs.append(cost)
+        if emitter:
+            emitter.emit(
                 LLMCallCompleted(
-                    agent_role=self.task.role,
-                    model=model_label(self.task.model),
+                    agent_role=role,
+                    model=label,
                     duration=timedelta(seconds=duration),
                     usage=response.usage,
                     tool_calls=len(response.tool_calls),
+                    task_name=name,
+                    call_id=call_id,
+                    response=response,
+                    attempts=response.attempts,
+                    cost_usd=cost,
                 )
             )
         return response
@@ -224,6 +321,12 @@ class AgentExecutor:
 
     async def _run_one(self, call: ToolCall) -> _CallOutcome:
         tool = self.task.tools.get(call.name) if self.task.tools else None
+        if self.env.emitter:
+            self.env.emitter.emit(
+                ToolCallStarted(
+                    self.task.role, self.task.description, call.id, call.name, call.arguments
+                )
+            )
         started = time.perf_counter()
         if tool is None:
             available = ", ".join(self.task.tools.names) if self.task.tools else "none"
@@ -260,6 +363,7 @@ class AgentExecutor:
                     agent_role=self.task.role,
                     task_description=self.task.description,
                     record=record,
+                    call_id=outcome.call.id,
                 )
             )
 
@@ -284,6 +388,7 @@ class AgentExecutor:
             usage=self.usage,
             returned_immediately=returned_immediately,
             task_name=self.task.task_name,
+            cost_usd=add_costs(self._costs),
         )
 
 

@@ -14,32 +14,21 @@ from pydantic import BaseModel
 from agentensemble._interrupts import ends_the_run
 from agentensemble.errors import ExitEarlyError, OutputParsingError, TaskExecutionError
 from agentensemble.events import TaskCompleted, TaskFailed, TaskStarted
-from agentensemble.execution.agent_executor import AgentExecutor, AgentTask, ExecutionEnv
+from agentensemble.execution.agent_executor import AgentExecutor, ExecutionEnv
+from agentensemble.execution.guardrails import check_handler_input, check_handler_output
 from agentensemble.execution.prompts import ContextItem
 from agentensemble.execution.structured import parse_output
 from agentensemble.logging import get_logger
 from agentensemble.outputs import EnsembleOutput, ExitReason, TaskOutput
-from agentensemble.task import Task, TaskHandlerContext
+from agentensemble.task import TaskHandlerContext
 from agentensemble.tools._sync import in_worker_thread
 from agentensemble.workflows._review_gates import (
     ask_reviewer,
     is_enabled,
 )
+from agentensemble.workflows.base import PreparedTask  # re-exported: it used to live here
 
 _log = get_logger()
-
-
-@dataclass
-class PreparedTask:
-    """A task with its templates filled and its agent, model and tools resolved."""
-
-    task: Task
-    description: str
-    expected_output: str
-    agent_role: str
-    agent_task: AgentTask | None = None
-    after_review: Any = None
-    before_review: Any = None
 
 
 @dataclass
@@ -48,6 +37,8 @@ class RunState:
 
     outputs: list[TaskOutput] = field(default_factory=list)
     by_task: dict[int, TaskOutput] = field(default_factory=dict)
+    # each output as prompt context, built once: later tasks share it (no per-pair rebuilding)
+    context_items: dict[int, ContextItem] = field(default_factory=dict)
     exit_reason: ExitReason = ExitReason.COMPLETED
 
 
@@ -82,6 +73,7 @@ async def run_sequential(
         state.outputs,
         exit_reason=state.exit_reason,
         total_duration=timedelta(seconds=time.perf_counter() - started),
+        tasks=[item.task for item in prepared if id(item.task) in state.by_task],
     )
 
 
@@ -110,17 +102,19 @@ async def _run_one(
         if verdict.revised_text is not None:
             description = verdict.revised_text
 
-    context = [state.by_task[id(t)] for t in item.task.context if id(t) in state.by_task]
     env.emitter.emit(TaskStarted(index, total, description, item.agent_role))
     _log.info("task started", task_index=index, total_tasks=total, agent_role=item.agent_role)
     started = time.perf_counter()
     if item.agent_task is None:
-        output = await _run_handler(item, description, inputs, context)
+        by_task = state.by_task
+        context = [by_task[key] for t in item.task.context if (key := id(t)) in by_task]
+        output = await _run_handler(item, description, inputs, context, env)
     else:
+        items = state.context_items
         agent_task = replace(
             item.agent_task,
             description=description,
-            context=[ContextItem(o.task_description, o.agent_role, o.raw) for o in context],
+            context=[items[key] for t in item.task.context if (key := id(t)) in items],
         )
         output = await AgentExecutor(agent_task, env).run()
     output = output.model_copy(
@@ -153,6 +147,9 @@ async def _run_one(
 
     state.outputs.append(output)
     state.by_task[id(item.task)] = output
+    state.context_items[id(item.task)] = ContextItem(
+        output.task_description, output.agent_role, output.raw
+    )
     env.emitter.emit(TaskCompleted(index, total, output))
     if stop is not None:
         state.exit_reason = stop
@@ -160,7 +157,7 @@ async def _run_one(
     return True
 
 
-def _edited(output: TaskOutput, text: str, output_type: type[BaseModel] | None) -> TaskOutput:
+def _edited(output: TaskOutput, text: str, output_type: Any) -> TaskOutput:
     parsed = None
     if output_type is not None:
         try:
@@ -171,11 +168,16 @@ def _edited(output: TaskOutput, text: str, output_type: type[BaseModel] | None) 
 
 
 async def _run_handler(
-    item: PreparedTask, description: str, inputs: Mapping[str, Any], context: list[TaskOutput]
+    item: PreparedTask,
+    description: str,
+    inputs: Mapping[str, Any],
+    context: list[TaskOutput],
+    env: ExecutionEnv,
 ) -> TaskOutput:
     """A deterministic task: call the user's handler, no model involved."""
     handler = item.task.handler
     assert handler is not None
+    await check_handler_input(item.task, description, item.expected_output, inputs, context, env)
     ctx = TaskHandlerContext(
         description=description,
         expected_output=item.expected_output,
@@ -197,13 +199,15 @@ async def _run_handler(
             f"a task handler must return a str, a pydantic model or None; "
             f"got {type(result).__name__}"
         )
-    return TaskOutput(
+    output = TaskOutput(
         raw=raw,
         parsed=parsed,
         task_description=description,
         agent_role=item.agent_role,
         task_name=item.task.name,
     )
+    await check_handler_output(item.task, output, env)
+    return output
 
 
 async def _call_maybe_async(fn: Callable[..., Any], *args: Any) -> Any:
