@@ -233,3 +233,14 @@ def test_in_a_parallel_run_a_base_exception_fails_only_its_task(
         ensemble.run()
     assert [o.raw for o in caught.value.completed_outputs] == ["kept"]
     assert type(caught.value.failures[bad]).__name__ == EXPECTED_NAME[raiser]
+
+
+@pytest.mark.parametrize("raiser", list(RAISERS))
+def test_a_listener_raising_a_base_exception_never_breaks_the_run(raiser: str) -> None:
+    class Listener:
+        def on_event(self, event: object) -> None:
+            RAISERS[raiser]()
+
+    first = Task(description="First", handler=lambda ctx: "kept")
+    output = Ensemble(tasks=[first], listeners=[Listener()]).run()
+    assert output.raw == "kept"
