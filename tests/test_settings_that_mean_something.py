@@ -125,3 +125,16 @@ def test_a_verbose_agent_prints_its_prompts_and_answers_on_stderr_escaped_and_re
 def test_an_agent_that_is_not_verbose_prints_nothing(capsys: pytest.CaptureFixture[str]) -> None:
     verbose_run(verbose=False)
     assert capsys.readouterr() == ("", "")
+
+
+def test_verbose_output_never_fails_on_a_stream_that_cannot_encode_the_text() -> None:
+    import io
+
+    from agentensemble.execution._verbose import Transcript
+    from agentensemble.llm.types import ChatResponse
+
+    raw = io.BytesIO()
+    stream = io.TextIOWrapper(raw, encoding="ascii")
+    Transcript("Caf\u00e9", stream).answer(ChatResponse(content="na\u00efve \U0001f600 \ud800"))
+    stream.flush()
+    assert raw.getvalue().decode("ascii") == ("[Caf\\xe9] answer: na\\xefve \\U0001f600 \\ud800\n")

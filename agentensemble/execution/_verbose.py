@@ -9,29 +9,19 @@ escapes. A display failure (a closed stream, an encoding it cannot take) never s
 
 from __future__ import annotations
 
-import re
 import sys
 from collections.abc import Sequence
 from typing import Any, TextIO
 
+from agentensemble._display import escape_for_display
 from agentensemble.llm.types import ChatResponse, Message
 from agentensemble.logging import redact_text
 
-_UNSAFE = re.compile(
-    "[\x00-\x08\x0b-\x1f\x7f-\x9f"  # control characters (newline and tab kept)
-    "\u061c\u200b-\u200f\u2028-\u202e\u2060-\u2064\u2066-\u206f\ufeff\ufff9-\ufffb"
-    "\ud800-\udfff]"  # lone surrogates
-)
 
-
-def visible(text: str) -> str:
-    """``text`` redacted, with every unsafe character as an escape such as ``\\u202e``."""
-    return _UNSAFE.sub(_escape, redact_text(text))
-
-
-def _escape(match: re.Match[str]) -> str:
-    code = ord(match.group())
-    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
+def visible(text: str, encoding: str | None = None) -> str:
+    """``text`` redacted, with every unsafe character as an escape such as ``\\u202e`` (and any
+    character ``encoding`` cannot take, too)."""
+    return escape_for_display(redact_text(text), encoding=encoding)
 
 
 class Transcript:
@@ -66,12 +56,12 @@ class Transcript:
 
     def _print(self, label: str, text: str) -> None:
         stream = self._stream or sys.stderr
-        line = f"[{visible(self._role)}] {label}: {visible(text)}\n"
+        encoding = getattr(stream, "encoding", None) or "utf-8"
+        line = f"[{visible(self._role, encoding)}] {label}: {visible(text, encoding)}\n"
         try:
-            encoding = getattr(stream, "encoding", None) or "utf-8"
-            stream.write(line.encode(encoding, "backslashreplace").decode(encoding))
+            stream.write(line)
             stream.flush()
-        except (OSError, ValueError, LookupError):  # closed or broken stream: never fatal
+        except (OSError, ValueError):  # closed or broken stream: never fatal
             return
 
 
