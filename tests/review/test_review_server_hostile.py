@@ -226,3 +226,11 @@ def test_other_methods_are_refused_and_forbid_framing_too(
     assert "Access-Control-Allow-Origin" not in answer.headers
     assert answer.headers["X-Frame-Options"] == "DENY"
     assert state(server) == [("r-1", "pending")]
+
+
+def test_allowed_hosts_lets_a_deployer_name_the_server() -> None:
+    with ReviewServer(port=0, token=TOKEN, allowed_hosts=["review.internal"]) as running:
+        named = {**AUTH, "Host": f"review.internal:{running.port}"}
+        assert httpx.get(f"{running.url}/reviews", headers=named, timeout=5).status_code == 200
+        other = {**AUTH, "Host": f"other.internal:{running.port}"}
+        assert httpx.get(f"{running.url}/reviews", headers=other, timeout=5).status_code == 403
