@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
 import sys
 import uuid
@@ -203,8 +204,11 @@ class LLM(BaseModel):
                 return await litellm.acompletion(**kwargs)
 
         guard = self.timeout + _GUARD_SECONDS
+        attempts = 0
 
         async def call() -> Any:
+            nonlocal attempts
+            attempts += 1
             if sys.version_info >= (3, 11):
                 async with asyncio.timeout(guard):  # no extra task, unlike wait_for
                     return await send()
@@ -213,7 +217,7 @@ class LLM(BaseModel):
         response = await self.policy.run(
             call, label=self.model, secrets=secrets, endpoint=self.api_base
         )
-        return to_chat_response(response, label=self.model)
+        return dataclasses.replace(to_chat_response(response, label=self.model), attempts=attempts)
 
 
 def _get(obj: Any, name: str) -> Any:

@@ -113,7 +113,11 @@ def test_the_base_url_comes_from_the_environment_or_openai() -> None:
     ],
 )
 def test_response_schema_support_from_the_table_matches_litellm(model: str) -> None:
-    from_table = _model_table.table_supports_response_schema(model)  # litellm not needed
+    from agentensemble.llm import cost
     from agentensemble.llm._litellm import load_litellm
 
-    assert from_table is bool(load_litellm().supports_response_schema(model=model))
+    bundled = cost._read_bundled()  # the JSON file, as the openai lane reads it without litellm
+    entry = bundled.get(model.split("/", 1)[-1]) or bundled.get(model) or {}
+    from_file = entry.get("supports_response_schema") is True
+    assert from_file is bool(load_litellm().supports_response_schema(model=model))
+    assert _model_table.table_supports_response_schema(model) is from_file
