@@ -29,12 +29,17 @@ from agentensemble.events import (
     EnsembleStarted,
     GuardrailChecked,
     LLMCallCompleted,
+    LLMCallFailed,
+    LLMCallStarted,
     ReviewDecided,
     ReviewRequested,
+    StreamRestarted,
     TaskCompleted,
     TaskFailed,
     TaskStarted,
+    TokenDelta,
     ToolCallCompleted,
+    ToolCallStarted,
 )
 from agentensemble.guardrails import GuardrailInput, GuardrailResult
 from agentensemble.llm import (
@@ -74,6 +79,7 @@ from agentensemble.tools import (
     should_return_immediately,
     tool,
 )
+from agentensemble.tracing import ExecutionTrace, TaskMetrics
 from agentensemble.workflows import ParallelErrorStrategy, Workflow
 
 __version__ = "0.1.0"
@@ -95,6 +101,7 @@ __all__ = [
     "EnsembleListener",
     "EnsembleOutput",
     "EnsembleStarted",
+    "ExecutionTrace",
     "ExitEarlyError",
     "ExitReason",
     "GuardrailChecked",
@@ -102,6 +109,8 @@ __all__ = [
     "GuardrailResult",
     "GuardrailViolationError",
     "LLMCallCompleted",
+    "LLMCallFailed",
+    "LLMCallStarted",
     "LLMError",
     "MaxIterationsExceededError",
     "OutputParsingError",
@@ -117,18 +126,22 @@ __all__ = [
     "ReturnBehavior",
     "ReviewDecided",
     "ReviewRequested",
+    "StreamRestarted",
     "Task",
     "TaskCompleted",
     "TaskExecutionError",
     "TaskFailed",
     "TaskHandlerContext",
+    "TaskMetrics",
     "TaskOutput",
     "TaskStarted",
+    "TokenDelta",
     "TokenUsage",
     "ToolArgumentsError",
     "ToolCall",
     "ToolCallCompleted",
     "ToolCallRecord",
+    "ToolCallStarted",
     "ToolContext",
     "ToolExecutionError",
     "ToolMetrics",

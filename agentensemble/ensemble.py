@@ -2,15 +2,15 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
+from collections.abc import Mapping, Sequence
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from agentensemble._background_loop import run_on_background_loop
 from agentensemble._validation import check_model
 from agentensemble.agent import Agent
-from agentensemble.errors import ConfigurationError, PromptTemplateError
+from agentensemble.errors import ConfigurationError, PromptTemplateError, TaskExecutionError
 from agentensemble.events import (
     EnsembleCompleted,
     EnsembleListener,
@@ -20,9 +20,12 @@ from agentensemble.events import (
 from agentensemble.execution.agent_executor import AgentTask, ExecutionEnv
 from agentensemble.llm.types import ChatModel
 from agentensemble.outputs import EnsembleOutput
+from agentensemble.run_context import current_run_id, new_run_id, run_scope
 from agentensemble.task import Task
 from agentensemble.templates import fill_template, missing_variables
 from agentensemble.tools.resolver import ResolvedTools, ToolResolver
+from agentensemble.tools.source import open_tool_sources, tool_sources_in
+from agentensemble.tracing.recorder import TraceRecorder
 from agentensemble.workflows import ParallelErrorStrategy, Workflow
 from agentensemble.workflows._review_gates import (
     after_review_for,
@@ -57,6 +60,7 @@ class Ensemble(BaseModel):
     manager_llm: Any = Field(default=None, description="HIERARCHICAL: the manager's model")
     manager_max_iterations: int = Field(default=20, gt=0, description="manager's tool calls")
     max_delegation_depth: int = Field(default=3, ge=0, description="nested peer hand-offs")
+    capture: Literal["off", "standard", "full"] = "standard"
 
     @field_validator("llm", "manager_llm")
     @classmethod
@@ -251,19 +255,56 @@ class Ensemble(BaseModel):
 
     async def arun(self, inputs: Mapping[str, Any] | None = None) -> EnsembleOutput:
         """Run the ensemble. Validation failures raise before any model call."""
+        return await self._execute(inputs, ())
+
+    async def _execute(
+        self, inputs: Mapping[str, Any] | None, extra_listeners: Sequence[EnsembleListener]
+    ) -> EnsembleOutput:
+        """One run. Tool sources (MCP servers) are started first, once for the whole run, and
+        closed when it ends, whatever way it ends."""
+        agents = [*self.agents, *(task.agent for task in self.tasks if task.agent is not None)]
+        sources = tool_sources_in(
+            [*(agent.tools for agent in agents), *(t.tools for t in self.tasks)]
+        )
+        async with open_tool_sources(sources):
+            return await self._run_once(inputs, extra_listeners)
+
+    async def _run_once(
+        self, inputs: Mapping[str, Any] | None, extra_listeners: Sequence[EnsembleListener]
+    ) -> EnsembleOutput:
+        """One run under its own run id (bound for events, logs and errors)."""
         values = dict(inputs or {})
         prepared = self._prepare(values)
-        listeners = list(self.listeners)
-        if self.verbose:
-            from agentensemble.progress import ConsoleProgressListener
+        with run_scope(new_run_id()) as parent_run_id:
+            recorder = TraceRecorder(
+                current_run_id(),
+                capture=self.capture,
+                workflow=self.workflow.value,
+                inputs=values,
+                parent_run_id=parent_run_id,
+            )
+            listeners = [recorder, *self.listeners, *extra_listeners]
+            if self.verbose:
+                from agentensemble.progress import ConsoleProgressListener
 
-            listeners.append(ConsoleProgressListener())
-        env = ExecutionEnv(emitter=EventEmitter(listeners), review_handler=self.review_handler)
-        env.emitter.emit(EnsembleStarted(total_tasks=len(prepared)))
-        output = await runner_for(self.workflow, self._run_settings()).run(prepared, env, values)
-        output = output.model_copy(update={"tool_metrics": env.metrics.snapshot()})
-        env.emitter.emit(EnsembleCompleted(output=output))
-        return output
+                listeners.append(ConsoleProgressListener())
+            env = ExecutionEnv(emitter=EventEmitter(listeners), review_handler=self.review_handler)
+            env.emitter.emit(
+                EnsembleStarted(total_tasks=len(prepared), parent_run_id=parent_run_id)
+            )
+            try:
+                output = await runner_for(self.workflow, self._run_settings()).run(
+                    prepared, env, values
+                )
+            except TaskExecutionError as error:
+                error.trace = recorder.fail(error)
+                raise
+            output = output.model_copy(
+                update={"tool_metrics": env.metrics.snapshot(), "run_id": current_run_id()}
+            )
+            output = recorder.complete(output)
+            env.emitter.emit(EnsembleCompleted(output=output))
+            return output
 
     def _run_settings(self) -> RunSettings:
         return RunSettings(

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from agentensemble.run_context import current_run_id
+
 if TYPE_CHECKING:
     from agentensemble.outputs import TaskOutput, ToolCallRecord
 
@@ -45,6 +47,8 @@ class TaskExecutionError(AgentEnsembleError):
         super().__init__(message)
         self.task = task
         self.completed_outputs: list[TaskOutput] = list(completed_outputs or [])
+        self.run_id: str = current_run_id()  # the failed run's id
+        self.trace: Any = None  # the run's ExecutionTrace up to the failure (None: capture off)
 
 
 class ParallelExecutionError(TaskExecutionError):

@@ -13,16 +13,30 @@ from typing import Any, Protocol, runtime_checkable
 
 from agentensemble.logging import get_logger
 from agentensemble.outputs import EnsembleOutput, TaskOutput, TokenUsage, ToolCallRecord
+from agentensemble.run_context import current_run_id, current_task_index, enter_task
+
+
+def _run_id() -> Any:
+    """Every event carries the id of its run, read from the context it is built in."""
+    return field(default_factory=current_run_id, kw_only=True)
+
+
+def _task_index() -> Any:
+    """Events inside a task carry its 1-based index (None outside a task)."""
+    return field(default_factory=current_task_index, kw_only=True)
 
 
 @dataclass(frozen=True)
 class EnsembleStarted:
     total_tasks: int
+    run_id: str = _run_id()
+    parent_run_id: str | None = field(default=None, kw_only=True)
 
 
 @dataclass(frozen=True)
 class EnsembleCompleted:
     output: EnsembleOutput
+    run_id: str = _run_id()
 
 
 @dataclass(frozen=True)
@@ -31,6 +45,7 @@ class TaskStarted:
     total_tasks: int
     task_description: str
     agent_role: str
+    run_id: str = _run_id()
 
 
 @dataclass(frozen=True)
@@ -38,6 +53,7 @@ class TaskCompleted:
     task_index: int
     total_tasks: int
     output: TaskOutput
+    run_id: str = _run_id()
 
 
 @dataclass(frozen=True)
@@ -46,6 +62,7 @@ class TaskFailed:
     total_tasks: int
     task_description: str
     error: BaseException
+    run_id: str = _run_id()
 
 
 @dataclass(frozen=True)
@@ -55,6 +72,13 @@ class LLMCallCompleted:
     duration: timedelta
     usage: TokenUsage
     tool_calls: int
+    run_id: str = _run_id()
+    task_index: int | None = _task_index()
+    task_name: str | None = field(default=None, kw_only=True)
+    call_id: str = field(default="", kw_only=True)
+    response: Any = field(default=None, kw_only=True)  # the ChatResponse
+    attempts: int = field(default=1, kw_only=True)
+    cost_usd: float | None = field(default=None, kw_only=True)
 
 
 @dataclass(frozen=True)
@@ -62,6 +86,9 @@ class ToolCallCompleted:
     agent_role: str
     task_description: str
     record: ToolCallRecord
+    run_id: str = _run_id()
+    task_index: int | None = _task_index()
+    call_id: str | None = field(default=None, kw_only=True)
 
 
 @dataclass(frozen=True)
@@ -69,6 +96,10 @@ class ReviewRequested:
     timing: str
     task_description: str
     tool_name: str | None = None
+    run_id: str = _run_id()
+    task_index: int | None = _task_index()
+    output: str | None = field(default=None, kw_only=True)
+    prompt: str | None = field(default=None, kw_only=True)
 
 
 @dataclass(frozen=True)
@@ -78,6 +109,73 @@ class ReviewDecided:
     decision: str
     tool_name: str | None = None
     details: dict[str, Any] = field(default_factory=dict)
+    run_id: str = _run_id()
+    task_index: int | None = _task_index()
+    decided_by: str | None = field(default=None, kw_only=True)
+
+
+@dataclass(frozen=True)
+class LLMCallStarted:
+    """A model call begins; ``messages`` is the conversation sent (a snapshot)."""
+
+    agent_role: str
+    model: str
+    call_id: str
+    task_name: str | None = None
+    messages: Sequence[Any] = ()
+    run_id: str = _run_id()
+    task_index: int | None = _task_index()
+
+
+@dataclass(frozen=True)
+class LLMCallFailed:
+    """A model call failed for good (after the retry policy gave up)."""
+
+    agent_role: str
+    model: str
+    call_id: str
+    duration: timedelta
+    error: BaseException
+    task_name: str | None = None
+    run_id: str = _run_id()
+    task_index: int | None = _task_index()
+
+
+@dataclass(frozen=True)
+class ToolCallStarted:
+    """A tool call begins, with the arguments as the model sent them."""
+
+    agent_role: str
+    task_description: str
+    call_id: str
+    name: str
+    arguments: str
+    run_id: str = _run_id()
+    task_index: int | None = _task_index()
+
+
+@dataclass(frozen=True)
+class TokenDelta:
+    """A piece of model text as it is generated (only while streaming, ``Ensemble.astream``)."""
+
+    run_id: str
+    agent_role: str
+    task_name: str | None
+    text: str
+    task_index: int | None = _task_index()
+    call_id: str = field(default="", kw_only=True)
+
+
+@dataclass(frozen=True)
+class StreamRestarted:
+    """A stream broke mid-way and is retried from the start: drop the text shown so far."""
+
+    agent_role: str
+    task_name: str | None
+    attempt: int
+    call_id: str = ""
+    run_id: str = _run_id()
+    task_index: int | None = _task_index()
 
 
 @dataclass(frozen=True)
@@ -91,6 +189,8 @@ class GuardrailChecked:
     agent_role: str
     message: str | None = None
     attempt: int = 1
+    run_id: str = _run_id()
+    task_index: int | None = _task_index()
 
 
 EnsembleEvent = (
@@ -99,11 +199,16 @@ EnsembleEvent = (
     | TaskStarted
     | TaskCompleted
     | TaskFailed
+    | LLMCallStarted
     | LLMCallCompleted
+    | LLMCallFailed
+    | ToolCallStarted
     | ToolCallCompleted
     | ReviewRequested
     | ReviewDecided
     | GuardrailChecked
+    | TokenDelta
+    | StreamRestarted
 )
 
 
@@ -125,6 +230,8 @@ class EventEmitter:
         return bool(self._listeners)
 
     def emit(self, event: EnsembleEvent) -> None:
+        if isinstance(event, TaskStarted):
+            enter_task(event.task_index)  # what follows in this context belongs to the task
         for listener in self._listeners:
             try:
                 listener.on_event(event)
@@ -142,10 +249,15 @@ __all__ = [
     "EventEmitter",
     "GuardrailChecked",
     "LLMCallCompleted",
+    "LLMCallFailed",
+    "LLMCallStarted",
     "ReviewDecided",
     "ReviewRequested",
+    "StreamRestarted",
     "TaskCompleted",
     "TaskFailed",
     "TaskStarted",
+    "TokenDelta",
     "ToolCallCompleted",
+    "ToolCallStarted",
 ]

@@ -83,6 +83,7 @@ def get_logger(**initial: Any) -> Any:
         processors=[
             structlog.stdlib.filter_by_level,
             structlog.stdlib.add_log_level,
+            structlog.contextvars.merge_contextvars,  # run_id=... during a run
             _redact_processor,
             structlog.stdlib.render_to_log_kwargs,
         ],

@@ -18,6 +18,8 @@ from pydantic import (
     field_serializer,
 )
 
+from agentensemble.tracing.trace import ExecutionTrace, TaskMetrics
+
 T = TypeVar("T")
 
 
@@ -72,7 +74,14 @@ class ToolCallRecord(BaseModel):
     model_config = ConfigDict(frozen=True, defer_build=True)
 
     name: str
-    arguments: str = Field(description="JSON text exactly as sent by the model")
+    arguments: str = Field(
+        description="the arguments the tool ran with: the model's JSON text, or after a "
+        "reviewer's edit the edited arguments as canonical JSON"
+    )
+    model_arguments: str | None = Field(
+        default=None,
+        description="the model's own JSON text, kept only when a reviewer's edit changed it",
+    )
     output: str
     is_success: bool
     duration: timedelta = timedelta(0)
@@ -95,6 +104,10 @@ class TaskOutput(BaseModel):
     usage: TokenUsage = Field(default_factory=TokenUsage)
     returned_immediately: bool = False
     task_name: str | None = None
+    cost_usd: float | None = Field(
+        default=None, description="USD from litellm's bundled prices; None if any model is unknown"
+    )
+    metrics: TaskMetrics = Field(default_factory=TaskMetrics)
 
     def parsed_as(self, output_type: type[T]) -> T:
         """``parsed`` with its precise type for a type checker: ``out.parsed_as(Report)``.
@@ -118,6 +131,11 @@ class EnsembleOutput(BaseModel):
     tool_metrics: dict[str, Any] = Field(
         default_factory=dict, description="per-tool ToolMetrics of this run, by tool name"
     )
+    run_id: str = Field(default="", description="the run's id (UUID4), also on its events and logs")
+    trace: ExecutionTrace | None = Field(default=None, description='None with capture="off"')
+    cost_usd: float | None = Field(
+        default=None, description="sum of the tasks' cost_usd; None if any is unknown"
+    )
 
     @property
     def parsed(self) -> Any:
@@ -128,11 +146,16 @@ class EnsembleOutput(BaseModel):
         """``parsed`` with its precise type: ``output.parsed_as(list[Item])``."""
         return _typed(self.parsed, output_type)
 
-    _by_task: list[tuple[Any, TaskOutput]] = PrivateAttr(default_factory=list)
+    # the Task of each entry of task_outputs, by position: copies that replace task_outputs
+    # (metrics, edits) keep the order, so a lookup always answers with the current output
+    _tasks: list[Any] = PrivateAttr(default_factory=list)
 
     def output_for(self, task: Any) -> TaskOutput | None:
         """The output of ``task`` (this very Task object) in this run; None if it did not run."""
-        return next((output for known, output in self._by_task if known is task), None)
+        for known, output in zip(self._tasks, self.task_outputs, strict=False):
+            if known is task:
+                return output
+        return None
 
     @field_serializer("tool_metrics")
     def _metrics_counters(self, metrics: dict[str, Any]) -> dict[str, Any]:
@@ -161,7 +184,7 @@ class EnsembleOutput(BaseModel):
             total_tool_calls=sum(len(o.tool_calls) for o in outputs),
             usage=usage,
         )
-        summary._by_task = list(zip(tasks, outputs, strict=False))
+        summary._tasks = list(tasks)
         return summary
 
 
@@ -179,6 +202,7 @@ __all__ = [
     "EnsembleOutput",
     "ExitReason",
     "ReturnBehavior",
+    "TaskMetrics",
     "TaskOutput",
     "TokenUsage",
     "ToolCallRecord",

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-import asyncio
 import time
+import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import timedelta
@@ -15,7 +15,15 @@ from agentensemble.errors import (
     MaxIterationsExceededError,
     OutputParsingError,
 )
-from agentensemble.events import EventEmitter, LLMCallCompleted, ToolCallCompleted
+from agentensemble.events import (
+    EventEmitter,
+    LLMCallCompleted,
+    LLMCallFailed,
+    LLMCallStarted,
+    ToolCallCompleted,
+    ToolCallStarted,
+)
+from agentensemble.execution._turn import run_turn
 from agentensemble.execution.guardrails import (
     check_input,
     first_failure,
@@ -31,10 +39,12 @@ from agentensemble.execution.structured import (
     response_format,
 )
 from agentensemble.guardrails import GuardrailInput
+from agentensemble.llm.cost import add_costs, cost_usd
 from agentensemble.llm.response_format import ResponseFormat, supports_response_format
 from agentensemble.llm.types import ChatModel, ChatResponse, Message, ToolCall, model_label
 from agentensemble.logging import get_logger
 from agentensemble.outputs import ReturnBehavior, TaskOutput, TokenUsage, ToolCallRecord
+from agentensemble.run_context import model_call_scope
 from agentensemble.tools.base import ToolResult
 from agentensemble.tools.context import ToolContext, use_tool_context
 from agentensemble.tools.metrics import ToolMetricsRegistry
@@ -90,6 +100,7 @@ class _CallOutcome:
     behavior: ReturnBehavior
     duration: float
     executed: bool
+    ran_with: str | None = None
 
 
 class AgentExecutor:
@@ -113,6 +124,7 @@ class AgentExecutor:
         self.usage = TokenUsage()
         self._tool_calls_made = 0
         self._stops = 0
+        self._costs: list[float | None] = []
 
     def _user_prompt(self, *, schema_in_prompt: bool) -> str:
         task = self.task
@@ -208,25 +220,43 @@ class AgentExecutor:
             self.messages.append({"role": "user", "content": feedback})
 
     async def _ask_model(self, specs: list[dict[str, Any]] | None) -> ChatResponse:
+        role, name, emitter = self.task.role, self.task.task_name, self.env.emitter
+        label, call_id = model_label(self.task.model), uuid.uuid4().hex
+        if emitter:
+            emitter.emit(LLMCallStarted(role, label, call_id, name, list(self.messages)))
         started = time.perf_counter()
-        if self._format is None:
-            response = await self.task.model.complete(self.messages, tools=specs or None)
-        else:
-            complete: Any = self.task.model.complete  # a model that said it takes the format
-            response = await complete(
-                self.messages, tools=specs or None, response_format=self._format
-            )
+        complete: Any = self.task.model.complete  # a model that said it takes the format
+        options: dict[str, Any] = {}
+        if self._format is not None:
+            options["response_format"] = self._format
+        try:
+            with model_call_scope(role, name, call_id):
+                response: ChatResponse = await complete(
+                    self.messages, tools=specs or None, **options
+                )
+        except Exception as error:
+            if emitter:
+                failed_after = timedelta(seconds=time.perf_counter() - started)
+                emitter.emit(LLMCallFailed(role, label, call_id, failed_after, error, name))
+            raise
         duration = time.perf_counter() - started
         self.llm_calls += 1
         self.usage = self.usage + response.usage
-        if self.env.emitter:
-            self.env.emitter.emit(
+        cost = cost_usd(response.usage, label, response.model)
+        self._costs.append(cost)
+        if emitter:
+            emitter.emit(
                 LLMCallCompleted(
-                    agent_role=self.task.role,
-                    model=model_label(self.task.model),
+                    agent_role=role,
+                    model=label,
                     duration=timedelta(seconds=duration),
                     usage=response.usage,
                     tool_calls=len(response.tool_calls),
+                    task_name=name,
+                    call_id=call_id,
+                    response=response,
+                    attempts=response.attempts,
+                    cost_usd=cost,
                 )
             )
         return response
@@ -248,7 +278,9 @@ class AgentExecutor:
             agent_role=self.task.role,
         )
         with use_tool_context(context):
-            executed = await asyncio.gather(*(self._run_one(call) for call in calls[:allowed]))
+            executed = await run_turn(
+                [self._run_one(call) for call in calls[:allowed]], context.stopped
+            )
         stopped = [
             _CallOutcome(
                 call,
@@ -282,14 +314,23 @@ class AgentExecutor:
 
     async def _run_one(self, call: ToolCall) -> _CallOutcome:
         tool = self.task.tools.get(call.name) if self.task.tools else None
+        if self.env.emitter:
+            self.env.emitter.emit(
+                ToolCallStarted(
+                    self.task.role, self.task.description, call.id, call.name, call.arguments
+                )
+            )
         started = time.perf_counter()
         if tool is None:
             available = ", ".join(self.task.tools.names) if self.task.tools else "none"
             result = ToolResult.failure(f"Unknown tool '{call.name}'. Available tools: {available}")
             behavior = ReturnBehavior.TO_LLM
         else:
-            result = await tool.run(call.arguments)
+            called = await tool.call(call.arguments)
+            result, ran_with = called.result, called.ran_with
             behavior = tool.return_behavior
+            duration = time.perf_counter() - started
+            return _CallOutcome(call, result, behavior, duration, True, ran_with)
         return _CallOutcome(call, result, behavior, time.perf_counter() - started, True)
 
     def _record(self, outcome: _CallOutcome) -> None:
@@ -300,7 +341,8 @@ class AgentExecutor:
         self.messages.append({"role": "tool", "tool_call_id": outcome.call.id, "content": content})
         record = ToolCallRecord(
             name=outcome.call.name,
-            arguments=outcome.call.arguments,
+            arguments=outcome.ran_with or outcome.call.arguments,
+            model_arguments=outcome.call.arguments if outcome.ran_with is not None else None,
             output=content,
             is_success=result.is_success,
             duration=timedelta(seconds=outcome.duration),
@@ -314,6 +356,7 @@ class AgentExecutor:
                     agent_role=self.task.role,
                     task_description=self.task.description,
                     record=record,
+                    call_id=outcome.call.id,
                 )
             )
 
@@ -338,6 +381,7 @@ class AgentExecutor:
             usage=self.usage,
             returned_immediately=returned_immediately,
             task_name=self.task.task_name,
+            cost_usd=add_costs(self._costs),
         )
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
 import sys
 import uuid
@@ -138,15 +139,18 @@ class LLM(BaseModel):
         secrets = [self.api_key.get_secret_value()] if self.api_key is not None else []
 
         guard = self.timeout + _GUARD_SECONDS
+        attempts = 0
 
         async def call() -> Any:
+            nonlocal attempts
+            attempts += 1
             if sys.version_info >= (3, 11):
                 async with asyncio.timeout(guard):  # no extra task, unlike wait_for
                     return await litellm.acompletion(**kwargs)
             return await asyncio.wait_for(litellm.acompletion(**kwargs), timeout=guard)
 
         response = await self.policy.run(call, label=self.model, secrets=secrets)
-        return to_chat_response(response, label=self.model)
+        return dataclasses.replace(to_chat_response(response, label=self.model), attempts=attempts)
 
 
 def _get(obj: Any, name: str) -> Any:

@@ -34,6 +34,7 @@ class ChatResponse:
     usage: TokenUsage = field(default_factory=TokenUsage)
     finish_reason: str | None = None
     model: str | None = None
+    attempts: int = 1  # tries it took, retries included (set by LLM; 1 for other models)
 
     def to_message(self) -> Message:
         """The assistant message to append to the conversation history."""

@@ -64,7 +64,7 @@ async def ask_reviewer(
     request = review.to_request(
         timing=ReviewTiming(timing), task_description=task_description, output=output
     )
-    emitter.emit(ReviewRequested(timing=timing, task_description=task_description))
+    emitter.emit(ReviewRequested(timing=timing, task_description=task_description, output=output))
     decision = await aask(handler, request)
     details: dict[str, Any] = {}
     if isinstance(decision, Edit):
@@ -77,7 +77,11 @@ async def ask_reviewer(
         result, kind = GateResult(), "continue"
     emitter.emit(
         ReviewDecided(
-            timing=timing, task_description=task_description, decision=kind, details=details
+            timing=timing,
+            task_description=task_description,
+            decision=kind,
+            details=details,
+            decided_by=type(handler).__name__,
         )
     )
     return result

@@ -1,0 +1,31 @@
+"""Observing runs: the execution trace data model.
+
+The recorder that builds a trace from events lives in ``tracing.recorder`` (imported by the
+facade only); this package root stays free of the execution layers so ``outputs`` can use it.
+"""
+
+from agentensemble.tracing.trace import (
+    SCHEMA_VERSION,
+    ErrorInfo,
+    ExecutionTrace,
+    ModelTurn,
+    RequestedToolCall,
+    ReviewTrace,
+    TaskMetrics,
+    TaskTrace,
+    TokenCounts,
+    ToolCallTrace,
+)
+
+__all__ = [
+    "SCHEMA_VERSION",
+    "ErrorInfo",
+    "ExecutionTrace",
+    "ModelTurn",
+    "RequestedToolCall",
+    "ReviewTrace",
+    "TaskMetrics",
+    "TaskTrace",
+    "TokenCounts",
+    "ToolCallTrace",
+]
