@@ -23,6 +23,9 @@ from agentensemble.errors import (
     ToolNameError,
 )
 from agentensemble.events import (
+    DelegationCompleted,
+    DelegationFailed,
+    DelegationStarted,
     EnsembleCompleted,
     EnsembleEvent,
     EnsembleListener,
@@ -95,6 +98,9 @@ __all__ = [
     "ChatResponse",
     "ConfigurationError",
     "ConsoleProgressListener",
+    "DelegationCompleted",
+    "DelegationFailed",
+    "DelegationStarted",
     "Ensemble",
     "EnsembleCompleted",
     "EnsembleEvent",

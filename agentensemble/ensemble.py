@@ -33,8 +33,10 @@ from agentensemble.workflows._review_gates import (
     policy_value,
 )
 from agentensemble.workflows.base import PreparedTask
+from agentensemble.workflows.delegation import Team
 from agentensemble.workflows.graph import check_task_graph
 from agentensemble.workflows.runners import RunSettings, runner_for
+from agentensemble.workflows.team import build_team, check_team, model_resolver, resolve_model
 
 SYNTHESISED_ROLE = "Assistant"
 _PASS_A_HANDLER = (
@@ -98,6 +100,7 @@ class Ensemble(BaseModel):
     def _structure(self) -> Ensemble:
         self._check_context_order()
         self._check_tools_and_reviews()
+        check_team(self.workflow, self.agents, self.tasks)
         return self
 
     # -- validation ---------------------------------------------------------------------------
@@ -200,7 +203,7 @@ class Ensemble(BaseModel):
                 after_review=after_review_for(task.review, policy, index == len(self.tasks)),
                 before_review=task.before_review,
             )
-            if task.handler is None:
+            if task.handler is None and self.workflow is not Workflow.HIERARCHICAL:
                 agent = task.agent or Agent(role=SYNTHESISED_ROLE, goal=description)
                 if task.agent is None:  # its goal is the filled description: never re-filled
                     role, goal, background = agent.role, agent.goal, None
@@ -242,12 +245,17 @@ class Ensemble(BaseModel):
                 "Ensemble(llm=...) to a model name such as 'openai/gpt-4o-mini', an LLM or a "
                 "ChatModel"
             )
+        from agentensemble.llm.litellm_model import LLM  # litellm itself stays lazy
+
         if isinstance(chosen, str):
             if chosen not in cache:
-                from agentensemble.llm.litellm_model import LLM  # litellm itself stays lazy
-
                 cache[chosen] = LLM(model=chosen)
-            return cache[chosen]
+            chosen = cache[chosen]
+        if isinstance(chosen, LLM):
+            try:  # a missing key or a bad base URL fails here, before any model call
+                chosen.check_settings()
+            except ConfigurationError as error:
+                raise ConfigurationError(f"task {index} ({task.label!r}): {error}") from None
         model: ChatModel = chosen
         return model
 
@@ -275,6 +283,8 @@ class Ensemble(BaseModel):
         """One run under its own run id (bound for events, logs and errors)."""
         values = dict(inputs or {})
         prepared = self._prepare(values)
+        team = self._team(prepared, values)
+        settings = self._run_settings(team)
         with run_scope(new_run_id()) as parent_run_id:
             recorder = TraceRecorder(
                 current_run_id(),
@@ -292,10 +302,10 @@ class Ensemble(BaseModel):
             env.emitter.emit(
                 EnsembleStarted(total_tasks=len(prepared), parent_run_id=parent_run_id)
             )
+            if team is not None:
+                team.env = env
             try:
-                output = await runner_for(self.workflow, self._run_settings()).run(
-                    prepared, env, values
-                )
+                output = await runner_for(self.workflow, settings).run(prepared, env, values)
             except TaskExecutionError as error:
                 error.trace = recorder.fail(error)
                 raise
@@ -306,10 +316,34 @@ class Ensemble(BaseModel):
             env.emitter.emit(EnsembleCompleted(output=output))
             return output
 
-    def _run_settings(self) -> RunSettings:
+    def _team(self, prepared: list[PreparedTask], inputs: Mapping[str, Any]) -> Team | None:
+        """Workers and peers (workflows/team.py); fails before any model call."""
+        check_team(self.workflow, self.agents, self.tasks)
+        return build_team(
+            self.workflow,
+            self.agents,
+            prepared,
+            inputs,
+            model_resolver(self.llm, prepared),
+            self.max_delegation_depth,
+            has_reviewer=self.review_handler is not None,
+        )
+
+    def _run_settings(self, team: Team | None) -> RunSettings:
+        manager = None
+        if self.workflow is Workflow.HIERARCHICAL and team is not None:
+            from agentensemble.workflows.hierarchical import ManagerSetup
+
+            chosen = self.manager_llm if self.manager_llm is not None else self.llm
+            manager = ManagerSetup(
+                team=team,
+                model=resolve_model(chosen, "the hierarchical manager (manager_llm)", {}),
+                max_iterations=self.manager_max_iterations,
+            )
         return RunSettings(
             max_concurrency=self.max_concurrency,
             parallel_error_strategy=self.parallel_error_strategy,
+            manager=manager,
         )
 
     def run(self, inputs: Mapping[str, Any] | None = None) -> EnsembleOutput:

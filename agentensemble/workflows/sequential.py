@@ -11,6 +11,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
+from agentensemble._interrupts import ends_the_run
 from agentensemble.errors import ExitEarlyError, OutputParsingError, TaskExecutionError
 from agentensemble.events import TaskCompleted, TaskFailed, TaskStarted
 from agentensemble.execution.agent_executor import AgentExecutor, ExecutionEnv
@@ -56,9 +57,9 @@ async def run_sequential(
             state.exit_reason = ExitReason.TIMEOUT if stop.timed_out else ExitReason.USER_EXIT_EARLY
             _log.info("run exited early", task_index=index, reason=stop.reason)
             break
-        except TaskExecutionError:
-            raise
-        except Exception as error:
+        except BaseException as error:  # a nested run's TaskExecutionError is this task's too
+            if ends_the_run(error):
+                raise
             env.emitter.emit(TaskFailed(index, total, item.description, error))
             _log.error(
                 "task failed", task_index=index, agent_role=item.agent_role, error=str(error)
