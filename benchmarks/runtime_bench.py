@@ -212,11 +212,13 @@ def bench_fanout(repeats: int, ensembles: int = 50, latency: float = 0.1) -> lis
         for make in variants.values():  # warm-up: imports, connection pools
             loop.run_until_complete(make())
         rates: dict[str, list[float]] = {name: [] for name in variants}
+        cpu: dict[str, list[float]] = {name: [] for name in variants}
         for _ in range(repeats):
             for name, make in variants.items():
-                started = time.perf_counter()
+                started, cpu_started = time.perf_counter(), time.process_time()
                 loop.run_until_complete(make())
                 rates[name].append(ensembles / (time.perf_counter() - started))
+                cpu[name].append((time.process_time() - cpu_started) / ensembles)
         loop.close()
 
     def per_second(values: list[float]) -> str:
@@ -237,6 +239,9 @@ def bench_fanout(repeats: int, ensembles: int = 50, latency: float = 0.1) -> lis
         ),
         ("ensembles on the openai lane / raw litellm", ratio("openai"), "goal >= 1.5x"),
         ("ensembles on the litellm lane / raw litellm", ratio("litellm"), "about 1x"),
+        ("client CPU per ensemble, openai lane", spread(cpu["openai"]), "caps throughput"),
+        ("client CPU per ensemble, litellm lane", spread(cpu["litellm"]), ""),
+        ("client CPU per raw litellm.acompletion", spread(cpu["raw"]), ""),
     ]
 
 
