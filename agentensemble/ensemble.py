@@ -205,6 +205,8 @@ class Ensemble(BaseModel):
             if task.agent is not None:
                 agent = task.agent
                 texts += [agent.role, agent.goal, agent.background or ""]
+        for agent in self.agents:  # the team: workers and peers are filled from inputs too
+            texts += [agent.role, agent.goal, agent.background or ""]
         return texts
 
     def _prepare(self, inputs: Mapping[str, Any]) -> list[PreparedTask]:
