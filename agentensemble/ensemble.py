@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from agentensemble._background_loop import run_on_background_loop
-from agentensemble._validation import check_model
+from agentensemble._validation import check_model, refuse_class
 from agentensemble.agent import Agent
 from agentensemble.errors import ConfigurationError, PromptTemplateError, TaskExecutionError
 from agentensemble.events import (
@@ -94,6 +94,7 @@ class Ensemble(BaseModel):
     @field_validator("review_handler")
     @classmethod
     def _handler(cls, value: Any) -> Any:
+        refuse_class(value, "review_handler")
         methods = (getattr(value, name, None) for name in ("review", "areview"))
         if value is not None and not any(callable(method) for method in methods):
             raise ValueError(
@@ -106,6 +107,7 @@ class Ensemble(BaseModel):
     @classmethod
     def _listeners(cls, value: list[Any]) -> list[Any]:
         for listener in value:
+            refuse_class(listener, "listeners")
             if not isinstance(listener, EnsembleListener):
                 raise ValueError(
                     f"a listener needs an on_event(event) method; got {type(listener).__name__}"
@@ -251,6 +253,7 @@ class Ensemble(BaseModel):
                     tools=tools_of_task[index - 1],
                     output_type=task.output_type,
                     task_name=task.name,
+                    verbose=agent.verbose,
                     max_output_retries=task.max_output_retries,
                     input_guardrails=task.input_guardrails,
                     output_guardrails=task.output_guardrails,
