@@ -11,9 +11,11 @@ from agentensemble.errors import (
     AgentExecutionError,
     ConfigurationError,
     ExitEarlyError,
+    GuardrailViolationError,
     LLMError,
     MaxIterationsExceededError,
     OutputParsingError,
+    ParallelExecutionError,
     PromptTemplateError,
     TaskExecutionError,
     ToolArgumentsError,
@@ -26,6 +28,7 @@ from agentensemble.events import (
     EnsembleFailed,
     EnsembleListener,
     EnsembleStarted,
+    GuardrailChecked,
     LLMCallCompleted,
     LLMCallFailed,
     LLMCallStarted,
@@ -39,7 +42,16 @@ from agentensemble.events import (
     ToolCallCompleted,
     ToolCallStarted,
 )
-from agentensemble.llm import LLM, ChatModel, ChatResponse, RetryPolicy, ToolCall
+from agentensemble.guardrails import GuardrailInput, GuardrailResult
+from agentensemble.llm import (
+    LLM,
+    ChatModel,
+    ChatResponse,
+    RateLimit,
+    RateLimitedModel,
+    RetryPolicy,
+    ToolCall,
+)
 from agentensemble.logging import configure_logging
 from agentensemble.outputs import (
     EnsembleOutput,
@@ -69,7 +81,7 @@ from agentensemble.tools import (
     tool,
 )
 from agentensemble.tracing import ExecutionTrace, TaskMetrics
-from agentensemble.workflows import Workflow
+from agentensemble.workflows import ParallelErrorStrategy, Workflow
 
 __version__ = "0.1.0"
 
@@ -94,15 +106,23 @@ __all__ = [
     "ExecutionTrace",
     "ExitEarlyError",
     "ExitReason",
+    "GuardrailChecked",
+    "GuardrailInput",
+    "GuardrailResult",
+    "GuardrailViolationError",
     "LLMCallCompleted",
     "LLMCallFailed",
     "LLMCallStarted",
     "LLMError",
     "MaxIterationsExceededError",
     "OutputParsingError",
+    "ParallelErrorStrategy",
+    "ParallelExecutionError",
     "PipelineErrorStrategy",
     "PipelineStep",
     "PromptTemplateError",
+    "RateLimit",
+    "RateLimitedModel",
     "ResolvedTools",
     "RetryPolicy",
     "ReturnBehavior",

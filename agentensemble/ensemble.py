@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import asyncio
-import concurrent.futures
 from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import nullcontext
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from agentensemble._background_loop import run_on_background_loop
 from agentensemble._validation import check_model
 from agentensemble.agent import Agent
 from agentensemble.errors import ConfigurationError, PromptTemplateError, TaskExecutionError
@@ -29,14 +28,17 @@ from agentensemble.run_context import current_run_id, new_run_id, run_scope
 from agentensemble.task import Task
 from agentensemble.templates import fill_template, missing_variables
 from agentensemble.tools.resolver import ResolvedTools, ToolResolver
+from agentensemble.tools.source import open_tool_sources, tool_sources_in
 from agentensemble.tracing.recorder import TraceRecorder
-from agentensemble.workflows import Workflow
+from agentensemble.workflows import ParallelErrorStrategy, Workflow
 from agentensemble.workflows._review_gates import (
     after_review_for,
     is_enabled,
     policy_value,
 )
-from agentensemble.workflows.sequential import PreparedTask, run_sequential
+from agentensemble.workflows.base import PreparedTask
+from agentensemble.workflows.graph import check_task_graph
+from agentensemble.workflows.runners import RunSettings, runner_for
 
 SYNTHESISED_ROLE = "Assistant"
 _PASS_A_HANDLER = (
@@ -57,9 +59,14 @@ class Ensemble(BaseModel):
     review_policy: Any = "never"
     listeners: list[Any] = Field(default_factory=list)
     verbose: bool = False
+    max_concurrency: int | None = Field(default=None, ge=1, description="PARALLEL: tasks at once")
+    parallel_error_strategy: ParallelErrorStrategy = ParallelErrorStrategy.FAIL_FAST
+    manager_llm: Any = Field(default=None, description="HIERARCHICAL: the manager's model")
+    manager_max_iterations: int = Field(default=20, gt=0, description="manager's tool calls")
+    max_delegation_depth: int = Field(default=3, ge=0, description="nested peer hand-offs")
     capture: Literal["off", "standard", "full"] = "standard"
 
-    @field_validator("llm")
+    @field_validator("llm", "manager_llm")
     @classmethod
     def _model(cls, value: Any) -> Any:
         return check_model(value)
@@ -100,6 +107,9 @@ class Ensemble(BaseModel):
     # -- validation ---------------------------------------------------------------------------
 
     def _check_context_order(self) -> None:
+        if self.workflow is not Workflow.SEQUENTIAL:  # any list order; no cycle, none outside
+            check_task_graph(self.tasks)
+            return
         seen: set[int] = set()
         positions = {id(task): i for i, task in enumerate(self.tasks, start=1)}
         for index, task in enumerate(self.tasks, start=1):
@@ -214,6 +224,10 @@ class Ensemble(BaseModel):
                     tools=self._resolve_tools(task),
                     output_type=task.output_type,
                     task_name=task.name,
+                    max_output_retries=task.max_output_retries,
+                    input_guardrails=task.input_guardrails,
+                    output_guardrails=task.output_guardrails,
+                    inputs=inputs,
                 )
             prepared.append(item)
         return prepared
@@ -257,6 +271,21 @@ class Ensemble(BaseModel):
         extra_listeners: Sequence[EnsembleListener],
         stream: bool = False,
     ) -> EnsembleOutput:
+        """One run. Tool sources (MCP servers) are started first, once for the whole run, and
+        closed when it ends, whatever way it ends."""
+        agents = [*self.agents, *(task.agent for task in self.tasks if task.agent is not None)]
+        sources = tool_sources_in(
+            [*(agent.tools for agent in agents), *(t.tools for t in self.tasks)]
+        )
+        async with open_tool_sources(sources):
+            return await self._run_once(inputs, extra_listeners, stream)
+
+    async def _run_once(
+        self,
+        inputs: Mapping[str, Any] | None,
+        extra_listeners: Sequence[EnsembleListener],
+        stream: bool,
+    ) -> EnsembleOutput:
         """One run under its own run id (bound for events, logs and errors)."""
         values = dict(inputs or {})
         prepared = self._prepare(values)
@@ -278,8 +307,9 @@ class Ensemble(BaseModel):
                 EnsembleStarted(total_tasks=len(prepared), parent_run_id=parent_run_id)
             )
             try:
+                runner = runner_for(self.workflow, self._run_settings())
                 with use_sink(EventSink(env.emitter.emit)) if stream else nullcontext():
-                    output = await run_sequential(prepared, env, values)
+                    output = await runner.run(prepared, env, values)
             except TaskExecutionError as error:
                 error.trace = recorder.fail(error)
                 env.emitter.emit(EnsembleFailed(error))
@@ -291,14 +321,19 @@ class Ensemble(BaseModel):
             env.emitter.emit(EnsembleCompleted(output=output))
             return output
 
+    def _run_settings(self) -> RunSettings:
+        return RunSettings(
+            max_concurrency=self.max_concurrency,
+            parallel_error_strategy=self.parallel_error_strategy,
+        )
+
     def run(self, inputs: Mapping[str, Any] | None = None) -> EnsembleOutput:
-        """Run synchronously; works from plain scripts and inside a running loop (Jupyter)."""
-        try:
-            asyncio.get_running_loop()
-        except RuntimeError:
-            return asyncio.run(self.arun(inputs))
-        with concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="agentensemble") as pool:
-            return pool.submit(asyncio.run, self.arun(inputs)).result()
+        """Run synchronously; works from plain scripts and inside a running loop (Jupyter).
+
+        The run goes on one long-lived background event loop shared by every ``run()``, so HTTP
+        connections are reused across runs; Ctrl-C cancels it at once.
+        """
+        return run_on_background_loop(self.arun(inputs))
 
     def __repr__(self) -> str:
         return f"Ensemble(tasks={len(self.tasks)}, workflow={self.workflow.value!r})"

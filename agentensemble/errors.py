@@ -51,6 +51,28 @@ class TaskExecutionError(AgentEnsembleError):
         self.trace: Any = None  # the run's ExecutionTrace up to the failure (None: capture off)
 
 
+class ParallelExecutionError(TaskExecutionError):
+    """Tasks of a parallel run failed (``CONTINUE_ON_ERROR``): independent branches finished.
+
+    ``completed_outputs`` in the ensemble's task order, ``failures`` maps each failed Task to
+    its exception, ``skipped`` lists the tasks not run because a task they depend on failed.
+    ``task`` is the first failed task in list order.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        completed_outputs: list[TaskOutput] | None = None,
+        failures: dict[Any, BaseException] | None = None,
+        skipped: list[Any] | None = None,
+    ) -> None:
+        self.failures: dict[Any, BaseException] = dict(failures or {})
+        self.skipped: list[Any] = list(skipped or [])
+        first = next(iter(self.failures), None)
+        super().__init__(message, task=first, completed_outputs=completed_outputs)
+
+
 class AgentExecutionError(AgentEnsembleError):
     """An agent could not finish its task (empty answer, model misbehaviour, ...)."""
 
@@ -88,6 +110,18 @@ class OutputParsingError(AgentEnsembleError):
         self.raw = raw
 
 
+class GuardrailViolationError(AgentEnsembleError):
+    """A guardrail failed: an input guardrail (before any model call), or an output guardrail
+    still failing after the agent's corrections. Names the guardrail; the cause of a
+    ``TaskExecutionError``."""
+
+    def __init__(self, message: str, *, guardrail: str, kind: str, attempts: int = 1) -> None:
+        super().__init__(message)
+        self.guardrail = guardrail
+        self.kind = kind  # "input" or "output"
+        self.attempts = attempts
+
+
 class LLMError(AgentEnsembleError):
     """The model provider failed, after the retry policy gave up (or at once, if not retryable)."""
 
@@ -102,9 +136,11 @@ __all__ = [
     "AgentExecutionError",
     "ConfigurationError",
     "ExitEarlyError",
+    "GuardrailViolationError",
     "LLMError",
     "MaxIterationsExceededError",
     "OutputParsingError",
+    "ParallelExecutionError",
     "PromptTemplateError",
     "TaskExecutionError",
     "ToolArgumentsError",

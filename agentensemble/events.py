@@ -186,6 +186,21 @@ class StreamRestarted:
     task_index: int | None = _task_index()
 
 
+@dataclass(frozen=True)
+class GuardrailChecked:
+    """One guardrail ran: ``kind`` is "input" or "output"; ``attempt`` counts answers checked."""
+
+    kind: str
+    guardrail: str
+    passed: bool
+    task_description: str
+    agent_role: str
+    message: str | None = None
+    attempt: int = 1
+    run_id: str = _run_id()
+    task_index: int | None = _task_index()
+
+
 EnsembleEvent = (
     EnsembleStarted
     | EnsembleCompleted
@@ -200,6 +215,7 @@ EnsembleEvent = (
     | ToolCallCompleted
     | ReviewRequested
     | ReviewDecided
+    | GuardrailChecked
     | TokenDelta
     | StreamRestarted
 )
@@ -241,6 +257,7 @@ __all__ = [
     "EnsembleListener",
     "EnsembleStarted",
     "EventEmitter",
+    "GuardrailChecked",
     "LLMCallCompleted",
     "LLMCallFailed",
     "LLMCallStarted",

@@ -3,13 +3,36 @@
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Sequence
 from datetime import timedelta
 from enum import Enum
-from typing import Any
+from typing import Any, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field, field_serializer
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    PrivateAttr,
+    TypeAdapter,
+    ValidationError,
+    field_serializer,
+)
 
 from agentensemble.tracing.trace import ExecutionTrace, TaskMetrics
+
+T = TypeVar("T")
+
+
+def _typed(value: Any, output_type: type[T]) -> T:
+    """``value`` checked to be an ``output_type`` (strictly: no conversion), for typed code."""
+    try:
+        result: T = TypeAdapter(output_type).validate_python(value, strict=True)
+    except ValidationError as error:
+        raise TypeError(
+            f"parsed value {type(value).__name__} is not a {output_type!r}: "
+            f"{error.errors()[0]['msg']}"
+        ) from error
+    return result
 
 
 class ExitReason(str, Enum):
@@ -51,7 +74,14 @@ class ToolCallRecord(BaseModel):
     model_config = ConfigDict(frozen=True, defer_build=True)
 
     name: str
-    arguments: str = Field(description="JSON text exactly as sent by the model")
+    arguments: str = Field(
+        description="the arguments the tool ran with: the model's JSON text, or after a "
+        "reviewer's edit the edited arguments as canonical JSON"
+    )
+    model_arguments: str | None = Field(
+        default=None,
+        description="the model's own JSON text, kept only when a reviewer's edit changed it",
+    )
     output: str
     is_success: bool
     duration: timedelta = timedelta(0)
@@ -79,6 +109,13 @@ class TaskOutput(BaseModel):
     )
     metrics: TaskMetrics = Field(default_factory=TaskMetrics)
 
+    def parsed_as(self, output_type: type[T]) -> T:
+        """``parsed`` with its precise type for a type checker: ``out.parsed_as(Report)``.
+
+        Raises TypeError when the parsed value is not of that type (or the task had none).
+        """
+        return _typed(self.parsed, output_type)
+
 
 class EnsembleOutput(BaseModel):
     """What a whole run produced: every completed task's output, in order."""
@@ -104,6 +141,26 @@ class EnsembleOutput(BaseModel):
         default=None, description="sum of the tasks' cost_usd; None if any is unknown"
     )
 
+    @property
+    def parsed(self) -> Any:
+        """The last completed task's parsed value (None if it had no ``output_type``)."""
+        return self.task_outputs[-1].parsed if self.task_outputs else None
+
+    def parsed_as(self, output_type: type[T]) -> T:
+        """``parsed`` with its precise type: ``output.parsed_as(list[Item])``."""
+        return _typed(self.parsed, output_type)
+
+    # the Task of each entry of task_outputs, by position: copies that replace task_outputs
+    # (metrics, edits) keep the order, so a lookup always answers with the current output
+    _tasks: list[Any] = PrivateAttr(default_factory=list)
+
+    def output_for(self, task: Any) -> TaskOutput | None:
+        """The output of ``task`` (this very Task object) in this run; None if it did not run."""
+        for known, output in zip(self._tasks, self.task_outputs, strict=False):
+            if known is task:
+                return output
+        return None
+
     @field_serializer("tool_metrics")
     def _metrics_counters(self, metrics: dict[str, Any]) -> dict[str, Any]:
         """ToolMetrics are dataclasses holding a lock: dump their public counters only."""
@@ -116,12 +173,14 @@ class EnsembleOutput(BaseModel):
         *,
         exit_reason: ExitReason,
         total_duration: timedelta,
+        tasks: Sequence[Any] = (),
     ) -> EnsembleOutput:
-        """Build the summary of a run from its completed task outputs."""
+        """Build the summary of a run from its completed task outputs (``tasks``: the Task of
+        each output, in the same order, for ``output_for``)."""
         usage = TokenUsage()
         for output in outputs:
             usage = usage + output.usage
-        return cls(
+        summary = cls(
             raw=outputs[-1].raw if outputs else "",
             task_outputs=list(outputs),
             exit_reason=exit_reason,
@@ -129,6 +188,8 @@ class EnsembleOutput(BaseModel):
             total_tool_calls=sum(len(o.tool_calls) for o in outputs),
             usage=usage,
         )
+        summary._tasks = list(tasks)
+        return summary
 
 
 def _public_fields(value: Any) -> Any:

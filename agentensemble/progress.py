@@ -5,6 +5,7 @@ from __future__ import annotations
 import sys
 from typing import TextIO
 
+from agentensemble._display import escape_for_display
 from agentensemble.events import (
     EnsembleCompleted,
     EnsembleEvent,
@@ -14,11 +15,13 @@ from agentensemble.events import (
     TaskStarted,
     ToolCallCompleted,
 )
+from agentensemble.logging import redact_text
 
 _WIDTH = 200
 
 
 def _short(text: str, width: int = _WIDTH) -> str:
+    """One line of at most ``width`` characters (a summary: the full text is in the output)."""
     text = " ".join(text.split())
     return text if len(text) <= width else text[: width - 3] + "..."
 
@@ -34,7 +37,11 @@ class ConsoleProgressListener:
         self._stream = stream
 
     def _print(self, line: str) -> None:
-        print(line, file=self._stream or sys.stderr, flush=True)
+        """Print ``line`` escaped (model and tool text cannot drive the terminal or fail to
+        print in the stream's encoding) and with known secrets redacted."""
+        stream = self._stream or sys.stderr
+        shown = escape_for_display(redact_text(line), encoding=getattr(stream, "encoding", None))
+        print(shown, file=stream, flush=True)
 
     def on_event(self, event: EnsembleEvent) -> None:
         if isinstance(event, TaskStarted):

@@ -10,6 +10,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 
 from agentensemble._validation import check_review, check_tools, require_text
 from agentensemble.agent import Agent
+from agentensemble.guardrails import check_guardrails
 from agentensemble.outputs import TaskOutput
 
 DEFAULT_EXPECTED_OUTPUT = "A complete and accurate response to the task."
@@ -35,11 +36,18 @@ class Task(BaseModel):
     agent: Agent | None = None
     context: list[Task] = Field(default_factory=list)
     tools: list[Any] = Field(default_factory=list)
-    output_type: type[BaseModel] | None = None
+    output_type: Any = Field(
+        default=None, description="a pydantic model, list[Item], int, str, Literal[...], ..."
+    )
     handler: Callable[[TaskHandlerContext], Any] | None = None
     review: Any = None
     before_review: Any = None
     name: str | None = None
+    max_output_retries: int = Field(
+        default=2, ge=0, description="corrections asked for an answer that fails to parse"
+    )
+    input_guardrails: list[Any] = Field(default_factory=list)
+    output_guardrails: list[Any] = Field(default_factory=list)
 
     @field_validator("description", "expected_output")
     @classmethod
@@ -50,6 +58,28 @@ class Task(BaseModel):
     @classmethod
     def _tools(cls, value: list[Any]) -> list[Any]:
         return check_tools(value)
+
+    @field_validator("output_type")
+    @classmethod
+    def _output_type(cls, value: Any) -> Any:
+        if value is None:
+            return None
+        from agentensemble.execution.structured import output_spec  # execution sits above
+
+        try:
+            output_spec(value)
+        except Exception as error:
+            raise ValueError(
+                f"output_type {value!r} cannot be used: pydantic cannot build a JSON schema "
+                f"for it ({type(error).__name__}: {error}). Use a pydantic model, a dataclass, "
+                "list[...], dict[str, ...], int, float, bool, str or Literal[...]"
+            ) from error
+        return value
+
+    @field_validator("input_guardrails", "output_guardrails")
+    @classmethod
+    def _guardrails(cls, value: list[Any], info: Any) -> list[Any]:
+        return check_guardrails(value, info.field_name)
 
     @field_validator("review", "before_review")
     @classmethod
@@ -72,6 +102,10 @@ class Task(BaseModel):
             return self.name
         first = self.description.strip().splitlines()[0]
         return first if len(first) <= 60 else first[:57] + "..."
+
+    def __hash__(self) -> int:
+        """By identity: a Task is one unit of work (keys ``ParallelExecutionError.failures``)."""
+        return id(self)
 
     def __repr__(self) -> str:
         return f"Task({self.label!r})"

@@ -16,8 +16,10 @@ from agentensemble_review._asking import aask, apply_on_timeout, ask, check_deci
 from agentensemble_review.console import ConsoleReviewHandler
 from agentensemble_review.errors import (
     InvalidReviewDecisionError,
+    ReviewDisplayError,
     ReviewError,
     ReviewProtocolError,
+    ReviewRequestRefusedError,
     ReviewScriptExhaustedError,
     ReviewTimeoutError,
 )
@@ -80,11 +82,13 @@ __all__ = [
     "OnTimeoutAction",
     "Review",
     "ReviewDecision",
+    "ReviewDisplayError",
     "ReviewError",
     "ReviewHandler",
     "ReviewPolicy",
     "ReviewProtocolError",
     "ReviewRequest",
+    "ReviewRequestRefusedError",
     "ReviewScriptExhaustedError",
     "ReviewServer",
     "ReviewTimeoutError",

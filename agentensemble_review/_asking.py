@@ -9,15 +9,13 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
-import contextvars
 import inspect
-import itertools
-import threading
 import time
 from collections.abc import Awaitable, Callable, Coroutine
 from typing import Any, TypeVar
 
 from agentensemble.errors import ConfigurationError
+from agentensemble.tools._pool import DaemonPool
 from agentensemble_review._log import get_logger
 from agentensemble_review.errors import InvalidReviewDecisionError, ReviewTimeoutError
 from agentensemble_review.handler import AnyReviewHandler
@@ -32,7 +30,7 @@ from agentensemble_review.models import (
 
 T = TypeVar("T")
 
-_thread_numbers = itertools.count(1)
+_pool = DaemonPool("agentensemble-review")
 
 BACKSTOP_GRACE_SECONDS = 0.2
 """How long past ``request.timeout`` a handler may take to report its own timeout before the
@@ -108,27 +106,12 @@ async def _call_async(call: Callable[[ReviewRequest], Any], request: ReviewReque
 
 
 def start_daemon(fn: Callable[..., T], *args: Any) -> concurrent.futures.Future[T]:
-    """Run ``fn(*args)`` in a new daemon thread (with the caller's context variables).
+    """Run ``fn(*args)`` in a pooled daemon thread (with the caller's context variables).
 
     Daemon, unlike ``asyncio.to_thread``'s pool: a handler still blocked on a human after its
     timeout was applied must not keep the interpreter from exiting.
     """
-    future: concurrent.futures.Future[T] = concurrent.futures.Future()
-    context = contextvars.copy_context()
-
-    def run() -> None:
-        if not future.set_running_or_notify_cancel():
-            return
-        try:
-            result = context.run(fn, *args)
-        except BaseException as exc:
-            future.set_exception(exc)
-        else:
-            future.set_result(result)
-
-    name = f"agentensemble-review-{next(_thread_numbers)}"
-    threading.Thread(target=run, name=name, daemon=True).start()
-    return future
+    return _pool.submit(fn, *args)
 
 
 def run_coroutine_sync(factory: Callable[[], Coroutine[Any, Any, T]], timeout: float | None) -> T:

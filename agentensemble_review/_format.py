@@ -1,4 +1,4 @@
-"""Small text helpers shared by the handlers: durations and truncation for humans."""
+"""Small text helpers shared by the handlers: durations for humans."""
 
 from __future__ import annotations
 
@@ -18,13 +18,6 @@ def format_duration(seconds: float) -> str:
     if secs or not parts:
         parts.append(f"{secs}s")
     return " ".join(parts)
-
-
-def truncate(text: str, limit: int) -> str:
-    """``text`` cut to ``limit`` characters, with a note giving the full length when cut."""
-    if limit <= 0 or len(text) <= limit:
-        return text
-    return f"{text[:limit]}\n... [truncated: showing {limit} of {len(text)} characters]"
 
 
 def clock(seconds: float) -> str:

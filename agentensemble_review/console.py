@@ -9,25 +9,33 @@ Answers (case-insensitive, one per line):
 - ``x`` (or ``exit``): exit early (reject the tool call); then an optional reason line.
   ``x some reason`` gives the reason in one line.
 
-No answer before the timeout, end of input (EOF, a closed pipe), a closed output or too many
-unknown answers all apply the request's ``on_timeout`` action: a console review never approves
-by default. A process-wide lock serialises console reviews, so concurrent ones (parallel tool
-calls) never interleave; time spent waiting for that lock counts against the timeout.
+No answer before the timeout, end of input (EOF, a closed pipe) or too many unknown answers
+all apply the request's ``on_timeout`` action: a console review never approves by default. A
+banner that cannot be written (a closed or failing output) raises ``ReviewDisplayError``: nobody
+saw the request, so it is neither a timeout nor approval. A process-wide lock serialises console
+reviews, so concurrent ones (parallel tool calls) never interleave; time spent waiting for that
+lock counts against the timeout.
+
+Every text under review is shown whole and escaped (``escape_for_display``): control characters,
+bidi overrides, zero-width characters and lone surrogates appear as visible escapes, and
+characters the output's encoding lacks too. Nothing typed before a review is shown answers it
+(see ``_console_input``): on a terminal, pending input is flushed when the banner appears; on a
+pipe, answers given in advance work in order until a review ends without one.
 """
 
 from __future__ import annotations
 
 import contextlib
-import queue
-import re
 import sys
 import threading
 import time
-import weakref
-from typing import Any, TextIO
+from typing import TextIO
 
+from agentensemble._display import escape_for_display
 from agentensemble_review._asking import apply_on_timeout
-from agentensemble_review._format import clock, truncate
+from agentensemble_review._console_input import TIMED_OUT, review_input_for
+from agentensemble_review._format import clock
+from agentensemble_review.errors import ReviewDisplayError
 from agentensemble_review.models import (
     Continue,
     Edit,
@@ -46,101 +54,10 @@ _RULE = "=" * 64
 _THIN_RULE = "-" * 64
 
 
-class _Timeout:
-    """Sentinel: no line arrived in time."""
-
-
-_TIMED_OUT = _Timeout()
-
-
-class _LineReader:
-    """Reads one stream a line at a time in a daemon thread, so each wait can time out.
-
-    One reader per stream (see ``_reader_for``): a read left pending by a timed-out review is
-    not duplicated, and the line it eventually gets is discarded by the next review as stale.
-    """
-
-    def __init__(self, stream: TextIO) -> None:
-        self._stream = stream
-        self._lines: queue.Queue[str] = queue.Queue()
-        self._busy = False
-        self._waiters = 0
-        self._lock = threading.Lock()
-
-    def discard_stale(self) -> int:
-        """Drop lines typed after an earlier review ended; they answer nothing shown now."""
-        dropped = 0
-        while True:
-            try:
-                self._lines.get_nowait()
-            except queue.Empty:
-                return dropped
-            dropped += 1
-
-    def readline(self, timeout: float | None) -> str | _Timeout:
-        """The next line (``""`` at end of input), or ``_TIMED_OUT`` after ``timeout`` seconds."""
-        with self._lock:
-            self._waiters += 1
-            self._start_read_if_needed()
-        try:
-            return self._lines.get(timeout=timeout)
-        except queue.Empty:
-            return _TIMED_OUT
-        finally:
-            with self._lock:
-                self._waiters -= 1
-
-    def _start_read_if_needed(self) -> None:
-        """Under the lock: one read at a time, and only while someone waits for a line."""
-        if not self._busy and self._lines.qsize() < self._waiters:
-            self._busy = True
-            threading.Thread(
-                target=self._read_one, name="agentensemble-console-reader", daemon=True
-            ).start()
-
-    def _read_one(self) -> None:
-        try:
-            line = self._stream.readline()
-        except (OSError, ValueError):  # closed or broken stream: same as end of input
-            line = ""
-        with self._lock:
-            self._busy = False
-            self._lines.put(line)
-            self._start_read_if_needed()
-
-
-_READERS: weakref.WeakKeyDictionary[Any, _LineReader] = weakref.WeakKeyDictionary()
-_STRONG_READERS: dict[int, tuple[Any, _LineReader]] = {}
-_READERS_LOCK = threading.Lock()
-
-
-def _reader_for(stream: TextIO) -> _LineReader:
-    with _READERS_LOCK:
-        try:
-            reader = _READERS.get(stream)
-            if reader is None:
-                reader = _READERS[stream] = _LineReader(stream)
-            return reader
-        except TypeError:  # not weak-referenceable: keep it alive with its reader
-            entry = _STRONG_READERS.get(id(stream))
-            if entry is None:
-                entry = _STRONG_READERS[id(stream)] = (stream, _LineReader(stream))
-            return entry[1]
-
-
-_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029]")
-
-
-def shown(text: str) -> str:
-    """``text`` safe for a terminal: control characters (ANSI escapes, a bare carriage return
-    that would overwrite what came before, ...) are printed as visible escapes, so the text under
-    review cannot disguise itself or fake the prompt. Newlines and tabs are kept."""
-    text = text.replace("\r\n", "\n")
-    return _CONTROL.sub(lambda m: m.group().encode("unicode_escape").decode("ascii"), text)
-
-
-class _OutputClosed(Exception):
-    """The console output cannot be written: nobody can see the review."""
+def shown(text: str, stream: object = None) -> str:
+    """``text`` safe for the terminal: every invisible or unencodable character as a visible
+    escape (see ``agentensemble._display.escape_for_display``). Newlines and tabs are kept."""
+    return escape_for_display(text, encoding=getattr(stream, "encoding", None))
 
 
 def _is_tty(stream: object) -> bool:
@@ -171,7 +88,8 @@ class ConsoleReviewHandler:
     """Asks the person at the terminal. See the module docstring for the answers it accepts.
 
     ``stdin``/``stdout`` default to ``sys.stdin``/``sys.stdout`` as they are at review time.
-    ``max_chars`` truncates long output in the banner (the full length is shown);
+    ``max_chars`` (default None: everything) bounds how much of the text under review is shown;
+    text cut that way is said to be cut, and cannot be approved (only edited or rejected).
     ``max_attempts`` bounds how often an unknown answer is asked again; ``ask_reason`` asks for
     an optional reason after ``x``; ``countdown`` forces the live countdown on or off (default:
     on when both streams are terminals).
@@ -182,13 +100,15 @@ class ConsoleReviewHandler:
         stdin: TextIO | None = None,
         stdout: TextIO | None = None,
         *,
-        max_chars: int = 2000,
+        max_chars: int | None = None,
         max_attempts: int = 5,
         ask_reason: bool = True,
         countdown: bool | None = None,
     ) -> None:
         if max_attempts < 1:
             raise ValueError("max_attempts must be at least 1")
+        if max_chars is not None and max_chars < 1:
+            raise ValueError("max_chars must be None (show everything) or at least 1")
         self._stdin = stdin
         self._stdout = stdout
         self.max_chars = max_chars
@@ -215,6 +135,12 @@ class ConsoleReviewHandler:
             CONSOLE_LOCK.release()
 
 
+def _field(label: str, text: str) -> list[str]:
+    """``label`` and ``text``, continuation lines indented: nothing lands in column 0."""
+    first, *rest = text.split("\n")
+    return [f"{label}{first}", *("         " + line for line in rest)]
+
+
 class _Conversation:
     """One review on the console, under the lock."""
 
@@ -226,47 +152,62 @@ class _Conversation:
         self.deadline = deadline
         self.stdin: TextIO = handler._stdin or sys.stdin
         self.stdout: TextIO = handler._stdout or sys.stdout
-        self.reader = _reader_for(self.stdin)
+        self.input = review_input_for(self.stdin)
         live = handler.countdown
         if live is None:
             live = _is_tty(self.stdin) and _is_tty(self.stdout)
         self.live = live and deadline is not None
         self.eof = False
+        limit = handler.max_chars
+        self.cut = limit is not None and len(request.output) > limit
 
     # -- output --------------------------------------------------------------------------------
 
     def write(self, text: str) -> None:
+        """Write ``text``; a failure is a ``ReviewDisplayError`` (never a timeout, never a yes)."""
         try:
             self.stdout.write(text)
             self.stdout.flush()
-        except (OSError, ValueError) as exc:
-            raise _OutputClosed(str(exc)) from exc
+        except (OSError, ValueError) as exc:  # closed stream, broken pipe, unencodable text
+            raise ReviewDisplayError(
+                f"Review could not be shown on the console ({type(exc).__name__}); nothing "
+                "was approved"
+            ) from exc
 
     def try_write(self, text: str) -> None:
-        with contextlib.suppress(_OutputClosed):
+        with contextlib.suppress(ReviewDisplayError):
             self.write(text)
+
+    def show(self, text: str) -> str:
+        return shown(text, self.stdout)
 
     def banner(self) -> str:
         request = self.request
-        limit = self.handler.max_chars
         lines = [
             "",
             _RULE,
             f" REVIEW REQUESTED: {_TIMING_TITLE[request.timing]}",
             _RULE,
-            f"Task:    {shown(truncate(request.task_description, limit))}",
+            *_field("Task:    ", self.show(request.task_description)),
         ]
         if request.tool_name:
-            lines.append(f"Tool:    {shown(request.tool_name)}")
+            lines += _field("Tool:    ", self.show(request.tool_name))
         label = _OUTPUT_LABEL[request.timing]
         if request.output:
             lines.append(f"{label}:")
-            text = shown(truncate(request.output, limit))
-            lines.extend("  " + line for line in text.split("\n"))
+            limit = self.handler.max_chars
+            text = request.output[:limit] if self.cut and limit is not None else request.output
+            lines.extend("  " + line for line in self.show(text).split("\n"))
+            if self.cut:
+                lines.append(
+                    f"[CUT: only the first {limit} of {len(request.output)} characters are "
+                    "shown. What is not shown cannot be approved: answer e to replace it or "
+                    "x to reject.]"
+                )
         else:
             lines.append(f"{label}: (empty)")
         if request.prompt:
-            lines.append(f"Prompt:  {shown(request.prompt)}")
+            lines += _field("Prompt:  ", self.show(request.prompt))
         if request.timeout_seconds is None:
             lines.append("Timeout: none, waiting for your answer")
         else:
@@ -274,7 +215,8 @@ class _Conversation:
         lines.append(_THIN_RULE)
         during = request.timing is ReviewTiming.DURING_EXECUTION
         exit_text = "reject the call" if during else "exit early"
-        lines.append(f"[c] or Enter: continue    [e]: edit    [x]: {exit_text}")
+        approve = "" if self.cut else "[c] or Enter: continue    "
+        lines.append(f"{approve}[e]: edit    [x]: {exit_text}")
         return "\n".join(lines) + "\n"
 
     def footer(self, decision: ReviewDecision) -> None:
@@ -283,7 +225,7 @@ class _Conversation:
         elif isinstance(decision, Edit):
             text = f"edit ({len(decision.revised_output)} characters)"
         else:
-            text = "exit early" + (f": {decision.reason}" if decision.reason else "")
+            text = "exit early" + (f": {self.show(decision.reason)}" if decision.reason else "")
         self.try_write(f"-> Decision: {text}\n{_RULE}\n")
 
     # -- input ---------------------------------------------------------------------------------
@@ -307,14 +249,15 @@ class _Conversation:
                 return None
             countdown = live and self.live and remaining is not None
             wait = min(1.0, remaining) if countdown and remaining is not None else remaining
-            line = self.reader.readline(wait)
-            if isinstance(line, _Timeout):
+            line = self.input.readline(wait)
+            if line is TIMED_OUT:
                 if countdown:
                     # Rewrite the status line above the prompt, leaving the typed input alone.
                     self.write(
                         f"\0337\033[1A\rTime left: {clock(self.remaining() or 0)}\033[K\0338"
                     )
                 continue
+            assert isinstance(line, str)
             if line == "":
                 self.eof = True
                 return None
@@ -332,44 +275,50 @@ class _Conversation:
     # -- the dialogue --------------------------------------------------------------------------
 
     def run(self) -> ReviewDecision:
+        answered = False
+        self.input.begin()
         try:
-            dropped = self.reader.discard_stale()
             self.write(self.banner())
+            dropped = self.input.show()  # input typed before the banner is discarded here
             if dropped:
                 self.write(f"(ignored {dropped} line(s) typed before this review)\n")
-            decision = self.dialogue()
-        except _OutputClosed:
-            return apply_on_timeout(
-                self.request, reason="Review could not be shown: the console output is closed"
-            )
+            decision, answered = self.dialogue()
+        finally:
+            self.input.end(answered=answered)
         self.footer(decision)
         return decision
 
-    def dialogue(self) -> ReviewDecision:
+    def dialogue(self) -> tuple[ReviewDecision, bool]:
+        """The decision, and whether it was answered (False: ``on_timeout`` applied)."""
         for attempt in range(1, self.handler.max_attempts + 1):
             answer = self.read("> ", live=True)
             if answer is None:
-                return self.no_answer()
+                return self.no_answer(), False
             word, _, rest = answer.strip().partition(" ")
             key, rest = word.lower(), rest.strip()
-            if key in ("", "c", "continue") and not rest:
-                return Continue()
+            if key in ("", "c", "continue") and not rest and not self.cut:
+                return Continue(), True
             if key in ("e", "edit"):
                 edited = self.edit(rest)
                 if edited is not None:
-                    return edited
+                    return edited, True
                 if self.eof or self.expired():
-                    return self.no_answer()
+                    return self.no_answer(), False
                 continue
             if key in ("x", "exit"):
-                return self.exit(rest)
+                return self.exit(rest), True
             if attempt < self.handler.max_attempts:
-                self.write("Please answer c (or Enter) to continue, e to edit, x to exit early.\n")
+                if self.cut:
+                    self.write("The text was cut, so it cannot be approved: answer e or x.\n")
+                else:
+                    self.write(
+                        "Please answer c (or Enter) to continue, e to edit, x to exit early.\n"
+                    )
         self.try_write(f"\nNo valid answer after {self.handler.max_attempts} attempts.\n")
         return apply_on_timeout(
             self.request,
             reason=f"Review got no valid answer after {self.handler.max_attempts} attempts",
-        )
+        ), False
 
     def edit(self, inline: str) -> Edit | None:
         """The edit decision, or None when cancelled, timed out or cut off by end of input."""

@@ -42,14 +42,45 @@ class ReviewProtocolError(ReviewError):
         self.status_code = status_code
 
 
+class ReviewRequestRefusedError(ReviewProtocolError):
+    """The review service refused the request for its size or content (HTTP 400, 413, 422).
+
+    What is under review comes from the model (a tool's input), so for a tool approval this is
+    the model's problem: that call fails, the model is told why, and the run goes on. Nothing is
+    approved. ``request_bytes`` is the size of the request body that was refused.
+    """
+
+    def __init__(
+        self, message: str, *, status_code: int | None = None, request_bytes: int = 0
+    ) -> None:
+        super().__init__(message, status_code=status_code)
+        self.request_bytes = request_bytes
+
+    @property
+    def problem(self) -> str:
+        """Why it was refused, in words for the model (no body text from the service)."""
+        if self.status_code == 413:
+            return f"the tool input is too large ({self.request_bytes} bytes)"
+        return f"the service answered HTTP {self.status_code} for the tool input"
+
+
+class ReviewDisplayError(ReviewError):
+    """A review could not be shown to the human (the console output is closed or failing).
+
+    Never a timeout and never approval: nobody saw the request, so the run stops.
+    """
+
+
 class ReviewScriptExhaustedError(ReviewError):
     """A ``ScriptedReviewHandler`` was asked for more decisions than it was given."""
 
 
 __all__ = [
     "InvalidReviewDecisionError",
+    "ReviewDisplayError",
     "ReviewError",
     "ReviewProtocolError",
+    "ReviewRequestRefusedError",
     "ReviewScriptExhaustedError",
     "ReviewTimeoutError",
 ]

@@ -227,9 +227,9 @@ ROWS = [
     ),
     Row(
         "unknown workflow",
-        lambda m: Ensemble(tasks=[task(m)], workflow="parallel"),  # type: ignore[arg-type]
+        lambda m: Ensemble(tasks=[task(m)], workflow="round_robin"),  # type: ignore[arg-type]
         ValidationError,
-        ("'sequential'", "parallel"),
+        ("'sequential'", "round_robin"),
         "workflow",
     ),
     Row(

@@ -6,8 +6,8 @@ the slow tool or model answer it was waiting for is still blocked (a test-held e
 only released afterwards). Python cannot stop a thread, so a sync tool's body that is already
 running carries on in its worker thread until it returns; the framework runs such bodies in
 daemon threads, so neither ``asyncio.run``'s shutdown nor the interpreter's exit waits for them.
-The check is therefore: no new non-daemon thread at any time, and the tool's daemon thread gone
-once the test lets the body return.
+The check is therefore: no new non-daemon thread at any time, and the tool's daemon worker free
+again (back in the pool, or gone) once the test lets the body return.
 """
 
 from __future__ import annotations
@@ -40,6 +40,7 @@ from agentensemble import (
 from agentensemble.execution.agent_executor import AgentExecutor, AgentTask
 from agentensemble.llm.types import Message
 from agentensemble.testing import FunctionChatModel, ScriptedChatModel, tool_call, tool_calls
+from agentensemble.tools._pool import daemon_pool
 
 sys.path.insert(0, str(Path(__file__).parent / "e2e"))  # the local OpenAI-compatible server
 from openai_server import OpenAIServer
@@ -60,6 +61,14 @@ def assert_no_dangling_tool_calls(messages: Sequence[Message]) -> None:
         following = messages[index + 1 : index + 1 + len(calls)]
         assert [m.get("role") for m in following] == ["tool"] * len(calls), messages
         assert [m["tool_call_id"] for m in following] == [c["id"] for c in calls]
+
+
+def wait_until(ready: Callable[[], bool]) -> None:
+    """Wait (bounded) until ``ready()``, from sync code."""
+    deadline = time.monotonic() + LIMIT
+    while not ready():
+        assert time.monotonic() < deadline, "still waiting after the limit"
+        time.sleep(0.005)
 
 
 async def until(ready: Callable[[], bool]) -> None:
@@ -102,7 +111,7 @@ class Gate:
         self.release.set()
         self._timer.cancel()
         if self.thread is not None:
-            self.thread.join(LIMIT)
+            self.finished.wait(LIMIT)  # the worker thread itself stays in the pool
 
 
 @pytest.fixture
@@ -137,7 +146,8 @@ def test_cancelling_during_a_sync_tool_stops_at_once_and_leaves_no_thread(gate: 
     assert gate.thread is not None and gate.thread.daemon
     assert non_daemon_threads() == before
     gate.close()
-    assert not gate.thread.is_alive()  # it ended once its call returned
+    worker = gate.thread
+    wait_until(lambda: worker not in daemon_pool().busy_threads())  # free once its call returned
     assert len(model.requests) == 1  # the model was not asked again
     for request in model.requests:
         assert_no_dangling_tool_calls(request.messages)
@@ -340,8 +350,15 @@ CHILD = textwrap.dedent(
         model = FunctionChatModel(think)
     agent = Agent(role="Worker", goal="Finish", tools=[crunch], llm=model)
     ensemble = Ensemble(tasks=[Task(description="Crunch", agent=agent)])
-    try:
+
+    async def cell():  # as in Jupyter: run() called while this thread's event loop runs
         ensemble.run()
+
+    try:
+        if sys.argv[2] == "running-loop":
+            asyncio.new_event_loop().run_until_complete(cell())
+        else:
+            ensemble.run()
     except KeyboardInterrupt:
         main = threading.main_thread()
         others = [t.name for t in threading.enumerate() if not t.daemon and t is not main]
@@ -353,14 +370,16 @@ CHILD = textwrap.dedent(
 
 
 @pytest.mark.skipif(sys.platform == "win32", reason="sends SIGINT")
+@pytest.mark.parametrize("caller", ["script", "running-loop"])
 @pytest.mark.parametrize("slow", ["tool", "model"])
 def test_ctrl_c_during_run_stops_without_waiting_for_the_slow_step(
-    slow: str, tmp_path: Path
+    slow: str, caller: str, tmp_path: Path
 ) -> None:
+    # "running-loop": run() called inside a running event loop, as in Jupyter
     script = tmp_path / "child.py"
     script.write_text(CHILD)
     child = subprocess.Popen(
-        [sys.executable, str(script), slow],
+        [sys.executable, str(script), slow, caller],
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         text=True,

@@ -2,7 +2,10 @@
 
 import io
 
+import pytest
+
 from agentensemble import Agent, ConsoleProgressListener, Ensemble, Task, tool
+from agentensemble.logging import register_secret
 from agentensemble.testing import ScriptedChatModel, tool_call
 
 
@@ -26,3 +29,43 @@ def test_progress_lines() -> None:
     assert lines[2].startswith("[1/1] done in ")
     assert lines[2].endswith("(2 model calls, 1 tool call)")
     assert lines[3] == "finished: completed"
+
+
+@tool
+def echo(text: str) -> str:
+    """Return the text unchanged."""
+    return text
+
+
+@pytest.mark.parametrize("encoding", ["utf-8", "ascii", "latin-1"])
+def test_progress_escapes_model_and_tool_text_in_any_stream_encoding(encoding: str) -> None:
+    raw = io.BytesIO()
+    stream = io.TextIOWrapper(raw, encoding=encoding, errors="strict", write_through=True)
+    hostile = "\x1b[2J\rok \u202eevil\u202c \ud800 zero\u200bwidth caf\u00e9"
+    model = ScriptedChatModel([tool_call("echo", {"text": hostile}), hostile])
+    agent = Agent(role="Caller", goal="g", tools=[echo], llm=model)
+    output = Ensemble(
+        tasks=[Task(description="Echo \x1b[31mred", agent=agent)],
+        listeners=[ConsoleProgressListener(stream)],
+    ).run()
+    assert output.exit_reason.value == "completed"  # printing never failed the run
+    text = raw.getvalue().decode(encoding)
+    for invisible in ("\x1b", "\r", "\u202e", "\u200b"):
+        assert invisible not in text
+    assert "[1/1] Caller: Echo \\x1b[31mred" in text
+    # whitespace (the carriage return too) is collapsed to one space on a progress line
+    assert "-> \\x1b[2J ok \\u202eevil\\u202c \\ud800 zero\\u200bwidth" in text
+
+
+def test_progress_redacts_registered_secrets() -> None:
+    secret = "hook-token-5f2d9c81"
+    register_secret(secret)
+    stream = io.StringIO()
+    model = ScriptedChatModel([tool_call("echo", {"text": f"token={secret}"}), "done"])
+    agent = Agent(role="Caller", goal="g", tools=[echo], llm=model)
+    Ensemble(
+        tasks=[Task(description="Echo", agent=agent)],
+        listeners=[ConsoleProgressListener(stream)],
+    ).run()
+    assert secret not in stream.getvalue()
+    assert "token=***" in stream.getvalue()

@@ -2,15 +2,15 @@
 
 from __future__ import annotations
 
-import asyncio
 import time
 import uuid
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
 from agentensemble.errors import (
+    AgentEnsembleError,
     AgentExecutionError,
     MaxIterationsExceededError,
     OutputParsingError,
@@ -23,14 +23,24 @@ from agentensemble.events import (
     ToolCallCompleted,
     ToolCallStarted,
 )
+from agentensemble.execution._turn import run_turn
+from agentensemble.execution.guardrails import (
+    check_input,
+    first_failure,
+    guardrail_feedback,
+    output_violation,
+)
 from agentensemble.execution.prompts import ContextItem, build_system_prompt, build_user_prompt
 from agentensemble.execution.structured import (
-    MAX_CORRECTIONS,
+    DEFAULT_OUTPUT_RETRIES,
     correction_message,
     output_instructions,
     parse_output,
+    response_format,
 )
+from agentensemble.guardrails import GuardrailInput
 from agentensemble.llm.cost import add_costs, cost_usd
+from agentensemble.llm.response_format import ResponseFormat, supports_response_format
 from agentensemble.llm.types import ChatModel, ChatResponse, Message, ToolCall, model_label
 from agentensemble.logging import get_logger
 from agentensemble.outputs import ReturnBehavior, TaskOutput, TokenUsage, ToolCallRecord
@@ -41,8 +51,6 @@ from agentensemble.tools.metrics import ToolMetricsRegistry
 from agentensemble.tools.return_rule import should_return_immediately
 
 if TYPE_CHECKING:
-    from pydantic import BaseModel
-
     from agentensemble.tools.resolver import ResolvedTools
 
 MAX_STOPS = 3
@@ -68,8 +76,12 @@ class AgentTask:
     max_iterations: int = 25
     tools: ResolvedTools | None = None
     context: Sequence[ContextItem] = ()
-    output_type: type[BaseModel] | None = None
+    output_type: Any = None  # any type pydantic validates; see execution/structured.py
     task_name: str | None = None
+    max_output_retries: int = DEFAULT_OUTPUT_RETRIES
+    input_guardrails: Sequence[Any] = ()
+    output_guardrails: Sequence[Any] = ()
+    inputs: Mapping[str, Any] = field(default_factory=dict)
 
 
 @dataclass
@@ -88,6 +100,7 @@ class _CallOutcome:
     behavior: ReturnBehavior
     duration: float
     executed: bool
+    ran_with: str | None = None
 
 
 class AgentExecutor:
@@ -103,16 +116,9 @@ class AgentExecutor:
                     task.role, task.goal, task.background, task.response_format
                 ),
             },
-            {
-                "role": "user",
-                "content": build_user_prompt(
-                    task.description,
-                    task.expected_output,
-                    task.context,
-                    output_instructions(task.output_type) if task.output_type else None,
-                ),
-            },
+            {"role": "user", "content": self._user_prompt(schema_in_prompt=True)},
         ]
+        self._format: ResponseFormat | None = None
         self.records: list[ToolCallRecord] = []
         self.llm_calls = 0
         self.usage = TokenUsage()
@@ -120,9 +126,65 @@ class AgentExecutor:
         self._stops = 0
         self._costs: list[float | None] = []
 
+    def _user_prompt(self, *, schema_in_prompt: bool) -> str:
+        task = self.task
+        wants_schema = schema_in_prompt and task.output_type is not None
+        return build_user_prompt(
+            task.description,
+            task.expected_output,
+            task.context,
+            output_instructions(task.output_type) if wants_schema else None,
+        )
+
+    async def _prepare(self) -> None:
+        """Input guardrails first (no model call if one fails), then the output schema's route:
+        the model's native ``response_format`` when it says it honours one, else the prompt."""
+        task = self.task
+        if task.input_guardrails:
+            seen = GuardrailInput(
+                description=task.description,
+                expected_output=task.expected_output,
+                agent_role=task.role,
+                inputs=dict(task.inputs),
+                context=tuple(item.output for item in task.context),
+            )
+            await check_input(task.input_guardrails, seen, self.env.emitter)
+        if task.output_type is not None and await supports_response_format(task.model):
+            self._format = response_format(task.output_type)
+            self.messages[1]["content"] = self._user_prompt(schema_in_prompt=False)
+
+    async def _finish(
+        self, text: str, started: float, attempt: int
+    ) -> TaskOutput | tuple[AgentEnsembleError, str]:
+        """The task's output, or the error and the feedback that asks the agent to correct it."""
+        parsed = None
+        if self.task.output_type is not None:
+            try:
+                parsed = parse_output(text, self.task.output_type)
+            except OutputParsingError as error:
+                return error, correction_message(error)
+        output = self._output(text, started, parsed=parsed)
+        failed = await self._check_output(output, attempt)
+        if failed is None:
+            return output
+        name, message = failed
+        return output_violation(name, message, attempt), guardrail_feedback(name, message)
+
+    async def _check_output(self, output: TaskOutput, attempt: int) -> tuple[str, str] | None:
+        return await first_failure(
+            self.task.output_guardrails,
+            output,
+            kind="output",
+            emitter=self.env.emitter,
+            task_description=self.task.description,
+            agent_role=self.task.role,
+            attempt=attempt,
+        )
+
     async def run(self) -> TaskOutput:
         """Run to completion and return the task's output."""
         started = time.perf_counter()
+        await self._prepare()
         specs = self.task.tools.specs if self.task.tools else None
         corrections = 0
         nudged = False
@@ -131,7 +193,11 @@ class AgentExecutor:
             if response.tool_calls:
                 immediate = await self._run_tool_calls(response.tool_calls)
                 if immediate is not None:
-                    return self._output(immediate, started, returned_immediately=True)
+                    output = self._output(immediate, started, returned_immediately=True)
+                    failed = await self._check_output(output, 1)
+                    if failed is not None:  # no model turn to correct a tool's direct answer
+                        raise output_violation(*failed, attempts=1)
+                    return output
                 continue
             text = response.content or ""
             if not text.strip():
@@ -143,18 +209,15 @@ class AgentExecutor:
                 self.messages.append({"role": "assistant", "content": text})
                 self.messages.append({"role": "user", "content": EMPTY_ANSWER_NUDGE})
                 continue
-            if self.task.output_type is None:
-                return self._output(text, started)
-            try:
-                parsed = parse_output(text, self.task.output_type)
-            except OutputParsingError as error:
-                if corrections >= MAX_CORRECTIONS:
-                    raise
-                corrections += 1
-                self.messages.append({"role": "assistant", "content": text})
-                self.messages.append({"role": "user", "content": correction_message(error)})
-                continue
-            return self._output(text, started, parsed=parsed)
+            finished = await self._finish(text, started, attempt=corrections + 1)
+            if isinstance(finished, TaskOutput):
+                return finished
+            error, feedback = finished
+            if corrections >= self.task.max_output_retries:
+                raise error
+            corrections += 1
+            self.messages.append({"role": "assistant", "content": text})
+            self.messages.append({"role": "user", "content": feedback})
 
     async def _ask_model(self, specs: list[dict[str, Any]] | None) -> ChatResponse:
         role, name, emitter = self.task.role, self.task.task_name, self.env.emitter
@@ -162,9 +225,15 @@ class AgentExecutor:
         if emitter:
             emitter.emit(LLMCallStarted(role, label, call_id, name, list(self.messages)))
         started = time.perf_counter()
+        complete: Any = self.task.model.complete  # a model that said it takes the format
+        options: dict[str, Any] = {}
+        if self._format is not None:
+            options["response_format"] = self._format
         try:
             with model_call_scope(role, name, call_id):
-                response = await self.task.model.complete(self.messages, tools=specs or None)
+                response: ChatResponse = await complete(
+                    self.messages, tools=specs or None, **options
+                )
         except Exception as error:
             if emitter:
                 failed_after = timedelta(seconds=time.perf_counter() - started)
@@ -209,7 +278,9 @@ class AgentExecutor:
             agent_role=self.task.role,
         )
         with use_tool_context(context):
-            executed = await asyncio.gather(*(self._run_one(call) for call in calls[:allowed]))
+            executed = await run_turn(
+                [self._run_one(call) for call in calls[:allowed]], context.stopped
+            )
         stopped = [
             _CallOutcome(
                 call,
@@ -255,8 +326,11 @@ class AgentExecutor:
             result = ToolResult.failure(f"Unknown tool '{call.name}'. Available tools: {available}")
             behavior = ReturnBehavior.TO_LLM
         else:
-            result = await tool.run(call.arguments)
+            called = await tool.call(call.arguments)
+            result, ran_with = called.result, called.ran_with
             behavior = tool.return_behavior
+            duration = time.perf_counter() - started
+            return _CallOutcome(call, result, behavior, duration, True, ran_with)
         return _CallOutcome(call, result, behavior, time.perf_counter() - started, True)
 
     def _record(self, outcome: _CallOutcome) -> None:
@@ -267,7 +341,8 @@ class AgentExecutor:
         self.messages.append({"role": "tool", "tool_call_id": outcome.call.id, "content": content})
         record = ToolCallRecord(
             name=outcome.call.name,
-            arguments=outcome.call.arguments,
+            arguments=outcome.ran_with or outcome.call.arguments,
+            model_arguments=outcome.call.arguments if outcome.ran_with is not None else None,
             output=content,
             is_success=result.is_success,
             duration=timedelta(seconds=outcome.duration),

@@ -1,22 +1,86 @@
-"""Typed task output: the schema instruction for the model and the parser for its answer."""
+"""Typed task output: the schema the model is asked for, and the parser for its answer.
+
+Any type pydantic can validate works as an ``output_type``: models, dataclasses, ``list[Item]``,
+``int``, ``str``, ``Literal[...]``. A type whose JSON schema is not an object is wrapped as
+``{"result": <value>}`` (native structured output needs an object at the root); the parser
+accepts the wrapped and the bare form alike.
+"""
 
 from __future__ import annotations
 
+import functools
 import json
 import re
+from dataclasses import dataclass
 from typing import Any
 
-from pydantic import BaseModel, ValidationError
+from pydantic import TypeAdapter, ValidationError
 
 from agentensemble.errors import OutputParsingError
+from agentensemble.llm.response_format import ResponseFormat
 
-MAX_CORRECTIONS = 2
+DEFAULT_OUTPUT_RETRIES = 2
 _FENCE = re.compile(r"```(?:json|JSON)?\s*\n?(.*?)```", re.S)
+_QUALIFIED = re.compile(r"\b(?:[A-Za-z_][\w]*\.)+([A-Za-z_]\w*)")
+WRAP_KEY = "result"
 
 
-def output_instructions(output_type: type[BaseModel]) -> str:
-    """The prompt section asking for JSON that matches ``output_type``'s schema."""
-    schema = json.dumps(output_type.model_json_schema(), indent=2)
+@dataclass(frozen=True)
+class OutputSpec:
+    """One output type, ready to use: its validator, its JSON schema, whether it is wrapped."""
+
+    output_type: Any
+    adapter: TypeAdapter[Any]
+    schema: dict[str, Any]
+    wrapped: bool
+
+    @property
+    def name(self) -> str:
+        return type_name(self.output_type)
+
+
+def type_name(output_type: Any) -> str:
+    """``Report``, ``list[Item]``, ``Literal['a', 'b']``: a type as a reader writes it."""
+    if isinstance(output_type, type) and not getattr(output_type, "__args__", None):
+        return output_type.__name__
+    return _QUALIFIED.sub(r"\1", str(output_type)).replace("typing.", "")
+
+
+def _build(output_type: Any) -> OutputSpec:
+    adapter: TypeAdapter[Any] = TypeAdapter(output_type)
+    schema = adapter.json_schema()
+    if schema.get("type") == "object":
+        return OutputSpec(output_type, adapter, schema, wrapped=False)
+    definitions = schema.pop("$defs", None)
+    wrapped: dict[str, Any] = {
+        "type": "object",
+        "properties": {WRAP_KEY: schema},
+        "required": [WRAP_KEY],
+    }
+    if definitions:
+        wrapped["$defs"] = definitions
+    return OutputSpec(output_type, adapter, wrapped, wrapped=True)
+
+
+@functools.lru_cache(maxsize=256)
+def _cached(output_type: Any) -> OutputSpec:
+    return _build(output_type)
+
+
+def output_spec(output_type: Any) -> OutputSpec:
+    """The spec for ``output_type``; raises (TypeError, pydantic errors) for unusable types."""
+    if isinstance(output_type, OutputSpec):
+        return output_type
+    try:
+        return _cached(output_type)
+    except TypeError:  # unhashable type form: build without the cache
+        return _build(output_type)
+
+
+def output_instructions(output_type: Any) -> str:
+    """The prompt section asking for JSON that matches the output type's schema."""
+    spec = output_spec(output_type)
+    schema = json.dumps(spec.schema, indent=2)
     return (
         "## Output Format\n"
         "Reply with only a JSON object (no prose, no code fence) that conforms to this "
@@ -24,28 +88,54 @@ def output_instructions(output_type: type[BaseModel]) -> str:
     )
 
 
-def _json_candidate(text: str) -> str:
+def response_format(output_type: Any) -> ResponseFormat:
+    """The native ``response_format`` for the output type."""
+    spec = output_spec(output_type)
+    return ResponseFormat(name=spec.name, schema=spec.schema)
+
+
+def _candidates(text: str) -> list[str]:
+    stripped = text.strip()
+    found = [stripped]
     fenced = _FENCE.search(text)
     if fenced:
-        return fenced.group(1).strip()
-    start, end = text.find("{"), text.rfind("}")
-    if start != -1 and end > start:
-        return text[start : end + 1]
-    return text.strip()
+        found.append(fenced.group(1).strip())
+    for opener, closer in (("{", "}"), ("[", "]")):
+        start, end = text.find(opener), text.rfind(closer)
+        if start != -1 and end > start:
+            found.append(text[start : end + 1])
+    return list(dict.fromkeys(found))
 
 
-def parse_output(text: str, output_type: type[BaseModel]) -> Any:
+def _problems(error: ValidationError) -> str:
+    return "; ".join(
+        f"{'.'.join(str(p) for p in err['loc']) or '(root)'}: {err['msg']}"
+        for err in error.errors()
+    )
+
+
+def parse_output(text: str, output_type: Any) -> Any:
     """Parse the model's answer into ``output_type``; tolerant of fences and surrounding prose."""
-    try:
-        return output_type.model_validate_json(_json_candidate(text))
-    except ValidationError as exc:
-        problems = "; ".join(
-            f"{'.'.join(str(p) for p in err['loc']) or '(root)'}: {err['msg']}"
-            for err in exc.errors()
-        )
-        raise OutputParsingError(
-            f"Answer does not match {output_type.__name__}: {problems}", raw=text
-        ) from exc
+    spec = output_spec(output_type)
+    first_error: ValidationError | None = None
+    for candidate in _candidates(text):
+        try:
+            value = json.loads(candidate)
+        except ValueError:
+            continue
+        if spec.wrapped and isinstance(value, dict) and set(value) == {WRAP_KEY}:
+            value = value[WRAP_KEY]
+        try:
+            return spec.adapter.validate_python(value)
+        except ValidationError as exc:
+            first_error = first_error or exc
+    if spec.wrapped and first_error is None:  # a bare scalar such as 42, yes or plain text
+        try:
+            return spec.adapter.validate_python(text.strip())
+        except ValidationError as exc:
+            first_error = exc
+    problems = _problems(first_error) if first_error else "(root): the answer holds no JSON"
+    raise OutputParsingError(f"Answer does not match {spec.name}: {problems}", raw=text)
 
 
 def correction_message(error: OutputParsingError) -> str:
@@ -55,4 +145,13 @@ def correction_message(error: OutputParsingError) -> str:
     )
 
 
-__all__ = ["MAX_CORRECTIONS", "correction_message", "output_instructions", "parse_output"]
+__all__ = [
+    "DEFAULT_OUTPUT_RETRIES",
+    "OutputSpec",
+    "correction_message",
+    "output_instructions",
+    "output_spec",
+    "parse_output",
+    "response_format",
+    "type_name",
+]

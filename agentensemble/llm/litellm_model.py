@@ -10,11 +10,13 @@ import uuid
 from collections.abc import Sequence
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_serializer
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, SecretStr, field_serializer
 
 from agentensemble.errors import LLMError
 from agentensemble.llm._litellm import is_loaded, load_litellm
 from agentensemble.llm._litellm_stream import StreamAttempts, stream_turn
+from agentensemble.llm.rate_limit import RateLimit, rate_limited
+from agentensemble.llm.response_format import ResponseFormat, litellm_supports_schema
 from agentensemble.llm.retry import RetryPolicy
 from agentensemble.llm.streaming import current_sink
 from agentensemble.llm.types import ChatResponse, Message, ToolCall, ToolSpec
@@ -45,7 +47,9 @@ class LLM(BaseModel):
     timeout: float = Field(default=60.0, gt=0)
     max_retries: int = Field(default=3, ge=0)
     retry_policy: RetryPolicy | None = None
+    rate_limit: RateLimit | None = None
     extra: dict[str, Any] = Field(default_factory=dict, repr=False)
+    _rate_limiter: Any = PrivateAttr(default=None)  # one bucket per object (rate_limit.py)
 
     def __init__(
         self,
@@ -58,6 +62,7 @@ class LLM(BaseModel):
         timeout: float = 60.0,
         max_retries: int = 3,
         retry_policy: RetryPolicy | None = None,
+        rate_limit: RateLimit | None = None,
         **params: Any,
     ) -> None:
         """``model`` positionally or by keyword; unknown keywords (or ``extra={...}``) are
@@ -73,6 +78,7 @@ class LLM(BaseModel):
             timeout=timeout,
             max_retries=max_retries,
             retry_policy=retry_policy,
+            rate_limit=rate_limit,
             extra=extra,
         )
 
@@ -88,7 +94,10 @@ class LLM(BaseModel):
         return self.retry_policy or RetryPolicy(max_attempts=self.max_retries + 1)
 
     def request_kwargs(
-        self, messages: Sequence[Message], tools: Sequence[ToolSpec] | None = None
+        self,
+        messages: Sequence[Message],
+        tools: Sequence[ToolSpec] | None = None,
+        response_format: ResponseFormat | None = None,
     ) -> dict[str, Any]:
         """The keyword arguments for ``litellm.acompletion`` (secrets included: never log)."""
         kwargs: dict[str, Any] = dict(self.extra)
@@ -100,6 +109,8 @@ class LLM(BaseModel):
         )
         if tools:
             kwargs["tools"] = list(tools)
+        if response_format is not None:
+            kwargs["response_format"] = response_format.to_openai()
         if self.temperature is not None:
             kwargs["temperature"] = self.temperature
         if self.max_tokens is not None:
@@ -111,12 +122,22 @@ class LLM(BaseModel):
         kwargs.pop("num_retries", None)  # litellm's own retry layer stays off
         return kwargs
 
+    async def supports_response_format(self) -> bool:
+        """Whether litellm knows this model takes a JSON-schema ``response_format``."""
+        litellm = load_litellm() if is_loaded() else await asyncio.to_thread(load_litellm)
+        return litellm_supports_schema(litellm, self.model)
+
+    @rate_limited  # waits for ``rate_limit``'s bucket first, whichever lane the call takes
     async def complete(
-        self, messages: Sequence[Message], *, tools: Sequence[ToolSpec] | None = None
+        self,
+        messages: Sequence[Message],
+        *,
+        tools: Sequence[ToolSpec] | None = None,
+        response_format: ResponseFormat | None = None,
     ) -> ChatResponse:
         """One model turn; ``LLMError`` once the provider fails for good."""
         litellm = load_litellm() if is_loaded() else await asyncio.to_thread(load_litellm)
-        kwargs = self.request_kwargs(messages, tools)
+        kwargs = self.request_kwargs(messages, tools, response_format)
         secrets = [self.api_key.get_secret_value()] if self.api_key is not None else []
 
         guard = self.timeout + _GUARD_SECONDS

@@ -9,6 +9,7 @@ from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from agentensemble.llm.response_format import ResponseFormat
 from agentensemble.llm.streaming import current_sink, stream_pieces
 from agentensemble.llm.types import ChatResponse, Message, ToolCall, ToolSpec
 from agentensemble.outputs import TokenUsage
@@ -65,10 +66,12 @@ def tool_calls(*calls: tuple[str, dict[str, Any] | str | None]) -> ChatResponse:
 
 @dataclass(frozen=True)
 class ModelRequest:
-    """One request the model received: a snapshot of the conversation and the tool specs."""
+    """One request the model received: a snapshot of the conversation and the tool specs, and
+    the native ``response_format`` when the model declared it honours one."""
 
     messages: list[Message]
     tools: list[ToolSpec] | None
+    response_format: ResponseFormat | None = None
 
     @property
     def last_user_content(self) -> str:
@@ -92,10 +95,25 @@ class ModelRequest:
 @dataclass
 class _Recording:
     requests: list[ModelRequest] = field(default_factory=list)
+    native_structured_output: bool = False
 
-    def _record(self, messages: Sequence[Message], tools: Sequence[ToolSpec] | None) -> None:
+    async def supports_response_format(self) -> bool:
+        """As an LLM whose provider has native structured output, when built with
+        ``native_structured_output=True``; otherwise the schema goes into the prompt."""
+        return self.native_structured_output
+
+    def _record(
+        self,
+        messages: Sequence[Message],
+        tools: Sequence[ToolSpec] | None,
+        response_format: ResponseFormat | None = None,
+    ) -> None:
         self.requests.append(
-            ModelRequest(messages=[dict(m) for m in messages], tools=list(tools) if tools else None)
+            ModelRequest(
+                messages=[dict(m) for m in messages],
+                tools=list(tools) if tools else None,
+                response_format=response_format,
+            )
         )
 
 
@@ -110,8 +128,13 @@ class ScriptedChatModel(_Recording):
 
     model = "scripted"
 
-    def __init__(self, responses: Iterable[ChatResponse | str] = ()) -> None:
-        super().__init__()
+    def __init__(
+        self,
+        responses: Iterable[ChatResponse | str] = (),
+        *,
+        native_structured_output: bool = False,
+    ) -> None:
+        super().__init__(native_structured_output=native_structured_output)
         self._script: list[ChatResponse] = [text(r) if isinstance(r, str) else r for r in responses]
 
     def add(self, *responses: ChatResponse | str) -> ScriptedChatModel:
@@ -124,9 +147,13 @@ class ScriptedChatModel(_Recording):
         return len(self._script)
 
     async def complete(
-        self, messages: Sequence[Message], *, tools: Sequence[ToolSpec] | None = None
+        self,
+        messages: Sequence[Message],
+        *,
+        tools: Sequence[ToolSpec] | None = None,
+        response_format: ResponseFormat | None = None,
     ) -> ChatResponse:
-        self._record(messages, tools)
+        self._record(messages, tools, response_format)
         if not self._script:
             last = str(messages[-1].get("content") if messages else "")[:200]
             raise ScriptExhaustedError(
@@ -164,14 +191,18 @@ class FunctionChatModel(_Recording):
 
     model = "function"
 
-    def __init__(self, fn: ModelFunction) -> None:
-        super().__init__()
+    def __init__(self, fn: ModelFunction, *, native_structured_output: bool = False) -> None:
+        super().__init__(native_structured_output=native_structured_output)
         self._fn = fn
 
     async def complete(
-        self, messages: Sequence[Message], *, tools: Sequence[ToolSpec] | None = None
+        self,
+        messages: Sequence[Message],
+        *,
+        tools: Sequence[ToolSpec] | None = None,
+        response_format: ResponseFormat | None = None,
     ) -> ChatResponse:
-        self._record(messages, tools)
+        self._record(messages, tools, response_format)
         result = self._fn(list(messages), list(tools) if tools else None)
         if inspect.isawaitable(result):
             result = await result

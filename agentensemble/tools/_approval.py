@@ -58,6 +58,26 @@ def is_review_error(exc: BaseException) -> bool:
     return isinstance(error_type, type) and isinstance(exc, error_type)
 
 
+def review_setting(rule: object) -> Any | None:
+    """``rule`` if it is a ``Review`` (a tool's own approval settings), else None. Never imports
+    the review package: a Review instance exists only if it was imported already."""
+    module = sys.modules.get("agentensemble_review")
+    review_type = getattr(module, "Review", None)
+    if isinstance(review_type, type) and isinstance(rule, review_type):
+        return rule
+    return None
+
+
+RUN_STOPPED = "the run stopped before this review was answered"
+
+
+def _unless_stopped(api: ModuleType, context: ToolContext, decision: Any) -> Any:
+    """A decision that arrives after the run stopped approves nothing."""
+    if context.stopped.is_set():
+        return api.ExitEarly(RUN_STOPPED)
+    return decision
+
+
 def _require_handler(context: ToolContext, tool_name: str) -> Any:
     if context.review_handler is None:
         raise ConfigurationError(
@@ -129,13 +149,16 @@ def _ask_sync(api: ModuleType, handler: Any, request: Any, context: ToolContext)
     _announce(context, request)
     loop = context.loop
     if loop is not None and loop.is_running() and not _runs_in(loop):
-        return _report(context, request, api.ask(handler, request, loop=loop))
-    return _report(context, request, api.ask(handler, request))
+        decision = _report(context, request, api.ask(handler, request, loop=loop))
+    else:
+        decision = _report(context, request, api.ask(handler, request))
+    return _unless_stopped(api, context, decision)
 
 
 async def _ask_async(api: ModuleType, handler: Any, request: Any, context: ToolContext) -> Any:
     _announce(context, request)
-    return _report(context, request, await api.aask(handler, request))
+    decision = _report(context, request, await api.aask(handler, request))
+    return _unless_stopped(api, context, decision)
 
 
 def _runs_in(loop: asyncio.AbstractEventLoop) -> bool:
@@ -165,28 +188,44 @@ async def aask_reviewer(request: Any) -> Any:
     return await _ask_async(_review_api(), handler, request, context)
 
 
-async def areview_tool_input(tool_name: str, tool_input: str) -> Verdict:
+def _approval_request(
+    api: ModuleType, context: ToolContext, tool_name: str, tool_input: str, setting: Any
+) -> Any:
+    """The request for one call; a tool's own ``Review`` sets its prompt, timeout, on_timeout."""
+    if setting is None:
+        return _request(
+            api, context, tool_name=tool_name, output=tool_input, prompt=_approval_prompt(tool_name)
+        )
+    return _request(
+        api,
+        context,
+        tool_name=tool_name,
+        output=tool_input,
+        prompt=setting.prompt or _approval_prompt(tool_name),
+        timeout=setting.timeout,
+        on_timeout=setting.on_timeout,
+    )
+
+
+async def areview_tool_input(tool_name: str, tool_input: str, setting: Any = None) -> Verdict:
     """Ask the current handler whether the tool may run on ``tool_input`` (DURING_EXECUTION).
 
-    Raises ConfigurationError when no handler is configured.
+    ``setting`` is the tool's own ``Review`` (None: the defaults). Raises ConfigurationError
+    when no handler is configured.
     """
     context = current_tool_context()
     handler = _require_handler(context, tool_name)
     api = _review_api()
-    request = _request(
-        api, context, tool_name=tool_name, output=tool_input, prompt=_approval_prompt(tool_name)
-    )
+    request = _approval_request(api, context, tool_name, tool_input, setting)
     return _verdict(api, await _ask_async(api, handler, request, context), tool_input)
 
 
-def review_tool_input(tool_name: str, tool_input: str) -> Verdict:
+def review_tool_input(tool_name: str, tool_input: str, setting: Any = None) -> Verdict:
     """Sync twin of ``areview_tool_input`` (for the sync ``execute`` path)."""
     context = current_tool_context()
     handler = _require_handler(context, tool_name)
     api = _review_api()
-    request = _request(
-        api, context, tool_name=tool_name, output=tool_input, prompt=_approval_prompt(tool_name)
-    )
+    request = _approval_request(api, context, tool_name, tool_input, setting)
     return _verdict(api, _ask_sync(api, handler, request, context), tool_input)
 
 

@@ -1,27 +1,27 @@
-"""Sync code and the event loop: blocking calls in daemon threads, coroutines from sync code."""
+"""Sync code and the event loop: blocking calls in pooled daemon threads, coroutines from sync
+code."""
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
 import contextvars
-import itertools
-import threading
 from collections.abc import Callable, Coroutine
 from typing import Any, TypeVar
 
+from agentensemble.tools._pool import daemon_pool
+
 T = TypeVar("T")
-_thread_numbers = itertools.count(1)
 
 
 async def in_worker_thread(fn: Callable[..., T], /, *args: Any) -> T:
-    """Await blocking ``fn(*args)`` run in a new daemon thread (context variables carry over).
+    """Await blocking ``fn(*args)`` run in a pooled daemon thread (context variables carry over).
 
     Like ``asyncio.to_thread``, it keeps the event loop free; unlike it, the thread is no
     worker of the loop's default executor. Python cannot stop a thread, so a cancelled run
     (Ctrl-C) leaves a sync tool body that is already running to finish on its own; with
     ``to_thread`` ``asyncio.run`` and the interpreter's exit would both wait for it first.
-    The result of a call nobody awaits any more is dropped.
+    The result of a call nobody awaits any more is dropped. See ``_pool`` for the pool.
     """
     loop = asyncio.get_running_loop()
     future: asyncio.Future[T] = loop.create_future()
@@ -43,8 +43,7 @@ async def in_worker_thread(fn: Callable[..., T], /, *args: Any) -> T:
         else:
             deliver(future.set_result, result)
 
-    name = f"agentensemble-worker-{next(_thread_numbers)}"
-    threading.Thread(target=target, name=name, daemon=True).start()
+    daemon_pool().run_soon(target, getattr(fn, "__qualname__", ""))
     return await future
 
 
@@ -67,19 +66,5 @@ def run_coroutine_sync(
         if loop is not None and loop.is_running() and not loop.is_closed():
             return asyncio.run_coroutine_threadsafe(coro, loop).result()
         return asyncio.run(coro)
-    context = contextvars.copy_context()
-    box: dict[str, Any] = {}
-
-    def target() -> None:
-        try:
-            box["result"] = context.run(asyncio.run, coro)
-        except BaseException as exc:  # handed back to the caller below
-            box["error"] = exc
-
-    thread = threading.Thread(target=target, name="agentensemble-sync-bridge", daemon=True)
-    thread.start()
-    thread.join()
-    if "error" in box:
-        raise box["error"]
-    result: T = box["result"]
+    result: T = daemon_pool().submit(asyncio.run, coro).result()
     return result

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager, suppress
 from contextvars import ContextVar
@@ -27,6 +28,8 @@ class ToolContext:
     ``loop`` is the event loop running the agent; ``use_tool_context`` captures it, so sync tool
     code in a worker thread can run async work (a handler's ``areview``) on it.
     ``emit`` delivers run events (tool reviews asked and decided) to the run's listeners.
+    ``stopped`` is set when the run stops while calls of the turn are still out (ExitEarly, a
+    review error, cancellation): an approval answered after that approves nothing.
     """
 
     review_handler: Any | None = None
@@ -36,6 +39,7 @@ class ToolContext:
     agent_role: str = ""
     loop: asyncio.AbstractEventLoop | None = None
     emit: Callable[[Any], None] | None = None
+    stopped: threading.Event = field(default_factory=threading.Event)
 
     def emit_event(self, event: Any) -> None:
         """Send ``event`` to the run's listeners, on the loop's thread when there is one."""

@@ -17,6 +17,7 @@ from pydantic import BaseModel
 from agentensemble._naming import tool_name_problem
 from agentensemble.errors import ToolNameError
 from agentensemble.outputs import ReturnBehavior
+from agentensemble.tools import _gate
 from agentensemble.tools._sync import in_worker_thread, run_coroutine_sync
 from agentensemble.tools.base import ToolResult, render_value
 from agentensemble.tools.instrumented import InstrumentedTool
@@ -41,7 +42,7 @@ class ToolDefinition:
     description: str
     schema: FunctionSchema
     return_behavior: ReturnBehavior
-    requires_approval: bool | Callable[[str], bool]
+    requires_approval: bool | Callable[[str], bool] | Any
     is_async: bool
     metrics: ToolMetrics = field(default_factory=ToolMetrics)
 
@@ -61,7 +62,7 @@ def tool(
     name: str | None = None,
     description: str | None = None,
     return_behavior: ReturnBehavior = ReturnBehavior.TO_LLM,
-    requires_approval: bool | Callable[[str], bool] = False,
+    requires_approval: bool | Callable[[str], bool] | Any = False,
 ) -> Callable[[F], F]: ...
 
 
@@ -72,15 +73,16 @@ def tool(
     name: str | None = None,
     description: str | None = None,
     return_behavior: ReturnBehavior = ReturnBehavior.TO_LLM,
-    requires_approval: bool | Callable[[str], bool] = False,
+    requires_approval: bool | Callable[[str], bool] | Any = False,
 ) -> F | Callable[[F], F]:
     """Mark a function (sync or async, free function or method) as a tool.
 
     Use bare (``@tool``) or with options. The name defaults to the function's name and is
     checked here (ToolNameError); the description defaults to the docstring's prose before its
     sections; parameter descriptions come from ``Annotated`` metadata or the ``Args:`` section.
-    ``requires_approval`` (True, or a callable taking the JSON arguments text) makes every call
-    ask the review handler first. The function is returned unchanged.
+    ``requires_approval`` (True, a callable taking the validated arguments as canonical JSON
+    text, or ``Review.required(timeout=..., on_timeout=...)`` for this tool's own deadline)
+    makes every call ask the review handler first. The function is returned unchanged.
     """
 
     def decorate(fn: F) -> F:
@@ -90,6 +92,7 @@ def tool(
         problem = tool_name_problem(tool_name)
         if problem:
             raise ToolNameError(f"{problem}; pass @tool(name=...) to choose another name")
+        _gate.check_rule(requires_approval, f"@tool '{tool_name}'")
         schema = function_schema(fn, name=tool_name)
         definition = ToolDefinition(
             function=fn,

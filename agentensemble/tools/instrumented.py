@@ -9,13 +9,16 @@ from collections.abc import Callable
 from datetime import timedelta
 from typing import Any, Generic, TypeVar, final
 
+from pydantic import BaseModel
+
+from agentensemble._interrupts import ends_the_run, escaped_message
 from agentensemble.errors import (
     ConfigurationError,
     ExitEarlyError,
     ToolArgumentsError,
     ToolExecutionError,
 )
-from agentensemble.tools import _approval
+from agentensemble.tools import _approval, _gate
 from agentensemble.tools._sync import in_worker_thread, run_coroutine_sync
 from agentensemble.tools.base import AgentTool, ToolResult, as_tool_result, implements_body
 from agentensemble.tools.context import ToolContext, current_tool_context
@@ -24,7 +27,7 @@ from agentensemble.tools.metrics import CallOutcome, ToolMetrics
 InputT = TypeVar("InputT")
 
 LOG_PREVIEW_CHARS = 200
-EDIT_INVALID = "The reviewer's edited input is invalid, so the tool did not run"
+EDIT_INVALID = _gate.EDIT_INVALID
 _FINAL_METHODS = ("execute", "aexecute")
 
 
@@ -42,8 +45,11 @@ def stops_the_run(exc: BaseException) -> bool:
 
 def exception_message(exc: BaseException) -> str:
     """What the model sees for an exception: its message (API: ``Error: <message>``); the type
-    name only when the message is empty. The type and traceback go to the WARNING log.
+    name only when the message is empty. The type and traceback go to the WARNING log. A
+    BaseException that is no Exception (SystemExit, ...) is named: "raised SystemExit: 2".
     """
+    if not isinstance(exc, Exception):
+        return escaped_message(exc)
     return str(exc) or type(exc).__name__
 
 
@@ -56,7 +62,8 @@ class InstrumentedTool(AgentTool, Generic[InputT]):
     result, except ExitEarlyError, ConfigurationError and review errors, which stop the run.
     """
 
-    requires_approval: bool | Callable[[str], bool] = False
+    requires_approval: bool | Callable[[str], bool] | Any = False
+    """True, a callable rule ``(input as shown) -> bool`` or ``Review.required(timeout=...)``."""
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
@@ -119,11 +126,10 @@ class InstrumentedTool(AgentTool, Generic[InputT]):
         return await _approval.arequest_approval(self.name, description, timeout, on_timeout)
 
     def needs_approval(self, input: str) -> bool:
-        """Whether this call must be approved first (``requires_approval`` True, or the
-        callable says so for this input).
+        """Whether this call must be approved first (``requires_approval`` True or an enabled
+        Review, or the callable says so for this input as the reviewer would see it).
         """
-        rule = self.requires_approval
-        return bool(rule(input)) if callable(rule) else bool(rule)
+        return _gate.asks(self.requires_approval, input)
 
     # -- the framework's entry points (final) ------------------------------------------------
 
@@ -134,7 +140,7 @@ class InstrumentedTool(AgentTool, Generic[InputT]):
         started = time.perf_counter()
         try:
             result = self._run_sync(input, context)
-        except Exception as exc:
+        except BaseException as exc:
             self._check_stop(exc, input, context)
             return self._finish(
                 input, ToolResult.failure(exception_message(exc)), context, started, exc
@@ -148,7 +154,7 @@ class InstrumentedTool(AgentTool, Generic[InputT]):
         started = time.perf_counter()
         try:
             result = await self._run_async(input, context)
-        except Exception as exc:
+        except BaseException as exc:
             self._check_stop(exc, input, context)
             return self._finish(
                 input, ToolResult.failure(exception_message(exc)), context, started, exc
@@ -157,27 +163,49 @@ class InstrumentedTool(AgentTool, Generic[InputT]):
 
     def _run_sync(self, raw: str, context: ToolContext) -> ToolResult:
         parsed = self._parse_input(raw)
-        if self.needs_approval(raw):
-            verdict = _approval.review_tool_input(self.name, raw)
-            if not verdict.approved:
-                return ToolResult.failure(verdict.rejection_message)
-            if verdict.input != raw:
-                parsed = self._parse_edited(verdict.input)
-        if type(self).do_execute is not InstrumentedTool.do_execute:
-            value = self.do_execute(parsed)
-        else:
-            value = run_coroutine_sync(self.ado_execute(parsed), context.loop)
+        shown = self._shown(parsed, raw)
+        if self.needs_approval(shown):
+            setting = _gate.review_setting(self.requires_approval)
+            verdict = _approval.review_tool_input(self.name, shown, setting)
+            approved = self._approved(verdict, shown, parsed)
+            if isinstance(approved, ToolResult):
+                return approved
+            parsed = approved
+        with _gate.detached():
+            if type(self).do_execute is not InstrumentedTool.do_execute:
+                value = self.do_execute(parsed)
+            else:
+                value = run_coroutine_sync(self.ado_execute(parsed), context.loop)
         return self._to_result(value)
 
     async def _run_async(self, raw: str, context: ToolContext) -> ToolResult:
         parsed = self._parse_input(raw)
-        if self.needs_approval(raw):
-            verdict = await _approval.areview_tool_input(self.name, raw)
-            if not verdict.approved:
-                return ToolResult.failure(verdict.rejection_message)
-            if verdict.input != raw:
-                parsed = self._parse_edited(verdict.input)
-        return self._to_result(await self.ado_execute(parsed))
+        shown = self._shown(parsed, raw)
+        if self.needs_approval(shown):
+            setting = _gate.review_setting(self.requires_approval)
+            verdict = await _approval.areview_tool_input(self.name, shown, setting)
+            approved = self._approved(verdict, shown, parsed)
+            if isinstance(approved, ToolResult):
+                return approved
+            parsed = approved
+        with _gate.detached():
+            value = await self.ado_execute(parsed)
+        return self._to_result(value)
+
+    def _shown(self, parsed: InputT, raw: str) -> str:
+        """The input as the reviewer sees it and a conditional rule reads it: exactly what the
+        body receives (the text itself, or validated arguments as canonical JSON)."""
+        return _gate.canonical_arguments(parsed) if isinstance(parsed, BaseModel) else raw
+
+    def _approved(self, verdict: _approval.Verdict, shown: str, parsed: InputT) -> Any:
+        """The input to run after the reviewer answered, or the failure of a rejected call."""
+        if not verdict.approved:
+            return ToolResult.failure(verdict.rejection_message)
+        if verdict.input == shown:
+            return parsed
+        edited = self._parse_edited(verdict.input)
+        _gate.note_ran_with(self._shown(edited, verdict.input))
+        return edited
 
     def _parse_edited(self, revised: str) -> InputT:
         """Parse a reviewer's edited input; when it is invalid, say the edit was (the model's
@@ -192,8 +220,11 @@ class InstrumentedTool(AgentTool, Generic[InputT]):
         """Normalise the body's return value (None → success with empty output)."""
         return as_tool_result(value)
 
-    def _check_stop(self, exc: Exception, raw: str, context: ToolContext) -> None:
-        """Re-raise errors that stop the run (ConfigurationError is logged at ERROR first)."""
+    def _check_stop(self, exc: BaseException, raw: str, context: ToolContext) -> None:
+        """Re-raise errors that stop the run (ConfigurationError is logged at ERROR first), and
+        Ctrl-C or a real cancellation; anything else is the call's failure."""
+        if ends_the_run(exc):
+            raise exc
         if not stops_the_run(exc):
             return
         if isinstance(exc, ConfigurationError):
@@ -208,7 +239,7 @@ class InstrumentedTool(AgentTool, Generic[InputT]):
         result: ToolResult,
         context: ToolContext,
         started: float,
-        exc: Exception | None = None,
+        exc: BaseException | None = None,
     ) -> ToolResult:
         duration = time.perf_counter() - started
         outcome = log_call(context, self.name, raw, result, duration, exc)
@@ -222,7 +253,7 @@ def log_call(
     raw: str,
     result: ToolResult,
     duration: float,
-    exc: Exception | None = None,
+    exc: BaseException | None = None,
 ) -> CallOutcome:
     """Log one finished call and count it in the run's registry; returns its outcome.
 

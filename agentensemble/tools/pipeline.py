@@ -17,9 +17,11 @@ from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
+from agentensemble._interrupts import ends_the_run
 from agentensemble._naming import tool_name_problem
 from agentensemble.errors import ConfigurationError, ToolNameError
 from agentensemble.outputs import ReturnBehavior
+from agentensemble.tools import _gate
 from agentensemble.tools.base import AgentTool, ToolResult, as_tool_result
 from agentensemble.tools.context import ToolContext, current_tool_context
 from agentensemble.tools.decorator import FunctionTool, ToolDefinition, tool_definition
@@ -31,6 +33,7 @@ from agentensemble.tools.instrumented import (
     log_call,
     stops_the_run,
 )
+from agentensemble.tools.schema import DuplicateKeyError, loads_unique
 
 Adapter = Callable[[ToolResult], str]
 ApprovalRule = bool | Callable[[str], bool]
@@ -164,13 +167,14 @@ class ToolPipeline(AbstractAgentTool):
         """The pipeline's own rule if one was set; else True when some step (at any depth)
         requires approval, so the resolver reports it and a missing handler fails early.
         """
-        if callable(self._own_approval) or self._own_approval:
+        if _gate.declares_approval(self._own_approval):
             return self._own_approval
         return bool(self.approval_steps)
 
     @requires_approval.setter
     def requires_approval(self, rule: ApprovalRule) -> None:
         """Make the pipeline itself ask the reviewer about its whole input before step one."""
+        _gate.check_rule(rule, f"ToolPipeline '{self.name}'")
         self._own_approval = rule
 
     @property
@@ -180,8 +184,7 @@ class ToolPipeline(AbstractAgentTool):
 
     def needs_approval(self, input: str) -> bool:
         """Only the pipeline's own rule: gated steps ask when they run, not up front."""
-        rule = self._own_approval
-        return bool(rule(input)) if callable(rule) else bool(rule)
+        return _gate.asks(self._own_approval, input)
 
     # -- running ------------------------------------------------------------------------------
 
@@ -291,9 +294,9 @@ def _is_bound(item: object) -> bool:
 
 
 def _requires_approval(tool: AgentTool) -> bool:
-    """The resolver's reading of ``requires_approval``: a callable rule or a true value."""
-    rule = getattr(tool, "requires_approval", False)
-    return callable(rule) or bool(rule)
+    """The resolver's reading of ``requires_approval``: a callable rule, a true value or an
+    enabled Review."""
+    return _gate.declares_approval(getattr(tool, "requires_approval", False))
 
 
 def _same_text(text: str) -> str:
@@ -328,7 +331,9 @@ def _arguments_builder(definition: ToolDefinition) -> Callable[[str], str]:
         if _fits(model, as_text):
             return json.dumps(as_text, ensure_ascii=False)
         try:
-            value = json.loads(text)
+            value = loads_unique(text)
+        except DuplicateKeyError:  # validation then tells the step what is wrong
+            return text
         except (ValueError, RecursionError):  # not JSON, too long a number, or nested too deeply
             return json.dumps(as_text, ensure_ascii=False)
         as_value = {target: value}
@@ -351,19 +356,33 @@ def _fits(model: type[BaseModel], arguments: dict[str, Any]) -> bool:
 
 
 async def _run_stage(stage: _Stage, text: str, context: ToolContext) -> ToolResult:
-    """One step: instrumented tools do their own logging, metrics and safety; a plain
-    AgentTool is given the same treatment here (as the resolver gives it for a direct call).
-    Errors that stop the run propagate.
+    """One step: instrumented tools do their own logging, metrics, safety and approval; a plain
+    AgentTool is given the same treatment here (as the resolver gives it for a direct call),
+    its approval gate included. Errors that stop the run propagate.
     """
     tool_input = stage.to_input(text)
-    if isinstance(stage.tool, InstrumentedTool):
-        return await stage.tool.aexecute(tool_input)
+    with _gate.detached():  # a step's edit is the step's business, not the pipeline call's
+        if isinstance(stage.tool, InstrumentedTool):
+            return await stage.tool.aexecute(tool_input)
+        return await _run_plain_stage(stage, tool_input, context)
+
+
+async def _run_plain_stage(stage: _Stage, tool_input: str, context: ToolContext) -> ToolResult:
     started = time.perf_counter()
-    error: Exception | None = None
+    error: BaseException | None = None
     try:
-        result = as_tool_result(await stage.tool.aexecute(tool_input))
-    except Exception as exc:
-        if stops_the_run(exc):
+        rule = getattr(stage.tool, "requires_approval", False)
+        takes_arguments = stage.tool.parameters_schema() is not None
+        gated = await _gate.agate_plain(
+            stage.name, rule, tool_input, takes_arguments=takes_arguments
+        )
+        if isinstance(gated, ToolResult):
+            result = gated
+        else:
+            tool_input = gated
+            result = as_tool_result(await stage.tool.aexecute(tool_input))
+    except BaseException as exc:
+        if ends_the_run(exc) or stops_the_run(exc):
             raise
         result, error = ToolResult.failure(exception_message(exc)), exc
     log_call(context, stage.name, tool_input, result, time.perf_counter() - started, error)

@@ -12,13 +12,16 @@ import inspect
 import json
 import time
 from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass
 from typing import Any
 
+from agentensemble._interrupts import ends_the_run
 from agentensemble._naming import tool_name_problem
 from agentensemble.errors import ConfigurationError, ToolArgumentsError, ToolNameError
 from agentensemble.llm.types import ToolSpec
 from agentensemble.logging import get_logger
 from agentensemble.outputs import ReturnBehavior
+from agentensemble.tools import _gate
 from agentensemble.tools.base import (
     AgentTool,
     ToolResult,
@@ -36,6 +39,7 @@ from agentensemble.tools.instrumented import (
     stops_the_run,
 )
 from agentensemble.tools.schema import load_arguments_json
+from agentensemble.tools.source import ToolSource
 
 INPUT_DESCRIPTION = "The input to pass to the tool"
 INPUT_PARAMETERS: dict[str, Any] = {
@@ -45,8 +49,8 @@ INPUT_PARAMETERS: dict[str, Any] = {
 }
 _ACCEPTED = (
     "pass an AgentTool instance (an AgentTool, AbstractAgentTool or TypedAgentTool subclass, "
-    "a ToolPipeline), a function decorated with @tool, or an object whose methods are "
-    "decorated with @tool"
+    "a ToolPipeline, a built-in tool), a function decorated with @tool, an object whose methods "
+    "are decorated with @tool, or a tool source such as an MCP server"
 )
 
 _log = get_logger()
@@ -78,6 +82,15 @@ def extract_input(arguments: str, tool_name: str) -> str:
     if value is None:
         raise ToolArgumentsError(f"{prefix}: input: Field required. {expected}")
     return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+
+
+@dataclass(frozen=True)
+class ToolCallResult:
+    """How one call through ``ExecutableTool.call`` ended: the result, and the arguments the
+    tool ran with when a reviewer's edit changed them (None: as the model sent them)."""
+
+    result: ToolResult
+    ran_with: str | None = None
 
 
 class ExecutableTool:
@@ -125,19 +138,57 @@ class ExecutableTool:
 
     async def run(self, arguments: str) -> ToolResult:
         """Run one call with the JSON arguments text exactly as the model sent it."""
+        return (await self.call(arguments)).result
+
+    async def call(self, arguments: str) -> ToolCallResult:
+        """Run one call; the result, and the arguments it ran with when a reviewer's edit
+        changed them (canonical JSON, e.g. ``{"input": "..."}`` for a single-string tool)."""
+        with _gate.recording() as ran_with:
+            result = await self._run(arguments)
+        if ran_with.input is None:
+            return ToolCallResult(result)
+        ran = ran_with.input
+        if not self.takes_arguments:
+            ran = json.dumps({"input": ran}, ensure_ascii=False)
+        return ToolCallResult(result, ran_with=ran)
+
+    async def _run(self, arguments: str) -> ToolResult:
         context = current_tool_context()
         started = time.perf_counter()
-        error: Exception | None = None
+        error: BaseException | None = None
         try:
-            tool_input = arguments if self.takes_arguments else extract_input(arguments, self.name)
+            tool_input = self._tool_input(arguments)
+            if not self._instrumented:
+                gated = await _gate.agate_plain(
+                    self.name,
+                    getattr(self.tool, "requires_approval", False),
+                    tool_input,
+                    takes_arguments=self.takes_arguments,
+                )
+                if isinstance(gated, ToolResult):
+                    log_call(context, self.name, tool_input, gated, time.perf_counter() - started)
+                    return gated
+                tool_input = gated
         except ToolArgumentsError as exc:
             # never reached the tool: logged and counted here, even for instrumented tools
             result = ToolResult.failure(str(exc))
             log_call(context, self.name, arguments, result, time.perf_counter() - started, exc)
             return result
+        except BaseException as exc:  # the approval itself failed: the tool did not run
+            if ends_the_run(exc) or stops_the_run(exc):
+                raise
+            result = ToolResult.failure(exception_message(exc))
+            log_call(context, self.name, arguments, result, time.perf_counter() - started, exc)
+            return result
         try:
-            result = as_tool_result(await self.tool.aexecute(tool_input))
-        except Exception as exc:
+            if self._instrumented:  # its own gate notes an edit; its body runs detached
+                result = as_tool_result(await self.tool.aexecute(tool_input))
+            else:
+                with _gate.detached():
+                    result = as_tool_result(await self.tool.aexecute(tool_input))
+        except BaseException as exc:
+            if ends_the_run(exc):
+                raise
             if stops_the_run(exc):
                 if isinstance(exc, ConfigurationError) and not self._instrumented:
                     _log.error(f"{self.name}({preview(tool_input)}) stopped the run: {exc}")
@@ -146,6 +197,15 @@ class ExecutableTool:
         if not self._instrumented or error is not None:
             log_call(context, self.name, tool_input, result, time.perf_counter() - started, error)
         return result
+
+    def _tool_input(self, arguments: str) -> str:
+        """What the tool receives: the ``input`` string, or the arguments text (instrumented
+        tools validate it themselves; for others a key named twice is refused here)."""
+        if not self.takes_arguments:
+            return extract_input(arguments, self.name)
+        if not self._instrumented:
+            _gate.canonical_json(arguments, self.name)  # refuses duplicate keys
+        return arguments
 
     def __repr__(self) -> str:
         return f"ExecutableTool(name={self.name!r}, tool={self.tool!r})"
@@ -207,7 +267,7 @@ class ToolResolver:
         """Resolve ``tools`` (in order) into executables and specs."""
         resolved: list[ExecutableTool] = []
         seen: set[tuple[int, ...]] = set()
-        names: set[str] = set()
+        names: dict[str, ExecutableTool] = {}
         items = list(tools)  # keeps every object alive while ids are compared
         for item in items:
             for key, executable in self._expand(item):
@@ -215,8 +275,11 @@ class ToolResolver:
                     continue
                 seen.add(key)
                 if executable.name in names:
-                    raise ConfigurationError(f"Duplicate tool name: '{executable.name}'")
-                names.add(executable.name)
+                    first = names[executable.name]
+                    raise ConfigurationError(
+                        f"Duplicate tool name: '{executable.name}'" + _origins(first, executable)
+                    )
+                names[executable.name] = executable
                 resolved.append(executable)
         result = ResolvedTools(resolved)
         if resolved:
@@ -224,6 +287,11 @@ class ToolResolver:
         return result
 
     def _expand(self, item: object) -> list[tuple[tuple[int, ...], ExecutableTool]]:
+        if isinstance(item, ToolSource):  # tools listed by a started source (empty before)
+            return [
+                ((id(item), index), _from_agent_tool(tool, source=item))
+                for index, tool in enumerate(item.tools())
+            ]
         if isinstance(item, AgentTool):
             return [((id(item),), _from_agent_tool(item))]
         definition = tool_definition(item)
@@ -255,6 +323,27 @@ class ToolResolver:
             tool = FunctionTool(method_definition, bound)
             expanded.append((_identity(bound), _from_agent_tool(tool, source=item)))
         return expanded
+
+
+def _origins(first: ExecutableTool, second: ExecutableTool) -> str:
+    """`` (from X and from Y)`` when a tool source is involved (the name alone says enough for
+    two tools the user wrote: both are in their code)."""
+    if not isinstance(first.source, ToolSource) and not isinstance(second.source, ToolSource):
+        return ""
+    return f" (from {_origin(first)} and from {_origin(second)})"
+
+
+def _origin(executable: ExecutableTool) -> str:
+    source = executable.source
+    if isinstance(source, ToolSource):
+        origin = getattr(executable.tool, "origin", None)
+        return origin if isinstance(origin, str) else source.describe()
+    if isinstance(source, AgentTool):
+        return f"{type(source).__name__} tool"
+    name = getattr(source, "__qualname__", None)
+    if isinstance(name, str):
+        return f"function {name}"
+    return f"{type(source).__name__} object"
 
 
 def _identity(callable_: object) -> tuple[int, ...]:
@@ -299,15 +388,16 @@ def _from_agent_tool(tool: AgentTool, source: object | None = None) -> Executabl
     except ValueError as exc:
         raise ConfigurationError(f"Tool '{name}' has an invalid return_behavior: {exc}") from exc
     rule = getattr(tool, "requires_approval", False)
+    _gate.check_rule(rule, f"Tool '{name}'")
     return ExecutableTool(
         tool,
         name=name,
         description=tool_description(tool),
         parameters=tool.parameters_schema(),
         return_behavior=behavior,
-        requires_approval=callable(rule) or bool(rule),
+        requires_approval=_gate.declares_approval(rule),
         source=tool if source is None else source,
     )
 
 
-__all__ = ["ExecutableTool", "ResolvedTools", "ToolResolver", "extract_input"]
+__all__ = ["ExecutableTool", "ResolvedTools", "ToolCallResult", "ToolResolver", "extract_input"]

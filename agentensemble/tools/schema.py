@@ -272,15 +272,47 @@ def format_validation_error(error: ValidationError) -> str:
 ModelT = typing.TypeVar("ModelT", bound=BaseModel)
 
 
+class DuplicateKeyError(ValueError):
+    """A JSON object names the same key twice (``json.loads`` would silently keep the last)."""
+
+    def __init__(self, key: str) -> None:
+        super().__init__(f"duplicate key {key!r} in a JSON object")
+        self.key = key
+
+
+def _unique_pairs(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    result: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in result:
+            raise DuplicateKeyError(key)
+        result[key] = value
+    return result
+
+
+def loads_unique(text: str) -> Any:
+    """``json.loads`` that refuses an object naming a key twice, at any depth.
+
+    With ``{"to": "alice", "to": "mallory"}`` a reviewer reading the text and a tool reading the
+    parsed value would see different calls; such input is refused (DuplicateKeyError).
+    """
+    return json.loads(text, object_pairs_hook=_unique_pairs)
+
+
 def load_arguments_json(text: str, prefix: str, hint: str) -> Any:
     """``json.loads`` for a model's arguments: every failure is a ToolArgumentsError.
+
+    A key named twice in one object is refused: the reviewer and the tool must see one call.
 
     Besides syntax errors, ``json.loads`` raises RecursionError for deeply nested input and
     ValueError for an integer longer than Python converts (4300 digits); neither may escape a
     tool call, where it would end the run instead of going back to the model.
     """
     try:
-        return json.loads(text)
+        return loads_unique(text)
+    except DuplicateKeyError as exc:
+        raise ToolArgumentsError(
+            f"{prefix}: duplicate key {exc.key!r} in a JSON object; send each argument once. {hint}"
+        ) from exc
     except (ValueError, RecursionError) as exc:  # JSONDecodeError is a ValueError
         if isinstance(exc, json.JSONDecodeError):
             reason = f"{exc.msg} at line {exc.lineno} column {exc.colno}"
@@ -317,11 +349,13 @@ def _json_kind(value: Any) -> str:
 
 __all__ = [
     "Docstring",
+    "DuplicateKeyError",
     "FunctionSchema",
     "clean_schema",
     "format_validation_error",
     "function_schema",
     "load_arguments_json",
+    "loads_unique",
     "model_parameters_schema",
     "parse_docstring",
     "validate_arguments",

@@ -13,32 +13,21 @@ from pydantic import BaseModel
 
 from agentensemble.errors import ExitEarlyError, OutputParsingError, TaskExecutionError
 from agentensemble.events import TaskCompleted, TaskFailed, TaskStarted
-from agentensemble.execution.agent_executor import AgentExecutor, AgentTask, ExecutionEnv
+from agentensemble.execution.agent_executor import AgentExecutor, ExecutionEnv
+from agentensemble.execution.guardrails import check_handler_input, check_handler_output
 from agentensemble.execution.prompts import ContextItem
 from agentensemble.execution.structured import parse_output
 from agentensemble.logging import get_logger
 from agentensemble.outputs import EnsembleOutput, ExitReason, TaskOutput
-from agentensemble.task import Task, TaskHandlerContext
+from agentensemble.task import TaskHandlerContext
 from agentensemble.tools._sync import in_worker_thread
 from agentensemble.workflows._review_gates import (
     ask_reviewer,
     is_enabled,
 )
+from agentensemble.workflows.base import PreparedTask  # re-exported: it used to live here
 
 _log = get_logger()
-
-
-@dataclass
-class PreparedTask:
-    """A task with its templates filled and its agent, model and tools resolved."""
-
-    task: Task
-    description: str
-    expected_output: str
-    agent_role: str
-    agent_task: AgentTask | None = None
-    after_review: Any = None
-    before_review: Any = None
 
 
 @dataclass
@@ -81,6 +70,7 @@ async def run_sequential(
         state.outputs,
         exit_reason=state.exit_reason,
         total_duration=timedelta(seconds=time.perf_counter() - started),
+        tasks=[item.task for item in prepared if id(item.task) in state.by_task],
     )
 
 
@@ -114,7 +104,7 @@ async def _run_one(
     _log.info("task started", task_index=index, total_tasks=total, agent_role=item.agent_role)
     started = time.perf_counter()
     if item.agent_task is None:
-        output = await _run_handler(item, description, inputs, context)
+        output = await _run_handler(item, description, inputs, context, env)
     else:
         agent_task = replace(
             item.agent_task,
@@ -159,7 +149,7 @@ async def _run_one(
     return True
 
 
-def _edited(output: TaskOutput, text: str, output_type: type[BaseModel] | None) -> TaskOutput:
+def _edited(output: TaskOutput, text: str, output_type: Any) -> TaskOutput:
     parsed = None
     if output_type is not None:
         try:
@@ -170,11 +160,16 @@ def _edited(output: TaskOutput, text: str, output_type: type[BaseModel] | None) 
 
 
 async def _run_handler(
-    item: PreparedTask, description: str, inputs: Mapping[str, Any], context: list[TaskOutput]
+    item: PreparedTask,
+    description: str,
+    inputs: Mapping[str, Any],
+    context: list[TaskOutput],
+    env: ExecutionEnv,
 ) -> TaskOutput:
     """A deterministic task: call the user's handler, no model involved."""
     handler = item.task.handler
     assert handler is not None
+    await check_handler_input(item.task, description, item.expected_output, inputs, context, env)
     ctx = TaskHandlerContext(
         description=description,
         expected_output=item.expected_output,
@@ -196,13 +191,15 @@ async def _run_handler(
             f"a task handler must return a str, a pydantic model or None; "
             f"got {type(result).__name__}"
         )
-    return TaskOutput(
+    output = TaskOutput(
         raw=raw,
         parsed=parsed,
         task_description=description,
         agent_role=item.agent_role,
         task_name=item.task.name,
     )
+    await check_handler_output(item.task, output, env)
+    return output
 
 
 async def _call_maybe_async(fn: Callable[..., Any], *args: Any) -> Any:

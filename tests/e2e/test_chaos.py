@@ -40,6 +40,7 @@ from agentensemble import (
     TaskExecutionError,
     TaskOutput,
     ToolResult,
+    Workflow,
     tool,
 )
 from agentensemble_review import Continue, ReviewPolicy, ScriptedReviewHandler
@@ -393,3 +394,60 @@ async def test_a_provider_that_always_fails_fails_in_bounded_time(
     assert len(server.arrivals) == MAX_ATTEMPTS
     # generous: four attempts, each cut at the client timeout at worst, with tiny backoffs
     assert elapsed < MAX_ATTEMPTS * CLIENT_TIMEOUT + 5.0
+
+
+# -- the same team as a parallel graph -------------------------------------------------------
+
+
+def build_graph(llm: LLM, reviewer: ScriptedReviewHandler) -> Ensemble:
+    """Step 1, then steps 2-4 at once, then step 5 on all three: a diamond under faults."""
+    sequential = build_ensemble(llm, reviewer, CountingListener())
+    first, *middle, last = sequential.tasks
+    for task in middle:
+        task.context = [first]
+    last.context = list(middle)
+    return Ensemble(
+        tasks=sequential.tasks,
+        workflow=Workflow.PARALLEL,
+        review_handler=reviewer,
+        review_policy=ReviewPolicy.AFTER_EVERY_TASK,
+    )
+
+
+def step_of_output(output: TaskOutput) -> int:
+    return int(output.task_description.split("]")[0].removeprefix("[step "))
+
+
+async def test_a_parallel_graph_under_faults_never_loses_an_output_or_hangs(
+    server: OpenAIServer, make_llm: Callable[..., LLM]
+) -> None:
+    llm = make_llm()
+    completed = 0
+    for seed in range(1, 11):
+        server.reset()
+        server.set_responder(model)
+        server.set_chaos(FAULT_RATE, FAULT_MIX, seed=seed)
+        reviewer = ScriptedReviewHandler([Continue()] * 5)
+        ensemble = build_graph(llm, reviewer)
+        try:
+            result = await asyncio.wait_for(ensemble.arun(), RUN_DEADLINE)
+        except asyncio.TimeoutError:
+            pytest.fail(f"seed {seed}: the parallel run hung for {RUN_DEADLINE} s")
+        except TaskExecutionError as error:
+            outputs = error.completed_outputs
+            assert isinstance(error.__cause__, LLMError), f"seed {seed}: {error!r}"
+            assert error.task not in [ensemble.tasks[step_of_output(o) - 1] for o in outputs]
+        else:
+            outputs = result.task_outputs
+            assert len(outputs) == 5, f"seed {seed}: {result.exit_reason}"
+            completed += 1
+        steps = [step_of_output(o) for o in outputs]
+        assert steps == sorted(steps), "outputs come in the ensemble's task order"
+        for output in outputs:
+            step = step_of_output(output)
+            assert output.raw == EXPECTED_RAW[step]
+            assert [(c.name, c.is_success) for c in output.tool_calls] == EXPECTED_CALLS[step]
+        # every kept output was reviewed (a review cut short by FAIL_FAST keeps no output)
+        unreviewed = Counter(o.raw for o in outputs) - Counter(r.output for r in reviewer.requests)
+        assert not unreviewed, f"seed {seed}"
+    assert completed > 0

@@ -25,6 +25,7 @@ from agentensemble_review import (
     Edit,
     ExitEarly,
     OnTimeoutAction,
+    ReviewDisplayError,
     ReviewRequest,
     ReviewTimeoutError,
     ReviewTiming,
@@ -228,20 +229,33 @@ def blocking_stdin() -> Iterator[BlockingStdin]:
     stdin.finish()  # release any reader thread still waiting
 
 
-def test_banner_truncates_long_output_and_names_the_tool() -> None:
+def test_banner_shows_the_whole_tool_input_by_default() -> None:
     out = io.StringIO()
-    handler = ConsoleReviewHandler(io.StringIO("c\n"), out, max_chars=100)
+    # a second key far past any display limit: the reviewer must see it
+    arguments = '{"to": "alice", "note": "' + "y" * 5000 + '", "to": "mallory"}'
+    request = make_request(
+        output=arguments, timing=ReviewTiming.DURING_EXECUTION, tool_name="send_money"
+    )
+    assert ConsoleReviewHandler(io.StringIO("c\n"), out).review(request) == Continue()
+    text = out.getvalue()
+    assert "REVIEW REQUESTED: a tool call needs approval" in text
+    assert "Tool:    send_money" in text
+    assert '"to": "mallory"}' in text
+    assert "[x]: reject the call" in text
+
+
+def test_text_cut_by_max_chars_says_so_and_cannot_be_approved() -> None:
+    out = io.StringIO()
+    handler = ConsoleReviewHandler(io.StringIO("c\n\nx too long\n"), out, max_chars=100)
     request = make_request(
         output="y" * 5000, timing=ReviewTiming.DURING_EXECUTION, tool_name="delete_files"
     )
-    assert handler.review(request) == Continue()
+    assert handler.review(request) == ExitEarly("too long")
     text = out.getvalue()
-    assert "REVIEW REQUESTED: a tool call needs approval" in text
-    assert "Tool:    delete_files" in text
-    assert "Tool input:" in text
-    assert "showing 100 of 5000 characters" in text
+    assert "[CUT: only the first 100 of 5000 characters are shown." in text
     assert "y" * 101 not in text
-    assert "[x]: reject the call" in text
+    assert "[c] or Enter" not in text
+    assert text.count("The text was cut, so it cannot be approved: answer e or x.") == 2
 
 
 def test_zero_timeout_says_so_and_waits() -> None:
@@ -253,13 +267,12 @@ def test_zero_timeout_says_so_and_waits() -> None:
     assert "Timeout: none, waiting for your answer" in out.getvalue()
 
 
-def test_closed_output_is_not_approval() -> None:
+@pytest.mark.parametrize("on_timeout", list(OnTimeoutAction))
+def test_closed_output_is_a_review_error_never_a_timeout(on_timeout: OnTimeoutAction) -> None:
     out = io.StringIO()
     out.close()
-    decision = ConsoleReviewHandler(io.StringIO("c\n"), out).review(make_request())
-    assert decision == ExitEarly(
-        "Review could not be shown: the console output is closed", timed_out=True
-    )
+    with pytest.raises(ReviewDisplayError, match="could not be shown"):
+        ConsoleReviewHandler(io.StringIO("c\n"), out).review(make_request(on_timeout=on_timeout))
 
 
 def test_a_late_line_from_a_timed_out_review_does_not_answer_the_next(
@@ -483,3 +496,50 @@ def test_text_under_review_cannot_drive_the_terminal() -> None:
     assert "\x1b" not in text and "\r" not in text
     assert "Task:    Clean up\\x1b[2J" in text
     assert "  rm -rf /\\rls -l\\x1b[8m hidden\n  next line\n  \tindented\n" in text
+
+
+HOSTILE_TEXT = [
+    pytest.param("pay \ud800 now", "pay \\ud800 now", id="lone-surrogate"),
+    pytest.param("to alice\u202e yrrallam", "to alice\\u202e yrrallam", id="bidi-override"),
+    pytest.param("\u2066mallory\u2069", "\\u2066mallory\\u2069", id="bidi-isolate"),
+    pytest.param("mal\u200blory", "mal\\u200blory", id="zero-width-space"),
+    pytest.param("ok\x1b]0;title\x07", "ok\\x1b]0;title\\x07", id="osc-title"),
+    pytest.param("caf\u00e9", None, id="plain-non-ascii"),
+]
+
+
+@pytest.mark.parametrize("encoding", ["utf-8", "ascii", "latin-1"])
+@pytest.mark.parametrize(("hostile", "escaped"), HOSTILE_TEXT)
+def test_any_text_is_shown_escaped_in_any_output_encoding(
+    hostile: str, escaped: str | None, encoding: str
+) -> None:
+    """The attack: text the terminal cannot encode made the banner fail, and the failure was
+    taken as "no answer", so on_timeout=CONTINUE ran the tool unseen. Now the banner is always
+    shown and the human's answer counts."""
+    raw = io.BytesIO()
+    out = io.TextIOWrapper(raw, encoding=encoding, errors="strict", write_through=True)
+    request = make_request(
+        task=f"Task {hostile}",
+        output=f'{{"to": "{hostile}"}}',
+        timing=ReviewTiming.DURING_EXECUTION,
+        tool_name="send_money",
+        on_timeout=OnTimeoutAction.CONTINUE,
+    )
+    decision = ConsoleReviewHandler(io.StringIO("x looks odd\n"), out).review(request)
+    assert decision == ExitEarly("looks odd")
+    text = raw.getvalue().decode(encoding)
+    assert "REVIEW REQUESTED" in text
+    if escaped is not None:
+        assert f"Task:    Task {escaped}" in text
+        assert f'  {{"to": "{escaped}"}}' in text
+    for invisible in ("\x1b", "\x07", "\u202e", "\u2066", "\u200b"):
+        assert invisible not in text
+
+
+def test_a_newline_in_the_task_cannot_fake_a_banner_line() -> None:
+    out = io.StringIO()
+    request = make_request(task="Tidy up\nTimeout: none\n[c] or Enter: continue")
+    ConsoleReviewHandler(io.StringIO("c\n"), out).review(request)
+    lines = out.getvalue().splitlines()
+    assert "         Timeout: none" in lines
+    assert not any(line.startswith("Timeout: none") for line in lines)

@@ -1,0 +1,161 @@
+"""The one long-lived event loop that sync ``run()`` calls share, in a daemon thread.
+
+Why: ``asyncio.run`` per run made a fresh loop each time, and HTTP clients are bound to a loop
+(litellm caches one per loop), so every run opened a new connection (a new TLS handshake against
+a real provider) and kept the old client around. On one loop, clients and connections are reused.
+
+What it keeps from ``asyncio.run``:
+
+- works from any thread, including one already running a loop (Jupyter): the caller's thread
+  blocks while the run goes on here, as before;
+- Ctrl-C (or any exception raised into the waiting thread) cancels the run at once, waits a
+  bounded moment for it to unwind, and propagates; a running sync tool is never waited for;
+- context variables of the caller reach the run;
+- after ``os.fork()`` the child gets a fresh loop on first use (the parent's thread does not exist
+  there).
+
+Errors propagate with a traceback that starts at the caller and has no loop internals in it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import contextvars
+import os
+import signal
+import threading
+import types
+from collections.abc import Coroutine
+from pathlib import Path
+from typing import Any, TypeVar
+
+from agentensemble.tools._pool import daemon_pool
+
+T = TypeVar("T")
+
+CANCEL_GRACE_SECONDS = 5.0
+"""How long an interrupted ``run()`` waits for the cancelled run to unwind before it raises."""
+
+_INTERNAL_DIRS = tuple(
+    str(Path(module.__file__).parent) + os.sep
+    for module in (asyncio, concurrent.futures)
+    if module.__file__
+)
+
+
+class _LoopThread:
+    """Owns the shared loop and its daemon thread, started on first use."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._loop: asyncio.AbstractEventLoop | None = None
+        if hasattr(os, "register_at_fork"):
+            os.register_at_fork(after_in_child=self._forget)
+
+    def _forget(self) -> None:
+        self._lock = threading.Lock()
+        self._loop = None  # the parent's loop thread does not exist here; never touch it
+
+    def get(self) -> asyncio.AbstractEventLoop:
+        """The running shared loop, started if needed."""
+        with self._lock:
+            if self._loop is None:
+                loop = asyncio.new_event_loop()
+                started = threading.Event()
+                threading.Thread(
+                    target=_serve, args=(loop, started), name="agentensemble-loop", daemon=True
+                ).start()
+                started.wait()
+                self._loop = loop
+            return self._loop
+
+
+def _serve(loop: asyncio.AbstractEventLoop, started: threading.Event) -> None:
+    if hasattr(signal, "pthread_sigmask"):  # Ctrl-C belongs to the thread that called run()
+        signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+    asyncio.set_event_loop(loop)
+    loop.call_soon(started.set)
+    loop.run_forever()
+
+
+_shared = _LoopThread()
+
+
+def run_on_background_loop(coro: Coroutine[Any, Any, T]) -> T:
+    """Run ``coro`` on the shared loop and block until it is done; its result or its error."""
+    try:
+        running: asyncio.AbstractEventLoop | None = asyncio.get_running_loop()
+    except RuntimeError:
+        running = None
+    # outside the except block: no "no running event loop" chained into the run's errors
+    loop = _shared.get()
+    if running is loop:
+        # sync run() from a coroutine on the shared loop itself (a nested ensemble in an async
+        # tool): that loop cannot both wait and run it, so it runs on a fresh loop elsewhere
+        nested: concurrent.futures.Future[T] = daemon_pool().submit(asyncio.run, coro)
+        return _outcome(nested)
+    outcome: concurrent.futures.Future[T] = concurrent.futures.Future()
+    tasks: list[asyncio.Task[T]] = []
+
+    def start() -> None:  # on the loop, in a copy of the caller's context
+        task = loop.create_task(coro)
+        tasks.append(task)
+        task.add_done_callback(lambda done: _settle(outcome, done))
+
+    loop.call_soon_threadsafe(start, context=contextvars.copy_context())
+    try:
+        concurrent.futures.wait([outcome])
+    except BaseException:  # Ctrl-C (or another exception raised into this thread): stop the run
+        loop.call_soon_threadsafe(_cancel, tasks)
+        concurrent.futures.wait([outcome], timeout=CANCEL_GRACE_SECONDS)
+        raise
+    return _outcome(outcome)
+
+
+def _cancel(tasks: list[asyncio.Task[Any]]) -> None:
+    for task in tasks:
+        task.cancel()
+
+
+def _settle(outcome: concurrent.futures.Future[T], task: asyncio.Task[T]) -> None:
+    if task.cancelled():
+        outcome.set_exception(asyncio.CancelledError())
+    elif (error := task.exception()) is not None:
+        outcome.set_exception(error)
+    else:
+        outcome.set_result(task.result())
+
+
+def _outcome(future: concurrent.futures.Future[T]) -> T:
+    error = future.exception()
+    if error is None:
+        result: T = future.result()
+        return result
+    _drop_loop_frames(error)
+    raise error
+
+
+def _drop_loop_frames(error: BaseException) -> None:
+    """Remove asyncio and concurrent.futures frames from ``error`` and its chain, in place."""
+    seen: set[int] = set()
+    current: BaseException | None = error
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        current.__traceback__ = _user_frames(current.__traceback__)
+        current = current.__cause__ or current.__context__
+
+
+def _user_frames(tb: types.TracebackType | None) -> types.TracebackType | None:
+    kept: list[types.TracebackType] = []
+    while tb is not None:
+        if not tb.tb_frame.f_code.co_filename.startswith(_INTERNAL_DIRS):
+            kept.append(tb)
+        tb = tb.tb_next
+    rebuilt: types.TracebackType | None = None
+    for entry in reversed(kept):
+        rebuilt = types.TracebackType(rebuilt, entry.tb_frame, entry.tb_lasti, entry.tb_lineno)
+    return rebuilt
+
+
+__all__ = ["CANCEL_GRACE_SECONDS", "run_on_background_loop"]

@@ -1,0 +1,58 @@
+"""Running the tool calls of one model turn together, and stopping all of them together.
+
+``asyncio.gather`` lets the other calls go on when one of them stops the run (ExitEarlyError, a
+review error, a ConfigurationError): they would keep acting after ``arun()`` returned, and an
+approval still pending among them could be granted and act. Here the first call that stops
+the run cancels its siblings, marks the turn stopped (so a sync tool's approval answered later
+approves nothing) and waits until every sibling has ended before the error goes on.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from collections.abc import Coroutine, Sequence
+from typing import Any, TypeVar
+
+T = TypeVar("T")
+
+
+async def run_turn(calls: Sequence[Coroutine[Any, Any, T]], stopped: threading.Event) -> list[T]:
+    """Run ``calls`` concurrently; their results in call order.
+
+    When one raises, or this turn is cancelled, ``stopped`` is set, the calls still running are
+    cancelled and awaited, and the first error (in call order) is raised.
+    """
+    tasks = [asyncio.ensure_future(call) for call in calls]
+    if not tasks:
+        return []
+    try:
+        await asyncio.wait(tasks, return_when=asyncio.FIRST_EXCEPTION)
+    except BaseException:  # this turn is cancelled (Ctrl-C, arun() cancelled)
+        await _stop(tasks, stopped)
+        raise
+    failed = [task for task in tasks if task.done() and _raised(task)]
+    if failed:
+        await _stop(tasks, stopped)
+        raise failed[0].exception()  # type: ignore[misc]  # checked by _raised
+    return [task.result() for task in tasks]
+
+
+def _raised(task: asyncio.Future[Any]) -> bool:
+    return not task.cancelled() and task.exception() is not None
+
+
+async def _stop(tasks: Sequence[asyncio.Future[Any]], stopped: threading.Event) -> None:
+    """Mark the turn stopped, cancel what still runs and wait for it to end."""
+    stopped.set()
+    pending = [task for task in tasks if not task.done()]
+    for task in pending:
+        task.cancel()
+    if pending:
+        await asyncio.wait(pending)
+    for task in tasks:  # retrieve every outcome so none is reported as never retrieved
+        if task.done() and not task.cancelled():
+            task.exception()
+
+
+__all__ = ["run_turn"]

@@ -1,0 +1,172 @@
+"""``Ensemble.run()``: the sync facade on one long-lived background event loop.
+
+Every ``run()`` goes on the same loop (so HTTP clients and their connections are reused, see
+tests/e2e/test_connection_reuse.py), from any thread, inside a running loop too, across forks,
+with the caller's context variables, and fails with a traceback that starts at the caller.
+Ctrl-C is covered in tests/test_cancellation.py.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextvars
+import os
+import threading
+import traceback
+from pathlib import Path
+
+import pytest
+
+from agentensemble import Agent, Ensemble, Task, TaskExecutionError, TaskHandlerContext, tool
+from agentensemble.testing import ScriptedChatModel, tool_call
+
+LIMIT = 10.0  # seconds: a bound on any wait here, never an expectation
+
+
+def loop_of_run() -> asyncio.AbstractEventLoop:
+    """The event loop a run executes on (a deterministic task reports it)."""
+    seen: list[asyncio.AbstractEventLoop] = []
+
+    async def report(ctx: TaskHandlerContext) -> str:
+        seen.append(asyncio.get_running_loop())
+        return "ok"
+
+    Ensemble(tasks=[Task(description="Report the loop", handler=report)]).run()
+    return seen[0]
+
+
+def test_consecutive_runs_share_one_long_lived_loop() -> None:
+    first, second = loop_of_run(), loop_of_run()
+    assert first is second
+    assert first.is_running() and not first.is_closed()
+
+
+def test_runs_from_several_threads_go_on_concurrently() -> None:
+    # each run's handler waits for the other two: the runs must be in flight together
+    barrier = threading.Barrier(3, timeout=LIMIT)
+    results: list[str] = []
+
+    def meet(ctx: TaskHandlerContext) -> str:
+        barrier.wait()
+        return ctx.inputs["who"]
+
+    ensemble = Ensemble(tasks=[Task(description="Meet", handler=meet)])
+
+    def run(who: str) -> None:
+        results.append(ensemble.run({"who": who}).raw)
+
+    threads = [threading.Thread(target=run, args=(who,)) for who in "abc"]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(LIMIT)
+    assert sorted(results) == ["a", "b", "c"]
+
+
+@pytest.mark.anyio
+async def test_run_inside_a_running_loop_uses_the_shared_loop_not_the_callers() -> None:
+    model = ScriptedChatModel(["answer"])
+    ensemble = Ensemble(
+        tasks=[
+            Task(description="Answer", agent=Agent(role="A", goal="G")),
+        ],
+        llm=model,
+    )
+    assert ensemble.run().raw == "answer"  # as in Jupyter: the caller's loop is running
+    assert loop_of_run() is not asyncio.get_running_loop()
+
+
+def test_context_variables_of_the_caller_reach_the_run() -> None:
+    request_id: contextvars.ContextVar[str] = contextvars.ContextVar("request_id")
+    request_id.set("r-7")
+
+    @tool
+    def whoami() -> str:
+        """Tell the request id."""
+        return request_id.get("unset")
+
+    model = ScriptedChatModel([tool_call("whoami", {}), "done"])
+    agent = Agent(role="A", goal="G", tools=[whoami], llm=model)
+    Ensemble(tasks=[Task(description="Ask", agent=agent)]).run()
+    assert model.requests[1].tool_results == ["r-7"]
+
+
+def test_a_nested_run_from_an_async_tool_does_not_deadlock() -> None:
+    inner = Ensemble(tasks=[Task(description="Inner", handler=lambda ctx: "inner answer")])
+
+    @tool
+    async def delegate() -> str:
+        """Run the inner ensemble (sync, from a coroutine on the shared loop)."""
+        return inner.run().raw
+
+    model = ScriptedChatModel([tool_call("delegate", {}), "done"])
+    agent = Agent(role="A", goal="G", tools=[delegate], llm=model)
+    Ensemble(tasks=[Task(description="Delegate", agent=agent)]).run()
+    assert model.requests[1].tool_results == ["inner answer"]
+
+
+def test_a_nested_run_from_a_sync_tool_runs_on_the_shared_loop() -> None:
+    inner_loops: list[asyncio.AbstractEventLoop] = []
+
+    async def inner_handler(ctx: TaskHandlerContext) -> str:
+        inner_loops.append(asyncio.get_running_loop())
+        return "inner answer"
+
+    inner = Ensemble(tasks=[Task(description="Inner", handler=inner_handler)])
+
+    @tool
+    def delegate() -> str:
+        """Run the inner ensemble from a worker thread."""
+        return inner.run().raw
+
+    model = ScriptedChatModel([tool_call("delegate", {}), "done"])
+    agent = Agent(role="A", goal="G", tools=[delegate], llm=model)
+    Ensemble(tasks=[Task(description="Delegate", agent=agent)]).run()
+    assert model.requests[1].tool_results == ["inner answer"]
+    assert inner_loops == [loop_of_run()]
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs os.fork")
+def test_a_forked_child_runs_on_a_fresh_loop_of_its_own() -> None:
+    parent_loop = loop_of_run()  # the parent's loop thread exists; the child has none
+    pid = os.fork()
+    if pid == 0:  # pragma: no cover - the child reports through its exit code
+        code = 1
+        try:
+            child_loop = loop_of_run()
+            code = 0 if child_loop is not parent_loop and child_loop.is_running() else 2
+        finally:
+            os._exit(code)
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0
+
+
+# -- tracebacks ------------------------------------------------------------------------------
+
+
+def failing_run() -> None:
+    def explode(ctx: TaskHandlerContext) -> str:
+        raise ValueError("the handler broke")
+
+    Ensemble(tasks=[Task(description="Explode", handler=explode)]).run()
+
+
+def test_a_failing_runs_traceback_starts_at_the_call_without_loop_internals() -> None:
+    with pytest.raises(TaskExecutionError) as info:
+        failing_run()
+    text = "".join(traceback.format_exception(info.value))
+
+    assert "no running event loop" not in text  # no internal probe chained in
+    assert "During handling of the above exception" not in text
+    for internals in ("asyncio", "concurrent" + os.sep + "futures"):
+        assert os.sep + internals + os.sep not in text, text
+    # the error's own traceback: this file's call, then the facade, then the run itself
+    frames = traceback.extract_tb(info.value.__traceback__)
+    assert [f.name for f in frames[:2]] == [
+        "test_a_failing_runs_traceback_starts_at_the_call_without_loop_internals",
+        "failing_run",
+    ]
+    assert frames[2].name == "run" and Path(frames[2].filename).name == "ensemble.py"
+    # nothing is lost: the cause and the line that raised it are still there
+    assert isinstance(info.value.__cause__, ValueError)
+    assert 'raise ValueError("the handler broke")' in text

@@ -1,0 +1,126 @@
+"""The daemon worker pool that runs sync tool bodies, sync task handlers and sync reviewers.
+
+What the pool must keep from a thread per call: every worker is a daemon (nobody waits for a
+running sync tool), and a busy or blocked worker never makes another call wait. What it adds:
+an idle worker is reused, and idle workers expire.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from collections.abc import Callable, Iterator
+
+import pytest
+
+from agentensemble import Agent, Ensemble, Task, tool
+from agentensemble.testing import ScriptedChatModel, tool_calls
+from agentensemble.tools._pool import DaemonPool
+
+LIMIT = 10.0  # seconds: a bound on any wait here, never an expectation
+
+
+def wait_until(ready: Callable[[], bool]) -> None:
+    deadline = time.monotonic() + LIMIT
+    while not ready():
+        assert time.monotonic() < deadline, "still waiting after the limit"
+        time.sleep(0.005)
+
+
+@pytest.fixture
+def pool() -> Iterator[DaemonPool]:
+    yield DaemonPool("test-worker", idle_seconds=LIMIT)
+
+
+def current_thread() -> threading.Thread:
+    return threading.current_thread()
+
+
+def test_workers_are_daemon_threads(pool: DaemonPool) -> None:
+    worker = pool.submit(current_thread).result(LIMIT)
+    assert worker.daemon
+    assert worker is not threading.current_thread()
+    assert worker.name.startswith("test-worker-")
+
+
+def test_an_idle_worker_is_reused(pool: DaemonPool) -> None:
+    first = pool.submit(current_thread).result(LIMIT)
+    wait_until(lambda: not pool.busy_threads())  # back in the pool
+    second = pool.submit(current_thread).result(LIMIT)
+    assert second is first
+
+
+def test_a_blocked_worker_never_starves_other_calls(pool: DaemonPool) -> None:
+    release = threading.Event()
+    blocked = pool.submit(release.wait, LIMIT)
+    # five more calls that can only finish together: each waits for all the others
+    barrier = threading.Barrier(5, timeout=LIMIT)
+    others = [pool.submit(barrier.wait) for _ in range(5)]
+    assert sorted(f.result(LIMIT) for f in others) == [0, 1, 2, 3, 4]
+    assert not blocked.done()  # still blocked while the others ran
+    release.set()
+    assert blocked.result(LIMIT) is True
+
+
+def test_errors_reach_the_caller_and_the_worker_keeps_serving(pool: DaemonPool) -> None:
+    def fail() -> None:
+        raise SystemExit("a tool called sys.exit")
+
+    with pytest.raises(SystemExit, match=r"sys\.exit"):
+        pool.submit(fail).result(LIMIT)
+    assert pool.submit(lambda: "still here").result(LIMIT) == "still here"
+
+
+def test_context_variables_reach_the_worker(pool: DaemonPool) -> None:
+    import contextvars
+
+    request_id: contextvars.ContextVar[str] = contextvars.ContextVar("request_id")
+    request_id.set("r-42")
+    assert pool.submit(request_id.get).result(LIMIT) == "r-42"
+
+
+def test_idle_workers_expire() -> None:
+    pool = DaemonPool("short-lived", idle_seconds=0.01)
+    worker = pool.submit(current_thread).result(LIMIT)
+    worker.join(LIMIT)
+    assert not worker.is_alive()
+    assert pool.submit(lambda: "a new worker starts").result(LIMIT) == "a new worker starts"
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs os.fork")
+def test_a_forked_child_starts_with_an_empty_pool_that_works(pool: DaemonPool) -> None:
+    pool.submit(current_thread).result(LIMIT)
+    wait_until(lambda: not pool.busy_threads())  # an idle worker, which the child lacks
+    pid = os.fork()
+    if pid == 0:  # pragma: no cover - the child reports through its exit code
+        try:
+            ok = pool.submit(lambda: "child").result(LIMIT) == "child"
+        except BaseException:
+            ok = False
+        os._exit(0 if ok else 1)
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0
+
+
+def test_sync_tools_of_one_turn_meet_at_a_barrier_turn_after_turn() -> None:
+    # four calls per turn can only pass the barrier together, in the first turn and the next
+    barrier = threading.Barrier(4, timeout=30)
+    workers: set[threading.Thread] = set()
+
+    @tool
+    def meet(n: int) -> str:
+        """Waits until every call of the turn has arrived."""
+        workers.add(threading.current_thread())
+        barrier.wait()
+        return str(n)
+
+    turn = tool_calls(*(("meet", {"n": i}) for i in range(4)))
+    model = ScriptedChatModel([turn, turn, "done"])
+    agent = Agent(role="Worker", goal="Meet", tools=[meet], llm=model)
+    output = Ensemble(tasks=[Task(description="Meet twice", agent=agent)]).run()
+
+    records = output.task_outputs[0].tool_calls
+    assert [r.output for r in records] == ["0", "1", "2", "3"] * 2
+    assert all(worker.daemon for worker in workers)
+    assert all(worker.name.startswith("agentensemble-worker-") for worker in workers)
