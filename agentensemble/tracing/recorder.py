@@ -287,6 +287,7 @@ class TraceRecorder:
             task.record["tool_calls"].append(call)
         call.update(
             arguments=redact_text(record.arguments),
+            model_arguments=_text(getattr(record, "model_arguments", None)),
             output=redact_text(record.output),
             is_success=record.is_success,
             duration_seconds=record.duration.total_seconds(),

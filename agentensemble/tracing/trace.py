@@ -80,7 +80,10 @@ class ToolCallTrace(_Model):
 
     call_id: str | None = None
     name: str
-    arguments: str
+    arguments: str = Field(description="as run: after a reviewer's edit, the edited arguments")
+    model_arguments: str | None = Field(
+        default=None, description="the model's own arguments, when a reviewer's edit changed them"
+    )
     started_at: datetime | None = None
     output: str | None = None
     is_success: bool | None = None

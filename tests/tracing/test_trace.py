@@ -83,6 +83,8 @@ def test_the_trace_holds_prompts_turns_tool_calls_reviews_and_the_output() -> No
         True,
     )
     assert sent.output == "sent to bob"  # the reviewer's edit is what ran
+    assert json.loads(sent.arguments) == {"to": "bob"}
+    assert sent.model_arguments == '{"to": "ann"}'
     (review,) = task.reviews
     assert (review.timing, review.tool_name, review.decision) == (
         "during_execution",
