@@ -188,3 +188,17 @@ def test_reviews_before_a_task_belong_to_that_task() -> None:
     assert (review.timing, review.decision) == ("before_execution", "edit")
     assert "Say two, loudly" in (second.user_prompt or "")
     assert output.task_outputs[1].metrics.review_wait_seconds == second.metrics.review_wait_seconds
+
+
+def test_odd_values_from_a_provider_never_break_the_run_or_its_trace() -> None:
+    from agentensemble import ChatResponse
+    from agentensemble.testing import FunctionChatModel
+
+    odd = ChatResponse(content="fine", finish_reason=7, model=["not", "a", "name"])  # type: ignore[arg-type]
+    output = Ensemble(
+        tasks=[Task(description="Answer")], llm=FunctionChatModel(lambda m, t: odd)
+    ).run()
+
+    assert output.raw == "fine"
+    assert output.trace is not None
+    assert output.trace.tasks[0].model_turns[0].finish_reason is None
