@@ -29,7 +29,6 @@ from agentensemble.task import Task
 from agentensemble.templates import fill_template, missing_variables
 from agentensemble.tools.resolver import ResolvedTools, ToolResolver
 from agentensemble.tools.source import open_tool_sources, tool_sources_in
-from agentensemble.tracing.recorder import TraceRecorder
 from agentensemble.workflows import ParallelErrorStrategy, Workflow
 from agentensemble.workflows._review_gates import (
     after_review_for,
@@ -289,6 +288,8 @@ class Ensemble(BaseModel):
         """One run under its own run id (bound for events, logs and errors)."""
         values = dict(inputs or {})
         prepared = self._prepare(values)
+        from agentensemble.tracing.recorder import TraceRecorder  # loaded by the first run
+
         with run_scope(new_run_id()) as parent_run_id:
             recorder = TraceRecorder(
                 current_run_id(),

@@ -34,8 +34,8 @@ from agentensemble.events import (
 )
 from agentensemble.llm.cost import add_costs
 from agentensemble.logging import get_logger, redact, redact_text
-from agentensemble.outputs import EnsembleOutput, TokenUsage
-from agentensemble.tracing.trace import Capture, ErrorInfo, ExecutionTrace, TaskMetrics
+from agentensemble.outputs import EnsembleOutput, TaskMetrics, TokenUsage
+from agentensemble.tracing.trace import Capture, ErrorInfo, ExecutionTrace
 
 Record = dict[str, Any]
 _log = get_logger()

@@ -202,3 +202,27 @@ def test_odd_values_from_a_provider_never_break_the_run_or_its_trace() -> None:
     assert output.raw == "fine"
     assert output.trace is not None
     assert output.trace.tasks[0].model_turns[0].finish_reason is None
+
+
+def test_an_output_saved_as_json_loads_back_with_its_trace() -> None:
+    from agentensemble import EnsembleOutput
+
+    output = weather_ensemble(script(), review_handler=ScriptedReviewHandler([Continue()])).run(
+        {"city": "Oslo"}
+    )
+
+    loaded = EnsembleOutput.model_validate_json(output.model_dump_json())
+
+    assert isinstance(loaded.trace, ExecutionTrace)
+    assert loaded.trace == output.trace
+
+
+def test_importing_the_package_leaves_the_trace_model_for_the_first_run() -> None:
+    import subprocess
+    import sys
+
+    code = "import sys, agentensemble; print('agentensemble.tracing' in sys.modules)"
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True
+    )
+    assert result.stdout.strip() == "False"
