@@ -17,7 +17,7 @@ from agentensemble.errors import ConfigurationError, TaskExecutionError
 from agentensemble.mcp import MCPServerError, MCPServerHTTP, MCPServerStdio
 from agentensemble.testing import FunctionChatModel, ScriptedChatModel, tool_call, tool_calls
 from agentensemble.tools.source import open_tool_sources
-from agentensemble_review import Continue, ExitEarly, ScriptedReviewHandler
+from agentensemble_review import Continue, Edit, ExitEarly, ScriptedReviewHandler
 
 pytestmark = pytest.mark.anyio
 
@@ -55,6 +55,24 @@ async def test_arguments_are_validated_against_the_server_schema_before_sending(
     assert wrong_type.startswith("Error: Invalid arguments for 'add': a: 'two' is not of type")
     (missing,) = model.requests[2].tool_results
     assert missing == "Error: Invalid arguments for 'add': arguments: 'b' is a required property"
+
+
+async def test_arguments_naming_a_key_twice_are_refused_not_guessed() -> None:
+    model = ScriptedChatModel([tool_call("add", '{"a": 1, "a": 100, "b": 1}'), "gave up"])
+    output = await one_task(stdio_server(), model).arun()
+
+    (result,) = model.requests[1].tool_results
+    assert result.startswith("Error: Invalid arguments for 'add': duplicate key 'a'")
+    assert output.task_outputs[0].tool_calls[0].is_success is False
+
+
+async def test_the_reviewer_sees_the_arguments_that_will_be_sent_and_may_edit_them() -> None:
+    handler = ScriptedReviewHandler([Edit(revised_output='{"a": 10, "b": 5}')])
+    model = ScriptedChatModel([tool_call("add", '{ "b" : 2, "a" : 1 }'), "done"])
+    await one_task(stdio_server(requires_approval=True), model, review_handler=handler).arun()
+
+    assert handler.requests[0].output == '{"b": 2, "a": 1}'
+    assert model.requests[1].tool_results == ["15"]
 
 
 async def test_a_tool_error_from_the_server_reaches_the_model_as_an_error() -> None:
