@@ -10,7 +10,7 @@ import time
 from pathlib import Path
 
 import pytest
-from mcp_helpers import SERVER, free_port, process_alive
+from mcp_helpers import SERVER, free_port, process_alive, serve
 
 from agentensemble import Agent, Ensemble, Task, tool
 from agentensemble.errors import ConfigurationError, TaskExecutionError
@@ -381,3 +381,31 @@ async def test_a_nested_run_shares_the_server_of_the_run_around_it() -> None:
     (inner_pid,) = model.requests[2].tool_results
     assert inner_pid == outer_pid
     assert not process_alive(int(outer_pid))
+
+
+async def test_an_http_server_that_goes_away_mid_run_fails_the_call_and_the_model_is_told() -> None:
+    servers = serve("http")
+    url = next(servers)
+    stopped = False
+
+    def model_fn(messages: list[dict[str, object]], tools: object) -> object:
+        nonlocal stopped
+        if messages[-1].get("role") != "tool":
+            return tool_call("add", {"a": 1, "b": 2})
+        if not stopped:
+            stopped = True
+            next(servers, None)  # runs the fixture's teardown: the server process is stopped
+            return tool_call("add", {"a": 3, "b": 4})
+        return "the server went away"
+
+    model = FunctionChatModel(model_fn)  # type: ignore[arg-type]
+    server = MCPServerHTTP(url, timeout=20)
+    output = await asyncio.wait_for(one_task(server, model).arun(), timeout=120)
+
+    first, second = output.task_outputs[0].tool_calls
+    assert (first.output, first.is_success) == ("3", True)
+    assert second.is_success is False
+    assert f"MCP server '{url}' failed to answer the call to 'add'" in str(
+        model.requests[2].tool_results[0]
+    )
+    assert output.raw == "the server went away"
