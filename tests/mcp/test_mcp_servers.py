@@ -205,6 +205,16 @@ async def test_a_server_that_cannot_start_fails_the_run_before_any_model_call(
     assert model.requests == []
 
 
+async def test_secrets_passed_to_a_server_never_show_in_its_quoted_stderr() -> None:
+    server = MCPServerStdio(
+        sys.executable, [str(SERVER), "crash"], env={"MCP_TEST_SECRET": "s3cr3t-value-for-test"}
+    )
+    with pytest.raises(MCPServerError) as caught:
+        await one_task(server, ScriptedChatModel(["never"])).arun()
+    assert "token in use: " in str(caught.value)
+    assert "s3cr3t-value-for-test" not in str(caught.value)
+
+
 def test_construction_starts_nothing_and_checks_the_settings() -> None:
     server = stdio_server()
     started = time.perf_counter()
