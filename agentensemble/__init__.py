@@ -23,8 +23,12 @@ from agentensemble.errors import (
     ToolNameError,
 )
 from agentensemble.events import (
+    DelegationCompleted,
+    DelegationFailed,
+    DelegationStarted,
     EnsembleCompleted,
     EnsembleEvent,
+    EnsembleFailed,
     EnsembleListener,
     EnsembleStarted,
     GuardrailChecked,
@@ -42,6 +46,7 @@ from agentensemble.events import (
     ToolCallStarted,
 )
 from agentensemble.guardrails import GuardrailInput, GuardrailResult
+from agentensemble.hints import AgentEnsembleWarning, MissingContextWarning, ToolDescriptionWarning
 from agentensemble.llm import (
     LLM,
     ChatModel,
@@ -89,15 +94,20 @@ __all__ = [
     "AbstractAgentTool",
     "Agent",
     "AgentEnsembleError",
+    "AgentEnsembleWarning",
     "AgentExecutionError",
     "AgentTool",
     "ChatModel",
     "ChatResponse",
     "ConfigurationError",
     "ConsoleProgressListener",
+    "DelegationCompleted",
+    "DelegationFailed",
+    "DelegationStarted",
     "Ensemble",
     "EnsembleCompleted",
     "EnsembleEvent",
+    "EnsembleFailed",
     "EnsembleListener",
     "EnsembleOutput",
     "EnsembleStarted",
@@ -113,6 +123,7 @@ __all__ = [
     "LLMCallStarted",
     "LLMError",
     "MaxIterationsExceededError",
+    "MissingContextWarning",
     "OutputParsingError",
     "ParallelErrorStrategy",
     "ParallelExecutionError",
@@ -143,6 +154,7 @@ __all__ = [
     "ToolCallRecord",
     "ToolCallStarted",
     "ToolContext",
+    "ToolDescriptionWarning",
     "ToolExecutionError",
     "ToolMetrics",
     "ToolMetricsRegistry",

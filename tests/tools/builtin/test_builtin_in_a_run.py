@@ -55,4 +55,5 @@ async def test_file_write_runs_only_after_the_reviewer_approves(tmp_path: Path) 
     assert model.requests[2].tool_results == ["Wrote 6 bytes to b.txt"]
     assert model.requests[3].tool_results == ["b.txt (6 bytes)"]
     assert not (tmp_path / "a.txt").exists()
+    # the reviewer sees the validated arguments the tool would run with, defaults included
     assert handler.requests[0].output == '{"path": "a.txt", "content": "first", "append": false}'
