@@ -85,11 +85,23 @@ def test_validate_checks_without_any_model_call(
         raise AssertionError("validate must not call a model")
 
     monkeypatch.setattr("agentensemble.llm.litellm_model.LLM.complete", no_calls)
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-validate-0000")
     code = main(["validate", str(crew_file(CREW))])
 
     out, _ = capsys.readouterr()
     assert code == EXIT_OK
     assert out.strip().endswith("OK, 2 task(s); inputs: topic")
+
+
+def test_validate_reports_a_missing_api_key_as_bad_configuration(
+    crew_file: CrewFile, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    code = main(["validate", str(crew_file(CREW))])
+
+    _, err = capsys.readouterr()
+    assert code == EXIT_USAGE
+    assert "OPENAI_API_KEY" in err
 
 
 def test_validate_reports_missing_inputs_and_context_warnings(
