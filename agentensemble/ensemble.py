@@ -31,6 +31,7 @@ from agentensemble.run_context import current_run_id, new_run_id, run_scope
 from agentensemble.task import Task
 from agentensemble.templates import fill_template, missing_variables
 from agentensemble.tools.resolver import ResolvedTools, ToolResolver
+from agentensemble.tools.source import open_tool_sources, tool_sources_in
 from agentensemble.tracing.recorder import TraceRecorder
 from agentensemble.workflows import ParallelErrorStrategy, Workflow
 from agentensemble.workflows._review_gates import (
@@ -266,6 +267,18 @@ class Ensemble(BaseModel):
         return await self._execute(inputs, ())
 
     async def _execute(
+        self, inputs: Mapping[str, Any] | None, extra_listeners: Sequence[EnsembleListener]
+    ) -> EnsembleOutput:
+        """One run. Tool sources (MCP servers) are started first, once for the whole run, and
+        closed when it ends, whatever way it ends."""
+        agents = [*self.agents, *(task.agent for task in self.tasks if task.agent is not None)]
+        sources = tool_sources_in(
+            [*(agent.tools for agent in agents), *(t.tools for t in self.tasks)]
+        )
+        async with open_tool_sources(sources):
+            return await self._run_once(inputs, extra_listeners)
+
+    async def _run_once(
         self, inputs: Mapping[str, Any] | None, extra_listeners: Sequence[EnsembleListener]
     ) -> EnsembleOutput:
         """One run under its own run id (bound for events, logs and errors)."""

@@ -30,6 +30,13 @@ class Run:
 RUNS = {
     "research_writer.py": Run(expected=(OFFLINE, "== Task 2: Writer", "exit: completed")),
     "tool_pipeline.py": Run(expected=(OFFLINE, "Invoice: Subtotal 14.00 + tax 2.80 = total 16.80")),
+    "mcp_tools.py": Run(
+        expected=(
+            OFFLINE,
+            'Tool call: geo_distance_km({"from_city": "Paris", "to_city": "Tokyo"}) -> 9712',
+            "Paris to Tokyo is 9712 km (about 6035 miles).",
+        )
+    ),
     "console_review.py": Run(
         stdin="c\nc\n",  # approve the tool call, then accept the report
         expected=(

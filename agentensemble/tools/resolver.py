@@ -40,6 +40,7 @@ from agentensemble.tools.instrumented import (
     stops_the_run,
 )
 from agentensemble.tools.schema import load_arguments_json
+from agentensemble.tools.source import ToolSource
 
 INPUT_DESCRIPTION = "The input to pass to the tool"
 INPUT_PARAMETERS: dict[str, Any] = {
@@ -49,8 +50,8 @@ INPUT_PARAMETERS: dict[str, Any] = {
 }
 _ACCEPTED = (
     "pass an AgentTool instance (an AgentTool, AbstractAgentTool or TypedAgentTool subclass, "
-    "a ToolPipeline), a function decorated with @tool, or an object whose methods are "
-    "decorated with @tool"
+    "a ToolPipeline, a built-in tool), a function decorated with @tool, an object whose methods "
+    "are decorated with @tool, or a tool source such as an MCP server"
 )
 
 _log = get_logger()
@@ -267,7 +268,7 @@ class ToolResolver:
         """Resolve ``tools`` (in order) into executables and specs."""
         resolved: list[ExecutableTool] = []
         seen: set[tuple[int, ...]] = set()
-        names: set[str] = set()
+        names: dict[str, ExecutableTool] = {}
         items = list(tools)  # keeps every object alive while ids are compared
         for item in items:
             for key, executable in self._expand(item):
@@ -275,8 +276,11 @@ class ToolResolver:
                     continue
                 seen.add(key)
                 if executable.name in names:
-                    raise ConfigurationError(f"Duplicate tool name: '{executable.name}'")
-                names.add(executable.name)
+                    first = names[executable.name]
+                    raise ConfigurationError(
+                        f"Duplicate tool name: '{executable.name}'" + _origins(first, executable)
+                    )
+                names[executable.name] = executable
                 resolved.append(executable)
         result = ResolvedTools(resolved)
         if resolved:
@@ -284,6 +288,11 @@ class ToolResolver:
         return result
 
     def _expand(self, item: object) -> list[tuple[tuple[int, ...], ExecutableTool]]:
+        if isinstance(item, ToolSource):  # tools listed by a started source (empty before)
+            return [
+                ((id(item), index), _from_agent_tool(tool, source=item))
+                for index, tool in enumerate(item.tools())
+            ]
         if isinstance(item, AgentTool):
             return [((id(item),), _from_agent_tool(item))]
         definition = tool_definition(item)
@@ -315,6 +324,27 @@ class ToolResolver:
             tool = FunctionTool(method_definition, bound)
             expanded.append((_identity(bound), _from_agent_tool(tool, source=item)))
         return expanded
+
+
+def _origins(first: ExecutableTool, second: ExecutableTool) -> str:
+    """`` (from X and from Y)`` when a tool source is involved (the name alone says enough for
+    two tools the user wrote: both are in their code)."""
+    if not isinstance(first.source, ToolSource) and not isinstance(second.source, ToolSource):
+        return ""
+    return f" (from {_origin(first)} and from {_origin(second)})"
+
+
+def _origin(executable: ExecutableTool) -> str:
+    source = executable.source
+    if isinstance(source, ToolSource):
+        origin = getattr(executable.tool, "origin", None)
+        return origin if isinstance(origin, str) else source.describe()
+    if isinstance(source, AgentTool):
+        return f"{type(source).__name__} tool"
+    name = getattr(source, "__qualname__", None)
+    if isinstance(name, str):
+        return f"function {name}"
+    return f"{type(source).__name__} object"
 
 
 def _identity(callable_: object) -> tuple[int, ...]:

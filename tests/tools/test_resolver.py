@@ -241,8 +241,9 @@ def test_the_not_a_tool_message_lists_the_accepted_forms() -> None:
         ToolResolver().resolve([3.14])
     assert str(caught.value) == (
         "Object of type 'float' is not a tool: pass an AgentTool instance (an AgentTool, "
-        "AbstractAgentTool or TypedAgentTool subclass, a ToolPipeline), a function decorated "
-        "with @tool, or an object whose methods are decorated with @tool"
+        "AbstractAgentTool or TypedAgentTool subclass, a ToolPipeline, a built-in tool), a "
+        "function decorated with @tool, an object whose methods are decorated with @tool, or a "
+        "tool source such as an MCP server"
     )
 
 

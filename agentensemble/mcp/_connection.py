@@ -1,0 +1,194 @@
+"""One live connection to an MCP server, owned by a task of its own.
+
+The ``mcp`` client is built on anyio task groups, which must be entered and left by the same
+task. A run's tasks come and go, so one owner task enters the transport and the session, lists
+the tools, then waits for ``close``; tool calls from any task (or any thread, through the
+owner's loop) use the session meanwhile. ``close`` is bounded: the owner is told to stop, the
+transport stops the server (stdin closed, then SIGTERM/SIGKILL to its process group), and if
+that does not end in time the owner is cancelled.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import tempfile
+from collections.abc import Callable
+from contextlib import AbstractAsyncContextManager
+from typing import IO, Any
+
+from agentensemble.errors import ConfigurationError, ToolExecutionError
+from agentensemble.logging import get_logger
+from agentensemble.tools.source import OpenedSource
+
+STDERR_TAIL_BYTES = 2_000
+CLOSE_TIMEOUT = 10.0  # the stdio transport's own escalation takes at most ~7 s
+
+_log = get_logger()
+
+Transport = Callable[[IO[bytes]], AbstractAsyncContextManager[Any]]
+
+
+class MCPServerError(ConfigurationError):
+    """An MCP server could not be started, connected or listed: the run fails before the
+    first model call, and the message names the command or URL (and the server's stderr)."""
+
+
+def _leaves(error: BaseException) -> list[BaseException]:
+    """The real errors inside (possibly nested) exception groups."""
+    inner = getattr(error, "exceptions", None)  # BaseExceptionGroup (3.11+ or the backport)
+    if isinstance(inner, tuple) and inner:
+        return [leaf for item in inner if isinstance(item, BaseException) for leaf in _leaves(item)]
+    return [error]
+
+
+def describe_error(error: BaseException) -> str:
+    """``Type: message`` for each real error (anyio wraps them in groups)."""
+    texts = [f"{type(leaf).__name__}: {leaf}".rstrip(": ") for leaf in _leaves(error)]
+    return "; ".join(dict.fromkeys(texts)) or type(error).__name__
+
+
+class Connection(OpenedSource):
+    """The open connection: its tools, ``call`` for them, and ``close``."""
+
+    def __init__(self, label: str, transport: Transport, call_timeout: float) -> None:
+        self.label = label
+        self._transport = transport
+        self._call_timeout = call_timeout
+        self._stderr: IO[bytes] = tempfile.TemporaryFile()  # noqa: SIM115 (closed by close())
+        self._session: Any = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._owner: asyncio.Task[None] | None = None
+        self._stop = asyncio.Event()
+        self._built_tools: list[Any] = []
+
+    @property
+    def tools(self) -> list[Any]:
+        return self._built_tools
+
+    def set_tools(self, tools: list[Any]) -> None:
+        """The AgentTools made from the listing (the server object filters and names them)."""
+        self._built_tools = tools
+
+    # -- opening ---------------------------------------------------------------------------
+
+    async def start(self, startup_timeout: float) -> list[Any]:
+        """Start the owner task; return the server's tool listing or raise MCPServerError."""
+        loop = asyncio.get_running_loop()
+        self._loop = loop
+        ready: asyncio.Future[list[Any]] = loop.create_future()
+        self._owner = loop.create_task(self._own(ready), name=f"agentensemble {self.label}")
+        try:
+            return await asyncio.wait_for(asyncio.shield(ready), startup_timeout)
+        except asyncio.TimeoutError:
+            await self.close()
+            raise MCPServerError(
+                f"{self.label} did not start within {startup_timeout:g} s{self.stderr_note()}"
+            ) from None
+        except BaseException:
+            await self.close()
+            raise
+
+    async def _own(self, ready: asyncio.Future[list[Any]]) -> None:
+        from mcp.client.session import ClientSession
+
+        try:
+            async with (
+                self._transport(self._stderr) as streams,
+                ClientSession(streams[0], streams[1]) as session,
+            ):
+                await session.initialize()
+                listed = await _list_all(session)
+                self._session = session
+                if not ready.done():
+                    ready.set_result(listed)
+                await self._stop.wait()
+        except BaseException as error:
+            if not ready.done():
+                ready.set_exception(
+                    MCPServerError(
+                        f"{self.label} could not start: {describe_error(error)}"
+                        + self.stderr_note()
+                    )
+                )
+            elif not isinstance(error, asyncio.CancelledError):
+                _log.warning(
+                    "MCP connection ended with an error", server=self.label, error=str(error)
+                )
+            if isinstance(error, (asyncio.CancelledError, KeyboardInterrupt, SystemExit)):
+                raise
+        finally:
+            self._session = None
+
+    # -- calling ---------------------------------------------------------------------------
+
+    async def call(self, name: str, arguments: dict[str, Any]) -> Any:
+        """Call one tool; a dead or closed server raises ToolExecutionError saying so."""
+        loop = self._loop
+        if loop is None or loop.is_closed():
+            raise ToolExecutionError(f"{self.label} is not running")
+        if asyncio.get_running_loop() is not loop:  # a nested run's loop, or a sync bridge
+            future = asyncio.run_coroutine_threadsafe(self._call(name, arguments), loop)
+            return await asyncio.wrap_future(future)
+        return await self._call(name, arguments)
+
+    async def _call(self, name: str, arguments: dict[str, Any]) -> Any:
+        session = self._session
+        if session is None:
+            raise ToolExecutionError(f"{self.label} is not running{self.stderr_note()}")
+        try:
+            return await session.call_tool(name, arguments, read_timeout_seconds=self._call_timeout)
+        except Exception as error:
+            raise ToolExecutionError(
+                f"{self.label} failed to answer the call to '{name}': "
+                f"{describe_error(error)}{self.stderr_note()}"
+            ) from error
+
+    # -- closing ---------------------------------------------------------------------------
+
+    async def close(self) -> None:
+        """Stop the server and wait (bounded) for it; never raises."""
+        owner = self._owner
+        self._stop.set()
+        if owner is not None and not owner.done():
+            # a cancelled run still ends here: the owner, told to stop, stops the server itself
+            done, _ = await asyncio.wait({owner}, timeout=CLOSE_TIMEOUT)
+            if not done:
+                _log.warning("MCP server did not stop in time; cancelling", server=self.label)
+                owner.cancel()
+                await asyncio.wait({owner}, timeout=CLOSE_TIMEOUT)
+        if owner is not None and owner.done() and not owner.cancelled():
+            owner.exception()  # retrieved: an error here was already logged
+        with contextlib.suppress(OSError):
+            self._stderr.close()
+
+    def stderr_note(self) -> str:
+        """``. Its stderr ends with: ...`` (the last 2 kB), or "" when it wrote nothing."""
+        try:
+            fd = self._stderr.fileno()
+            size = os.fstat(fd).st_size
+            tail = os.pread(fd, STDERR_TAIL_BYTES, max(0, size - STDERR_TAIL_BYTES))
+        except (OSError, ValueError):
+            return ""
+        text = tail.decode("utf-8", errors="replace").strip()
+        return f". Its stderr ends with:\n{text}" if text else ""
+
+
+async def _list_all(session: Any) -> list[Any]:
+    """Every tool the server lists, following pagination (bounded to 100 pages)."""
+    from mcp_types import PaginatedRequestParams
+
+    tools: list[Any] = []
+    cursor: str | None = None
+    for _ in range(100):
+        params = None if cursor is None else PaginatedRequestParams(cursor=cursor)
+        page = await session.list_tools(params=params)
+        tools.extend(page.tools)
+        cursor = page.next_cursor
+        if not cursor:
+            break
+    return tools
+
+
+__all__ = ["Connection", "MCPServerError", "describe_error"]

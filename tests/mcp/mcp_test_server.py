@@ -1,0 +1,75 @@
+"""A real MCP server for the tests, built with the ``mcp`` package's server class.
+
+Run ``python mcp_test_server.py`` for stdio, ``python mcp_test_server.py http PORT`` for
+streamable HTTP or ``python mcp_test_server.py sse PORT`` for SSE, all on 127.0.0.1.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+
+from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver.exceptions import ToolError
+
+server = MCPServer("agentensemble-test")
+
+
+@server.tool()
+def add(a: int, b: int) -> int:
+    """Add two integers."""
+    return a + b
+
+
+@server.tool()
+def pid() -> int:
+    """This server's process id."""
+    return os.getpid()
+
+
+@server.tool()
+def fail(message: str) -> str:
+    """Always fails with the given message."""
+    raise ToolError(message)
+
+
+@server.tool(name="shout-text")
+def shout_text(text: str) -> str:
+    """Upper-case the text (a name with a dash, as many servers use)."""
+    return text.upper()
+
+
+@server.tool()
+def big(size: int) -> str:
+    """Return ``size`` characters."""
+    return "x" * size
+
+
+@server.tool()
+def die() -> str:
+    """Exit the server process at once, mid-call."""
+    sys.stderr.write("test server: dying on request\n")
+    sys.stderr.flush()
+    os._exit(3)
+
+
+def main() -> None:
+    pid_file = os.environ.get("MCP_TEST_PID_FILE")
+    if pid_file:
+        with open(pid_file, "w") as handle:
+            handle.write(str(os.getpid()))
+    if len(sys.argv) > 1 and sys.argv[1] == "hang":
+        time.sleep(120)  # never answers the handshake
+    if len(sys.argv) > 1 and sys.argv[1] == "crash":
+        sys.stderr.write("test server: refusing to start\n")
+        sys.exit(2)
+    if len(sys.argv) > 2 and sys.argv[1] in ("http", "sse"):
+        transport = "streamable-http" if sys.argv[1] == "http" else "sse"
+        server.run(transport, host="127.0.0.1", port=int(sys.argv[2]))  # type: ignore[call-overload]
+    else:
+        server.run()
+
+
+if __name__ == "__main__":
+    main()
