@@ -23,6 +23,9 @@ class Agent(BaseModel):
     max_iterations: int = Field(default=25, ge=1, description="max tool calls in one task")
     response_format: str | None = None
     verbose: bool = False
+    allow_delegation: bool = Field(
+        default=False, description="may hand work to the ensemble's other agents"
+    )
 
     @model_validator(mode="before")
     @classmethod

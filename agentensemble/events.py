@@ -40,6 +40,14 @@ class EnsembleCompleted:
 
 
 @dataclass(frozen=True)
+class EnsembleFailed:
+    """The run failed; ``error`` is what the run raises (a ``TaskExecutionError``)."""
+
+    error: BaseException
+    run_id: str = _run_id()
+
+
+@dataclass(frozen=True)
 class TaskStarted:
     task_index: int
     total_tasks: int
@@ -193,9 +201,46 @@ class GuardrailChecked:
     task_index: int | None = _task_index()
 
 
+@dataclass(frozen=True)
+class DelegationStarted:
+    """An agent (or the manager) handed work to another agent."""
+
+    from_role: str
+    to_role: str
+    instructions: str
+    depth: int
+    run_id: str = _run_id()
+    task_index: int | None = _task_index()
+
+
+@dataclass(frozen=True)
+class DelegationCompleted:
+    """The delegated agent finished; ``output`` is what it answered."""
+
+    from_role: str
+    to_role: str
+    output: TaskOutput
+    depth: int
+    run_id: str = _run_id()
+    task_index: int | None = _task_index()
+
+
+@dataclass(frozen=True)
+class DelegationFailed:
+    """The delegation failed (unknown role, depth limit, or the agent's own failure)."""
+
+    from_role: str
+    to_role: str
+    error: str
+    depth: int
+    run_id: str = _run_id()
+    task_index: int | None = _task_index()
+
+
 EnsembleEvent = (
     EnsembleStarted
     | EnsembleCompleted
+    | EnsembleFailed
     | TaskStarted
     | TaskCompleted
     | TaskFailed
@@ -209,6 +254,9 @@ EnsembleEvent = (
     | GuardrailChecked
     | TokenDelta
     | StreamRestarted
+    | DelegationStarted
+    | DelegationCompleted
+    | DelegationFailed
 )
 
 
@@ -242,8 +290,12 @@ class EventEmitter:
 
 
 __all__ = [
+    "DelegationCompleted",
+    "DelegationFailed",
+    "DelegationStarted",
     "EnsembleCompleted",
     "EnsembleEvent",
+    "EnsembleFailed",
     "EnsembleListener",
     "EnsembleStarted",
     "EventEmitter",

@@ -132,7 +132,11 @@ class EnsembleOutput(BaseModel):
         default_factory=dict, description="per-tool ToolMetrics of this run, by tool name"
     )
     run_id: str = Field(default="", description="the run's id (UUID4), also on its events and logs")
-    trace: ExecutionTrace | None = Field(default=None, description='None with capture="off"')
+    trace: ExecutionTrace | None = Field(
+        default=None,
+        description='None with capture="off"',
+        repr=False,  # can be large; asyncio.run even reprs a run's result on the way out
+    )
     cost_usd: float | None = Field(
         default=None, description="sum of the tasks' cost_usd; None if any is unknown"
     )

@@ -119,12 +119,12 @@ async def test_concurrent_runs_of_one_ensemble_never_share_or_swap_ids() -> None
 
     events = Events()
     ensemble = Ensemble(
-        tasks=[Task(description="Identify run {tag}", agent=Agent(role="A", goal="g"))],
-        agents=[],
+        tasks=[
+            Task(description="Identify run {tag}", agent=Agent(role="A", goal="g", tools=[whoami]))
+        ],
         llm=FunctionChatModel(answer),
         listeners=[events],
     )
-    ensemble.tasks[0].agent.tools.append(whoami)  # type: ignore[union-attr]
 
     first, second = await asyncio.gather(
         ensemble.arun({"tag": "one"}), ensemble.arun({"tag": "two"})

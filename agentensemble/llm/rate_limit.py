@@ -213,7 +213,7 @@ class RateLimitedModel:
         )
 
     async def supports_response_format(self) -> bool:
-        """As the wrapped model: a rate limit does not change native structured output."""
+        """As the wrapped model says: wrapping keeps native structured output."""
         from agentensemble.llm.response_format import supports_response_format
 
         return await supports_response_format(self.inner)

@@ -85,11 +85,20 @@ def test_validate_checks_without_any_model_call(
         raise AssertionError("validate must not call a model")
 
     monkeypatch.setattr("agentensemble.llm.litellm_model.LLM.complete", no_calls)
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-not-used")
     code = main(["validate", str(crew_file(CREW))])
 
     out, _ = capsys.readouterr()
     assert code == EXIT_OK
     assert out.strip().endswith("OK, 2 task(s); inputs: topic")
+
+
+def test_validate_finds_a_missing_api_key(
+    crew_file: CrewFile, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    assert main(["validate", str(crew_file(CREW))]) == EXIT_USAGE
+    assert "OPENAI_API_KEY" in capsys.readouterr().err
 
 
 def test_validate_reports_missing_inputs_and_context_warnings(
