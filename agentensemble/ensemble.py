@@ -36,7 +36,6 @@ from agentensemble.task import Task
 from agentensemble.templates import fill_template, missing_variables
 from agentensemble.tools.resolver import ResolvedTools, ToolResolver
 from agentensemble.tools.source import open_tool_sources, tool_sources_in
-from agentensemble.tracing.recorder import TraceRecorder
 from agentensemble.workflows import ParallelErrorStrategy, Workflow
 from agentensemble.workflows._review_gates import (
     after_review_for,
@@ -324,6 +323,8 @@ class Ensemble(BaseModel):
         """One run under its own run id (bound for events, logs and errors)."""
         values = check_inputs(inputs)
         prepared = self._prepare(values)
+        from agentensemble.tracing.recorder import TraceRecorder  # loaded by the first run
+
         warn_missing_context(self.tasks)
         team = self._team(prepared, values)
         settings = self._run_settings(team)

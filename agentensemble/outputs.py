@@ -6,7 +6,7 @@ import dataclasses
 from collections.abc import Sequence
 from datetime import timedelta
 from enum import Enum
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeAlias, TypeVar
 
 from pydantic import (
     BaseModel,
@@ -17,11 +17,18 @@ from pydantic import (
     TypeAdapter,
     ValidationError,
     field_serializer,
+    field_validator,
     model_serializer,
 )
 
 from agentensemble._saveable import jsonable, scrub
-from agentensemble.tracing.trace import ExecutionTrace, TaskMetrics
+
+if TYPE_CHECKING:
+    from agentensemble.tracing.trace import ExecutionTrace
+
+    _Trace: TypeAlias = ExecutionTrace | None
+else:
+    _Trace = Any  # the trace module is imported by the first run, not by ``import agentensemble``
 
 T = TypeVar("T")
 
@@ -105,6 +112,17 @@ class ToolCallRecord(_Saveable):
         return jsonable(value)
 
 
+class TaskMetrics(BaseModel):
+    """Where a task's time went, and how often its model calls were retried."""
+
+    model_config = ConfigDict(extra="forbid", defer_build=True)
+
+    model_seconds: float = Field(default=0.0, description="time in model calls, retries included")
+    tool_seconds: float = Field(default=0.0, description="time in tool calls (summed per call)")
+    review_wait_seconds: float = Field(default=0.0, description="time waiting for reviewers")
+    retries: int = Field(default=0, description="model call attempts beyond the first")
+
+
 class TaskOutput(_Saveable):
     """What one task produced."""
 
@@ -148,7 +166,7 @@ class EnsembleOutput(_Saveable):
         default_factory=dict, description="per-tool ToolMetrics of this run, by tool name"
     )
     run_id: str = Field(default="", description="the run's id (UUID4), also on its events and logs")
-    trace: ExecutionTrace | None = Field(
+    trace: _Trace = Field(
         default=None,
         description='None with capture="off"',
         repr=False,  # can be large; asyncio.run even reprs a run's result on the way out
@@ -176,6 +194,16 @@ class EnsembleOutput(_Saveable):
             if known is task:
                 return output
         return None
+
+    @field_validator("trace", mode="before")
+    @classmethod
+    def _trace_model(cls, value: Any) -> Any:
+        """A trace given as data (an EnsembleOutput loaded from JSON) becomes an ExecutionTrace."""
+        if value is None or type(value).__name__ == "ExecutionTrace":
+            return value
+        from agentensemble.tracing.trace import ExecutionTrace
+
+        return ExecutionTrace.model_validate(value)
 
     @field_serializer("tool_metrics")
     def _metrics_counters(self, metrics: dict[str, Any]) -> dict[str, Any]:

@@ -93,15 +93,12 @@ def test_validate_checks_without_any_model_call(
     assert out.strip().endswith("OK, 2 task(s); inputs: topic")
 
 
-def test_validate_reports_a_missing_api_key_as_bad_configuration(
+def test_validate_finds_a_missing_api_key(
     crew_file: CrewFile, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
-    code = main(["validate", str(crew_file(CREW))])
-
-    _, err = capsys.readouterr()
-    assert code == EXIT_USAGE
-    assert "OPENAI_API_KEY" in err
+    assert main(["validate", str(crew_file(CREW))]) == EXIT_USAGE
+    assert "OPENAI_API_KEY" in capsys.readouterr().err
 
 
 def test_validate_reports_missing_inputs_and_context_warnings(
