@@ -13,25 +13,15 @@ from pydantic import (
     ConfigDict,
     Field,
     PrivateAttr,
-    SerializerFunctionWrapHandler,
     TypeAdapter,
     ValidationError,
     field_serializer,
-    model_serializer,
 )
 
-from agentensemble._saveable import jsonable, scrub
+from agentensemble._saveable import SaveableModel, jsonable
 from agentensemble.tracing.trace import ExecutionTrace, TaskMetrics
 
 T = TypeVar("T")
-
-
-class _Saveable(BaseModel):
-    """JSON output never fails: lone surrogates replaced (see ``agentensemble._saveable``)."""
-
-    @model_serializer(mode="wrap", when_used="json")
-    def _saveable_json(self, handler: SerializerFunctionWrapHandler) -> Any:
-        return scrub(handler(self))
 
 
 def _typed(value: Any, output_type: type[T]) -> T:
@@ -79,7 +69,7 @@ class TokenUsage(BaseModel):
         )
 
 
-class ToolCallRecord(_Saveable):
+class ToolCallRecord(SaveableModel):
     """One tool call as the model made it and as it ended."""
 
     model_config = ConfigDict(frozen=True, defer_build=True)
@@ -105,7 +95,7 @@ class ToolCallRecord(_Saveable):
         return jsonable(value)
 
 
-class TaskOutput(_Saveable):
+class TaskOutput(SaveableModel):
     """What one task produced."""
 
     model_config = ConfigDict(frozen=True, defer_build=True)
@@ -133,7 +123,7 @@ class TaskOutput(_Saveable):
         return _typed(self.parsed, output_type)
 
 
-class EnsembleOutput(_Saveable):
+class EnsembleOutput(SaveableModel):
     """What a whole run produced: every completed task's output, in order."""
 
     model_config = ConfigDict(frozen=True, defer_build=True)
