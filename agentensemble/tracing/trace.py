@@ -12,8 +12,9 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import ConfigDict, Field
 
+from agentensemble._saveable import SaveableModel
 from agentensemble.outputs import TaskMetrics
 
 #: Bumped whenever a field is removed or changes meaning; new optional fields keep the version.
@@ -22,7 +23,7 @@ SCHEMA_VERSION = 1
 Capture = Literal["off", "standard", "full"]
 
 
-class _Model(BaseModel):
+class _Model(SaveableModel):  # saving never fails: odd objects and lone surrogates included
     model_config = ConfigDict(extra="forbid", defer_build=True)
 
 
