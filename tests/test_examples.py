@@ -29,6 +29,15 @@ class Run:
 
 RUNS = {
     "research_writer.py": Run(expected=(OFFLINE, "== Task 2: Writer", "exit: completed")),
+    "streaming_chat.py": Run(
+        expected=(
+            OFFLINE,
+            "Guide: [looked up opening_hours] The pool opens at 7:00 and closes at 21:00",
+            "cost in USD: unknown",
+            'Slowest tool: opening_hours({"place": "pool"}) -> 7:00-21:00',
+            "Trace saved and loaded back: True",
+        )
+    ),
     "tool_pipeline.py": Run(expected=(OFFLINE, "Invoice: Subtotal 14.00 + tax 2.80 = total 16.80")),
     "mcp_tools.py": Run(
         expected=(

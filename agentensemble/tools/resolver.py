@@ -20,6 +20,7 @@ from typing import Any
 from agentensemble._interrupts import ends_the_run
 from agentensemble._naming import tool_name_problem
 from agentensemble.errors import ConfigurationError, ToolArgumentsError, ToolNameError
+from agentensemble.hints import warn_undescribed_tool
 from agentensemble.llm.types import ToolSpec
 from agentensemble.logging import get_logger
 from agentensemble.outputs import ReturnBehavior
@@ -435,10 +436,13 @@ def _from_agent_tool(tool: AgentTool, source: object | None = None) -> Executabl
         raise ConfigurationError(f"Tool '{name}' has an invalid return_behavior: {exc}") from exc
     rule = getattr(tool, "requires_approval", False)
     _gate.check_rule(rule, f"Tool '{name}'")
+    description = tool_description(tool)
+    if not description.strip():
+        warn_undescribed_tool(name, "a @tool function" if isinstance(tool, FunctionTool) else kind)
     return ExecutableTool(
         tool,
         name=name,
-        description=tool_description(tool),
+        description=description,
         parameters=tool.parameters_schema(),
         return_behavior=behavior,
         requires_approval=_gate.declares_approval(rule),
