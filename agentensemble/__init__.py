@@ -25,6 +25,9 @@ from agentensemble.errors import (
     ToolNameError,
 )
 from agentensemble.events import (
+    DelegationCompleted,
+    DelegationFailed,
+    DelegationStarted,
     EnsembleCompleted,
     EnsembleEvent,
     EnsembleFailed,
@@ -45,6 +48,7 @@ from agentensemble.events import (
     ToolCallStarted,
 )
 from agentensemble.guardrails import GuardrailInput, GuardrailResult
+from agentensemble.hints import AgentEnsembleWarning, MissingContextWarning, ToolDescriptionWarning
 from agentensemble.llm import (
     LLM,
     ChatModel,
@@ -105,12 +109,16 @@ __all__ = [
     "AbstractAgentTool",
     "Agent",
     "AgentEnsembleError",
+    "AgentEnsembleWarning",
     "AgentExecutionError",
     "AgentTool",
     "ChatModel",
     "ChatResponse",
     "ConfigurationError",
     "ConsoleProgressListener",
+    "DelegationCompleted",
+    "DelegationFailed",
+    "DelegationStarted",
     "Ensemble",
     "EnsembleCompleted",
     "EnsembleEvent",
@@ -130,6 +138,7 @@ __all__ = [
     "LLMCallStarted",
     "LLMError",
     "MaxIterationsExceededError",
+    "MissingContextWarning",
     "OutputParsingError",
     "ParallelErrorStrategy",
     "ParallelExecutionError",
@@ -160,6 +169,7 @@ __all__ = [
     "ToolCallRecord",
     "ToolCallStarted",
     "ToolContext",
+    "ToolDescriptionWarning",
     "ToolExecutionError",
     "ToolMetrics",
     "ToolMetricsRegistry",

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import nullcontext
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
@@ -21,6 +22,12 @@ from agentensemble.events import (
     EventEmitter,
 )
 from agentensemble.execution.agent_executor import AgentTask, ExecutionEnv
+from agentensemble.hints import (
+    check_inputs,
+    method_hint,
+    reject_foreign_names,
+    warn_missing_context,
+)
 from agentensemble.llm.streaming import EventSink, use_sink
 from agentensemble.llm.types import ChatModel
 from agentensemble.outputs import EnsembleOutput
@@ -36,8 +43,10 @@ from agentensemble.workflows._review_gates import (
     policy_value,
 )
 from agentensemble.workflows.base import PreparedTask
+from agentensemble.workflows.delegation import Team
 from agentensemble.workflows.graph import check_task_graph
 from agentensemble.workflows.runners import RunSettings, runner_for
+from agentensemble.workflows.team import build_team, check_team, model_resolver, resolve_model
 
 SYNTHESISED_ROLE = "Assistant"
 _PASS_A_HANDLER = (
@@ -64,6 +73,11 @@ class Ensemble(BaseModel):
     manager_max_iterations: int = Field(default=20, gt=0, description="manager's tool calls")
     max_delegation_depth: int = Field(default=3, ge=0, description="nested peer hand-offs")
     capture: Literal["off", "standard", "full"] = "standard"
+
+    @model_validator(mode="before")
+    @classmethod
+    def _foreign_names(cls, data: Any) -> Any:
+        return reject_foreign_names(cls, data)
 
     @field_validator("llm", "manager_llm")
     @classmethod
@@ -101,6 +115,7 @@ class Ensemble(BaseModel):
     def _structure(self) -> Ensemble:
         self._check_context_order()
         self._check_tools_and_reviews()
+        check_team(self.workflow, self.agents, self.tasks)
         return self
 
     # -- validation ---------------------------------------------------------------------------
@@ -109,29 +124,30 @@ class Ensemble(BaseModel):
         if self.workflow is not Workflow.SEQUENTIAL:  # any list order; no cycle, none outside
             check_task_graph(self.tasks)
             return
-        seen: set[int] = set()
         positions = {id(task): i for i, task in enumerate(self.tasks, start=1)}
         for index, task in enumerate(self.tasks, start=1):
             for dependency in task.context:
-                if id(dependency) not in positions:
+                position = positions.get(id(dependency))
+                if position is None:
                     raise ValueError(
                         f"task {index} ({task.label!r}) has context task "
                         f"{dependency.label!r}, which is not in this ensemble's tasks"
                     )
-                if id(dependency) not in seen:
+                if position >= index:
                     raise ValueError(
                         f"task {index} ({task.label!r}) has context task {dependency.label!r}, "
-                        f"which runs later (task {positions[id(dependency)]}); context must "
+                        f"which runs later (task {position}); context must "
                         "come from an earlier task"
                     )
-            seen.add(id(task))
 
     def _resolve_tools(self, task: Task) -> ResolvedTools | None:
         sources = [*(task.agent.tools if task.agent else []), *task.tools]
         return ToolResolver().resolve(sources) if sources else None
 
-    def _check_tools_and_reviews(self) -> None:
+    def _check_tools_and_reviews(self) -> list[ResolvedTools | None]:
+        """Resolve every task's tools (once) and check them and the reviews; the resolved tools."""
         policy = policy_value(self.review_policy)
+        resolved: list[ResolvedTools | None] = []
         for index, task in enumerate(self.tasks, start=1):
             try:
                 tools = self._resolve_tools(task)
@@ -152,6 +168,14 @@ class Ensemble(BaseModel):
                     "the human), but the ensemble has no review_handler. Pass "
                     "Ensemble(review_handler=...)"
                 )
+            resolved.append(tools)
+            lists = [task.agent.tools if task.agent else [], task.tools]
+            gated = [source for source in tool_sources_in(lists) if source.asks_for_approval]
+            if self.review_handler is None and gated:
+                raise ConfigurationError(
+                    f"task {index} ({task.label!r}): {gated[0].describe()} has requires_approval "
+                    "set, but the ensemble has no review_handler. Pass Ensemble(review_handler=...)"
+                )
             if self.review_handler is not None:
                 continue
             if policy != "never":
@@ -167,6 +191,7 @@ class Ensemble(BaseModel):
                     f"task {index} ({task.label!r}) has {asking[0]}=Review.required(...), but "
                     f"the ensemble has no review_handler. {_PASS_A_HANDLER}"
                 )
+        return resolved
 
     # -- preparation --------------------------------------------------------------------------
 
@@ -182,7 +207,7 @@ class Ensemble(BaseModel):
     def _prepare(self, inputs: Mapping[str, Any]) -> list[PreparedTask]:
         """Everything that can fail before the first model call fails here, all at once."""
         self._check_context_order()
-        self._check_tools_and_reviews()
+        tools_of_task = self._check_tools_and_reviews()  # resolved once per task per run
         missing = missing_variables(self._template_texts(), inputs)
         if missing:
             raise PromptTemplateError(missing)
@@ -200,7 +225,7 @@ class Ensemble(BaseModel):
                 after_review=after_review_for(task.review, policy, index == len(self.tasks)),
                 before_review=task.before_review,
             )
-            if task.handler is None:
+            if task.handler is None and self.workflow is not Workflow.HIERARCHICAL:
                 agent = task.agent or Agent(role=SYNTHESISED_ROLE, goal=description)
                 if task.agent is None:  # its goal is the filled description: never re-filled
                     role, goal, background = agent.role, agent.goal, None
@@ -220,7 +245,7 @@ class Ensemble(BaseModel):
                     model=self._model_for(agent, index, task, models),
                     response_format=agent.response_format,
                     max_iterations=agent.max_iterations,
-                    tools=self._resolve_tools(task),
+                    tools=tools_of_task[index - 1],
                     output_type=task.output_type,
                     task_name=task.name,
                     max_output_retries=task.max_output_retries,
@@ -242,12 +267,17 @@ class Ensemble(BaseModel):
                 "Ensemble(llm=...) to a model name such as 'openai/gpt-4o-mini', an LLM or a "
                 "ChatModel"
             )
+        from agentensemble.llm.litellm_model import LLM  # litellm itself stays lazy
+
         if isinstance(chosen, str):
             if chosen not in cache:
-                from agentensemble.llm.litellm_model import LLM  # litellm itself stays lazy
-
                 cache[chosen] = LLM(model=chosen)
-            return cache[chosen]
+            chosen = cache[chosen]
+        if isinstance(chosen, LLM):
+            try:  # a missing key or a bad base URL fails here, before any model call
+                chosen.check_settings()
+            except ConfigurationError as error:
+                raise ConfigurationError(f"task {index} ({task.label!r}): {error}") from None
         model: ChatModel = chosen
         return model
 
@@ -286,8 +316,11 @@ class Ensemble(BaseModel):
         stream: bool,
     ) -> EnsembleOutput:
         """One run under its own run id (bound for events, logs and errors)."""
-        values = dict(inputs or {})
+        values = check_inputs(inputs)
         prepared = self._prepare(values)
+        warn_missing_context(self.tasks)
+        team = self._team(prepared, values)
+        settings = self._run_settings(team)
         from agentensemble.tracing.recorder import TraceRecorder  # loaded by the first run
 
         with run_scope(new_run_id()) as parent_run_id:
@@ -307,10 +340,11 @@ class Ensemble(BaseModel):
             env.emitter.emit(
                 EnsembleStarted(total_tasks=len(prepared), parent_run_id=parent_run_id)
             )
+            if team is not None:
+                team.env = env
             try:
-                runner = runner_for(self.workflow, self._run_settings())
                 with use_sink(EventSink(env.emitter.emit)) if stream else nullcontext():
-                    output = await runner.run(prepared, env, values)
+                    output = await runner_for(self.workflow, settings).run(prepared, env, values)
             except TaskExecutionError as error:
                 error.trace = recorder.fail(error)
                 env.emitter.emit(EnsembleFailed(error))
@@ -322,10 +356,34 @@ class Ensemble(BaseModel):
             env.emitter.emit(EnsembleCompleted(output=output))
             return output
 
-    def _run_settings(self) -> RunSettings:
+    def _team(self, prepared: list[PreparedTask], inputs: Mapping[str, Any]) -> Team | None:
+        """Workers and peers (workflows/team.py); fails before any model call."""
+        check_team(self.workflow, self.agents, self.tasks)
+        return build_team(
+            self.workflow,
+            self.agents,
+            prepared,
+            inputs,
+            model_resolver(self.llm, prepared),
+            self.max_delegation_depth,
+            has_reviewer=self.review_handler is not None,
+        )
+
+    def _run_settings(self, team: Team | None) -> RunSettings:
+        manager = None
+        if self.workflow is Workflow.HIERARCHICAL and team is not None:
+            from agentensemble.workflows.hierarchical import ManagerSetup
+
+            chosen = self.manager_llm if self.manager_llm is not None else self.llm
+            manager = ManagerSetup(
+                team=team,
+                model=resolve_model(chosen, "the hierarchical manager (manager_llm)", {}),
+                max_iterations=self.manager_max_iterations,
+            )
         return RunSettings(
             max_concurrency=self.max_concurrency,
             parallel_error_strategy=self.parallel_error_strategy,
+            manager=manager,
         )
 
     def run(self, inputs: Mapping[str, Any] | None = None) -> EnsembleOutput:
@@ -335,6 +393,28 @@ class Ensemble(BaseModel):
         connections are reused across runs; Ctrl-C cancels it at once.
         """
         return run_on_background_loop(self.arun(inputs))
+
+    if not TYPE_CHECKING:  # type checkers keep reporting unknown attributes as errors
+
+        def __getattr__(self, name: str) -> Any:
+            hint = method_hint(type(self).__name__, name)
+            if hint is not None:
+                raise AttributeError(hint)
+            return super().__getattr__(name)
+
+    @classmethod
+    def from_yaml(cls, path: str | os.PathLike[str]) -> Ensemble:
+        """An ensemble from a crew file (docs/yaml.md); errors name the file, line and key."""
+        from agentensemble.config import ensemble_from_yaml
+
+        return ensemble_from_yaml(path)
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> Ensemble:
+        """An ensemble from a crew file's shape given as Python data."""
+        from agentensemble.config import ensemble_from_dict
+
+        return ensemble_from_dict(data)
 
     def __repr__(self) -> str:
         return f"Ensemble(tasks={len(self.tasks)}, workflow={self.workflow.value!r})"

@@ -201,6 +201,42 @@ class GuardrailChecked:
     task_index: int | None = _task_index()
 
 
+@dataclass(frozen=True)
+class DelegationStarted:
+    """An agent (or the manager) handed work to another agent."""
+
+    from_role: str
+    to_role: str
+    instructions: str
+    depth: int
+    run_id: str = _run_id()
+    task_index: int | None = _task_index()
+
+
+@dataclass(frozen=True)
+class DelegationCompleted:
+    """The delegated agent finished; ``output`` is what it answered."""
+
+    from_role: str
+    to_role: str
+    output: TaskOutput
+    depth: int
+    run_id: str = _run_id()
+    task_index: int | None = _task_index()
+
+
+@dataclass(frozen=True)
+class DelegationFailed:
+    """The delegation failed (unknown role, depth limit, or the agent's own failure)."""
+
+    from_role: str
+    to_role: str
+    error: str
+    depth: int
+    run_id: str = _run_id()
+    task_index: int | None = _task_index()
+
+
 EnsembleEvent = (
     EnsembleStarted
     | EnsembleCompleted
@@ -218,6 +254,9 @@ EnsembleEvent = (
     | GuardrailChecked
     | TokenDelta
     | StreamRestarted
+    | DelegationStarted
+    | DelegationCompleted
+    | DelegationFailed
 )
 
 
@@ -251,6 +290,9 @@ class EventEmitter:
 
 
 __all__ = [
+    "DelegationCompleted",
+    "DelegationFailed",
+    "DelegationStarted",
     "EnsembleCompleted",
     "EnsembleEvent",
     "EnsembleFailed",

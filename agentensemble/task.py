@@ -11,6 +11,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 from agentensemble._validation import check_review, check_tools, require_text
 from agentensemble.agent import Agent
 from agentensemble.guardrails import check_guardrails
+from agentensemble.hints import reject_foreign_names
 from agentensemble.outputs import TaskOutput
 
 DEFAULT_EXPECTED_OUTPUT = "A complete and accurate response to the task."
@@ -48,6 +49,11 @@ class Task(BaseModel):
     )
     input_guardrails: list[Any] = Field(default_factory=list)
     output_guardrails: list[Any] = Field(default_factory=list)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _foreign_names(cls, data: Any) -> Any:
+        return reject_foreign_names(cls, data)
 
     @field_validator("description", "expected_output")
     @classmethod

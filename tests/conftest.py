@@ -21,3 +21,16 @@ settings.load_profile("agentensemble")
 @pytest.fixture
 def anyio_backend() -> str:
     return "asyncio"
+
+
+@pytest.fixture(params=["openai", "litellm"])
+def model_lane(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """Run a test once per model lane: ``openai`` (straight to the endpoint, the default for
+    ``openai/...`` models) and ``litellm`` (forced with ``AGENTENSEMBLE_LLM_LANE=litellm``).
+    Suites that use it prove the two lanes indistinguishable."""
+    lane: str = request.param
+    if lane == "litellm":
+        monkeypatch.setenv("AGENTENSEMBLE_LLM_LANE", "litellm")
+    else:
+        monkeypatch.delenv("AGENTENSEMBLE_LLM_LANE", raising=False)
+    return lane

@@ -46,6 +46,23 @@ RUNS = {
             "Paris to Tokyo is 9712 km (about 6035 miles).",
         )
     ),
+    "parallel_research.py": Run(
+        expected=(
+            OFFLINE,
+            "== history (History researcher)",
+            "== overview (Writer)\nTides have been charted for eight centuries.",
+            "Tasks: 4; exit: completed",
+        )
+    ),
+    "manager_team.py": Run(
+        expected=(
+            OFFLINE,
+            "== Delegation 1: Researcher\nTwo high tides a day",
+            "== Delegation 2: Writer",
+            "Final answer: Tides rise twice a day",
+            "Delegations: 2; exit: completed",
+        )
+    ),
     "console_review.py": Run(
         stdin="c\nc\n",  # approve the tool call, then accept the report
         expected=(

@@ -206,6 +206,7 @@ def team(llm: LLM, handler: WebhookReviewHandler, recorder: Recorder) -> Ensembl
 # -- the tests -------------------------------------------------------------------------------
 
 
+@pytest.mark.usefixtures("model_lane")  # the same on both model lanes
 def test_a_run_with_retries_tool_errors_and_webhook_reviews_shows_no_secret(
     captured: Captured, provider: OpenAIServer, review_server: ReviewServer
 ) -> None:
@@ -236,6 +237,7 @@ def test_a_run_with_retries_tool_errors_and_webhook_reviews_shows_no_secret(
     assert_clean("the outputs", result, *result.task_outputs, result.model_dump_json())
 
 
+@pytest.mark.usefixtures("model_lane")  # the same on both model lanes
 def test_a_rejected_key_echoed_by_the_provider_is_not_repeated(
     captured: Captured, provider: OpenAIServer, review_server: ReviewServer
 ) -> None:

@@ -7,20 +7,33 @@ import dataclasses
 import json
 import sys
 import uuid
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, SecretStr, field_serializer
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    PrivateAttr,
+    SecretStr,
+    field_serializer,
+    field_validator,
+)
 
 from agentensemble.errors import LLMError
+from agentensemble.llm import _model_table, _openai_lane
+from agentensemble.llm._config_checks import api_base_problem, check_model_settings
+from agentensemble.llm._lanes import Lane, LaneSetting, choose_lane
 from agentensemble.llm._litellm import is_loaded, load_litellm
 from agentensemble.llm._litellm_stream import StreamAttempts, stream_turn
+from agentensemble.llm._secrets import masked, register_setting_secrets
+from agentensemble.llm._sendable import sendable
 from agentensemble.llm.rate_limit import RateLimit, rate_limited
 from agentensemble.llm.response_format import ResponseFormat, litellm_supports_schema
 from agentensemble.llm.retry import RetryPolicy
 from agentensemble.llm.streaming import current_sink
 from agentensemble.llm.types import ChatResponse, Message, ToolCall, ToolSpec
-from agentensemble.logging import redact
+from agentensemble.logging import register_secret
 from agentensemble.outputs import TokenUsage
 
 #: Extra seconds past ``timeout`` before our own guard cancels a call litellm did not time out.
@@ -48,8 +61,10 @@ class LLM(BaseModel):
     max_retries: int = Field(default=3, ge=0)
     retry_policy: RetryPolicy | None = None
     rate_limit: RateLimit | None = None
+    lane: LaneSetting = "auto"
     extra: dict[str, Any] = Field(default_factory=dict, repr=False)
     _rate_limiter: Any = PrivateAttr(default=None)  # one bucket per object (rate_limit.py)
+    _settings_checked: bool = PrivateAttr(default=False)
 
     def __init__(
         self,
@@ -63,6 +78,7 @@ class LLM(BaseModel):
         max_retries: int = 3,
         retry_policy: RetryPolicy | None = None,
         rate_limit: RateLimit | None = None,
+        lane: LaneSetting = "auto",
         **params: Any,
     ) -> None:
         """``model`` positionally or by keyword; unknown keywords (or ``extra={...}``) are
@@ -79,14 +95,49 @@ class LLM(BaseModel):
             max_retries=max_retries,
             retry_policy=retry_policy,
             rate_limit=rate_limit,
+            lane=lane,
             extra=extra,
         )
 
+    @field_validator("api_base")
+    @classmethod
+    def _api_base_has_scheme(cls, value: str | None) -> str | None:
+        problem = api_base_problem(value) if value is not None else None
+        if problem:
+            raise ValueError(problem)
+        return value
+
+    def model_post_init(self, context: Any, /) -> None:
+        """Register the key and secret-looking extra settings (headers, credentials) by value,
+        so a provider echoing one cannot leak it into an error, a log line or an event."""
+        if self.api_key is not None:
+            register_secret(self.api_key.get_secret_value())
+        register_setting_secrets(self.extra)
+
     @field_serializer("extra")
     def _extra_redacted(self, extra: dict[str, Any]) -> Any:
-        """Dumped like ``api_key``: headers, tokens and keys passed through to litellm are
-        masked (``model_dump()`` is for showing and saving settings, not for calling)."""
-        return redact(extra)
+        """Dumped like ``api_key``: headers, cookies, credentials, tokens and keys passed through
+        are masked (``model_dump()`` is for showing and saving settings, not for calling)."""
+        return masked(extra)
+
+    def check_settings(self) -> None:
+        """Raise ``ConfigurationError`` for settings that cannot work (a missing API key, a base
+        URL without a scheme), naming the variable or setting. Done before a run's first call."""
+        if self._settings_checked:
+            return
+        check_model_settings(
+            self.model,
+            has_key=self.api_key is not None,
+            extra=self.extra,
+            api_base=self.api_base,
+        )
+        self._settings_checked = True
+
+    @property
+    def effective_lane(self) -> Lane:
+        """The lane calls take now: ``"openai"`` (straight to an OpenAI-compatible endpoint,
+        litellm not imported) or ``"litellm"``. See ``_lanes.choose_lane`` for the rule."""
+        return choose_lane(self.model, self.extra, self.lane)
 
     @property
     def policy(self) -> RetryPolicy:
@@ -103,12 +154,12 @@ class LLM(BaseModel):
         kwargs: dict[str, Any] = dict(self.extra)
         kwargs.update(
             model=self.model,
-            messages=[dict(message) for message in messages],
+            messages=sendable([dict(message) for message in messages]),
             timeout=self.timeout,
             max_retries=0,  # the openai SDK retries twice by default; ours is the only layer
         )
         if tools:
-            kwargs["tools"] = list(tools)
+            kwargs["tools"] = sendable(list(tools))
         if response_format is not None:
             kwargs["response_format"] = response_format.to_openai()
         if self.temperature is not None:
@@ -124,6 +175,8 @@ class LLM(BaseModel):
 
     async def supports_response_format(self) -> bool:
         """Whether litellm knows this model takes a JSON-schema ``response_format``."""
+        if self.effective_lane == "openai":  # litellm's own table, read without importing it
+            return await asyncio.to_thread(_model_table.supports_response_schema, self.model)
         litellm = load_litellm() if is_loaded() else await asyncio.to_thread(load_litellm)
         return litellm_supports_schema(litellm, self.model)
 
@@ -135,10 +188,22 @@ class LLM(BaseModel):
         tools: Sequence[ToolSpec] | None = None,
         response_format: ResponseFormat | None = None,
     ) -> ChatResponse:
-        """One model turn; ``LLMError`` once the provider fails for good."""
-        litellm = load_litellm() if is_loaded() else await asyncio.to_thread(load_litellm)
+        """One model turn; ``LLMError`` once the provider fails for good, ``ConfigurationError``
+        (before any request) for settings that cannot work."""
+        self.check_settings()
         kwargs = self.request_kwargs(messages, tools, response_format)
         secrets = [self.api_key.get_secret_value()] if self.api_key is not None else []
+        send: Callable[[], Awaitable[Any]]
+        if self.effective_lane == "openai":  # the fast lane: no litellm (_openai_lane.py)
+            request = _openai_lane.build_request(kwargs)
+
+            async def send() -> Any:
+                return _openai_lane.normalise(await _openai_lane.send(request))
+        else:
+            litellm = load_litellm() if is_loaded() else await asyncio.to_thread(load_litellm)
+
+            async def send() -> Any:
+                return await litellm.acompletion(**kwargs)
 
         guard = self.timeout + _GUARD_SECONDS
         attempts = 0
@@ -150,13 +215,17 @@ class LLM(BaseModel):
             attempts += 1
             if streaming is not None:  # a streaming run: stream=True, text to its sink
                 streaming.attempts = attempts
-                return await stream_turn(litellm, kwargs, streaming, guard)
+                # both lanes stream through litellm for now (same chunks, same assembly)
+                lite = load_litellm() if is_loaded() else await asyncio.to_thread(load_litellm)
+                return await stream_turn(lite, kwargs, streaming, guard)
             if sys.version_info >= (3, 11):
                 async with asyncio.timeout(guard):  # no extra task, unlike wait_for
-                    return await litellm.acompletion(**kwargs)
-            return await asyncio.wait_for(litellm.acompletion(**kwargs), timeout=guard)
+                    return await send()
+            return await asyncio.wait_for(send(), timeout=guard)
 
-        response = await self.policy.run(call, label=self.model, secrets=secrets)
+        response = await self.policy.run(
+            call, label=self.model, secrets=secrets, endpoint=self.api_base
+        )
         if not isinstance(response, ChatResponse):
             response = to_chat_response(response, label=self.model)
         return dataclasses.replace(response, attempts=attempts)

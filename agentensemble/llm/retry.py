@@ -8,7 +8,6 @@ the final failure into ``LLMError`` with secrets redacted.
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import email.utils
 import math
@@ -22,86 +21,23 @@ from pydantic import BaseModel, ConfigDict, Field
 from tenacity import AsyncRetrying, RetryCallState, retry_if_exception, stop_after_attempt
 
 from agentensemble.errors import LLMError
-from agentensemble.logging import get_logger
+from agentensemble.llm._failures import RETRYABLE_STATUS, classify, describe, status_code_of
+from agentensemble.logging import get_logger, redact_text
 
 T = TypeVar("T")
 
 # structlog over the stdlib "agentensemble" logger: silent unless the application shows it.
 logger = get_logger()
 
-#: Status codes worth another try: timeout, rate limit, server errors, Anthropic's "overloaded".
-RETRYABLE_STATUS = frozenset({408, 429, 500, 502, 503, 504, 529})
-
-#: Errors that no retry can fix, whatever status code they carry.
-_FATAL_NAMES = frozenset(
-    {
-        "ContextWindowExceededError",
-        "ContentPolicyViolationError",
-        "UnsupportedParamsError",
-        "AuthenticationError",
-        "PermissionDeniedError",
-        "BudgetExceededError",
-    }
-)
-#: Transient failures recognised by name when no status code is attached.
-_TRANSIENT_NAMES = frozenset(
-    {
-        "Timeout",
-        "APITimeoutError",
-        "APIConnectionError",
-        "RateLimitError",
-        "InternalServerError",
-        "ServiceUnavailableError",
-        "BadGatewayError",
-        "TimeoutException",  # httpx
-        "TransportError",  # httpx
-        "NetworkError",  # httpx
-        "RemoteProtocolError",  # httpx
-        "ServerDisconnectedError",  # aiohttp
-        "ClientConnectionError",  # aiohttp
-    }
-)
-
-
-def _names(exc: BaseException) -> set[str]:
-    return {cls.__name__ for cls in type(exc).__mro__}
-
-
-def _chain(exc: BaseException) -> Iterable[BaseException]:
-    seen: set[int] = set()
-    current: BaseException | None = exc
-    while current is not None and id(current) not in seen:
-        seen.add(id(current))
-        yield current
-        current = current.__cause__ or current.__context__
-
-
-def status_code_of(exc: BaseException) -> int | None:
-    """The HTTP status a provider error carries, if any."""
-    status = getattr(exc, "status_code", None)
-    if isinstance(status, int) and not isinstance(status, bool):
-        return status
-    response = getattr(exc, "response", None)
-    status = getattr(response, "status_code", None)
-    return status if isinstance(status, int) and not isinstance(status, bool) else None
-
 
 def is_retryable(exc: BaseException) -> bool:
     """Whether another attempt may succeed: rate limits, 5xx, timeouts, connection errors.
 
-    Never: 400/401/403/404, context window, content policy, a missing Python module.
+    Never: 400/401/403/404, context window, content policy, a missing Python module or API key,
+    text that cannot be encoded, a URL that cannot be sent to. Read from the whole exception
+    chain (see ``_failures``): litellm reports many local failures as "HTTP 500".
     """
-    if any(isinstance(e, ImportError) for e in _chain(exc)) or "No module named" in str(exc):
-        return False
-    names = _names(exc)
-    if names & _FATAL_NAMES:
-        return False
-    status = status_code_of(exc)
-    if status is not None:
-        return status in RETRYABLE_STATUS
-    if isinstance(exc, (TimeoutError, asyncio.TimeoutError, ConnectionError)):
-        return True
-    return bool(names & _TRANSIENT_NAMES)
+    return classify(exc).retryable
 
 
 def _header(headers: Any, name: str) -> str | None:
@@ -178,23 +114,25 @@ _SECRET_PATTERNS = (
 
 
 def redact_secrets(text: str, secrets: Iterable[str] = ()) -> str:
-    """Hide API keys and Authorization values: the given secrets, ``sk-...``, ``Bearer ...``."""
+    """Hide API keys and Authorization values: the given secrets, every secret registered with
+    ``agentensemble.logging.register_secret`` (keys read from the environment, secret-looking
+    headers), and key shapes: ``sk-...``, ``Bearer ...``, ``api_key=...``."""
     for secret in secrets:
         if secret and len(secret) >= 4:
             text = text.replace(secret, "***")
+    text = redact_text(text)
     for pattern, replacement in _SECRET_PATTERNS:
         text = pattern.sub(replacement, text)
     return text
 
 
 def describe_error(exc: BaseException, secrets: Iterable[str] = ()) -> str:
-    """``ErrorType (HTTP 429): message`` with secrets redacted and the length bounded."""
-    status = status_code_of(exc)
-    kind = type(exc).__name__ + (f" (HTTP {status})" if status is not None else "")
-    detail = " ".join(redact_secrets(str(exc), secrets).split())
-    if len(detail) > 500:
-        detail = detail[:497] + "..."
-    return f"{kind}: {detail}" if detail else kind
+    """``ErrorType (HTTP 429): message`` with secrets redacted and the length bounded.
+
+    The type is canonical and the status is one really received (see ``_failures``), so a
+    refused connection never reads "HTTP 500" and both model lanes say the same thing.
+    """
+    return redact_secrets(describe(classify(exc)), secrets)
 
 
 class RetryPolicy(BaseModel):
@@ -237,8 +175,13 @@ class RetryPolicy(BaseModel):
         *,
         label: str = "llm",
         secrets: Iterable[str] = (),
+        endpoint: str | None = None,
     ) -> T:
-        """Await ``call()`` until it succeeds or the policy gives up; then raise ``LLMError``."""
+        """Await ``call()`` until it succeeds or the policy gives up; then raise ``LLMError``.
+
+        ``endpoint`` (the configured ``api_base``) is named in the error when the server could
+        not be reached.
+        """
         hidden = tuple(s for s in secrets if s)
         attempts = 0
 
@@ -248,14 +191,15 @@ class RetryPolicy(BaseModel):
 
         def before_sleep(state: RetryCallState) -> None:
             exc = state.outcome.exception() if state.outcome is not None else None
+            failure = classify(exc) if exc is not None else None
             logger.warning(
                 "llm_retry",
                 model=label,
                 attempt=state.attempt_number,
                 max_attempts=self.max_attempts,
                 wait=round(state.next_action.sleep if state.next_action else 0.0, 3),
-                error_type=type(exc).__name__ if exc is not None else None,
-                status_code=status_code_of(exc) if exc is not None else None,
+                error_type=failure.name if failure is not None else None,
+                status_code=failure.status if failure is not None else None,
             )
 
         retrying = AsyncRetrying(
@@ -274,7 +218,9 @@ class RetryPolicy(BaseModel):
             raise
         except Exception as exc:
             scrub_chain(exc, hidden)
-            raise to_llm_error(exc, attempts=attempts, label=label, secrets=hidden) from exc
+            raise to_llm_error(
+                exc, attempts=attempts, label=label, secrets=hidden, endpoint=endpoint
+            ) from exc
         raise AssertionError("unreachable: tenacity neither returned nor raised")
 
 
@@ -300,18 +246,40 @@ def scrub_chain(exc: BaseException, secrets: Iterable[str] = ()) -> None:
             message = getattr(current, "message", None)
             if isinstance(message, str):
                 current.message = redact_secrets(message, hidden)  # type: ignore[attr-defined]
+            body = getattr(current, "body", None)  # the openai SDK's parsed error body
+            if isinstance(body, (str, dict)):
+                current.body = _redact_body(body, hidden)  # type: ignore[attr-defined]
         pending += [current.__cause__, current.__context__]
 
 
+def _redact_body(body: Any, secrets: tuple[str, ...]) -> Any:
+    if isinstance(body, str):
+        return redact_secrets(body, secrets)
+    if isinstance(body, dict):
+        return {key: _redact_body(value, secrets) for key, value in body.items()}
+    if isinstance(body, list):
+        return [_redact_body(value, secrets) for value in body]
+    return body
+
+
 def to_llm_error(
-    exc: BaseException, *, attempts: int, label: str = "llm", secrets: Iterable[str] = ()
+    exc: BaseException,
+    *,
+    attempts: int,
+    label: str = "llm",
+    secrets: Iterable[str] = (),
+    endpoint: str | None = None,
 ) -> LLMError:
-    """The ``LLMError`` for a final failure: names the error type and status, never a secret."""
-    retryable = is_retryable(exc)
+    """The ``LLMError`` for a final failure: names the error type and a status really received,
+    says whether it was retried, never shows a secret."""
+    failure = classify(exc)
     tries = f"{attempts} attempt" + ("" if attempts == 1 else "s")
-    verdict = f"gave up after {tries}" if retryable else f"not retryable, {tries}"
-    message = redact_secrets(f"{label}: {describe_error(exc, secrets)} ({verdict})", secrets)
-    return LLMError(message, status_code=status_code_of(exc), attempts=attempts)
+    verdict = f"gave up after {tries}" if failure.retryable else f"not retryable, {tries}"
+    where = ""
+    if endpoint and failure.name in ("ConnectionError", "Timeout") and failure.status is None:
+        where = f" (api_base {endpoint})"
+    message = redact_secrets(f"{label}: {describe(failure)}{where} ({verdict})", secrets)
+    return LLMError(message, status_code=failure.status, attempts=attempts)
 
 
 __all__ = [

@@ -82,9 +82,10 @@ class Connection(OpenedSource):
         try:
             return await asyncio.wait_for(asyncio.shield(ready), startup_timeout)
         except asyncio.TimeoutError:
+            note = self.stderr_note()
             await self.close()
             raise MCPServerError(
-                f"{self.label} did not start within {startup_timeout:g} s{self.stderr_note()}"
+                f"{self.label} did not start within {startup_timeout:g} s{note}"
             ) from None
         except BaseException:
             await self.close()
@@ -152,6 +153,8 @@ class Connection(OpenedSource):
         owner = self._owner
         self._stop.set()
         if owner is not None and not owner.done():
+            if self._session is None:  # still starting (a hung handshake): stop waiting for it
+                owner.cancel()
             # a cancelled run still ends here: the owner, told to stop, stops the server itself
             done, _ = await asyncio.wait({owner}, timeout=CLOSE_TIMEOUT)
             if not done:

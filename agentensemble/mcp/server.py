@@ -78,6 +78,10 @@ class _MCPServer(ToolSource):
     def _transport(self, stderr: IO[bytes]) -> Any:
         raise NotImplementedError
 
+    @property
+    def asks_for_approval(self) -> bool:
+        return bool(self.requires_approval)
+
     async def open(self) -> OpenedSource:
         """Start or connect, list the tools and make them AgentTools (once per run)."""
         try:

@@ -45,7 +45,7 @@ from agentensemble import (
 )
 from agentensemble_review import Continue, ReviewPolicy, ScriptedReviewHandler
 
-pytestmark = [pytest.mark.e2e, pytest.mark.anyio]
+pytestmark = [pytest.mark.e2e, pytest.mark.anyio, pytest.mark.usefixtures("model_lane")]
 
 RUNS = 30
 FAULT_RATE = 0.3

@@ -8,7 +8,7 @@ from openai_server import OpenAIServer
 
 from agentensemble import LLM, Agent, Ensemble, RetryPolicy, Task
 
-pytestmark = pytest.mark.e2e
+pytestmark = [pytest.mark.e2e, pytest.mark.usefixtures("model_lane")]
 
 
 def test_five_consecutive_runs_reuse_one_connection(openai_server: OpenAIServer) -> None:

@@ -9,7 +9,7 @@ from openai_server import OpenAIServer
 
 from agentensemble import LLM, Agent, Ensemble, LLMError, RetryPolicy, Task, TaskExecutionError
 
-pytestmark = pytest.mark.e2e
+pytestmark = [pytest.mark.e2e, pytest.mark.usefixtures("model_lane")]
 
 FAST = RetryPolicy(max_attempts=4, initial_backoff=0.001, max_backoff=0.01, jitter=0)
 

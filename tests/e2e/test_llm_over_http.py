@@ -17,7 +17,7 @@ from openai_server import Fault, OpenAIServer, TextReply, ToolCallsReply
 from agentensemble.errors import LLMError
 from agentensemble.llm import LLM, RetryPolicy
 
-pytestmark = [pytest.mark.anyio, pytest.mark.e2e]
+pytestmark = [pytest.mark.anyio, pytest.mark.e2e, pytest.mark.usefixtures("model_lane")]
 
 KEY = "sk-test"
 FAST = RetryPolicy(max_attempts=3, initial_backoff=0.001, max_backoff=0.005, jitter=0)

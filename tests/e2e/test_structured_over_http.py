@@ -14,7 +14,7 @@ from agentensemble import LLM, Agent, Ensemble, Task
 from agentensemble.llm import RetryPolicy
 from agentensemble.testing import OpenAICompatibleServer
 
-pytestmark = pytest.mark.e2e
+pytestmark = [pytest.mark.e2e, pytest.mark.usefixtures("model_lane")]
 
 
 class Report(BaseModel):

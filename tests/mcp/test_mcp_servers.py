@@ -95,8 +95,9 @@ async def test_a_filter_naming_an_unknown_tool_fails_the_run_before_any_model_ca
     options: dict[str, object], message: str
 ) -> None:
     model = ScriptedChatModel(["never"])
+    ensemble = one_task(stdio_server(**options), model, review_handler=ScriptedReviewHandler([]))
     with pytest.raises(MCPServerError, match=re.escape(message)):
-        await one_task(stdio_server(**options), model).arun()
+        await ensemble.arun()
     assert model.requests == []
 
 
@@ -237,11 +238,14 @@ async def test_approval_listed_tools_go_through_the_reviewer() -> None:
     assert handler.requests[0].output == '{"a": 1, "b": 2}'
 
 
-async def test_approval_without_a_review_handler_fails_before_any_model_call() -> None:
-    model = ScriptedChatModel(["never"])
-    with pytest.raises(ConfigurationError, match="add require approval"):
-        await one_task(stdio_server(requires_approval=True, include=["add"]), model).arun()
-    assert model.requests == []
+@pytest.mark.parametrize("requires_approval", [True, ["add"]])
+def test_approval_without_a_review_handler_fails_when_the_ensemble_is_built(
+    requires_approval: bool | list[str],
+) -> None:
+    server = stdio_server(requires_approval=requires_approval)
+    with pytest.raises(ConfigurationError, match="has requires_approval set, but the ensemble"):
+        one_task(server, ScriptedChatModel(["never"]))
+    assert server.tools() == ()  # nothing was started to find this out
 
 
 async def test_a_streamable_http_server_is_used_like_any_tool(http_url: str) -> None:
@@ -329,3 +333,33 @@ def test_the_sync_run_facade_starts_and_stops_the_server() -> None:
 
     pid = int(output.task_outputs[0].tool_calls[0].output)
     assert not process_alive(pid)
+
+
+async def test_without_the_mcp_package_the_run_says_which_extra_to_install(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setitem(sys.modules, "mcp", None)  # import mcp now raises ImportError
+    model = ScriptedChatModel(["never"])
+    with pytest.raises(MCPServerError, match=re.escape("pip install 'agentensemble[mcp]'")):
+        await one_task(stdio_server(), model).arun()
+    assert model.requests == []
+
+
+async def test_a_nested_run_shares_the_server_of_the_run_around_it() -> None:
+    server = stdio_server(include=["pid"])
+    inner_model = ScriptedChatModel([tool_call("pid"), "inner done"])
+
+    @tool
+    def ask_inner_team() -> str:
+        """Run the inner team (a sync tool: it calls the sync facade from a worker thread)."""
+        inner = one_task(server, inner_model)
+        return inner.run().task_outputs[0].tool_calls[0].output
+
+    model = ScriptedChatModel([tool_call("pid"), tool_call("ask_inner_team"), "outer done"])
+    agent = Agent(role="Lead", goal="Delegate", tools=[server, ask_inner_team], llm=model)
+    await Ensemble(tasks=[Task(description="Go", agent=agent)]).arun()
+
+    (outer_pid,) = model.requests[1].tool_results
+    (inner_pid,) = model.requests[2].tool_results
+    assert inner_pid == outer_pid
+    assert not process_alive(int(outer_pid))

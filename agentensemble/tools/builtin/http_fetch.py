@@ -167,7 +167,9 @@ class HttpFetch(BuiltinTool[HttpFetchInput]):
             refuse(f"timed out after {self.timeout:g} s")
         connection = _pinned_connection(scheme, host, port, address, remaining)
         try:
-            headers = {"Host": host if port in (80, 443) else f"{host}:{port}"}
+            shown_host = f"[{host}]" if ":" in host else host  # an IPv6 literal
+            default_port = 443 if scheme == "https" else 80
+            headers = {"Host": shown_host if port == default_port else f"{shown_host}:{port}"}
             headers["User-Agent"] = "agentensemble-http-fetch"
             headers["Accept-Encoding"] = "identity"
             connection.request(method, path, body=body, headers=headers)

@@ -1,0 +1,329 @@
+"""What went wrong with a model call, read from the whole exception chain, the same on both lanes.
+
+litellm dresses every failure as an HTTP error: a refused connection, a dropped one, a body that
+is not JSON, text that cannot be encoded, a missing API key all arrive as
+``InternalServerError`` with ``status_code=500``, although no server ever said 500. The openai
+SDK raises its own types (and a bare ``JSONDecodeError`` for a body that is not JSON). So we
+classify by the underlying cause: the first exception in the chain that carries a received HTTP
+response gives the status; a transport failure with no response gives none; a local,
+deterministic failure (encoding, a missing module or credentials, a URL that cannot be sent to)
+is never retried. Names and texts are canonical, so a failure reads the same whichever lane
+(litellm or the openai SDK) produced it. Duck-typed throughout: neither library is imported.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import re
+from dataclasses import dataclass
+from typing import Any
+
+#: Status codes worth another try: timeout, rate limit, server errors, Anthropic's "overloaded".
+RETRYABLE_STATUS = frozenset({408, 429, 500, 502, 503, 504, 529})
+
+#: The name shown for a received HTTP status, whichever library raised it.
+STATUS_NAMES = {
+    400: "BadRequestError",
+    401: "AuthenticationError",
+    403: "PermissionDeniedError",
+    404: "NotFoundError",
+    408: "Timeout",
+    409: "ConflictError",
+    413: "RequestTooLargeError",
+    422: "UnprocessableEntityError",
+    429: "RateLimitError",
+    500: "InternalServerError",
+    502: "BadGatewayError",
+    503: "ServiceUnavailableError",
+    504: "GatewayTimeoutError",
+    529: "OverloadedError",
+}
+
+#: Errors that no retry can fix, whatever status code they carry.
+FATAL_NAMES = frozenset(
+    {
+        "ContextWindowExceededError",
+        "ContentPolicyViolationError",
+        "UnsupportedParamsError",
+        "AuthenticationError",
+        "PermissionDeniedError",
+        "BudgetExceededError",
+    }
+)
+#: Transient failures recognised by name when no status code is attached.
+TRANSIENT_NAMES = frozenset(
+    {
+        "Timeout",
+        "APITimeoutError",
+        "APIConnectionError",
+        "RateLimitError",
+        "InternalServerError",
+        "ServiceUnavailableError",
+        "BadGatewayError",
+        "TimeoutException",  # httpx
+        "TransportError",  # httpx
+        "NetworkError",  # httpx
+        "RemoteProtocolError",  # httpx
+        "ServerDisconnectedError",  # aiohttp
+        "ClientConnectionError",  # aiohttp
+    }
+)
+#: Transport failures: the request may not have reached the server, no response came back.
+_TIMEOUT_NAMES = frozenset({"TimeoutException", "APITimeoutError", "TimeoutError"})
+_TRANSPORT_NAMES = _TIMEOUT_NAMES | frozenset(
+    {
+        "ConnectError",
+        "NetworkError",
+        "RemoteProtocolError",
+        "ReadError",
+        "WriteError",
+        "APIConnectionError",
+        "ConnectionError",  # the builtin OSError family: refused, reset, aborted
+        "ServerDisconnectedError",
+        "ClientConnectionError",
+    }
+)
+#: A request that could never be sent: a URL without a scheme, a malformed one.
+_UNSENDABLE_NAMES = frozenset({"UnsupportedProtocol", "InvalidURL", "LocalProtocolError"})
+_CONTEXT_WINDOW = re.compile(
+    r"context[_ ]length|maximum context|context window|prompt is too long|input is too long", re.I
+)
+_CONTENT_POLICY = re.compile(r"content[_ ]policy|content[_ ]filter|content_management", re.I)
+_LITELLM_PREFIX = re.compile(
+    r"^(?:litellm\.\w+:\s*)?(?:\w+(?: Error)?:\s*)?(?:\w+Exception\s*-\s*)?"
+)
+_ADDRESS = re.compile(r"\('([^']+)', (\d+)\)")
+
+
+@dataclass(frozen=True)
+class Failure:
+    """One failed call, classified: canonical name, the status really received, what to say."""
+
+    name: str
+    status: int | None
+    detail: str
+    retryable: bool
+
+
+def chain_of(exc: BaseException) -> list[BaseException]:
+    """``exc`` and every exception it was raised from or while handling, once each."""
+    seen: set[int] = set()
+    found: list[BaseException] = []
+    current: BaseException | None = exc
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        found.append(current)
+        current = current.__cause__ or current.__context__
+    return found
+
+
+def _names(exc: BaseException) -> set[str]:
+    return {cls.__name__ for cls in type(exc).__mro__}
+
+
+def _int(value: Any) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def status_code_of(exc: BaseException) -> int | None:
+    """The HTTP status an error carries, if any (duck-typed: ``status_code`` or ``response``)."""
+    status = _int(getattr(exc, "status_code", None))
+    if status is not None:
+        return status
+    return _int(getattr(getattr(exc, "response", None), "status_code", None))
+
+
+def _received_status(chain: list[BaseException]) -> int | None:
+    """The status of a response that really arrived: from the openai SDK's or httpx's error."""
+    for exc in chain:
+        module = type(exc).__module__
+        names = _names(exc)
+        if (module.startswith("openai") and "APIStatusError" in names) or (
+            module.startswith("httpx") and "HTTPStatusError" in names
+        ):
+            return _int(getattr(getattr(exc, "response", None), "status_code", None))
+    return None
+
+
+def _is_local_config(exc: BaseException) -> bool:
+    """The openai SDK's base error, raised before any request (e.g. missing credentials)."""
+    return type(exc).__name__ == "OpenAIError" and type(exc).__module__.startswith("openai")
+
+
+def _request_url(chain: list[BaseException]) -> Any:
+    """The URL really requested: httpx's own errors first (litellm attaches a made-up one)."""
+    ranked = sorted(chain, key=lambda e: not type(e).__module__.startswith(("httpx", "openai")))
+    for exc in ranked:
+        if type(exc).__module__.startswith("litellm"):
+            continue
+        try:
+            request = getattr(exc, "request", None)  # httpx raises if it has none
+        except Exception:
+            continue
+        url = getattr(request, "url", None)
+        if url is not None and getattr(url, "host", None):
+            return url
+    return None
+
+
+def _address(chain: list[BaseException]) -> str | None:
+    """``host:port`` the failed request went to, from its URL or the socket error's text."""
+    url = _request_url(chain)
+    if url is not None:
+        port = url.port or (443 if url.scheme == "https" else 80)
+        return f"{url.host}:{port}"
+    for exc in chain:
+        match = _ADDRESS.search(str(exc))
+        if match:
+            return f"{match.group(1)}:{match.group(2)}"
+    return None
+
+
+def _transport_failure(chain: list[BaseException]) -> Failure | None:
+    transport = [e for e in chain if _names(e) & _TRANSPORT_NAMES]
+    if not transport:
+        return None
+    address = _address(chain)
+    to = f" {address}" if address else ""
+    if any(_names(e) & _TIMEOUT_NAMES for e in transport):
+        return Failure("Timeout", None, f"no response from{to} in time", True)
+    names = set().union(*(_names(e) for e in chain))
+    if "ConnectionRefusedError" in names:
+        detail = f"connection refused by{to}" if to else "connection refused"
+    elif "gaierror" in names:
+        detail = f"could not resolve the host{to}"
+    elif "ConnectError" in names:
+        detail = f"could not connect to{to}" if to else "could not connect"
+    else:
+        cause = next((str(e) for e in reversed(chain) if str(e)), "")
+        detail = f"the connection to{to} broke before a complete response" + (
+            f" ({cause})" if cause else ""
+        )
+    return Failure("ConnectionError", None, detail, True)
+
+
+_NO_BODY = object()
+
+
+def _error_body(chain: list[BaseException]) -> Any:
+    """The error body as the openai SDK parses it (its ``error`` member, or the whole JSON, or
+    the text): taken from the SDK's exception, or parsed from httpx's response the same way."""
+    for exc in chain:
+        if type(exc).__module__.startswith("openai") and "APIStatusError" in _names(exc):
+            return getattr(exc, "body", None)
+    for exc in chain:
+        if type(exc).__module__.startswith("httpx") and "HTTPStatusError" in _names(exc):
+            try:
+                text = str(exc.response.text).strip()  # type: ignore[attr-defined]
+            except Exception:
+                continue
+            try:
+                data = json.loads(text)
+            except ValueError:
+                return text
+            return data.get("error", data) if isinstance(data, dict) else data
+    return _NO_BODY
+
+
+def _provider_message(chain: list[BaseException]) -> str:
+    """The provider's own error message, without the wrappers' prefixes."""
+    body = _error_body(chain)
+    if isinstance(body, dict):
+        message = body.get("message")
+        return message if isinstance(message, str) else json.dumps(body, default=str)
+    if isinstance(body, str):
+        return body.strip()
+    if body is None:
+        return ""
+    if body is not _NO_BODY:
+        return json.dumps(body, default=str)
+    text = str(chain[0])
+    stripped = _LITELLM_PREFIX.sub("", text, count=1) if text.startswith("litellm.") else text
+    try:
+        parsed = json.loads(stripped)
+    except ValueError:
+        return stripped
+    error = parsed.get("error") if isinstance(parsed, dict) else None
+    message = error.get("message") if isinstance(error, dict) else None
+    return message if isinstance(message, str) else stripped
+
+
+def _error_code(chain: list[BaseException]) -> str:
+    body = _error_body(chain)
+    if isinstance(body, dict) and isinstance(body.get("code"), str):
+        return str(body["code"])
+    for exc in chain:
+        code = getattr(exc, "code", None)
+        if isinstance(code, str):
+            return code
+    return ""
+
+
+def _http_name(chain: list[BaseException], status: int, message: str) -> str:
+    fatal = [n for e in chain for n in _names(e) & FATAL_NAMES if n != "AuthenticationError"]
+    if fatal:
+        return fatal[0]
+    clue = f"{_error_code(chain)} {message}"
+    if status in (400, 413) and _CONTEXT_WINDOW.search(clue):
+        return "ContextWindowExceededError"
+    if status == 400 and _CONTENT_POLICY.search(clue):
+        return "ContentPolicyViolationError"
+    return STATUS_NAMES.get(status, "APIStatusError")
+
+
+def classify(exc: BaseException) -> Failure:
+    """Name, received status, detail and retryability of a failed model call."""
+    chain = chain_of(exc)
+    for item in chain:
+        if isinstance(item, ImportError) or "No module named" in str(item):
+            return Failure(type(item).__name__, None, str(item), False)
+        if isinstance(item, UnicodeError):
+            detail = f"text could not be encoded, no request was sent: {item}"
+            return Failure(type(item).__name__, None, detail, False)
+        if _is_local_config(item):
+            return Failure("ConfigurationError", None, str(item), False)
+        if _names(item) & _UNSENDABLE_NAMES:
+            detail = f"the request could not be sent: {item}"
+            return Failure("ConfigurationError", None, detail, False)
+    status = _received_status(chain)
+    if status is None:
+        transport = _transport_failure(chain)
+        if transport is not None:
+            return transport
+        if any(isinstance(e, json.JSONDecodeError) for e in chain):
+            detail = "the server's answer was not valid JSON"
+            return Failure("InvalidResponseError", None, detail, True)
+        status = status_code_of(exc)
+    names = set().union(*(_names(e) for e in chain))
+    if status is None:
+        if isinstance(exc, (TimeoutError, asyncio.TimeoutError)):
+            return Failure("Timeout", None, "no response in time", True)
+        retryable = not (names & FATAL_NAMES) and bool(_names(exc) & TRANSIENT_NAMES)
+        return Failure(type(exc).__name__, None, _provider_message(chain), retryable)
+    message = _provider_message(chain)
+    name = _http_name(chain, status, message)
+    fatal = bool(names & FATAL_NAMES) or name in FATAL_NAMES
+    return Failure(name, status, message, status in RETRYABLE_STATUS and not fatal)
+
+
+def describe(failure: Failure, *, limit: int = 500) -> str:
+    """``Name (HTTP 429): message``, whitespace folded and the length bounded (not redacted)."""
+    kind = failure.name + (f" (HTTP {failure.status})" if failure.status is not None else "")
+    detail = " ".join(failure.detail.split())
+    if len(detail) > limit:
+        detail = detail[: limit - 3] + "..."
+    return f"{kind}: {detail}" if detail else kind
+
+
+__all__ = [
+    "FATAL_NAMES",
+    "RETRYABLE_STATUS",
+    "STATUS_NAMES",
+    "TRANSIENT_NAMES",
+    "Failure",
+    "chain_of",
+    "classify",
+    "describe",
+    "status_code_of",
+]

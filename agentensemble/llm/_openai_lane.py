@@ -1,0 +1,176 @@
+"""The openai lane: chat completions sent straight to an OpenAI-compatible endpoint over httpx.
+
+Why httpx and not the openai SDK: both talk the same HTTP, but importing the SDK costs ~0.4 s and
+~26 MiB in a fresh process (httpx: ~0.05 s, ~5 MiB; measured, see benchmarks/RESULTS.md), and
+the point of this lane is a fast first answer and little CPU per request. Nothing happens at
+import: httpx is imported on the first call.
+
+- **One client per event loop**, created on the first call in that loop and reused by every
+  later call on it, so keep-alive connections are reused (no new TCP or TLS handshake per call).
+  Kept in a weak map: a closed, dropped loop takes its client with it.
+- **No hidden retries**: httpx does not retry; our ``RetryPolicy`` is the only layer.
+- **Errors as the transport gives them**: httpx's timeout and connection errors, or
+  ``httpx.HTTPStatusError`` carrying the response (its headers give ``Retry-After``). They are
+  classified by ``_failures`` exactly like the same failures arriving through litellm.
+- **The request litellm would send** for these models: the same body (``messages``, ``tools``,
+  ``max_tokens``...; ``None`` fields dropped from messages, as litellm does), the same JSON
+  encoding, the same ``Authorization``, ``OpenAI-Organization`` and ``OpenAI-Project`` headers.
+
+Streaming would be a sibling of ``send``: the same ``OpenAIRequest`` with ``"stream": true`` in
+the body and the response read as server-sent events.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import threading
+import weakref
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+DEFAULT_BASE_URL = "https://api.openai.com/v1"
+#: Request settings that are not part of the JSON body.
+_CALL_SETTINGS = frozenset(
+    {
+        "timeout",
+        "max_retries",
+        "api_base",
+        "api_key",
+        "extra_headers",
+        "extra_body",
+        "extra_query",
+        "organization",
+    }
+)
+#: Finish reasons some OpenAI-compatible servers send, as litellm normalises them.
+_FINISH_REASONS = {
+    "stop": "stop",
+    "length": "length",
+    "tool_calls": "tool_calls",
+    "function_call": "function_call",
+    "content_filter": "content_filter",
+    "eos": "stop",
+    "eos_token": "stop",
+    "end_turn": "stop",
+    "stop_sequence": "stop",
+    "max_tokens": "length",
+    "tool_use": "tool_calls",
+}
+
+_clients: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, Any] = weakref.WeakKeyDictionary()
+_clients_lock = threading.Lock()
+
+
+@dataclass(frozen=True)
+class OpenAIRequest:
+    """One chat-completions request, ready to send (headers hold the key: never log them)."""
+
+    url: str
+    headers: dict[str, str]
+    body: bytes
+    params: dict[str, Any] | None
+    timeout: float
+
+    def __repr__(self) -> str:  # the key is in the headers
+        return f"OpenAIRequest(url={self.url!r}, bytes={len(self.body)})"
+
+
+def model_name(model: str) -> str:
+    """The name the endpoint knows: ``openai/gpt-4o`` → ``gpt-4o``."""
+    return model.split("/", 1)[1] if model.lower().startswith("openai/") else model
+
+
+def base_url(api_base: str | None, environ: Mapping[str, str] | None = None) -> str:
+    """``api_base``, else ``OPENAI_BASE_URL`` / ``OPENAI_API_BASE``, else OpenAI's own."""
+    env = os.environ if environ is None else environ
+    return api_base or env.get("OPENAI_BASE_URL") or env.get("OPENAI_API_BASE") or DEFAULT_BASE_URL
+
+
+def _message(message: Any) -> Any:
+    if isinstance(message, dict):
+        return {key: value for key, value in message.items() if value is not None}
+    return message
+
+
+def build_request(
+    kwargs: Mapping[str, Any], environ: Mapping[str, str] | None = None
+) -> OpenAIRequest:
+    """The HTTP request for ``LLM.request_kwargs(...)``: pure, no network, no client."""
+    env = os.environ if environ is None else environ
+    headers = {"Content-Type": "application/json", "Accept": "application/json"}
+    key = kwargs.get("api_key") or env.get("OPENAI_API_KEY")
+    if key:
+        headers["Authorization"] = f"Bearer {key}"
+    organization = kwargs.get("organization") or env.get("OPENAI_ORG_ID")
+    if organization:
+        headers["OpenAI-Organization"] = str(organization)
+    project = env.get("OPENAI_PROJECT_ID")
+    if project:
+        headers["OpenAI-Project"] = project
+    headers.update({str(k): str(v) for k, v in (kwargs.get("extra_headers") or {}).items()})
+    body = {name: value for name, value in kwargs.items() if name not in _CALL_SETTINGS}
+    body["model"] = model_name(str(kwargs["model"]))
+    body["messages"] = [_message(message) for message in body.get("messages", [])]
+    body.update(kwargs.get("extra_body") or {})
+    content = json.dumps(body, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+    extra_query = kwargs.get("extra_query")
+    return OpenAIRequest(
+        url=base_url(kwargs.get("api_base"), env).rstrip("/") + "/chat/completions",
+        headers=headers,
+        body=content.encode("utf-8"),
+        params=dict(extra_query) if extra_query else None,
+        timeout=float(kwargs.get("timeout") or 600.0),
+    )
+
+
+def _client() -> Any:
+    """The httpx client of the running event loop (created on its first call)."""
+    loop = asyncio.get_running_loop()
+    with _clients_lock:
+        client = _clients.get(loop)
+        if client is None or client.is_closed:
+            import httpx
+
+            client = httpx.AsyncClient(
+                limits=httpx.Limits(max_connections=1000, max_keepalive_connections=100),
+                follow_redirects=True,
+            )
+            _clients[loop] = client
+        return client
+
+
+async def send(request: OpenAIRequest) -> dict[str, Any]:
+    """POST the request; the parsed JSON answer, or the transport's or status error raised."""
+    import httpx
+
+    response = await _client().post(
+        request.url,
+        content=request.body,
+        headers=request.headers,
+        params=request.params,
+        timeout=httpx.Timeout(request.timeout),
+    )
+    if response.status_code >= 400:
+        raise httpx.HTTPStatusError(
+            f"HTTP {response.status_code} from {request.url}",
+            request=response.request,
+            response=response,
+        )
+    answer = json.loads(response.content)
+    if not isinstance(answer, dict):
+        raise json.JSONDecodeError("the answer is not a JSON object", response.text[:200], 0)
+    return answer
+
+
+def normalise(answer: dict[str, Any]) -> dict[str, Any]:
+    """The answer with finish reasons mapped as litellm maps them (unknown ones to ``stop``)."""
+    for choice in answer.get("choices") or []:
+        if isinstance(choice, dict) and choice.get("finish_reason") is not None:
+            choice["finish_reason"] = _FINISH_REASONS.get(str(choice["finish_reason"]), "stop")
+    return answer
+
+
+__all__ = ["DEFAULT_BASE_URL", "OpenAIRequest", "base_url", "build_request", "model_name", "send"]

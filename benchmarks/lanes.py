@@ -1,0 +1,236 @@
+"""The two model lanes side by side: per-request overhead and a fresh process's first answer.
+
+Usage: ``python benchmarks/lanes.py [--rounds 9] [--calls 200] [--write]``. Everything runs
+against the local OpenAI-compatible test server (``TCP_NODELAY``, answering at once), in one
+run, interleaved round by round so load drift on a shared machine hits every variant alike.
+
+- **Per request**: the same call made ``--calls`` times on one event loop by (a) a bare
+  ``httpx`` POST of a pre-encoded body, parsed with ``json.loads`` (the floor: the server's own
+  time plus the least a Python client can do), (b) ``LLM.complete`` on the openai lane, (c) raw
+  ``litellm.acompletion``, (d) ``LLM.complete`` forced through litellm. "Overhead" is a
+  variant's time per request minus the floor's; CPU is the process CPU time per request.
+- **Fresh process**: ``python -c`` importing agentensemble and running a one-task ensemble to
+  its first model answer, on each lane: wall time from spawn to exit and peak RSS (the child's
+  own ``VmHWM``: a forked child's ``ru_maxrss`` would count the parent's pages).
+  Bytecode caching is allowed and the first run of each is discarded (see DEPENDENCIES.md).
+
+``--write`` replaces the "Model lanes" section of ``benchmarks/RESULTS.md`` (between its markers).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import textwrap
+import time
+import weakref
+from collections.abc import Awaitable, Callable
+from datetime import date
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "tests" / "e2e"))
+
+START, END = "<!-- lanes:start -->", "<!-- lanes:end -->"
+MESSAGES = [{"role": "user", "content": "Say hi"}]
+Row = tuple[str, str, str]
+
+
+def _variants(base_url: str) -> dict[str, Callable[[], Awaitable[Any]]]:
+    import httpx
+
+    from agentensemble import LLM, RetryPolicy
+    from agentensemble.llm._litellm import load_litellm
+
+    litellm = load_litellm()
+    once = RetryPolicy(max_attempts=1)
+    fast = LLM("openai/test-model", api_base=base_url, api_key="sk-bench", retry_policy=once)
+    slow = fast.model_copy(update={"lane": "litellm"})
+    assert fast.effective_lane == "openai" and slow.effective_lane == "litellm"
+    body = json.dumps({"model": "test-model", "messages": MESSAGES}).encode()
+    headers = {"Authorization": "Bearer sk-bench", "Content-Type": "application/json"}
+    clients: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, httpx.AsyncClient]
+    clients = weakref.WeakKeyDictionary()
+
+    async def floor() -> Any:
+        loop = asyncio.get_running_loop()
+        client = clients.get(loop) or clients.setdefault(loop, httpx.AsyncClient())
+        response = await client.post(f"{base_url}/chat/completions", content=body, headers=headers)
+        return json.loads(response.content)
+
+    async def raw_litellm() -> Any:
+        return await litellm.acompletion(
+            model="openai/test-model",
+            messages=MESSAGES,
+            api_base=base_url,
+            api_key="sk-bench",
+            max_retries=0,
+            timeout=60.0,
+        )
+
+    return {
+        "floor: bare httpx POST + json.loads": floor,
+        "openai lane: LLM.complete": lambda: fast.complete(MESSAGES),
+        "raw litellm.acompletion": raw_litellm,
+        "litellm lane: LLM.complete": lambda: slow.complete(MESSAGES),
+    }
+
+
+def _measure(call: Callable[[], Awaitable[Any]], calls: int) -> tuple[float, float]:
+    """Wall and CPU seconds per request for ``calls`` sequential requests on one event loop."""
+
+    async def loop() -> tuple[float, float]:
+        await call()  # this loop's client and connection
+        wall, cpu = time.perf_counter(), time.process_time()
+        for _ in range(calls):
+            await call()
+        return (time.perf_counter() - wall) / calls, (time.process_time() - cpu) / calls
+
+    return asyncio.run(loop())
+
+
+def bench_requests(rounds: int, calls: int) -> list[Row]:
+    from openai_server import OpenAIServer
+
+    with OpenAIServer() as server:
+        server.set_responder(lambda request: "hi")
+        variants = _variants(server.base_url)
+        for call in variants.values():  # warm-up: imports, caches
+            _measure(call, 20)
+        samples: dict[str, list[tuple[float, float]]] = {name: [] for name in variants}
+        for _ in range(rounds):
+            for name, call in variants.items():
+                samples[name].append(_measure(call, calls))
+    wall = {n: statistics.median(w for w, _ in s) for n, s in samples.items()}
+    cpu = {n: statistics.median(c for _, c in s) for n, s in samples.items()}
+    spread = {n: (min(w for w, _ in s), max(w for w, _ in s)) for n, s in samples.items()}
+    names = list(variants)
+    floor_name, raw_name = names[0], "raw litellm.acompletion"
+    rows: list[Row] = []
+    for name in names:
+        low, high = spread[name]
+        note = f"min-max {low * 1e3:.2f}-{high * 1e3:.2f} ms; CPU {cpu[name] * 1e3:.2f} ms"
+        rows.append((f"per request, {name}", f"{wall[name] * 1e3:.2f} ms", note))
+    goals = {names[1]: "goal <= 0.5x", names[3]: "goal <= 1.05x"}
+    for label, figures in (("wall", wall), ("CPU", cpu)):
+        over = {n: figures[n] - figures[floor_name] for n in names}
+        for name in names[1:]:
+            ratio = over[name] / over[raw_name] if over[raw_name] > 0 else float("nan")
+            rows.append(
+                (
+                    f"{label} overhead above the floor, {name}",
+                    f"{over[name] * 1e3:.2f} ms",
+                    f"{ratio:.2f}x raw litellm's {goals.get(name, '')}".rstrip(),
+                )
+            )
+    return rows
+
+
+_FIRST_ANSWER = textwrap.dedent(
+    """
+    from agentensemble import LLM, Agent, Ensemble, Task
+    llm = LLM("openai/test-model", api_base={base!r}, api_key="sk-bench")
+    agent = Agent(role="Greeter", goal="Greet", llm=llm)
+    print(Ensemble(tasks=[Task(description="Say hi", agent=agent)]).run().raw)
+    with open("/proc/self/status") as status:  # VmHWM: this program's peak RSS (not the fork's)
+        print(next(line.split()[1] for line in status if line.startswith("VmHWM:")))
+    """
+)
+
+
+def _fresh_process(base_url: str, lane: str) -> tuple[float, float]:
+    """Spawn-to-exit seconds and peak RSS (MiB) of a process running to its first answer."""
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    env.pop("AGENTENSEMBLE_LLM_LANE", None)
+    if lane == "litellm":
+        env["AGENTENSEMBLE_LLM_LANE"] = "litellm"
+    code = _FIRST_ANSWER.format(base=base_url)
+    started = time.perf_counter()
+    done = subprocess.run(
+        [sys.executable, "-c", code], env=env, capture_output=True, text=True, cwd=str(ROOT)
+    )
+    elapsed = time.perf_counter() - started
+    lines = done.stdout.split()
+    if done.returncode != 0 or lines[:1] != ["hi"]:
+        raise RuntimeError(f"fresh process on the {lane} lane failed: {done.stderr[-2000:]}")
+    return elapsed, int(lines[1]) / 1024
+
+
+def bench_first_answer(rounds: int) -> list[Row]:
+    from openai_server import OpenAIServer
+
+    lanes = ("openai", "litellm")
+    samples: dict[str, list[tuple[float, float]]] = {lane: [] for lane in lanes}
+    with OpenAIServer() as server:
+        server.set_responder(lambda request: "hi")
+        for lane in lanes:
+            _fresh_process(server.base_url, lane)  # writes bytecode caches: not counted
+        for _ in range(rounds):
+            for lane in lanes:
+                samples[lane].append(_fresh_process(server.base_url, lane))
+    rows: list[Row] = []
+    for lane in lanes:
+        seconds = [s for s, _ in samples[lane]]
+        mib = [m for _, m in samples[lane]]
+        goal = " (goal <= 1.5 s, <= 100 MiB)" if lane == "openai" else ""
+        rows += [
+            (
+                f"fresh process to first answer, {lane} lane",
+                f"{statistics.median(seconds):.2f} s",
+                f"min-max {min(seconds):.2f}-{max(seconds):.2f} s{goal}",
+            ),
+            (
+                f"peak RSS to first answer, {lane} lane",
+                f"{statistics.median(mib):.0f} MiB",
+                f"min-max {min(mib):.0f}-{max(mib):.0f} MiB",
+            ),
+        ]
+    return rows
+
+
+def render(rows: list[Row], seconds: float, args: argparse.Namespace) -> str:
+    head = (
+        f"Measured {date.today().isoformat()} on {platform.machine()}, Python "
+        f"{platform.python_version()}, {os.cpu_count()} cores, by `python benchmarks/lanes.py` "
+        f"({args.rounds} interleaved rounds, {args.calls} requests per round and variant); "
+        f"run took {seconds:.0f} s.\n\n| measurement | median | note |\n|---|---|---|\n"
+    )
+    return head + "\n".join(f"| {a} | {b} | {c} |" for a, b, c in rows) + "\n"
+
+
+def write_section(table: str) -> None:
+    path = ROOT / "benchmarks" / "RESULTS.md"
+    text = path.read_text()
+    section = f"{START}\n## Model lanes\n\n{table}{END}"
+    if START in text and END in text:
+        text = text[: text.index(START)] + section + text[text.index(END) + len(END) :]
+    else:
+        text = text.rstrip("\n") + "\n\n" + section + "\n"
+    path.write_text(text)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--rounds", type=int, default=9)
+    parser.add_argument("--calls", type=int, default=200)
+    parser.add_argument("--write", action="store_true", help="record in benchmarks/RESULTS.md")
+    args = parser.parse_args()
+    started = time.perf_counter()
+    rows = bench_requests(args.rounds, args.calls) + bench_first_answer(args.rounds)
+    table = render(rows, time.perf_counter() - started, args)
+    print(table)
+    if args.write:
+        write_section(table)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
