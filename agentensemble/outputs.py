@@ -13,11 +13,15 @@ from pydantic import (
     ConfigDict,
     Field,
     PrivateAttr,
+    SerializerFunctionWrapHandler,
     TypeAdapter,
     ValidationError,
     field_serializer,
     field_validator,
+    model_serializer,
 )
+
+from agentensemble._saveable import jsonable, scrub
 
 if TYPE_CHECKING:
     from agentensemble.tracing.trace import ExecutionTrace
@@ -27,6 +31,14 @@ else:
     _Trace = Any  # the trace module is imported by the first run, not by ``import agentensemble``
 
 T = TypeVar("T")
+
+
+class _Saveable(BaseModel):
+    """JSON output never fails: lone surrogates replaced (see ``agentensemble._saveable``)."""
+
+    @model_serializer(mode="wrap", when_used="json")
+    def _saveable_json(self, handler: SerializerFunctionWrapHandler) -> Any:
+        return scrub(handler(self))
 
 
 def _typed(value: Any, output_type: type[T]) -> T:
@@ -74,7 +86,7 @@ class TokenUsage(BaseModel):
         )
 
 
-class ToolCallRecord(BaseModel):
+class ToolCallRecord(_Saveable):
     """One tool call as the model made it and as it ended."""
 
     model_config = ConfigDict(frozen=True, defer_build=True)
@@ -94,6 +106,11 @@ class ToolCallRecord(BaseModel):
     return_behavior: ReturnBehavior = ReturnBehavior.TO_LLM
     structured_output: Any = None
 
+    @field_serializer("structured_output", when_used="json")
+    def _structured_json(self, value: Any) -> Any:
+        """Whatever a tool returned can be saved: unknown objects as their text."""
+        return jsonable(value)
+
 
 class TaskMetrics(BaseModel):
     """Where a task's time went, and how often its model calls were retried."""
@@ -106,7 +123,7 @@ class TaskMetrics(BaseModel):
     retries: int = Field(default=0, description="model call attempts beyond the first")
 
 
-class TaskOutput(BaseModel):
+class TaskOutput(_Saveable):
     """What one task produced."""
 
     model_config = ConfigDict(frozen=True, defer_build=True)
@@ -134,7 +151,7 @@ class TaskOutput(BaseModel):
         return _typed(self.parsed, output_type)
 
 
-class EnsembleOutput(BaseModel):
+class EnsembleOutput(_Saveable):
     """What a whole run produced: every completed task's output, in order."""
 
     model_config = ConfigDict(frozen=True, defer_build=True)
