@@ -61,6 +61,8 @@ class _OpenReview:
     key: tuple[str, str | None, str]
     started: float
     record: Record | None
+    wait: float = 0.0
+    revised: str | None = None  # a reviewer's edit of the task description, before it ran
 
 
 @dataclass
@@ -96,7 +98,7 @@ class TraceRecorder:
         self._tools: dict[str, Record] = {}
         self._open_reviews: list[_OpenReview] = []
         self._waiting_reviews: list[_OpenReview] = []  # asked before their task started
-        self._early_wait = 0.0
+        self._workflow = workflow
         self._by_output: dict[int, int] = {}
         self._messages: dict[int, tuple[Any, Any]] = {}
         self._delegations: list[tuple[float, Record]] = []
@@ -176,13 +178,20 @@ class TraceRecorder:
             self._trace["tasks"].append(task.record)
         self._tasks[event.task_index] = task
         self._order.append(event.task_index)
-        task.metrics.review_wait_seconds += self._early_wait
-        self._early_wait = 0.0
-        for review in self._waiting_reviews:
+        for review in self._reviews_before(event.task_description):
             review.task_index = event.task_index
+            task.metrics.review_wait_seconds += review.wait
             if review.record is not None and task.record is not None:
                 task.record["reviews"].append(review.record)
-        self._waiting_reviews = []
+
+    def _reviews_before(self, description: str) -> list[_OpenReview]:
+        """The reviews asked before this task started: those about its description (as asked,
+        or as a reviewer edited it); in a sequential run, whatever is waiting."""
+        mine = [r for r in self._waiting_reviews if description in (r.key[2], r.revised)]
+        if not mine and self._workflow == "sequential":
+            mine = list(self._waiting_reviews)
+        self._waiting_reviews = [r for r in self._waiting_reviews if r not in mine]
+        return mine
 
     def _task_for(self, index: int | None, agent_role: str | None = None) -> _Task | None:
         if index is not None and index in self._tasks:
@@ -349,11 +358,12 @@ class TraceRecorder:
             return
         self._open_reviews.remove(review)
         wait = time.perf_counter() - review.started
+        review.wait = wait
+        revised = event.details.get("revised_output") if event.details else None
+        review.revised = revised if isinstance(revised, str) else None
         task = self._tasks.get(review.task_index) if review.task_index is not None else None
         if task is not None:
             task.metrics.review_wait_seconds += wait
-        else:
-            self._early_wait += wait
         if review.record is not None:
             review.record.update(
                 decision=event.decision,
