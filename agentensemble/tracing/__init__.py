@@ -7,7 +7,9 @@ facade only); this package root stays free of the execution layers so ``outputs`
 from agentensemble.outputs import TaskMetrics
 from agentensemble.tracing.trace import (
     SCHEMA_VERSION,
+    DelegationTrace,
     ErrorInfo,
+    EventRecord,
     ExecutionTrace,
     ModelTurn,
     RequestedToolCall,
@@ -19,7 +21,9 @@ from agentensemble.tracing.trace import (
 
 __all__ = [
     "SCHEMA_VERSION",
+    "DelegationTrace",
     "ErrorInfo",
+    "EventRecord",
     "ExecutionTrace",
     "ModelTurn",
     "RequestedToolCall",

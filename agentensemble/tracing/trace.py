@@ -99,6 +99,28 @@ class ReviewTrace(_Model):
     wait_seconds: float | None = None
 
 
+class DelegationTrace(_Model):
+    """Work an agent (or the manager) handed to another agent, and how it ended."""
+
+    from_role: str
+    to_role: str
+    instructions: str
+    depth: int
+    started_at: datetime
+    duration_seconds: float | None = None
+    output: str | None = None
+    error: str | None = None
+
+
+class EventRecord(_Model):
+    """An event with no place of its own in the trace (a guardrail check, a newer event type):
+    its type name, when it arrived and its fields (redacted, as JSON data)."""
+
+    type: str
+    at: datetime
+    fields: dict[str, Any] = Field(default_factory=dict)
+
+
 class TaskTrace(_Model):
     """One task: its agent, exact prompts, model turns, tool calls, reviews, outcome."""
 
@@ -115,6 +137,8 @@ class TaskTrace(_Model):
     model_turns: list[ModelTurn] = Field(default_factory=list)
     tool_calls: list[ToolCallTrace] = Field(default_factory=list)
     reviews: list[ReviewTrace] = Field(default_factory=list)
+    delegations: list[DelegationTrace] = Field(default_factory=list)
+    events: list[EventRecord] = Field(default_factory=list)
     output: str | None = None
     error: ErrorInfo | None = None
     usage: TokenCounts = Field(default_factory=TokenCounts)
@@ -135,6 +159,9 @@ class ExecutionTrace(_Model):
     workflow: str
     inputs: dict[str, Any] = Field(default_factory=dict)
     tasks: list[TaskTrace] = Field(default_factory=list)
+    events: list[EventRecord] = Field(
+        default_factory=list, description="events outside any task, with no place of their own"
+    )
     exit_reason: str | None = None
     error: ErrorInfo | None = None
     usage: TokenCounts = Field(default_factory=TokenCounts)
@@ -166,7 +193,9 @@ class ExecutionTrace(_Model):
 __all__ = [
     "SCHEMA_VERSION",
     "Capture",
+    "DelegationTrace",
     "ErrorInfo",
+    "EventRecord",
     "ExecutionTrace",
     "ModelTurn",
     "RequestedToolCall",
