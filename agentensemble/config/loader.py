@@ -34,7 +34,15 @@ from agentensemble.tools.resolver import ToolResolver
 if TYPE_CHECKING:
     from agentensemble.ensemble import Ensemble
 
-TOP_LEVEL = ("model", "workflow", "verbose", "review", "agents", "tasks")
+#: Workflow settings passed to Ensemble as they are (crew-file key -> Ensemble field).
+WORKFLOW_SETTINGS = {
+    "max_concurrency": "max_concurrency",
+    "parallel_error_strategy": "parallel_error_strategy",
+    "manager_model": "manager_llm",
+    "manager_max_iterations": "manager_max_iterations",
+    "max_delegation_depth": "max_delegation_depth",
+}
+TOP_LEVEL = ("model", "workflow", "verbose", "review", "agents", "tasks", *WORKFLOW_SETTINGS)
 REVIEW_KEYS = ("policy", "handler", "url", "secret_env", "timeout")
 _SCALARS: dict[str, Any] = {"str": str, "int": int, "float": float, "bool": bool}
 _YAML_ONLY = {"name"}  # the entry's name in list form
@@ -70,7 +78,8 @@ def build_ensemble(doc: Located) -> Ensemble:
     agents = _agents(doc, data.get("agents") or {})
     tasks = _tasks(doc, data.get("tasks"), agents)
     settings: dict[str, Any] = {"tasks": tasks, "agents": list(agents.values())}
-    for key, field in (("model", "llm"), ("workflow", "workflow"), ("verbose", "verbose")):
+    plain = {"model": "llm", "workflow": "workflow", "verbose": "verbose", **WORKFLOW_SETTINGS}
+    for key, field in plain.items():
         if data.get(key) is not None:
             settings[field] = data[key]
     if data.get("review") is not None:
