@@ -19,6 +19,7 @@ from typing import Any
 
 from agentensemble.events import (
     EnsembleEvent,
+    GuardrailChecked,
     LLMCallCompleted,
     LLMCallFailed,
     LLMCallStarted,
@@ -146,6 +147,7 @@ class TraceRecorder:
                 "model_turns": [],
                 "tool_calls": [],
                 "reviews": [],
+                "guardrails": [],
             }
             self._trace["tasks"].append(task.record)
         self._tasks[event.task_index] = task
@@ -334,6 +336,20 @@ class TraceRecorder:
                 wait_seconds=wait,
             )
 
+    def _guardrail_checked(self, event: GuardrailChecked) -> None:
+        task = self._task_for(event.task_index, event.agent_role)
+        if task is not None and task.record is not None:
+            task.record["guardrails"].append(
+                {
+                    "kind": event.kind,
+                    "guardrail": event.guardrail,
+                    "passed": event.passed,
+                    "message": _text(event.message),
+                    "attempt": event.attempt,
+                    "checked_at": _now(),
+                }
+            )
+
     # -- results ------------------------------------------------------------------------------
 
     def metrics_for(self, index: int) -> TaskMetrics:
@@ -386,6 +402,7 @@ _HANDLERS: dict[type, Any] = {
     ToolCallCompleted: TraceRecorder._tool_completed,
     ReviewRequested: TraceRecorder._review_requested,
     ReviewDecided: TraceRecorder._review_decided,
+    GuardrailChecked: TraceRecorder._guardrail_checked,
 }
 
 __all__ = ["TraceRecorder", "error_info", "json_safe"]

@@ -102,6 +102,17 @@ class ReviewTrace(_Model):
     wait_seconds: float | None = None
 
 
+class GuardrailTrace(_Model):
+    """One guardrail check: which, on the input or on which answer, and its verdict."""
+
+    kind: Literal["input", "output"]
+    guardrail: str
+    passed: bool
+    message: str | None = None
+    attempt: int = 1
+    checked_at: datetime
+
+
 class TaskTrace(_Model):
     """One task: its agent, exact prompts, model turns, tool calls, reviews, outcome."""
 
@@ -118,6 +129,7 @@ class TaskTrace(_Model):
     model_turns: list[ModelTurn] = Field(default_factory=list)
     tool_calls: list[ToolCallTrace] = Field(default_factory=list)
     reviews: list[ReviewTrace] = Field(default_factory=list)
+    guardrails: list[GuardrailTrace] = Field(default_factory=list)
     output: str | None = None
     error: ErrorInfo | None = None
     usage: TokenCounts = Field(default_factory=TokenCounts)
@@ -171,6 +183,7 @@ __all__ = [
     "Capture",
     "ErrorInfo",
     "ExecutionTrace",
+    "GuardrailTrace",
     "ModelTurn",
     "RequestedToolCall",
     "ReviewTrace",
