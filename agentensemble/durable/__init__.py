@@ -20,9 +20,11 @@ except ImportError as error:  # pragma: no cover - depends on the installed extr
         "agentensemble.durable needs the durable extra: pip install 'agentensemble[durable]'"
     ) from error
 
+from agentensemble.durable._client import DurableClient
 from agentensemble.durable._runtime import (
     DATABASE_ENV,
     DEFAULT_DATABASE_URL,
+    WORKER_ENV,
     DurableRunError,
     DurableRuntime,
     RunInfo,
@@ -33,6 +35,8 @@ from agentensemble.durable._steps import DurableDivergenceError
 __all__ = [
     "DATABASE_ENV",
     "DEFAULT_DATABASE_URL",
+    "WORKER_ENV",
+    "DurableClient",
     "DurableDivergenceError",
     "DurableRunError",
     "DurableRuntime",

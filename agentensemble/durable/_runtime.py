@@ -27,6 +27,7 @@ from agentensemble.outputs import EnsembleOutput, TaskOutput
 
 DATABASE_ENV = "AGENTENSEMBLE_DATABASE_URL"
 DEFAULT_DATABASE_URL = "sqlite:///agentensemble.sqlite"
+WORKER_ENV = "AGENTENSEMBLE_WORKER_ID"
 QUEUE_NAME = "agentensemble-runs"
 WORKFLOW_NAME = "agentensemble.run"
 _APP_NAME = re.compile(r"^[a-z0-9_-]{3,256}$")
@@ -127,6 +128,7 @@ class DurableRuntime:
         worker_concurrency: int = 4,
         concurrency: int | None = None,
         max_runs_per_period: tuple[int, float] | None = None,
+        worker_id: str | None = None,
     ) -> None:
         if not _APP_NAME.match(app_name):
             raise ConfigurationError(
@@ -134,14 +136,18 @@ class DurableRuntime:
             )
         if worker_concurrency < 1:
             raise ConfigurationError(f"worker_concurrency must be >= 1, got {worker_concurrency}")
-        self.database_url = globals()["database_url"](database_url)
+        self.database_url: str = globals()["database_url"](database_url)
         self.app_name = app_name
+        # each worker process needs its own id: at launch a worker resumes the unfinished runs
+        # recorded under its id, so two live workers sharing one would run a run twice
+        self.worker_id = worker_id or os.environ.get(WORKER_ENV) or "local"
         self._launched = False
         DBOS(
             config={
                 "name": app_name,
                 "system_database_url": self.database_url,
                 "log_level": "WARNING",
+                "executor_id": self.worker_id,
             }
         )
         self._queue_settings: dict[str, Any] = {
@@ -266,6 +272,21 @@ class DurableRuntime:
         )
         return [_info(w) for w in found]
 
+    def recover(self, worker_id: str) -> list[str]:
+        """Take over the unfinished runs of a worker known to be dead; their run ids.
+
+        A worker resumes its own runs when it starts again under the same id; when it will not
+        come back, any live worker can take its runs over with this (or the ``recover``
+        command). Never call it for a worker that is still running: its runs would run twice.
+        """
+        self._require_launched()
+        if worker_id == self.worker_id:
+            raise ConfigurationError(
+                f"worker {worker_id!r} is this process: its runs resume when it launches"
+            )
+        handles = DBOS._recover_pending_workflows([worker_id])  # no public API for this yet
+        return [handle.workflow_id for handle in handles]
+
     def cancel(self, run_id: str) -> None:
         """Stop ``run_id``: no further step starts; it can be resumed later with DBOS tools."""
         self._require_launched()
@@ -310,6 +331,7 @@ def _quiet_dbos_logs() -> None:
 __all__ = [
     "DATABASE_ENV",
     "DEFAULT_DATABASE_URL",
+    "WORKER_ENV",
     "DurableRunError",
     "DurableRuntime",
     "RunInfo",
