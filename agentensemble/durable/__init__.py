@@ -20,7 +20,8 @@ except ImportError as error:  # pragma: no cover - depends on the installed extr
         "agentensemble.durable needs the durable extra: pip install 'agentensemble[durable]'"
     ) from error
 
-from agentensemble.durable._client import DurableClient
+from agentensemble.durable._client import DurableClient, ReviewClosedError
+from agentensemble.durable._review import DurableReviewHandler
 from agentensemble.durable._runtime import (
     DATABASE_ENV,
     DEFAULT_DATABASE_URL,
@@ -38,8 +39,10 @@ __all__ = [
     "WORKER_ENV",
     "DurableClient",
     "DurableDivergenceError",
+    "DurableReviewHandler",
     "DurableRunError",
     "DurableRuntime",
+    "ReviewClosedError",
     "RunInfo",
     "database_url",
 ]

@@ -12,12 +12,14 @@ from typing import Any
 
 from dbos import DBOSClient
 
+from agentensemble.durable._review import REVIEWS_KEY, review_key
 from agentensemble.durable._runtime import (
     QUEUE_NAME,
     WORKFLOW_NAME,
     _output_from,
     database_url,
 )
+from agentensemble.errors import AgentEnsembleError
 from agentensemble.outputs import EnsembleOutput
 
 _FINISHED = {"SUCCESS", "ERROR", "CANCELLED", "MAX_RECOVERY_ATTEMPTS_EXCEEDED"}
@@ -55,6 +57,42 @@ class DurableClient:
             time.sleep(0.1)
         return _output_from(self._client.retrieve_workflow(run_id).get_result(), run_id)
 
+    def pending_reviews(self, run_id: str) -> list[dict[str, Any]]:
+        """The reviews of ``run_id`` still waiting for a decision: id and request fields."""
+        reviews = []
+        for review_id in self._client.get_event(run_id, REVIEWS_KEY, timeout_seconds=0) or []:
+            found = self._client.get_event(run_id, review_key(review_id), timeout_seconds=0)
+            if isinstance(found, dict) and found.get("state") == "pending":
+                reviews.append(found)
+        return reviews
+
+    def decide(
+        self,
+        run_id: str,
+        review_id: str,
+        decision: str,
+        *,
+        revised_output: str | None = None,
+        reason: str | None = None,
+    ) -> None:
+        """Decide a pending review: ``continue``, ``edit`` (with ``revised_output``) or
+        ``exit_early`` (with an optional ``reason``). A review that is unknown, already decided
+        or timed out is refused with ``ReviewClosedError``; nothing is sent."""
+        if decision not in ("continue", "edit", "exit_early"):
+            raise ValueError(f"decision must be continue, edit or exit_early; got {decision!r}")
+        if decision == "edit" and revised_output is None:
+            raise ValueError("an edit needs revised_output")
+        found = self._client.get_event(run_id, review_key(review_id), timeout_seconds=0)
+        if not isinstance(found, dict):
+            raise ReviewClosedError(f"run {run_id!r} has no review {review_id!r}")
+        if found.get("state") != "pending":
+            raise ReviewClosedError(
+                f"review {review_id!r} of run {run_id!r} is no longer pending "
+                f"({found.get('state')}): the decision was not applied"
+            )
+        message = {"decision": decision, "revised_output": revised_output, "reason": reason}
+        self._client.send(run_id, message, topic=review_id)
+
     def cancel(self, run_id: str) -> None:
         """Stop ``run_id``: no further step of it starts."""
         self._client.cancel_workflow(run_id)
@@ -64,8 +102,12 @@ class DurableClient:
         self._client.destroy()
 
 
+class ReviewClosedError(AgentEnsembleError):
+    """A decision for a review that is unknown, already decided or timed out: not applied."""
+
+
 def _resolve(url: str | None) -> str:
     return database_url(url)
 
 
-__all__ = ["DurableClient"]
+__all__ = ["DurableClient", "ReviewClosedError"]

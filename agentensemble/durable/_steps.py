@@ -28,12 +28,15 @@ class DurableDivergenceError(AgentEnsembleError):
 class DBOSSteps:
     """The step runner of durable runs: every step goes through DBOS."""
 
-    async def run_step(self, kind: StepKind, name: str, call: Callable[[], Awaitable[T]]) -> T:
+    async def run_step(
+        self, kind: StepKind, name: str, call: Callable[[], Awaitable[T]], *, durable_itself: bool
+    ) -> T:
         from dbos import DBOS
         from dbos._error import DBOSUnexpectedStepError
 
-        if DBOS.workflow_id is None or DBOS.step_id is not None:
-            return await call()  # outside a durable run, or a step inside a step: a plain call
+        if DBOS.workflow_id is None or DBOS.step_id is not None or durable_itself:
+            # outside a durable run, a step inside a step, or a call that checkpoints itself
+            return await call()
 
         async def step() -> Any:
             return await call()

@@ -20,18 +20,30 @@ StepKind = Literal["model", "tool", "review"]
 class StepRunner(Protocol):
     """Runs one step of a run; ``call`` does the work and may be skipped if already done."""
 
-    async def run_step(self, kind: StepKind, name: str, call: Callable[[], Awaitable[T]]) -> T: ...
+    async def run_step(
+        self, kind: StepKind, name: str, call: Callable[[], Awaitable[T]], *, durable_itself: bool
+    ) -> T: ...
 
 
 _runner: ContextVar[StepRunner | None] = ContextVar("agentensemble_step_runner", default=None)
 
 
-async def as_step(kind: StepKind, name: str, call: Callable[[], Awaitable[T]]) -> T:
-    """Run ``call`` as a step of the current run (a plain call when no runner is installed)."""
+async def as_step(
+    kind: StepKind,
+    name: str,
+    call: Callable[[], Awaitable[T]],
+    *,
+    durable_itself: bool = False,
+) -> T:
+    """Run ``call`` as a step of the current run (a plain call when no runner is installed).
+
+    ``durable_itself``: the call makes its own durable operations (a review handler that waits
+    for a message across restarts); a runner must let it run in the run itself, not in a step.
+    """
     runner = _runner.get()
     if runner is None:
         return await call()
-    return await runner.run_step(kind, name, call)
+    return await runner.run_step(kind, name, call, durable_itself=durable_itself)
 
 
 @contextmanager

@@ -66,7 +66,12 @@ async def ask_reviewer(
         timing=ReviewTiming(timing), task_description=task_description, output=output
     )
     emitter.emit(ReviewRequested(timing=timing, task_description=task_description, output=output))
-    decision = await as_step("review", f"review:{timing}", lambda: aask(handler, request))
+    decision = await as_step(
+        "review",
+        f"review:{timing}",
+        lambda: aask(handler, request),
+        durable_itself=getattr(handler, "durable_itself", False) is True,
+    )
     details: dict[str, Any] = {}
     if isinstance(decision, Edit):
         result = GateResult(revised_text=decision.revised_output)
