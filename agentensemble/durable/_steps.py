@@ -13,6 +13,7 @@ from typing import Any, TypeVar
 
 from agentensemble.errors import AgentEnsembleError
 from agentensemble.execution.steps import StepKind
+from agentensemble.run_context import current_task_index
 
 T = TypeVar("T")
 
@@ -37,6 +38,10 @@ class DBOSSteps:
         if DBOS.workflow_id is None or DBOS.step_id is not None or durable_itself:
             # outside a durable run, a step inside a step, or a call that checkpoints itself
             return await call()
+
+        task = current_task_index()
+        if task is not None:  # names unique per task: a replay in another order is caught
+            name = f"task{task}:{name}"
 
         async def step() -> Any:
             return await call()

@@ -28,7 +28,8 @@ def note(text: str) -> str:
 
 def build() -> Ensemble:
     model = LLM("openai/test-model", api_base=BASE_URL, api_key="sk-test-durable-0000")
-    writer = Agent(role="Writer", goal="Take notes", tools=[note], llm=model)
+    role = os.environ.get("WRITER_ROLE", "Writer")  # another role: a code change since the crash
+    writer = Agent(role=role, goal="Take notes", tools=[note], llm=model)
     first = Task(description="Task one: note a and b", agent=writer, name="one")
     second = Task(description="Task two: note c", agent=writer, context=[first], name="two")
     return Ensemble(tasks=[first, second])

@@ -40,13 +40,13 @@ def reply_for(body: dict[str, Any]) -> TextReply | ToolCallsReply:
     return TextReply("one done")
 
 
-def run_app(db: str, server: OpenAICompatibleServer, workdir: Path, run_id: str) -> Any:
+def run_app(db: str, server: OpenAICompatibleServer, workdir: Path, run_id: str, **env: str) -> Any:
     return subprocess.run(
         [sys.executable, str(APP), db, server.base_url, str(workdir), run_id],
         capture_output=True,
         text=True,
         timeout=120,
-        env={**os.environ, "PYTHONUNBUFFERED": "1"},
+        env={**os.environ, "PYTHONUNBUFFERED": "1", **env},
     )
 
 
@@ -109,3 +109,19 @@ def test_a_killed_run_resumes_without_resending_answered_requests_or_rerunning_t
     effects = (workdir / "effects.log").read_text().split()
     assert sorted(effects) == ["a", "b", "c"]
     assert effects[: len(effects_before)] == effects_before
+
+
+def test_a_run_recovered_by_changed_code_is_reported_not_mixed(tmp_path: Path) -> None:
+    db = f"sqlite:///{tmp_path}/runs.sqlite"
+    with OpenAICompatibleServer() as server:
+        model = KillOnArrival(tmp_path, kill_at=3)
+        server.set_responder(model)
+        crashed = run_app(db, server, tmp_path, "run-1")
+        assert crashed.returncode == -signal.SIGKILL, crashed.stderr
+
+        changed = run_app(db, server, tmp_path, "run-1", WRITER_ROLE="Editor")
+
+    assert changed.returncode != 0
+    assert "diverged from its checkpoints" in changed.stderr
+    assert "model:Editor" in changed.stderr
+    assert model.arrived == 3  # nothing was sent for the changed code's first turn
