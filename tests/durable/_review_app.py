@@ -40,6 +40,7 @@ runtime.register("announce", build)
 
 if __name__ == "__main__":
     runtime.launch()
+    print("ready", flush=True)  # the database exists: clients may connect
     if COMMAND == "start":
         output = runtime.run("announce", {}, run_id=RUN_ID)
     else:

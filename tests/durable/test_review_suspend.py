@@ -20,13 +20,16 @@ APP = Path(__file__).with_name("_review_app.py")
 
 
 def start(db: str, command: str, run_id: str, **env: str) -> subprocess.Popen[str]:
-    return subprocess.Popen(
+    process = subprocess.Popen(
         [sys.executable, str(APP), db, command, run_id],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
-        env={**os.environ, **env},
+        env={**os.environ, "PYTHONUNBUFFERED": "1", **env},
     )
+    assert process.stdout is not None
+    assert process.stdout.readline().strip() == "ready"  # launched: the database exists
+    return process
 
 
 def finished(process: subprocess.Popen[str]) -> dict[str, Any]:
@@ -52,9 +55,9 @@ def test_a_review_decided_while_no_process_runs_is_applied_when_the_run_resumes(
     tmp_path: Path,
 ) -> None:
     db = f"sqlite:///{tmp_path}/runs.sqlite"
+    first = start(db, "start", "announce-1")
     client = DurableClient(db)
     try:
-        first = start(db, "start", "announce-1")
         review = wait_for_review(client, "announce-1")
         assert review["request"]["output"] == "Draft: we ship on Monday"
         first.kill()  # the process waiting for the human dies
@@ -78,9 +81,9 @@ def test_a_review_decided_while_no_process_runs_is_applied_when_the_run_resumes(
 
 def test_a_decision_for_a_timed_out_review_is_refused(tmp_path: Path) -> None:
     db = f"sqlite:///{tmp_path}/runs.sqlite"
+    run = start(db, "start", "announce-2", REVIEW_TIMEOUT="1")
     client = DurableClient(db)
     try:
-        run = start(db, "start", "announce-2", REVIEW_TIMEOUT="1")
         review = wait_for_review(client, "announce-2")
         output = finished(run)
         assert output["exit"] == "timeout"  # on_timeout=EXIT_EARLY, nobody answered
