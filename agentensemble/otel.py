@@ -162,11 +162,11 @@ class OpenTelemetryListener:
                 self._set_usage(span, event.usage)
                 response = event.response
                 if response is not None:
-                    if response.finish_reason:
+                    if isinstance(response.finish_reason, str):  # provider data: checked
                         span.set_attribute(
                             "gen_ai.response.finish_reasons", [response.finish_reason]
                         )
-                    if response.model:
+                    if isinstance(response.model, str):
                         span.set_attribute("gen_ai.response.model", response.model)
                 span.set_attribute("agentensemble.attempts", event.attempts)
                 if event.cost_usd is not None:

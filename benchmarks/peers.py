@@ -28,6 +28,7 @@ ROOT = Path(__file__).resolve().parent.parent
 PEERS_DIR = ROOT / "benchmarks" / ".peers"
 RESULTS = ROOT / "benchmarks" / "RESULTS.md"
 MARK = "## Peers"
+BEGIN, END = "<!-- peers:begin -->", "<!-- peers:end -->"
 
 SERVER_SCRIPT = """
 import sys
@@ -317,10 +318,15 @@ def main() -> int:
     rows = measure(peers, args.repeats, skipped)
     table = render(rows, skipped, args.repeats, time.perf_counter() - started)
     print(table)
-    if args.write:
+    if args.write:  # replaces its own section only, between its markers
         text = RESULTS.read_text() if RESULTS.exists() else "# Benchmark results\n"
-        before = text.split(MARK)[0].rstrip()
-        RESULTS.write_text(before + "\n\n" + table)
+        section = f"{BEGIN}\n{table}{END}\n"
+        if BEGIN in text and END in text:
+            before, _, rest = text.partition(BEGIN)
+            text = before + section + rest.partition(END + "\n")[2]
+        else:
+            text = text.rstrip() + "\n\n" + section
+        RESULTS.write_text(text)
     return 0
 
 

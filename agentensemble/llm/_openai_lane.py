@@ -7,7 +7,8 @@ import: httpx is imported on the first call.
 
 - **One client per event loop**, created on the first call in that loop and reused by every
   later call on it, so keep-alive connections are reused (no new TCP or TLS handshake per call).
-  Kept in a weak map: a closed, dropped loop takes its client with it.
+  The clients of closed loops are dropped when a new loop needs one (``asyncio.run`` per call
+  then does not pile up clients and loops).
 - **No hidden retries**: httpx does not retry; our ``RetryPolicy`` is the only layer.
 - **Errors as the transport gives them**: httpx's timeout and connection errors, or
   ``httpx.HTTPStatusError`` carrying the response (its headers give ``Retry-After``). They are
@@ -32,6 +33,8 @@ from dataclasses import dataclass
 from typing import Any
 
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
+#: The API version litellm 1.106.2 sends to Azure when none is set (``AZURE_DEFAULT_API_VERSION``).
+AZURE_DEFAULT_API_VERSION = "2025-02-01-preview"
 #: Request settings that are not part of the JSON body.
 _CALL_SETTINGS = frozenset(
     {
@@ -43,6 +46,7 @@ _CALL_SETTINGS = frozenset(
         "extra_body",
         "extra_query",
         "organization",
+        "api_version",
     }
 )
 #: Finish reasons some OpenAI-compatible servers send, as litellm normalises them.
@@ -79,8 +83,8 @@ class OpenAIRequest:
 
 
 def model_name(model: str) -> str:
-    """The name the endpoint knows: ``openai/gpt-4o`` → ``gpt-4o``."""
-    return model.split("/", 1)[1] if model.lower().startswith("openai/") else model
+    """The name the endpoint knows: ``openai/gpt-4o`` → ``gpt-4o``, ``azure/dep`` → ``dep``."""
+    return model.split("/", 1)[1] if model.lower().startswith(("openai/", "azure/")) else model
 
 
 def base_url(api_base: str | None, environ: Mapping[str, str] | None = None) -> str:
@@ -100,6 +104,8 @@ def build_request(
 ) -> OpenAIRequest:
     """The HTTP request for ``LLM.request_kwargs(...)``: pure, no network, no client."""
     env = os.environ if environ is None else environ
+    if str(kwargs["model"]).lower().startswith("azure/"):
+        return _azure_request(kwargs, env)
     headers = {"Content-Type": "application/json", "Accept": "application/json"}
     key = kwargs.get("api_key") or env.get("OPENAI_API_KEY")
     if key:
@@ -110,18 +116,41 @@ def build_request(
     project = env.get("OPENAI_PROJECT_ID")
     if project:
         headers["OpenAI-Project"] = project
+    url = base_url(kwargs.get("api_base"), env).rstrip("/") + "/chat/completions"
+    extra_query = kwargs.get("extra_query")
+    return _request(kwargs, url, headers, dict(extra_query) if extra_query else None)
+
+
+def _azure_request(kwargs: Mapping[str, Any], env: Mapping[str, str]) -> OpenAIRequest:
+    """Azure OpenAI: the deployment in the path, ``api-version`` in the query, an ``api-key``
+    header; where litellm looks for each (``AZURE_API_BASE``, ``AZURE_API_VERSION``...)."""
+    key = kwargs.get("api_key") or env.get("AZURE_OPENAI_API_KEY") or env.get("AZURE_API_KEY")
+    headers = {"Content-Type": "application/json", "Accept": "application/json"}
+    if key:
+        headers["api-key"] = str(key)
+    base = str(kwargs.get("api_base") or env.get("AZURE_API_BASE") or "").rstrip("/")
+    deployment = model_name(str(kwargs["model"]))
+    version = kwargs.get("api_version") or env.get("AZURE_API_VERSION") or AZURE_DEFAULT_API_VERSION
+    params = {"api-version": str(version), **dict(kwargs.get("extra_query") or {})}
+    url = f"{base}/openai/deployments/{deployment}/chat/completions"
+    return _request(kwargs, url, headers, params)
+
+
+def _request(
+    kwargs: Mapping[str, Any], url: str, headers: dict[str, str], params: dict[str, Any] | None
+) -> OpenAIRequest:
+    """The body (what litellm sends) and the rest of the request, for either endpoint kind."""
     headers.update({str(k): str(v) for k, v in (kwargs.get("extra_headers") or {}).items()})
     body = {name: value for name, value in kwargs.items() if name not in _CALL_SETTINGS}
     body["model"] = model_name(str(kwargs["model"]))
     body["messages"] = [_message(message) for message in body.get("messages", [])]
     body.update(kwargs.get("extra_body") or {})
     content = json.dumps(body, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
-    extra_query = kwargs.get("extra_query")
     return OpenAIRequest(
-        url=base_url(kwargs.get("api_base"), env).rstrip("/") + "/chat/completions",
+        url=url,
         headers=headers,
         body=content.encode("utf-8"),
-        params=dict(extra_query) if extra_query else None,
+        params=params,
         timeout=float(kwargs.get("timeout") or 600.0),
     )
 
@@ -133,6 +162,11 @@ def _client() -> Any:
         client = _clients.get(loop)
         if client is None or client.is_closed:
             import httpx
+
+            # A client's connections hold their loop, so the weak map alone would keep every
+            # loop alive: drop the clients of closed loops whenever a new loop needs one.
+            for closed in [other for other in _clients if other.is_closed()]:
+                del _clients[closed]
 
             client = httpx.AsyncClient(
                 limits=httpx.Limits(max_connections=1000, max_keepalive_connections=100),

@@ -17,6 +17,8 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any
 
+from pydantic import ValidationError
+
 from agentensemble.events import (
     EnsembleEvent,
     GuardrailChecked,
@@ -32,11 +34,12 @@ from agentensemble.events import (
     ToolCallStarted,
 )
 from agentensemble.llm.cost import add_costs
-from agentensemble.logging import redact, redact_text
-from agentensemble.outputs import EnsembleOutput, TokenUsage
-from agentensemble.tracing.trace import Capture, ErrorInfo, ExecutionTrace, TaskMetrics
+from agentensemble.logging import get_logger, redact, redact_text
+from agentensemble.outputs import EnsembleOutput, TaskMetrics, TokenUsage
+from agentensemble.tracing.trace import Capture, ErrorInfo, ExecutionTrace
 
 Record = dict[str, Any]
+_log = get_logger()
 
 
 def _now() -> datetime:
@@ -240,7 +243,8 @@ class TraceRecorder:
         response = event.response
         if response is not None:
             turn["content"] = _text(response.content)
-            turn["finish_reason"] = response.finish_reason
+            reason = response.finish_reason  # from the provider: hostile until checked
+            turn["finish_reason"] = reason if isinstance(reason, str) else None
             turn["tool_calls"] = [
                 {"id": c.id, "name": c.name, "arguments": redact_text(c.arguments)}
                 for c in response.tool_calls
@@ -289,6 +293,7 @@ class TraceRecorder:
             task.record["tool_calls"].append(call)
         call.update(
             arguments=redact_text(record.arguments),
+            model_arguments=_text(getattr(record, "model_arguments", None)),
             output=redact_text(record.output),
             is_success=record.is_success,
             duration_seconds=record.duration.total_seconds(),
@@ -388,7 +393,11 @@ class TraceRecorder:
         for index, task in self._tasks.items():
             if task.record is not None:
                 task.record["metrics"] = self.metrics_for(index)
-        return ExecutionTrace.model_validate({**self._trace, "ended_at": _now(), **fields})
+        try:
+            return ExecutionTrace.model_validate({**self._trace, "ended_at": _now(), **fields})
+        except ValidationError as error:  # observing a run must never break it
+            _log.error("execution trace dropped: it did not validate", error=str(error)[:500])
+            return None
 
 
 _HANDLERS: dict[type, Any] = {

@@ -14,6 +14,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from agentensemble.outputs import TaskMetrics
+
 #: Bumped whenever a field is removed or changes meaning; new optional fields keep the version.
 SCHEMA_VERSION = 1
 
@@ -22,15 +24,6 @@ Capture = Literal["off", "standard", "full"]
 
 class _Model(BaseModel):
     model_config = ConfigDict(extra="forbid", defer_build=True)
-
-
-class TaskMetrics(_Model):
-    """Where a task's time went, and how often its model calls were retried."""
-
-    model_seconds: float = Field(default=0.0, description="time in model calls, retries included")
-    tool_seconds: float = Field(default=0.0, description="time in tool calls (summed per call)")
-    review_wait_seconds: float = Field(default=0.0, description="time waiting for reviewers")
-    retries: int = Field(default=0, description="model call attempts beyond the first")
 
 
 class TokenCounts(_Model):
@@ -80,7 +73,10 @@ class ToolCallTrace(_Model):
 
     call_id: str | None = None
     name: str
-    arguments: str
+    arguments: str = Field(description="as run: after a reviewer's edit, the edited arguments")
+    model_arguments: str | None = Field(
+        default=None, description="the model's own arguments, when a reviewer's edit changed them"
+    )
     started_at: datetime | None = None
     output: str | None = None
     is_success: bool | None = None

@@ -85,7 +85,7 @@ def test_validate_checks_without_any_model_call(
         raise AssertionError("validate must not call a model")
 
     monkeypatch.setattr("agentensemble.llm.litellm_model.LLM.complete", no_calls)
-    monkeypatch.setenv("OPENAI_API_KEY", "sk-not-used")
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-validate-never-sent")  # validate checks it is set
     code = main(["validate", str(crew_file(CREW))])
 
     out, _ = capsys.readouterr()
@@ -123,6 +123,26 @@ def test_validate_fails_a_task_without_a_model(
 ) -> None:
     assert main(["validate", str(crew_file("tasks: [{description: D}]\n"))]) == EXIT_USAGE
     assert "has no model" in capsys.readouterr().err
+
+
+def test_validate_checks_the_hierarchical_manager_and_its_workers(
+    crew_file: CrewFile, capsys: pytest.CaptureFixture[str]
+) -> None:
+    crew = """
+    workflow: hierarchical
+    agents:
+      lead:
+        role: Researcher
+        goal: Find facts about {topic}
+        llm: ollama/llama3.1
+      helper:
+        role: Writer
+        goal: Write
+    tasks:
+      - description: Report on {topic}
+    """
+    assert main(["validate", str(crew_file(crew))]) == EXIT_USAGE
+    assert "agent 'Writer' has no model" in capsys.readouterr().err
 
 
 @pytest.mark.parametrize(

@@ -113,7 +113,27 @@ def test_the_base_url_comes_from_the_environment_or_openai() -> None:
     ],
 )
 def test_response_schema_support_from_the_table_matches_litellm(model: str) -> None:
-    from_table = _model_table.table_supports_response_schema(model)  # litellm not needed
+    from agentensemble.llm import cost
     from agentensemble.llm._litellm import load_litellm
 
-    assert from_table is bool(load_litellm().supports_response_schema(model=model))
+    bundled = cost._read_bundled()  # the JSON file, as the openai lane reads it without litellm
+    entry = bundled.get(model.split("/", 1)[-1]) or bundled.get(model) or {}
+    from_file = entry.get("supports_response_schema") is True
+    assert from_file is bool(load_litellm().supports_response_schema(model=model))
+    assert _model_table.table_supports_response_schema(model) is from_file
+
+
+def test_one_client_per_loop_and_none_kept_for_closed_loops() -> None:
+    import asyncio
+
+    from agentensemble.llm import _openai_lane
+
+    async def client_twice() -> tuple[object, object, asyncio.AbstractEventLoop]:
+        return _openai_lane._client(), _openai_lane._client(), asyncio.get_running_loop()
+
+    first, again, first_loop = asyncio.run(client_twice())
+    assert first is again  # reused within a loop
+    second, _, second_loop = asyncio.run(client_twice())
+    assert second is not first  # a new loop, a new client
+    assert first_loop not in _openai_lane._clients  # dropped when the second loop asked
+    assert _openai_lane._clients.get(second_loop) is second
