@@ -4,7 +4,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test lint bench clean
+.PHONY: demo test lint bench bench-peers clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -25,6 +25,10 @@ lint: $(STAMP)
 
 bench: $(STAMP)
 	$(PY) benchmarks/run.py
+	$(PY) benchmarks/workflows.py
+
+bench-peers: $(STAMP)  # installs each peer into benchmarks/.peers/ (git-ignored) first
+	$(PY) benchmarks/peers.py --install
 
 clean:
 	rm -rf $(VENV) build *.egg-info

@@ -4,6 +4,8 @@ Importing this package is cheap: litellm is imported on the first real model cal
 ``agentensemble_review`` only when a review is configured.
 """
 
+from typing import TYPE_CHECKING, Any
+
 from agentensemble.agent import Agent
 from agentensemble.ensemble import Ensemble
 from agentensemble.errors import (
@@ -23,8 +25,12 @@ from agentensemble.errors import (
     ToolNameError,
 )
 from agentensemble.events import (
+    DelegationCompleted,
+    DelegationFailed,
+    DelegationStarted,
     EnsembleCompleted,
     EnsembleEvent,
+    EnsembleFailed,
     EnsembleListener,
     EnsembleStarted,
     GuardrailChecked,
@@ -42,6 +48,7 @@ from agentensemble.events import (
     ToolCallStarted,
 )
 from agentensemble.guardrails import GuardrailInput, GuardrailResult
+from agentensemble.hints import AgentEnsembleWarning, MissingContextWarning, ToolDescriptionWarning
 from agentensemble.llm import (
     LLM,
     ChatModel,
@@ -56,6 +63,7 @@ from agentensemble.outputs import (
     EnsembleOutput,
     ExitReason,
     ReturnBehavior,
+    TaskMetrics,
     TaskOutput,
     TokenUsage,
     ToolCallRecord,
@@ -79,25 +87,42 @@ from agentensemble.tools import (
     should_return_immediately,
     tool,
 )
-from agentensemble.tracing import ExecutionTrace, TaskMetrics
 from agentensemble.workflows import ParallelErrorStrategy, Workflow
 
 __version__ = "0.1.0"
+
+if TYPE_CHECKING:
+    from agentensemble.tracing.trace import ExecutionTrace
+
+
+def __getattr__(name: str) -> Any:
+    """``ExecutionTrace`` is imported on first use: ``import agentensemble`` stays cheap."""
+    if name == "ExecutionTrace":
+        from agentensemble.tracing.trace import ExecutionTrace
+
+        return ExecutionTrace
+    raise AttributeError(f"module 'agentensemble' has no attribute {name!r}")
+
 
 __all__ = [
     "LLM",
     "AbstractAgentTool",
     "Agent",
     "AgentEnsembleError",
+    "AgentEnsembleWarning",
     "AgentExecutionError",
     "AgentTool",
     "ChatModel",
     "ChatResponse",
     "ConfigurationError",
     "ConsoleProgressListener",
+    "DelegationCompleted",
+    "DelegationFailed",
+    "DelegationStarted",
     "Ensemble",
     "EnsembleCompleted",
     "EnsembleEvent",
+    "EnsembleFailed",
     "EnsembleListener",
     "EnsembleOutput",
     "EnsembleStarted",
@@ -113,6 +138,7 @@ __all__ = [
     "LLMCallStarted",
     "LLMError",
     "MaxIterationsExceededError",
+    "MissingContextWarning",
     "OutputParsingError",
     "ParallelErrorStrategy",
     "ParallelExecutionError",
@@ -143,6 +169,7 @@ __all__ = [
     "ToolCallRecord",
     "ToolCallStarted",
     "ToolContext",
+    "ToolDescriptionWarning",
     "ToolExecutionError",
     "ToolMetrics",
     "ToolMetricsRegistry",

@@ -28,7 +28,7 @@ import threading
 import types
 from collections.abc import Coroutine
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, Generic, TypeVar
 
 from agentensemble.tools._pool import daemon_pool
 
@@ -42,6 +42,7 @@ _INTERNAL_DIRS = tuple(
     for module in (asyncio, concurrent.futures)
     if module.__file__
 )
+_THIS_FILE = __file__
 
 
 class _LoopThread:
@@ -50,22 +51,25 @@ class _LoopThread:
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._loop: asyncio.AbstractEventLoop | None = None
+        self._thread: threading.Thread | None = None
         if hasattr(os, "register_at_fork"):
             os.register_at_fork(after_in_child=self._forget)
 
     def _forget(self) -> None:
         self._lock = threading.Lock()
         self._loop = None  # the parent's loop thread does not exist here; never touch it
+        self._thread = None
 
     def get(self) -> asyncio.AbstractEventLoop:
         """The running shared loop, started if needed."""
         with self._lock:
-            if self._loop is None:
+            if self._loop is None or self._thread is None or not self._thread.is_alive():
                 loop = asyncio.new_event_loop()
                 started = threading.Event()
-                threading.Thread(
+                self._thread = threading.Thread(
                     target=_serve, args=(loop, started), name="agentensemble-loop", daemon=True
-                ).start()
+                )
+                self._thread.start()
                 started.wait()
                 self._loop = loop
             return self._loop
@@ -95,22 +99,26 @@ def run_on_background_loop(coro: Coroutine[Any, Any, T]) -> T:
         # tool): that loop cannot both wait and run it, so it runs on a fresh loop elsewhere
         nested: concurrent.futures.Future[T] = daemon_pool().submit(asyncio.run, coro)
         return _outcome(nested)
-    outcome: concurrent.futures.Future[T] = concurrent.futures.Future()
-    tasks: list[asyncio.Task[T]] = []
+    finished = threading.Lock()  # released by the loop when the run's task is done
+    finished.acquire()
+    tasks: list[asyncio.Task[None]] = []
+    outcome = _Outcome[T]()
 
     def start() -> None:  # on the loop, in a copy of the caller's context
-        task = loop.create_task(coro)
+        task = loop.create_task(_capture(coro, outcome))
         tasks.append(task)
-        task.add_done_callback(lambda done: _settle(outcome, done))
+        task.add_done_callback(lambda _: finished.release())
 
     loop.call_soon_threadsafe(start, context=contextvars.copy_context())
     try:
-        concurrent.futures.wait([outcome])
+        finished.acquire()  # a plain lock: the cheapest hand-back, and Ctrl-C interrupts it
     except BaseException:  # Ctrl-C (or another exception raised into this thread): stop the run
         loop.call_soon_threadsafe(_cancel, tasks)
-        concurrent.futures.wait([outcome], timeout=CANCEL_GRACE_SECONDS)
+        finished.acquire(timeout=CANCEL_GRACE_SECONDS)
         raise
-    return _outcome(outcome)
+    if tasks[0].cancelled():
+        raise asyncio.CancelledError
+    return outcome.get()
 
 
 def _cancel(tasks: list[asyncio.Task[Any]]) -> None:
@@ -118,13 +126,31 @@ def _cancel(tasks: list[asyncio.Task[Any]]) -> None:
         task.cancel()
 
 
-def _settle(outcome: concurrent.futures.Future[T], task: asyncio.Task[T]) -> None:
-    if task.cancelled():
-        outcome.set_exception(asyncio.CancelledError())
-    elif (error := task.exception()) is not None:
-        outcome.set_exception(error)
-    else:
-        outcome.set_result(task.result())
+class _Outcome(Generic[T]):
+    """A run's result or error, handed from the loop thread to the caller's thread."""
+
+    def __init__(self) -> None:
+        self.value: T | None = None
+        self.error: BaseException | None = None
+
+    def get(self) -> T:
+        if self.error is not None:
+            error, self.error = self.error, None  # no reference cycle through the traceback
+            _drop_loop_frames(error)
+            raise error
+        return self.value  # type: ignore[return-value]  # set: the run finished without error
+
+
+async def _capture(coro: Coroutine[Any, Any, T], outcome: _Outcome[T]) -> None:
+    """Run ``coro`` into ``outcome``. Anything it raises is caught here, SystemExit and
+    KeyboardInterrupt included, which would otherwise stop the shared loop itself; only
+    cancellation ends the task."""
+    try:
+        outcome.value = await coro
+    except asyncio.CancelledError:
+        raise
+    except BaseException as error:
+        outcome.error = error
 
 
 def _outcome(future: concurrent.futures.Future[T]) -> T:
@@ -149,7 +175,8 @@ def _drop_loop_frames(error: BaseException) -> None:
 def _user_frames(tb: types.TracebackType | None) -> types.TracebackType | None:
     kept: list[types.TracebackType] = []
     while tb is not None:
-        if not tb.tb_frame.f_code.co_filename.startswith(_INTERNAL_DIRS):
+        filename = tb.tb_frame.f_code.co_filename
+        if not filename.startswith(_INTERNAL_DIRS) and filename != _THIS_FILE:
             kept.append(tb)
         tb = tb.tb_next
     rebuilt: types.TracebackType | None = None

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from agentensemble._validation import check_model, check_tools, require_text
+from agentensemble.hints import reject_foreign_names
 
 
 class Agent(BaseModel):
@@ -21,7 +22,17 @@ class Agent(BaseModel):
     llm: Any = Field(default=None, description="model name, LLM or ChatModel")
     max_iterations: int = Field(default=25, ge=1, description="max tool calls in one task")
     response_format: str | None = None
-    verbose: bool = False
+    verbose: bool = Field(
+        default=False, description="print this agent's prompts and answers on stderr"
+    )
+    allow_delegation: bool = Field(
+        default=False, description="may hand work to the ensemble's other agents"
+    )
+
+    @model_validator(mode="before")
+    @classmethod
+    def _foreign_names(cls, data: Any) -> Any:
+        return reject_foreign_names(cls, data)
 
     @field_validator("role", "goal")
     @classmethod

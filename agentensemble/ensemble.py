@@ -2,22 +2,33 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from typing import Any, Literal
+import os
+from collections.abc import AsyncIterator, Mapping, Sequence
+from contextlib import nullcontext
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from agentensemble._background_loop import run_on_background_loop
-from agentensemble._validation import check_model
+from agentensemble._validation import check_model, refuse_class
 from agentensemble.agent import Agent
 from agentensemble.errors import ConfigurationError, PromptTemplateError, TaskExecutionError
 from agentensemble.events import (
     EnsembleCompleted,
+    EnsembleEvent,
+    EnsembleFailed,
     EnsembleListener,
     EnsembleStarted,
     EventEmitter,
 )
 from agentensemble.execution.agent_executor import AgentTask, ExecutionEnv
+from agentensemble.hints import (
+    check_inputs,
+    method_hint,
+    reject_foreign_names,
+    warn_missing_context,
+)
+from agentensemble.llm.streaming import EventSink, use_sink
 from agentensemble.llm.types import ChatModel
 from agentensemble.outputs import EnsembleOutput
 from agentensemble.run_context import current_run_id, new_run_id, run_scope
@@ -25,7 +36,6 @@ from agentensemble.task import Task
 from agentensemble.templates import fill_template, missing_variables
 from agentensemble.tools.resolver import ResolvedTools, ToolResolver
 from agentensemble.tools.source import open_tool_sources, tool_sources_in
-from agentensemble.tracing.recorder import TraceRecorder
 from agentensemble.workflows import ParallelErrorStrategy, Workflow
 from agentensemble.workflows._review_gates import (
     after_review_for,
@@ -33,8 +43,10 @@ from agentensemble.workflows._review_gates import (
     policy_value,
 )
 from agentensemble.workflows.base import PreparedTask
+from agentensemble.workflows.delegation import Team
 from agentensemble.workflows.graph import check_task_graph
 from agentensemble.workflows.runners import RunSettings, runner_for
+from agentensemble.workflows.team import build_team, check_team, model_resolver, resolve_model
 
 SYNTHESISED_ROLE = "Assistant"
 _PASS_A_HANDLER = (
@@ -62,6 +74,11 @@ class Ensemble(BaseModel):
     max_delegation_depth: int = Field(default=3, ge=0, description="nested peer hand-offs")
     capture: Literal["off", "standard", "full"] = "standard"
 
+    @model_validator(mode="before")
+    @classmethod
+    def _foreign_names(cls, data: Any) -> Any:
+        return reject_foreign_names(cls, data)
+
     @field_validator("llm", "manager_llm")
     @classmethod
     def _model(cls, value: Any) -> Any:
@@ -76,6 +93,7 @@ class Ensemble(BaseModel):
     @field_validator("review_handler")
     @classmethod
     def _handler(cls, value: Any) -> Any:
+        refuse_class(value, "review_handler")
         methods = (getattr(value, name, None) for name in ("review", "areview"))
         if value is not None and not any(callable(method) for method in methods):
             raise ValueError(
@@ -88,6 +106,7 @@ class Ensemble(BaseModel):
     @classmethod
     def _listeners(cls, value: list[Any]) -> list[Any]:
         for listener in value:
+            refuse_class(listener, "listeners")
             if not isinstance(listener, EnsembleListener):
                 raise ValueError(
                     f"a listener needs an on_event(event) method; got {type(listener).__name__}"
@@ -98,6 +117,7 @@ class Ensemble(BaseModel):
     def _structure(self) -> Ensemble:
         self._check_context_order()
         self._check_tools_and_reviews()
+        check_team(self.workflow, self.agents, self.tasks)
         return self
 
     # -- validation ---------------------------------------------------------------------------
@@ -106,29 +126,30 @@ class Ensemble(BaseModel):
         if self.workflow is not Workflow.SEQUENTIAL:  # any list order; no cycle, none outside
             check_task_graph(self.tasks)
             return
-        seen: set[int] = set()
         positions = {id(task): i for i, task in enumerate(self.tasks, start=1)}
         for index, task in enumerate(self.tasks, start=1):
             for dependency in task.context:
-                if id(dependency) not in positions:
+                position = positions.get(id(dependency))
+                if position is None:
                     raise ValueError(
                         f"task {index} ({task.label!r}) has context task "
                         f"{dependency.label!r}, which is not in this ensemble's tasks"
                     )
-                if id(dependency) not in seen:
+                if position >= index:
                     raise ValueError(
                         f"task {index} ({task.label!r}) has context task {dependency.label!r}, "
-                        f"which runs later (task {positions[id(dependency)]}); context must "
+                        f"which runs later (task {position}); context must "
                         "come from an earlier task"
                     )
-            seen.add(id(task))
 
     def _resolve_tools(self, task: Task) -> ResolvedTools | None:
         sources = [*(task.agent.tools if task.agent else []), *task.tools]
         return ToolResolver().resolve(sources) if sources else None
 
-    def _check_tools_and_reviews(self) -> None:
+    def _check_tools_and_reviews(self) -> list[ResolvedTools | None]:
+        """Resolve every task's tools (once) and check them and the reviews; the resolved tools."""
         policy = policy_value(self.review_policy)
+        resolved: list[ResolvedTools | None] = []
         for index, task in enumerate(self.tasks, start=1):
             try:
                 tools = self._resolve_tools(task)
@@ -149,6 +170,14 @@ class Ensemble(BaseModel):
                     "the human), but the ensemble has no review_handler. Pass "
                     "Ensemble(review_handler=...)"
                 )
+            resolved.append(tools)
+            lists = [task.agent.tools if task.agent else [], task.tools]
+            gated = [source for source in tool_sources_in(lists) if source.asks_for_approval]
+            if self.review_handler is None and gated:
+                raise ConfigurationError(
+                    f"task {index} ({task.label!r}): {gated[0].describe()} has requires_approval "
+                    "set, but the ensemble has no review_handler. Pass Ensemble(review_handler=...)"
+                )
             if self.review_handler is not None:
                 continue
             if policy != "never":
@@ -164,6 +193,7 @@ class Ensemble(BaseModel):
                     f"task {index} ({task.label!r}) has {asking[0]}=Review.required(...), but "
                     f"the ensemble has no review_handler. {_PASS_A_HANDLER}"
                 )
+        return resolved
 
     # -- preparation --------------------------------------------------------------------------
 
@@ -174,12 +204,14 @@ class Ensemble(BaseModel):
             if task.agent is not None:
                 agent = task.agent
                 texts += [agent.role, agent.goal, agent.background or ""]
+        for agent in self.agents:  # the team: workers and peers are filled from inputs too
+            texts += [agent.role, agent.goal, agent.background or ""]
         return texts
 
     def _prepare(self, inputs: Mapping[str, Any]) -> list[PreparedTask]:
         """Everything that can fail before the first model call fails here, all at once."""
         self._check_context_order()
-        self._check_tools_and_reviews()
+        tools_of_task = self._check_tools_and_reviews()  # resolved once per task per run
         missing = missing_variables(self._template_texts(), inputs)
         if missing:
             raise PromptTemplateError(missing)
@@ -197,7 +229,7 @@ class Ensemble(BaseModel):
                 after_review=after_review_for(task.review, policy, index == len(self.tasks)),
                 before_review=task.before_review,
             )
-            if task.handler is None:
+            if task.handler is None and self.workflow is not Workflow.HIERARCHICAL:
                 agent = task.agent or Agent(role=SYNTHESISED_ROLE, goal=description)
                 if task.agent is None:  # its goal is the filled description: never re-filled
                     role, goal, background = agent.role, agent.goal, None
@@ -217,9 +249,10 @@ class Ensemble(BaseModel):
                     model=self._model_for(agent, index, task, models),
                     response_format=agent.response_format,
                     max_iterations=agent.max_iterations,
-                    tools=self._resolve_tools(task),
+                    tools=tools_of_task[index - 1],
                     output_type=task.output_type,
                     task_name=task.name,
+                    verbose=agent.verbose,
                     max_output_retries=task.max_output_retries,
                     input_guardrails=task.input_guardrails,
                     output_guardrails=task.output_guardrails,
@@ -259,8 +292,18 @@ class Ensemble(BaseModel):
         """Run the ensemble. Validation failures raise before any model call."""
         return await self._execute(inputs, ())
 
+    def astream(self, inputs: Mapping[str, Any] | None = None) -> AsyncIterator[EnsembleEvent]:
+        """Run and yield the run's events as they happen, model text as ``TokenDelta``s; ends
+        with ``EnsembleCompleted``. Leaving the loop early cancels the run."""
+        from agentensemble.streaming import astream
+
+        return astream(self._execute, inputs)
+
     async def _execute(
-        self, inputs: Mapping[str, Any] | None, extra_listeners: Sequence[EnsembleListener]
+        self,
+        inputs: Mapping[str, Any] | None,
+        extra_listeners: Sequence[EnsembleListener],
+        stream: bool = False,
     ) -> EnsembleOutput:
         """One run. Tool sources (MCP servers) are started first, once for the whole run, and
         closed when it ends, whatever way it ends."""
@@ -269,14 +312,22 @@ class Ensemble(BaseModel):
             [*(agent.tools for agent in agents), *(t.tools for t in self.tasks)]
         )
         async with open_tool_sources(sources):
-            return await self._run_once(inputs, extra_listeners)
+            return await self._run_once(inputs, extra_listeners, stream)
 
     async def _run_once(
-        self, inputs: Mapping[str, Any] | None, extra_listeners: Sequence[EnsembleListener]
+        self,
+        inputs: Mapping[str, Any] | None,
+        extra_listeners: Sequence[EnsembleListener],
+        stream: bool,
     ) -> EnsembleOutput:
         """One run under its own run id (bound for events, logs and errors)."""
-        values = dict(inputs or {})
+        values = check_inputs(inputs)
         prepared = self._prepare(values)
+        from agentensemble.tracing.recorder import TraceRecorder  # loaded by the first run
+
+        warn_missing_context(self.tasks)
+        team = self._team(prepared, values)
+        settings = self._run_settings(team)
         with run_scope(new_run_id()) as parent_run_id:
             recorder = TraceRecorder(
                 current_run_id(),
@@ -294,12 +345,14 @@ class Ensemble(BaseModel):
             env.emitter.emit(
                 EnsembleStarted(total_tasks=len(prepared), parent_run_id=parent_run_id)
             )
+            if team is not None:
+                team.env = env
             try:
-                output = await runner_for(self.workflow, self._run_settings()).run(
-                    prepared, env, values
-                )
+                with use_sink(EventSink(env.emitter.emit)) if stream else nullcontext():
+                    output = await runner_for(self.workflow, settings).run(prepared, env, values)
             except TaskExecutionError as error:
                 error.trace = recorder.fail(error)
+                env.emitter.emit(EnsembleFailed(error))
                 raise
             output = output.model_copy(
                 update={"tool_metrics": env.metrics.snapshot(), "run_id": current_run_id()}
@@ -308,10 +361,34 @@ class Ensemble(BaseModel):
             env.emitter.emit(EnsembleCompleted(output=output))
             return output
 
-    def _run_settings(self) -> RunSettings:
+    def _team(self, prepared: list[PreparedTask], inputs: Mapping[str, Any]) -> Team | None:
+        """Workers and peers (workflows/team.py); fails before any model call."""
+        check_team(self.workflow, self.agents, self.tasks)
+        return build_team(
+            self.workflow,
+            self.agents,
+            prepared,
+            inputs,
+            model_resolver(self.llm, prepared),
+            self.max_delegation_depth,
+            has_reviewer=self.review_handler is not None,
+        )
+
+    def _run_settings(self, team: Team | None) -> RunSettings:
+        manager = None
+        if self.workflow is Workflow.HIERARCHICAL and team is not None:
+            from agentensemble.workflows.hierarchical import ManagerSetup
+
+            chosen = self.manager_llm if self.manager_llm is not None else self.llm
+            manager = ManagerSetup(
+                team=team,
+                model=resolve_model(chosen, "the hierarchical manager (manager_llm)", {}),
+                max_iterations=self.manager_max_iterations,
+            )
         return RunSettings(
             max_concurrency=self.max_concurrency,
             parallel_error_strategy=self.parallel_error_strategy,
+            manager=manager,
         )
 
     def run(self, inputs: Mapping[str, Any] | None = None) -> EnsembleOutput:
@@ -321,6 +398,28 @@ class Ensemble(BaseModel):
         connections are reused across runs; Ctrl-C cancels it at once.
         """
         return run_on_background_loop(self.arun(inputs))
+
+    if not TYPE_CHECKING:  # type checkers keep reporting unknown attributes as errors
+
+        def __getattr__(self, name: str) -> Any:
+            hint = method_hint(type(self).__name__, name)
+            if hint is not None:
+                raise AttributeError(hint)
+            return super().__getattr__(name)
+
+    @classmethod
+    def from_yaml(cls, path: str | os.PathLike[str]) -> Ensemble:
+        """An ensemble from a crew file (docs/yaml.md); errors name the file, line and key."""
+        from agentensemble.config import ensemble_from_yaml
+
+        return ensemble_from_yaml(path)
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> Ensemble:
+        """An ensemble from a crew file's shape given as Python data."""
+        from agentensemble.config import ensemble_from_dict
+
+        return ensemble_from_dict(data)
 
     def __repr__(self) -> str:
         return f"Ensemble(tasks={len(self.tasks)}, workflow={self.workflow.value!r})"

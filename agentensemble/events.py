@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Any, Protocol, runtime_checkable
 
+from agentensemble._interrupts import ends_the_run
 from agentensemble.logging import get_logger
 from agentensemble.outputs import EnsembleOutput, TaskOutput, TokenUsage, ToolCallRecord
 from agentensemble.run_context import current_run_id, current_task_index, enter_task
@@ -36,6 +37,14 @@ class EnsembleStarted:
 @dataclass(frozen=True)
 class EnsembleCompleted:
     output: EnsembleOutput
+    run_id: str = _run_id()
+
+
+@dataclass(frozen=True)
+class EnsembleFailed:
+    """The run failed; ``error`` is what the run raises (a ``TaskExecutionError``)."""
+
+    error: BaseException
     run_id: str = _run_id()
 
 
@@ -193,9 +202,46 @@ class GuardrailChecked:
     task_index: int | None = _task_index()
 
 
+@dataclass(frozen=True)
+class DelegationStarted:
+    """An agent (or the manager) handed work to another agent."""
+
+    from_role: str
+    to_role: str
+    instructions: str
+    depth: int
+    run_id: str = _run_id()
+    task_index: int | None = _task_index()
+
+
+@dataclass(frozen=True)
+class DelegationCompleted:
+    """The delegated agent finished; ``output`` is what it answered."""
+
+    from_role: str
+    to_role: str
+    output: TaskOutput
+    depth: int
+    run_id: str = _run_id()
+    task_index: int | None = _task_index()
+
+
+@dataclass(frozen=True)
+class DelegationFailed:
+    """The delegation failed (unknown role, depth limit, or the agent's own failure)."""
+
+    from_role: str
+    to_role: str
+    error: str
+    depth: int
+    run_id: str = _run_id()
+    task_index: int | None = _task_index()
+
+
 EnsembleEvent = (
     EnsembleStarted
     | EnsembleCompleted
+    | EnsembleFailed
     | TaskStarted
     | TaskCompleted
     | TaskFailed
@@ -209,6 +255,9 @@ EnsembleEvent = (
     | GuardrailChecked
     | TokenDelta
     | StreamRestarted
+    | DelegationStarted
+    | DelegationCompleted
+    | DelegationFailed
 )
 
 
@@ -235,15 +284,21 @@ class EventEmitter:
         for listener in self._listeners:
             try:
                 listener.on_event(event)
-            except Exception as exc:  # a listener must never break a run
+            except BaseException as exc:  # a listener must never break a run (SystemExit too)
+                if ends_the_run(exc):
+                    raise
                 self._log.warning(
                     "listener failed", listener=type(listener).__name__, error=str(exc)
                 )
 
 
 __all__ = [
+    "DelegationCompleted",
+    "DelegationFailed",
+    "DelegationStarted",
     "EnsembleCompleted",
     "EnsembleEvent",
+    "EnsembleFailed",
     "EnsembleListener",
     "EnsembleStarted",
     "EventEmitter",

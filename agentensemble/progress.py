@@ -7,6 +7,9 @@ from typing import TextIO
 
 from agentensemble._display import escape_for_display
 from agentensemble.events import (
+    DelegationCompleted,
+    DelegationFailed,
+    DelegationStarted,
     EnsembleCompleted,
     EnsembleEvent,
     ReviewDecided,
@@ -65,6 +68,14 @@ class ConsoleProgressListener:
             self._print(f"[{event.task_index}/{event.total_tasks}] failed: {event.error}")
         elif isinstance(event, ReviewDecided):
             self._print(f"    review ({event.timing}): {event.decision}")
+        elif isinstance(event, DelegationStarted):
+            self._print(
+                f"    {event.from_role} asks {event.to_role}: {_short(event.instructions, 80)}"
+            )
+        elif isinstance(event, DelegationCompleted):
+            self._print(f"    {event.to_role} answered {event.from_role}")
+        elif isinstance(event, DelegationFailed):
+            self._print(f"    delegation to {event.to_role} failed: {_short(event.error, 120)}")
         elif isinstance(event, EnsembleCompleted):
             self._print(f"finished: {event.output.exit_reason.value}")
 

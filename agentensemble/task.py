@@ -11,6 +11,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 from agentensemble._validation import check_review, check_tools, require_text
 from agentensemble.agent import Agent
 from agentensemble.guardrails import check_guardrails
+from agentensemble.hints import reject_foreign_names
 from agentensemble.outputs import TaskOutput
 
 DEFAULT_EXPECTED_OUTPUT = "A complete and accurate response to the task."
@@ -49,6 +50,11 @@ class Task(BaseModel):
     input_guardrails: list[Any] = Field(default_factory=list)
     output_guardrails: list[Any] = Field(default_factory=list)
 
+    @model_validator(mode="before")
+    @classmethod
+    def _foreign_names(cls, data: Any) -> Any:
+        return reject_foreign_names(cls, data)
+
     @field_validator("description", "expected_output")
     @classmethod
     def _non_blank(cls, value: str, info: Any) -> str:
@@ -85,6 +91,16 @@ class Task(BaseModel):
     @classmethod
     def _review(cls, value: Any, info: Any) -> Any:
         return check_review(value, info.field_name)
+
+    @field_validator("handler")
+    @classmethod
+    def _handler(cls, value: Any) -> Any:
+        if isinstance(value, type):  # callable, so it would be "called" with the context
+            raise ValueError(
+                f"handler got the class {value.__name__}; pass a function taking the "
+                "TaskHandlerContext (or an instance whose __call__ takes it)"
+            )
+        return value
 
     @model_validator(mode="after")
     def _handler_or_agent(self) -> Task:

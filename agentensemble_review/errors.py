@@ -8,7 +8,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from agentensemble._display import escape_for_display
 from agentensemble.errors import AgentEnsembleError
+from agentensemble.logging import redact_text
 
 if TYPE_CHECKING:
     from agentensemble_review.models import ReviewRequest
@@ -34,11 +36,12 @@ class ReviewProtocolError(ReviewError):
     """A review webhook answered something unusable (bad JSON, unknown decision, 4xx, ...).
 
     ``status_code`` is the HTTP status when there was one. The URL in the message never carries
-    a query string (it may hold a token).
+    a query string (it may hold a token). The message quotes untrusted text (a webhook's answer),
+    so registered secrets are redacted from it and invisible characters escaped.
     """
 
     def __init__(self, message: str, *, status_code: int | None = None) -> None:
-        super().__init__(message)
+        super().__init__(escape_for_display(redact_text(message)))
         self.status_code = status_code
 
 

@@ -35,6 +35,7 @@ from agentensemble.tools import (
     aask_reviewer,
     current_tool_context,
 )
+from agentensemble_review.errors import ReviewRequestRefusedError
 from agentensemble_review.models import (
     DEFAULT_REVIEW_TIMEOUT,
     Continue,
@@ -124,7 +125,16 @@ class HumanInputTool(AbstractAgentTool):
                 f"Tool '{self.name}' asks the human but no review handler is configured; "
                 "pass review_handler= to the Ensemble (e.g. ConsoleReviewHandler())"
             )
-        decision = await aask_reviewer(self.question_request(question))
+        try:
+            decision = await aask_reviewer(self.question_request(question))
+        except ReviewRequestRefusedError as exc:  # the model's question was refused: its problem
+            problem = (
+                f"the question is too large ({len(question.encode('utf-8', 'surrogatepass'))} "
+                "bytes)"
+                if exc.status_code == 413
+                else f"the service answered HTTP {exc.status_code} for the question"
+            )
+            return ToolResult.failure(f"the review service refused the question: {problem}")
         if isinstance(decision, Edit) and decision.revised_output.strip():
             return ToolResult.success(decision.revised_output)
         if isinstance(decision, (Edit, Continue)):

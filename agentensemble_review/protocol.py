@@ -44,8 +44,13 @@ def request_to_json(request: ReviewRequest) -> dict[str, Any]:
 
 
 def encode_request(request: ReviewRequest) -> bytes:
-    """The exact body bytes that are sent (and signed)."""
-    return json.dumps(request_to_json(request), ensure_ascii=False, separators=(",", ":")).encode()
+    """The exact body bytes that are sent (and signed): UTF-8 JSON. Text UTF-8 cannot encode
+    (a lone surrogate from the model's JSON) is sent as JSON ``\\uXXXX`` escapes instead."""
+    data = request_to_json(request)
+    try:
+        return json.dumps(data, ensure_ascii=False, separators=(",", ":")).encode()
+    except UnicodeEncodeError:
+        return json.dumps(data, ensure_ascii=True, separators=(",", ":")).encode()
 
 
 def sign(body: bytes, secret: str) -> str:
@@ -87,6 +92,10 @@ def decision_from_json(data: object) -> ReviewDecision:
     if isinstance(data, str):
         try:
             data = json.loads(data)
+        except RecursionError:
+            raise ReviewProtocolError(
+                "decision body is nested too deeply to be a decision"
+            ) from None
         except ValueError as exc:
             raise ReviewProtocolError(
                 f"decision body is not valid JSON ({exc}): {_snippet(data)}"

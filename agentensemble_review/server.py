@@ -1,39 +1,52 @@
 """A reference review webhook: holds pending reviews and lets a human decide on a web page.
 
 Run ``python -m agentensemble_review.server [--host 127.0.0.1] [--port 8765] [--secret S]`` and
-point ``WebhookReviewHandler("http://127.0.0.1:8765/reviews", secret=S)`` at it. Endpoints:
+point ``WebhookReviewHandler("http://127.0.0.1:8765/reviews", secret=S)`` at it. It prints, once,
+the page's address with its token (``http://127.0.0.1:8765/?token=...``), like Jupyter.
 
 - ``POST /reviews``: a review request (JSON, signed when a secret is set: 401 otherwise) -> 202
   with ``Location: /reviews/<id>``. Posting the same id again is idempotent (a retry).
 - ``GET /reviews/<id>``: 202 while pending, 200 with the decision JSON once decided.
-- ``GET /``: the pending reviews, each with Approve / Edit / Exit buttons.
-- ``POST /reviews/<id>/decision``: a decision, as a form or as decision JSON.
-- ``GET /reviews``: every review held, as JSON.
+- ``GET /?token=T``: the pending reviews, each with Approve / Edit / Exit buttons.
+- ``POST /reviews/<id>/decision`` (token): a decision as JSON.
+- ``GET /reviews`` (token): every review held, as JSON.
 
-Stdlib only (``http.server``). The page and the decision endpoint are unauthenticated: this is
-for trying webhook review on one machine, bound to loopback, not a production service.
+Safe for what it is, one person's review page on their own machine (see ``_server_guard``):
+``Host`` must be this server (no DNS rebinding), state changes must be JSON from no origin or
+this one, listing and deciding need the token, no page may frame it, request bodies and pending
+reviews per client are bounded. Plain HTTP with no login of its own: put it behind TLS and a real
+identity provider before anyone else can reach it.
 """
 
 from __future__ import annotations
 
-import argparse
-import html
-import ipaddress
 import json
-import os
+import secrets
 import socket
 import sys
 import threading
-import time
 import urllib.parse
 import uuid
-from collections.abc import Mapping
-from dataclasses import dataclass, field
+from collections.abc import Iterable, Mapping
 from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from types import TracebackType
 from typing import Any
 
+from agentensemble.logging import redact_text, register_secret
+from agentensemble_review._server_guard import (
+    SECURITY_HEADERS,
+    Guard,
+    is_json,
+    lower_headers,
+)
+from agentensemble_review._server_page import page_csp, render_page
+from agentensemble_review._server_store import (
+    MAX_PENDING_PER_CLIENT,
+    MAX_REVIEWS,
+    Refusal,
+    Store,
+)
 from agentensemble_review.errors import ReviewProtocolError
 from agentensemble_review.models import ReviewDecision
 from agentensemble_review.protocol import (
@@ -44,77 +57,8 @@ from agentensemble_review.protocol import (
 )
 
 MAX_BODY_BYTES = 1_000_000
-MAX_REVIEWS = 1000
-
-
-@dataclass
-class _Record:
-    id: str
-    request: dict[str, Any]
-    received_at: float = field(default_factory=time.time)
-    decision: ReviewDecision | None = None
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "id": self.id,
-            "status": "pending" if self.decision is None else "decided",
-            "request": self.request,
-            "decision": None if self.decision is None else decision_to_json(self.decision),
-        }
-
-
-class _Store:
-    """The reviews the server holds; thread-safe, bounded (oldest decided ones are dropped)."""
-
-    def __init__(self, capacity: int = MAX_REVIEWS) -> None:
-        self._records: dict[str, _Record] = {}
-        self._changed = threading.Condition()
-        self._capacity = capacity
-
-    def add(self, review_id: str, request: dict[str, Any]) -> _Record | None:
-        """The record for ``review_id`` (existing or new); None when full of pending reviews."""
-        with self._changed:
-            existing = self._records.get(review_id)
-            if existing is not None:
-                return existing
-            if len(self._records) >= self._capacity:
-                decided = [r for r in self._records.values() if r.decision is not None]
-                if not decided:
-                    return None
-                del self._records[min(decided, key=lambda r: r.received_at).id]
-            record = self._records[review_id] = _Record(review_id, request)
-            self._changed.notify_all()
-            return record
-
-    def get(self, review_id: str) -> _Record | None:
-        with self._changed:
-            return self._records.get(review_id)
-
-    def decide(self, review_id: str, decision: ReviewDecision) -> None:
-        with self._changed:
-            record = self._records.get(review_id)
-            if record is None:
-                raise KeyError(review_id)
-            if record.decision is not None:
-                raise ValueError(f"review {review_id} is already decided")
-            record.decision = decision
-            self._changed.notify_all()
-
-    def all(self) -> list[_Record]:
-        with self._changed:
-            return sorted(self._records.values(), key=lambda r: r.received_at)
-
-    def wait_for_pending(self, timeout: float) -> _Record | None:
-        deadline = time.monotonic() + timeout
-        with self._changed:
-            while True:  # bounded by the deadline
-                pending = [r for r in self._records.values() if r.decision is None]
-                if pending:
-                    return min(pending, key=lambda r: r.received_at)
-                remaining = deadline - time.monotonic()
-                if remaining <= 0:
-                    return None
-                self._changed.wait(remaining)
+MAX_DRAINED_BYTES = 16_000_000
+"""An oversized body up to this size is read and dropped, so the client gets its 413 answer."""
 
 
 class _HTTPServer(ThreadingHTTPServer):
@@ -140,8 +84,8 @@ class _Handler(BaseHTTPRequestHandler):
     # -- plumbing ------------------------------------------------------------------------------
 
     def log_message(self, format: str, *args: Any) -> None:
-        if self.server.app.verbose:
-            sys.stderr.write(f"{self.address_string()} - {format % args}\n")
+        if self.server.app.verbose:  # the token in a page URL is a registered secret: redacted
+            sys.stderr.write(f"{self.address_string()} - {redact_text(format % args)}\n")
 
     def _send(
         self,
@@ -153,15 +97,27 @@ class _Handler(BaseHTTPRequestHandler):
         self.send_response(status)
         self.send_header("Content-Type", content_type)
         self.send_header("Content-Length", str(len(body)))
-        self.send_header("Cache-Control", "no-store")
         for name, value in (headers or {}).items():
             self.send_header(name, value)
         self.end_headers()
         if self.command != "HEAD":
             self.wfile.write(body)
 
+    def send_header(self, keyword: str, value: str) -> None:
+        self._sent_headers = getattr(self, "_sent_headers", set()) | {keyword.lower()}
+        super().send_header(keyword, value)
+
+    def end_headers(self) -> None:
+        """Every answer (``send_error``'s too) forbids framing, sniffing and caching."""
+        sent: set[str] = getattr(self, "_sent_headers", set())
+        for name, value in SECURITY_HEADERS.items():
+            if name.lower() not in sent:
+                super().send_header(name, value)
+        self._sent_headers = set()
+        super().end_headers()
+
     def _json(self, status: int, data: Any, headers: Mapping[str, str] | None = None) -> None:
-        body = json.dumps(data, ensure_ascii=False).encode()
+        body = json.dumps(data, ensure_ascii=True).encode()
         self._send(status, body, "application/json", headers)
 
     def _error(self, status: HTTPStatus, message: str) -> None:
@@ -169,14 +125,24 @@ class _Handler(BaseHTTPRequestHandler):
 
     def _body(self) -> bytes | None:
         length = self.headers.get("Content-Length")
-        if length is None or not length.isdigit():
+        if length is None or not length.isdigit() or len(length) > 18:
             self.close_connection = True
             self._error(HTTPStatus.LENGTH_REQUIRED, "a Content-Length header is required")
             return None
         size = int(length)
         if size > MAX_BODY_BYTES:
             self.close_connection = True
-            self._error(HTTPStatus.REQUEST_ENTITY_TOO_LARGE, f"body over {MAX_BODY_BYTES} bytes")
+            if size <= MAX_DRAINED_BYTES:  # read it, so the client sees this answer
+                left = size
+                while left > 0:  # bounded by the declared size and the socket timeout
+                    chunk = self.rfile.read(min(left, 65536))
+                    if not chunk:
+                        break
+                    left -= len(chunk)
+            self._error(
+                HTTPStatus.REQUEST_ENTITY_TOO_LARGE,
+                f"the review request is too large ({size} bytes; at most {MAX_BODY_BYTES})",
+            )
             return None
         return self.rfile.read(size)
 
@@ -184,20 +150,57 @@ class _Handler(BaseHTTPRequestHandler):
         path = urllib.parse.urlsplit(self.path).path
         return [urllib.parse.unquote(part) for part in path.strip("/").split("/") if part]
 
+    # -- guards --------------------------------------------------------------------------------
+
+    def _host_ok(self) -> bool:
+        if self.server.app.guard.host_allowed(self.headers.get("Host")):
+            return True
+        self.close_connection = True
+        self._error(HTTPStatus.FORBIDDEN, "this server only answers requests addressed to it")
+        return False
+
+    def _change_ok(self) -> bool:
+        """A state change: from no origin or this one, with a JSON body."""
+        if not self.server.app.guard.origin_allowed(lower_headers(self.headers.items())):
+            self.close_connection = True
+            self._error(HTTPStatus.FORBIDDEN, "requests from another origin are refused")
+            return False
+        if not is_json(self.headers.get("Content-Type")):
+            self.close_connection = True
+            self._error(HTTPStatus.UNSUPPORTED_MEDIA_TYPE, "the body must be application/json")
+            return False
+        return True
+
+    def _token_ok(self) -> bool:
+        if self.server.app.guard.token_given(self.path, lower_headers(self.headers.items())):
+            return True
+        self._json(
+            HTTPStatus.UNAUTHORIZED,
+            {"error": "a token is required: open the address printed when the server started"},
+            {"WWW-Authenticate": "Bearer"},
+        )
+        return False
+
     # -- methods -------------------------------------------------------------------------------
 
     def do_GET(self) -> None:
+        if not self._host_ok():
+            return
         parts = self._route()
-        store = self.server.app.store
+        app = self.server.app
         if not parts:
-            page = _page(store.all(), self.server.app.secret_set)
-            self._send(HTTPStatus.OK, page.encode(), "text/html; charset=utf-8")
+            if self._token_ok():
+                nonce = secrets.token_urlsafe(16)
+                page = render_page(app.store.all(), app.secret_set, app.token, nonce)
+                csp = {"Content-Security-Policy": page_csp(nonce)}
+                self._send(HTTPStatus.OK, page.encode(), "text/html; charset=utf-8", csp)
         elif parts == ["reviews"]:
-            self._json(HTTPStatus.OK, {"reviews": [r.to_json() for r in store.all()]})
+            if self._token_ok():
+                self._json(HTTPStatus.OK, {"reviews": [r.to_json() for r in app.store.all()]})
         elif len(parts) == 2 and parts[0] == "reviews":
-            record = store.get(parts[1])
+            record = app.store.get(parts[1])
             if record is None:
-                self._error(HTTPStatus.NOT_FOUND, f"no review with id {parts[1]!r}")
+                self._error(HTTPStatus.NOT_FOUND, "no review with that id")
             elif record.decision is None:
                 self._json(HTTPStatus.ACCEPTED, {"id": record.id, "status": "pending"})
             else:
@@ -209,11 +212,14 @@ class _Handler(BaseHTTPRequestHandler):
         self.do_GET()
 
     def do_POST(self) -> None:
+        if not self._host_ok() or not self._change_ok():
+            return
         parts = self._route()
         if parts == ["reviews"]:
             self._create()
         elif len(parts) == 3 and parts[0] == "reviews" and parts[2] == "decision":
-            self._decide(parts[1])
+            if self._token_ok():
+                self._decide(parts[1])
         else:
             self._error(HTTPStatus.NOT_FOUND, "not found")
 
@@ -227,8 +233,8 @@ class _Handler(BaseHTTPRequestHandler):
             return
         try:
             request = json.loads(body)
-        except ValueError as exc:
-            self._error(HTTPStatus.BAD_REQUEST, f"body is not valid JSON: {exc}")
+        except (ValueError, RecursionError) as exc:
+            self._error(HTTPStatus.BAD_REQUEST, f"body is not valid JSON: {type(exc).__name__}")
             return
         if not isinstance(request, dict):
             self._error(HTTPStatus.BAD_REQUEST, "body must be a JSON object")
@@ -237,9 +243,12 @@ class _Handler(BaseHTTPRequestHandler):
         if not isinstance(review_id, str) or len(review_id) > 200:
             self._error(HTTPStatus.BAD_REQUEST, "'id' must be a string of at most 200 characters")
             return
-        record = self.server.app.store.add(review_id, request)
-        if record is None:
-            self._error(HTTPStatus.SERVICE_UNAVAILABLE, "too many pending reviews")
+        record = self.server.app.store.add(review_id, request, self.client_address[0])
+        if record is Refusal.CLIENT_FULL:
+            self._json(HTTPStatus.TOO_MANY_REQUESTS, {"error": record.value}, {"Retry-After": "5"})
+            return
+        if isinstance(record, Refusal):
+            self._error(HTTPStatus.SERVICE_UNAVAILABLE, record.value)
             return
         if record.decision is not None:  # a retried POST of a review already decided
             self._json(HTTPStatus.OK, decision_to_json(record.decision))
@@ -255,101 +264,31 @@ class _Handler(BaseHTTPRequestHandler):
         body = self._body()
         if body is None:
             return
-        content_type = self.headers.get("Content-Type", "").split(";")[0].strip().lower()
-        is_form = content_type == "application/x-www-form-urlencoded"
         try:
-            if is_form:
-                fields = urllib.parse.parse_qs(body.decode("utf-8"), keep_blank_values=True)
-                data = {key: values[-1].replace("\r\n", "\n") for key, values in fields.items()}
-                if data.get("decision") != "exit_early" or not data.get("reason"):
-                    data.pop("reason", None)
-                decision = decision_from_json(data)
-            else:
-                decision = decision_from_json(body)
-        except (ReviewProtocolError, UnicodeDecodeError) as exc:
+            decision = decision_from_json(body)
+        except ReviewProtocolError as exc:
             self._error(HTTPStatus.BAD_REQUEST, str(exc))
             return
         try:
             self.server.app.store.decide(review_id, decision)
         except KeyError:
-            self._error(HTTPStatus.NOT_FOUND, f"no review with id {review_id!r}")
+            self._error(HTTPStatus.NOT_FOUND, "no review with that id")
             return
         except ValueError as exc:
             self._error(HTTPStatus.CONFLICT, str(exc))
             return
-        if is_form:
-            self._send(HTTPStatus.SEE_OTHER, b"", "text/plain", {"Location": "/"})
-        else:
-            self._json(HTTPStatus.OK, {"id": review_id, "status": "decided"})
-
-
-_CSS = """
-body{font-family:system-ui,sans-serif;max-width:60rem;margin:2rem auto;padding:0 1rem;color:#222}
-.review{border:1px solid #ccc;border-radius:6px;padding:1rem;margin:1rem 0}
-pre{background:#f6f6f6;padding:.5rem;white-space:pre-wrap;max-height:20rem;overflow:auto}
-textarea{width:100%;min-height:6rem;font-family:monospace}
-.meta{color:#666;font-size:.9rem} button{margin-right:.5rem;padding:.3rem .8rem}
-"""
-
-
-def _page(records: list[_Record], secret_set: bool) -> str:
-    """The HTML page: pending reviews with their forms, then the last decided ones."""
-    esc = html.escape
-    pending = [r for r in records if r.decision is None]
-    decided = [r for r in records if r.decision is not None][-20:]
-    out = [
-        "<!doctype html><html><head><meta charset='utf-8'>",
-        "<title>agentensemble reviews</title>",
-        "<meta http-equiv='refresh' content='3'>" if not pending else "",
-        f"<style>{_CSS}</style></head><body>",
-        f"<h1>Pending reviews ({len(pending)})</h1>",
-        "<p class='meta'>Signatures are verified.</p>" if secret_set else "",
-        "" if pending else "<p>Nothing to review yet; this page refreshes by itself.</p>",
-        "<p><a href='/'>Refresh</a></p>" if pending else "",
-    ]
-    for record in pending:
-        req = record.request
-        quoted = urllib.parse.quote(record.id, safe="")
-        tool = (
-            f" &middot; tool <b>{esc(str(req.get('tool_name')))}</b>"
-            if req.get("tool_name")
-            else ""
-        )
-        out += [
-            "<div class='review'>",
-            f"<div class='meta'>{esc(str(req.get('timing', '')))}{tool}"
-            f" &middot; id {esc(record.id)} &middot; times out after "
-            f"{esc(str(req.get('timeout_seconds', '?')))} s</div>",
-            f"<h3>{esc(str(req.get('task_description', '')))}</h3>",
-            f"<p><b>{esc(str(req.get('prompt')))}</b></p>" if req.get("prompt") else "",
-            f"<pre>{esc(str(req.get('output', '')))}</pre>",
-            f"<form method='post' action='/reviews/{quoted}/decision'>",
-            f"<textarea name='revised_output'>{esc(str(req.get('output', '')))}</textarea>",
-            "<p><input name='reason' placeholder='Reason (for Exit)' size='40'></p>",
-            "<button name='decision' value='continue'>Approve</button>",
-            "<button name='decision' value='edit'>Edit (send the text above)</button>",
-            "<button name='decision' value='exit_early'>Exit</button>",
-            "</form></div>",
-        ]
-    if decided:
-        out.append("<h2>Recently decided</h2><ul>")
-        for record in reversed(decided):
-            assert record.decision is not None
-            out.append(
-                f"<li>{esc(str(record.request.get('task_description', ''))[:80])}: "
-                f"<b>{esc(record.decision.decision)}</b></li>"
-            )
-        out.append("</ul>")
-    out.append("</body></html>")
-    return "\n".join(part for part in out if part)
+        self._json(HTTPStatus.OK, {"id": review_id, "status": "decided"})
 
 
 class ReviewServer:
     """The reference server as an object: ``with ReviewServer(port=0) as server: ...``.
 
     ``port=0`` picks a free port; ``url`` is the base URL and ``reviews_url`` the webhook URL to
-    give a ``WebhookReviewHandler``. ``decide`` records a decision without the web page;
-    ``wait_for_pending`` waits for a review to arrive (tests, examples).
+    give a ``WebhookReviewHandler``; ``page_url`` is the review page with its token. ``token``
+    (default: a random one) is needed to list and decide reviews; ``allowed_hosts`` adds host
+    names the server answers to besides loopback and ``host``; ``max_pending_per_client`` bounds
+    the pending reviews of one client address. ``decide`` records a decision without the web
+    page; ``wait_for_pending`` waits for a review to arrive (tests, examples).
     """
 
     def __init__(
@@ -359,18 +298,37 @@ class ReviewServer:
         secret: str | None = None,
         *,
         verbose: bool = False,
+        token: str | None = None,
+        allowed_hosts: Iterable[str] = (),
+        max_pending_per_client: int = MAX_PENDING_PER_CLIENT,
     ) -> None:
+        if max_pending_per_client < 1:
+            raise ValueError("max_pending_per_client must be at least 1")
         self.host = host
         self.port = port
         self._secret = secret or None
+        self.token = token or secrets.token_urlsafe(24)
+        register_secret(self._secret)
+        register_secret(self.token)
+        self._allowed_hosts = tuple(allowed_hosts)
         self.verbose = verbose
-        self.store = _Store()
+        self.store = Store(MAX_REVIEWS, max_pending_per_client)
         self._httpd: _HTTPServer | None = None
         self._thread: threading.Thread | None = None
 
     def __repr__(self) -> str:
         secret = ", secret='***'" if self._secret else ""
-        return f"ReviewServer(host={self.host!r}, port={self.port}{secret})"
+        return f"ReviewServer(host={self.host!r}, port={self.port}{secret}, token='***')"
+
+    @property
+    def guard(self) -> Guard:
+        """The request checks, for the port actually bound."""
+        return Guard(self.host, self.port, self.token, self._allowed_hosts)
+
+    @property
+    def page_url(self) -> str:
+        """The review page's address, token included (give it only to the reviewer)."""
+        return f"{self.url}/?token={urllib.parse.quote(self.token, safe='')}"
 
     @property
     def secret_set(self) -> bool:
@@ -460,43 +418,11 @@ class ReviewServer:
         return record.request
 
 
-def _is_loopback(host: str) -> bool:
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
-
-
 def main(argv: list[str] | None = None) -> int:
-    """Command line: run the reference review server until Ctrl-C."""
-    parser = argparse.ArgumentParser(
-        prog="python -m agentensemble_review.server",
-        description="Reference webhook for agentensemble reviews, with a web page to decide.",
-    )
-    parser.add_argument("--host", default="127.0.0.1", help="interface (default 127.0.0.1)")
-    parser.add_argument("--port", type=int, default=8765, help="port (default 8765; 0 = any)")
-    parser.add_argument(
-        "--secret",
-        default=os.environ.get("AGENTENSEMBLE_REVIEW_SECRET"),
-        help="verify X-AgentEnsemble-Signature with this secret "
-        "(default: $AGENTENSEMBLE_REVIEW_SECRET)",
-    )
-    parser.add_argument("--quiet", action="store_true", help="do not log each request")
-    args = parser.parse_args(argv)
-    server = ReviewServer(args.host, args.port, args.secret, verbose=not args.quiet)
-    server.bind()
-    if not _is_loopback(args.host):
-        print(f"warning: listening on {args.host}: the review page has no login", file=sys.stderr)
-    signed = "signatures verified" if args.secret else "no secret: signatures not checked"
-    print(f"Review server on {server.url} ({signed})", flush=True)
-    print(f"Webhook URL: {server.reviews_url}    Open {server.url}/ to decide.", flush=True)
-    try:
-        server.serve_forever()
-    except KeyboardInterrupt:
-        print("stopped", file=sys.stderr)
-    return 0
+    """Command line: run the reference review server until Ctrl-C (see ``_server_cli``)."""
+    from agentensemble_review._server_cli import main as cli_main
+
+    return cli_main(argv)
 
 
 if __name__ == "__main__":

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import math
 import random
 import time
 from collections.abc import Mapping
@@ -18,11 +19,24 @@ from datetime import timedelta
 
 import httpx
 
+from agentensemble.logging import redact_text
 from agentensemble_review._asking import apply_on_timeout, run_coroutine_sync, run_within
 from agentensemble_review._format import format_duration
 from agentensemble_review._log import get_logger
-from agentensemble_review.errors import ReviewProtocolError
-from agentensemble_review.models import ReviewDecision, ReviewRequest
+from agentensemble_review._webhook_safety import (
+    header_ok,
+    install_http_log_redaction,
+    parse_retry_after,
+    register_header_secrets,
+    register_url_secrets,
+    safe_url,
+)
+from agentensemble_review.errors import (
+    ReviewError,
+    ReviewProtocolError,
+    ReviewRequestRefusedError,
+)
+from agentensemble_review.models import Edit, ExitEarly, ReviewDecision, ReviewRequest
 from agentensemble_review.protocol import SIGNATURE_HEADER, decision_from_json, encode_request, sign
 
 USER_AGENT = "agentensemble-review/0.1"
@@ -30,6 +44,8 @@ MAX_ANSWER_BYTES = 1_000_000
 """A longer answer is a protocol error: a decision is a small JSON object."""
 
 _RETRY_STATUSES = frozenset({429, 500, 502, 503, 504})
+_REFUSED_STATUSES = frozenset({400, 413, 422})
+"""The service refused the request for its size or content: what the model put under review."""
 
 
 class _NoDecision(Exception):
@@ -75,16 +91,17 @@ def _seconds(value: float | timedelta | None) -> float | None:
     if value is None:
         return None
     seconds = value.total_seconds() if isinstance(value, timedelta) else float(value)
-    if seconds < 0:
-        raise ValueError("timeout must be zero (no limit of its own) or positive")
+    if not math.isfinite(seconds) or seconds < 0:
+        raise ValueError("timeout must be zero (no limit of its own) or a finite positive number")
     return seconds or None
 
 
-def safe_url(url: httpx.URL | str) -> str:
-    """``url`` without user info, query or fragment (they may carry tokens): for messages."""
-    url = httpx.URL(url)
-    port = f":{url.port}" if url.port else ""
-    return f"{url.scheme}://{url.host}{port}{url.path}"
+def _finite_positive(name: str, value: float) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise ValueError(f"{name} must be a number of seconds, got {type(value).__name__}")
+    if not math.isfinite(value) or value <= 0:
+        raise ValueError(f"{name} must be a finite positive number of seconds, got {value!r}")
+    return float(value)
 
 
 def _same_origin(a: httpx.URL, b: httpx.URL) -> bool:
@@ -92,8 +109,18 @@ def _same_origin(a: httpx.URL, b: httpx.URL) -> bool:
 
 
 def _snippet(content: bytes, limit: int = 200) -> str:
-    text = content.decode("utf-8", errors="replace").strip()
+    text = content[: limit * 4].decode("utf-8", errors="replace").strip()
     return text if len(text) <= limit else text[:limit] + "..."
+
+
+def _redacted_decision(decision: ReviewDecision) -> ReviewDecision:
+    """A webhook's decision with registered secrets redacted from its texts: an answer that
+    echoes the bearer token or the signing secret must not carry it on to the model."""
+    if isinstance(decision, ExitEarly) and decision.reason:
+        return ExitEarly(redact_text(decision.reason), timed_out=decision.timed_out)
+    if isinstance(decision, Edit):
+        return Edit(redact_text(decision.revised_output))
+    return decision
 
 
 class WebhookReviewHandler:
@@ -126,20 +153,33 @@ class WebhookReviewHandler:
         request_timeout: float = 10.0,
         transport: httpx.AsyncBaseTransport | None = None,
     ) -> None:
-        parsed = httpx.URL(url)
+        try:
+            parsed = httpx.URL(url)
+        except (httpx.InvalidURL, TypeError, ValueError):
+            raise ValueError(f"webhook url is not a valid URL: {safe_url(url)!r}") from None
+        register_url_secrets(parsed)
         if parsed.scheme not in ("http", "https") or not parsed.host:
             raise ValueError(f"webhook url must be an absolute http(s) URL, got {safe_url(url)!r}")
-        if poll_interval <= 0 or max_poll_interval < poll_interval:
+        poll_interval = _finite_positive("poll_interval", poll_interval)
+        max_poll_interval = _finite_positive("max_poll_interval", max_poll_interval)
+        if max_poll_interval < poll_interval:
             raise ValueError("need 0 < poll_interval <= max_poll_interval")
         if max_retries < 0:
             raise ValueError("max_retries must be 0 or more")
-        if request_timeout <= 0:
-            raise ValueError("request_timeout must be positive")
+        request_timeout = _finite_positive("request_timeout", request_timeout)
+        self._headers = dict(headers or {})
+        register_header_secrets(self._headers, secret)
+        for name, value in self._headers.items():
+            if not header_ok(name, value):
+                raise ValueError(
+                    f"header {name!r} has a name or value HTTP cannot carry (non-ASCII, or a "
+                    "line break or control character)"
+                )
+        install_http_log_redaction()
         self.url = url
         self._url = parsed
         self._secret = secret or None
         self.timeout = _seconds(timeout)
-        self._headers = dict(headers or {})
         self.poll_interval = poll_interval
         self.max_poll_interval = max_poll_interval
         self.max_retries = max_retries
@@ -173,9 +213,16 @@ class WebhookReviewHandler:
             reason = deadline.reason()
         else:
             try:
-                return task.result()
+                return _redacted_decision(task.result())
             except _NoDecision as exc:
-                reason = str(exc)
+                reason = redact_text(str(exc))
+            except ReviewError:
+                raise
+            except Exception as exc:  # anything else the answer caused: never a raw error
+                raise ReviewProtocolError(
+                    f"review webhook {safe_url(self._url)} could not be used: "
+                    f"{type(exc).__name__}: {exc}"
+                ) from None
         log.warning(
             "review.webhook_no_decision",
             url=safe_url(self._url),
@@ -219,16 +266,10 @@ class WebhookReviewHandler:
                 if answer.status == 200:
                     return self._decision(answer, poll_url or self._url)
                 if answer.status != 202:
-                    raise self._unexpected(answer, poll_url or self._url)
+                    raise self._unexpected(answer, poll_url or self._url, len(body))
                 location = answer.headers.get("Location")
                 if location:
-                    poll_url = (poll_url or self._url).join(location)
-                    if poll_url.scheme not in ("http", "https"):
-                        raise ReviewProtocolError(
-                            f"review webhook {safe_url(self._url)} answered 202 with a Location "
-                            f"that is not http(s): {safe_url(poll_url)!r}",
-                            status_code=202,
-                        )
+                    poll_url = self._poll_url(poll_url or self._url, location)
                 elif poll_url is None:
                     raise ReviewProtocolError(
                         f"review webhook {safe_url(self._url)} answered 202 (pending) without a "
@@ -237,10 +278,37 @@ class WebhookReviewHandler:
                     )
                 await self._sleep(self._retry_after(answer) or delay, deadline)
                 delay = min(delay * 1.5, self.max_poll_interval)
-                poll_headers = {"Accept": "application/json", "User-Agent": USER_AGENT}
-                if _same_origin(poll_url, self._url):
-                    poll_headers.update(self._headers)
+                poll_headers = {
+                    **self._headers,
+                    "Accept": "application/json",
+                    "User-Agent": USER_AGENT,
+                }
                 answer = await self._call(client, "GET", poll_url, poll_headers, None, deadline)
+
+    def _poll_url(self, base: httpx.URL, location: str) -> httpx.URL:
+        """Where a 202's ``Location`` says to poll: http(s) on the webhook's own origin only
+        (scheme, host and port), refused without being fetched otherwise."""
+        try:
+            url = base.join(location)
+        except (httpx.InvalidURL, TypeError, ValueError) as exc:
+            raise ReviewProtocolError(
+                f"review webhook {safe_url(self._url)} answered 202 with an invalid Location "
+                f"({type(exc).__name__})",
+                status_code=202,
+            ) from None
+        if url.scheme not in ("http", "https"):
+            raise ReviewProtocolError(
+                f"review webhook {safe_url(self._url)} answered 202 with a Location "
+                f"that is not http(s): {safe_url(url)!r}",
+                status_code=202,
+            )
+        if not _same_origin(url, self._url):
+            raise ReviewProtocolError(
+                f"review webhook {safe_url(self._url)} answered 202 with a Location on another "
+                f"origin ({safe_url(url)!r}); it was not fetched",
+                status_code=202,
+            )
+        return url
 
     async def _call(
         self,
@@ -263,7 +331,12 @@ class WebhookReviewHandler:
                 self.request_timeout if remaining is None else min(self.request_timeout, remaining)
             )
             try:
-                answer = await self._send(client, method, url, headers, body, per_call)
+                # The whole call, not each read: a drip-fed answer cannot hold it open.
+                answer = await asyncio.wait_for(
+                    self._send(client, method, url, headers, body, per_call), per_call
+                )
+            except asyncio.TimeoutError:
+                problem = f"no complete answer within {format_duration(per_call)}"
             except httpx.TransportError as exc:
                 problem = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
             else:
@@ -298,6 +371,14 @@ class WebhookReviewHandler:
         )
         response = await client.send(http_request, stream=True)
         try:
+            declared = response.headers.get("Content-Length", "")
+            if declared.strip().isdigit() and int(declared) > MAX_ANSWER_BYTES:
+                raise ReviewProtocolError(
+                    f"review webhook {safe_url(url)} answered more than "
+                    f"{MAX_ANSWER_BYTES} bytes (Content-Length {declared.strip()[:20]}); a "
+                    "decision is a small JSON object",
+                    status_code=response.status_code,
+                )
             chunks: list[bytes] = []
             size = 0
             async for chunk in response.aiter_bytes():
@@ -324,7 +405,16 @@ class WebhookReviewHandler:
                 status_code=200,
             ) from exc
 
-    def _unexpected(self, answer: _Answer, url: httpx.URL) -> ReviewProtocolError:
+    def _unexpected(
+        self, answer: _Answer, url: httpx.URL, request_bytes: int = 0
+    ) -> ReviewProtocolError:
+        if answer.status in _REFUSED_STATUSES:
+            return ReviewRequestRefusedError(
+                f"review webhook {safe_url(url)} refused the review request "
+                f"({answer.status} {answer.reason}, request of {request_bytes} bytes)",
+                status_code=answer.status,
+                request_bytes=request_bytes,
+            )
         hint = ""
         if answer.status == 401 and self._secret:
             hint = " (is the secret the same on both sides?)"
@@ -342,12 +432,7 @@ class WebhookReviewHandler:
 
     @staticmethod
     def _retry_after(answer: _Answer) -> float | None:
-        value = answer.headers.get("Retry-After")
-        try:
-            seconds = float(value) if value is not None else None
-        except ValueError:
-            return None
-        return None if seconds is None or seconds < 0 else min(seconds, 60.0)
+        return parse_retry_after(answer.headers.get("Retry-After"))
 
     @staticmethod
     async def _sleep(seconds: float, deadline: _Deadline) -> None:
@@ -359,4 +444,4 @@ class WebhookReviewHandler:
         await asyncio.sleep(seconds)
 
 
-__all__ = ["WebhookReviewHandler", "safe_url"]
+__all__ = ["MAX_ANSWER_BYTES", "WebhookReviewHandler", "safe_url"]

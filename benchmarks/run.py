@@ -25,6 +25,8 @@ sys.path.insert(0, str(ROOT))
 
 Row = tuple[str, str, str]
 
+from runtime_bench import SECTIONS as RUNTIME_SECTIONS  # noqa: E402 - beside this file
+
 
 def _import_seconds(statement: str, repeats: int) -> float:
     """Median wall time of ``statement`` in fresh interpreters, with bytecode caching allowed."""
@@ -296,6 +298,7 @@ SECTIONS: dict[str, Callable[[int], list[Row]]] = {
     "concurrency": bench_concurrency,
     "llm": bench_llm,
     "pipeline": bench_pipeline,
+    **RUNTIME_SECTIONS,
 }
 
 
@@ -322,8 +325,12 @@ def main() -> int:
     table = render(rows, time.perf_counter() - started)
     print(table)
     if args.write:
-        (ROOT / "benchmarks" / "RESULTS.md").write_text(
-            "# Benchmark results\n\nRecorded by `python benchmarks/run.py --write`.\n\n" + table
+        results = ROOT / "benchmarks" / "RESULTS.md"
+        kept = results.read_text().partition("\n## ") if results.exists() else ("", "", "")
+        results.write_text(  # the sections after the table (notes, peers) are kept
+            "# Benchmark results\n\nRecorded by `python benchmarks/run.py --write`.\n\n"
+            + table
+            + (f"\n## {kept[2]}" if kept[1] else "")
         )
     return 0
 

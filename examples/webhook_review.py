@@ -11,10 +11,12 @@ answer": the call is rejected or the run stops, never approved.
 Options:
 
 - ``--auto-approve``: approve every review through the server's HTTP decision endpoint from a
-  background thread, so the script finishes by itself (the tests use this).
-- ``--url URL --secret S``: use a review server you started yourself instead, e.g.
+  background thread, so the script finishes by itself (the tests use this). Listing and
+  deciding need the server's token, as the page does.
+- ``--url URL --secret S [--token T]``: use a review server you started yourself instead, e.g.
   ``python -m agentensemble_review.server --port 8765 --secret S`` and
-  ``--url http://127.0.0.1:8765/reviews --secret S``.
+  ``--url http://127.0.0.1:8765/reviews --secret S``; ``--token`` (printed by the server at
+  start, in the page's address) is needed only with ``--auto-approve``.
 
 With no API key it runs offline on a scripted model (and says so); with ``OPENAI_API_KEY`` set
 it uses ``openai/gpt-4o-mini``, and ``AGENTENSEMBLE_MODEL`` names any litellm model. See
@@ -50,8 +52,9 @@ class AutoApprover:
     post a decision for each pending one (``POST /reviews/<id>/decision``).
     """
 
-    def __init__(self, base_url: str) -> None:
+    def __init__(self, base_url: str, token: str) -> None:
         self.base_url = base_url
+        self.token = token
         self.approved: list[str] = []
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="auto-approver", daemon=True)
@@ -65,7 +68,8 @@ class AutoApprover:
         self._thread.join(timeout=10)
 
     def _run(self) -> None:
-        with httpx.Client(base_url=self.base_url, timeout=5.0) as client:
+        auth = {"Authorization": f"Bearer {self.token}"}
+        with httpx.Client(base_url=self.base_url, timeout=5.0, headers=auth) as client:
             while not self._stop.wait(0.1):  # ends when the run is over
                 try:
                     reviews = client.get("/reviews").json()["reviews"]
@@ -91,6 +95,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--auto-approve", action="store_true", help="approve every review")
     parser.add_argument("--url", help="webhook URL of a review server you started yourself")
     parser.add_argument("--secret", help="its secret (default: a random one for ours)")
+    parser.add_argument("--token", default="", help="its page token (for --auto-approve)")
     parser.add_argument("--timeout", type=float, default=300.0, help="seconds per review")
     args = parser.parse_args(argv)
 
@@ -98,14 +103,15 @@ def main(argv: list[str] | None = None) -> int:
     print(banner, flush=True)
     server: ReviewServer | None = None
     if args.url:
-        webhook_url, secret = args.url, args.secret
+        webhook_url, secret, token = args.url, args.secret, args.token
         parts = urlsplit(args.url)
-        base_url = f"{parts.scheme}://{parts.netloc}"
+        base_url = page_url = f"{parts.scheme}://{parts.netloc}"
     else:
         secret = args.secret or secrets.token_hex(16)
         server = ReviewServer(port=0, secret=secret).start()
-        webhook_url, base_url = server.reviews_url, server.url
-    print(f"Review page: {base_url}/  (webhook: {webhook_url})", flush=True)
+        webhook_url, base_url, page_url = server.reviews_url, server.url, server.page_url
+        token = server.token
+    print(f"Review page: {page_url}  (webhook: {webhook_url})", flush=True)
     if not args.auto_approve:
         print("Open the review page in a browser and decide each review there.", flush=True)
 
@@ -115,7 +121,7 @@ def main(argv: list[str] | None = None) -> int:
     ensemble = build(model, handler, args.timeout)
     try:
         if args.auto_approve:
-            with AutoApprover(base_url):
+            with AutoApprover(base_url, token):
                 result = ensemble.run()
         else:
             result = ensemble.run()

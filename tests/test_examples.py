@@ -29,12 +29,47 @@ class Run:
 
 RUNS = {
     "research_writer.py": Run(expected=(OFFLINE, "== Task 2: Writer", "exit: completed")),
+    "streaming_chat.py": Run(
+        expected=(
+            OFFLINE,
+            "Guide: [looked up opening_hours] The pool opens at 7:00 and closes at 21:00",
+            "cost in USD: unknown",
+            'Slowest tool: opening_hours({"place": "pool"}) -> 7:00-21:00',
+            "Trace saved and loaded back: True",
+        )
+    ),
     "tool_pipeline.py": Run(expected=(OFFLINE, "Invoice: Subtotal 14.00 + tax 2.80 = total 16.80")),
     "mcp_tools.py": Run(
         expected=(
             OFFLINE,
             'Tool call: geo_distance_km({"from_city": "Paris", "to_city": "Tokyo"}) -> 9712',
             "Paris to Tokyo is 9712 km (about 6035 miles).",
+        )
+    ),
+    "parallel_research.py": Run(
+        expected=(
+            OFFLINE,
+            "== history (History researcher)",
+            "== overview (Writer)\nTides have been charted for eight centuries.",
+            "Tasks: 4; exit: completed",
+        )
+    ),
+    "manager_team.py": Run(
+        expected=(
+            OFFLINE,
+            "== Delegation 1: Researcher\nTwo high tides a day",
+            "== Delegation 2: Writer",
+            "Final answer: Tides rise twice a day",
+            "Delegations: 2; exit: completed",
+        )
+    ),
+    "durable_review.py": Run(
+        expected=(
+            OFFLINE,
+            "Review waiting: 'We ship the new release on Monday.'",
+            "Worker killed while the review waits",
+            "  Published: We ship on Tuesday.",
+            "Exit: completed",
         )
     ),
     "console_review.py": Run(

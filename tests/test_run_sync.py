@@ -170,3 +170,14 @@ def test_a_failing_runs_traceback_starts_at_the_call_without_loop_internals() ->
     # nothing is lost: the cause and the line that raised it are still there
     assert isinstance(info.value.__cause__, ValueError)
     assert 'raise ValueError("the handler broke")' in text
+
+
+def test_a_run_ending_in_system_exit_leaves_the_shared_loop_serving() -> None:
+    # SystemExit escaping a task would stop an event loop; the shared one must survive it
+    def leave(ctx: TaskHandlerContext) -> str:
+        raise SystemExit("argparse gave up")
+
+    loop = loop_of_run()
+    with pytest.raises((SystemExit, TaskExecutionError)):
+        Ensemble(tasks=[Task(description="Leave", handler=leave)]).run()
+    assert loop_of_run() is loop

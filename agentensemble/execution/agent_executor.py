@@ -24,6 +24,7 @@ from agentensemble.events import (
     ToolCallStarted,
 )
 from agentensemble.execution._turn import run_turn
+from agentensemble.execution._verbose import Transcript
 from agentensemble.execution.guardrails import (
     check_input,
     first_failure,
@@ -31,6 +32,7 @@ from agentensemble.execution.guardrails import (
     output_violation,
 )
 from agentensemble.execution.prompts import ContextItem, build_system_prompt, build_user_prompt
+from agentensemble.execution.steps import as_step
 from agentensemble.execution.structured import (
     DEFAULT_OUTPUT_RETRIES,
     correction_message,
@@ -78,6 +80,7 @@ class AgentTask:
     context: Sequence[ContextItem] = ()
     output_type: Any = None  # any type pydantic validates; see execution/structured.py
     task_name: str | None = None
+    verbose: bool = False
     max_output_retries: int = DEFAULT_OUTPUT_RETRIES
     input_guardrails: Sequence[Any] = ()
     output_guardrails: Sequence[Any] = ()
@@ -124,6 +127,7 @@ class AgentExecutor:
         self.usage = TokenUsage()
         self._tool_calls_made = 0
         self._stops = 0
+        self._transcript = Transcript(task.role) if task.verbose else None
         self._costs: list[float | None] = []
 
     def _user_prompt(self, *, schema_in_prompt: bool) -> str:
@@ -220,6 +224,8 @@ class AgentExecutor:
             self.messages.append({"role": "user", "content": feedback})
 
     async def _ask_model(self, specs: list[dict[str, Any]] | None) -> ChatResponse:
+        if self._transcript is not None:
+            self._transcript.messages(self.messages)
         role, name, emitter = self.task.role, self.task.task_name, self.env.emitter
         label, call_id = model_label(self.task.model), uuid.uuid4().hex
         if emitter:
@@ -231,8 +237,10 @@ class AgentExecutor:
             options["response_format"] = self._format
         try:
             with model_call_scope(role, name, call_id):
-                response: ChatResponse = await complete(
-                    self.messages, tools=specs or None, **options
+                response: ChatResponse = await as_step(
+                    "model",
+                    f"model:{role}",
+                    lambda: complete(self.messages, tools=specs or None, **options),
                 )
         except Exception as error:
             if emitter:
@@ -240,6 +248,8 @@ class AgentExecutor:
                 emitter.emit(LLMCallFailed(role, label, call_id, failed_after, error, name))
             raise
         duration = time.perf_counter() - started
+        if self._transcript is not None:
+            self._transcript.answer(response)
         self.llm_calls += 1
         self.usage = self.usage + response.usage
         cost = cost_usd(response.usage, label, response.model)
@@ -326,7 +336,7 @@ class AgentExecutor:
             result = ToolResult.failure(f"Unknown tool '{call.name}'. Available tools: {available}")
             behavior = ReturnBehavior.TO_LLM
         else:
-            called = await tool.call(call.arguments)
+            called = await as_step("tool", f"tool:{call.name}", lambda: tool.call(call.arguments))
             result, ran_with = called.result, called.ran_with
             behavior = tool.return_behavior
             duration = time.perf_counter() - started

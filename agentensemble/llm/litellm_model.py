@@ -25,11 +25,13 @@ from agentensemble.llm import _model_table, _openai_lane
 from agentensemble.llm._config_checks import api_base_problem, check_model_settings
 from agentensemble.llm._lanes import Lane, LaneSetting, choose_lane
 from agentensemble.llm._litellm import is_loaded, load_litellm
+from agentensemble.llm._litellm_stream import StreamAttempts, stream_turn
 from agentensemble.llm._secrets import masked, register_setting_secrets
 from agentensemble.llm._sendable import sendable
 from agentensemble.llm.rate_limit import RateLimit, rate_limited
 from agentensemble.llm.response_format import ResponseFormat, litellm_supports_schema
 from agentensemble.llm.retry import RetryPolicy
+from agentensemble.llm.streaming import current_sink
 from agentensemble.llm.types import ChatResponse, Message, ToolCall, ToolSpec
 from agentensemble.logging import register_secret
 from agentensemble.outputs import TokenUsage
@@ -211,10 +213,17 @@ class LLM(BaseModel):
 
         guard = self.timeout + _GUARD_SECONDS
         attempts = 0
+        sink = current_sink()
+        streaming = StreamAttempts(sink) if sink is not None else None
 
         async def call() -> Any:
             nonlocal attempts
             attempts += 1
+            if streaming is not None:  # a streaming run: stream=True, text to its sink
+                streaming.attempts = attempts
+                # both lanes stream through litellm for now (same chunks, same assembly)
+                lite = load_litellm() if is_loaded() else await asyncio.to_thread(load_litellm)
+                return await stream_turn(lite, kwargs, streaming, guard)
             if sys.version_info >= (3, 11):
                 async with asyncio.timeout(guard):  # no extra task, unlike wait_for
                     return await send()
@@ -223,7 +232,9 @@ class LLM(BaseModel):
         response = await self.policy.run(
             call, label=self.model, secrets=secrets, endpoint=self.api_base
         )
-        return dataclasses.replace(to_chat_response(response, label=self.model), attempts=attempts)
+        if not isinstance(response, ChatResponse):
+            response = to_chat_response(response, label=self.model)
+        return dataclasses.replace(response, attempts=attempts)
 
 
 def _get(obj: Any, name: str) -> Any:

@@ -212,6 +212,12 @@ class RateLimitedModel:
             lambda: self.inner.complete(messages, tools=tools, **options), messages
         )
 
+    async def supports_response_format(self) -> bool:
+        """As the wrapped model says: wrapping keeps native structured output."""
+        from agentensemble.llm.response_format import supports_response_format
+
+        return await supports_response_format(self.inner)
+
     def __repr__(self) -> str:
         return f"RateLimitedModel({self.inner!r}, {self.rate_limit!r})"
 

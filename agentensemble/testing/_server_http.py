@@ -15,6 +15,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import TYPE_CHECKING, Any
 
 from agentensemble.testing._server_replies import CHAT_PATHS, Fault, TextReply
+from agentensemble.testing._server_stream import broken_stream, stream_chunks
 
 if TYPE_CHECKING:
     from agentensemble.testing.openai_server import OpenAICompatibleServer
@@ -68,6 +69,8 @@ class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"  # keep-alive, as real providers do
     server_version = "agentensemble-test-openai/1"
 
+    _streaming = False  # the request asked for stream=True
+
     def log_message(self, format: str, *args: Any) -> None:  # quiet: tests read .log instead
         pass
 
@@ -102,10 +105,7 @@ class _Handler(BaseHTTPRequestHandler):
             owner._record(path, headers, body, "error")
             self._send_error(404, f"unknown path {path}", "not_found_error")
             return
-        if body.get("stream"):
-            owner._record(path, headers, body, "error")
-            self._send_error(400, "the test server does not stream")
-            return
+        self._streaming = body.get("stream") is True
 
         with owner._lock:
             owner._arrivals.append(body)
@@ -141,6 +141,9 @@ class _Handler(BaseHTTPRequestHandler):
         owner._record(path, headers, body, outcome)
         if owner._sleep(reply.delay):
             return
+        if self._streaming:
+            self._stream(stream_chunks(json.loads(owner._completion(body, reply)), body))
+            return
         self._send(200, owner._completion(body, reply), {"Content-Type": "application/json"})
 
     # ----------------------------------------------------------------- answers
@@ -152,7 +155,9 @@ class _Handler(BaseHTTPRequestHandler):
     def _fault(self, fault: Fault) -> None:
         if self.owner._sleep(fault.delay):
             return
-        if fault.kind in ("drop", "hang"):
+        if fault.kind == "stream_break" and self._streaming:
+            self._stream(broken_stream(fault.body or "partial answer"), broken=True)
+        elif fault.kind in ("drop", "hang", "stream_break"):
             self._drop()
         elif fault.kind == "truncated":
             data = b'{"id": "chatcmpl-x", "object": "chat.completion", "choices": [{"ind'
@@ -209,6 +214,26 @@ class _Handler(BaseHTTPRequestHandler):
         head = ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1")
         try:
             self.wfile.write(head + data)
+        except OSError:
+            self.close_connection = True
+
+    def _stream(self, events: list[dict[str, Any]], broken: bool = False) -> None:
+        """Server-sent events, one HTTP chunk each, written as they go; ``broken`` cuts the
+        connection before the end (no finish reason, no terminating chunk)."""
+        head = "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n"
+        head += "Cache-Control: no-cache\r\nTransfer-Encoding: chunked\r\n\r\n"
+        try:
+            self.wfile.write(head.encode("latin-1"))
+            for event in events:
+                data = f"data: {json.dumps(event)}\n\n".encode()
+                self.wfile.write(f"{len(data):x}\r\n".encode() + data + b"\r\n")
+                self.wfile.flush()
+            if broken:
+                self._drop()
+                return
+            done = b"data: [DONE]\n\n"
+            self.wfile.write(f"{len(done):x}\r\n".encode() + done + b"\r\n0\r\n\r\n")
+            self.wfile.flush()
         except OSError:
             self.close_connection = True
 

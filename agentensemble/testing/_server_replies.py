@@ -13,7 +13,7 @@ from typing import Any, Literal
 
 from agentensemble.llm.types import ChatResponse
 
-FaultKind = Literal["status", "drop", "truncated", "non_json", "slow", "hang"]
+FaultKind = Literal["status", "drop", "truncated", "non_json", "slow", "hang", "stream_break"]
 
 CHAT_PATHS = frozenset({"/v1/chat/completions", "/chat/completions"})
 
@@ -46,7 +46,9 @@ class Fault:
     kinds: ``status`` (HTTP ``status`` with ``headers``/``body``), ``drop`` (close the socket
     without answering), ``truncated`` (200 whose body stops half-way), ``non_json`` (200 with a
     body that is not JSON), ``slow`` (wait ``delay``, then serve the next scripted answer, from
-    the script or from chaos alike), ``hang`` (wait ``delay``, then drop the connection).
+    the script or from chaos alike), ``hang`` (wait ``delay``, then drop the connection),
+    ``stream_break`` (a streaming request gets the start of an answer, ``body`` as text
+    pieces, then the connection drops mid-stream; a plain request is simply dropped).
     """
 
     kind: FaultKind = "status"

@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from agentensemble.llm.response_format import ResponseFormat
+from agentensemble.llm.streaming import current_sink, stream_pieces
 from agentensemble.llm.types import ChatResponse, Message, ToolCall, ToolSpec
 from agentensemble.outputs import TokenUsage
 
@@ -27,6 +28,15 @@ def _usage(messages: Sequence[Message], content: str | None) -> TokenUsage:
     return TokenUsage(
         prompt_tokens=prompt, completion_tokens=completion, total_tokens=prompt + completion
     )
+
+
+def _streamed(response: ChatResponse) -> ChatResponse:
+    """In a streaming run (``Ensemble.astream``), hand the text to the sink piece by piece."""
+    sink = current_sink()
+    if sink is not None and response.content:
+        for piece in stream_pieces(response.content):
+            sink.text(piece)
+    return response
 
 
 def text(content: str) -> ChatResponse:
@@ -110,6 +120,9 @@ class _Recording:
 class ScriptedChatModel(_Recording):
     """Answers from a FIFO of responses (ChatResponse or plain text), recording every request.
 
+    In a streaming run (``Ensemble.astream``) its text arrives as ``TokenDelta`` events, word
+    by word, so a UI can be tested offline.
+
     >>> model = ScriptedChatModel([tool_call("add", {"a": 1, "b": 2}), "3"])
     """
 
@@ -156,7 +169,7 @@ class ScriptedChatModel(_Recording):
                 finish_reason=response.finish_reason,
                 model=self.model,
             )
-        return response
+        return _streamed(response)
 
     def assert_all_consumed(self) -> None:
         """Fail when scripted responses were left unused (the run took fewer turns)."""
@@ -194,15 +207,15 @@ class FunctionChatModel(_Recording):
         if inspect.isawaitable(result):
             result = await result
         if isinstance(result, str):
-            return ChatResponse(
-                content=result, usage=_usage(messages, result), finish_reason="stop"
+            return _streamed(
+                ChatResponse(content=result, usage=_usage(messages, result), finish_reason="stop")
             )
         if not isinstance(result, ChatResponse):
             raise TypeError(
                 f"a FunctionChatModel function must return a ChatResponse or str, "
                 f"got {type(result).__name__}"
             )
-        return result
+        return _streamed(result)
 
 
 __all__ = [

@@ -28,10 +28,14 @@ class Verdict:
     approved: bool
     input: str
     reason: str | None = None
+    refusal: str | None = None
+    """Why the review service refused to even ask (the request's size or content), if it did."""
 
     @property
     def rejection_message(self) -> str:
         """What the model sees when the call was rejected."""
+        if self.refusal is not None:
+            return f"the approval request was refused by the review service: {self.refusal}"
         return f"Rejected by reviewer: {self.reason or NO_REASON}"
 
 
@@ -176,6 +180,17 @@ def _verdict(api: ModuleType, decision: Any, tool_input: str) -> Verdict:
     return Verdict(approved=True, input=tool_input)
 
 
+def _refused(exc: Any, tool_input: str) -> Verdict:
+    """The service refused the request for what the model put in it (HTTP 400/413/422): the
+    model's problem, so that call fails and the run goes on. Nothing is approved."""
+    if getattr(exc, "status_code", None) == 413:
+        size = len(tool_input.encode("utf-8", "surrogatepass"))
+        problem = f"the tool input is too large ({size} bytes)"
+    else:
+        problem = str(getattr(exc, "problem", "the request was refused"))
+    return Verdict(approved=False, input=tool_input, refusal=problem)
+
+
 def _approval_prompt(tool_name: str) -> str:
     return f"Approve this call to tool '{tool_name}'? The output shown is the tool's input."
 
@@ -217,7 +232,11 @@ async def areview_tool_input(tool_name: str, tool_input: str, setting: Any = Non
     handler = _require_handler(context, tool_name)
     api = _review_api()
     request = _approval_request(api, context, tool_name, tool_input, setting)
-    return _verdict(api, await _ask_async(api, handler, request, context), tool_input)
+    try:
+        decision = await _ask_async(api, handler, request, context)
+    except api.ReviewRequestRefusedError as exc:
+        return _refused(exc, tool_input)
+    return _verdict(api, decision, tool_input)
 
 
 def review_tool_input(tool_name: str, tool_input: str, setting: Any = None) -> Verdict:
@@ -226,7 +245,11 @@ def review_tool_input(tool_name: str, tool_input: str, setting: Any = None) -> V
     handler = _require_handler(context, tool_name)
     api = _review_api()
     request = _approval_request(api, context, tool_name, tool_input, setting)
-    return _verdict(api, _ask_sync(api, handler, request, context), tool_input)
+    try:
+        decision = _ask_sync(api, handler, request, context)
+    except api.ReviewRequestRefusedError as exc:
+        return _refused(exc, tool_input)
+    return _verdict(api, decision, tool_input)
 
 
 def _auto_approved() -> Any:

@@ -36,15 +36,33 @@ async def in_worker_thread(fn: Callable[..., T], /, *args: Any) -> T:
             loop.call_soon_threadsafe(settle, setter, value)
 
     def target() -> None:
+        if future.done():  # cancelled before a worker picked it up: the body never starts
+            return
         try:
             result = context.run(fn, *args)
+        except GeneratorExit as exc:  # see _Carried
+            deliver(future.set_exception, _Carried(exc))
         except BaseException as exc:
             deliver(future.set_exception, exc)
         else:
             deliver(future.set_result, result)
 
     daemon_pool().run_soon(target, getattr(fn, "__qualname__", ""))
-    return await future
+    try:
+        return await future
+    except _Carried as carried:
+        raise carried.exception from None
+
+
+class _Carried(Exception):
+    """Carries a GeneratorExit out of a worker thread. Delivered through a future, the task
+    would throw it into the awaiting coroutine chain, and Python treats a thrown GeneratorExit
+    as ``close()``: every caller's handler would be skipped. Raised again here, it unwinds
+    normally and the tool layer can make it the call's failure."""
+
+    def __init__(self, exception: GeneratorExit) -> None:
+        super().__init__(str(exception))
+        self.exception = exception
 
 
 def run_coroutine_sync(

@@ -10,18 +10,22 @@ from __future__ import annotations
 import copy
 import inspect
 import json
+import logging
 import time
-from collections.abc import Iterable, Iterator, Sequence
+import weakref
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from agentensemble._interrupts import ends_the_run
 from agentensemble._naming import tool_name_problem
 from agentensemble.errors import ConfigurationError, ToolArgumentsError, ToolNameError
+from agentensemble.hints import warn_undescribed_tool
 from agentensemble.llm.types import ToolSpec
 from agentensemble.logging import get_logger
 from agentensemble.outputs import ReturnBehavior
 from agentensemble.tools import _gate
+from agentensemble.tools._gate import ToolCallResult
 from agentensemble.tools.base import (
     AgentTool,
     ToolResult,
@@ -29,7 +33,7 @@ from agentensemble.tools.base import (
     tool_description,
 )
 from agentensemble.tools.context import current_tool_context
-from agentensemble.tools.decorator import FunctionTool, tool_definition
+from agentensemble.tools.decorator import FunctionTool, ToolDefinition, tool_definition
 from agentensemble.tools.instrumented import (
     InstrumentedTool,
     exception_message,
@@ -82,15 +86,6 @@ def extract_input(arguments: str, tool_name: str) -> str:
     if value is None:
         raise ToolArgumentsError(f"{prefix}: input: Field required. {expected}")
     return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
-
-
-@dataclass(frozen=True)
-class ToolCallResult:
-    """How one call through ``ExecutableTool.call`` ended: the result, and the arguments the
-    tool ran with when a reviewer's edit changed them (None: as the model sent them)."""
-
-    result: ToolResult
-    ran_with: str | None = None
 
 
 class ExecutableTool:
@@ -282,7 +277,7 @@ class ToolResolver:
                 names[executable.name] = executable
                 resolved.append(executable)
         result = ResolvedTools(resolved)
-        if resolved:
+        if resolved and _log.isEnabledFor(logging.DEBUG):  # the text is costly with many tools
             _log.debug("tool specs", specs=json.dumps(result.specs, ensure_ascii=False))
         return result
 
@@ -297,15 +292,14 @@ class ToolResolver:
         definition = tool_definition(item)
         if definition is not None:
             if inspect.ismethod(item):
-                tool = FunctionTool(definition, item)
-                return [(_identity(item), _from_agent_tool(tool, source=item))]
+                return [(_identity(item), _from_function(definition, item, source=item))]
             if definition.is_method:
                 raise ConfigurationError(
                     f"Tool '{definition.name}' is a method: pass the object that carries it "
                     f"(or the bound method obj.{definition.name}), not the plain function"
                 )
-            tool = FunctionTool(definition, definition.function)
-            return [(_identity(item), _from_agent_tool(tool, source=item))]
+            executable = _from_function(definition, definition.function, source=item)
+            return [(_identity(item), executable)]
         if isinstance(item, type):
             raise ConfigurationError(
                 f"Got the class '{item.__name__}', not an instance: pass {item.__name__}(...)"
@@ -320,8 +314,8 @@ class ToolResolver:
             bound = getattr(item, attribute)
             method_definition = tool_definition(bound)
             assert method_definition is not None  # found by _decorated_methods
-            tool = FunctionTool(method_definition, bound)
-            expanded.append((_identity(bound), _from_agent_tool(tool, source=item)))
+            executable = _from_function(method_definition, bound, source=item)
+            expanded.append((_identity(bound), executable))
         return expanded
 
 
@@ -368,6 +362,51 @@ def _decorated_methods(obj: object) -> list[str]:
     return list(names)
 
 
+@dataclass(frozen=True)
+class _CheckedFunction:
+    """What checking a ``@tool`` definition found; it cannot change, so it is done once."""
+
+    name: str
+    description: str
+    parameters: dict[str, Any]
+    return_behavior: ReturnBehavior
+    requires_approval: bool
+
+
+# keyed weakly by definition; values hold nothing that refers back to it
+_checked_functions: weakref.WeakKeyDictionary[ToolDefinition, _CheckedFunction] = (
+    weakref.WeakKeyDictionary()
+)
+
+
+def _from_function(
+    definition: ToolDefinition, target: Callable[..., Any], source: object
+) -> ExecutableTool:
+    """A decorated function or bound method; its definition is checked on first use only (a
+    run with 1000 tools resolves them in about a millisecond)."""
+    tool = FunctionTool(definition, target)
+    checked = _checked_functions.get(definition)
+    if checked is None:
+        executable = _from_agent_tool(tool, source=source)
+        _checked_functions[definition] = _CheckedFunction(
+            executable.name,
+            executable.description,
+            executable.parameters,
+            executable.return_behavior,
+            executable.requires_approval,
+        )
+        return executable
+    return ExecutableTool(
+        tool,
+        name=checked.name,
+        description=checked.description,
+        parameters=checked.parameters,
+        return_behavior=checked.return_behavior,
+        requires_approval=checked.requires_approval,
+        source=source,
+    )
+
+
 def _from_agent_tool(tool: AgentTool, source: object | None = None) -> ExecutableTool:
     kind = type(tool).__name__
     name = getattr(tool, "name", None)
@@ -389,10 +428,13 @@ def _from_agent_tool(tool: AgentTool, source: object | None = None) -> Executabl
         raise ConfigurationError(f"Tool '{name}' has an invalid return_behavior: {exc}") from exc
     rule = getattr(tool, "requires_approval", False)
     _gate.check_rule(rule, f"Tool '{name}'")
+    description = tool_description(tool)
+    if not description.strip():
+        warn_undescribed_tool(name, "a @tool function" if isinstance(tool, FunctionTool) else kind)
     return ExecutableTool(
         tool,
         name=name,
-        description=tool_description(tool),
+        description=description,
         parameters=tool.parameters_schema(),
         return_behavior=behavior,
         requires_approval=_gate.declares_approval(rule),

@@ -50,6 +50,12 @@ class ToolSource(ABC):
     async def open(self) -> OpenedSource:
         """Start or connect, and list the tools. Called once per run."""
 
+    @property
+    def asks_for_approval(self) -> bool:
+        """Whether some of its tools will need a reviewer (known before the source is opened,
+        so a missing review handler is reported when the Ensemble is built)."""
+        return False
+
     def tools(self) -> Sequence[AgentTool]:
         """The tools of the run in progress; empty when no run has opened this source."""
         opened = _opened.get().get(id(self))
@@ -97,8 +103,19 @@ async def open_tool_sources(sources: Sequence[ToolSource]) -> AsyncIterator[None
         finally:
             _opened.reset(token)
     finally:
-        for handle in reversed(started):
+        await _close_all(started)
+
+
+async def _close_all(handles: Sequence[OpenedSource]) -> None:
+    """Close every handle, last opened first, even when one close is interrupted."""
+    interrupted: BaseException | None = None
+    for handle in reversed(handles):
+        try:
             await handle.close()
+        except BaseException as error:  # a cancelled run: close the others, then go on
+            interrupted = interrupted or error
+    if interrupted is not None:
+        raise interrupted
 
 
 __all__ = ["OpenedSource", "ToolSource", "open_tool_sources", "tool_sources_in"]

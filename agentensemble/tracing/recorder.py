@@ -10,66 +10,50 @@ turn; ``"full"`` keeps those too.
 
 from __future__ import annotations
 
-import json
 import threading
 import time
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
 from typing import Any
 
+from pydantic import ValidationError
+
 from agentensemble.events import (
+    DelegationCompleted,
+    DelegationFailed,
+    DelegationStarted,
+    EnsembleCompleted,
     EnsembleEvent,
+    EnsembleFailed,
+    EnsembleStarted,
+    GuardrailChecked,
     LLMCallCompleted,
     LLMCallFailed,
     LLMCallStarted,
     ReviewDecided,
     ReviewRequested,
+    StreamRestarted,
     TaskCompleted,
     TaskFailed,
     TaskStarted,
+    TokenDelta,
     ToolCallCompleted,
     ToolCallStarted,
 )
 from agentensemble.llm.cost import add_costs
-from agentensemble.logging import redact, redact_text
-from agentensemble.outputs import EnsembleOutput, TokenUsage
-from agentensemble.tracing.trace import (
-    Capture,
-    ErrorInfo,
-    ExecutionTrace,
-    ModelTurn,
-    RequestedToolCall,
-    ReviewTrace,
-    TaskMetrics,
-    TaskTrace,
-    TokenCounts,
-    ToolCallTrace,
+from agentensemble.logging import get_logger, redact_text
+from agentensemble.outputs import EnsembleOutput, TaskMetrics
+from agentensemble.tracing._records import (
+    Record,
+    counts,
+    error_record,
+    event_record,
+    json_safe,
+    now,
+    text,
 )
+from agentensemble.tracing.trace import Capture, ExecutionTrace
 
-
-def _now() -> datetime:
-    return datetime.now(timezone.utc)
-
-
-def _text(value: Any) -> str | None:
-    return None if value is None else redact_text(str(value))
-
-
-def json_safe(value: Any) -> Any:
-    """``value`` redacted and reduced to JSON data (unknown objects become their repr)."""
-    return json.loads(json.dumps(redact(value), default=repr))
-
-
-def error_info(error: BaseException) -> ErrorInfo:
-    return ErrorInfo(type=type(error).__name__, message=redact_text(str(error)))
-
-
-def _counts(usage: TokenUsage) -> TokenCounts:
-    return TokenCounts(
-        prompt_tokens=usage.prompt_tokens,
-        completion_tokens=usage.completion_tokens,
-        total_tokens=usage.total_tokens,
-    )
+_log = get_logger()
 
 
 @dataclass
@@ -77,20 +61,25 @@ class _OpenReview:
     task_index: int | None
     key: tuple[str, str | None, str]
     started: float
-    trace: ReviewTrace | None
+    record: Record | None
+    wait: float = 0.0
+    revised: str | None = None  # a reviewer's edit of the task description, before it ran
 
 
 @dataclass
 class _Task:
-    """A task's counters (always) and its trace (unless capture is off)."""
+    """A task's counters (always) and its trace record (unless capture is off)."""
 
     metrics: TaskMetrics = field(default_factory=TaskMetrics)
-    trace: TaskTrace | None = None
-    costs: list[float | None] = field(default_factory=list)
+    record: Record | None = None
 
 
 class TraceRecorder:
-    """Listens to one run's events; ``complete``/``fail`` hand back the trace and metrics."""
+    """Listens to one run's events; ``complete``/``fail`` hand back the trace and metrics.
+
+    During the run the trace is kept as plain dicts (cheap to build and change on every turn);
+    it is validated into an ``ExecutionTrace`` once, when the run ends.
+    """
 
     def __init__(
         self,
@@ -106,59 +95,112 @@ class TraceRecorder:
         self._lock = threading.Lock()
         self._tasks: dict[int, _Task] = {}
         self._order: list[int] = []
-        self._turns: dict[str, ModelTurn] = {}
-        self._tools: dict[str, ToolCallTrace] = {}
+        self._turns: dict[str, Record] = {}
+        self._tools: dict[str, Record] = {}
         self._open_reviews: list[_OpenReview] = []
         self._waiting_reviews: list[_OpenReview] = []  # asked before their task started
-        self._early_wait = 0.0
+        self._workflow = workflow
         self._by_output: dict[int, int] = {}
-        self.trace: ExecutionTrace | None = None
+        self._messages: dict[int, tuple[Any, Any]] = {}
+        self._delegations: list[tuple[float, Record]] = []
+        self._closed = False
+        self._trace: Record | None = None
         if capture != "off":
-            self.trace = ExecutionTrace(
-                run_id=run_id,
-                parent_run_id=parent_run_id,
-                capture=capture,
-                started_at=_now(),
-                workflow=workflow,
-                inputs=json_safe(dict(inputs or {})),
-            )
+            self._trace = {
+                "run_id": run_id,
+                "parent_run_id": parent_run_id,
+                "capture": capture,
+                "started_at": now(),
+                "workflow": workflow,
+                "inputs": json_safe(dict(inputs or {})),
+                "tasks": [],
+            }
 
     # -- events -------------------------------------------------------------------------------
 
     def on_event(self, event: EnsembleEvent) -> None:
         if getattr(event, "run_id", self.run_id) != self.run_id:
             return  # a nested run's events are its own recorder's business
-        handler = _HANDLERS.get(type(event))
+        handler = _HANDLERS.get(type(event), TraceRecorder._other)
         if handler is not None:
             with self._lock:
-                handler(self, event)
+                if not self._closed:
+                    handler(self, event)
+
+    def _other(self, event: Any) -> None:
+        """An event with no place of its own: kept as an EventRecord, under its task if any."""
+        if self._trace is None:
+            return
+        index = getattr(event, "task_index", None)
+        task = self._tasks.get(index) if isinstance(index, int) else None
+        holder = task.record if task is not None and task.record is not None else self._trace
+        holder.setdefault("events", []).append(event_record(event))
+
+    def _delegation_started(self, event: DelegationStarted) -> None:
+        task = self._task_for(event.task_index, event.from_role)
+        if task is None or task.record is None:
+            return
+        record: Record = {
+            "from_role": event.from_role,
+            "to_role": event.to_role,
+            "instructions": redact_text(event.instructions),
+            "depth": event.depth,
+            "started_at": now(),
+        }
+        task.record.setdefault("delegations", []).append(record)
+        self._delegations.append((time.perf_counter(), record))
+
+    def _delegation_ended(self, event: DelegationCompleted | DelegationFailed) -> None:
+        key = (event.from_role, event.to_role, event.depth)
+        for position, (started, record) in enumerate(self._delegations):
+            if (record["from_role"], record["to_role"], record["depth"]) == key:
+                del self._delegations[position]
+                record["duration_seconds"] = time.perf_counter() - started
+                if isinstance(event, DelegationCompleted):
+                    record["output"] = redact_text(event.output.raw)
+                else:
+                    record["error"] = redact_text(event.error)
+                return
+        if isinstance(event, DelegationFailed):  # refused before it started (unknown role...)
+            self._other(event)
 
     def _task_started(self, event: TaskStarted) -> None:
         task = _Task()
-        if self.trace is not None:
-            task.trace = TaskTrace(
-                index=event.task_index,
-                description=redact_text(event.task_description),
-                agent_role=event.agent_role,
-                started_at=_now(),
-            )
-            self.trace.tasks.append(task.trace)
+        if self._trace is not None:
+            task.record = {
+                "index": event.task_index,
+                "description": redact_text(event.task_description),
+                "agent_role": event.agent_role,
+                "started_at": now(),
+                "model_turns": [],
+                "tool_calls": [],
+                "reviews": [],
+                "guardrails": [],
+            }
+            self._trace["tasks"].append(task.record)
         self._tasks[event.task_index] = task
         self._order.append(event.task_index)
-        task.metrics.review_wait_seconds += self._early_wait
-        self._early_wait = 0.0
-        for review in self._waiting_reviews:
+        for review in self._reviews_before(event.task_description):
             review.task_index = event.task_index
-            if review.trace is not None and task.trace is not None:
-                task.trace.reviews.append(review.trace)
-        self._waiting_reviews = []
+            task.metrics.review_wait_seconds += review.wait
+            if review.record is not None and task.record is not None:
+                task.record["reviews"].append(review.record)
+
+    def _reviews_before(self, description: str) -> list[_OpenReview]:
+        """The reviews asked before this task started: those about its description (as asked,
+        or as a reviewer edited it); in a sequential run, whatever is waiting."""
+        mine = [r for r in self._waiting_reviews if description in (r.key[2], r.revised)]
+        if not mine and self._workflow == "sequential":
+            mine = list(self._waiting_reviews)
+        self._waiting_reviews = [r for r in self._waiting_reviews if r not in mine]
+        return mine
 
     def _task_for(self, index: int | None, agent_role: str | None = None) -> _Task | None:
         if index is not None and index in self._tasks:
             return self._tasks[index]
         running = [self._tasks[i] for i in reversed(self._order)]
         for task in running:  # no index: the latest task of that agent
-            if task.trace is not None and task.trace.agent_role == agent_role:
+            if task.record is not None and task.record["agent_role"] == agent_role:
                 return task
         return running[0] if running else None
 
@@ -167,44 +209,53 @@ class TraceRecorder:
         if task is None:
             return
         self._by_output[id(event.output)] = event.task_index
-        if task.trace is not None:
+        if task.record is not None:
             output = event.output
-            task.trace.status = "completed"
-            task.trace.ended_at = _now()
-            task.trace.output = redact_text(output.raw)
-            task.trace.usage = _counts(output.usage)
-            task.trace.cost_usd = output.cost_usd
-            task.trace.task_name = output.task_name
-            task.trace.description = redact_text(output.task_description)
+            task.record.update(
+                status="completed",
+                ended_at=now(),
+                output=redact_text(output.raw),
+                usage=counts(output.usage),
+                cost_usd=output.cost_usd,
+                task_name=output.task_name,
+                description=redact_text(output.task_description),
+            )
 
     def _task_failed(self, event: TaskFailed) -> None:
         task = self._task_for(event.task_index)
-        if task is not None and task.trace is not None:
-            task.trace.status = "failed"
-            task.trace.ended_at = _now()
-            task.trace.error = error_info(event.error)
+        if task is not None and task.record is not None:
+            task.record.update(status="failed", ended_at=now(), error=error_record(event.error))
 
     def _llm_started(self, event: LLMCallStarted) -> None:
         task = self._task_for(event.task_index, event.agent_role)
-        if task is None or task.trace is None:
+        if task is None or task.record is None:
             return
-        trace = task.trace
-        messages = list(event.messages)
-        if trace.system_prompt is None and len(messages) >= 2:
-            trace.system_prompt = _text(messages[0].get("content"))
-            trace.user_prompt = _text(messages[1].get("content"))
-            trace.model = event.model
-            trace.task_name = event.task_name
-        turn = ModelTurn(
-            call_id=event.call_id,
-            model=event.model,
-            agent_role=event.agent_role,
-            started_at=_now(),
-            message_count=len(messages),
-            messages=json_safe(messages) if self.capture == "full" else None,
-        )
-        trace.model_turns.append(turn)
+        record = task.record
+        messages = event.messages
+        if "system_prompt" not in record and len(messages) >= 2:
+            record["system_prompt"] = text(messages[0].get("content"))
+            record["user_prompt"] = text(messages[1].get("content"))
+            record["model"] = event.model
+            record["task_name"] = event.task_name
+        turn: Record = {
+            "call_id": event.call_id,
+            "model": event.model,
+            "agent_role": event.agent_role,
+            "started_at": now(),
+            "message_count": len(messages),
+        }
+        if self.capture == "full":
+            turn["messages"] = [self._message(m) for m in messages]
+        record["model_turns"].append(turn)
         self._turns[event.call_id] = turn
+
+    def _message(self, message: Any) -> Any:
+        """A message made safe once: the history resends the same message objects each turn."""
+        cached = self._messages.get(id(message))
+        if cached is None or cached[0] is not message:
+            cached = (message, json_safe(message))
+            self._messages[id(message)] = cached
+        return cached[1]
 
     def _llm_completed(self, event: LLMCallCompleted) -> None:
         task = self._task_for(event.task_index, event.agent_role)
@@ -212,20 +263,22 @@ class TraceRecorder:
             return
         task.metrics.model_seconds += event.duration.total_seconds()
         task.metrics.retries += max(0, event.attempts - 1)
-        task.costs.append(event.cost_usd)
         turn = self._turns.pop(event.call_id, None)
         if turn is None:
             return
-        turn.latency_seconds = event.duration.total_seconds()
-        turn.attempts = event.attempts
-        turn.usage = _counts(event.usage)
-        turn.cost_usd = event.cost_usd
+        turn.update(
+            latency_seconds=event.duration.total_seconds(),
+            attempts=event.attempts,
+            usage=counts(event.usage),
+            cost_usd=event.cost_usd,
+        )
         response = event.response
         if response is not None:
-            turn.content = _text(response.content)
-            turn.finish_reason = response.finish_reason
-            turn.tool_calls = [
-                RequestedToolCall(id=c.id, name=c.name, arguments=redact_text(c.arguments))
+            turn["content"] = text(response.content)
+            reason = response.finish_reason  # from the provider: hostile until checked
+            turn["finish_reason"] = reason if isinstance(reason, str) else None
+            turn["tool_calls"] = [
+                {"id": c.id, "name": c.name, "arguments": redact_text(c.arguments)}
                 for c in response.tool_calls
             ]
 
@@ -235,24 +288,27 @@ class TraceRecorder:
             return
         task.metrics.model_seconds += event.duration.total_seconds()
         attempts = getattr(event.error, "attempts", 1)
-        task.metrics.retries += max(0, attempts - 1 if isinstance(attempts, int) else 0)
+        attempts = attempts if isinstance(attempts, int) and attempts > 0 else 1
+        task.metrics.retries += attempts - 1
         turn = self._turns.pop(event.call_id, None)
         if turn is not None:
-            turn.latency_seconds = event.duration.total_seconds()
-            turn.attempts = attempts if isinstance(attempts, int) else 1
-            turn.error = error_info(event.error)
+            turn.update(
+                latency_seconds=event.duration.total_seconds(),
+                attempts=attempts,
+                error=error_record(event.error),
+            )
 
     def _tool_started(self, event: ToolCallStarted) -> None:
         task = self._task_for(event.task_index, event.agent_role)
-        if task is None or task.trace is None:
+        if task is None or task.record is None:
             return
-        call = ToolCallTrace(
-            call_id=event.call_id,
-            name=event.name,
-            arguments=redact_text(event.arguments),
-            started_at=_now(),
-        )
-        task.trace.tool_calls.append(call)
+        call: Record = {
+            "call_id": event.call_id,
+            "name": event.name,
+            "arguments": redact_text(event.arguments),
+            "started_at": now(),
+        }
+        task.record["tool_calls"].append(call)
         self._tools[event.call_id] = call
 
     def _tool_completed(self, event: ToolCallCompleted) -> None:
@@ -261,38 +317,41 @@ class TraceRecorder:
             return
         record = event.record
         task.metrics.tool_seconds += record.duration.total_seconds()
-        if task.trace is None:
+        if task.record is None:
             return
         call = self._tools.pop(event.call_id or "", None)
         if call is None:  # never started (over the tool-call limit): recorded as refused
-            call = ToolCallTrace(call_id=event.call_id, name=record.name, arguments="")
-            task.trace.tool_calls.append(call)
-        call.arguments = redact_text(record.arguments)
-        call.output = redact_text(record.output)
-        call.is_success = record.is_success
-        call.duration_seconds = record.duration.total_seconds()
-        call.return_behavior = record.return_behavior.value
+            call = {"call_id": event.call_id, "name": record.name}
+            task.record["tool_calls"].append(call)
+        call.update(
+            arguments=redact_text(record.arguments),
+            model_arguments=text(getattr(record, "model_arguments", None)),
+            output=redact_text(record.output),
+            is_success=record.is_success,
+            duration_seconds=record.duration.total_seconds(),
+            return_behavior=record.return_behavior.value,
+        )
 
     def _review_requested(self, event: ReviewRequested) -> None:
-        trace = None
-        if self.trace is not None:
-            trace = ReviewTrace(
-                timing=event.timing,
-                tool_name=event.tool_name,
-                requested_at=_now(),
-                prompt=_text(event.prompt),
-                output=_text(event.output),
-            )
+        record: Record | None = None
+        if self._trace is not None:
+            record = {
+                "timing": event.timing,
+                "tool_name": event.tool_name,
+                "requested_at": now(),
+                "prompt": text(event.prompt),
+                "output": text(event.output),
+            }
         key = (event.timing, event.tool_name, event.task_description)
         before = event.timing == "before_execution"
-        review = _OpenReview(None if before else event.task_index, key, time.perf_counter(), trace)
+        review = _OpenReview(None if before else event.task_index, key, time.perf_counter(), record)
         self._open_reviews.append(review)
         if before:
             self._waiting_reviews.append(review)
             return
         task = self._task_for(event.task_index)
-        if task is not None and task.trace is not None and trace is not None:
-            task.trace.reviews.append(trace)
+        if task is not None and task.record is not None and record is not None:
+            task.record["reviews"].append(record)
 
     def _review_decided(self, event: ReviewDecided) -> None:
         key = (event.timing, event.tool_name, event.task_description)
@@ -301,16 +360,33 @@ class TraceRecorder:
             return
         self._open_reviews.remove(review)
         wait = time.perf_counter() - review.started
+        review.wait = wait
+        revised = event.details.get("revised_output") if event.details else None
+        review.revised = revised if isinstance(revised, str) else None
         task = self._tasks.get(review.task_index) if review.task_index is not None else None
         if task is not None:
             task.metrics.review_wait_seconds += wait
-        else:
-            self._early_wait += wait
-        if review.trace is not None:
-            review.trace.decision = event.decision
-            review.trace.decided_by = event.decided_by
-            review.trace.details = json_safe(event.details)
-            review.trace.wait_seconds = wait
+        if review.record is not None:
+            review.record.update(
+                decision=event.decision,
+                decided_by=event.decided_by,
+                details=json_safe(event.details),
+                wait_seconds=wait,
+            )
+
+    def _guardrail_checked(self, event: GuardrailChecked) -> None:
+        task = self._task_for(event.task_index, event.agent_role)
+        if task is not None and task.record is not None:
+            task.record["guardrails"].append(
+                {
+                    "kind": event.kind,
+                    "guardrail": event.guardrail,
+                    "passed": event.passed,
+                    "message": text(event.message),
+                    "attempt": event.attempt,
+                    "checked_at": now(),
+                }
+            )
 
     # -- results ------------------------------------------------------------------------------
 
@@ -329,37 +405,35 @@ class TraceRecorder:
             ]
             priced = [o.cost_usd for o in outputs if o.llm_calls]
             cost = add_costs(priced) if priced else None
-            trace = self._finished("completed", usage=output.usage, cost=cost)
-            if trace is not None:
-                trace.exit_reason = output.exit_reason.value
+            trace = self._finished(
+                status="completed",
+                usage=counts(output.usage),
+                cost_usd=cost,
+                exit_reason=output.exit_reason.value,
+            )
         return output.model_copy(update={"task_outputs": outputs, "cost_usd": cost, "trace": trace})
 
     def fail(self, error: BaseException) -> ExecutionTrace | None:
         """The trace of a failed run, everything up to the failure included."""
         with self._lock:
-            trace = self._finished("failed")
-            if trace is not None:
-                trace.error = error_info(error)
-        return trace
+            return self._finished(status="failed", error=error_record(error))
 
-    def _finished(
-        self, status: str, *, usage: TokenUsage | None = None, cost: float | None = None
-    ) -> ExecutionTrace | None:
-        if self.trace is None:
+    def _finished(self, **fields: Any) -> ExecutionTrace | None:
+        """Validate the recorded dicts into the trace, once; later events change nothing."""
+        self._closed = True
+        if self._trace is None:
             return None
         for index, task in self._tasks.items():
-            if task.trace is not None:
-                task.trace.metrics = self.metrics_for(index)
-        trace = self.trace.model_copy(deep=True)
-        trace.status = "completed" if status == "completed" else "failed"
-        trace.ended_at = _now()
-        if usage is not None:
-            trace.usage = _counts(usage)
-        trace.cost_usd = cost
-        return trace
+            if task.record is not None:
+                task.record["metrics"] = self.metrics_for(index)
+        try:
+            return ExecutionTrace.model_validate({**self._trace, "ended_at": now(), **fields})
+        except ValidationError as error:  # observing a run must never break it
+            _log.error("execution trace dropped: it did not validate", error=str(error)[:500])
+            return None
 
 
-_HANDLERS: dict[type, Any] = {
+_HANDLERS: dict[type, Any] = {  # None: ignored
     TaskStarted: TraceRecorder._task_started,
     TaskCompleted: TraceRecorder._task_completed,
     TaskFailed: TraceRecorder._task_failed,
@@ -368,8 +442,18 @@ _HANDLERS: dict[type, Any] = {
     LLMCallFailed: TraceRecorder._llm_failed,
     ToolCallStarted: TraceRecorder._tool_started,
     ToolCallCompleted: TraceRecorder._tool_completed,
+    DelegationStarted: TraceRecorder._delegation_started,
+    DelegationCompleted: TraceRecorder._delegation_ended,
+    DelegationFailed: TraceRecorder._delegation_ended,
+    # known, and kept elsewhere (the run's own fields) or not at all (streamed text)
+    EnsembleStarted: None,
+    EnsembleCompleted: None,
+    EnsembleFailed: None,
+    TokenDelta: None,
+    StreamRestarted: None,
     ReviewRequested: TraceRecorder._review_requested,
     ReviewDecided: TraceRecorder._review_decided,
+    GuardrailChecked: TraceRecorder._guardrail_checked,
 }
 
-__all__ = ["TraceRecorder", "error_info", "json_safe"]
+__all__ = ["TraceRecorder"]

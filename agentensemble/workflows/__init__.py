@@ -14,6 +14,7 @@ class Workflow(str, Enum):
 
     SEQUENTIAL = "sequential"
     PARALLEL = "parallel"
+    HIERARCHICAL = "hierarchical"
 
 
 class ParallelErrorStrategy(str, Enum):

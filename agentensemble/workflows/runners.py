@@ -43,9 +43,17 @@ def _parallel(settings: RunSettings) -> WorkflowRunner:
     return ParallelRunner(settings.max_concurrency, settings.parallel_error_strategy)
 
 
+def _hierarchical(settings: RunSettings) -> WorkflowRunner:
+    from agentensemble.workflows.hierarchical import HierarchicalRunner
+
+    runner: WorkflowRunner = HierarchicalRunner(settings.manager)
+    return runner
+
+
 RUNNERS: dict[Workflow, Callable[[RunSettings], WorkflowRunner]] = {
     Workflow.SEQUENTIAL: lambda settings: SequentialRunner(),
     Workflow.PARALLEL: _parallel,
+    Workflow.HIERARCHICAL: _hierarchical,
 }
 
 

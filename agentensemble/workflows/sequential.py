@@ -11,6 +11,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
+from agentensemble._interrupts import ends_the_run
 from agentensemble.errors import ExitEarlyError, OutputParsingError, TaskExecutionError
 from agentensemble.events import TaskCompleted, TaskFailed, TaskStarted
 from agentensemble.execution.agent_executor import AgentExecutor, ExecutionEnv
@@ -36,6 +37,8 @@ class RunState:
 
     outputs: list[TaskOutput] = field(default_factory=list)
     by_task: dict[int, TaskOutput] = field(default_factory=dict)
+    # each output as prompt context, built once: later tasks share it (no per-pair rebuilding)
+    context_items: dict[int, ContextItem] = field(default_factory=dict)
     exit_reason: ExitReason = ExitReason.COMPLETED
 
 
@@ -54,9 +57,9 @@ async def run_sequential(
             state.exit_reason = ExitReason.TIMEOUT if stop.timed_out else ExitReason.USER_EXIT_EARLY
             _log.info("run exited early", task_index=index, reason=stop.reason)
             break
-        except TaskExecutionError:
-            raise
-        except Exception as error:
+        except BaseException as error:  # a nested run's TaskExecutionError is this task's too
+            if ends_the_run(error):
+                raise
             env.emitter.emit(TaskFailed(index, total, item.description, error))
             _log.error(
                 "task failed", task_index=index, agent_role=item.agent_role, error=str(error)
@@ -99,17 +102,19 @@ async def _run_one(
         if verdict.revised_text is not None:
             description = verdict.revised_text
 
-    context = [state.by_task[id(t)] for t in item.task.context if id(t) in state.by_task]
     env.emitter.emit(TaskStarted(index, total, description, item.agent_role))
     _log.info("task started", task_index=index, total_tasks=total, agent_role=item.agent_role)
     started = time.perf_counter()
     if item.agent_task is None:
+        by_task = state.by_task
+        context = [by_task[key] for t in item.task.context if (key := id(t)) in by_task]
         output = await _run_handler(item, description, inputs, context, env)
     else:
+        items = state.context_items
         agent_task = replace(
             item.agent_task,
             description=description,
-            context=[ContextItem(o.task_description, o.agent_role, o.raw) for o in context],
+            context=[items[key] for t in item.task.context if (key := id(t)) in items],
         )
         output = await AgentExecutor(agent_task, env).run()
     output = output.model_copy(
@@ -142,6 +147,9 @@ async def _run_one(
 
     state.outputs.append(output)
     state.by_task[id(item.task)] = output
+    state.context_items[id(item.task)] = ContextItem(
+        output.task_description, output.agent_role, output.raw
+    )
     env.emitter.emit(TaskCompleted(index, total, output))
     if stop is not None:
         state.exit_reason = stop

@@ -49,3 +49,24 @@ def test_trace_over_http_records_the_wire_prompts_retries_and_tool_calls(
     (call,) = task.tool_calls
     assert (call.name, call.output, call.is_success) == ("add", "5", True)
     assert KEY not in trace.to_json()
+
+
+def test_a_priced_model_over_http_reports_its_cost_from_the_local_table(
+    openai_server: OpenAIServer,
+) -> None:
+    from agentensemble.llm.cost import cost_usd
+
+    openai_server.push_text("Done", usage=(1000, 500))
+    llm = LLM("openai/gpt-4o-mini", api_base=openai_server.base_url, api_key=KEY)
+    ensemble = Ensemble(tasks=[Task(description="Do it", agent=Agent(role="A", goal="g", llm=llm))])
+
+    output = ensemble.run()
+
+    assert output.cost_usd is not None and output.cost_usd > 0
+    assert (
+        output.cost_usd == output.task_outputs[0].cost_usd == cost_usd(output.usage, "gpt-4o-mini")
+    )
+    assert (
+        output.trace is not None
+        and output.trace.tasks[0].model_turns[0].cost_usd == output.cost_usd
+    )

@@ -10,14 +10,14 @@ import time
 from pathlib import Path
 
 import pytest
-from mcp_helpers import SERVER, free_port, process_alive
+from mcp_helpers import SERVER, free_port, process_alive, serve
 
 from agentensemble import Agent, Ensemble, Task, tool
 from agentensemble.errors import ConfigurationError, TaskExecutionError
 from agentensemble.mcp import MCPServerError, MCPServerHTTP, MCPServerStdio
 from agentensemble.testing import FunctionChatModel, ScriptedChatModel, tool_call, tool_calls
 from agentensemble.tools.source import open_tool_sources
-from agentensemble_review import Continue, ExitEarly, ScriptedReviewHandler
+from agentensemble_review import Continue, Edit, ExitEarly, ScriptedReviewHandler
 
 pytestmark = pytest.mark.anyio
 
@@ -55,6 +55,24 @@ async def test_arguments_are_validated_against_the_server_schema_before_sending(
     assert wrong_type.startswith("Error: Invalid arguments for 'add': a: 'two' is not of type")
     (missing,) = model.requests[2].tool_results
     assert missing == "Error: Invalid arguments for 'add': arguments: 'b' is a required property"
+
+
+async def test_arguments_naming_a_key_twice_are_refused_not_guessed() -> None:
+    model = ScriptedChatModel([tool_call("add", '{"a": 1, "a": 100, "b": 1}'), "gave up"])
+    output = await one_task(stdio_server(), model).arun()
+
+    (result,) = model.requests[1].tool_results
+    assert result.startswith("Error: Invalid arguments for 'add': duplicate key 'a'")
+    assert output.task_outputs[0].tool_calls[0].is_success is False
+
+
+async def test_the_reviewer_sees_the_arguments_that_will_be_sent_and_may_edit_them() -> None:
+    handler = ScriptedReviewHandler([Edit(revised_output='{"a": 10, "b": 5}')])
+    model = ScriptedChatModel([tool_call("add", '{ "b" : 2, "a" : 1 }'), "done"])
+    await one_task(stdio_server(requires_approval=True), model, review_handler=handler).arun()
+
+    assert handler.requests[0].output == '{"b": 2, "a": 1}'
+    assert model.requests[1].tool_results == ["15"]
 
 
 async def test_a_tool_error_from_the_server_reaches_the_model_as_an_error() -> None:
@@ -95,8 +113,9 @@ async def test_a_filter_naming_an_unknown_tool_fails_the_run_before_any_model_ca
     options: dict[str, object], message: str
 ) -> None:
     model = ScriptedChatModel(["never"])
+    ensemble = one_task(stdio_server(**options), model, review_handler=ScriptedReviewHandler([]))
     with pytest.raises(MCPServerError, match=re.escape(message)):
-        await one_task(stdio_server(**options), model).arun()
+        await ensemble.arun()
     assert model.requests == []
 
 
@@ -186,6 +205,16 @@ async def test_a_server_that_cannot_start_fails_the_run_before_any_model_call(
     assert model.requests == []
 
 
+async def test_secrets_passed_to_a_server_never_show_in_its_quoted_stderr() -> None:
+    server = MCPServerStdio(
+        sys.executable, [str(SERVER), "crash"], env={"MCP_TEST_SECRET": "s3cr3t-value-for-test"}
+    )
+    with pytest.raises(MCPServerError) as caught:
+        await one_task(server, ScriptedChatModel(["never"])).arun()
+    assert "token in use: " in str(caught.value)
+    assert "s3cr3t-value-for-test" not in str(caught.value)
+
+
 def test_construction_starts_nothing_and_checks_the_settings() -> None:
     server = stdio_server()
     started = time.perf_counter()
@@ -237,11 +266,14 @@ async def test_approval_listed_tools_go_through_the_reviewer() -> None:
     assert handler.requests[0].output == '{"a": 1, "b": 2}'
 
 
-async def test_approval_without_a_review_handler_fails_before_any_model_call() -> None:
-    model = ScriptedChatModel(["never"])
-    with pytest.raises(ConfigurationError, match="add require approval"):
-        await one_task(stdio_server(requires_approval=True, include=["add"]), model).arun()
-    assert model.requests == []
+@pytest.mark.parametrize("requires_approval", [True, ["add"]])
+def test_approval_without_a_review_handler_fails_when_the_ensemble_is_built(
+    requires_approval: bool | list[str],
+) -> None:
+    server = stdio_server(requires_approval=requires_approval)
+    with pytest.raises(ConfigurationError, match="has requires_approval set, but the ensemble"):
+        one_task(server, ScriptedChatModel(["never"]))
+    assert server.tools() == ()  # nothing was started to find this out
 
 
 async def test_a_streamable_http_server_is_used_like_any_tool(http_url: str) -> None:
@@ -329,3 +361,61 @@ def test_the_sync_run_facade_starts_and_stops_the_server() -> None:
 
     pid = int(output.task_outputs[0].tool_calls[0].output)
     assert not process_alive(pid)
+
+
+async def test_without_the_mcp_package_the_run_says_which_extra_to_install(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setitem(sys.modules, "mcp", None)  # import mcp now raises ImportError
+    model = ScriptedChatModel(["never"])
+    with pytest.raises(MCPServerError, match=re.escape("pip install 'agentensemble[mcp]'")):
+        await one_task(stdio_server(), model).arun()
+    assert model.requests == []
+
+
+async def test_a_nested_run_shares_the_server_of_the_run_around_it() -> None:
+    server = stdio_server(include=["pid"])
+    inner_model = ScriptedChatModel([tool_call("pid"), "inner done"])
+
+    @tool
+    def ask_inner_team() -> str:
+        """Run the inner team (a sync tool: it calls the sync facade from a worker thread)."""
+        inner = one_task(server, inner_model)
+        return inner.run().task_outputs[0].tool_calls[0].output
+
+    model = ScriptedChatModel([tool_call("pid"), tool_call("ask_inner_team"), "outer done"])
+    agent = Agent(role="Lead", goal="Delegate", tools=[server, ask_inner_team], llm=model)
+    await Ensemble(tasks=[Task(description="Go", agent=agent)]).arun()
+
+    (outer_pid,) = model.requests[1].tool_results
+    (inner_pid,) = model.requests[2].tool_results
+    assert inner_pid == outer_pid
+    assert not process_alive(int(outer_pid))
+
+
+async def test_an_http_server_that_goes_away_mid_run_fails_the_call_and_the_model_is_told() -> None:
+    servers = serve("http")
+    url = next(servers)
+    stopped = False
+
+    def model_fn(messages: list[dict[str, object]], tools: object) -> object:
+        nonlocal stopped
+        if messages[-1].get("role") != "tool":
+            return tool_call("add", {"a": 1, "b": 2})
+        if not stopped:
+            stopped = True
+            next(servers, None)  # runs the fixture's teardown: the server process is stopped
+            return tool_call("add", {"a": 3, "b": 4})
+        return "the server went away"
+
+    model = FunctionChatModel(model_fn)  # type: ignore[arg-type]
+    server = MCPServerHTTP(url, timeout=20)
+    output = await asyncio.wait_for(one_task(server, model).arun(), timeout=120)
+
+    first, second = output.task_outputs[0].tool_calls
+    assert (first.output, first.is_success) == ("3", True)
+    assert second.is_success is False
+    assert f"MCP server '{url}' failed to answer the call to 'add'" in str(
+        model.requests[2].tool_results[0]
+    )
+    assert output.raw == "the server went away"

@@ -74,22 +74,35 @@ class Child:
             os.close(out_w)
             self.write_fd, self.read_fd = in_w, out_r
         self.output = ""
+        self.terminal = terminal
+
+    def _read(self) -> None:
+        """Add what the child wrote within 0.1 s to ``output``."""
+        ready, _, _ = select.select([self.read_fd], [], [], 0.1)
+        if ready:
+            try:
+                chunk = os.read(self.read_fd, 4096)
+            except OSError:
+                chunk = b""
+            assert chunk, f"child ended early: {self.output!r}"
+            self.output += chunk.decode("utf-8", "replace").replace("\r\n", "\n")
 
     def wait_for(self, text: str, timeout: float = 30) -> None:
         limit = time.monotonic() + timeout
         while text not in self.output:  # bounded by the limit
             assert time.monotonic() < limit, f"never saw {text!r}: {self.output!r}"
-            ready, _, _ = select.select([self.read_fd], [], [], 0.1)
-            if ready:
-                try:
-                    chunk = os.read(self.read_fd, 4096)
-                except OSError:
-                    chunk = b""
-                assert chunk, f"child ended before {text!r}: {self.output!r}"
-                self.output += chunk.decode("utf-8", "replace").replace("\r\n", "\n")
+            self._read()
 
-    def type(self, keys: str) -> None:
+    def type(self, keys: str, *, settle: bool = True) -> None:
+        """Type ``keys``; on a terminal (with ``settle``), wait until its line discipline has
+        taken them (they are echoed), so they are typed-ahead input when the next review shows."""
+        seen = len(self.output)
         os.write(self.write_fd, keys.encode())
+        if self.terminal and settle:
+            limit = time.monotonic() + 30
+            while keys not in self.output[seen:]:  # bounded by the limit
+                assert time.monotonic() < limit, f"keys never echoed: {self.output!r}"
+                self._read()
 
     def show_next(self, index: int) -> None:
         (self.marker_dir / str(index)).touch()
@@ -99,11 +112,7 @@ class Child:
         limit = time.monotonic() + 30
         while self.output.count("RESULT ") < count or not self.output.endswith("\n"):
             assert time.monotonic() < limit, f"too few results: {self.output!r}"  # bounded
-            ready, _, _ = select.select([self.read_fd], [], [], 0.1)
-            if ready:
-                chunk = os.read(self.read_fd, 4096)
-                assert chunk, f"child ended early: {self.output!r}"
-                self.output += chunk.decode("utf-8", "replace").replace("\r\n", "\n")
+            self._read()
         lines = [line for line in self.output.splitlines() if line.startswith("RESULT ")]
         return [json.loads(line[len("RESULT ") :]) for line in lines]
 
@@ -123,14 +132,12 @@ def late_answer_then_enter(child: Child) -> None:
     child.wait_for("WAITING 1")  # review 0 has timed out
     child.type("x\n")
     child.type("\n")
-    time.sleep(0.2)  # let the keys land in the input buffer (ordering only, not timing)
     child.show_next(1)
 
 
 def typed_while_the_agent_worked(child: Child) -> None:
     """Enter typed before the first review was shown."""
     child.type("\n")
-    time.sleep(0.2)
     child.show_next(0)
 
 
@@ -138,9 +145,8 @@ def typed_ahead_during_a_review(child: Child) -> None:
     """Review 0 is answered with ``x`` and a reason; extra Enters typed with it."""
     child.show_next(0)
     child.wait_for("> ")
-    child.type("x\nwrong file\n\n\n")
+    child.type("x\nwrong file\n\n\n", settle=False)  # echo interleaves with the prompts
     child.wait_for("WAITING 1")
-    time.sleep(0.2)
     child.show_next(1)
 
 

@@ -36,7 +36,12 @@ def review_body(**fields: object) -> bytes:
 
 @pytest.fixture
 def client(review_server: ReviewServer) -> Iterator[httpx.Client]:
-    with httpx.Client(base_url=review_server.url, timeout=5) as http:
+    """A client holding the server's token, as the review page does."""
+    headers = {
+        "Authorization": f"Bearer {review_server.token}",
+        "Content-Type": "application/json",
+    }
+    with httpx.Client(base_url=review_server.url, timeout=5, headers=headers) as http:
         yield http
 
 
@@ -79,35 +84,23 @@ def test_without_a_secret_the_server_accepts_unsigned_reviews() -> None:
         assert post_review(http, review_body(), secret=None).status_code == 202
 
 
-def test_decision_by_form_then_poll_gives_200(
-    review_server: ReviewServer, client: httpx.Client
-) -> None:
-    post_review(client, review_body())
-    response = client.post(
-        "/reviews/r-1/decision",
-        data={"decision": "edit", "revised_output": "line 1\r\nline 2", "reason": "ignored"},
-    )
-    assert response.status_code == 303
-    assert response.headers["Location"] == "/"
-    answer = client.get("/reviews/r-1")
-    assert answer.status_code == 200
-    assert answer.json() == {"decision": "edit", "revised_output": "line 1\nline 2"}
-    assert review_server.pending() == []
-
-
 @pytest.mark.parametrize(
-    ("form", "expected"),
+    ("decision", "expected"),
     [
-        ({"decision": "continue", "revised_output": "x", "reason": ""}, {"decision": "continue"}),
-        ({"decision": "exit_early", "reason": ""}, {"decision": "exit_early", "reason": None}),
+        ({"decision": "continue"}, {"decision": "continue"}),
+        ({"decision": "exit_early", "reason": None}, {"decision": "exit_early", "reason": None}),
         ({"decision": "exit_early", "reason": "no"}, {"decision": "exit_early", "reason": "no"}),
+        (
+            {"decision": "edit", "revised_output": "line 1\nline 2"},
+            {"decision": "edit", "revised_output": "line 1\nline 2"},
+        ),
     ],
 )
-def test_form_buttons(
-    client: httpx.Client, form: dict[str, str], expected: dict[str, object]
+def test_page_buttons_post_decision_json(
+    client: httpx.Client, decision: dict[str, object], expected: dict[str, object]
 ) -> None:
     post_review(client, review_body())
-    assert client.post("/reviews/r-1/decision", data=form).status_code == 303
+    assert client.post("/reviews/r-1/decision", json=decision).status_code == 200
     assert client.get("/reviews/r-1").json() == expected
 
 
@@ -164,10 +157,15 @@ def test_page_lists_pending_reviews_with_buttons_and_escapes_them(client: httpx.
     assert "<script>alert" not in page.text
     assert "&lt;script&gt;alert(1)&lt;/script&gt;" in page.text
     assert "a &lt; b &amp; c" in page.text
-    assert "action='/reviews/r-1/decision'" in page.text
-    for button in ("value='continue'>Approve", "value='edit'>Edit", "value='exit_early'>Exit"):
+    assert "data-id='r-1'" in page.text
+    for button in (
+        "data-decision='continue'>Approve",
+        "data-decision='edit'>Edit",
+        "data-decision='exit_early'>Exit",
+    ):
         assert button in page.text
     assert "<textarea name='revised_output'>" in page.text
+    assert "<form" not in page.text  # decisions go out as JSON with the token, never as a form
 
 
 def test_review_list_as_json(review_server: ReviewServer, client: httpx.Client) -> None:
@@ -219,17 +217,27 @@ def test_command_line_server() -> None:
         first = proc.stdout.readline()  # printed once listening
         assert first.startswith("Review server on http://127.0.0.1:"), first
         base = first.split()[3]
+        assert proc.stdout.readline().startswith("Webhook URL: ")
+        page_line = proc.stdout.readline()
+        assert f"{base}/?token=" in page_line, page_line
+        token = page_line.rsplit("?token=", 1)[1].strip()
         body = review_body(id="cli-1")
+        auth = {"Authorization": f"Bearer {token}"}
         with httpx.Client(base_url=base, timeout=5) as http:
             created = http.post(
                 "/reviews",
                 content=body,
-                headers={"X-AgentEnsemble-Signature": sign(body, "cli-secret")},
+                headers={
+                    "X-AgentEnsemble-Signature": sign(body, "cli-secret"),
+                    "Content-Type": "application/json",
+                },
             )
             assert created.status_code == 202
-            assert "Write the summary" in http.get("/").text
-            assert http.post("/reviews", content=body).status_code == 401
-            http.post("/reviews/cli-1/decision", json={"decision": "continue"})
+            assert http.get("/").status_code == 401  # no token
+            assert "Write the summary" in http.get(f"/?token={token}").text
+            json_type = {"Content-Type": "application/json"}
+            assert http.post("/reviews", content=body, headers=json_type).status_code == 401
+            http.post("/reviews/cli-1/decision", json={"decision": "continue"}, headers=auth)
             assert http.get("/reviews/cli-1").json() == {"decision": "continue"}
     finally:
         proc.terminate()
@@ -240,6 +248,7 @@ def test_command_line_server() -> None:
             _, err = proc.communicate(timeout=10)
     assert "RuntimeWarning" not in err
     assert "cli-secret" not in err  # request lines are logged, never headers
+    assert token not in err
     assert "POST /reviews" in err
 
 

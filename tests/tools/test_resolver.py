@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 from pydantic import BaseModel
 
+import agentensemble.tools.resolver as resolver_module
 from agentensemble.errors import (
     ConfigurationError,
     ExitEarlyError,
@@ -320,6 +321,27 @@ def test_specs_are_logged_at_debug(tool_logs: pytest.LogCaptureFixture) -> None:
     ToolResolver().resolve([add])
     (record,) = [r for r in tool_logs.records if r.getMessage() == "tool specs"]
     assert json.loads(record.specs)[0]["function"]["name"] == "add"  # type: ignore[attr-defined]
+
+
+def test_spec_text_is_built_only_when_debug_is_enabled(
+    tool_logs: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # with many tools the JSON text of every spec is costly: never built for a discarded line
+    logger = logging.getLogger("agentensemble")
+    dumped: list[object] = []
+    real_dumps = resolver_module.json.dumps
+
+    def counting_dumps(value: object, **kwargs: Any) -> str:
+        dumped.append(value)
+        return real_dumps(value, **kwargs)
+
+    monkeypatch.setattr(resolver_module.json, "dumps", counting_dumps)
+    logger.setLevel(logging.INFO)  # the fixture restores the level afterwards
+    ToolResolver().resolve([add])
+    assert dumped == []
+    logger.setLevel(logging.DEBUG)
+    ToolResolver().resolve([add])
+    assert len(dumped) == 1
 
 
 # -- approval flags -------------------------------------------------------------------------

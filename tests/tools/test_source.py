@@ -3,6 +3,7 @@ tool while open and empty before."""
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Sequence
 
 import pytest
@@ -40,11 +41,14 @@ class Opened(OpenedSource):
 
     async def close(self) -> None:
         self._source.log.append(f"close {self._source.label}")
+        if self._source.close_error is not None:
+            raise self._source.close_error
 
 
 class FakeSource(ToolSource):
     def __init__(self, label: str, names: list[str], log: list[str], fail: bool = False) -> None:
         self.label, self.names, self.log, self.fail = label, names, log, fail
+        self.close_error: BaseException | None = None
 
     def describe(self) -> str:
         return f"fake source {self.label!r}"
@@ -97,6 +101,16 @@ async def test_sources_are_closed_when_the_block_fails() -> None:
         async with open_tool_sources([FakeSource("a", [], log)]):
             raise RuntimeError("the run failed")
     assert log == ["open a", "close a"]
+
+
+async def test_every_source_is_closed_even_when_one_close_is_interrupted() -> None:
+    log: list[str] = []
+    first, second = FakeSource("first", [], log), FakeSource("second", [], log)
+    second.close_error = asyncio.CancelledError()
+    with pytest.raises(asyncio.CancelledError):
+        async with open_tool_sources([first, second]):
+            pass
+    assert log == ["open first", "open second", "close second", "close first"]
 
 
 def test_sources_are_found_once_across_tool_lists() -> None:

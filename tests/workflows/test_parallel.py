@@ -311,3 +311,79 @@ async def test_sequential_outputs_can_be_looked_up_by_task_too() -> None:
 
     assert result.output_for(a) is result.task_outputs[0]
     assert result.output_for(b) is result.task_outputs[1]
+
+
+async def test_an_exit_early_from_a_tool_stops_the_graph_keeping_what_completed() -> None:
+    from agentensemble import ExitEarlyError
+
+    @tool
+    def halt(reason: str) -> str:
+        """Stop the run.
+
+        Args:
+            reason: why
+        """
+        raise ExitEarlyError(reason)
+
+    other_cancelled = asyncio.Event()
+    quick_done = asyncio.Event()
+
+    async def waits_forever(messages: list[dict[str, Any]]) -> str:
+        try:
+            await asyncio.Event().wait()
+        except asyncio.CancelledError:
+            other_cancelled.set()
+            raise
+        return "never"  # pragma: no cover
+
+    async def quick(messages: list[dict[str, Any]]) -> str:
+        quick_done.set()
+        return "quick done"
+
+    async def halting(messages: list[dict[str, Any]]) -> ChatResponse:
+        await asyncio.wait_for(quick_done.wait(), WAIT)
+        await asyncio.sleep(0)  # the quick task's output is recorded first
+        return tool_call("halt", {"reason": "seen enough"})
+
+    model = model_by_task({"forever": waits_forever, "quick": quick, "halting": halting})
+    tasks = [
+        Task(description="forever"),
+        Task(description="quick"),
+        Task(description="halting", tools=[halt]),
+    ]
+
+    result = await parallel(tasks, model).arun()
+
+    assert result.exit_reason is ExitReason.USER_EXIT_EARLY
+    assert [o.raw for o in result.task_outputs] == ["quick done"]
+    assert other_cancelled.is_set()
+
+
+async def test_cancelling_the_run_cancels_every_running_task() -> None:
+    TOUCHED.clear()
+    both_waiting = Meeting(2)
+    cancelled: list[str] = []
+
+    def waiting(name: str) -> Step:
+        async def step(messages: list[dict[str, Any]]) -> ChatResponse:
+            try:
+                await both_waiting.wait()
+                await asyncio.Event().wait()  # only cancellation ends this call
+            except asyncio.CancelledError:
+                cancelled.append(name)
+                raise
+            return tool_call("touch", {"path": name})  # pragma: no cover
+
+        return step
+
+    model = model_by_task({"a": waiting("a"), "b": waiting("b")})
+    tasks = [Task(description=n, tools=[touch]) for n in ("a", "b")]
+    run = asyncio.ensure_future(parallel(tasks, model).arun())
+    await asyncio.wait_for(both_waiting.everyone.wait(), WAIT)
+
+    run.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await asyncio.wait_for(run, WAIT)
+
+    assert sorted(cancelled) == ["a", "b"]
+    assert not TOUCHED.is_set()

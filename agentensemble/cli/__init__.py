@@ -1,0 +1,83 @@
+"""The ``agentensemble`` command line: a table of subcommands, each in a module of its own.
+
+Exit codes: 0 ok, 1 the run failed, 2 bad usage or a bad crew file, 130 interrupted (Ctrl-C).
+To add a subcommand, write a module exposing ``COMMAND = Command(...)`` and list it in
+``COMMAND_MODULES``; keep its heavy imports inside ``run`` so ``--help`` stays fast.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+EXIT_OK = 0
+EXIT_FAILED = 1
+EXIT_USAGE = 2
+EXIT_INTERRUPTED = 130
+
+#: Modules that each define ``COMMAND``; the order is the order of ``--help``.
+COMMAND_MODULES: tuple[str, ...] = (
+    "agentensemble.cli.run_command",
+    "agentensemble.cli.validate_command",
+)
+
+
+@dataclass(frozen=True)
+class Command:
+    """One subcommand: its name, a line of help, its arguments and what it does."""
+
+    name: str
+    help: str
+    add_arguments: Callable[[argparse.ArgumentParser], None]
+    run: Callable[[argparse.Namespace], int]
+
+
+def commands() -> list[Command]:
+    """Every subcommand, from ``COMMAND_MODULES``."""
+    return [importlib.import_module(name).COMMAND for name in COMMAND_MODULES]
+
+
+def build_parser() -> argparse.ArgumentParser:
+    from agentensemble import __version__
+
+    parser = argparse.ArgumentParser(
+        prog="agentensemble",
+        description="Run and check agentensemble crew files.",
+        epilog="Exit codes: 0 ok, 1 run failed, 2 bad usage or crew file, 130 interrupted.",
+    )
+    parser.add_argument("--version", action="version", version=f"agentensemble {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    sub.required = True
+    for command in commands():
+        child = sub.add_parser(command.name, help=command.help, description=command.help)
+        command.add_arguments(child)
+        child.set_defaults(handler=command.run)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the console script; returns the exit code."""
+    parser = build_parser()
+    args = parser.parse_args(argv)  # exits with 2 on a usage error, as argparse does
+    try:
+        code: int = args.handler(args)
+    except KeyboardInterrupt:
+        print("agentensemble: interrupted", file=sys.stderr)
+        return EXIT_INTERRUPTED
+    return code
+
+
+__all__ = [
+    "COMMAND_MODULES",
+    "EXIT_FAILED",
+    "EXIT_INTERRUPTED",
+    "EXIT_OK",
+    "EXIT_USAGE",
+    "Command",
+    "build_parser",
+    "commands",
+    "main",
+]

@@ -1,0 +1,141 @@
+"""``agentensemble run crew.yaml --input topic=AI``: run a crew file and print the result."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from typing import Any
+
+from agentensemble.cli import EXIT_FAILED, EXIT_OK, Command
+from agentensemble.cli._common import (
+    UsageError,
+    add_crew_arguments,
+    load_crew,
+    output_json,
+    parse_inputs,
+    report_error,
+    usage_failure,
+)
+from agentensemble.errors import AgentEnsembleError, ConfigurationError, PromptTemplateError
+from agentensemble.outputs import EnsembleOutput
+
+WEBHOOK_SECRET_ENV = "AGENTENSEMBLE_WEBHOOK_SECRET"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    add_crew_arguments(parser)
+    parser.add_argument(
+        "--review",
+        nargs="+",
+        metavar="HANDLER",
+        help="who reviews: 'console', 'auto' or 'webhook URL' (the secret from "
+        "$AGENTENSEMBLE_WEBHOOK_SECRET); with no policy in the file, reviews the last task",
+    )
+    parser.add_argument("--trace", metavar="FILE", help="save the run's trace as JSON")
+    parser.add_argument(
+        "--verbose", "-v", action="store_true", help="show every task's output and each step"
+    )
+
+
+def _review(args: argparse.Namespace) -> tuple[str, str | None] | None:
+    if not args.review:
+        return None
+    kind, *rest = args.review
+    if kind == "webhook" and len(rest) == 1:
+        return kind, rest[0]
+    if kind in ("console", "auto") and not rest:
+        return kind, None
+    raise UsageError("--review takes 'console', 'auto' or 'webhook URL'")
+
+
+def _apply_review(ensemble: Any, review: tuple[str, str | None] | None) -> None:
+    if review is None:
+        return
+    from agentensemble.config.loader import review_handler
+
+    kind, url = review
+    signed = kind == "webhook" and bool(os.environ.get(WEBHOOK_SECRET_ENV))
+    try:
+        ensemble.review_handler = review_handler(kind, url, WEBHOOK_SECRET_ENV if signed else None)
+    except ValueError as error:
+        raise UsageError(f"--review: {error}") from None
+    policy = getattr(ensemble.review_policy, "value", ensemble.review_policy)
+    if policy in (None, "never"):
+        ensemble.review_policy = "after_last_task"
+
+
+def run(args: argparse.Namespace) -> int:
+    from agentensemble.cli._progress import CliProgress
+
+    try:
+        inputs = parse_inputs(args.input)
+        review = _review(args)
+        if args.trace and "trace" not in EnsembleOutput.model_fields:
+            raise UsageError(
+                "--trace needs run traces (EnsembleOutput.trace), which this version of "
+                "agentensemble does not record yet"
+            )
+        ensemble = load_crew(args)
+        _apply_review(ensemble, review)
+    except (UsageError, ConfigurationError) as error:
+        return usage_failure(args, error)
+    ensemble.listeners = [*ensemble.listeners, CliProgress(verbose=args.verbose)]
+    try:
+        output = ensemble.run(inputs)
+    except PromptTemplateError as error:
+        names = " ".join(f"--input {name}=..." for name in error.missing)
+        return usage_failure(args, UsageError(f"{error} On the command line: {names}"))
+    except ConfigurationError as error:  # found before any model call: the file or the inputs
+        return usage_failure(args, error)
+    except AgentEnsembleError as error:
+        return report_error(args, error, EXIT_FAILED)
+    if args.trace:
+        trace = getattr(output, "trace", None)
+        if trace is None:
+            _print_result(args, output)
+            return report_error(args, UsageError("the run recorded no trace to save"), EXIT_FAILED)
+        trace.save(args.trace)
+    _print_result(args, output)
+    return EXIT_OK
+
+
+def _print_result(args: argparse.Namespace, output: EnsembleOutput) -> None:
+    if args.json:
+        payload = {
+            "ok": True,
+            "exit_code": EXIT_OK,
+            "exit_reason": output.exit_reason.value,
+            "raw": output.raw,
+            "parsed": output_json(output.task_outputs[-1])["parsed"]
+            if output.task_outputs
+            else None,
+            "tasks": [output_json(o) for o in output.task_outputs],
+            "usage": output.usage.model_dump(),
+            "duration_s": round(output.total_duration.total_seconds(), 3),
+        }
+        print(json.dumps(payload, indent=2, default=str))
+        return
+    if args.verbose and len(output.task_outputs) > 1:
+        for task_output in output.task_outputs:
+            title = task_output.task_name or task_output.task_description.splitlines()[0]
+            print(f"## {title} ({task_output.agent_role})\n\n{task_output.raw}\n")
+    else:
+        print(output.raw)
+    seconds = output.total_duration.total_seconds()
+    print(
+        f"{output.exit_reason.value}: {len(output.task_outputs)} task(s) in {seconds:.2f}s, "
+        f"{output.usage.total_tokens} tokens",
+        file=sys.stderr,
+    )
+
+
+COMMAND = Command(
+    name="run",
+    help="run a crew file and print the result",
+    add_arguments=add_arguments,
+    run=run,
+)
+
+__all__ = ["COMMAND", "WEBHOOK_SECRET_ENV"]

@@ -1,0 +1,66 @@
+"""``agentensemble validate crew.yaml``: every check a run makes before its first model call
+(the file, tools, context order, reviews, models, template variables), and no model call."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import warnings
+
+from agentensemble.cli import EXIT_OK, Command
+from agentensemble.cli._common import (
+    UsageError,
+    add_crew_arguments,
+    load_crew,
+    parse_inputs,
+    usage_failure,
+)
+from agentensemble.errors import ConfigurationError
+from agentensemble.hints import missing_context
+from agentensemble.templates import missing_variables
+
+
+def run(args: argparse.Namespace) -> int:
+    try:
+        inputs = parse_inputs(args.input)
+        ensemble = load_crew(args)
+        needed = sorted(set(missing_variables(ensemble._template_texts(), {})))
+        missing = [name for name in needed if name not in inputs]
+        if args.input and missing:
+            raise UsageError(f"missing --input for: {', '.join(missing)}")
+        placeholders = {name: f"<{name}>" for name in missing}
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # reported below, once, in words
+            values = {**placeholders, **inputs}
+            prepared = ensemble._prepare(values)  # models, tools, reviews; no call
+            ensemble._run_settings(ensemble._team(prepared, values))  # workers, peers, manager
+    except (UsageError, ConfigurationError) as error:
+        return usage_failure(args, error)
+    notes = missing_context(ensemble.tasks)
+    if args.json:
+        payload = {
+            "ok": True,
+            "exit_code": EXIT_OK,
+            "crew": args.crew,
+            "tasks": [task.label for task in ensemble.tasks],
+            "inputs": needed,
+            "warnings": notes,
+        }
+        print(json.dumps(payload, indent=2))
+    else:
+        inputs_text = f"; inputs: {', '.join(needed)}" if needed else ""
+        print(f"{args.crew}: OK, {len(ensemble.tasks)} task(s){inputs_text}")
+        for note in notes:
+            print(f"warning: {note}", file=sys.stderr)
+    return EXIT_OK
+
+
+COMMAND = Command(
+    name="validate",
+    help="check a crew file without calling any model",
+    add_arguments=add_crew_arguments,
+    run=run,
+)
+
+__all__ = ["COMMAND"]

@@ -1,0 +1,190 @@
+"""Help for newcomers: names from other frameworks, a forgotten ``context``, a tool with no
+description. Hints make errors say what to write instead; warnings flag what is legal but
+probably a mistake. Silence a warning class with the ``warnings`` module:
+``warnings.filterwarnings("ignore", category=MissingContextWarning)``.
+"""
+
+from __future__ import annotations
+
+import re
+import warnings
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+_BACKGROUND = "use background=... (CrewAI's backstory is agentensemble's background)"
+_ON_TASK = "{name} belongs on Task: Task(description=..., expected_output=..., agent=...)"
+_ON_AGENT = "{name} belongs on Agent: Agent(role=..., goal=..., background=...)"
+_MODEL = "use llm=... (a model name such as 'openai/gpt-4o-mini', an LLM or a ChatModel)"
+_OUTPUT_TYPE = "use output_type=YourModel (a pydantic model, list[Item], int, ...)"
+_GUARDRAILS = "use output_guardrails=[...] (and input_guardrails=[...] for the input)"
+_RATE_LIMIT = (
+    "limit the model instead: LLM(model, rate_limit=RateLimit(requests_per_minute=...)), "
+    "shared by every agent given that LLM object"
+)
+
+#: Keyword arguments users bring from CrewAI, PydanticAI or the OpenAI Agents SDK.
+FOREIGN_NAMES: dict[str, dict[str, str]] = {
+    "Agent": {
+        "backstory": _BACKGROUND,
+        "expected_output": _ON_TASK,
+        "description": "an Agent has role= and goal=; the work goes in Task(description=...)",
+        "instructions": "use background=... (or goal=...); the system prompt is built from them",
+        "system_prompt": "use background=...; the system prompt is built from role, goal and "
+        "background",
+        "max_iter": "use max_iterations=...",
+        "max_rpm": _RATE_LIMIT,
+        "model": _MODEL,
+        "output_type": _ON_TASK,
+    },
+    "Task": {
+        "backstory": _ON_AGENT,
+        "background": _ON_AGENT,
+        "role": _ON_AGENT,
+        "goal": _ON_AGENT,
+        "output_pydantic": _OUTPUT_TYPE,
+        "output_json": _OUTPUT_TYPE,
+        "result_type": _OUTPUT_TYPE,
+        "guardrail": _GUARDRAILS,
+        "guardrails": _GUARDRAILS,
+        "human_input": "use review=Review.required() (from agentensemble_review) and "
+        "Ensemble(review_handler=...)",
+        "max_retries": "use max_output_retries=... (corrections of a typed answer)",
+        "guardrail_max_retries": "use max_output_retries=...",
+        "llm": "set the model on the agent (Agent(llm=...)) or the ensemble (Ensemble(llm=...))",
+        "model": "set the model on the agent (Agent(llm=...)) or the ensemble (Ensemble(llm=...))",
+    },
+    "Ensemble": {
+        "process": "use workflow=Workflow.SEQUENTIAL (the default), PARALLEL or HIERARCHICAL",
+        "max_rpm": _RATE_LIMIT,
+        "manager_agent": "the manager is built in: give it a model with manager_llm=... and "
+        "its workers with agents=[...] (workflow=Workflow.HIERARCHICAL)",
+        "model": _MODEL,
+        "inputs": "inputs are given when it runs: ensemble.run(inputs={'topic': 'AI'})",
+    },
+}
+
+#: Methods of other frameworks' crew objects, by the name users try first.
+FOREIGN_METHODS: dict[str, str] = {
+    "kickoff": "use run(inputs={...}) (or await arun(inputs={...}))",
+    "kickoff_async": "use await arun(inputs={...})",
+    "kickoff_for_each": "call run(inputs={...}) once per inputs dict",
+    "run_sync": "use run(inputs={...}); arun(...) is the async form",
+}
+
+
+class AgentEnsembleWarning(UserWarning):
+    """Base of agentensemble's warnings: legal, but probably not what was meant."""
+
+
+class MissingContextWarning(AgentEnsembleWarning):
+    """A task seems to use an earlier task's output but lists no ``context``."""
+
+
+class ToolDescriptionWarning(AgentEnsembleWarning):
+    """A tool has no description, so the model is told nothing about when to use it."""
+
+
+def reject_foreign_names(model: type[Any], data: Any) -> Any:
+    """For a ``mode="before"`` validator: a known foreign keyword raises with what to write."""
+    if not isinstance(data, Mapping):
+        return data
+    table = FOREIGN_NAMES.get(model.__name__, {})
+    fields = getattr(model, "model_fields", {})
+    hints = [
+        f"{model.__name__} has no field {name!r}: {table[name].replace('{name}', name)}"
+        for name in data
+        if isinstance(name, str) and name in table and name not in fields
+    ]
+    if hints:
+        raise ValueError("; ".join(hints))
+    return data
+
+
+def method_hint(owner: str, name: str) -> str | None:
+    """The AttributeError text for a foreign method name, or None if unknown."""
+    hint = FOREIGN_METHODS.get(name)
+    return f"'{owner}' object has no attribute {name!r}: {hint}" if hint else None
+
+
+def check_inputs(inputs: Any) -> dict[str, Any]:
+    """``run(inputs=...)`` takes a mapping of template variables; say so for anything else."""
+    if inputs is None:
+        return {}
+    if isinstance(inputs, Mapping):
+        return dict(inputs)
+    example = "inputs={'topic': 'AI'}"
+    if isinstance(inputs, (list, tuple)) and all(isinstance(i, Mapping) for i in inputs):
+        raise TypeError(
+            f"inputs must be one dict of template variables ({example}), got a "
+            f"{type(inputs).__name__} of dicts: call run() once per dict"
+        )
+    raise TypeError(
+        f"inputs must be a dict of template variables such as {example}, "
+        f"got {type(inputs).__name__}"
+    )
+
+
+_BACK_REFERENCE = re.compile(
+    r"\b(?:previous|prior|preceding|earlier|above|last)\s+"
+    r"(?:tasks?|steps?|outputs?|results?|research|drafts?|findings|answers?|analysis|summary)\b"
+    r"|\b(?:the|this|that)\s+above\b|\bfrom above\b",
+    re.IGNORECASE,
+)
+
+
+def missing_context(tasks: Sequence[Any]) -> list[str]:
+    """Tasks after the first, with no ``context``, whose description or expected output
+    names an earlier task (by ``name``) or points back ("the previous task", "the research
+    above", "earlier results", ...): one line each, saying what to add."""
+    found: list[str] = []
+    for index, task in enumerate(tasks):
+        if index == 0 or task.context:
+            continue
+        text = f"{task.description}\n{task.expected_output}"
+        earlier = [t for t in tasks[:index] if t.name]
+        named = [t for t in earlier if re.search(rf"\b{re.escape(t.name)}\b", text, re.IGNORECASE)]
+        if named or _BACK_REFERENCE.search(text):
+            source = named[-1] if named else tasks[index - 1]
+            reference = source.name or f"task {tasks.index(source) + 1}"
+            found.append(
+                f"task {index + 1} ({task.label!r}) mentions an earlier task's output but has "
+                f"no context, so it will not see it: add context=[{reference}]"
+            )
+    return found
+
+
+def warn_missing_context(tasks: Sequence[Any]) -> None:
+    """One ``MissingContextWarning`` at run start listing every such task."""
+    found = missing_context(tasks)
+    if found:
+        warnings.warn(
+            "; ".join(found) + ". (Silence with warnings.filterwarnings('ignore', "
+            "category=MissingContextWarning) when this is intended.)",
+            MissingContextWarning,
+            stacklevel=3,
+        )
+
+
+def warn_undescribed_tool(name: str, kind: str) -> None:
+    """A ``ToolDescriptionWarning`` naming the tool with an empty description."""
+    warnings.warn(
+        f"Tool {name!r} ({kind}) has no description, so the model is not told what it does: "
+        "give the function a docstring, or pass @tool(description=...) / set description",
+        ToolDescriptionWarning,
+        stacklevel=2,
+    )
+
+
+__all__ = [
+    "FOREIGN_METHODS",
+    "FOREIGN_NAMES",
+    "AgentEnsembleWarning",
+    "MissingContextWarning",
+    "ToolDescriptionWarning",
+    "check_inputs",
+    "method_hint",
+    "missing_context",
+    "reject_foreign_names",
+    "warn_missing_context",
+    "warn_undescribed_tool",
+]

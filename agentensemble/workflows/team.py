@@ -1,0 +1,231 @@
+"""The team: what ``Ensemble(agents=[...])`` means, checked at construction, resolved per run.
+
+The team is ``Ensemble.agents`` followed by the agents of the tasks (each agent once). It is
+who the hierarchical manager delegates to, and who an ``Agent(allow_delegation=True)`` may ask
+(every team member but itself). In SEQUENTIAL and PARALLEL, ``agents`` does not assign work:
+tasks are done by their own agents; ``agents`` only adds peers that delegating agents can ask.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import replace
+from typing import TYPE_CHECKING, Any
+
+from agentensemble.agent import Agent
+from agentensemble.errors import ConfigurationError, PromptTemplateError
+from agentensemble.execution.agent_executor import AgentTask
+from agentensemble.llm.types import ChatModel
+from agentensemble.templates import fill_template, missing_variables
+from agentensemble.tools.resolver import ToolResolver
+from agentensemble.workflows import Workflow
+from agentensemble.workflows.base import PreparedTask
+from agentensemble.workflows.delegation import DelegateTool, Team, Worker
+
+if TYPE_CHECKING:
+    from agentensemble.task import Task
+
+MANAGER_ROLE = "Manager"
+
+
+def team_agents(agents: Sequence[Agent], tasks: Sequence[Task]) -> list[Agent]:
+    """``agents`` then the tasks' agents, each object once, in that order."""
+    seen: set[int] = set()
+    team: list[Agent] = []
+    for agent in [*agents, *(task.agent for task in tasks if task.agent is not None)]:
+        if id(agent) not in seen:
+            seen.add(id(agent))
+            team.append(agent)
+    return team
+
+
+def check_team(workflow: Workflow, agents: Sequence[Agent], tasks: Sequence[Task]) -> None:
+    """The rules of delegation and of the hierarchical workflow (ValueError naming the rule)."""
+    team = team_agents(agents, tasks)
+    hierarchical = workflow is Workflow.HIERARCHICAL
+    if hierarchical:
+        _check_hierarchical(team, tasks)
+    if hierarchical or any(agent.allow_delegation for agent in team):
+        seen: dict[str, str] = {}
+        for agent in team:
+            key = agent.role.strip().casefold()
+            if key in seen:
+                raise ValueError(
+                    f"two agents share the role {seen[key]!r} / {agent.role!r} (roles are "
+                    "compared ignoring case); delegation picks an agent by its role, so each "
+                    "role must be unique"
+                )
+            seen[key] = agent.role
+
+
+def _check_hierarchical(team: Sequence[Agent], tasks: Sequence[Task]) -> None:
+    if not team:
+        raise ValueError(
+            "workflow HIERARCHICAL needs workers for the manager: pass Ensemble(agents=[...]) "
+            "or give tasks an agent"
+        )
+    for agent in team:
+        if agent.role.strip().casefold() == MANAGER_ROLE.casefold():
+            raise ValueError(
+                f"the worker role {agent.role!r} is reserved for the hierarchical manager; "
+                "give that agent another role"
+            )
+    for index, task in enumerate(tasks, start=1):
+        where = f"task {index} ({task.label!r})"
+        if task.handler is not None:
+            raise ValueError(
+                f"{where} has a handler, but in workflow HIERARCHICAL the manager delegates "
+                "every task to a worker agent; handler tasks are not allowed"
+            )
+        if task.tools and task.agent is None:
+            raise ValueError(
+                f"{where} has tools but no agent; in workflow HIERARCHICAL a task's tools go "
+                "to its agent's worker, so give the task an agent"
+            )
+        if task.before_review is not None and task.before_review.enabled:
+            raise ValueError(
+                f"{where} has before_review, which workflow HIERARCHICAL does not apply (the "
+                "manager plans all tasks at once); review the final answer with review= or "
+                "review_policy instead"
+            )
+
+
+ModelFor = Callable[[Agent], ChatModel]
+
+
+def model_resolver(default: Any, prepared: Sequence[PreparedTask]) -> ModelFor:
+    """An agent's model for this run: the one its task already resolved, else its ``llm`` or
+    ``default`` (a model name becomes one ``LLM`` per name)."""
+    known = {
+        id(item.task.agent): item.agent_task.model
+        for item in prepared
+        if item.task.agent is not None and item.agent_task is not None
+    }
+    by_name: dict[str, ChatModel] = {}
+
+    def model_for(agent: Agent) -> ChatModel:
+        if id(agent) in known:
+            return known[id(agent)]
+        return resolve_model(
+            agent.llm if agent.llm is not None else default, f"agent {agent.role!r}", by_name
+        )
+
+    return model_for
+
+
+def resolve_model(chosen: Any, who: str, by_name: dict[str, ChatModel]) -> ChatModel:
+    """``chosen`` as a ChatModel; ConfigurationError naming ``who`` when there is none."""
+    if chosen is None:
+        raise ConfigurationError(
+            f"{who} has no model. Set Agent(llm=...) or Ensemble(llm=...) to a model name such "
+            "as 'openai/gpt-4o-mini', an LLM or a ChatModel"
+        )
+    from agentensemble.llm.litellm_model import LLM  # litellm itself stays lazy
+
+    if isinstance(chosen, str):
+        if chosen not in by_name:
+            by_name[chosen] = LLM(model=chosen)
+        chosen = by_name[chosen]
+    if isinstance(chosen, LLM):
+        try:  # a missing key or a bad base URL fails here, before any model call
+            chosen.check_settings()
+        except ConfigurationError as error:
+            raise ConfigurationError(f"{who}: {error}") from None
+    model: ChatModel = chosen
+    return model
+
+
+def build_team(
+    workflow: Workflow,
+    agents: Sequence[Agent],
+    prepared: Sequence[PreparedTask],
+    inputs: Mapping[str, Any],
+    model_for: ModelFor,
+    max_depth: int,
+    has_reviewer: bool,
+) -> Team | None:
+    """Resolve the team for this run (None when nobody delegates and no manager runs).
+
+    Gives each delegating agent — on its tasks and as a worker — a ``delegate_to_agent`` tool.
+    Raises PromptTemplateError / ConfigurationError before any model call.
+    """
+    tasks = [item.task for item in prepared]
+    members = team_agents(agents, tasks)
+    hierarchical = workflow is Workflow.HIERARCHICAL
+    if not hierarchical and not any(agent.allow_delegation for agent in members):
+        return None
+    texts = [text for a in members for text in (a.role, a.goal, a.background or "")]
+    missing = missing_variables(texts, inputs)
+    if missing:
+        raise PromptTemplateError(missing)
+    workers = [_worker(agent, tasks, inputs, model_for, hierarchical) for agent in members]
+    for worker in workers:
+        tools = worker.agent_task.tools
+        if not has_reviewer and tools is not None and tools.approval_required:
+            raise ConfigurationError(
+                f"agent {worker.role!r} has tools that require approval, but the ensemble has "
+                "no review_handler. Pass Ensemble(review_handler=...)"
+            )
+    team = Team(workers, max_depth)
+    for agent, worker in zip(members, workers, strict=True):
+        if agent.allow_delegation and len(workers) > 1:
+            sources = [*_sources(agent, tasks, hierarchical), DelegateTool(team, worker.role)]
+            worker.agent_task.tools = ToolResolver().resolve(sources)
+    for item in prepared:
+        owner = item.task.agent
+        if owner is not None and owner.allow_delegation and item.agent_task and len(workers) > 1:
+            asker = item.agent_task.role
+            sources = [*owner.tools, *item.task.tools, DelegateTool(team, asker)]
+            item.agent_task = replace(item.agent_task, tools=ToolResolver().resolve(sources))
+    return team
+
+
+def _sources(agent: Agent, tasks: Sequence[Task], hierarchical: bool) -> list[Any]:
+    """A worker's tools: its own, plus (HIERARCHICAL) those of the tasks assigned to it."""
+    extra = [t for task in tasks if task.agent is agent for t in task.tools] if hierarchical else []
+    return [*agent.tools, *extra]
+
+
+def _worker(
+    agent: Agent,
+    tasks: Sequence[Task],
+    inputs: Mapping[str, Any],
+    model_for: ModelFor,
+    hierarchical: bool,
+) -> Worker:
+    role = fill_template(agent.role, inputs)
+    goal = fill_template(agent.goal, inputs)
+    background = fill_template(agent.background, inputs) if agent.background else None
+    typed = [task.output_type for task in tasks if task.agent is agent and task.output_type]
+    sources = _sources(agent, tasks, hierarchical)
+    try:
+        tools = ToolResolver().resolve(sources) if sources else None
+    except ConfigurationError as error:
+        raise ConfigurationError(f"agent {agent.role!r}: {error}") from error
+    return Worker(
+        role=role,
+        goal=goal,
+        agent_task=AgentTask(
+            role=role,
+            goal=goal,
+            background=background,
+            description="",
+            expected_output="",
+            model=model_for(agent),
+            response_format=agent.response_format,
+            max_iterations=agent.max_iterations,
+            tools=tools,
+            output_type=typed[0] if hierarchical and len(typed) == 1 else None,
+            verbose=agent.verbose,
+        ),
+    )
+
+
+__all__ = [
+    "MANAGER_ROLE",
+    "build_team",
+    "check_team",
+    "model_resolver",
+    "resolve_model",
+    "team_agents",
+]

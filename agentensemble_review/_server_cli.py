@@ -1,0 +1,53 @@
+"""The reference review server's command line: ``python -m agentensemble_review.server``."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+
+from agentensemble_review._server_guard import is_loopback
+from agentensemble_review.server import ReviewServer
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Command line: run the reference review server until Ctrl-C."""
+    parser = argparse.ArgumentParser(
+        prog="python -m agentensemble_review.server",
+        description="Reference webhook for agentensemble reviews, with a web page to decide.",
+    )
+    parser.add_argument("--host", default="127.0.0.1", help="interface (default 127.0.0.1)")
+    parser.add_argument("--port", type=int, default=8765, help="port (default 8765; 0 = any)")
+    parser.add_argument(
+        "--secret",
+        default=os.environ.get("AGENTENSEMBLE_REVIEW_SECRET"),
+        help="verify X-AgentEnsemble-Signature with this secret "
+        "(default: $AGENTENSEMBLE_REVIEW_SECRET)",
+    )
+    parser.add_argument(
+        "--allowed-host",
+        action="append",
+        default=[],
+        help="a host name the server answers to besides loopback and --host (repeatable)",
+    )
+    parser.add_argument("--quiet", action="store_true", help="do not log each request")
+    args = parser.parse_args(argv)
+    server = ReviewServer(
+        args.host, args.port, args.secret, verbose=not args.quiet, allowed_hosts=args.allowed_host
+    )
+    server.bind()
+    if not is_loopback(args.host):
+        warning = "plain HTTP, the token is the only login: add TLS and an identity provider"
+        print(f"warning: listening on {args.host}: {warning}", file=sys.stderr)
+    signed = "signatures verified" if args.secret else "no secret: signatures not checked"
+    print(f"Review server on {server.url} ({signed})", flush=True)
+    print(f"Webhook URL: {server.reviews_url}", flush=True)
+    print(f"Open this address to decide (it holds the token): {server.page_url}", flush=True)
+    try:
+        server.serve_forever()
+    except KeyboardInterrupt:
+        print("stopped", file=sys.stderr)
+    return 0
+
+
+__all__ = ["main"]

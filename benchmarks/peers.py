@@ -1,0 +1,335 @@
+"""Peers side by side: import time, and a fresh process to its first answer (time, peak RSS).
+
+Usage: ``python benchmarks/peers.py [--install] [--repeats N] [--write]``.
+
+Each peer (smolagents, the OpenAI Agents SDK, PydanticAI, CrewAI) is installed with pip into a
+virtualenv of its own under ``benchmarks/.peers/`` (git-ignored; ``--install`` creates or
+updates them); a peer that will not install is skipped, and the table says so. Ours runs from
+this checkout's interpreter. Every framework asks the same local OpenAI-compatible server (in a
+separate process, 127.0.0.1 only) for one answer through its own agent API: no network, and
+telemetry and tracing switched off by environment. Samples of all frameworks are interleaved,
+so load drift on a shared machine hits them alike; figures are medians with min-max.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from datetime import date
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+PEERS_DIR = ROOT / "benchmarks" / ".peers"
+RESULTS = ROOT / "benchmarks" / "RESULTS.md"
+MARK = "## Peers"
+BEGIN, END = "<!-- peers:begin -->", "<!-- peers:end -->"
+
+SERVER_SCRIPT = """
+import sys
+from agentensemble.testing.openai_server import OpenAICompatibleServer, TextReply, ToolCallsReply
+
+def respond(body):
+    offered = [t.get("function", {}).get("name") for t in body.get("tools") or []]
+    answered = any(m.get("role") == "tool" for m in body.get("messages", []))
+    if "final_answer" in offered and not answered:  # smolagents ends through this tool
+        return ToolCallsReply((("final_answer", '{"answer": "hi"}'),))
+    return TextReply("Thought: I now know the final answer\\nFinal Answer: hi")
+
+with OpenAICompatibleServer() as server:
+    server.set_responder(respond)
+    print(server.base_url, flush=True)
+    sys.stdin.read()
+"""
+
+ANSWER_HELPER = """
+def answer(text):
+    print("ANSWER:", " ".join(str(text).split()), flush=True)
+"""
+
+QUIET_ENV = {
+    "CREWAI_DISABLE_TELEMETRY": "true",
+    "CREWAI_TRACING_ENABLED": "false",
+    "OTEL_SDK_DISABLED": "true",
+    "LITELLM_LOCAL_MODEL_COST_MAP": "True",
+    "HF_HUB_OFFLINE": "1",
+    "OPENAI_AGENTS_DISABLE_TRACING": "1",
+    "OPENAI_API_KEY": "sk-test",
+    "DO_NOT_TRACK": "1",
+}
+
+
+@dataclass(frozen=True)
+class Peer:
+    name: str
+    pip: tuple[str, ...]  # what to install; empty for ours
+    module: str  # what `import` measures
+    distribution: str  # whose version the table shows
+    first_answer: str  # a script printing "ANSWER: <text>"; BASE is the server's /v1 URL
+
+
+PEERS = [
+    Peer(
+        "agentensemble (ours)",
+        (),
+        "agentensemble",
+        "agentensemble",
+        """
+from agentensemble import LLM, Agent, Ensemble, Task
+llm = LLM("openai/test-model", api_base=BASE, api_key="sk-test")
+agent = Agent(role="Assistant", goal="Answer", llm=llm)
+answer(Ensemble(tasks=[Task(description="Say hi", agent=agent)]).run().raw)
+""",
+    ),
+    Peer(
+        "smolagents",
+        ("smolagents[openai]",),
+        "smolagents",
+        "smolagents",
+        """
+from smolagents import OpenAIServerModel, ToolCallingAgent
+model = OpenAIServerModel(model_id="test-model", api_base=BASE, api_key="sk-test")
+agent = ToolCallingAgent(tools=[], model=model, verbosity_level=0)
+answer(agent.run("Say hi"))
+""",
+    ),
+    Peer(
+        "openai-agents",
+        ("openai-agents",),
+        "agents",
+        "openai-agents",
+        """
+from openai import AsyncOpenAI
+from agents import Agent, OpenAIChatCompletionsModel, Runner, set_tracing_disabled
+set_tracing_disabled(True)
+client = AsyncOpenAI(base_url=BASE, api_key="sk-test")
+agent = Agent(name="Assistant", instructions="Answer",
+              model=OpenAIChatCompletionsModel(model="test-model", openai_client=client))
+answer(Runner.run_sync(agent, "Say hi").final_output)
+""",
+    ),
+    Peer(
+        "pydantic-ai",
+        ("pydantic-ai-slim[openai]",),
+        "pydantic_ai",
+        "pydantic-ai-slim",
+        """
+from pydantic_ai import Agent
+from pydantic_ai.providers.openai import OpenAIProvider
+try:
+    from pydantic_ai.models.openai import OpenAIChatModel as Model
+except ImportError:
+    from pydantic_ai.models.openai import OpenAIModel as Model
+model = Model("test-model", provider=OpenAIProvider(base_url=BASE, api_key="sk-test"))
+answer(Agent(model).run_sync("Say hi").output)
+""",
+    ),
+    Peer(
+        "crewai",
+        ("crewai",),
+        "crewai",
+        "crewai",
+        """
+from crewai import LLM, Agent, Crew, Task
+llm = LLM(model="openai/test-model", base_url=BASE, api_key="sk-test")
+agent = Agent(role="Assistant", goal="Answer", backstory="Helpful", llm=llm, verbose=False)
+task = Task(description="Say hi", expected_output="A greeting", agent=agent)
+answer(Crew(agents=[agent], tasks=[task], verbose=False).kickoff().raw)
+""",
+    ),
+]
+
+
+PEER_NOTES = """
+- Each peer's versions are what pip resolved into its own virtualenv under `benchmarks/.peers/`
+  (`<peer>/bin/pip list` shows them); ours is this checkout.
+- Every framework gets the same answer from the server: smolagents' `ToolCallingAgent` ends by
+  calling its `final_answer` tool, so the server answers it with that call; the others get one
+  text answer ("Thought: ... Final Answer: hi", the shape CrewAI parses).
+- "Fresh process to first answer" is from starting the interpreter to the answer printed: imports,
+  building the agent, one HTTP round trip. Peak RSS is the child's `ru_maxrss`.
+- Ours reaches an OpenAI-compatible server on the openai lane (httpx, litellm never imported):
+  the fastest first answer and the smallest peak here. Forced through litellm
+  (`lane="litellm"`) it took 4-7 s and about 200 MiB in earlier runs, like CrewAI, which always
+  goes through litellm: importing litellm is most of that.
+- Ratios between frameworks hold better than absolute times on this shared machine (load
+  average 6-9 during the run): every framework was slowed alike, round by round.
+"""
+
+
+def python_of(peer: Peer) -> Path:
+    if not peer.pip:
+        return Path(sys.executable)
+    return PEERS_DIR / peer.module / "bin" / "python"
+
+
+def install(peer: Peer) -> str | None:
+    """Create the peer's virtualenv and pip-install it; None, or why it could not."""
+    venv = PEERS_DIR / peer.module
+    if not python_of(peer).exists():
+        subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
+    done = subprocess.run(
+        [str(python_of(peer)), "-m", "pip", "install", "-q", *peer.pip],
+        capture_output=True,
+        text=True,
+    )
+    if done.returncode != 0:
+        return (done.stderr.strip().splitlines() or ["pip failed"])[-1][:200]
+    return None
+
+
+def environment() -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    env.update(QUIET_ENV)
+    return env
+
+
+def version_of(peer: Peer) -> str:
+    code = f"import importlib.metadata as m; print(m.version({peer.distribution!r}))"
+    out = subprocess.run([str(python_of(peer)), "-c", code], capture_output=True, text=True)
+    return out.stdout.strip() or "?"
+
+
+def import_seconds(peer: Peer) -> float:
+    code = f"import time; t = time.perf_counter(); import {peer.module}; "
+    code += "print(time.perf_counter() - t)"
+    out = subprocess.run(
+        [str(python_of(peer)), "-c", code],
+        env=environment(),
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=120,
+    )
+    return float(out.stdout.strip().splitlines()[-1])
+
+
+def first_answer(peer: Peer, base_url: str) -> tuple[float, float, str]:
+    """A fresh process: seconds until it printed its answer, its peak RSS (MiB), the answer."""
+    script = f"BASE = {base_url!r}\n{ANSWER_HELPER}" + peer.first_answer
+    started = time.perf_counter()
+    child = subprocess.Popen(
+        [str(python_of(peer)), "-c", script],
+        env=environment(),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+    )
+    assert child.stdout is not None
+    answer, seconds = "", float("nan")
+    for line in child.stdout:
+        if line.startswith("ANSWER:"):
+            seconds = time.perf_counter() - started
+            answer = line.removeprefix("ANSWER:").strip()
+    _, status, usage = os.wait4(child.pid, 0)
+    child.returncode = os.waitstatus_to_exitcode(status)
+    if not answer:
+        raise RuntimeError(f"{peer.name}: no answer (exit code {child.returncode})")
+    return seconds, usage.ru_maxrss / 1024, answer
+
+
+def spread(values: list[float], digits: int, unit: str) -> str:
+    return (
+        f"{statistics.median(values):.{digits}f} {unit} "
+        f"({min(values):.{digits}f}-{max(values):.{digits}f})"
+    )
+
+
+def measure(peers: list[Peer], repeats: int, skipped: dict[str, str]) -> list[str]:
+    imports: dict[str, list[float]] = {p.name: [] for p in peers}
+    answers: dict[str, list[tuple[float, float, str]]] = {p.name: [] for p in peers}
+    child = subprocess.Popen(
+        [sys.executable, "-c", SERVER_SCRIPT],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+        cwd=ROOT,
+    )
+    assert child.stdin is not None and child.stdout is not None
+    try:
+        base_url = child.stdout.readline().strip()
+        for peer in list(peers):  # warm-up, not counted: bytecode caches written
+            try:
+                import_seconds(peer)
+                first_answer(peer, base_url)
+            except (RuntimeError, subprocess.SubprocessError) as error:
+                skipped[peer.name] = f"installed, but its run failed: {error}"[:200]
+                peers.remove(peer)
+        for _ in range(repeats):  # interleaved: each round runs every framework once
+            for peer in peers:
+                imports[peer.name].append(import_seconds(peer))
+                answers[peer.name].append(first_answer(peer, base_url))
+    finally:
+        child.stdin.close()
+        child.wait(timeout=30)
+    rows = []
+    for peer in peers:
+        times = [a[0] for a in answers[peer.name]]
+        rss = [a[1] for a in answers[peer.name]]
+        rows.append(
+            f"| {peer.name} {version_of(peer)} | {spread(imports[peer.name], 2, 's')} "
+            f"| {spread(times, 2, 's')} "
+            f"| {spread(rss, 0, 'MiB')} | {answers[peer.name][-1][2]!r} |"
+        )
+    return rows
+
+
+def render(rows: list[str], skipped: dict[str, str], repeats: int, seconds: float) -> str:
+    lines = [
+        MARK,
+        "",
+        "Recorded by `python benchmarks/peers.py --install --write`: each framework's own agent "
+        "API asks the local OpenAI-compatible server (another process) for one answer.",
+        f"Measured {date.today().isoformat()} on {platform.machine()}, Python "
+        f"{platform.python_version()}, {os.cpu_count()} cores shared with other developers' "
+        f"work; {repeats} interleaved rounds after a warm-up; run took {seconds:.0f} s.",
+        "",
+        "| framework | import | fresh process to first answer | peak RSS | answer |",
+        "|---|---|---|---|---|",
+        *rows,
+    ]
+    for name, why in skipped.items():
+        lines.append(f"| {name} | skipped: {why} | | | |")
+    return "\n".join(lines) + "\n" + PEER_NOTES
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--install", action="store_true", help="create/update peer virtualenvs")
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--write", action="store_true", help="record in benchmarks/RESULTS.md")
+    args = parser.parse_args()
+    started = time.perf_counter()
+    skipped: dict[str, str] = {}
+    peers: list[Peer] = []
+    for peer in PEERS:
+        why = install(peer) if args.install and peer.pip else None
+        if why is None and not python_of(peer).exists():
+            why = "not installed (run with --install)"
+        if why is not None:
+            skipped[peer.name] = why
+            print(f"skipping {peer.name}: {why}", file=sys.stderr)
+        else:
+            peers.append(peer)
+    rows = measure(peers, args.repeats, skipped)
+    table = render(rows, skipped, args.repeats, time.perf_counter() - started)
+    print(table)
+    if args.write:  # replaces its own section only, between its markers
+        text = RESULTS.read_text() if RESULTS.exists() else "# Benchmark results\n"
+        section = f"{BEGIN}\n{table}{END}\n"
+        if BEGIN in text and END in text:
+            before, _, rest = text.partition(BEGIN)
+            text = before + section + rest.partition(END + "\n")[2]
+        else:
+            text = text.rstrip() + "\n\n" + section
+        RESULTS.write_text(text)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,147 @@
+"""Errors and warnings a newcomer understands: names from other frameworks get a hint, a task
+that seems to need an earlier output but has no context is flagged once at run start, and a
+tool without a description is named."""
+
+from __future__ import annotations
+
+import warnings
+from typing import Any
+
+import pytest
+from pydantic import ValidationError
+
+from agentensemble import (
+    Agent,
+    Ensemble,
+    MissingContextWarning,
+    Task,
+    ToolDescriptionWarning,
+    tool,
+)
+from agentensemble.hints import missing_context
+from agentensemble.testing import ScriptedChatModel
+
+
+@pytest.mark.parametrize(
+    ("model", "keyword", "hint"),
+    [
+        (Agent, "backstory", "use background="),
+        (Agent, "expected_output", "expected_output belongs on Task"),
+        (Agent, "max_iter", "use max_iterations="),
+        (Task, "output_pydantic", "use output_type="),
+        (Task, "guardrail", "use output_guardrails="),
+        (Task, "backstory", "backstory belongs on Agent"),
+        (Ensemble, "process", "use workflow="),
+        (Ensemble, "max_rpm", "rate_limit=RateLimit(requests_per_minute="),
+        (Agent, "max_rpm", "rate_limit=RateLimit(requests_per_minute="),
+        (Ensemble, "manager_agent", "manager_llm="),
+        (Ensemble, "inputs", "ensemble.run(inputs="),
+    ],
+)
+def test_foreign_keywords_get_a_hint(model: Any, keyword: str, hint: str) -> None:
+    base: dict[str, Any] = {
+        Agent: {"role": "R", "goal": "G"},
+        Task: {"description": "D"},
+        Ensemble: {"tasks": [Task(description="D")]},
+    }[model]
+    with pytest.raises(ValidationError) as info:
+        model(**base, **{keyword: "x"})
+    message = str(info.value)
+    assert f"{model.__name__} has no field {keyword!r}" in message
+    assert hint in message
+
+
+def test_unknown_names_without_a_hint_keep_pydantic_s_message() -> None:
+    with pytest.raises(ValidationError, match="Extra inputs are not permitted"):
+        Agent(role="R", goal="G", flavour="x")  # type: ignore[call-arg]
+
+
+@pytest.mark.parametrize(
+    ("method", "hint"), [("kickoff", "use run(inputs="), ("kickoff_async", "use await arun(")]
+)
+def test_kickoff_points_to_run(method: str, hint: str) -> None:
+    ensemble = Ensemble(tasks=[Task(description="D")])
+    with pytest.raises(AttributeError) as info:
+        getattr(ensemble, method)
+    assert f"has no attribute '{method}': {hint}" in str(info.value)
+    with pytest.raises(AttributeError, match="no_such_thing"):
+        ensemble.no_such_thing  # type: ignore[attr-defined]  # noqa: B018
+
+
+@pytest.mark.parametrize(
+    ("inputs", "says"),
+    [
+        ([{"topic": "AI"}], "got a list of dicts: call run() once per dict"),
+        (["topic", "AI"], "must be a dict of template variables"),
+        ("topic=AI", "got str"),
+    ],
+)
+def test_inputs_must_be_a_dict(inputs: Any, says: str) -> None:
+    ensemble = Ensemble(tasks=[Task(description="About {topic}")], llm=ScriptedChatModel())
+    with pytest.raises(TypeError) as info:
+        ensemble.run(inputs=inputs)
+    assert "inputs={'topic': 'AI'}" in str(info.value)
+    assert says in str(info.value)
+
+
+# -- the missing-context rule ------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("second", "flagged"),
+    [
+        ("Write a post from the research above", True),
+        ("Summarise the previous task's findings", True),
+        ("Turn the earlier results into a table", True),
+        ("Use the output of research to write a post", True),  # names task 'research'
+        ("Write a poem about the sea", False),
+        ("Write a post about {topic}", False),
+    ],
+)
+def test_missing_context_rule(second: str, flagged: bool) -> None:
+    first = Task(description="Research {topic}", name="research")
+    tasks = [first, Task(description=second)]
+    assert bool(missing_context(tasks)) is flagged
+    assert missing_context([first, Task(description=second, context=[first])]) == []
+
+
+def test_the_warning_comes_once_at_run_start_and_names_the_fix() -> None:
+    model = ScriptedChatModel(["facts", "post"])
+    research = Task(description="Research AI", name="research")
+    write = Task(description="Write a post from the research above")
+    with pytest.warns(MissingContextWarning, match=r"task 2 .* add context=\[research\]"):
+        Ensemble(tasks=[research, write], llm=model).run()
+    assert "facts" not in model.requests[1].last_user_content  # indeed starved
+
+
+def test_the_warning_can_be_silenced() -> None:
+    research = Task(description="Research AI")
+    write = Task(description="Write a post from the research above")
+    ensemble = Ensemble(tasks=[research, write], llm=ScriptedChatModel(["a", "b"]))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        warnings.filterwarnings("ignore", category=MissingContextWarning)
+        ensemble.run()
+
+
+# -- tools without a description -------------------------------------------------------------
+
+
+def test_a_tool_without_description_is_named_in_a_warning() -> None:
+    @tool
+    def reverse(text: str) -> str:
+        return text[::-1]
+
+    with pytest.warns(ToolDescriptionWarning, match="Tool 'reverse' .* has no description"):
+        Agent(role="R", goal="G", tools=[reverse])
+
+
+def test_a_described_tool_is_quiet() -> None:
+    @tool
+    def shout(text: str) -> str:
+        """Upper-case the text."""
+        return text.upper()
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        Agent(role="R", goal="G", tools=[shout])

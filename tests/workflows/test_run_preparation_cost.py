@@ -1,0 +1,87 @@
+"""Work done per run grows with the setup, never with its square: tools are resolved once per
+task per run, and each task's output becomes prompt context once, whatever number of later tasks
+read it. Counted, not timed (speed lives in benchmarks/)."""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Any
+
+import pytest
+
+import agentensemble.workflows.sequential as sequential_module
+from agentensemble import Agent, Ensemble, Task, tool
+from agentensemble.execution.prompts import ContextItem
+from agentensemble.testing import ScriptedChatModel, tool_call
+from agentensemble.tools.resolver import ResolvedTools, ToolResolver
+
+
+@tool
+def lookup(key: str) -> str:
+    """Look a key up."""
+    return key.upper()
+
+
+@tool
+def note(text: str) -> str:
+    """Take a note."""
+    return "noted"
+
+
+@pytest.fixture
+def resolved_sources(monkeypatch: pytest.MonkeyPatch) -> Counter[tuple[str, ...]]:
+    """Counts each resolve, by the names of the tools resolved."""
+    counts: Counter[tuple[str, ...]] = Counter()
+    real_resolve = ToolResolver.resolve
+
+    def counting(self: ToolResolver, tools: Any) -> ResolvedTools:
+        resolved = real_resolve(self, tools)
+        counts[tuple(resolved.names)] += 1
+        return resolved
+
+    monkeypatch.setattr(ToolResolver, "resolve", counting)
+    return counts
+
+
+def test_tools_are_resolved_once_per_task_per_run(
+    resolved_sources: Counter[tuple[str, ...]],
+) -> None:
+    model = ScriptedChatModel([tool_call("lookup", {"key": "a"}), "first", "second"] * 2)
+    agent = Agent(role="Clerk", goal="Look things up", tools=[lookup], llm=model)
+    ensemble = Ensemble(
+        tasks=[
+            Task(description="Look up a", agent=agent),
+            Task(description="Write it down", agent=agent, tools=[note]),
+        ]
+    )
+    resolved_sources.clear()  # building the models validated the tools; count runs only
+
+    for runs in (1, 2):
+        ensemble.run()
+        assert resolved_sources == {("lookup",): runs, ("lookup", "note"): runs}
+
+
+def test_each_output_becomes_context_once_however_many_tasks_read_it(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    built: list[ContextItem] = []
+
+    def counted_context_item(*args: Any) -> ContextItem:
+        built.append(ContextItem(*args))
+        return built[-1]
+
+    monkeypatch.setattr(sequential_module, "ContextItem", counted_context_item)
+    count = 60
+    model = ScriptedChatModel([f"output {n}" for n in range(count)])
+    agent = Agent(role="Writer", goal="Write", llm=model)
+    tasks: list[Task] = []
+    for n in range(count):  # every task reads every earlier task: quadratic pairs
+        tasks.append(Task(description=f"Step {n}", agent=agent, context=list(tasks)))
+
+    result = Ensemble(tasks=tasks).run()
+
+    assert result.raw == f"output {count - 1}"
+    assert len(built) == count  # one per output, not one per (reader, output) pair
+    last_prompt = model.requests[-1].last_user_content
+    positions = [last_prompt.index(f"### Step {n} (Writer)\noutput {n}") for n in range(count - 1)]
+    assert positions == sorted(positions)  # every earlier output, in task order
