@@ -25,6 +25,7 @@ from agentensemble.events import (
     EnsembleEvent,
     EnsembleFailed,
     EnsembleStarted,
+    GuardrailChecked,
     LLMCallCompleted,
     LLMCallFailed,
     LLMCallStarted,
@@ -193,6 +194,7 @@ class TraceRecorder:
                 "model_turns": [],
                 "tool_calls": [],
                 "reviews": [],
+                "guardrails": [],
             }
             self._trace["tasks"].append(task.record)
         self._tasks[event.task_index] = task
@@ -399,6 +401,20 @@ class TraceRecorder:
                 wait_seconds=wait,
             )
 
+    def _guardrail_checked(self, event: GuardrailChecked) -> None:
+        task = self._task_for(event.task_index, event.agent_role)
+        if task is not None and task.record is not None:
+            task.record["guardrails"].append(
+                {
+                    "kind": event.kind,
+                    "guardrail": event.guardrail,
+                    "passed": event.passed,
+                    "message": text(event.message),
+                    "attempt": event.attempt,
+                    "checked_at": now(),
+                }
+            )
+
     # -- results ------------------------------------------------------------------------------
 
     def metrics_for(self, index: int) -> TaskMetrics:
@@ -464,6 +480,7 @@ _HANDLERS: dict[type, Any] = {  # None: ignored
     StreamRestarted: None,
     ReviewRequested: TraceRecorder._review_requested,
     ReviewDecided: TraceRecorder._review_decided,
+    GuardrailChecked: TraceRecorder._guardrail_checked,
 }
 
 __all__ = ["TraceRecorder"]

@@ -12,8 +12,9 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import ConfigDict, Field
 
+from agentensemble._saveable import SaveableModel
 from agentensemble.outputs import TaskMetrics
 
 #: Bumped whenever a field is removed or changes meaning; new optional fields keep the version.
@@ -22,7 +23,7 @@ SCHEMA_VERSION = 1
 Capture = Literal["off", "standard", "full"]
 
 
-class _Model(BaseModel):
+class _Model(SaveableModel):  # saving never fails: odd objects and lone surrogates included
     model_config = ConfigDict(extra="forbid", defer_build=True)
 
 
@@ -120,6 +121,17 @@ class EventRecord(_Model):
     fields: dict[str, Any] = Field(default_factory=dict)
 
 
+class GuardrailTrace(_Model):
+    """One guardrail check: which, on the input or on which answer, and its verdict."""
+
+    kind: Literal["input", "output"]
+    guardrail: str
+    passed: bool
+    message: str | None = None
+    attempt: int = 1
+    checked_at: datetime
+
+
 class TaskTrace(_Model):
     """One task: its agent, exact prompts, model turns, tool calls, reviews, outcome."""
 
@@ -138,6 +150,7 @@ class TaskTrace(_Model):
     reviews: list[ReviewTrace] = Field(default_factory=list)
     delegations: list[DelegationTrace] = Field(default_factory=list)
     events: list[EventRecord] = Field(default_factory=list)
+    guardrails: list[GuardrailTrace] = Field(default_factory=list)
     output: str | None = None
     error: ErrorInfo | None = None
     usage: TokenCounts = Field(default_factory=TokenCounts)
@@ -196,6 +209,7 @@ __all__ = [
     "ErrorInfo",
     "EventRecord",
     "ExecutionTrace",
+    "GuardrailTrace",
     "ModelTurn",
     "RequestedToolCall",
     "ReviewTrace",

@@ -70,9 +70,8 @@ def test_guardrail_checks_land_under_their_task() -> None:
 
     output = Ensemble(tasks=[task], llm=model).run()
 
-    events = output.trace.tasks[0].events  # type: ignore[union-attr]
-    checks = [e.fields for e in events if e.type == "GuardrailChecked"]
-    assert [(c["passed"], c["message"]) for c in checks] == [
-        (False, "use at most 3 words"),
-        (True, None),
+    checks = output.trace.tasks[0].guardrails  # type: ignore[union-attr]
+    assert [(c.kind, c.passed, c.message, c.attempt) for c in checks] == [
+        ("output", False, "use at most 3 words", 1),
+        ("output", True, None, 2),
     ]
