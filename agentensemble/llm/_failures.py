@@ -205,9 +205,8 @@ def _transport_failure(chain: list[BaseException]) -> Failure | None:
         detail = f"could not connect to{to}" if to else "could not connect"
     else:
         cause = next((str(e) for e in reversed(chain) if str(e)), "")
-        detail = f"the connection to{to} broke before a complete response" + (
-            f" ({cause})" if cause else ""
-        )
+        where = f"the connection to{to}" if to else "the connection"
+        detail = f"{where} broke before a complete response" + (f" ({cause})" if cause else "")
     return Failure("ConnectionError", None, detail, True)
 
 
