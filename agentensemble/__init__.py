@@ -4,6 +4,8 @@ Importing this package is cheap: litellm is imported on the first real model cal
 ``agentensemble_review`` only when a review is configured.
 """
 
+from typing import TYPE_CHECKING, Any
+
 from agentensemble.agent import Agent
 from agentensemble.ensemble import Ensemble
 from agentensemble.errors import (
@@ -61,6 +63,7 @@ from agentensemble.outputs import (
     EnsembleOutput,
     ExitReason,
     ReturnBehavior,
+    TaskMetrics,
     TaskOutput,
     TokenUsage,
     ToolCallRecord,
@@ -84,10 +87,22 @@ from agentensemble.tools import (
     should_return_immediately,
     tool,
 )
-from agentensemble.tracing import ExecutionTrace, TaskMetrics
 from agentensemble.workflows import ParallelErrorStrategy, Workflow
 
 __version__ = "0.1.0"
+
+if TYPE_CHECKING:
+    from agentensemble.tracing.trace import ExecutionTrace
+
+
+def __getattr__(name: str) -> Any:
+    """``ExecutionTrace`` is imported on first use: ``import agentensemble`` stays cheap."""
+    if name == "ExecutionTrace":
+        from agentensemble.tracing.trace import ExecutionTrace
+
+        return ExecutionTrace
+    raise AttributeError(f"module 'agentensemble' has no attribute {name!r}")
+
 
 __all__ = [
     "LLM",

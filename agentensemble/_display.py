@@ -50,14 +50,21 @@ def escape_for_display(text: str, *, encoding: str | None = None) -> str:
     text = text.replace("\r\n", "\n")
     if _PLAIN.fullmatch(text):
         return text
-    out = "".join(_escape_char(c) if _is_hidden(c) else c for c in text)
     if encoding:
         try:
             codecs.lookup(encoding)
         except LookupError:
             encoding = "ascii"
-        out = "".join(c if _encodable(c, encoding) else _escape_char(c) for c in out)
-    return out
+    # Decide once per distinct character, then replace with one regex pass: fast for megabytes.
+    table = {
+        char: _escape_char(char)
+        for char in set(text)
+        if _is_hidden(char) or (encoding and not _encodable(char, encoding))
+    }
+    if not table:
+        return text
+    pattern = re.compile("[" + "".join(re.escape(char) for char in table) + "]")
+    return pattern.sub(lambda match: table[match.group()], text)
 
 
 def _encodable(char: str, encoding: str) -> bool:

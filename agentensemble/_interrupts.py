@@ -10,6 +10,10 @@ real cancellation of the running task end a run that way.
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Awaitable
+from typing import TypeVar
+
+T = TypeVar("T")
 
 
 def ends_the_run(exc: BaseException) -> bool:
@@ -40,4 +44,29 @@ def escaped_message(exc: BaseException) -> str:
     return f"raised {type(exc).__name__}" + (f": {detail}" if detail else "")
 
 
-__all__ = ["ends_the_run", "escaped_message"]
+class EscapedError(Exception):
+    """Carries a BaseException that is no stop request (SystemExit, GeneratorExit, a stray
+    CancelledError) out of a task of its own as an ordinary failure; ``error`` is the original."""
+
+    def __init__(self, error: BaseException) -> None:
+        super().__init__(f"{type(error).__name__}: {error}")
+        self.error = error
+
+
+async def contained(awaitable: Awaitable[T]) -> T:
+    """Await ``awaitable`` as the body of a task of its own, such as one task of a parallel run.
+
+    asyncio re-raises a SystemExit from a task out of the event loop itself, ending every
+    other task's work: such exceptions come out as ``EscapedError`` instead.
+    """
+    try:
+        return await awaitable
+    except Exception:
+        raise
+    except BaseException as exc:
+        if ends_the_run(exc):
+            raise
+        raise EscapedError(exc) from exc
+
+
+__all__ = ["EscapedError", "contained", "ends_the_run", "escaped_message"]

@@ -14,10 +14,33 @@ def require_text(value: str, field: str) -> str:
     return value
 
 
+def instance_hint(cls: type) -> str:
+    """How to make an instance of ``cls``: ``Name()``, or ``Name(model=...)`` naming what
+    its constructor requires."""
+    try:
+        parameters = inspect.signature(cls).parameters.values()
+    except (TypeError, ValueError):
+        return f"{cls.__name__}(...)"
+    variadic = (inspect.Parameter.VAR_POSITIONAL, inspect.Parameter.VAR_KEYWORD)
+    required = [p.name for p in parameters if p.default is p.empty and p.kind not in variadic]
+    return f"{cls.__name__}({', '.join(f'{name}=...' for name in required)})"
+
+
+def refuse_class(value: Any, field: str) -> None:
+    """A class where an instance is expected would be accepted (its methods exist) and fail
+    late, at the first call: refuse it now, naming the fix."""
+    if isinstance(value, type):
+        raise ValueError(
+            f"{field} got the class {value.__name__}, not an instance; "
+            f"pass an instance: {instance_hint(value)}"
+        )
+
+
 def check_model(value: Any) -> Any:
     """Accept a litellm model name, an ``LLM`` or any ChatModel (async ``complete``)."""
     if value is None:
         return None
+    refuse_class(value, "llm")
     if isinstance(value, str):
         if not value.strip():
             raise ValueError("llm must be a model name such as 'openai/gpt-4o-mini', not blank")

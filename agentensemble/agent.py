@@ -22,7 +22,9 @@ class Agent(BaseModel):
     llm: Any = Field(default=None, description="model name, LLM or ChatModel")
     max_iterations: int = Field(default=25, ge=1, description="max tool calls in one task")
     response_format: str | None = None
-    verbose: bool = False
+    verbose: bool = Field(
+        default=False, description="print this agent's prompts and answers on stderr"
+    )
     allow_delegation: bool = Field(
         default=False, description="may hand work to the ensemble's other agents"
     )

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from agentensemble._background_loop import run_on_background_loop
-from agentensemble._validation import check_model
+from agentensemble._validation import check_model, refuse_class
 from agentensemble.agent import Agent
 from agentensemble.errors import ConfigurationError, PromptTemplateError, TaskExecutionError
 from agentensemble.events import (
@@ -36,7 +36,6 @@ from agentensemble.task import Task
 from agentensemble.templates import fill_template, missing_variables
 from agentensemble.tools.resolver import ResolvedTools, ToolResolver
 from agentensemble.tools.source import open_tool_sources, tool_sources_in
-from agentensemble.tracing.recorder import TraceRecorder
 from agentensemble.workflows import ParallelErrorStrategy, Workflow
 from agentensemble.workflows._review_gates import (
     after_review_for,
@@ -94,6 +93,7 @@ class Ensemble(BaseModel):
     @field_validator("review_handler")
     @classmethod
     def _handler(cls, value: Any) -> Any:
+        refuse_class(value, "review_handler")
         methods = (getattr(value, name, None) for name in ("review", "areview"))
         if value is not None and not any(callable(method) for method in methods):
             raise ValueError(
@@ -106,6 +106,7 @@ class Ensemble(BaseModel):
     @classmethod
     def _listeners(cls, value: list[Any]) -> list[Any]:
         for listener in value:
+            refuse_class(listener, "listeners")
             if not isinstance(listener, EnsembleListener):
                 raise ValueError(
                     f"a listener needs an on_event(event) method; got {type(listener).__name__}"
@@ -203,6 +204,8 @@ class Ensemble(BaseModel):
             if task.agent is not None:
                 agent = task.agent
                 texts += [agent.role, agent.goal, agent.background or ""]
+        for agent in self.agents:  # the team: workers and peers are filled from inputs too
+            texts += [agent.role, agent.goal, agent.background or ""]
         return texts
 
     def _prepare(self, inputs: Mapping[str, Any]) -> list[PreparedTask]:
@@ -249,6 +252,7 @@ class Ensemble(BaseModel):
                     tools=tools_of_task[index - 1],
                     output_type=task.output_type,
                     task_name=task.name,
+                    verbose=agent.verbose,
                     max_output_retries=task.max_output_retries,
                     input_guardrails=task.input_guardrails,
                     output_guardrails=task.output_guardrails,
@@ -319,6 +323,8 @@ class Ensemble(BaseModel):
         """One run under its own run id (bound for events, logs and errors)."""
         values = check_inputs(inputs)
         prepared = self._prepare(values)
+        from agentensemble.tracing.recorder import TraceRecorder  # loaded by the first run
+
         warn_missing_context(self.tasks)
         team = self._team(prepared, values)
         settings = self._run_settings(team)

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Any, Protocol, runtime_checkable
 
+from agentensemble._interrupts import ends_the_run
 from agentensemble.logging import get_logger
 from agentensemble.outputs import EnsembleOutput, TaskOutput, TokenUsage, ToolCallRecord
 from agentensemble.run_context import current_run_id, current_task_index, enter_task
@@ -283,7 +284,9 @@ class EventEmitter:
         for listener in self._listeners:
             try:
                 listener.on_event(event)
-            except Exception as exc:  # a listener must never break a run
+            except BaseException as exc:  # a listener must never break a run (SystemExit too)
+                if ends_the_run(exc):
+                    raise
                 self._log.warning(
                     "listener failed", listener=type(listener).__name__, error=str(exc)
                 )

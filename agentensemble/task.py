@@ -92,6 +92,16 @@ class Task(BaseModel):
     def _review(cls, value: Any, info: Any) -> Any:
         return check_review(value, info.field_name)
 
+    @field_validator("handler")
+    @classmethod
+    def _handler(cls, value: Any) -> Any:
+        if isinstance(value, type):  # callable, so it would be "called" with the context
+            raise ValueError(
+                f"handler got the class {value.__name__}; pass a function taking the "
+                "TaskHandlerContext (or an instance whose __call__ takes it)"
+            )
+        return value
+
     @model_validator(mode="after")
     def _handler_or_agent(self) -> Task:
         if self.handler is not None:

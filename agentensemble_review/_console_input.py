@@ -113,7 +113,7 @@ class ReviewInput:
             if self._tty or self._out_of_step:
                 self._ignored += self._drop_buffered()
             if self._fd is not None:  # let a polling reader notice it is not wanted any more
-                self._cond.wait_for(lambda: not self._reading, timeout=1.0)
+                self._cond.wait_for(lambda: not self._reading, timeout=5.0)
 
     def show(self) -> int:
         """The banner is on screen: discard input typed before it, then start taking answers.

@@ -83,6 +83,14 @@ def register_header_secrets(headers: Mapping[str, str], secret: str | None) -> N
         register_secret(credential.strip())
 
 
+def header_ok(name: object, value: object) -> bool:
+    """Whether HTTP can carry this header: ASCII, no line break or control character."""
+    if not isinstance(name, str) or not isinstance(value, str) or not name:
+        return False
+    text = name + value
+    return text.isascii() and not any((ord(c) < 32 and c != "\t") or c == "\x7f" for c in text)
+
+
 class _RedactingFilter(logging.Filter):
     """Rewrites a record's message with the registered secrets redacted."""
 
@@ -137,6 +145,7 @@ def parse_retry_after(value: str | None) -> float | None:
 
 __all__ = [
     "MAX_RETRY_AFTER_SECONDS",
+    "header_ok",
     "install_http_log_redaction",
     "parse_retry_after",
     "register_header_secrets",

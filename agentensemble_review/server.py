@@ -97,15 +97,24 @@ class _Handler(BaseHTTPRequestHandler):
         self.send_response(status)
         self.send_header("Content-Type", content_type)
         self.send_header("Content-Length", str(len(body)))
-        extra = dict(headers or {})
-        for name, value in SECURITY_HEADERS.items():
-            if name not in extra:
-                self.send_header(name, value)
-        for name, value in extra.items():
+        for name, value in (headers or {}).items():
             self.send_header(name, value)
         self.end_headers()
         if self.command != "HEAD":
             self.wfile.write(body)
+
+    def send_header(self, keyword: str, value: str) -> None:
+        self._sent_headers = getattr(self, "_sent_headers", set()) | {keyword.lower()}
+        super().send_header(keyword, value)
+
+    def end_headers(self) -> None:
+        """Every answer (``send_error``'s too) forbids framing, sniffing and caching."""
+        sent: set[str] = getattr(self, "_sent_headers", set())
+        for name, value in SECURITY_HEADERS.items():
+            if name.lower() not in sent:
+                super().send_header(name, value)
+        self._sent_headers = set()
+        super().end_headers()
 
     def _json(self, status: int, data: Any, headers: Mapping[str, str] | None = None) -> None:
         body = json.dumps(data, ensure_ascii=True).encode()

@@ -24,6 +24,7 @@ from agentensemble_review._asking import apply_on_timeout, run_coroutine_sync, r
 from agentensemble_review._format import format_duration
 from agentensemble_review._log import get_logger
 from agentensemble_review._webhook_safety import (
+    header_ok,
     install_http_log_redaction,
     parse_retry_after,
     register_header_secrets,
@@ -168,6 +169,12 @@ class WebhookReviewHandler:
         request_timeout = _finite_positive("request_timeout", request_timeout)
         self._headers = dict(headers or {})
         register_header_secrets(self._headers, secret)
+        for name, value in self._headers.items():
+            if not header_ok(name, value):
+                raise ValueError(
+                    f"header {name!r} has a name or value HTTP cannot carry (non-ASCII, or a "
+                    "line break or control character)"
+                )
         install_http_log_redaction()
         self.url = url
         self._url = parsed

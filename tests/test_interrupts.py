@@ -213,3 +213,34 @@ async def test_a_real_cancellation_of_the_run_still_cancels_it() -> None:
     run.cancel()
     with pytest.raises(asyncio.CancelledError):
         await asyncio.wait_for(run, 10)
+
+
+@pytest.mark.parametrize("make", [_sync_handler, _async_handler], ids=["sync", "async"])
+@pytest.mark.parametrize("raiser", list(RAISERS))
+def test_in_a_parallel_run_a_base_exception_fails_only_its_task(
+    raiser: str, make: Callable[[Callable[[], None]], Any]
+) -> None:
+    from agentensemble import ParallelErrorStrategy, ParallelExecutionError, Workflow
+
+    fine = Task(description="Fine", handler=lambda ctx: "kept")
+    bad = Task(description="Bad", handler=make(RAISERS[raiser]))
+    ensemble = Ensemble(
+        tasks=[fine, bad],
+        workflow=Workflow.PARALLEL,
+        parallel_error_strategy=ParallelErrorStrategy.CONTINUE_ON_ERROR,
+    )
+    with pytest.raises(ParallelExecutionError) as caught:
+        ensemble.run()
+    assert [o.raw for o in caught.value.completed_outputs] == ["kept"]
+    assert type(caught.value.failures[bad]).__name__ == EXPECTED_NAME[raiser]
+
+
+@pytest.mark.parametrize("raiser", list(RAISERS))
+def test_a_listener_raising_a_base_exception_never_breaks_the_run(raiser: str) -> None:
+    class Listener:
+        def on_event(self, event: object) -> None:
+            RAISERS[raiser]()
+
+    first = Task(description="First", handler=lambda ctx: "kept")
+    output = Ensemble(tasks=[first], listeners=[Listener()]).run()
+    assert output.raw == "kept"

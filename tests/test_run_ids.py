@@ -136,3 +136,36 @@ async def test_concurrent_runs_of_one_ensemble_never_share_or_swap_ids() -> None
     assert seen == {"one": first.run_id, "two": second.run_id}
     by_run = {e.run_id for e in events.events}
     assert by_run == {first.run_id, second.run_id}
+
+
+def test_a_run_inside_a_tool_gets_its_own_id_and_names_its_parent() -> None:
+    inner_outputs: list[Any] = []
+
+    @tool
+    async def ask_specialist(question: str) -> str:
+        """Ask a nested ensemble."""
+        inner = Ensemble(
+            tasks=[Task(description=question)], llm=ScriptedChatModel(["specialist answer"])
+        )
+        output = await inner.arun()
+        inner_outputs.append(output)
+        return output.raw
+
+    events = Events()
+    model = ScriptedChatModel([tool_call("ask_specialist", {"question": "Why?"}), "Because"])
+    outer = Ensemble(
+        tasks=[
+            Task(description="Find out", agent=Agent(role="A", goal="g", tools=[ask_specialist]))
+        ],
+        llm=model,
+        listeners=[events],
+    )
+
+    output = outer.run()
+
+    (inner,) = inner_outputs
+    assert inner.run_id != output.run_id
+    assert inner.trace is not None and inner.trace.parent_run_id == output.run_id
+    assert {e.run_id for e in events.events} == {output.run_id}  # the inner run's stay inner
+    assert output.trace is not None
+    assert [c.output for c in output.trace.tasks[0].tool_calls] == ["specialist answer"]

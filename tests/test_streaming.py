@@ -127,3 +127,25 @@ async def test_breaking_out_of_the_loop_cancels_the_run() -> None:
     await asyncio.wait_for(cancelled.wait(), 10)
     runs = [t for t in asyncio.all_tasks() if "_execute" in repr(t.get_coro())]
     assert runs == []  # the run's task is over, not left running
+
+
+async def test_a_plain_break_cancels_the_run_once_the_iterator_is_let_go() -> None:
+    """No aclose(): Python finalizes the abandoned iterator, which cancels the run."""
+    started, cancelled = asyncio.Event(), asyncio.Event()
+
+    async def answer(messages: list[dict[str, Any]], tools: Any) -> str:
+        started.set()
+        try:
+            await asyncio.Event().wait()
+        except asyncio.CancelledError:
+            cancelled.set()
+            raise
+        return "unreachable"
+
+    ensemble = Ensemble(tasks=[Task(description="Wait")], llm=FunctionChatModel(answer))
+    async for event in ensemble.astream():
+        if isinstance(event, TaskStarted):
+            await asyncio.wait_for(started.wait(), 10)
+            break
+
+    await asyncio.wait_for(cancelled.wait(), 10)

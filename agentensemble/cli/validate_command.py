@@ -32,7 +32,9 @@ def run(args: argparse.Namespace) -> int:
         placeholders = {name: f"<{name}>" for name in missing}
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # reported below, once, in words
-            ensemble._prepare({**placeholders, **inputs})  # models, tools, reviews; no call
+            values = {**placeholders, **inputs}
+            prepared = ensemble._prepare(values)  # models, tools, reviews; no call
+            ensemble._run_settings(ensemble._team(prepared, values))  # workers, peers, manager
     except (UsageError, ConfigurationError) as error:
         return usage_failure(args, error)
     notes = missing_context(ensemble.tasks)

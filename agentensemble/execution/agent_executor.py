@@ -24,6 +24,7 @@ from agentensemble.events import (
     ToolCallStarted,
 )
 from agentensemble.execution._turn import run_turn
+from agentensemble.execution._verbose import Transcript
 from agentensemble.execution.guardrails import (
     check_input,
     first_failure,
@@ -79,6 +80,7 @@ class AgentTask:
     context: Sequence[ContextItem] = ()
     output_type: Any = None  # any type pydantic validates; see execution/structured.py
     task_name: str | None = None
+    verbose: bool = False
     max_output_retries: int = DEFAULT_OUTPUT_RETRIES
     input_guardrails: Sequence[Any] = ()
     output_guardrails: Sequence[Any] = ()
@@ -125,6 +127,7 @@ class AgentExecutor:
         self.usage = TokenUsage()
         self._tool_calls_made = 0
         self._stops = 0
+        self._transcript = Transcript(task.role) if task.verbose else None
         self._costs: list[float | None] = []
 
     def _user_prompt(self, *, schema_in_prompt: bool) -> str:
@@ -221,6 +224,8 @@ class AgentExecutor:
             self.messages.append({"role": "user", "content": feedback})
 
     async def _ask_model(self, specs: list[dict[str, Any]] | None) -> ChatResponse:
+        if self._transcript is not None:
+            self._transcript.messages(self.messages)
         role, name, emitter = self.task.role, self.task.task_name, self.env.emitter
         label, call_id = model_label(self.task.model), uuid.uuid4().hex
         if emitter:
@@ -243,6 +248,8 @@ class AgentExecutor:
                 emitter.emit(LLMCallFailed(role, label, call_id, failed_after, error, name))
             raise
         duration = time.perf_counter() - started
+        if self._transcript is not None:
+            self._transcript.answer(response)
         self.llm_calls += 1
         self.usage = self.usage + response.usage
         cost = cost_usd(response.usage, label, response.model)

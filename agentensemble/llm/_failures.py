@@ -86,6 +86,8 @@ _TRANSPORT_NAMES = _TIMEOUT_NAMES | frozenset(
 )
 #: A request that could never be sent: a URL without a scheme, a malformed one.
 _UNSENDABLE_NAMES = frozenset({"UnsupportedProtocol", "InvalidURL", "LocalProtocolError"})
+#: Plain Python errors: a bug or bad input on our side of the wire, the same on every attempt.
+_LOCAL_ERRORS = (TypeError, ValueError, KeyError, AttributeError, IndexError, NotImplementedError)
 _CONTEXT_WINDOW = re.compile(
     r"context[_ ]length|maximum context|context window|prompt is too long|input is too long", re.I
 )
@@ -180,8 +182,14 @@ def _address(chain: list[BaseException]) -> str | None:
     return None
 
 
+def _wrapper(exc: BaseException) -> bool:
+    """litellm's and the openai SDK's own exception types, which wrap the real cause."""
+    return type(exc).__module__.startswith(("litellm", "openai"))
+
+
 def _transport_failure(chain: list[BaseException]) -> Failure | None:
-    transport = [e for e in chain if _names(e) & _TRANSPORT_NAMES]
+    # the real cause only: litellm also says APIConnectionError for its own unmapped failures
+    transport = [e for e in chain if _names(e) & _TRANSPORT_NAMES and not _wrapper(e)]
     if not transport:
         return None
     address = _address(chain)
@@ -294,7 +302,12 @@ def classify(exc: BaseException) -> Failure:
         if any(isinstance(e, json.JSONDecodeError) for e in chain):
             detail = "the server's answer was not valid JSON"
             return Failure("InvalidResponseError", None, detail, True)
-        status = status_code_of(exc)
+        local = next((e for e in reversed(chain) if isinstance(e, _LOCAL_ERRORS)), None)
+        if local is not None and (local is exc or _wrapper(exc)):
+            detail = f"failed before any response arrived: {local}"
+            return Failure(type(local).__name__, None, detail, False)
+        # litellm's own errors claim a status even when no response arrived (checked above)
+        status = None if _wrapper(exc) else status_code_of(exc)
     names = set().union(*(_names(e) for e in chain))
     if status is None:
         if isinstance(exc, (TimeoutError, asyncio.TimeoutError)):

@@ -8,6 +8,9 @@ The rule, one pure function (``choose_lane``), documented in docs/models.md:
   LM Studio, a gateway...), and every extra setting is one the OpenAI chat API takes (``seed``,
   ``top_p``, ``extra_headers``...). A litellm-only setting (``mock_response``, ``drop_params``,
   ``custom_llm_provider``...) sends the call through litellm, which knows what to do with it.
+- **Azure OpenAI** (``azure/<deployment>``) takes the openai lane too when it authenticates with
+  an API key (``api_key=``, ``AZURE_OPENAI_API_KEY`` or ``AZURE_API_KEY``) and its endpoint is
+  known (``api_base`` or ``AZURE_API_BASE``); Entra ID tokens and the rest go through litellm.
 - Names litellm rewrites requests for go through litellm, so the request stays the same: the
   reasoning models (``o1*``, ``o3*``, ``o4*``, ``gpt-5*``: ``max_tokens`` becomes
   ``max_completion_tokens``, some turn system messages into user ones) and ``*instruct*`` models
@@ -64,8 +67,11 @@ OPENAI_BODY_SETTINGS = frozenset(
 )
 #: Settings the openai lane turns into headers, query parameters or body additions.
 OPENAI_TRANSPORT_SETTINGS = frozenset(
-    {"extra_headers", "extra_body", "extra_query", "organization", "api_key"}
+    {"extra_headers", "extra_body", "extra_query", "organization", "api_key", "api_version"}
 )
+#: Where litellm finds an Azure key and endpoint in the environment, in its order.
+AZURE_KEY_VARIABLES = ("AZURE_OPENAI_API_KEY", "AZURE_API_KEY")
+AZURE_BASE_VARIABLE = "AZURE_API_BASE"
 
 
 def lane_setting_from_environment(environ: Mapping[str, str] | None = None) -> LaneSetting:
@@ -79,11 +85,22 @@ def choose_lane(
     extra_settings: Iterable[str] = (),
     setting: LaneSetting = "auto",
     environ: Mapping[str, str] | None = None,
+    *,
+    has_key: bool = False,
+    api_base: str | None = None,
 ) -> Lane:
-    """The lane a call to ``model`` with these extra setting names takes (see the module doc)."""
-    if setting == "litellm" or lane_setting_from_environment(environ) == "litellm":
+    """The lane a call to ``model`` with these extra setting names takes (see the module doc);
+    ``has_key``/``api_base``: whether ``LLM`` was given a key and a base URL (Azure needs both,
+    here or in the environment)."""
+    env = os.environ if environ is None else environ
+    if setting == "litellm" or lane_setting_from_environment(env) == "litellm":
         return "litellm"
-    if provider_of(model) != "openai":
+    provider = provider_of(model)
+    if provider == "azure":
+        keyed = has_key or any(env.get(name) for name in AZURE_KEY_VARIABLES)
+        if not (keyed and (api_base or env.get(AZURE_BASE_VARIABLE))):
+            return "litellm"
+    elif provider != "openai":
         return "litellm"
     name = model.split("/", 1)[-1].lower()
     if name.startswith(_REWRITTEN_BY_LITELLM) or "instruct" in name:
@@ -95,6 +112,8 @@ def choose_lane(
 
 
 __all__ = [
+    "AZURE_BASE_VARIABLE",
+    "AZURE_KEY_VARIABLES",
     "LANE_VARIABLE",
     "OPENAI_BODY_SETTINGS",
     "OPENAI_TRANSPORT_SETTINGS",

@@ -56,10 +56,10 @@ def price_table() -> Mapping[str, Any]:
     return _bundled_prices()
 
 
-def _candidates(names: Iterable[str | None]) -> list[str]:
+def _candidates(names: Iterable[object]) -> list[str]:
     found: list[str] = []
     for name in names:
-        if not name:
+        if not isinstance(name, str) or not name:  # a provider's "model" may be anything
             continue
         found.append(name)
         if "/" in name:
@@ -74,7 +74,7 @@ def _price(entry: Any, key: str) -> float | None:
     return float(value)
 
 
-def cost_usd(usage: TokenUsage, *models: str | None) -> float | None:
+def cost_usd(usage: TokenUsage, *models: object) -> float | None:
     """USD for ``usage`` under the first of ``models`` the price table knows; None if none."""
     table = price_table()
     for name in _candidates(models):

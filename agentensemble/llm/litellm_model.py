@@ -137,7 +137,13 @@ class LLM(BaseModel):
     def effective_lane(self) -> Lane:
         """The lane calls take now: ``"openai"`` (straight to an OpenAI-compatible endpoint,
         litellm not imported) or ``"litellm"``. See ``_lanes.choose_lane`` for the rule."""
-        return choose_lane(self.model, self.extra, self.lane)
+        return choose_lane(
+            self.model,
+            self.extra,
+            self.lane,
+            has_key=self.api_key is not None or bool(self.extra.get("api_key")),
+            api_base=self.api_base,
+        )
 
     @property
     def policy(self) -> RetryPolicy:

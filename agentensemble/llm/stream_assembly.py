@@ -51,7 +51,9 @@ class StreamAssembler:
 
     def add(self, chunk: Any) -> str:
         """Take one chunk; returns its new text ("" when it carries none)."""
-        self._model = _get(chunk, "model") or self._model
+        model = _get(chunk, "model")
+        if isinstance(model, str) and model:
+            self._model = model
         usage = _get(chunk, "usage")
         if usage is not None:
             prompt = _count(_get(usage, "prompt_tokens"))
@@ -65,7 +67,9 @@ class StreamAssembler:
         if not choices:
             return ""
         choice = choices[0]
-        self._finish_reason = _get(choice, "finish_reason") or self._finish_reason
+        finish = _get(choice, "finish_reason")
+        if isinstance(finish, str) and finish:
+            self._finish_reason = finish
         delta = _get(choice, "delta")
         if delta is None:
             return ""
@@ -82,7 +86,9 @@ class StreamAssembler:
         if not isinstance(index, int) or isinstance(index, bool):
             index = len(self._calls)  # providers that omit the index send whole calls
         call = self._calls.setdefault(index, _PartialCall())
-        call.id = call.id or (_get(raw, "id") or "")
+        raw_id = _get(raw, "id")
+        if isinstance(raw_id, str) and raw_id and not call.id:
+            call.id = raw_id
         function = _get(raw, "function")
         name = _get(function, "name")
         if isinstance(name, str) and name and not call.name:

@@ -19,7 +19,7 @@ from contextlib import AbstractAsyncContextManager
 from typing import IO, Any
 
 from agentensemble.errors import ConfigurationError, ToolExecutionError
-from agentensemble.logging import get_logger
+from agentensemble.logging import get_logger, redact_text
 from agentensemble.tools.source import OpenedSource
 
 STDERR_TAIL_BYTES = 2_000
@@ -60,6 +60,7 @@ class Connection(OpenedSource):
         self._session: Any = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._owner: asyncio.Task[None] | None = None
+        self._ready: asyncio.Future[list[Any]] | None = None
         self._stop = asyncio.Event()
         self._built_tools: list[Any] = []
 
@@ -78,6 +79,7 @@ class Connection(OpenedSource):
         loop = asyncio.get_running_loop()
         self._loop = loop
         ready: asyncio.Future[list[Any]] = loop.create_future()
+        self._ready = ready
         self._owner = loop.create_task(self._own(ready), name=f"agentensemble {self.label}")
         try:
             return await asyncio.wait_for(asyncio.shield(ready), startup_timeout)
@@ -161,8 +163,9 @@ class Connection(OpenedSource):
                 _log.warning("MCP server did not stop in time; cancelling", server=self.label)
                 owner.cancel()
                 await asyncio.wait({owner}, timeout=CLOSE_TIMEOUT)
-        if owner is not None and owner.done() and not owner.cancelled():
-            owner.exception()  # retrieved: an error here was already logged
+        for future in (owner, self._ready):  # retrieved: any error here was reported already
+            if future is not None and future.done() and not future.cancelled():
+                future.exception()
         with contextlib.suppress(OSError):
             self._stderr.close()
 
@@ -174,7 +177,7 @@ class Connection(OpenedSource):
             tail = os.pread(fd, STDERR_TAIL_BYTES, max(0, size - STDERR_TAIL_BYTES))
         except (OSError, ValueError):
             return ""
-        text = tail.decode("utf-8", errors="replace").strip()
+        text = redact_text(tail.decode("utf-8", errors="replace").strip())
         return f". Its stderr ends with:\n{text}" if text else ""
 
 

@@ -120,6 +120,10 @@ class MCPTool(InstrumentedTool[dict[str, Any]]):
             raise ToolArgumentsError(f"{prefix}: " + "; ".join(problems))
         return data
 
+    def _shown(self, parsed: dict[str, Any], raw: str) -> str:
+        """What the reviewer reads: the arguments that will be sent, as compact JSON."""
+        return json.dumps(parsed, ensure_ascii=False)
+
     async def ado_execute(self, input: dict[str, Any]) -> ToolResult:
         result = await self._call(self.remote_name, input)
         return result_from_mcp(result, self._max_output_chars)

@@ -69,13 +69,13 @@ class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"  # keep-alive, as real providers do
     server_version = "agentensemble-test-openai/1"
 
+    _streaming = False  # the request asked for stream=True
+
     def log_message(self, format: str, *args: Any) -> None:  # quiet: tests read .log instead
         pass
 
     def do_GET(self) -> None:
         self._send_json(404, {"error": {"message": "not found", "type": "invalid_request_error"}})
-
-    _streaming = False  # the request being answered asked for stream=True
 
     def do_POST(self) -> None:
         owner = self.owner
@@ -101,11 +101,11 @@ class _Handler(BaseHTTPRequestHandler):
             owner._record(path, headers, {"_raw": raw.decode(errors="replace")}, "error")
             self._send_error(400, "request body is not a JSON object")
             return
-        self._streaming = bool(body.get("stream"))
         if path not in CHAT_PATHS:
             owner._record(path, headers, body, "error")
             self._send_error(404, f"unknown path {path}", "not_found_error")
             return
+        self._streaming = body.get("stream") is True
 
         with owner._lock:
             owner._arrivals.append(body)
@@ -156,7 +156,7 @@ class _Handler(BaseHTTPRequestHandler):
         if self.owner._sleep(fault.delay):
             return
         if fault.kind == "stream_break" and self._streaming:
-            self._stream(broken_stream(fault.body), broken=True)
+            self._stream(broken_stream(fault.body or "partial answer"), broken=True)
         elif fault.kind in ("drop", "hang", "stream_break"):
             self._drop()
         elif fault.kind == "truncated":

@@ -1,7 +1,7 @@
-"""Server-sent-event streaming for the local OpenAI-compatible test server.
+"""Streaming answers of the scripted server: a completion as OpenAI streams it (SSE chunks).
 
-A completion is cut into the chunks OpenAI streams: the role, the text word by word, each tool
-call's name then its arguments in two fragments, the finish reason, then usage if asked for.
+Pure: turns a completion body into the list of ``chat.completion.chunk`` objects; the handler
+writes each as one server-sent event in its own HTTP chunk.
 """
 
 from __future__ import annotations
@@ -19,16 +19,17 @@ def pieces(text: str) -> list[str]:
 def chunk(completion: dict[str, Any], delta: dict[str, Any], finish: str | None = None) -> Any:
     """One ``chat.completion.chunk`` carrying ``delta``."""
     return {
-        "id": completion["id"],
+        "id": completion.get("id", "chatcmpl-x"),
         "object": "chat.completion.chunk",
         "created": int(time.time()),
-        "model": completion["model"],
+        "model": completion.get("model", "test-model"),
         "choices": [{"index": 0, "delta": delta, "finish_reason": finish}],
     }
 
 
 def stream_chunks(completion: dict[str, Any], body: dict[str, Any]) -> list[dict[str, Any]]:
-    """A completion as OpenAI streams it (usage last when ``stream_options.include_usage``)."""
+    """A completion as OpenAI streams it: role, text word by word, each tool call's name then
+    its arguments in two fragments, the finish reason, then usage if the client asked."""
     choice = completion["choices"][0]
     message = choice["message"]
     chunks = [chunk(completion, {"role": "assistant", "content": ""})]
@@ -43,15 +44,16 @@ def stream_chunks(completion: dict[str, Any], body: dict[str, Any]) -> list[dict
             fragment = {"index": index, "function": {"arguments": part}}
             chunks.append(chunk(completion, {"tool_calls": [fragment]}))
     chunks.append(chunk(completion, {}, choice["finish_reason"]))
-    if (body.get("stream_options") or {}).get("include_usage"):
+    options = body.get("stream_options")
+    if isinstance(options, dict) and options.get("include_usage"):
         chunks.append({**chunk(completion, {}), "choices": [], "usage": completion["usage"]})
     return chunks
 
 
-def broken_stream(text: str | None) -> list[dict[str, Any]]:
-    """The start of an answer whose stream the ``stream_break`` fault cuts off."""
-    partial = {"id": "chatcmpl-broken", "model": "test-model", "choices": []}
-    return [chunk(partial, {"content": piece}) for piece in pieces(text or "partial answer")]
+def broken_stream(text: str) -> list[dict[str, Any]]:
+    """The start of a streamed answer (``text`` in pieces), for a stream cut off mid-way."""
+    partial = {"id": "chatcmpl-broken", "model": "test-model"}
+    return [chunk(partial, {"content": piece}) for piece in pieces(text)]
 
 
-__all__ = ["broken_stream", "chunk", "pieces", "stream_chunks"]
+__all__ = ["broken_stream", "pieces", "stream_chunks"]

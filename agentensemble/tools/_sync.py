@@ -36,6 +36,8 @@ async def in_worker_thread(fn: Callable[..., T], /, *args: Any) -> T:
             loop.call_soon_threadsafe(settle, setter, value)
 
     def target() -> None:
+        if future.done():  # cancelled before a worker picked it up: the body never starts
+            return
         try:
             result = context.run(fn, *args)
         except GeneratorExit as exc:  # see _Carried

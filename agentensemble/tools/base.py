@@ -29,6 +29,24 @@ class ToolResult:
     error_message: str | None = None
     structured_output: Any = None
 
+    def __post_init__(self) -> None:
+        """Refuse a result the run could not use, naming the mistake (the call then fails)."""
+        if not isinstance(self.output, str):
+            raise TypeError(
+                f"ToolResult output must be a str, got {type(self.output).__name__} "
+                f"{_short_repr(self.output)}: return the value itself from the tool (it is sent "
+                "as JSON), or ToolResult.success(text, structured_output=value)"
+            )
+        if not isinstance(self.is_success, bool):
+            raise TypeError(
+                f"ToolResult is_success must be a bool, got {type(self.is_success).__name__}"
+            )
+        if self.error_message is not None and not isinstance(self.error_message, str):
+            raise TypeError(
+                f"ToolResult error_message must be a str, got "
+                f"{type(self.error_message).__name__} {_short_repr(self.error_message)}"
+            )
+
     @classmethod
     def success(cls, output: str | None = None, structured_output: Any = None) -> ToolResult:
         """A successful call; ``None`` output becomes the empty string."""
@@ -37,6 +55,11 @@ class ToolResult:
     @classmethod
     def failure(cls, error_message: str) -> ToolResult:
         """A failed call; the message goes back to the model so it can adapt."""
+        if not isinstance(error_message, str):
+            raise TypeError(
+                f"ToolResult.failure(error_message) takes the str the model reads, got "
+                f"{type(error_message).__name__} {_short_repr(error_message)}"
+            )
         return cls(output="", is_success=False, error_message=error_message)
 
 
@@ -83,15 +106,30 @@ class AgentTool(ABC):
 
 
 def render_value(value: Any) -> str:
-    """Text for a tool's return value: str as is, pydantic models and anything else as JSON."""
+    """Text for a tool's return value: str as is, pydantic models and anything else as JSON
+    (unknown objects as their ``str``). TypeError naming the type when even that fails."""
     if isinstance(value, str):
         return value
-    if isinstance(value, BaseModel):
-        return value.model_dump_json()
     try:
-        return json.dumps(value, ensure_ascii=False, default=_jsonable)
-    except (TypeError, ValueError):
-        return json.dumps(to_jsonable_python(value, fallback=str), ensure_ascii=False)
+        if isinstance(value, BaseModel):
+            return value.model_dump_json()
+        try:
+            return json.dumps(value, ensure_ascii=False, default=_jsonable)
+        except (TypeError, ValueError):
+            return json.dumps(to_jsonable_python(value, fallback=str), ensure_ascii=False)
+    except Exception as exc:
+        raise TypeError(
+            f"the tool returned a {type(value).__name__} that cannot be sent as text or JSON "
+            f"({type(exc).__name__}: {exc}); return a str"
+        ) from exc
+
+
+def _short_repr(value: Any, limit: int = 60) -> str:
+    try:
+        text = repr(value)
+    except Exception:
+        return "(unprintable)"
+    return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
 def _jsonable(value: Any) -> Any:

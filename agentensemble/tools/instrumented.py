@@ -4,6 +4,7 @@ exception safety and the approval gate; subclasses write only the body (``do_exe
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import Callable
 from datetime import timedelta
@@ -195,7 +196,11 @@ class InstrumentedTool(AgentTool, Generic[InputT]):
     def _shown(self, parsed: InputT, raw: str) -> str:
         """The input as the reviewer sees it and a conditional rule reads it: exactly what the
         body receives (the text itself, or validated arguments as canonical JSON)."""
-        return _gate.canonical_arguments(parsed) if isinstance(parsed, BaseModel) else raw
+        if isinstance(parsed, BaseModel):
+            return _gate.canonical_arguments(parsed)
+        if isinstance(parsed, (dict, list)):  # parsed JSON (MCP tools): shown as parsed
+            return json.dumps(parsed, ensure_ascii=False)
+        return raw
 
     def _approved(self, verdict: _approval.Verdict, shown: str, parsed: InputT) -> Any:
         """The input to run after the reviewer answered, or the failure of a rejected call."""

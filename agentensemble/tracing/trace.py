@@ -12,7 +12,10 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import ConfigDict, Field
+
+from agentensemble._saveable import SaveableModel
+from agentensemble.outputs import TaskMetrics
 
 #: Bumped whenever a field is removed or changes meaning; new optional fields keep the version.
 SCHEMA_VERSION = 1
@@ -20,17 +23,8 @@ SCHEMA_VERSION = 1
 Capture = Literal["off", "standard", "full"]
 
 
-class _Model(BaseModel):
+class _Model(SaveableModel):  # saving never fails: odd objects and lone surrogates included
     model_config = ConfigDict(extra="forbid", defer_build=True)
-
-
-class TaskMetrics(_Model):
-    """Where a task's time went, and how often its model calls were retried."""
-
-    model_seconds: float = Field(default=0.0, description="time in model calls, retries included")
-    tool_seconds: float = Field(default=0.0, description="time in tool calls (summed per call)")
-    review_wait_seconds: float = Field(default=0.0, description="time waiting for reviewers")
-    retries: int = Field(default=0, description="model call attempts beyond the first")
 
 
 class TokenCounts(_Model):
@@ -80,7 +74,10 @@ class ToolCallTrace(_Model):
 
     call_id: str | None = None
     name: str
-    arguments: str
+    arguments: str = Field(description="as run: after a reviewer's edit, the edited arguments")
+    model_arguments: str | None = Field(
+        default=None, description="the model's own arguments, when a reviewer's edit changed them"
+    )
     started_at: datetime | None = None
     output: str | None = None
     is_success: bool | None = None
@@ -102,6 +99,39 @@ class ReviewTrace(_Model):
     wait_seconds: float | None = None
 
 
+class DelegationTrace(_Model):
+    """Work an agent (or the manager) handed to another agent, and how it ended."""
+
+    from_role: str
+    to_role: str
+    instructions: str
+    depth: int
+    started_at: datetime
+    duration_seconds: float | None = None
+    output: str | None = None
+    error: str | None = None
+
+
+class EventRecord(_Model):
+    """An event with no place of its own in the trace (a guardrail check, a newer event type):
+    its type name, when it arrived and its fields (redacted, as JSON data)."""
+
+    type: str
+    at: datetime
+    fields: dict[str, Any] = Field(default_factory=dict)
+
+
+class GuardrailTrace(_Model):
+    """One guardrail check: which, on the input or on which answer, and its verdict."""
+
+    kind: Literal["input", "output"]
+    guardrail: str
+    passed: bool
+    message: str | None = None
+    attempt: int = 1
+    checked_at: datetime
+
+
 class TaskTrace(_Model):
     """One task: its agent, exact prompts, model turns, tool calls, reviews, outcome."""
 
@@ -118,6 +148,9 @@ class TaskTrace(_Model):
     model_turns: list[ModelTurn] = Field(default_factory=list)
     tool_calls: list[ToolCallTrace] = Field(default_factory=list)
     reviews: list[ReviewTrace] = Field(default_factory=list)
+    delegations: list[DelegationTrace] = Field(default_factory=list)
+    events: list[EventRecord] = Field(default_factory=list)
+    guardrails: list[GuardrailTrace] = Field(default_factory=list)
     output: str | None = None
     error: ErrorInfo | None = None
     usage: TokenCounts = Field(default_factory=TokenCounts)
@@ -138,6 +171,9 @@ class ExecutionTrace(_Model):
     workflow: str
     inputs: dict[str, Any] = Field(default_factory=dict)
     tasks: list[TaskTrace] = Field(default_factory=list)
+    events: list[EventRecord] = Field(
+        default_factory=list, description="events outside any task, with no place of their own"
+    )
     exit_reason: str | None = None
     error: ErrorInfo | None = None
     usage: TokenCounts = Field(default_factory=TokenCounts)
@@ -169,8 +205,11 @@ class ExecutionTrace(_Model):
 __all__ = [
     "SCHEMA_VERSION",
     "Capture",
+    "DelegationTrace",
     "ErrorInfo",
+    "EventRecord",
     "ExecutionTrace",
+    "GuardrailTrace",
     "ModelTurn",
     "RequestedToolCall",
     "ReviewTrace",

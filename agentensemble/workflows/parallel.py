@@ -20,6 +20,7 @@ from collections.abc import Mapping, Sequence
 from datetime import timedelta
 from typing import Any
 
+from agentensemble._interrupts import EscapedError, contained
 from agentensemble.errors import ExitEarlyError, ParallelExecutionError, TaskExecutionError
 from agentensemble.events import TaskFailed
 from agentensemble.execution.agent_executor import ExecutionEnv
@@ -109,8 +110,8 @@ class _GraphRun:
             if all(id(t) in self.state.by_task for t in item.task.context):
                 self.waiting.remove(item)
                 index = self.index[id(item.task)]
-                coroutine = _run_one(
-                    item, index, len(self.prepared), self.env, self.inputs, self.state
+                coroutine = contained(
+                    _run_one(item, index, len(self.prepared), self.env, self.inputs, self.state)
                 )
                 self.running[asyncio.ensure_future(coroutine)] = item
 
@@ -121,7 +122,8 @@ class _GraphRun:
         except ExitEarlyError as stop:
             self.stop = ExitReason.TIMEOUT if stop.timed_out else ExitReason.USER_EXIT_EARLY
             _log.info("run exited early", task_index=index, reason=stop.reason)
-        except Exception as error:
+        except Exception as caught:
+            error = caught.error if isinstance(caught, EscapedError) else caught
             self.env.emitter.emit(TaskFailed(index, len(self.prepared), item.description, error))
             _log.error(
                 "task failed", task_index=index, agent_role=item.agent_role, error=str(error)

@@ -120,12 +120,17 @@ def resolve_model(chosen: Any, who: str, by_name: dict[str, ChatModel]) -> ChatM
             f"{who} has no model. Set Agent(llm=...) or Ensemble(llm=...) to a model name such "
             "as 'openai/gpt-4o-mini', an LLM or a ChatModel"
         )
+    from agentensemble.llm.litellm_model import LLM  # litellm itself stays lazy
+
     if isinstance(chosen, str):
         if chosen not in by_name:
-            from agentensemble.llm.litellm_model import LLM  # litellm itself stays lazy
-
             by_name[chosen] = LLM(model=chosen)
-        return by_name[chosen]
+        chosen = by_name[chosen]
+    if isinstance(chosen, LLM):
+        try:  # a missing key or a bad base URL fails here, before any model call
+            chosen.check_settings()
+        except ConfigurationError as error:
+            raise ConfigurationError(f"{who}: {error}") from None
     model: ChatModel = chosen
     return model
 
@@ -211,6 +216,7 @@ def _worker(
             max_iterations=agent.max_iterations,
             tools=tools,
             output_type=typed[0] if hierarchical and len(typed) == 1 else None,
+            verbose=agent.verbose,
         ),
     )
 

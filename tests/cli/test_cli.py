@@ -85,7 +85,7 @@ def test_validate_checks_without_any_model_call(
         raise AssertionError("validate must not call a model")
 
     monkeypatch.setattr("agentensemble.llm.litellm_model.LLM.complete", no_calls)
-    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-validate-0000")
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-validate-never-sent")  # validate checks it is set
     code = main(["validate", str(crew_file(CREW))])
 
     out, _ = capsys.readouterr()
@@ -93,15 +93,12 @@ def test_validate_checks_without_any_model_call(
     assert out.strip().endswith("OK, 2 task(s); inputs: topic")
 
 
-def test_validate_reports_a_missing_api_key_as_bad_configuration(
+def test_validate_finds_a_missing_api_key(
     crew_file: CrewFile, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
-    code = main(["validate", str(crew_file(CREW))])
-
-    _, err = capsys.readouterr()
-    assert code == EXIT_USAGE
-    assert "OPENAI_API_KEY" in err
+    assert main(["validate", str(crew_file(CREW))]) == EXIT_USAGE
+    assert "OPENAI_API_KEY" in capsys.readouterr().err
 
 
 def test_validate_reports_missing_inputs_and_context_warnings(
@@ -126,6 +123,26 @@ def test_validate_fails_a_task_without_a_model(
 ) -> None:
     assert main(["validate", str(crew_file("tasks: [{description: D}]\n"))]) == EXIT_USAGE
     assert "has no model" in capsys.readouterr().err
+
+
+def test_validate_checks_the_hierarchical_manager_and_its_workers(
+    crew_file: CrewFile, capsys: pytest.CaptureFixture[str]
+) -> None:
+    crew = """
+    workflow: hierarchical
+    agents:
+      lead:
+        role: Researcher
+        goal: Find facts about {topic}
+        llm: ollama/llama3.1
+      helper:
+        role: Writer
+        goal: Write
+    tasks:
+      - description: Report on {topic}
+    """
+    assert main(["validate", str(crew_file(crew))]) == EXIT_USAGE
+    assert "agent 'Writer' has no model" in capsys.readouterr().err
 
 
 @pytest.mark.parametrize(
@@ -251,3 +268,16 @@ def test_review_option_turns_on_a_review_of_the_last_task(
     assert code == EXIT_OK
     assert err.count("review (after_execution): continue") == 1  # the last task only
     assert "model scripted answered in" in err  # --verbose: a line per model call
+
+
+def test_importing_the_library_loads_neither_yaml_nor_the_cli() -> None:
+    code = (
+        "import sys, agentensemble; "
+        "print([m for m in ('yaml', 'agentensemble.cli', 'agentensemble.config') "
+        "if m in sys.modules])"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, cwd=REPO_ROOT
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "[]"

@@ -256,3 +256,40 @@ def test_unsafe_tags_are_refused(crew_file: CrewFile) -> None:
 def test_alias_bombs_are_refused_quickly(crew_file: CrewFile, text: str) -> None:
     with pytest.raises(ConfigFileError, match=r"too large or too deep|not valid YAML"):
         Ensemble.from_yaml(crew_file(text))
+
+
+def test_the_real_built_in_tools_by_name_with_arguments(tmp_path: Path) -> None:
+    ensemble = Ensemble.from_dict(
+        {
+            "agents": {
+                "a": {
+                    "role": "R",
+                    "goal": "G",
+                    "tools": [
+                        "calculator",
+                        "CurrentDateTime",
+                        {"FileRead": {"root": str(tmp_path)}},
+                    ],
+                }
+            },
+            "tasks": [{"description": "D", "agent": "a"}],
+        }
+    )
+    assert [type(t).__name__ for t in ensemble.agents[0].tools] == [
+        "Calculator",
+        "CurrentDateTime",
+        "FileRead",
+    ]
+    with pytest.raises(ConfigFileError, match=r"tasks\[0\]\.tools\[0\]: unknown tool 'calculater'"):
+        Ensemble.from_dict({"tasks": [{"description": "D", "tools": ["calculater"]}]})
+
+
+def test_other_ensemble_settings_pass_through_and_are_checked() -> None:
+    ensemble = Ensemble.from_dict(
+        {"workflow": "parallel", "max_concurrency": 2, "tasks": [{"description": "D"}]}
+    )
+    assert ensemble.workflow.value == "parallel" and ensemble.max_concurrency == 2
+    with pytest.raises(
+        ConfigFileError, match=r"<dict>: max_concurrency: .*greater than or equal to 1"
+    ):
+        Ensemble.from_dict({"max_concurrency": 0, "tasks": [{"description": "D"}]})

@@ -11,7 +11,7 @@ import os
 import sys
 from pathlib import Path
 
-from agentensemble import LLM, Agent, Ensemble, Task, tool
+from agentensemble import LLM, Agent, Ensemble, Task, Workflow, tool
 from agentensemble.durable import DurableRuntime
 
 DB_URL, BASE_URL, WORKDIR, RUN_ID = sys.argv[1:5]
@@ -32,6 +32,9 @@ def build() -> Ensemble:
     writer = Agent(role=role, goal="Take notes", tools=[note], llm=model)
     first = Task(description="Task one: note a and b", agent=writer, name="one")
     second = Task(description="Task two: note c", agent=writer, context=[first], name="two")
+    if os.environ.get("NOTES_WORKFLOW") == "parallel":  # two independent branches at once
+        second = Task(description="Task two: note c", agent=writer, name="two")
+        return Ensemble(tasks=[first, second], workflow=Workflow.PARALLEL)
     return Ensemble(tasks=[first, second])
 
 

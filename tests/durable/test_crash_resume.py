@@ -125,3 +125,30 @@ def test_a_run_recovered_by_changed_code_is_reported_not_mixed(tmp_path: Path) -
     assert "diverged from its checkpoints" in changed.stderr
     assert "model:Editor" in changed.stderr
     assert model.arrived == 3  # nothing was sent for the changed code's first turn
+
+
+def test_a_parallel_run_checkpoints_every_concurrent_call_as_its_own_step(tmp_path: Path) -> None:
+    import sqlite3
+
+    db = f"sqlite:///{tmp_path}/runs.sqlite"
+    with OpenAICompatibleServer() as server:
+        server.set_responder(KillOnArrival(tmp_path, kill_at=None))
+        done = run_app(db, server, tmp_path, "parallel-1", NOTES_WORKFLOW="parallel")
+    assert done.returncode == 0, done.stderr
+    output = json.loads(done.stdout.strip().splitlines()[-1])
+    assert output["tasks"] == ["one done", "two done"]
+
+    with sqlite3.connect(tmp_path / "runs.sqlite") as connection:
+        steps = [
+            name
+            for (name,) in connection.execute(
+                "SELECT function_name FROM operation_outputs WHERE workflow_uuid = 'parallel-1'"
+            )
+        ]
+    # 4 model turns and 3 tool calls, each a step named after its task
+    assert sorted(steps) == sorted(
+        ["task1:model:Writer"] * 2
+        + ["task1:tool:note"] * 2
+        + ["task2:model:Writer"] * 2
+        + ["task2:tool:note"]
+    )

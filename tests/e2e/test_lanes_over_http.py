@@ -180,3 +180,23 @@ def test_the_openai_lane_never_imports_litellm_or_the_openai_sdk(
     )
     assert done.returncode == 0, done.stderr
     assert done.stdout.splitlines() == ["hello from a fresh process", "[]"]
+
+
+@pytest.mark.parametrize("lane", ["openai", "litellm"])
+def test_a_model_name_alone_reaches_the_server_named_by_the_environment(
+    lane: str, openai_server: OpenAIServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from agentensemble import Ensemble, Task
+
+    monkeypatch.setenv("OPENAI_BASE_URL", openai_server.base_url)
+    monkeypatch.setenv("OPENAI_API_KEY", KEY)
+    if lane == "litellm":
+        monkeypatch.setenv("AGENTENSEMBLE_LLM_LANE", "litellm")
+    else:
+        monkeypatch.delenv("AGENTENSEMBLE_LLM_LANE", raising=False)
+    openai_server.push_text("from the environment")
+
+    result = Ensemble(tasks=[Task(description="Say it")], llm="openai/test-model").run()
+
+    assert result.raw == "from the environment"
+    assert openai_server.log[0].headers["authorization"] == f"Bearer {KEY}"

@@ -49,16 +49,18 @@ async def test_agents_sharing_one_llm_share_its_bucket(openai_server: OpenAIServ
     await warm_up(openai_server)
     starts: list[float] = []
     openai_server.set_responder(stamping(starts))
-    llm = limited_llm(openai_server, per_minute=120)  # two a second, a burst of two
+    llm = limited_llm(openai_server, per_minute=60)  # one a second, a burst of one
     agents = [Agent(role=f"Worker {i}", goal="work", llm=llm) for i in range(2)]
-    tasks = [Task(description=f"job {i}", agent=agents[i % 2]) for i in range(4)]
+    tasks = [Task(description=f"job {i}", agent=agents[i % 2]) for i in range(3)]
 
     result = await Ensemble(tasks=tasks, workflow=Workflow.PARALLEL).arun()
 
-    assert [o.raw for o in result.task_outputs] == ["done"] * 4
+    assert [o.raw for o in result.task_outputs] == ["done"] * 3
+    # the bucket releases at 0, 1 and 2 s; the server sees each a little later (slack: 0.3 s
+    # for one request's way there being slower than another's); unlimited, all within ~0.05 s
     offsets = sorted(start - starts[0] for start in starts)
-    assert offsets[2] >= 0.45 and offsets[3] >= 0.95, offsets  # lower bounds: never faster
-    assert offsets[3] < 0.95 + 5.0  # and no runaway wait
+    assert offsets[1] >= 0.7 and offsets[2] >= 1.7, offsets
+    assert offsets[2] < 2.0 + 5.0  # and no runaway wait
 
 
 async def test_a_call_cancelled_while_waiting_never_reaches_the_server(

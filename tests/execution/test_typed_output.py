@@ -127,3 +127,13 @@ def test_parsed_as_gives_the_precise_type_or_a_type_error() -> None:
 def test_an_output_type_without_a_schema_is_refused_by_name() -> None:
     with pytest.raises(ValidationError, match=r"output_type .* cannot be used"):
         Task(description="x", output_type=object())
+
+
+def test_a_rate_limited_model_keeps_its_native_structured_output() -> None:
+    from agentensemble import RateLimit, RateLimitedModel
+
+    inner = ScriptedChatModel(['{"title": "T", "score": 1}'], native_structured_output=True)
+    output = run_typed(RateLimitedModel(inner, RateLimit(requests_per_minute=600)), Report)
+
+    assert output.parsed == Report(title="T", score=1)
+    assert inner.requests[0].response_format is not None

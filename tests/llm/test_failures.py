@@ -162,3 +162,12 @@ def test_litellm_prefixes_are_stripped_so_both_lanes_read_alike() -> None:
     )
     assert describe(classify(sdk)) == "ServiceUnavailableError (HTTP 503): injected fault 503"
     assert classify(sdk) == Failure("ServiceUnavailableError", 503, "injected fault 503", True)
+
+
+def test_litellms_own_failures_never_claim_a_status_no_response_had() -> None:
+    bug = TypeError("'NoneType' object is not subscriptable")
+    wrapped = litellm_wrapped(bug, "APIConnectionError")  # litellm's catch-all, "HTTP 500"
+    failure = classify(wrapped)
+    assert (failure.name, failure.status, failure.retryable) == ("TypeError", None, False)
+    assert failure.detail == f"failed before any response arrived: {bug}"
+    assert classify(bug) == failure  # raised as it is on the openai lane: read the same

@@ -113,7 +113,52 @@ def test_the_base_url_comes_from_the_environment_or_openai() -> None:
     ],
 )
 def test_response_schema_support_from_the_table_matches_litellm(model: str) -> None:
-    from_table = _model_table.table_supports_response_schema(model)  # litellm not needed
+    from agentensemble.llm import cost
     from agentensemble.llm._litellm import load_litellm
 
-    assert from_table is bool(load_litellm().supports_response_schema(model=model))
+    bundled = cost._read_bundled()  # the JSON file, as the openai lane reads it without litellm
+    entry = bundled.get(model.split("/", 1)[-1]) or bundled.get(model) or {}
+    from_file = entry.get("supports_response_schema") is True
+    assert from_file is bool(load_litellm().supports_response_schema(model=model))
+    assert _model_table.table_supports_response_schema(model) is from_file
+
+
+def test_clients_per_loop_reused_and_dropped_with_closed_loops() -> None:
+    import asyncio
+
+    from agentensemble.llm import _openai_lane
+
+    async def clients() -> tuple[object, object, asyncio.AbstractEventLoop]:
+        return (
+            _openai_lane._loop_clients(),
+            _openai_lane._loop_clients(),
+            asyncio.get_running_loop(),
+        )
+
+    first, again, first_loop = asyncio.run(clients())
+    assert first is again  # one set of clients per loop
+    second, _, second_loop = asyncio.run(clients())
+    assert second is not first  # a new loop, new clients
+    assert first_loop not in _openai_lane._clients  # dropped when the second loop asked
+    assert _openai_lane._clients.get(second_loop) is second
+
+
+def test_sequential_calls_share_a_client_and_concurrent_ones_spread() -> None:
+    import asyncio
+
+    from agentensemble.llm._openai_lane import _LoopClients
+
+    async def scenario() -> None:
+        pool = _LoopClients()
+        for _ in range(3):  # one call at a time: always the first client (its connection)
+            pool.release(index := pool.acquire())
+            assert index == 0
+        held = [pool.acquire() for _ in range(2 * pool.PER_CLIENT + 1)]
+        assert held.count(0) == pool.PER_CLIENT and len(pool.clients) == 3
+        for index in held:
+            pool.release(index)
+        assert pool.acquire() == 0 and pool.in_flight == [1, 0, 0]
+        for client in pool.clients:
+            await client.aclose()
+
+    asyncio.run(scenario())

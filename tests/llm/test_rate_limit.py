@@ -107,8 +107,9 @@ async def test_a_waiting_call_is_cancellable_and_gives_its_place_back() -> None:
     with pytest.raises(asyncio.CancelledError):
         await waiter
 
-    # the cancelled reservation was returned: the next caller waits one slot, not two
-    assert 0.5 < limiter.reserve(1) <= 1.0
+    # the cancelled reservation was returned: the next caller waits one slot (at most a
+    # second, less the time passed), not two
+    assert limiter.reserve(1) <= 1.0
 
 
 @pytest.mark.anyio

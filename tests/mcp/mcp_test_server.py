@@ -63,6 +63,7 @@ def main() -> None:
         time.sleep(120)  # never answers the handshake
     if len(sys.argv) > 1 and sys.argv[1] == "crash":
         sys.stderr.write("test server: refusing to start\n")
+        sys.stderr.write(f"token in use: {os.environ.get('MCP_TEST_SECRET', 'none')}\n")
         sys.exit(2)
     if len(sys.argv) > 2 and sys.argv[1] in ("http", "sse"):
         transport = "streamable-http" if sys.argv[1] == "http" else "sse"

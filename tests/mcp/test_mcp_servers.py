@@ -10,14 +10,14 @@ import time
 from pathlib import Path
 
 import pytest
-from mcp_helpers import SERVER, free_port, process_alive
+from mcp_helpers import SERVER, free_port, process_alive, serve
 
 from agentensemble import Agent, Ensemble, Task, tool
 from agentensemble.errors import ConfigurationError, TaskExecutionError
 from agentensemble.mcp import MCPServerError, MCPServerHTTP, MCPServerStdio
 from agentensemble.testing import FunctionChatModel, ScriptedChatModel, tool_call, tool_calls
 from agentensemble.tools.source import open_tool_sources
-from agentensemble_review import Continue, ExitEarly, ScriptedReviewHandler
+from agentensemble_review import Continue, Edit, ExitEarly, ScriptedReviewHandler
 
 pytestmark = pytest.mark.anyio
 
@@ -55,6 +55,24 @@ async def test_arguments_are_validated_against_the_server_schema_before_sending(
     assert wrong_type.startswith("Error: Invalid arguments for 'add': a: 'two' is not of type")
     (missing,) = model.requests[2].tool_results
     assert missing == "Error: Invalid arguments for 'add': arguments: 'b' is a required property"
+
+
+async def test_arguments_naming_a_key_twice_are_refused_not_guessed() -> None:
+    model = ScriptedChatModel([tool_call("add", '{"a": 1, "a": 100, "b": 1}'), "gave up"])
+    output = await one_task(stdio_server(), model).arun()
+
+    (result,) = model.requests[1].tool_results
+    assert result.startswith("Error: Invalid arguments for 'add': duplicate key 'a'")
+    assert output.task_outputs[0].tool_calls[0].is_success is False
+
+
+async def test_the_reviewer_sees_the_arguments_that_will_be_sent_and_may_edit_them() -> None:
+    handler = ScriptedReviewHandler([Edit(revised_output='{"a": 10, "b": 5}')])
+    model = ScriptedChatModel([tool_call("add", '{ "b" : 2, "a" : 1 }'), "done"])
+    await one_task(stdio_server(requires_approval=True), model, review_handler=handler).arun()
+
+    assert handler.requests[0].output == '{"b": 2, "a": 1}'
+    assert model.requests[1].tool_results == ["15"]
 
 
 async def test_a_tool_error_from_the_server_reaches_the_model_as_an_error() -> None:
@@ -185,6 +203,16 @@ async def test_a_server_that_cannot_start_fails_the_run_before_any_model_call(
     assert expected in str(caught.value)
     assert command in str(caught.value)
     assert model.requests == []
+
+
+async def test_secrets_passed_to_a_server_never_show_in_its_quoted_stderr() -> None:
+    server = MCPServerStdio(
+        sys.executable, [str(SERVER), "crash"], env={"MCP_TEST_SECRET": "s3cr3t-value-for-test"}
+    )
+    with pytest.raises(MCPServerError) as caught:
+        await one_task(server, ScriptedChatModel(["never"])).arun()
+    assert "token in use: " in str(caught.value)
+    assert "s3cr3t-value-for-test" not in str(caught.value)
 
 
 def test_construction_starts_nothing_and_checks_the_settings() -> None:
@@ -363,3 +391,31 @@ async def test_a_nested_run_shares_the_server_of_the_run_around_it() -> None:
     (inner_pid,) = model.requests[2].tool_results
     assert inner_pid == outer_pid
     assert not process_alive(int(outer_pid))
+
+
+async def test_an_http_server_that_goes_away_mid_run_fails_the_call_and_the_model_is_told() -> None:
+    servers = serve("http")
+    url = next(servers)
+    stopped = False
+
+    def model_fn(messages: list[dict[str, object]], tools: object) -> object:
+        nonlocal stopped
+        if messages[-1].get("role") != "tool":
+            return tool_call("add", {"a": 1, "b": 2})
+        if not stopped:
+            stopped = True
+            next(servers, None)  # runs the fixture's teardown: the server process is stopped
+            return tool_call("add", {"a": 3, "b": 4})
+        return "the server went away"
+
+    model = FunctionChatModel(model_fn)  # type: ignore[arg-type]
+    server = MCPServerHTTP(url, timeout=20)
+    output = await asyncio.wait_for(one_task(server, model).arun(), timeout=120)
+
+    first, second = output.task_outputs[0].tool_calls
+    assert (first.output, first.is_success) == ("3", True)
+    assert second.is_success is False
+    assert f"MCP server '{url}' failed to answer the call to 'add'" in str(
+        model.requests[2].tool_results[0]
+    )
+    assert output.raw == "the server went away"

@@ -214,3 +214,23 @@ def test_a_random_token_is_made_and_never_shown_in_repr() -> None:
     assert server.token not in repr(server)
     assert server.page_url.endswith(f"/?token={server.token}")
     assert len(server.token) >= 24
+
+
+@pytest.mark.parametrize("method", ["OPTIONS", "PUT", "DELETE"])
+def test_other_methods_are_refused_and_forbid_framing_too(
+    server: ReviewServer, method: str
+) -> None:
+    headers = {"Origin": "http://evil.example", "Access-Control-Request-Method": "POST"}
+    answer = httpx.request(method, f"{server.url}/reviews/r-1/decision", headers=headers, timeout=5)
+    assert answer.status_code == 501  # no CORS preflight is ever granted
+    assert "Access-Control-Allow-Origin" not in answer.headers
+    assert answer.headers["X-Frame-Options"] == "DENY"
+    assert state(server) == [("r-1", "pending")]
+
+
+def test_allowed_hosts_lets_a_deployer_name_the_server() -> None:
+    with ReviewServer(port=0, token=TOKEN, allowed_hosts=["review.internal"]) as running:
+        named = {**AUTH, "Host": f"review.internal:{running.port}"}
+        assert httpx.get(f"{running.url}/reviews", headers=named, timeout=5).status_code == 200
+        other = {**AUTH, "Host": f"other.internal:{running.port}"}
+        assert httpx.get(f"{running.url}/reviews", headers=other, timeout=5).status_code == 403

@@ -196,6 +196,8 @@ async def test_a_huge_retry_after_is_bounded_by_the_review_deadline() -> None:
         {"timeout": float("nan")},
         {"timeout": float("inf")},
         {"poll_interval": True},
+        {"headers": {"Authorization": "Bearer x\r\nX-Injected: 1"}},
+        {"headers": {"X-Name": "caf\u00e9"}},
     ],
 )
 def test_non_finite_settings_are_refused(kwargs: dict[str, Any]) -> None:

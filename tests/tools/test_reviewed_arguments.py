@@ -250,3 +250,41 @@ class PlainEcho(AgentTool):
 
     def execute(self, input: str) -> ToolResult:
         return ToolResult.success(input)
+
+
+def mcp_tool() -> object:
+    from types import SimpleNamespace
+
+    from agentensemble.mcp.tool import MCPTool
+
+    async def call(name: str, arguments: dict[str, Any]) -> Any:
+        RAN.append(arguments)
+        return SimpleNamespace(content=[SimpleNamespace(type="text", text="sent")])
+
+    return MCPTool(
+        name="mcp_pay",
+        remote_name="pay",
+        description="Pay over MCP",
+        input_schema={"type": "object", "properties": {"to": {"type": "string"}}},
+        call=call,
+        origin="test",
+        requires_approval=True,
+    )
+
+
+def test_an_mcp_tool_is_reviewed_on_its_parsed_arguments_and_refuses_duplicate_keys() -> None:
+    _, reviewer, _ = run([mcp_tool()], [("mcp_pay", '{"to":\n"al\\u0069ce"}')], [Continue()])
+    assert reviewer.requests[0].output == '{"to": "alice"}'
+    assert RAN == [{"to": "alice"}]
+    RAN.clear()
+    output, reviewer, _ = run([mcp_tool()], [("mcp_pay", '{"to": "a", "to": "m"}')], [])
+    assert RAN == [] and reviewer.requests == []
+    assert "duplicate key 'to'" in records(output)[0].output
+
+
+def test_an_edit_to_an_mcp_tool_is_validated_and_recorded_as_run() -> None:
+    output, _, _ = run([mcp_tool()], [("mcp_pay", '{"to": "mallory"}')], [Edit('{"to":"ann"}')])
+    assert RAN == [{"to": "ann"}]
+    (record,) = records(output)
+    assert record.arguments == '{"to": "ann"}'
+    assert record.model_arguments == '{"to": "mallory"}'

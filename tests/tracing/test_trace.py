@@ -83,6 +83,8 @@ def test_the_trace_holds_prompts_turns_tool_calls_reviews_and_the_output() -> No
         True,
     )
     assert sent.output == "sent to bob"  # the reviewer's edit is what ran
+    assert json.loads(sent.arguments) == {"to": "bob"}
+    assert sent.model_arguments == '{"to": "ann"}'
     (review,) = task.reviews
     assert (review.timing, review.tool_name, review.decision) == (
         "during_execution",
@@ -186,3 +188,41 @@ def test_reviews_before_a_task_belong_to_that_task() -> None:
     assert (review.timing, review.decision) == ("before_execution", "edit")
     assert "Say two, loudly" in (second.user_prompt or "")
     assert output.task_outputs[1].metrics.review_wait_seconds == second.metrics.review_wait_seconds
+
+
+def test_odd_values_from_a_provider_never_break_the_run_or_its_trace() -> None:
+    from agentensemble import ChatResponse
+    from agentensemble.testing import FunctionChatModel
+
+    odd = ChatResponse(content="fine", finish_reason=7, model=["not", "a", "name"])  # type: ignore[arg-type]
+    output = Ensemble(
+        tasks=[Task(description="Answer")], llm=FunctionChatModel(lambda m, t: odd)
+    ).run()
+
+    assert output.raw == "fine"
+    assert output.trace is not None
+    assert output.trace.tasks[0].model_turns[0].finish_reason is None
+
+
+def test_an_output_saved_as_json_loads_back_with_its_trace() -> None:
+    from agentensemble import EnsembleOutput
+
+    output = weather_ensemble(script(), review_handler=ScriptedReviewHandler([Continue()])).run(
+        {"city": "Oslo"}
+    )
+
+    loaded = EnsembleOutput.model_validate_json(output.model_dump_json())
+
+    assert isinstance(loaded.trace, ExecutionTrace)
+    assert loaded.trace == output.trace
+
+
+def test_importing_the_package_leaves_the_trace_model_for_the_first_run() -> None:
+    import subprocess
+    import sys
+
+    code = "import sys, agentensemble; print('agentensemble.tracing' in sys.modules)"
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True
+    )
+    assert result.stdout.strip() == "False"

@@ -55,7 +55,10 @@ def parse_path(path: str) -> list[Any]:
             steps.append(_WILDCARD)
         else:
             quoted = match.group("quoted")
-            steps.append(json.loads('"' + quoted[1:-1].replace('"', '\\"') + '"'))
+            try:
+                steps.append(json.loads('"' + quoted[1:-1].replace('"', '\\"') + '"'))
+            except ValueError:
+                refuse(f"cannot read the quoted key {quoted} in path {path!r}")
         position = match.end()
     return steps
 

@@ -74,6 +74,7 @@ def test_json_query_picks_by_path(path: str, expected: str) -> None:
         ("{not json", "a", "document is not valid JSON"),
         ("[" * 100_000 + "]" * 100_000, "$", "document is not valid JSON"),
         (DOCUMENT, "a" * 2000, "path is 2000 characters long"),
+        (DOCUMENT, '["bad \\x escape"]', "cannot read the quoted key"),
     ],
 )
 def test_json_query_explains_what_went_wrong(document: str, path: str, why: str) -> None:

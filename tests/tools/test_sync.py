@@ -1,0 +1,55 @@
+"""in_worker_thread and cancellation: a body whose caller was cancelled before a worker
+picked it up never starts (so a cancelled task's sync tool cannot act afterwards)."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+
+import pytest
+
+from agentensemble.tools import _sync
+from agentensemble.tools._pool import DaemonPool
+
+pytestmark = pytest.mark.anyio
+
+
+class HeldPool(DaemonPool):
+    """Keeps each job until the test lets it go (a worker that is slow to start)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.held: list[Callable[[], None]] = []
+
+    def run_soon(self, job: Callable[[], None], label: str = "") -> None:
+        self.held.append(job)
+
+
+async def test_a_body_cancelled_before_it_started_never_runs(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    pool = HeldPool()
+    monkeypatch.setattr(_sync, "daemon_pool", lambda: pool)
+    ran: list[str] = []
+
+    call = asyncio.ensure_future(_sync.in_worker_thread(ran.append, "acted"))
+    await asyncio.sleep(0)  # the job is handed to the (held) pool
+    call.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await call
+    (job,) = pool.held
+    job()  # the worker starts only now
+
+    assert ran == []
+
+
+async def test_a_body_not_cancelled_runs_and_returns(monkeypatch: pytest.MonkeyPatch) -> None:
+    pool = HeldPool()
+    monkeypatch.setattr(_sync, "daemon_pool", lambda: pool)
+
+    call = asyncio.ensure_future(_sync.in_worker_thread(str.upper, "done"))
+    await asyncio.sleep(0)
+    (job,) = pool.held
+    job()
+
+    assert await asyncio.wait_for(call, 5.0) == "DONE"
