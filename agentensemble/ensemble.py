@@ -288,7 +288,11 @@ class Ensemble(BaseModel):
         stream: bool = False,
     ) -> EnsembleOutput:
         """One run. Tool sources (MCP servers) are started first, once for the whole run, and
-        closed when it ends, whatever way it ends."""
+        closed when it ends, whatever way it ends; bad inputs fail before anything starts."""
+        values = check_inputs(inputs)
+        missing = missing_variables(self._template_texts(), values)
+        if missing:
+            raise PromptTemplateError(missing)
         agents = [*self.agents, *(task.agent for task in self.tasks if task.agent is not None)]
         sources = tool_sources_in(
             [*(agent.tools for agent in agents), *(t.tools for t in self.tasks)]
