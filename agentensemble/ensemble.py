@@ -276,7 +276,8 @@ class Ensemble(BaseModel):
 
     def astream(self, inputs: Mapping[str, Any] | None = None) -> AsyncIterator[EnsembleEvent]:
         """Run and yield the run's events as they happen, model text as ``TokenDelta``s; ends
-        with ``EnsembleCompleted``. Leaving the loop early cancels the run."""
+        with ``EnsembleCompleted``. Closing the iterator (``aclose()``, ``contextlib.aclosing``)
+        cancels the run; a bare ``break`` leaves that to Python's finalizer."""
         from agentensemble.streaming import astream
 
         return astream(self._execute, inputs)
