@@ -7,6 +7,7 @@ agentensemble.durable worker ...``) do the runs. Nothing here imports the user's
 from __future__ import annotations
 
 import time
+import uuid
 from collections.abc import Mapping
 from typing import Any
 
@@ -84,10 +85,17 @@ class DurableClient:
         *,
         revised_output: str | None = None,
         reason: str | None = None,
+        confirm_within: float = 5.0,
     ) -> None:
         """Decide a pending review: ``continue``, ``edit`` (with ``revised_output``) or
-        ``exit_early`` (with an optional ``reason``). A review that is unknown, already decided
-        or timed out is refused with ``ReviewClosedError``; nothing is sent."""
+        ``exit_early`` (with an optional ``reason``).
+
+        A review that is unknown, already decided or timed out is refused with
+        ``ReviewClosedError`` and nothing is sent. While a worker holds the run, the call waits
+        up to ``confirm_within`` seconds to see its decision applied, and raises
+        ``ReviewClosedError`` if another decision (or the timeout) came first. With no worker
+        running the run, the decision waits in the database and the first one sent is applied.
+        """
         if decision not in ("continue", "edit", "exit_early"):
             raise ValueError(f"decision must be continue, edit or exit_early; got {decision!r}")
         if decision == "edit" and revised_output is None:
@@ -100,8 +108,27 @@ class DurableClient:
                 f"review {review_id!r} of run {run_id!r} is no longer pending "
                 f"({found.get('state')}): the decision was not applied"
             )
-        message = {"decision": decision, "revised_output": revised_output, "reason": reason}
+        decision_id = uuid.uuid4().hex
+        message = {
+            "decision": decision,
+            "revised_output": revised_output,
+            "reason": reason,
+            "decision_id": decision_id,
+        }
         self._client.send(run_id, message, topic=review_id)
+        deadline = time.monotonic() + confirm_within
+        while time.monotonic() < deadline:
+            found = self._client.get_event(run_id, review_key(review_id), timeout_seconds=0)
+            state = found.get("state") if isinstance(found, dict) else None
+            if state == "pending":
+                time.sleep(0.05)
+                continue
+            if state == "decided" and found.get("decision_id") == decision_id:
+                return
+            raise ReviewClosedError(
+                f"review {review_id!r} of run {run_id!r} was closed before this decision "
+                f"arrived ({state}): it was not applied"
+            )
 
     def list_runs(self, *, status: str | None = None, limit: int = 100) -> list[RunInfo]:
         """The newest runs first (optionally only those with ``status``); launches nothing, so it

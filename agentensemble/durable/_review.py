@@ -32,9 +32,6 @@ class DurableReviewHandler:
 
     durable_itself = True  # the step runner lets it wait in the run itself, not in a step
 
-    def __init__(self) -> None:
-        self._listed: dict[str, list[str]] = {}
-
     async def areview(self, request: Any) -> Any:
         from dbos import DBOS
         from dbos._context import get_local_dbos_context
@@ -52,8 +49,9 @@ class DurableReviewHandler:
         context = get_local_dbos_context()
         assert context is not None
         review_id = f"{run_id}:{context.function_id}"  # the same id when a recovery replays it
-        listed = self._listed.setdefault(run_id, [])
-        listed.append(review_id)
+        # the run's own event, read back (checkpointed): nothing kept in memory between runs
+        known = await DBOS.get_event_async(run_id, REVIEWS_KEY, timeout_seconds=0)
+        listed = [*(known if isinstance(known, list) else []), review_id]
         pending = {
             "review_id": review_id,
             "state": "pending",
@@ -67,7 +65,10 @@ class DurableReviewHandler:
         if message is None:
             await DBOS.set_event_async(review_key(review_id), {**pending, "state": "timed_out"})
             return apply_on_timeout(request)
-        await DBOS.set_event_async(review_key(review_id), {**pending, "state": "decided"})
+        applied = message.get("decision_id") if isinstance(message, dict) else None
+        await DBOS.set_event_async(
+            review_key(review_id), {**pending, "state": "decided", "decision_id": applied}
+        )
         kind = message.get("decision") if isinstance(message, dict) else None
         if kind == "continue":
             return Continue()

@@ -146,3 +146,50 @@ def test_a_message_that_is_no_decision_never_approves(tmp_path: Path) -> None:
     assert "Published" not in out
     assert listed.returncode == 0, listed.stderr
     assert "announce-4\tannounce\tERROR\t" in listed.stdout  # a failed run is listed as one
+
+
+def test_two_reviewers_deciding_at_once_one_wins_and_the_other_is_told(tmp_path: Path) -> None:
+    import threading
+
+    db = f"sqlite:///{tmp_path}/runs.sqlite"
+    run = start(db, "start", "announce-5")
+    client = DurableClient(db)
+    outcomes: dict[str, str] = {}
+    try:
+        review = wait_for_review(client, "announce-5")
+        both = threading.Barrier(2)
+
+        def reviewer(name: str, decision: str, text: str | None) -> None:
+            mine = DurableClient(db)
+            try:
+                both.wait(timeout=30)
+                mine.decide(
+                    "announce-5",
+                    review["review_id"],
+                    decision,
+                    revised_output=text,
+                    confirm_within=30,
+                )
+                outcomes[name] = "applied"
+            except ReviewClosedError as refused:
+                outcomes[name] = f"refused: {refused}"
+            finally:
+                mine.close()
+
+        threads = [
+            threading.Thread(target=reviewer, args=("a", "edit", "Draft: A wins")),
+            threading.Thread(target=reviewer, args=("b", "edit", "Draft: B wins")),
+        ]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(timeout=60)
+        output = finished(run)
+    finally:
+        client.close()
+
+    winners = [name for name, outcome in outcomes.items() if outcome == "applied"]
+    assert len(winners) == 1, outcomes
+    loser = "b" if winners == ["a"] else "a"
+    assert "not applied" in outcomes[loser]
+    assert output["tasks"][0] == f"Draft: {winners[0].upper()} wins"
