@@ -164,6 +164,8 @@ class EnsembleOutput(SaveableModel):
     cost_usd: float | None = Field(
         default=None, description="sum of the tasks' cost_usd; None if any is unknown"
     )
+    # costs of model calls no task output holds (a hierarchical manager's), for the run's total
+    _extra_costs: list[float | None] = PrivateAttr(default_factory=list)
 
     @property
     def parsed(self) -> Any:

@@ -431,6 +431,7 @@ class TraceRecorder:
                 for o in output.task_outputs
             ]
             priced = [o.cost_usd for o in outputs if o.llm_calls]
+            priced += output._extra_costs  # model calls no task output holds (a manager's)
             cost = add_costs(priced) if priced else None
             trace = self._finished(
                 status="completed",

@@ -143,13 +143,15 @@ class HierarchicalRunner:
         )
         if final is None:
             return summary
-        return summary.model_copy(
+        output = summary.model_copy(
             update={
                 "raw": final.raw,
                 "usage": summary.usage + final.usage,
                 "total_tool_calls": summary.total_tool_calls + len(final.tool_calls),
             }
         )
+        output._extra_costs = [final.cost_usd] if final.llm_calls else []  # the manager's own
+        return output
 
 
 __all__ = ["HierarchicalRunner", "ManagerSetup", "manager_brief"]

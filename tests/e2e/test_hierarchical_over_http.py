@@ -89,3 +89,30 @@ def test_a_peer_asks_another_agent_over_http(openai_server: OpenAIServer) -> Non
     (call,) = result.task_outputs[0].tool_calls
     assert (call.name, call.output) == ("delegate_to_agent", "the moon pulls the sea")
     assert [role_of(b) for b in openai_server.requests] == ["Writer", "Researcher", "Writer"]
+
+
+def test_the_run_cost_counts_the_managers_own_model_calls(openai_server: OpenAIServer) -> None:
+    def responder(body: dict[str, Any]) -> Reply:
+        if role_of(body) == "Manager":
+            if any(m["role"] == "tool" for m in body["messages"]):
+                return TextReply("Final answer", usage=(1000, 100))
+            return ToolCallsReply((delegation("Researcher", "facts"),), usage=(1000, 100))
+        return TextReply("facts", usage=(1000, 100))
+
+    openai_server.set_responder(responder)
+    priced = LLM(  # a model the bundled price table knows
+        model="openai/gpt-4o-mini", api_base=openai_server.base_url, api_key="sk-e2e-h"
+    )
+    ensemble = Ensemble(
+        tasks=[Task(description="Report on tides")],
+        agents=[Agent(role="Researcher", goal="research")],
+        workflow=Workflow.HIERARCHICAL,
+        llm=priced,
+    )
+
+    result = ensemble.run()
+
+    [worker] = result.task_outputs
+    assert worker.cost_usd is not None and worker.cost_usd > 0
+    # two manager turns and one worker turn, all the same size: three times the worker's cost
+    assert result.cost_usd == pytest.approx(3 * worker.cost_usd)
