@@ -1,18 +1,15 @@
 """``TraceRecorder``: a listener that builds a run's ``ExecutionTrace`` and metrics from events.
 
 It never reaches into the workflow or the executor: whatever a workflow emits lands in the
-trace. Events are attributed to tasks by the ``task_index`` they carry (read from the context
-they were built in); reviews before a task belong to the next task that starts. Everything
-text-like is redacted before it is stored. With ``capture="off"`` only the per-task metrics are
-kept (cheap counters); ``"standard"`` keeps everything but the full message list of each model
-turn; ``"full"`` keeps those too.
+trace. Events are attributed to tasks by the ``task_index`` they carry; reviews before a task
+belong to the next task that starts. Text is redacted before it is stored. ``capture="off"``
+keeps only per-task metrics; ``"standard"`` everything but each turn's messages; ``"full"`` all.
 """
 
 from __future__ import annotations
 
 import threading
 import time
-from dataclasses import dataclass, field
 from typing import Any
 
 from pydantic import ValidationError
@@ -51,45 +48,10 @@ from agentensemble.tracing._records import (
     now,
     text,
 )
+from agentensemble.tracing._state import OpenReview, TaskState
 from agentensemble.tracing.trace import Capture, ExecutionTrace
 
 _log = get_logger()
-
-
-@dataclass
-class _OpenReview:
-    task_index: int | None
-    key: tuple[str, str | None, str]
-    started: float
-    record: Record | None
-    wait: float = 0.0
-    revised: str | None = None  # a reviewer's edit of the task description, before it ran
-
-
-@dataclass
-class _Counters:
-    """A task's metrics while it runs (plain attributes: cheap to bump on every turn)."""
-
-    model_seconds: float = 0.0
-    tool_seconds: float = 0.0
-    review_wait_seconds: float = 0.0
-    retries: int = 0
-
-    def metrics(self) -> TaskMetrics:
-        return TaskMetrics(
-            model_seconds=self.model_seconds,
-            tool_seconds=self.tool_seconds,
-            review_wait_seconds=self.review_wait_seconds,
-            retries=self.retries,
-        )
-
-
-@dataclass
-class _Task:
-    """A task's counters (always) and its trace record (unless capture is off)."""
-
-    metrics: _Counters = field(default_factory=lambda: _Counters())
-    record: Record | None = None
 
 
 class TraceRecorder:
@@ -111,12 +73,12 @@ class TraceRecorder:
         self.run_id = run_id
         self.capture = capture
         self._lock = threading.Lock()
-        self._tasks: dict[int, _Task] = {}
+        self._tasks: dict[int, TaskState] = {}
         self._order: list[int] = []
         self._turns: dict[str, Record] = {}
         self._tools: dict[str, Record] = {}
-        self._open_reviews: list[_OpenReview] = []
-        self._waiting_reviews: list[_OpenReview] = []  # asked before their task started
+        self._open_reviews: list[OpenReview] = []
+        self._waiting_reviews: list[OpenReview] = []  # asked before their task started
         self._workflow = workflow
         self._by_output: dict[int, int] = {}
         self._messages: dict[int, tuple[Any, Any]] = {}
@@ -184,7 +146,7 @@ class TraceRecorder:
             self._other(event)
 
     def _task_started(self, event: TaskStarted) -> None:
-        task = _Task()
+        task = TaskState()
         if self._trace is not None:
             task.record = {
                 "index": event.task_index,
@@ -205,7 +167,7 @@ class TraceRecorder:
             if review.record is not None and task.record is not None:
                 task.record["reviews"].append(review.record)
 
-    def _reviews_before(self, description: str) -> list[_OpenReview]:
+    def _reviews_before(self, description: str) -> list[OpenReview]:
         """The reviews asked before this task started: those about its description (as asked,
         or as a reviewer edited it); in a sequential run, whatever is waiting."""
         mine = [r for r in self._waiting_reviews if description in (r.key[2], r.revised)]
@@ -214,7 +176,7 @@ class TraceRecorder:
         self._waiting_reviews = [r for r in self._waiting_reviews if r not in mine]
         return mine
 
-    def _task_for(self, index: int | None, agent_role: str | None = None) -> _Task | None:
+    def _task_for(self, index: int | None, agent_role: str | None = None) -> TaskState | None:
         if index is not None and index in self._tasks:
             return self._tasks[index]
         running = [self._tasks[i] for i in reversed(self._order)]
@@ -371,7 +333,7 @@ class TraceRecorder:
             }
         key = (event.timing, event.tool_name, event.task_description)
         before = event.timing == "before_execution"
-        review = _OpenReview(None if before else event.task_index, key, time.perf_counter(), record)
+        review = OpenReview(None if before else event.task_index, key, time.perf_counter(), record)
         self._open_reviews.append(review)
         if before:
             self._waiting_reviews.append(review)
