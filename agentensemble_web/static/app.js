@@ -66,9 +66,11 @@ function renderRuns(main) {
     el("table", {id: "runs"},
       el("thead", {}, el("tr", {}, ["Run", "Status", "Tasks", "Tokens", "Cost", "Duration",
                                      "Reviews"].map((h) => el("th", {}, h)))),
-      el("tbody", {}, rows)),
-    rows.length ? null : el("p", {class: "empty"}, "No runs yet. Connect an ensemble with " +
+      el("tbody", {}, rows)));
+  if (!rows.length) {
+    main.append(el("p", {class: "empty"}, "No runs yet. Connect an ensemble with " +
       "listeners=[WebConsole(url, token)]."));
+  }
 }
 
 function pendingFor(runId) {
@@ -138,7 +140,7 @@ function foldEvents(events) {
           (e.tool_name ? " · " + e.tool_name : ""), text: e.output || ""}); break;
       case "ReviewDecided":
         task.items.push({kind: "review-item", label: "Review decided: " + e.decision,
-          text: JSON.stringify(e.details || {})}); break;
+          text: Object.keys(e.details || {}).length ? JSON.stringify(e.details) : ""}); break;
       case "GuardrailChecked":
         if (!e.passed) task.items.push({kind: "failure", label: "Guardrail " + e.guardrail,
           text: e.message || ""}); break;
