@@ -12,7 +12,8 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from pydantic_core import to_jsonable_python
+from pydantic import BaseModel, SerializerFunctionWrapHandler, model_serializer
+from pydantic_core import PydanticSerializationError, to_jsonable_python
 
 _LONE_SURROGATE = re.compile("[\ud800-\udfff]")
 REPLACEMENT = "\ufffd"
@@ -44,4 +45,17 @@ def scrub(value: Any) -> Any:
     return value
 
 
-__all__ = ["REPLACEMENT", "jsonable", "scrub"]
+class SaveableModel(BaseModel):
+    """A model whose JSON output never fails: unknown objects in ``Any`` fields become their
+    text, lone surrogates become U+FFFD. Python-mode dumps are unchanged."""
+
+    @model_serializer(mode="wrap", when_used="json")
+    def _saveable_json(self, handler: SerializerFunctionWrapHandler) -> Any:
+        try:
+            data = handler(self)
+        except PydanticSerializationError:  # an object pydantic does not know, somewhere
+            data = jsonable(self.model_dump(mode="python"))
+        return scrub(data)
+
+
+__all__ = ["REPLACEMENT", "SaveableModel", "jsonable", "scrub"]

@@ -17,6 +17,10 @@ _ON_AGENT = "{name} belongs on Agent: Agent(role=..., goal=..., background=...)"
 _MODEL = "use llm=... (a model name such as 'openai/gpt-4o-mini', an LLM or a ChatModel)"
 _OUTPUT_TYPE = "use output_type=YourModel (a pydantic model, list[Item], int, ...)"
 _GUARDRAILS = "use output_guardrails=[...] (and input_guardrails=[...] for the input)"
+_RATE_LIMIT = (
+    "limit the model instead: LLM(model, rate_limit=RateLimit(requests_per_minute=...)), "
+    "shared by every agent given that LLM object"
+)
 
 #: Keyword arguments users bring from CrewAI, PydanticAI or the OpenAI Agents SDK.
 FOREIGN_NAMES: dict[str, dict[str, str]] = {
@@ -28,6 +32,7 @@ FOREIGN_NAMES: dict[str, dict[str, str]] = {
         "system_prompt": "use background=...; the system prompt is built from role, goal and "
         "background",
         "max_iter": "use max_iterations=...",
+        "max_rpm": _RATE_LIMIT,
         "model": _MODEL,
         "output_type": _ON_TASK,
     },
@@ -49,7 +54,10 @@ FOREIGN_NAMES: dict[str, dict[str, str]] = {
         "model": "set the model on the agent (Agent(llm=...)) or the ensemble (Ensemble(llm=...))",
     },
     "Ensemble": {
-        "process": "use workflow=Workflow.SEQUENTIAL (the default)",
+        "process": "use workflow=Workflow.SEQUENTIAL (the default), PARALLEL or HIERARCHICAL",
+        "max_rpm": _RATE_LIMIT,
+        "manager_agent": "the manager is built in: give it a model with manager_llm=... and "
+        "its workers with agents=[...] (workflow=Workflow.HIERARCHICAL)",
         "model": _MODEL,
         "inputs": "inputs are given when it runs: ensemble.run(inputs={'topic': 'AI'})",
     },

@@ -6,7 +6,8 @@ into spans named and attributed per the OpenTelemetry GenAI semantic conventions
 - ``invoke_workflow agentensemble`` for a run (child of the span current when the run began),
 - ``invoke_agent <role>`` for each task,
 - ``chat <model>`` for each model call (``gen_ai.request.model``, ``gen_ai.usage.*``),
-- ``execute_tool <name>`` for each tool call (``gen_ai.tool.name``, ``gen_ai.tool.call.id``).
+- ``execute_tool <name>`` for each tool call (``gen_ai.tool.name``, ``gen_ai.tool.call.id``),
+- ``invoke_agent <worker>`` for each delegation, with the worker's own calls nested inside.
 
 Parents come from the ids events carry (run id, task index, call id), not from the thread that
 delivers them, so concurrent runs and tasks and tools in worker threads nest correctly. Failures
@@ -21,6 +22,9 @@ import time
 from typing import Any
 
 from agentensemble.events import (
+    DelegationCompleted,
+    DelegationFailed,
+    DelegationStarted,
     EnsembleCompleted,
     EnsembleEvent,
     EnsembleFailed,
@@ -64,6 +68,7 @@ class OpenTelemetryListener:
         self._tasks: dict[tuple[str, int], Span] = {}
         self._calls: dict[tuple[str, str], Span] = {}
         self._tools: dict[tuple[str, str], tuple[Span, int]] = {}
+        self._delegations: dict[tuple[str, int | None, str], list[Span]] = {}
 
     # -- span bookkeeping ---------------------------------------------------------------------
 
@@ -78,7 +83,12 @@ class OpenTelemetryListener:
             attributes={k: v for k, v in attributes.items() if v is not None},
         )
 
-    def _parent(self, run_id: str, task_index: int | None) -> Span | None:
+    def _parent(
+        self, run_id: str, task_index: int | None, agent_role: str | None = None
+    ) -> Span | None:
+        delegated = self._delegations.get((run_id, task_index, agent_role or ""))
+        if delegated:  # a worker's own calls nest under its delegation
+            return delegated[-1]
         if task_index is not None and (run_id, task_index) in self._tasks:
             return self._tasks[(run_id, task_index)]
         return self._runs.get(run_id)
@@ -146,7 +156,7 @@ class OpenTelemetryListener:
         elif isinstance(event, LLMCallStarted):
             self._calls[(event.run_id, event.call_id)] = self._start(
                 f"chat {event.model}",
-                self._parent(event.run_id, event.task_index),
+                self._parent(event.run_id, event.task_index, event.agent_role),
                 {
                     "gen_ai.operation.name": "chat",
                     "gen_ai.request.model": event.model,
@@ -180,7 +190,7 @@ class OpenTelemetryListener:
         elif isinstance(event, ToolCallStarted):
             span = self._start(
                 f"execute_tool {event.name}",
-                self._parent(event.run_id, event.task_index),
+                self._parent(event.run_id, event.task_index, event.agent_role),
                 {
                     "gen_ai.operation.name": "execute_tool",
                     "gen_ai.tool.name": event.name,
@@ -192,6 +202,34 @@ class OpenTelemetryListener:
             self._tools[(event.run_id, event.call_id)] = (span, time.time_ns())
         elif isinstance(event, ToolCallCompleted):
             self._tool_completed(event)
+        elif isinstance(event, DelegationStarted):
+            span = self._start(
+                f"invoke_agent {event.to_role}",
+                self._parent(event.run_id, event.task_index, event.from_role),
+                {
+                    "gen_ai.operation.name": "invoke_agent",
+                    "gen_ai.agent.name": event.to_role,
+                    "agentensemble.delegated_by": event.from_role,
+                    "agentensemble.delegation_depth": event.depth,
+                    "agentensemble.run_id": event.run_id,
+                },
+            )
+            key = (event.run_id, event.task_index, event.to_role)
+            self._delegations.setdefault(key, []).append(span)
+        elif isinstance(event, (DelegationCompleted, DelegationFailed)):
+            self._delegation_ended(event)
+
+    def _delegation_ended(self, event: DelegationCompleted | DelegationFailed) -> None:
+        stack = self._delegations.get((event.run_id, event.task_index, event.to_role))
+        if not stack:
+            return  # refused before it started: no span was opened
+        span = stack.pop()
+        if isinstance(event, DelegationCompleted):
+            self._set_usage(span, event.output.usage)
+        else:
+            span.set_attribute("error.type", "DelegationFailed")
+            span.set_status(Status(StatusCode.ERROR, redact_text(event.error)[:500]))
+        span.end()
 
     def _tool_completed(self, event: ToolCallCompleted) -> None:
         entry = self._tools.pop((event.run_id, event.call_id or ""), None)

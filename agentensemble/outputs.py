@@ -13,15 +13,13 @@ from pydantic import (
     ConfigDict,
     Field,
     PrivateAttr,
-    SerializerFunctionWrapHandler,
     TypeAdapter,
     ValidationError,
     field_serializer,
     field_validator,
-    model_serializer,
 )
 
-from agentensemble._saveable import jsonable, scrub
+from agentensemble._saveable import SaveableModel, jsonable
 
 if TYPE_CHECKING:
     from agentensemble.tracing.trace import ExecutionTrace
@@ -31,14 +29,6 @@ else:
     _Trace = Any  # the trace module is imported by the first run, not by ``import agentensemble``
 
 T = TypeVar("T")
-
-
-class _Saveable(BaseModel):
-    """JSON output never fails: lone surrogates replaced (see ``agentensemble._saveable``)."""
-
-    @model_serializer(mode="wrap", when_used="json")
-    def _saveable_json(self, handler: SerializerFunctionWrapHandler) -> Any:
-        return scrub(handler(self))
 
 
 def _typed(value: Any, output_type: type[T]) -> T:
@@ -86,7 +76,7 @@ class TokenUsage(BaseModel):
         )
 
 
-class ToolCallRecord(_Saveable):
+class ToolCallRecord(SaveableModel):
     """One tool call as the model made it and as it ended."""
 
     model_config = ConfigDict(frozen=True, defer_build=True)
@@ -123,7 +113,7 @@ class TaskMetrics(BaseModel):
     retries: int = Field(default=0, description="model call attempts beyond the first")
 
 
-class TaskOutput(_Saveable):
+class TaskOutput(SaveableModel):
     """What one task produced."""
 
     model_config = ConfigDict(frozen=True, defer_build=True)
@@ -151,7 +141,7 @@ class TaskOutput(_Saveable):
         return _typed(self.parsed, output_type)
 
 
-class EnsembleOutput(_Saveable):
+class EnsembleOutput(SaveableModel):
     """What a whole run produced: every completed task's output, in order."""
 
     model_config = ConfigDict(frozen=True, defer_build=True)

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import os
 import platform
@@ -30,7 +31,7 @@ import sys
 import textwrap
 import time
 import weakref
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterator
 from datetime import date
 from pathlib import Path
 from typing import Any
@@ -134,6 +135,114 @@ def bench_requests(rounds: int, calls: int) -> list[Row]:
     return rows
 
 
+class _ServerProcess:
+    """A server in a process of its own, so it does not share the client's GIL."""
+
+    def __init__(self, base_url: str) -> None:
+        self.base_url = base_url
+
+
+@contextlib.contextmanager
+def _server_process(delay: float) -> Iterator[_ServerProcess]:
+    """``benchmarks/latency_server.py`` in a child process, answering after ``delay`` s."""
+    child = subprocess.Popen(
+        [sys.executable, str(ROOT / "benchmarks" / "latency_server.py"), str(delay)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert child.stdout is not None
+        yield _ServerProcess(child.stdout.readline().strip())
+    finally:
+        if child.stdin is not None:
+            child.stdin.close()
+        child.wait(timeout=30)
+
+
+def bench_concurrent(rounds: int, ensembles: int = 50, runs: int = 4) -> list[Row]:
+    """Throughput of ``ensembles`` concurrent one-task ensembles (each run ``runs`` times in a
+    row) against a server taking 100 ms per answer (in its own process), on each lane, beside raw
+    litellm making the same number of concurrent requests: where client CPU, not the provider,
+    sets the limit."""
+    from agentensemble import LLM, Agent, Ensemble, RetryPolicy, Task
+    from agentensemble.llm._litellm import load_litellm
+
+    litellm = load_litellm()
+    rates: dict[str, list[float]] = {}
+    with _server_process(delay=0.1) as server:
+
+        def team(lane: str) -> Ensemble:
+            llm = LLM(
+                "openai/test-model",
+                api_base=server.base_url,
+                api_key="sk-bench",
+                retry_policy=RetryPolicy(max_attempts=1),
+                lane="litellm" if lane == "litellm" else "auto",
+            )
+            agent = Agent(role="Greeter", goal="Greet", llm=llm)
+            return Ensemble(tasks=[Task(description="Say hi", agent=agent)])
+
+        async def ensembles_on(lane: str) -> None:
+            async def one() -> None:
+                ensemble = team(lane)
+                for _ in range(runs):
+                    await ensemble.arun()
+
+            await asyncio.gather(*(one() for _ in range(ensembles)))
+
+        async def calls_on(lane: str) -> None:
+            llm = team(lane).tasks[0].agent.llm  # type: ignore[union-attr]
+
+            async def one() -> None:
+                for _ in range(runs):
+                    await llm.complete(MESSAGES)
+
+            await asyncio.gather(*(one() for _ in range(ensembles)))
+
+        async def raw() -> None:
+            async def one() -> None:
+                for _ in range(runs):
+                    await litellm.acompletion(
+                        model="openai/test-model",
+                        messages=MESSAGES,
+                        api_base=server.base_url,
+                        api_key="sk-bench",
+                        max_retries=0,
+                    )
+
+            await asyncio.gather(*(one() for _ in range(ensembles)))
+
+        variants: dict[str, Callable[[], Awaitable[None]]] = {
+            "raw litellm.acompletion": raw,
+            "LLM.complete, openai lane": lambda: calls_on("openai"),
+            "ensembles, openai lane": lambda: ensembles_on("openai"),
+            "ensembles, litellm lane": lambda: ensembles_on("litellm"),
+        }
+        for name, make in variants.items():  # warm-up
+            asyncio.run(make())
+            rates[name] = []
+        for _ in range(max(3, rounds // 3)):
+            for name, make in variants.items():
+                started = time.perf_counter()
+                asyncio.run(make())
+                rates[name].append(ensembles * runs / (time.perf_counter() - started))
+    raw_rate = statistics.median(rates["raw litellm.acompletion"])
+    rows: list[Row] = []
+    for name, samples in rates.items():
+        rate = statistics.median(samples)
+        goal = " (goal >= 1.5x)" if name.endswith("openai lane") else ""
+        rows.append(
+            (
+                f"{ensembles} concurrent, 100 ms answers: {name}",
+                f"{rate:.0f} requests/s",
+                f"{rate / raw_rate:.2f}x raw litellm{goal}; min-max "
+                f"{min(samples):.0f}-{max(samples):.0f}",
+            )
+        )
+    return rows
+
+
 _FIRST_ANSWER = textwrap.dedent(
     """
     from agentensemble import LLM, Agent, Ensemble, Task
@@ -224,7 +333,11 @@ def main() -> int:
     parser.add_argument("--write", action="store_true", help="record in benchmarks/RESULTS.md")
     args = parser.parse_args()
     started = time.perf_counter()
-    rows = bench_requests(args.rounds, args.calls) + bench_first_answer(args.rounds)
+    rows = (
+        bench_requests(args.rounds, args.calls)
+        + bench_concurrent(args.rounds)
+        + bench_first_answer(args.rounds)
+    )
     table = render(rows, time.perf_counter() - started, args)
     print(table)
     if args.write:

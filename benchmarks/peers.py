@@ -153,11 +153,12 @@ PEER_NOTES = """
   text answer ("Thought: ... Final Answer: hi", the shape CrewAI parses).
 - "Fresh process to first answer" is from starting the interpreter to the answer printed: imports,
   building the agent, one HTTP round trip. Peak RSS is the child's `ru_maxrss`.
-- Ours still reaches the provider through litellm, which is imported on the first model call
-  (about 2-3 s and over 100 MiB of it). smolagents, PydanticAI and the Agents SDK talk to
-  OpenAI-compatible endpoints with the `openai` SDK and need half the time and memory or less:
-  that is the OpenAI-compatible fast lane of issue 14 (the `llm` branch). CrewAI goes through
-  litellm too.
+- Ours reaches an OpenAI-compatible server on the openai lane (httpx, litellm never imported):
+  the fastest first answer and the smallest peak here. Forced through litellm
+  (`lane="litellm"`) it took 4-7 s and about 200 MiB in earlier runs, like CrewAI, which always
+  goes through litellm: importing litellm is most of that.
+- Ratios between frameworks hold better than absolute times on this shared machine (load
+  average 6-9 during the run): every framework was slowed alike, round by round.
 """
 
 

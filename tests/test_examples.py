@@ -63,6 +63,15 @@ RUNS = {
             "Delegations: 2; exit: completed",
         )
     ),
+    "durable_review.py": Run(
+        expected=(
+            OFFLINE,
+            "Review waiting: 'We ship the new release on Monday.'",
+            "Worker killed while the review waits",
+            "  Published: We ship on Tuesday.",
+            "Exit: completed",
+        )
+    ),
     "console_review.py": Run(
         stdin="c\nc\n",  # approve the tool call, then accept the report
         expected=(

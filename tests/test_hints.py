@@ -32,6 +32,9 @@ from agentensemble.testing import ScriptedChatModel
         (Task, "guardrail", "use output_guardrails="),
         (Task, "backstory", "backstory belongs on Agent"),
         (Ensemble, "process", "use workflow="),
+        (Ensemble, "max_rpm", "rate_limit=RateLimit(requests_per_minute="),
+        (Agent, "max_rpm", "rate_limit=RateLimit(requests_per_minute="),
+        (Ensemble, "manager_agent", "manager_llm="),
         (Ensemble, "inputs", "ensemble.run(inputs="),
     ],
 )

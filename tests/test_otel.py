@@ -185,3 +185,41 @@ def test_without_the_extra_the_listener_says_how_to_install_it() -> None:
         [sys.executable, "-c", BLOCKED], capture_output=True, text=True, timeout=60
     )
     assert "pip install 'agentensemble[otel]'" in result.stdout
+
+
+def test_a_delegation_is_an_agent_span_holding_the_workers_own_calls(
+    exporter: InMemorySpanExporter,
+) -> None:
+    from agentensemble import Workflow
+
+    manager = ScriptedChatModel(
+        [
+            tool_call("delegate_task", {"agent_role": "Researcher", "instructions": "Find facts"}),
+            "Final report",
+        ]
+    )
+    researcher = Agent(role="Researcher", goal="Find facts", llm=ScriptedChatModel(["facts"]))
+    ensemble = Ensemble(
+        tasks=[Task(description="Write a report")],
+        agents=[researcher],
+        workflow=Workflow.HIERARCHICAL,
+        manager_llm=manager,
+        listeners=[listener_for(exporter)],
+    )
+
+    ensemble.run()
+
+    spans = exporter.get_finished_spans()
+    by_id = {s.context.span_id: s for s in spans}
+    worker = next(s for s in spans if s.name == "invoke_agent Researcher")
+    assert (worker.attributes or {})["agentensemble.delegated_by"] == "Manager"
+    worker_chats = [
+        s
+        for s in spans
+        if s.name.startswith("chat") and (s.attributes or {})["gen_ai.agent.name"] == "Researcher"
+    ]
+    assert len(worker_chats) == 1
+    assert worker_chats[0].parent is not None
+    assert worker_chats[0].parent.span_id == worker.context.span_id
+    assert worker.parent is not None
+    assert by_id[worker.parent.span_id].name.startswith("invoke_agent")  # the manager's task

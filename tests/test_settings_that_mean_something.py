@@ -138,3 +138,30 @@ def test_verbose_output_never_fails_on_a_stream_that_cannot_encode_the_text() ->
     Transcript("Caf\u00e9", stream).answer(ChatResponse(content="na\u00efve \U0001f600 \ud800"))
     stream.flush()
     assert raw.getvalue().decode("ascii") == ("[Caf\\xe9] answer: na\\xefve \\U0001f600 \\ud800\n")
+
+
+def test_a_verbose_worker_in_a_hierarchical_run_prints_its_delegated_work(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    from agentensemble import Workflow
+
+    manager = ScriptedChatModel(
+        [
+            tool_call("delegate_task", {"agent_role": "Researcher", "instructions": "Dig"}),
+            "Report",
+        ]
+    )
+    researcher = Agent(
+        role="Researcher", goal="Find facts", llm=ScriptedChatModel(["facts"]), verbose=True
+    )
+    quiet = Agent(role="Writer", goal="Write", llm=ScriptedChatModel())
+    Ensemble(
+        tasks=[Task(description="Write a report")],
+        agents=[researcher, quiet],
+        workflow=Workflow.HIERARCHICAL,
+        manager_llm=manager,
+    ).run()
+    err = capsys.readouterr().err
+    assert "[Researcher] prompt: " in err and "Dig" in err
+    assert "[Researcher] answer: facts" in err
+    assert "[Writer]" not in err

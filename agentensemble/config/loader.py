@@ -34,15 +34,9 @@ from agentensemble.tools.resolver import ToolResolver
 if TYPE_CHECKING:
     from agentensemble.ensemble import Ensemble
 
-#: Workflow settings passed to Ensemble as they are (crew-file key -> Ensemble field).
-WORKFLOW_SETTINGS = {
-    "max_concurrency": "max_concurrency",
-    "parallel_error_strategy": "parallel_error_strategy",
-    "manager_model": "manager_llm",
-    "manager_max_iterations": "manager_max_iterations",
-    "max_delegation_depth": "max_delegation_depth",
-}
-TOP_LEVEL = ("model", "workflow", "verbose", "review", "agents", "tasks", *WORKFLOW_SETTINGS)
+TOP_LEVEL = ("model", "manager_model", "workflow", "verbose", "review", "agents", "tasks")
+#: Ensemble fields a file sets otherwise (model:, review:, the sections) or never (objects).
+_NOT_PLAIN = frozenset({"tasks", "agents", "llm", "review_handler", "review_policy", "listeners"})
 REVIEW_KEYS = ("policy", "handler", "url", "secret_env", "timeout")
 _SCALARS: dict[str, Any] = {"str": str, "int": int, "float": float, "bool": bool}
 _YAML_ONLY = {"name"}  # the entry's name in list form
@@ -74,17 +68,19 @@ def build_ensemble(doc: Located) -> Ensemble:
     data = doc.data
     if not isinstance(data, Mapping):
         raise doc.error((), f"a crew file is a mapping with {', '.join(TOP_LEVEL)}")
-    _known_keys(doc, (), data, TOP_LEVEL, "Ensemble")
+    plain = [name for name in Ensemble.model_fields if name not in _NOT_PLAIN]
+    _known_keys(doc, (), data, (*TOP_LEVEL, *plain), "Ensemble")  # max_concurrency, capture...
     agents = _agents(doc, data.get("agents") or {})
     tasks = _tasks(doc, data.get("tasks"), agents)
     settings: dict[str, Any] = {"tasks": tasks, "agents": list(agents.values())}
-    plain = {"model": "llm", "workflow": "workflow", "verbose": "verbose", **WORKFLOW_SETTINGS}
-    for key, field in plain.items():
-        if data.get(key) is not None:
-            settings[field] = data[key]
+    if data.get("model") is not None:
+        settings["llm"] = data["model"]
+    if data.get("manager_model") is not None:  # like model:, for the hierarchical manager
+        settings["manager_llm"] = data["manager_model"]
+    settings.update({key: data[key] for key in plain if data.get(key) is not None})
     if data.get("review") is not None:
         settings.update(_review(doc, data["review"]))
-    ensemble: Ensemble = _construct(doc, ("tasks",), Ensemble, settings)
+    ensemble: Ensemble = _construct(doc, (), Ensemble, settings, whole=("tasks",))
     return ensemble
 
 
@@ -282,17 +278,21 @@ def _lookup(doc: Located, path: Path, ref: Any, known: Mapping[str, Any], what: 
     raise doc.error(path, f"unknown {what} {ref!r} (known: {names})")
 
 
-def _construct(doc: Located, path: Path, factory: Any, fields: dict[str, Any]) -> Any:
-    """Build a model; its validation errors point at the key that caused them."""
+def _construct(
+    doc: Located, path: Path, factory: Any, fields: dict[str, Any], whole: Path | None = None
+) -> Any:
+    """Build a model; its validation errors point at the key that caused them (at ``whole``,
+    if given, for an error about the model as a whole)."""
+    where = path if whole is None else whole
     try:
         return factory(**fields)
     except ValidationError as error:
         first = error.errors()[0]
         loc = tuple(p for p in first["loc"] if isinstance(p, str | int))
         message = str(first["msg"]).removeprefix("Value error, ")
-        raise doc.error((*path, *loc), message) from None
+        raise doc.error((*path, *loc) if loc else where, message) from None
     except (ConfigurationError, TypeError) as error:
-        raise doc.error(path, str(error)) from None
+        raise doc.error(where, str(error)) from None
 
 
 def _kind(value: Any) -> str:

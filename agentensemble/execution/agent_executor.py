@@ -32,6 +32,7 @@ from agentensemble.execution.guardrails import (
     output_violation,
 )
 from agentensemble.execution.prompts import ContextItem, build_system_prompt, build_user_prompt
+from agentensemble.execution.steps import as_step
 from agentensemble.execution.structured import (
     DEFAULT_OUTPUT_RETRIES,
     correction_message,
@@ -236,8 +237,10 @@ class AgentExecutor:
             options["response_format"] = self._format
         try:
             with model_call_scope(role, name, call_id):
-                response: ChatResponse = await complete(
-                    self.messages, tools=specs or None, **options
+                response: ChatResponse = await as_step(
+                    "model",
+                    f"model:{role}",
+                    lambda: complete(self.messages, tools=specs or None, **options),
                 )
         except Exception as error:
             if emitter:
@@ -333,7 +336,7 @@ class AgentExecutor:
             result = ToolResult.failure(f"Unknown tool '{call.name}'. Available tools: {available}")
             behavior = ReturnBehavior.TO_LLM
         else:
-            called = await tool.call(call.arguments)
+            called = await as_step("tool", f"tool:{call.name}", lambda: tool.call(call.arguments))
             result, ran_with = called.result, called.ran_with
             behavior = tool.return_behavior
             duration = time.perf_counter() - started

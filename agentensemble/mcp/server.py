@@ -24,6 +24,7 @@ from agentensemble.mcp.tool import (
     exposed_name,
     object_schema,
 )
+from agentensemble.tools._secrets import is_secret_name
 from agentensemble.tools.source import OpenedSource, ToolSource
 
 DEFAULT_CALL_TIMEOUT = 60.0
@@ -182,8 +183,9 @@ class MCPServerStdio(_MCPServer):
         self.env = dict(env) if env is not None else None
         self.cwd = cwd
         self.stderr = stderr
-        for value in (self.env or {}).values():
-            register_secret(value)  # tokens passed to a server must not show up in logs
+        for key, value in (self.env or {}).items():
+            if is_secret_name(key):  # tokens passed to a server must not show up in logs
+                register_secret(value)
 
     def describe(self) -> str:
         return f"MCP server {' '.join([self.command, *self.args])!r}"
@@ -245,8 +247,9 @@ class MCPServerHTTP(_MCPServer):
         self.url = url
         self.headers = dict(headers or {})
         self.transport = transport
-        for value in self.headers.values():
-            register_secret(value)
+        for key, value in self.headers.items():
+            if is_secret_name(key):
+                register_secret(value)
 
     def describe(self) -> str:
         return f"MCP server {self.url!r}"

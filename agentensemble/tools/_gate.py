@@ -96,6 +96,15 @@ def canonical_json(text: str, name: str) -> str:
 # -- what the call ran with (ToolCallRecord.arguments) ---------------------------------------
 
 
+@dataclass(frozen=True)
+class ToolCallResult:
+    """How one call through ``ExecutableTool.call`` ended: the result, and the arguments the
+    tool ran with when a reviewer's edit changed them (None: as the model sent them)."""
+
+    result: ToolResult
+    ran_with: str | None = None
+
+
 @dataclass
 class RanWith:
     """The input a call's own gate ran the tool with after a reviewer's edit (None: unchanged)."""
@@ -169,6 +178,7 @@ async def agate_plain(
 __all__ = [
     "EDIT_INVALID",
     "RanWith",
+    "ToolCallResult",
     "agate_plain",
     "asks",
     "canonical_arguments",

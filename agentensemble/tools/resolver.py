@@ -25,6 +25,7 @@ from agentensemble.llm.types import ToolSpec
 from agentensemble.logging import get_logger
 from agentensemble.outputs import ReturnBehavior
 from agentensemble.tools import _gate
+from agentensemble.tools._gate import ToolCallResult
 from agentensemble.tools.base import (
     AgentTool,
     ToolResult,
@@ -85,15 +86,6 @@ def extract_input(arguments: str, tool_name: str) -> str:
     if value is None:
         raise ToolArgumentsError(f"{prefix}: input: Field required. {expected}")
     return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
-
-
-@dataclass(frozen=True)
-class ToolCallResult:
-    """How one call through ``ExecutableTool.call`` ended: the result, and the arguments the
-    tool ran with when a reviewer's edit changed them (None: as the model sent them)."""
-
-    result: ToolResult
-    ran_with: str | None = None
 
 
 class ExecutableTool:

@@ -7,8 +7,11 @@ facade only); this package root stays free of the execution layers so ``outputs`
 from agentensemble.outputs import TaskMetrics
 from agentensemble.tracing.trace import (
     SCHEMA_VERSION,
+    DelegationTrace,
     ErrorInfo,
+    EventRecord,
     ExecutionTrace,
+    GuardrailTrace,
     ModelTurn,
     RequestedToolCall,
     ReviewTrace,
@@ -19,8 +22,11 @@ from agentensemble.tracing.trace import (
 
 __all__ = [
     "SCHEMA_VERSION",
+    "DelegationTrace",
     "ErrorInfo",
+    "EventRecord",
     "ExecutionTrace",
+    "GuardrailTrace",
     "ModelTurn",
     "RequestedToolCall",
     "ReviewTrace",

@@ -10,64 +10,50 @@ turn; ``"full"`` keeps those too.
 
 from __future__ import annotations
 
-import json
 import threading
 import time
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
 from typing import Any
 
 from pydantic import ValidationError
 
 from agentensemble.events import (
+    DelegationCompleted,
+    DelegationFailed,
+    DelegationStarted,
+    EnsembleCompleted,
     EnsembleEvent,
+    EnsembleFailed,
+    EnsembleStarted,
+    GuardrailChecked,
     LLMCallCompleted,
     LLMCallFailed,
     LLMCallStarted,
     ReviewDecided,
     ReviewRequested,
+    StreamRestarted,
     TaskCompleted,
     TaskFailed,
     TaskStarted,
+    TokenDelta,
     ToolCallCompleted,
     ToolCallStarted,
 )
 from agentensemble.llm.cost import add_costs
-from agentensemble.logging import get_logger, redact, redact_text
-from agentensemble.outputs import EnsembleOutput, TaskMetrics, TokenUsage
-from agentensemble.tracing.trace import Capture, ErrorInfo, ExecutionTrace
+from agentensemble.logging import get_logger, redact_text
+from agentensemble.outputs import EnsembleOutput, TaskMetrics
+from agentensemble.tracing._records import (
+    Record,
+    counts,
+    error_record,
+    event_record,
+    json_safe,
+    now,
+    text,
+)
+from agentensemble.tracing.trace import Capture, ExecutionTrace
 
-Record = dict[str, Any]
 _log = get_logger()
-
-
-def _now() -> datetime:
-    return datetime.now(timezone.utc)
-
-
-def _text(value: Any) -> str | None:
-    return None if value is None else redact_text(str(value))
-
-
-def json_safe(value: Any) -> Any:
-    """``value`` redacted and reduced to JSON data (unknown objects become their repr)."""
-    return json.loads(json.dumps(redact(value), default=repr))
-
-
-def error_record(error: BaseException) -> Record:
-    return {"type": type(error).__name__, "message": redact_text(str(error))}
-
-
-def error_info(error: BaseException) -> ErrorInfo:
-    return ErrorInfo(**error_record(error))
-
-
-def _counts(usage: TokenUsage) -> Record:
-    return {
-        "prompt_tokens": usage.prompt_tokens,
-        "completion_tokens": usage.completion_tokens,
-        "total_tokens": usage.total_tokens,
-    }
 
 
 @dataclass
@@ -76,6 +62,8 @@ class _OpenReview:
     key: tuple[str, str | None, str]
     started: float
     record: Record | None
+    wait: float = 0.0
+    revised: str | None = None  # a reviewer's edit of the task description, before it ran
 
 
 @dataclass
@@ -111,9 +99,10 @@ class TraceRecorder:
         self._tools: dict[str, Record] = {}
         self._open_reviews: list[_OpenReview] = []
         self._waiting_reviews: list[_OpenReview] = []  # asked before their task started
-        self._early_wait = 0.0
+        self._workflow = workflow
         self._by_output: dict[int, int] = {}
         self._messages: dict[int, tuple[Any, Any]] = {}
+        self._delegations: list[tuple[float, Record]] = []
         self._closed = False
         self._trace: Record | None = None
         if capture != "off":
@@ -121,7 +110,7 @@ class TraceRecorder:
                 "run_id": run_id,
                 "parent_run_id": parent_run_id,
                 "capture": capture,
-                "started_at": _now(),
+                "started_at": now(),
                 "workflow": workflow,
                 "inputs": json_safe(dict(inputs or {})),
                 "tasks": [],
@@ -132,11 +121,48 @@ class TraceRecorder:
     def on_event(self, event: EnsembleEvent) -> None:
         if getattr(event, "run_id", self.run_id) != self.run_id:
             return  # a nested run's events are its own recorder's business
-        handler = _HANDLERS.get(type(event))
+        handler = _HANDLERS.get(type(event), TraceRecorder._other)
         if handler is not None:
             with self._lock:
                 if not self._closed:
                     handler(self, event)
+
+    def _other(self, event: Any) -> None:
+        """An event with no place of its own: kept as an EventRecord, under its task if any."""
+        if self._trace is None:
+            return
+        index = getattr(event, "task_index", None)
+        task = self._tasks.get(index) if isinstance(index, int) else None
+        holder = task.record if task is not None and task.record is not None else self._trace
+        holder.setdefault("events", []).append(event_record(event))
+
+    def _delegation_started(self, event: DelegationStarted) -> None:
+        task = self._task_for(event.task_index, event.from_role)
+        if task is None or task.record is None:
+            return
+        record: Record = {
+            "from_role": event.from_role,
+            "to_role": event.to_role,
+            "instructions": redact_text(event.instructions),
+            "depth": event.depth,
+            "started_at": now(),
+        }
+        task.record.setdefault("delegations", []).append(record)
+        self._delegations.append((time.perf_counter(), record))
+
+    def _delegation_ended(self, event: DelegationCompleted | DelegationFailed) -> None:
+        key = (event.from_role, event.to_role, event.depth)
+        for position, (started, record) in enumerate(self._delegations):
+            if (record["from_role"], record["to_role"], record["depth"]) == key:
+                del self._delegations[position]
+                record["duration_seconds"] = time.perf_counter() - started
+                if isinstance(event, DelegationCompleted):
+                    record["output"] = redact_text(event.output.raw)
+                else:
+                    record["error"] = redact_text(event.error)
+                return
+        if isinstance(event, DelegationFailed):  # refused before it started (unknown role...)
+            self._other(event)
 
     def _task_started(self, event: TaskStarted) -> None:
         task = _Task()
@@ -145,21 +171,29 @@ class TraceRecorder:
                 "index": event.task_index,
                 "description": redact_text(event.task_description),
                 "agent_role": event.agent_role,
-                "started_at": _now(),
+                "started_at": now(),
                 "model_turns": [],
                 "tool_calls": [],
                 "reviews": [],
+                "guardrails": [],
             }
             self._trace["tasks"].append(task.record)
         self._tasks[event.task_index] = task
         self._order.append(event.task_index)
-        task.metrics.review_wait_seconds += self._early_wait
-        self._early_wait = 0.0
-        for review in self._waiting_reviews:
+        for review in self._reviews_before(event.task_description):
             review.task_index = event.task_index
+            task.metrics.review_wait_seconds += review.wait
             if review.record is not None and task.record is not None:
                 task.record["reviews"].append(review.record)
-        self._waiting_reviews = []
+
+    def _reviews_before(self, description: str) -> list[_OpenReview]:
+        """The reviews asked before this task started: those about its description (as asked,
+        or as a reviewer edited it); in a sequential run, whatever is waiting."""
+        mine = [r for r in self._waiting_reviews if description in (r.key[2], r.revised)]
+        if not mine and self._workflow == "sequential":
+            mine = list(self._waiting_reviews)
+        self._waiting_reviews = [r for r in self._waiting_reviews if r not in mine]
+        return mine
 
     def _task_for(self, index: int | None, agent_role: str | None = None) -> _Task | None:
         if index is not None and index in self._tasks:
@@ -179,9 +213,9 @@ class TraceRecorder:
             output = event.output
             task.record.update(
                 status="completed",
-                ended_at=_now(),
+                ended_at=now(),
                 output=redact_text(output.raw),
-                usage=_counts(output.usage),
+                usage=counts(output.usage),
                 cost_usd=output.cost_usd,
                 task_name=output.task_name,
                 description=redact_text(output.task_description),
@@ -190,7 +224,7 @@ class TraceRecorder:
     def _task_failed(self, event: TaskFailed) -> None:
         task = self._task_for(event.task_index)
         if task is not None and task.record is not None:
-            task.record.update(status="failed", ended_at=_now(), error=error_record(event.error))
+            task.record.update(status="failed", ended_at=now(), error=error_record(event.error))
 
     def _llm_started(self, event: LLMCallStarted) -> None:
         task = self._task_for(event.task_index, event.agent_role)
@@ -199,15 +233,15 @@ class TraceRecorder:
         record = task.record
         messages = event.messages
         if "system_prompt" not in record and len(messages) >= 2:
-            record["system_prompt"] = _text(messages[0].get("content"))
-            record["user_prompt"] = _text(messages[1].get("content"))
+            record["system_prompt"] = text(messages[0].get("content"))
+            record["user_prompt"] = text(messages[1].get("content"))
             record["model"] = event.model
             record["task_name"] = event.task_name
         turn: Record = {
             "call_id": event.call_id,
             "model": event.model,
             "agent_role": event.agent_role,
-            "started_at": _now(),
+            "started_at": now(),
             "message_count": len(messages),
         }
         if self.capture == "full":
@@ -235,12 +269,12 @@ class TraceRecorder:
         turn.update(
             latency_seconds=event.duration.total_seconds(),
             attempts=event.attempts,
-            usage=_counts(event.usage),
+            usage=counts(event.usage),
             cost_usd=event.cost_usd,
         )
         response = event.response
         if response is not None:
-            turn["content"] = _text(response.content)
+            turn["content"] = text(response.content)
             reason = response.finish_reason  # from the provider: hostile until checked
             turn["finish_reason"] = reason if isinstance(reason, str) else None
             turn["tool_calls"] = [
@@ -272,7 +306,7 @@ class TraceRecorder:
             "call_id": event.call_id,
             "name": event.name,
             "arguments": redact_text(event.arguments),
-            "started_at": _now(),
+            "started_at": now(),
         }
         task.record["tool_calls"].append(call)
         self._tools[event.call_id] = call
@@ -291,7 +325,7 @@ class TraceRecorder:
             task.record["tool_calls"].append(call)
         call.update(
             arguments=redact_text(record.arguments),
-            model_arguments=_text(getattr(record, "model_arguments", None)),
+            model_arguments=text(getattr(record, "model_arguments", None)),
             output=redact_text(record.output),
             is_success=record.is_success,
             duration_seconds=record.duration.total_seconds(),
@@ -304,9 +338,9 @@ class TraceRecorder:
             record = {
                 "timing": event.timing,
                 "tool_name": event.tool_name,
-                "requested_at": _now(),
-                "prompt": _text(event.prompt),
-                "output": _text(event.output),
+                "requested_at": now(),
+                "prompt": text(event.prompt),
+                "output": text(event.output),
             }
         key = (event.timing, event.tool_name, event.task_description)
         before = event.timing == "before_execution"
@@ -326,17 +360,32 @@ class TraceRecorder:
             return
         self._open_reviews.remove(review)
         wait = time.perf_counter() - review.started
+        review.wait = wait
+        revised = event.details.get("revised_output") if event.details else None
+        review.revised = revised if isinstance(revised, str) else None
         task = self._tasks.get(review.task_index) if review.task_index is not None else None
         if task is not None:
             task.metrics.review_wait_seconds += wait
-        else:
-            self._early_wait += wait
         if review.record is not None:
             review.record.update(
                 decision=event.decision,
                 decided_by=event.decided_by,
                 details=json_safe(event.details),
                 wait_seconds=wait,
+            )
+
+    def _guardrail_checked(self, event: GuardrailChecked) -> None:
+        task = self._task_for(event.task_index, event.agent_role)
+        if task is not None and task.record is not None:
+            task.record["guardrails"].append(
+                {
+                    "kind": event.kind,
+                    "guardrail": event.guardrail,
+                    "passed": event.passed,
+                    "message": text(event.message),
+                    "attempt": event.attempt,
+                    "checked_at": now(),
+                }
             )
 
     # -- results ------------------------------------------------------------------------------
@@ -358,7 +407,7 @@ class TraceRecorder:
             cost = add_costs(priced) if priced else None
             trace = self._finished(
                 status="completed",
-                usage=_counts(output.usage),
+                usage=counts(output.usage),
                 cost_usd=cost,
                 exit_reason=output.exit_reason.value,
             )
@@ -378,13 +427,13 @@ class TraceRecorder:
             if task.record is not None:
                 task.record["metrics"] = self.metrics_for(index)
         try:
-            return ExecutionTrace.model_validate({**self._trace, "ended_at": _now(), **fields})
+            return ExecutionTrace.model_validate({**self._trace, "ended_at": now(), **fields})
         except ValidationError as error:  # observing a run must never break it
             _log.error("execution trace dropped: it did not validate", error=str(error)[:500])
             return None
 
 
-_HANDLERS: dict[type, Any] = {
+_HANDLERS: dict[type, Any] = {  # None: ignored
     TaskStarted: TraceRecorder._task_started,
     TaskCompleted: TraceRecorder._task_completed,
     TaskFailed: TraceRecorder._task_failed,
@@ -393,8 +442,18 @@ _HANDLERS: dict[type, Any] = {
     LLMCallFailed: TraceRecorder._llm_failed,
     ToolCallStarted: TraceRecorder._tool_started,
     ToolCallCompleted: TraceRecorder._tool_completed,
+    DelegationStarted: TraceRecorder._delegation_started,
+    DelegationCompleted: TraceRecorder._delegation_ended,
+    DelegationFailed: TraceRecorder._delegation_ended,
+    # known, and kept elsewhere (the run's own fields) or not at all (streamed text)
+    EnsembleStarted: None,
+    EnsembleCompleted: None,
+    EnsembleFailed: None,
+    TokenDelta: None,
+    StreamRestarted: None,
     ReviewRequested: TraceRecorder._review_requested,
     ReviewDecided: TraceRecorder._review_decided,
+    GuardrailChecked: TraceRecorder._guardrail_checked,
 }
 
-__all__ = ["TraceRecorder", "error_info", "json_safe"]
+__all__ = ["TraceRecorder"]

@@ -12,8 +12,9 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import ConfigDict, Field
 
+from agentensemble._saveable import SaveableModel
 from agentensemble.outputs import TaskMetrics
 
 #: Bumped whenever a field is removed or changes meaning; new optional fields keep the version.
@@ -22,7 +23,7 @@ SCHEMA_VERSION = 1
 Capture = Literal["off", "standard", "full"]
 
 
-class _Model(BaseModel):
+class _Model(SaveableModel):  # saving never fails: odd objects and lone surrogates included
     model_config = ConfigDict(extra="forbid", defer_build=True)
 
 
@@ -98,6 +99,39 @@ class ReviewTrace(_Model):
     wait_seconds: float | None = None
 
 
+class DelegationTrace(_Model):
+    """Work an agent (or the manager) handed to another agent, and how it ended."""
+
+    from_role: str
+    to_role: str
+    instructions: str
+    depth: int
+    started_at: datetime
+    duration_seconds: float | None = None
+    output: str | None = None
+    error: str | None = None
+
+
+class EventRecord(_Model):
+    """An event with no place of its own in the trace (a guardrail check, a newer event type):
+    its type name, when it arrived and its fields (redacted, as JSON data)."""
+
+    type: str
+    at: datetime
+    fields: dict[str, Any] = Field(default_factory=dict)
+
+
+class GuardrailTrace(_Model):
+    """One guardrail check: which, on the input or on which answer, and its verdict."""
+
+    kind: Literal["input", "output"]
+    guardrail: str
+    passed: bool
+    message: str | None = None
+    attempt: int = 1
+    checked_at: datetime
+
+
 class TaskTrace(_Model):
     """One task: its agent, exact prompts, model turns, tool calls, reviews, outcome."""
 
@@ -114,6 +148,9 @@ class TaskTrace(_Model):
     model_turns: list[ModelTurn] = Field(default_factory=list)
     tool_calls: list[ToolCallTrace] = Field(default_factory=list)
     reviews: list[ReviewTrace] = Field(default_factory=list)
+    delegations: list[DelegationTrace] = Field(default_factory=list)
+    events: list[EventRecord] = Field(default_factory=list)
+    guardrails: list[GuardrailTrace] = Field(default_factory=list)
     output: str | None = None
     error: ErrorInfo | None = None
     usage: TokenCounts = Field(default_factory=TokenCounts)
@@ -134,6 +171,9 @@ class ExecutionTrace(_Model):
     workflow: str
     inputs: dict[str, Any] = Field(default_factory=dict)
     tasks: list[TaskTrace] = Field(default_factory=list)
+    events: list[EventRecord] = Field(
+        default_factory=list, description="events outside any task, with no place of their own"
+    )
     exit_reason: str | None = None
     error: ErrorInfo | None = None
     usage: TokenCounts = Field(default_factory=TokenCounts)
@@ -165,8 +205,11 @@ class ExecutionTrace(_Model):
 __all__ = [
     "SCHEMA_VERSION",
     "Capture",
+    "DelegationTrace",
     "ErrorInfo",
+    "EventRecord",
     "ExecutionTrace",
+    "GuardrailTrace",
     "ModelTurn",
     "RequestedToolCall",
     "ReviewTrace",

@@ -7,6 +7,7 @@ from typing import Any
 
 from agentensemble.errors import ConfigurationError
 from agentensemble.events import EventEmitter, ReviewDecided, ReviewRequested
+from agentensemble.execution.steps import as_step
 
 NEVER = "never"
 AFTER_EVERY_TASK = "after_every_task"
@@ -65,7 +66,12 @@ async def ask_reviewer(
         timing=ReviewTiming(timing), task_description=task_description, output=output
     )
     emitter.emit(ReviewRequested(timing=timing, task_description=task_description, output=output))
-    decision = await aask(handler, request)
+    decision = await as_step(
+        "review",
+        f"review:{timing}",
+        lambda: aask(handler, request),
+        durable_itself=getattr(handler, "durable_itself", False) is True,
+    )
     details: dict[str, Any] = {}
     if isinstance(decision, Edit):
         result = GateResult(revised_text=decision.revised_output)

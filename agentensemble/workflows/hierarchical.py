@@ -47,12 +47,17 @@ class ManagerSetup:
 
 
 def manager_brief(prepared: Sequence[PreparedTask]) -> str:
-    """The manager's task prompt: every task, in order, with the agent it names (if any)."""
+    """The manager's task prompt: every task in order, with the agent it names and the tasks
+    whose results it builds on (its ``context``), if any."""
     lines = ["Complete these tasks with your team:"]
+    number = {id(item.task): index for index, item in enumerate(prepared, start=1)}
     for index, item in enumerate(prepared, start=1):
         lines.append(f"\n{index}. {item.description}\n   Expected output: {item.expected_output}")
         if item.task.agent is not None:
             lines.append(f"   Suggested worker: {item.task.agent.role}")
+        needs = [str(number[id(t)]) for t in item.task.context if id(t) in number]
+        if needs:
+            lines.append(f"   Builds on the results of task(s): {', '.join(needs)}")
     lines.append(
         f"\nUse the {MANAGER_TOOL} tool to give work to a worker (by its role) with complete "
         "instructions; you may delegate as often as needed. When the work is done, answer "

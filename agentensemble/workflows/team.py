@@ -216,6 +216,7 @@ def _worker(
             max_iterations=agent.max_iterations,
             tools=tools,
             output_type=typed[0] if hierarchical and len(typed) == 1 else None,
+            verbose=agent.verbose,
         ),
     )
 

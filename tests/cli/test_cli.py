@@ -268,3 +268,16 @@ def test_review_option_turns_on_a_review_of_the_last_task(
     assert code == EXIT_OK
     assert err.count("review (after_execution): continue") == 1  # the last task only
     assert "model scripted answered in" in err  # --verbose: a line per model call
+
+
+def test_importing_the_library_loads_neither_yaml_nor_the_cli() -> None:
+    code = (
+        "import sys, agentensemble; "
+        "print([m for m in ('yaml', 'agentensemble.cli', 'agentensemble.config') "
+        "if m in sys.modules])"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, cwd=REPO_ROOT
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "[]"

@@ -282,3 +282,14 @@ def test_the_real_built_in_tools_by_name_with_arguments(tmp_path: Path) -> None:
     ]
     with pytest.raises(ConfigFileError, match=r"tasks\[0\]\.tools\[0\]: unknown tool 'calculater'"):
         Ensemble.from_dict({"tasks": [{"description": "D", "tools": ["calculater"]}]})
+
+
+def test_other_ensemble_settings_pass_through_and_are_checked() -> None:
+    ensemble = Ensemble.from_dict(
+        {"workflow": "parallel", "max_concurrency": 2, "tasks": [{"description": "D"}]}
+    )
+    assert ensemble.workflow.value == "parallel" and ensemble.max_concurrency == 2
+    with pytest.raises(
+        ConfigFileError, match=r"<dict>: max_concurrency: .*greater than or equal to 1"
+    ):
+        Ensemble.from_dict({"max_concurrency": 0, "tasks": [{"description": "D"}]})

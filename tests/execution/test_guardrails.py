@@ -177,3 +177,19 @@ def test_non_callables_are_refused_at_construction(bad: Any) -> None:
 def test_failure_needs_a_message() -> None:
     with pytest.raises(ValueError, match="needs a message"):
         GuardrailResult.failure("  ")
+
+
+def test_each_check_is_an_entry_in_the_trace() -> None:
+    model = ScriptedChatModel(["a far too long answer for this", "short answer"])
+    ensemble, _ = build(model, input_guardrails=[no_secrets], output_guardrails=[short_enough])
+
+    output = ensemble.run(inputs={"topic": "AI"})
+
+    assert output.trace is not None
+    entries = [(g.kind, g.guardrail, g.passed, g.attempt) for g in output.trace.tasks[0].guardrails]
+    assert entries == [
+        ("input", "no_secrets", True, 1),
+        ("output", "short_enough", False, 1),
+        ("output", "short_enough", True, 2),
+    ]
+    assert "at most 20" in (output.trace.tasks[0].guardrails[1].message or "")

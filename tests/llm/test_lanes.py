@@ -123,17 +123,42 @@ def test_response_schema_support_from_the_table_matches_litellm(model: str) -> N
     assert _model_table.table_supports_response_schema(model) is from_file
 
 
-def test_one_client_per_loop_and_none_kept_for_closed_loops() -> None:
+def test_clients_per_loop_reused_and_dropped_with_closed_loops() -> None:
     import asyncio
 
     from agentensemble.llm import _openai_lane
 
-    async def client_twice() -> tuple[object, object, asyncio.AbstractEventLoop]:
-        return _openai_lane._client(), _openai_lane._client(), asyncio.get_running_loop()
+    async def clients() -> tuple[object, object, asyncio.AbstractEventLoop]:
+        return (
+            _openai_lane._loop_clients(),
+            _openai_lane._loop_clients(),
+            asyncio.get_running_loop(),
+        )
 
-    first, again, first_loop = asyncio.run(client_twice())
-    assert first is again  # reused within a loop
-    second, _, second_loop = asyncio.run(client_twice())
-    assert second is not first  # a new loop, a new client
+    first, again, first_loop = asyncio.run(clients())
+    assert first is again  # one set of clients per loop
+    second, _, second_loop = asyncio.run(clients())
+    assert second is not first  # a new loop, new clients
     assert first_loop not in _openai_lane._clients  # dropped when the second loop asked
     assert _openai_lane._clients.get(second_loop) is second
+
+
+def test_sequential_calls_share_a_client_and_concurrent_ones_spread() -> None:
+    import asyncio
+
+    from agentensemble.llm._openai_lane import _LoopClients
+
+    async def scenario() -> None:
+        pool = _LoopClients()
+        for _ in range(3):  # one call at a time: always the first client (its connection)
+            pool.release(index := pool.acquire())
+            assert index == 0
+        held = [pool.acquire() for _ in range(2 * pool.PER_CLIENT + 1)]
+        assert held.count(0) == pool.PER_CLIENT and len(pool.clients) == 3
+        for index in held:
+            pool.release(index)
+        assert pool.acquire() == 0 and pool.in_flight == [1, 0, 0]
+        for client in pool.clients:
+            await client.aclose()
+
+    asyncio.run(scenario())

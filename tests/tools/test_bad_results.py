@@ -141,3 +141,21 @@ def test_lone_surrogates_anywhere_in_a_run_do_not_stop_it_being_saved() -> None:
     first, second = saved["task_outputs"][0]["tool_calls"]
     assert first["structured_output"] == ["caf\ufffd.txt"]
     assert "\ufffd" in second["arguments"] or "\\ud800" in second["arguments"]
+
+
+def test_the_trace_of_such_a_run_can_be_saved_and_loaded_back(tmp_path: Any) -> None:
+    from agentensemble.tracing.trace import ExecutionTrace
+
+    @tool
+    def produce() -> Any:
+        """Produce odd values."""
+        return {"custom": Custom(), "set": {1}, "name": "caf\udce9"}
+
+    model = ScriptedChatModel([tool_call("produce", {}), "done \ud800"])
+    agent = Agent(role="Maker", goal="Make", tools=[produce], llm=model)
+    task = Task(description="Make it \ud800 for {who}", agent=agent)
+    output = Ensemble(tasks=[task], capture="full").run({"who": Custom()})
+    assert output.trace is not None
+    loaded = ExecutionTrace.from_json(output.trace.save(tmp_path / "trace.json").read_text())
+    assert loaded.run_id == output.trace.run_id
+    assert "\ufffd" in loaded.to_json() or "\\ufffd" in loaded.to_json()

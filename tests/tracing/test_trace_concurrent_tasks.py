@@ -72,3 +72,34 @@ def test_concurrent_tasks_get_their_own_spans() -> None:
             assert span.parent is not None
             agent = (span.attributes or {})["gen_ai.agent.name"]
             assert tasks[span.parent.span_id] == f"invoke_agent {agent}"
+
+
+def test_reviews_before_concurrent_tasks_land_on_their_own_task() -> None:
+    from agentensemble_review import Continue, Edit, Review
+
+    tasks = [
+        Task(description=f"Visit {city}", before_review=Review.required())
+        for city in ("Oslo", "Rome", "Lima")
+    ]
+
+    class Reviewer:
+        """Edits Rome's task (whenever it is asked), lets the others go."""
+
+        def review(self, request: Any) -> Any:
+            return Edit("Visit Rome by train") if "Rome" in request.output else Continue()
+
+    reviewer = Reviewer()
+    model = FunctionChatModel(lambda messages, tools: "visited")
+
+    output = Ensemble(
+        tasks=tasks, llm=model, workflow=Workflow.PARALLEL, review_handler=reviewer
+    ).run()
+
+    trace = output.trace
+    assert trace is not None
+    for task in trace.tasks:
+        (review,) = task.reviews
+        assert review.timing == "before_execution"
+        assert review.output is not None and review.output.split()[1] in task.description
+    rome = next(t for t in trace.tasks if "Rome" in t.description)
+    assert rome.description == "Visit Rome by train" and rome.reviews[0].decision == "edit"

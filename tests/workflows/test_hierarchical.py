@@ -405,3 +405,26 @@ async def test_an_exit_early_inside_a_worker_stops_the_run_keeping_earlier_deleg
     assert result.exit_reason is ExitReason.USER_EXIT_EARLY
     assert [o.raw for o in result.task_outputs] == ["facts"]
     assert manager.remaining == 1
+
+
+def test_the_manager_brief_lists_each_task_with_its_worker_and_inputs() -> None:
+    from agentensemble.workflows.base import PreparedTask
+    from agentensemble.workflows.hierarchical import manager_brief
+
+    writer = Agent(role="Writer", goal="g")
+    research = Task(description="Research tides", expected_output="Facts")
+    write = Task(description="Write it up", agent=writer, context=[research])
+    prepared = [
+        PreparedTask(task=t, description=t.description, expected_output=t.expected_output,
+                     agent_role="handler")
+        for t in (research, write)
+    ]  # fmt: skip
+
+    brief = manager_brief(prepared)
+
+    assert "1. Research tides\n   Expected output: Facts" in brief
+    assert (
+        "2. Write it up\n   Expected output: A complete and accurate response to the task.\n"
+        "   Suggested worker: Writer\n   Builds on the results of task(s): 1"
+    ) in brief
+    assert "Use the delegate_task tool" in brief

@@ -19,7 +19,7 @@ from collections.abc import Sequence
 from typing import Annotated
 from urllib.parse import urljoin, urlsplit
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field
 
 from agentensemble.errors import ConfigurationError
 from agentensemble.tools.builtin._base import BuiltinTool, refuse
@@ -33,8 +33,13 @@ _TEXT_TYPES = ("text/", "application/json", "application/xml", "application/xhtm
 IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
 
 
-class HttpFetchInput(BaseModel):
+class HttpGetInput(BaseModel):
+    model_config = ConfigDict(extra="forbid")  # a POST asked of a GET-only tool is refused
+
     url: Annotated[str, Field(description="The http(s) URL to fetch")]
+
+
+class HttpFetchInput(HttpGetInput):
     method: Annotated[str, Field(description="HTTP method; GET unless the tool allows more")] = (
         "GET"
     )
@@ -70,7 +75,7 @@ def is_public(address: IPAddress) -> bool:
     )
 
 
-class HttpFetch(BuiltinTool[HttpFetchInput]):
+class HttpFetch(BuiltinTool[HttpGetInput]):
     """Fetch a URL from an allow-listed host (GET by default) and return its text."""
 
     default_name = "http_fetch"
@@ -96,18 +101,20 @@ class HttpFetch(BuiltinTool[HttpFetchInput]):
         self.max_bytes = max_bytes
         self.requires_approval = requires_approval
         self._permit_addresses: frozenset[IPAddress] = frozenset()  # tests only: never public
+        if self.methods != ("GET",):  # the model sees method and body only when they can vary
+            self.input_model = HttpFetchInput
         self.description = (
             f"Fetch a web page or API over http(s) ({', '.join(self.methods)}) and return its "
             f"text. Allowed hosts: {', '.join(self.allow)}."
         )
 
-    def do_execute(self, input: HttpFetchInput) -> str:
-        method = input.method.upper()
+    def do_execute(self, input: HttpGetInput) -> str:
+        method = getattr(input, "method", "GET").upper()
         if method not in self.methods:
             refuse(f"method {method} is not allowed; allowed: {', '.join(self.methods)}")
         deadline = time.monotonic() + self.timeout
         url = input.url.strip()
-        body = input.body if method not in ("GET", "HEAD") else None
+        body = getattr(input, "body", None) if method not in ("GET", "HEAD") else None
         for _ in range(MAX_REDIRECTS + 1):
             status, reason, headers, data, truncated = self._request(method, url, body, deadline)
             location = headers.get("location")
@@ -250,4 +257,4 @@ def _pinned_connection(
     return kind(host, port, str(address), timeout)
 
 
-__all__ = ["HttpFetch", "HttpFetchInput", "is_public"]
+__all__ = ["HttpFetch", "HttpFetchInput", "HttpGetInput", "is_public"]

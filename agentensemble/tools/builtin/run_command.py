@@ -11,7 +11,6 @@ Asks the reviewer first by default.
 from __future__ import annotations
 
 import os
-import re
 import shutil
 import signal
 import subprocess
@@ -23,15 +22,11 @@ from pydantic import BaseModel, Field
 
 from agentensemble.errors import ConfigurationError
 from agentensemble.logging import redact_text
+from agentensemble.tools._secrets import is_secret_name
 from agentensemble.tools.builtin._base import BuiltinTool, refuse
 
 DEFAULT_TIMEOUT = 30.0
 DEFAULT_MAX_OUTPUT_CHARS = 20_000
-_SECRET_NAME = re.compile(
-    r"(KEY|TOKEN|SECRET|PASSW|PASSPHRASE|CREDENTIAL|AUTH|COOKIE|SESSION|PRIVATE|SIGNATURE|DSN"
-    r"|DATABASE_URL)",
-    re.IGNORECASE,
-)
 
 
 class RunCommandInput(BaseModel):
@@ -51,7 +46,7 @@ def scrubbed_environment(
     kept = {
         key: value
         for key, value in environ.items()
-        if not _SECRET_NAME.search(key) and redact_text(value) == value
+        if not is_secret_name(key) and redact_text(value) == value
     }
     kept.update(extra or {})
     return kept

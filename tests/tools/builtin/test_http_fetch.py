@@ -196,8 +196,13 @@ def test_hostile_or_broken_urls_are_refused(
 
 def test_only_get_unless_more_methods_are_allowed(public_port: int) -> None:
     url = f"http://127.0.0.2:{public_port}/json"
-    assert refused(call(fetcher(), url=url, method="POST", body="x"), "method POST is not allowed")
-    assert refused(call(fetcher(), url=url, method="DELETE"), "allowed: GET")
+    get_only = fetcher()
+    assert list(get_only.parameters_schema()["properties"]) == ["url"]
+    posted = call(get_only, url=url, method="POST", body="x")
+    assert refused(posted, "method", "Extra inputs are not permitted")
+    more = fetcher(methods=["GET", "HEAD"])
+    assert list(more.parameters_schema()["properties"]) == ["url", "method", "body"]
+    assert refused(call(more, url=url, method="DELETE"), "method DELETE is not allowed")
 
 
 def test_a_huge_response_is_cut_at_the_byte_cap(public_port: int) -> None:

@@ -1,0 +1,116 @@
+"""``python -m agentensemble.durable``: run a worker, take over a dead worker's runs, list runs.
+
+    python -m agentensemble.durable worker myapp.durable_runs [--worker-id w1]
+    python -m agentensemble.durable recover myapp.durable_runs DEAD_WORKER_ID
+    python -m agentensemble.durable runs myapp.durable_runs [--status PENDING]
+
+MODULE (or MODULE:ATTRIBUTE) is the user's module that builds a ``DurableRuntime`` and registers
+its ensembles; the attribute defaults to the one DurableRuntime found in the module.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import os
+import signal
+import sys
+import threading
+from collections.abc import Sequence
+
+from agentensemble.durable._runtime import WORKER_ENV, DurableRuntime
+from agentensemble.errors import ConfigurationError
+
+EXIT_OK, EXIT_USAGE = 0, 2
+
+
+def load_runtime(target: str) -> DurableRuntime:
+    """The DurableRuntime of ``module`` or ``module:attribute``, with a clear error if none."""
+    module_name, _, attribute = target.partition(":")
+    sys.path.insert(0, os.getcwd())
+    try:
+        module = importlib.import_module(module_name)
+    except ImportError as error:
+        raise ConfigurationError(f"cannot import {module_name!r}: {error}") from error
+    if attribute:
+        found = getattr(module, attribute, None)
+        if not isinstance(found, DurableRuntime):
+            raise ConfigurationError(f"{target!r} is not a DurableRuntime")
+        return found
+    runtimes = [v for v in vars(module).values() if isinstance(v, DurableRuntime)]
+    if len(runtimes) != 1:
+        raise ConfigurationError(
+            f"module {module_name!r} has {len(runtimes)} DurableRuntime objects; name the one "
+            "to use as MODULE:ATTRIBUTE"
+        )
+    return runtimes[0]
+
+
+def _worker(target: str) -> int:
+    runtime = load_runtime(target)
+    stop = threading.Event()
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(signum, lambda *_: stop.set())
+    runtime.launch()
+    print(f"agentensemble worker {runtime.worker_id!r} on {_where(runtime)}", flush=True)
+    stop.wait()
+    runtime.shutdown()
+    return EXIT_OK
+
+
+def _recover(target: str, dead: str) -> int:
+    runtime = load_runtime(target)
+    runtime.launch()
+    taken = runtime.recover(dead)
+    print(f"took over {len(taken)} run(s) of worker {dead!r}: {', '.join(taken) or '-'}")
+    print(
+        "waiting for them to finish (queued runs go back to the queue for any worker)", flush=True
+    )
+    for run_id in taken:
+        runtime.result(run_id)
+    runtime.shutdown()
+    return EXIT_OK
+
+
+def _runs(target: str, status: str | None) -> int:
+    runtime = load_runtime(target)
+    runtime.launch()
+    for info in runtime.list_runs(status=status):
+        print(f"{info.run_id}\t{info.ensemble}\t{info.status}\t{info.created_at}")
+    runtime.shutdown()
+    return EXIT_OK
+
+
+def _where(runtime: DurableRuntime) -> str:
+    url = runtime.database_url
+    return url.split("@")[-1] if "@" in url else url
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m agentensemble.durable")
+    commands = parser.add_subparsers(dest="command", required=True)
+    worker = commands.add_parser("worker", help="run queued and interrupted runs until stopped")
+    worker.add_argument("target", help="MODULE or MODULE:ATTRIBUTE holding the DurableRuntime")
+    worker.add_argument("--worker-id", help=f"this worker's stable id (or ${WORKER_ENV})")
+    recover = commands.add_parser("recover", help="take over the runs of a dead worker")
+    recover.add_argument("target")
+    recover.add_argument("dead_worker_id")
+    runs = commands.add_parser("runs", help="list runs, newest first")
+    runs.add_argument("target")
+    runs.add_argument("--status")
+    args = parser.parse_args(argv)
+    if getattr(args, "worker_id", None):
+        os.environ[WORKER_ENV] = args.worker_id
+    try:
+        if args.command == "worker":
+            return _worker(args.target)
+        if args.command == "recover":
+            return _recover(args.target, args.dead_worker_id)
+        return _runs(args.target, args.status)
+    except ConfigurationError as error:
+        print(f"agentensemble.durable: {error}", file=sys.stderr)
+        return EXIT_USAGE
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,79 @@
+"""DurableReviewHandler: a task review that waits in the database, not in a process.
+
+The pending review is published as a DBOS event of the run (``review:<id>``, listed under
+``reviews``); the run then waits for a message on the topic ``<id>`` with the request's timeout.
+The process may die meanwhile: the run resumes in whichever worker recovers it and goes on
+waiting. ``DurableClient.decide`` (from a web app, a CLI, another worker) sends the decision;
+a decision for a review that is no longer pending is refused, and a review id is never reused,
+so a late decision can never be applied to another review.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from agentensemble.errors import ConfigurationError
+
+REVIEWS_KEY = "reviews"
+
+
+def review_key(review_id: str) -> str:
+    """The event key under which a review's request and state are published."""
+    return f"review:{review_id}"
+
+
+class DurableReviewHandler:
+    """Review handler for durable runs: the decision comes later, from any process.
+
+    Use it for task reviews (``review=`` / ``before_review=`` and ``review_policy``). Tool
+    approvals happen inside a tool call, which a durable run checkpoints as one step; they need
+    a handler that answers within the call (console, webhook).
+    """
+
+    durable_itself = True  # the step runner lets it wait in the run itself, not in a step
+
+    def __init__(self) -> None:
+        self._listed: dict[str, list[str]] = {}
+
+    async def areview(self, request: Any) -> Any:
+        from dbos import DBOS
+        from dbos._context import get_local_dbos_context
+
+        from agentensemble_review import Continue, Edit, ExitEarly
+        from agentensemble_review._asking import apply_on_timeout
+
+        run_id = DBOS.workflow_id
+        if run_id is None or DBOS.step_id is not None:
+            raise ConfigurationError(
+                "DurableReviewHandler decides task reviews of durable runs only "
+                "(DurableRuntime.run/submit); a tool approval inside a durable run needs a "
+                "handler that answers within the call, such as WebhookReviewHandler"
+            )
+        context = get_local_dbos_context()
+        assert context is not None
+        review_id = f"{run_id}:{context.function_id}"  # the same id when a recovery replays it
+        listed = self._listed.setdefault(run_id, [])
+        listed.append(review_id)
+        pending = {
+            "review_id": review_id,
+            "state": "pending",
+            "request": request.model_dump(mode="json", exclude={"id"}),
+        }
+        await DBOS.set_event_async(REVIEWS_KEY, list(listed))
+        await DBOS.set_event_async(review_key(review_id), pending)
+        message = await DBOS.recv_async(
+            topic=review_id, timeout_seconds=request.timeout_seconds or 10 * 365 * 86400
+        )
+        if message is None:
+            await DBOS.set_event_async(review_key(review_id), {**pending, "state": "timed_out"})
+            return apply_on_timeout(request)
+        await DBOS.set_event_async(review_key(review_id), {**pending, "state": "decided"})
+        kind = message.get("decision")
+        if kind == "edit":
+            return Edit(str(message.get("revised_output", "")))
+        if kind == "exit_early":
+            return ExitEarly(message.get("reason"))
+        return Continue()
+
+
+__all__ = ["REVIEWS_KEY", "DurableReviewHandler", "review_key"]

@@ -1,0 +1,339 @@
+"""DurableRuntime: ensembles registered by name, each run a DBOS workflow, a queue for workers.
+
+A run is the DBOS workflow ``agentensemble.run(name, inputs)``. It rebuilds the ensemble from
+its registered factory and runs it with every model turn, tool call and review decision as a
+checkpointed step (``_steps.py``), so a run interrupted by a crash resumes where it stopped,
+in this process after a restart or in any worker sharing the database.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import threading
+from collections.abc import Callable, Coroutine, Mapping
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from typing import Any, TypeVar
+
+from dbos import DBOS, Queue, SetWorkflowID
+
+from agentensemble._background_loop import run_on_background_loop
+from agentensemble.durable._steps import DBOSSteps
+from agentensemble.ensemble import Ensemble
+from agentensemble.errors import ConfigurationError, TaskExecutionError
+from agentensemble.execution.steps import use_step_runner
+from agentensemble.outputs import EnsembleOutput, TaskOutput
+
+DATABASE_ENV = "AGENTENSEMBLE_DATABASE_URL"
+DEFAULT_DATABASE_URL = "sqlite:///agentensemble.sqlite"
+WORKER_ENV = "AGENTENSEMBLE_WORKER_ID"
+QUEUE_NAME = "agentensemble-runs"
+WORKFLOW_NAME = "agentensemble.run"
+_APP_NAME = re.compile(r"^[a-z0-9_-]{3,256}$")
+
+T = TypeVar("T")
+EnsembleFactory = Callable[[], Ensemble]
+
+# The process's registered ensembles: the workflow function finds its ensemble here by name,
+# in whichever process recovers or dequeues the run.
+_registry: dict[str, EnsembleFactory] = {}
+_registry_lock = threading.Lock()
+_STEPS = DBOSSteps()
+
+
+class DurableRunError(TaskExecutionError):
+    """A durable run failed; ``completed_outputs`` holds what its finished tasks produced."""
+
+
+@dataclass(frozen=True)
+class RunInfo:
+    """What the database knows of one run."""
+
+    run_id: str
+    ensemble: str | None
+    status: str  # PENDING, ENQUEUED, SUCCESS, ERROR, CANCELLED, ...
+    created_at: datetime | None
+    error: str | None = None
+
+
+def database_url(url: str | None = None) -> str:
+    """The database to use: ``url``, else ``$AGENTENSEMBLE_DATABASE_URL``, else a SQLite file."""
+    chosen = url or os.environ.get(DATABASE_ENV) or DEFAULT_DATABASE_URL
+    if not chosen.startswith(("sqlite:///", "postgresql://", "postgres://")):
+        raise ConfigurationError(
+            f"database URL {chosen.split('@')[-1]!r} is not supported: use sqlite:///file.sqlite "
+            f"or postgresql://... (argument database_url= or ${DATABASE_ENV})"
+        )
+    return chosen
+
+
+@DBOS.workflow(name=WORKFLOW_NAME)
+async def _durable_run(name: str, inputs: dict[str, Any]) -> dict[str, Any]:
+    """One durable run: the ensemble rebuilt from its factory, every call a checkpointed step."""
+    ensemble = _build(name)
+    with use_step_runner(_STEPS):
+        try:
+            output = await ensemble.arun(inputs)
+        except TaskExecutionError as error:
+            return {
+                "error": f"{type(error).__name__}: {error}",
+                "completed_outputs": [o.model_dump(mode="json") for o in error.completed_outputs],
+            }
+    return {"output": output.model_dump(mode="json", exclude={"tool_metrics"})}
+
+
+def _build(name: str) -> Ensemble:
+    with _registry_lock:
+        factory = _registry.get(name)
+    if factory is None:
+        known = ", ".join(sorted(_registry)) or "none"
+        raise ConfigurationError(
+            f"no ensemble is registered as {name!r} in this process (registered: {known}); "
+            "import the module that registers it before launching the runtime"
+        )
+    ensemble = factory()
+    if not isinstance(ensemble, Ensemble):
+        raise ConfigurationError(
+            f"the factory registered as {name!r} returned {type(ensemble).__name__}, not an "
+            "Ensemble"
+        )
+    return ensemble
+
+
+def _output_from(result: Any, run_id: str) -> EnsembleOutput:
+    if not isinstance(result, dict):
+        raise DurableRunError(f"run {run_id!r} ended without an ensemble output: {result!r}")
+    if "output" in result:
+        return EnsembleOutput.model_validate(result["output"])
+    completed = [TaskOutput.model_validate(o) for o in result.get("completed_outputs", [])]
+    raise DurableRunError(
+        f"run {run_id!r} failed: {result.get('error')}", completed_outputs=completed
+    )
+
+
+class DurableRuntime:
+    """Runs registered ensembles durably on DBOS (SQLite by default, Postgres for many workers).
+
+    One per process. Register every ensemble by a stable name, then ``launch()``: that also
+    resumes this application's runs that a crash interrupted. ``run()`` runs now in this
+    process; ``submit()`` queues a run for whichever worker is free.
+    """
+
+    def __init__(
+        self,
+        database_url: str | None = None,
+        *,
+        app_name: str = "agentensemble",
+        worker_concurrency: int = 4,
+        concurrency: int | None = None,
+        max_runs_per_period: tuple[int, float] | None = None,
+        worker_id: str | None = None,
+    ) -> None:
+        if not _APP_NAME.match(app_name):
+            raise ConfigurationError(
+                f"app_name {app_name!r} must be 3-256 characters of a-z, 0-9, _ and -"
+            )
+        if worker_concurrency < 1:
+            raise ConfigurationError(f"worker_concurrency must be >= 1, got {worker_concurrency}")
+        self.database_url: str = globals()["database_url"](database_url)
+        self.app_name = app_name
+        # each worker process needs its own id: at launch a worker resumes the unfinished runs
+        # recorded under its id, so two live workers sharing one would run a run twice
+        self.worker_id = worker_id or os.environ.get(WORKER_ENV) or "local"
+        self._launched = False
+        DBOS(
+            config={
+                "name": app_name,
+                "system_database_url": self.database_url,
+                "log_level": "WARNING",
+                "executor_id": self.worker_id,
+            }
+        )
+        self._queue_settings: dict[str, Any] = {
+            "worker_concurrency": worker_concurrency,
+            "global_concurrency": concurrency,
+            "limiter": None,
+        }
+        if max_runs_per_period is not None:
+            limit, period = max_runs_per_period
+            self._queue_settings["limiter"] = {"limit": limit, "period": period}
+        self._queue: Queue | None = None
+
+    # -- set-up -------------------------------------------------------------------------------
+
+    def register(self, name: str, ensemble: Ensemble | EnsembleFactory) -> None:
+        """Make ``ensemble`` (or a zero-argument factory building it) runnable as ``name``.
+
+        A factory is called for every run, so each run gets fresh tools and state; register
+        the same names in every worker process (the module the worker command imports).
+        """
+        if not name or not name.strip():
+            raise ConfigurationError("an ensemble needs a non-blank name to run durably")
+        factory: EnsembleFactory
+        if isinstance(ensemble, Ensemble):
+            built = ensemble
+
+            def factory() -> Ensemble:
+                return built
+        elif callable(ensemble):
+            factory = ensemble
+        else:
+            raise ConfigurationError(
+                f"register({name!r}, ...) needs an Ensemble or a function returning one; got "
+                f"{type(ensemble).__name__}"
+            )
+        with _registry_lock:
+            _registry[name] = factory
+
+    def launch(self) -> None:
+        """Check every registered ensemble builds, then start DBOS (resuming interrupted runs)."""
+        with _registry_lock:
+            names = list(_registry)
+        if not names:
+            raise ConfigurationError(
+                "no ensemble is registered: call runtime.register(name, ensemble) before launch()"
+            )
+        for name in names:
+            _build(name)  # the determinism guard: a run must find its ensemble at recovery
+        _quiet_dbos_logs()
+        DBOS.launch()
+        self._queue = DBOS.register_queue(
+            QUEUE_NAME,
+            polling_interval_sec=0.2,
+            on_conflict="always_update",
+            **self._queue_settings,
+        )
+        self._launched = True
+
+    def shutdown(self) -> None:
+        """Stop DBOS in this process; unfinished runs stay in the database to resume later."""
+        DBOS.destroy(destroy_registry=False)
+        self._launched = False
+
+    # -- runs ---------------------------------------------------------------------------------
+
+    async def arun(
+        self, name: str, inputs: Mapping[str, Any] | None = None, *, run_id: str | None = None
+    ) -> EnsembleOutput:
+        """Run ``name`` in this process and wait for its output (resumes ``run_id`` if known)."""
+        self._require_launched()
+        _build(name)
+        with SetWorkflowID(run_id) if run_id else _nothing():
+            handle = await DBOS.start_workflow_async(_durable_run, name, dict(inputs or {}))
+        return _output_from(await handle.get_result(), handle.workflow_id)
+
+    async def asubmit(
+        self, name: str, inputs: Mapping[str, Any] | None = None, *, run_id: str | None = None
+    ) -> str:
+        """Queue a run of ``name`` for any worker; its run id (``run_id`` makes it idempotent)."""
+        self._require_launched()
+        _build(name)
+        with SetWorkflowID(run_id) if run_id else _nothing():
+            assert self._queue is not None
+            handle = await self._queue.enqueue_async(_durable_run, name, dict(inputs or {}))
+        return handle.workflow_id
+
+    async def aresult(self, run_id: str) -> EnsembleOutput:
+        """Wait for run ``run_id`` (started here or anywhere) and return its output."""
+        self._require_launched()
+        handle: Any = await DBOS.retrieve_workflow_async(run_id)
+        return _output_from(await handle.get_result(), run_id)
+
+    def run(
+        self, name: str, inputs: Mapping[str, Any] | None = None, *, run_id: str | None = None
+    ) -> EnsembleOutput:
+        """Synchronous ``arun``."""
+        return _sync(self.arun(name, inputs, run_id=run_id))
+
+    def submit(
+        self, name: str, inputs: Mapping[str, Any] | None = None, *, run_id: str | None = None
+    ) -> str:
+        """Synchronous ``asubmit``."""
+        return _sync(self.asubmit(name, inputs, run_id=run_id))
+
+    def result(self, run_id: str) -> EnsembleOutput:
+        """Synchronous ``aresult``."""
+        return _sync(self.aresult(run_id))
+
+    def status(self, run_id: str) -> RunInfo:
+        """What the database knows of ``run_id``."""
+        self._require_launched()
+        found = DBOS.get_workflow_status(run_id)
+        if found is None:
+            raise KeyError(f"no durable run with id {run_id!r}")
+        return _info(found)
+
+    def list_runs(self, *, status: str | None = None, limit: int = 100) -> list[RunInfo]:
+        """The newest runs first, optionally only those with ``status``."""
+        self._require_launched()
+        found = DBOS.list_workflows(
+            name=WORKFLOW_NAME, status=status, limit=limit, sort_desc=True, load_output=False
+        )
+        return [_info(w) for w in found]
+
+    def recover(self, worker_id: str) -> list[str]:
+        """Take over the unfinished runs of a worker known to be dead; their run ids.
+
+        A worker resumes its own runs when it starts again under the same id; when it will not
+        come back, any live worker can take its runs over with this (or the ``recover``
+        command). Never call it for a worker that is still running: its runs would run twice.
+        """
+        self._require_launched()
+        if worker_id == self.worker_id:
+            raise ConfigurationError(
+                f"worker {worker_id!r} is this process: its runs resume when it launches"
+            )
+        handles = DBOS._recover_pending_workflows([worker_id])  # no public API for this yet
+        return [handle.workflow_id for handle in handles]
+
+    def cancel(self, run_id: str) -> None:
+        """Stop ``run_id``: no further step starts; it can be resumed later with DBOS tools."""
+        self._require_launched()
+        DBOS.cancel_workflow(run_id)
+
+    def _require_launched(self) -> None:
+        if not self._launched:
+            raise ConfigurationError("the durable runtime is not launched: call launch() first")
+
+
+def _info(status: Any) -> RunInfo:
+    created = getattr(status, "created_at", None)
+    inputs = getattr(status, "input", None)
+    args = getattr(inputs, "args", None) or (inputs.get("args") if isinstance(inputs, dict) else ())
+    return RunInfo(
+        run_id=status.workflow_id,
+        ensemble=args[0] if args else None,
+        status=str(status.status),
+        created_at=datetime.fromtimestamp(created / 1000, tz=timezone.utc) if created else None,
+        error=str(status.error) if getattr(status, "error", None) else None,
+    )
+
+
+class _nothing:
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, *exc: object) -> None:
+        return None
+
+
+def _sync(coro: Coroutine[Any, Any, T]) -> T:
+    return run_on_background_loop(coro)
+
+
+def _quiet_dbos_logs() -> None:
+    import logging
+
+    logging.getLogger("dbos").setLevel(logging.WARNING)
+
+
+__all__ = [
+    "DATABASE_ENV",
+    "DEFAULT_DATABASE_URL",
+    "WORKER_ENV",
+    "DurableRunError",
+    "DurableRuntime",
+    "RunInfo",
+    "database_url",
+]

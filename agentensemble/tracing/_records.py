@@ -1,0 +1,86 @@
+"""Turning event values into trace data: redacted, JSON-safe, plain dicts.
+
+The recorder stores these dicts while a run goes and validates them into an ``ExecutionTrace``
+once at the end. Events the recorder has no special place for become ``EventRecord`` data, so
+whatever a workflow emits (guardrail checks, a new event type) still lands in the trace.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from datetime import datetime, timezone
+from typing import Any
+
+from pydantic import BaseModel
+
+from agentensemble.logging import redact, redact_text
+from agentensemble.outputs import TokenUsage
+from agentensemble.tracing.trace import ErrorInfo
+
+Record = dict[str, Any]
+
+#: Fields every event carries, already known from where the record is filed.
+_FILED_BY = frozenset({"run_id", "task_index"})
+
+
+def now() -> datetime:
+    return datetime.now(timezone.utc)
+
+
+def text(value: Any) -> str | None:
+    return None if value is None else redact_text(str(value))
+
+
+def _plain(value: Any) -> Any:
+    if isinstance(value, BaseModel):
+        return value.model_dump(mode="json")
+    if isinstance(value, BaseException):
+        return error_record(value)
+    return repr(value)
+
+
+def json_safe(value: Any) -> Any:
+    """``value`` redacted and reduced to JSON data (models dumped, other objects as repr)."""
+    return json.loads(json.dumps(redact(value), default=_plain))
+
+
+def error_record(error: BaseException) -> Record:
+    return {"type": type(error).__name__, "message": redact_text(str(error))}
+
+
+def error_info(error: BaseException) -> ErrorInfo:
+    return ErrorInfo(**error_record(error))
+
+
+def counts(usage: TokenUsage) -> Record:
+    return {
+        "prompt_tokens": usage.prompt_tokens,
+        "completion_tokens": usage.completion_tokens,
+        "total_tokens": usage.total_tokens,
+    }
+
+
+def event_record(event: Any) -> Record:
+    """Any event as an ``EventRecord``: its type name, when it arrived, its other fields."""
+    fields: Record = {}
+    if dataclasses.is_dataclass(event) and not isinstance(event, type):
+        for item in dataclasses.fields(event):
+            if item.name not in _FILED_BY:
+                value = getattr(event, item.name)
+                fields[item.name] = json_safe(
+                    _plain(value) if isinstance(value, BaseModel) else value
+                )
+    return {"type": type(event).__name__, "at": now(), "fields": fields}
+
+
+__all__ = [
+    "Record",
+    "counts",
+    "error_info",
+    "error_record",
+    "event_record",
+    "json_safe",
+    "now",
+    "text",
+]

@@ -1,0 +1,43 @@
+"""A durable app for the worker tests: each run calls one tool that records which worker ran it.
+
+Workers: ``python -m agentensemble.durable worker _queue_app --worker-id w1`` with
+``AGENTENSEMBLE_DATABASE_URL`` and ``QUEUE_APP_LOG`` (the file the tool appends to) set.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+
+from agentensemble import Agent, Ensemble, Task, tool
+from agentensemble.durable import DurableRuntime
+from agentensemble.llm.types import ChatResponse, Message, ToolSpec
+from agentensemble.testing import FunctionChatModel, tool_call
+
+
+@tool
+def record(item: str) -> str:
+    """Record that this worker handled ``item``; slow items take a while (a long run)."""
+    if item.startswith("slow"):
+        time.sleep(float(os.environ.get("QUEUE_APP_SLOW", "0")))
+    with open(os.environ["QUEUE_APP_LOG"], "a") as log:
+        log.write(f"{item} {os.environ.get('AGENTENSEMBLE_WORKER_ID', '?')}\n")
+    return f"recorded {item}"
+
+
+def clerk(messages: list[Message], tools: list[ToolSpec] | None) -> ChatResponse | str:
+    """Calls record(item) once, then answers: the item is the last word of the task."""
+    if any(message["role"] == "tool" for message in messages):
+        return "done"
+    item = str(messages[1]["content"]).split("Record ", 1)[1].split()[0]
+    return tool_call("record", {"item": item})
+
+
+def build() -> Ensemble:
+    model = FunctionChatModel(clerk)
+    agent = Agent(role="Clerk", goal="Record the item", tools=[record], llm=model)
+    return Ensemble(tasks=[Task(description="Record {item}", agent=agent)])
+
+
+runtime = DurableRuntime(worker_concurrency=int(os.environ.get("QUEUE_APP_CONCURRENCY", "4")))
+runtime.register("record", build)

@@ -1,0 +1,154 @@
+"""Crash and resume: a run killed with SIGKILL resumes and finishes without paying twice.
+
+The app runs in a real subprocess against the local OpenAI-compatible server; the server kills
+it when a chosen request arrives. Restarted on the same database, the run resumes: no model
+request that had been answered is sent again, no tool call that had completed runs again, and
+the output equals an uninterrupted run's.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from agentensemble.testing import OpenAICompatibleServer
+from agentensemble.testing.openai_server import TextReply, ToolCallsReply
+
+APP = Path(__file__).with_name("_notes_app.py")
+LOGICAL_REQUESTS = 4  # task one: tools, answer; task two: tool, answer
+
+
+def reply_for(body: dict[str, Any]) -> TextReply | ToolCallsReply:
+    """The model, as a function of the conversation (so a resent request gets the same answer)."""
+    messages = body["messages"]
+    prompt = str(messages[1]["content"])
+    tool_results = sum(1 for m in messages if m["role"] == "tool")
+    if "Task two" in prompt:  # task two's prompt quotes task one's output as context
+        if tool_results == 0:
+            return ToolCallsReply(calls=(("note", '{"text": "c"}'),))
+        return TextReply("two done")
+    if tool_results == 0:
+        return ToolCallsReply(calls=(("note", '{"text": "a"}'), ("note", '{"text": "b"}')))
+    return TextReply("one done")
+
+
+def run_app(db: str, server: OpenAICompatibleServer, workdir: Path, run_id: str, **env: str) -> Any:
+    return subprocess.run(
+        [sys.executable, str(APP), db, server.base_url, str(workdir), run_id],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, "PYTHONUNBUFFERED": "1", **env},
+    )
+
+
+class KillOnArrival:
+    """Answers like ``reply_for``; SIGKILLs the app when request number ``kill_at`` arrives."""
+
+    def __init__(self, workdir: Path, kill_at: int | None) -> None:
+        self.workdir, self.kill_at = workdir, kill_at
+        self.arrived = 0
+        self.answered: list[str] = []
+        self._lock = threading.Lock()
+
+    def __call__(self, body: dict[str, Any]) -> TextReply | ToolCallsReply:
+        with self._lock:
+            self.arrived += 1
+            number = self.arrived
+        if number == self.kill_at:
+            os.kill(int((self.workdir / "pid").read_text()), signal.SIGKILL)
+            return TextReply("never delivered: the client is dead", delay=1.0)
+        reply = reply_for(body)
+        with self._lock:
+            self.answered.append(repr(reply))
+        return reply
+
+
+def uninterrupted(tmp_path: Path) -> dict[str, Any]:
+    workdir = tmp_path / "baseline"
+    workdir.mkdir()
+    with OpenAICompatibleServer() as server:
+        server.set_responder(KillOnArrival(workdir, kill_at=None))
+        done = run_app(f"sqlite:///{workdir}/runs.sqlite", server, workdir, "baseline-run")
+    assert done.returncode == 0, done.stderr
+    return dict(json.loads(done.stdout.strip().splitlines()[-1]))
+
+
+@pytest.mark.parametrize("kill_at", [2, 3, 4])
+def test_a_killed_run_resumes_without_resending_answered_requests_or_rerunning_tools(
+    tmp_path: Path, kill_at: int
+) -> None:
+    expected = uninterrupted(tmp_path)
+    workdir = tmp_path / "crash"
+    workdir.mkdir()
+    db = f"sqlite:///{workdir}/runs.sqlite"
+    with OpenAICompatibleServer() as server:
+        model = KillOnArrival(workdir, kill_at=kill_at)
+        server.set_responder(model)
+        crashed = run_app(db, server, workdir, "run-1")
+        assert crashed.returncode == -signal.SIGKILL, crashed.stderr
+        effects_before = (workdir / "effects.log").read_text().split()
+
+        resumed = run_app(db, server, workdir, "run-1")
+
+    assert resumed.returncode == 0, resumed.stderr
+    output = json.loads(resumed.stdout.strip().splitlines()[-1])
+    assert output == expected
+    # every logical request answered exactly once; only the one in flight at the kill came twice
+    assert len(model.answered) == LOGICAL_REQUESTS
+    assert model.arrived == LOGICAL_REQUESTS + 1
+    # each tool call's side effect happened exactly once, across both processes
+    effects = (workdir / "effects.log").read_text().split()
+    assert sorted(effects) == ["a", "b", "c"]
+    assert effects[: len(effects_before)] == effects_before
+
+
+def test_a_run_recovered_by_changed_code_is_reported_not_mixed(tmp_path: Path) -> None:
+    db = f"sqlite:///{tmp_path}/runs.sqlite"
+    with OpenAICompatibleServer() as server:
+        model = KillOnArrival(tmp_path, kill_at=3)
+        server.set_responder(model)
+        crashed = run_app(db, server, tmp_path, "run-1")
+        assert crashed.returncode == -signal.SIGKILL, crashed.stderr
+
+        changed = run_app(db, server, tmp_path, "run-1", WRITER_ROLE="Editor")
+
+    assert changed.returncode != 0
+    assert "diverged from its checkpoints" in changed.stderr
+    assert "model:Editor" in changed.stderr
+    assert model.arrived == 3  # nothing was sent for the changed code's first turn
+
+
+def test_a_parallel_run_checkpoints_every_concurrent_call_as_its_own_step(tmp_path: Path) -> None:
+    import sqlite3
+
+    db = f"sqlite:///{tmp_path}/runs.sqlite"
+    with OpenAICompatibleServer() as server:
+        server.set_responder(KillOnArrival(tmp_path, kill_at=None))
+        done = run_app(db, server, tmp_path, "parallel-1", NOTES_WORKFLOW="parallel")
+    assert done.returncode == 0, done.stderr
+    output = json.loads(done.stdout.strip().splitlines()[-1])
+    assert output["tasks"] == ["one done", "two done"]
+
+    with sqlite3.connect(tmp_path / "runs.sqlite") as connection:
+        steps = [
+            name
+            for (name,) in connection.execute(
+                "SELECT function_name FROM operation_outputs WHERE workflow_uuid = 'parallel-1'"
+            )
+        ]
+    # 4 model turns and 3 tool calls, each a step named after its task
+    assert sorted(steps) == sorted(
+        ["task1:model:Writer"] * 2
+        + ["task1:tool:note"] * 2
+        + ["task2:model:Writer"] * 2
+        + ["task2:tool:note"]
+    )
