@@ -117,7 +117,8 @@ class RunBoard:
         run.apply(event)
         run.store(event)
         self._hub.publish({"kind": "event", "event": event})
-        self._hub.publish({"kind": "run", "run": run.summary()})
+        if event["type"] != "TokenDelta":  # a streamed word changes nothing in the summary
+            self._hub.publish({"kind": "run", "run": run.summary()})
 
     def summaries(self) -> list[dict[str, Any]]:
         """Every run's summary, newest first."""

@@ -39,6 +39,7 @@ from agentensemble_web._sanitize import clean, clean_text
 MAX_BATCH = 1_000
 MAX_WAIT_SECONDS = 30.0
 KEEPALIVE_SECONDS = 15.0
+MAX_MESSAGES_PER_WRITE = 500
 _STATIC = {"app.js": "text/javascript", "app.css": "text/css", "index.html": "text/html"}
 
 
@@ -168,9 +169,16 @@ def create_app(token: str, host: str, port: int, allowed_hosts: tuple[str, ...] 
                     except asyncio.TimeoutError:
                         yield ": keep-alive\n\n"
                         continue
+                    chunk = []
+                    while message is not None:  # send what is queued in one write
+                        chunk.append(f"data: {json.dumps(message, ensure_ascii=True)}\n\n")
+                        if sub.queue.empty() or len(chunk) >= MAX_MESSAGES_PER_WRITE:
+                            break
+                        message = sub.queue.get_nowait()
+                    if chunk:
+                        yield "".join(chunk)
                     if message is None:
                         break
-                    yield f"data: {json.dumps(message, ensure_ascii=True)}\n\n"
             finally:
                 state.hub.unsubscribe(sub)
 
