@@ -10,6 +10,7 @@ characters become visible escapes). Markup is made inert by the page, which only
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 from agentensemble._display import escape_for_display
@@ -30,6 +31,8 @@ def clean(value: Any, depth: int = 0) -> Any:
     """A bounded, escaped copy of a decoded JSON value (see the module docstring)."""
     if isinstance(value, str):
         return clean_text(value)
+    if isinstance(value, float) and not math.isfinite(value):
+        return None  # Python's JSON reads Infinity and NaN; a browser's cannot
     if value is None or isinstance(value, bool | int | float):
         return value
     if depth >= MAX_DEPTH:

@@ -13,6 +13,7 @@ import atexit
 import queue
 import threading
 import time
+import weakref
 from typing import Any
 
 import httpx
@@ -21,6 +22,19 @@ from agentensemble.logging import get_logger, register_secret
 from agentensemble_web.wire import event_to_json
 
 MAX_BACKOFF_SECONDS = 2.0
+EXIT_FLUSH_SECONDS = 1.0
+"""At interpreter exit, how long every listener together may take to post what is queued."""
+
+_LIVE: weakref.WeakSet[WebConsole] = weakref.WeakSet()
+
+
+def _flush_all_at_exit() -> None:
+    deadline = time.monotonic() + EXIT_FLUSH_SECONDS
+    for listener in list(_LIVE):
+        listener.flush(max(0.0, deadline - time.monotonic()))
+
+
+atexit.register(_flush_all_at_exit)
 
 
 class WebConsole:
@@ -96,7 +110,7 @@ class WebConsole:
                     target=self._send_loop, name="agentensemble-web-console", daemon=True
                 )
                 self._thread.start()
-                atexit.register(self.flush, 1.0)
+                _LIVE.add(self)
 
     def _next_batch(self) -> list[dict[str, Any]]:
         try:

@@ -171,3 +171,24 @@ def test_a_stuck_console_never_blocks_on_event() -> None:
         assert listener.delivered == 0
     finally:
         sock.close()
+
+
+def test_an_event_that_cannot_be_converted_is_skipped_not_raised(
+    console: WebConsoleServer,
+) -> None:
+    from dataclasses import dataclass
+
+    class Hostile:
+        def __repr__(self) -> str:
+            raise RuntimeError("no repr for you")
+
+    @dataclass(frozen=True)
+    class Strange:
+        run_id: str
+        payload: object
+
+    listener = WebConsole(console.url, console.token)
+    listener.on_event(Strange("r", Hostile()))  # must not raise into the run
+    listener.on_event(Strange("r", "fine"))
+    assert listener.flush(10)
+    assert listener.delivered == 1

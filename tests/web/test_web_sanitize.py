@@ -50,3 +50,9 @@ def test_sizes_and_depth_are_bounded() -> None:
     assert len(kept["long"]) < MAX_TEXT + 50
     assert len(kept["many"]) == MAX_ITEMS
     assert "nested too deeply" in json.dumps(kept["deep"])
+
+
+def test_values_a_browser_cannot_parse_are_dropped() -> None:
+    kept = clean(json.loads('{"a": Infinity, "b": NaN, "c": [-Infinity, 1.5]}'))
+    assert kept == {"a": None, "b": None, "c": [None, 1.5]}
+    json.dumps(kept, allow_nan=False)
