@@ -40,7 +40,12 @@ MAX_BATCH = 1_000
 MAX_WAIT_SECONDS = 30.0
 KEEPALIVE_SECONDS = 15.0
 MAX_MESSAGES_PER_WRITE = 500
-_STATIC = {"app.js": "text/javascript", "app.css": "text/css", "index.html": "text/html"}
+_STATIC = {
+    "app.js": "text/javascript",
+    "timeline.js": "text/javascript",
+    "app.css": "text/css",
+    "index.html": "text/html",
+}
 
 
 class ConsoleState:

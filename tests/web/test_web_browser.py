@@ -203,3 +203,42 @@ def test_hostile_run_text_is_shown_as_text(driver: Any, console: WebConsoleServe
     assert not driver.find_elements(By.ID, "pwned")
     text = driver.find_element(By.ID, "timeline").text
     assert "<img src=x" in text and "\\u202eevil" in text and "\u202e" not in text
+
+
+def test_parallel_tasks_show_as_overlapping_bars(driver: Any, console: WebConsoleServer) -> None:
+    import asyncio
+
+    from agentensemble import Agent, Ensemble, Task, Workflow
+    from agentensemble.testing import FunctionChatModel
+    from agentensemble_web import WebConsole
+
+    both_started = asyncio.Event()
+    arrived: list[int] = []
+
+    async def meet_then_answer(messages: Any, tools: Any) -> str:
+        arrived.append(1)  # both tasks are in their model call before either finishes
+        if len(arrived) >= 2:
+            both_started.set()
+        await asyncio.wait_for(both_started.wait(), WAIT)
+        return "done"
+
+    agent = Agent(role="Worker", goal="Work", llm=FunctionChatModel(meet_then_answer))
+    listener = WebConsole(console.url, console.token)
+    output = Ensemble(
+        tasks=[Task(description=f"Branch {i}", expected_output="x", agent=agent) for i in (1, 2)],
+        workflow=Workflow.PARALLEL,
+        listeners=[listener],
+    ).run()
+    assert listener.flush(WAIT)
+    driver.get(console.login_url)
+    driver.get(f"{console.url}/#/run/{output.run_id}")
+    bars = _wait(
+        driver, lambda d: len(d.find_elements(By.CSS_SELECTOR, "#gantt .bar")) == 2, "two bars"
+    )
+    assert bars
+    spans = driver.execute_script(
+        "return [...document.querySelectorAll('#gantt .bar')].map("
+        "b => {const r = b.getBoundingClientRect(); return [r.left, r.right];});"
+    )
+    (a_left, a_right), (b_left, b_right) = spans
+    assert a_left < b_right and b_left < a_right, spans  # the branches ran at the same time

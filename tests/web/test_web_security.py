@@ -18,6 +18,7 @@ from agentensemble_web import WebConsoleServer
 ROUTES = [
     ("GET", "/"),
     ("GET", "/static/app.js"),
+    ("GET", "/static/timeline.js"),
     ("GET", "/static/app.css"),
     ("GET", "/api/session"),
     ("GET", "/api/stream"),
