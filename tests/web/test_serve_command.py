@@ -11,6 +11,7 @@ import threading
 from pathlib import Path
 
 import httpx
+import pytest
 
 from agentensemble.cli import build_parser
 
@@ -50,3 +51,25 @@ def test_serve_prints_a_login_url_that_logs_in() -> None:
     finally:
         process.terminate()
         process.wait(timeout=10)
+
+
+def test_neither_the_library_nor_the_cli_loads_the_web_extra() -> None:
+    code = (
+        "import sys, agentensemble, agentensemble.cli; agentensemble.cli.build_parser(); "
+        "print([m for m in ('agentensemble_web', 'starlette', 'uvicorn') if m in sys.modules])"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, cwd=REPO_ROOT
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "[]"
+
+
+def test_serve_without_the_web_extra_says_how_to_install_it(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from agentensemble.cli import EXIT_USAGE, main
+
+    monkeypatch.setitem(sys.modules, "agentensemble_web.server", None)  # as if not installed
+    assert main(["serve", "--port", "0"]) == EXIT_USAGE
+    assert "pip install 'agentensemble[web]'" in capsys.readouterr().err
