@@ -31,6 +31,7 @@ lint: $(STAMP)
 bench: $(STAMP)
 	$(PY) benchmarks/run.py
 	$(PY) benchmarks/workflows.py
+	$(PY) benchmarks/durable.py
 
 bench-peers: $(STAMP)  # installs each peer into benchmarks/.peers/ (git-ignored) first
 	$(PY) benchmarks/peers.py --install

@@ -265,26 +265,8 @@ class Ensemble(BaseModel):
         self, agent: Agent, index: int, task: Task, cache: dict[str, ChatModel]
     ) -> ChatModel:
         chosen = agent.llm if agent.llm is not None else self.llm
-        if chosen is None:
-            who = "its synthesised agent" if task.agent is None else f"agent {agent.role!r}"
-            raise ConfigurationError(
-                f"task {index} ({task.label!r}): {who} has no model. Set Agent(llm=...) or "
-                "Ensemble(llm=...) to a model name such as 'openai/gpt-4o-mini', an LLM or a "
-                "ChatModel"
-            )
-        from agentensemble.llm.litellm_model import LLM  # litellm itself stays lazy
-
-        if isinstance(chosen, str):
-            if chosen not in cache:
-                cache[chosen] = LLM(model=chosen)
-            chosen = cache[chosen]
-        if isinstance(chosen, LLM):
-            try:  # a missing key or a bad base URL fails here, before any model call
-                chosen.check_settings()
-            except ConfigurationError as error:
-                raise ConfigurationError(f"task {index} ({task.label!r}): {error}") from None
-        model: ChatModel = chosen
-        return model
+        who = "its synthesised agent" if task.agent is None else f"agent {agent.role!r}"
+        return resolve_model(chosen, f"task {index} ({task.label!r}): {who}", cache)
 
     # -- running ------------------------------------------------------------------------------
 

@@ -31,7 +31,7 @@ import sys
 import textwrap
 import time
 import weakref
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Awaitable, Callable, Coroutine, Iterator
 from datetime import date
 from pathlib import Path
 from typing import Any
@@ -213,7 +213,7 @@ def bench_concurrent(rounds: int, ensembles: int = 50, runs: int = 4) -> list[Ro
 
             await asyncio.gather(*(one() for _ in range(ensembles)))
 
-        variants: dict[str, Callable[[], Awaitable[None]]] = {
+        variants: dict[str, Callable[[], Coroutine[Any, Any, None]]] = {
             "raw litellm.acompletion": raw,
             "LLM.complete, openai lane": lambda: calls_on("openai"),
             "ensembles, openai lane": lambda: ensembles_on("openai"),

@@ -34,9 +34,19 @@ from agentensemble.tools.resolver import ToolResolver
 if TYPE_CHECKING:
     from agentensemble.ensemble import Ensemble
 
-TOP_LEVEL = ("model", "manager_model", "workflow", "verbose", "review", "agents", "tasks")
+#: Workflow settings passed to Ensemble as they are (crew-file key -> Ensemble field).
+WORKFLOW_SETTINGS = {
+    "max_concurrency": "max_concurrency",
+    "parallel_error_strategy": "parallel_error_strategy",
+    "manager_model": "manager_llm",
+    "manager_max_iterations": "manager_max_iterations",
+    "max_delegation_depth": "max_delegation_depth",
+}
+TOP_LEVEL = ("model", "workflow", "verbose", "review", "agents", "tasks", *WORKFLOW_SETTINGS)
 #: Ensemble fields a file sets otherwise (model:, review:, the sections) or never (objects).
-_NOT_PLAIN = frozenset({"tasks", "agents", "llm", "review_handler", "review_policy", "listeners"})
+_NOT_PLAIN = frozenset(
+    {"tasks", "agents", "llm", "manager_llm", "review_handler", "review_policy", "listeners"}
+)
 REVIEW_KEYS = ("policy", "handler", "url", "secret_env", "timeout")
 _SCALARS: dict[str, Any] = {"str": str, "int": int, "float": float, "bool": bool}
 _YAML_ONLY = {"name"}  # the entry's name in list form
@@ -73,11 +83,10 @@ def build_ensemble(doc: Located) -> Ensemble:
     agents = _agents(doc, data.get("agents") or {})
     tasks = _tasks(doc, data.get("tasks"), agents)
     settings: dict[str, Any] = {"tasks": tasks, "agents": list(agents.values())}
-    if data.get("model") is not None:
-        settings["llm"] = data["model"]
-    if data.get("manager_model") is not None:  # like model:, for the hierarchical manager
-        settings["manager_llm"] = data["manager_model"]
-    settings.update({key: data[key] for key in plain if data.get(key) is not None})
+    names = {"model": "llm", **WORKFLOW_SETTINGS, **{key: key for key in plain}}
+    for key, field in names.items():
+        if data.get(key) is not None:
+            settings[field] = data[key]
     if data.get("review") is not None:
         settings.update(_review(doc, data["review"]))
     ensemble: Ensemble = _construct(doc, (), Ensemble, settings, whole=("tasks",))

@@ -3,6 +3,9 @@
     python -m agentensemble.durable worker myapp.durable_runs [--worker-id w1]
     python -m agentensemble.durable recover myapp.durable_runs DEAD_WORKER_ID
     python -m agentensemble.durable runs myapp.durable_runs [--status PENDING]
+    python -m agentensemble.durable reviews RUN_ID [--database URL]
+    python -m agentensemble.durable decide RUN_ID REVIEW_ID continue|edit|exit_early
+        [--text TEXT] [--database URL]
 
 MODULE (or MODULE:ATTRIBUTE) is the user's module that builds a ``DurableRuntime`` and registers
 its ensembles; the attribute defaults to the one DurableRuntime found in the module.
@@ -18,7 +21,9 @@ import sys
 import threading
 from collections.abc import Sequence
 
-from agentensemble.durable._runtime import WORKER_ENV, DurableRuntime
+from agentensemble._display import escape_for_display
+from agentensemble.durable._client import DurableClient, ReviewClosedError
+from agentensemble.durable._runtime import DATABASE_ENV, WORKER_ENV, DurableRuntime
 from agentensemble.errors import ConfigurationError
 
 EXIT_OK, EXIT_USAGE = 0, 2
@@ -81,6 +86,37 @@ def _runs(target: str, status: str | None) -> int:
     return EXIT_OK
 
 
+def _reviews(run_id: str, database: str | None) -> int:
+    client = DurableClient(database)
+    try:
+        for review in client.pending_reviews(run_id):
+            request = review["request"]
+            shown = escape_for_display(str(request.get("output", "")))
+            print(f"{review['review_id']}\t{request.get('timing')}\t{shown}")
+    finally:
+        client.close()
+    return EXIT_OK
+
+
+def _decide(args: argparse.Namespace) -> int:
+    client = DurableClient(args.database)
+    try:
+        client.decide(
+            args.run_id,
+            args.review_id,
+            args.decision,
+            revised_output=args.text if args.decision == "edit" else None,
+            reason=args.text if args.decision == "exit_early" else None,
+        )
+    except (ReviewClosedError, ValueError) as error:
+        print(f"agentensemble.durable: {error}", file=sys.stderr)
+        return EXIT_USAGE
+    finally:
+        client.close()
+    print(f"decided {args.review_id}: {args.decision}")
+    return EXIT_OK
+
+
 def _where(runtime: DurableRuntime) -> str:
     url = runtime.database_url
     return url.split("@")[-1] if "@" in url else url
@@ -98,6 +134,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     runs = commands.add_parser("runs", help="list runs, newest first")
     runs.add_argument("target")
     runs.add_argument("--status")
+    reviews = commands.add_parser("reviews", help="list a run's pending reviews")
+    reviews.add_argument("run_id")
+    reviews.add_argument("--database", help=f"database URL (default ${DATABASE_ENV})")
+    decide = commands.add_parser("decide", help="decide a pending review")
+    decide.add_argument("run_id")
+    decide.add_argument("review_id")
+    decide.add_argument("decision", choices=("continue", "edit", "exit_early"))
+    decide.add_argument("--text", help="the revised output (edit) or the reason (exit_early)")
+    decide.add_argument("--database", help=f"database URL (default ${DATABASE_ENV})")
     args = parser.parse_args(argv)
     if getattr(args, "worker_id", None):
         os.environ[WORKER_ENV] = args.worker_id
@@ -106,6 +151,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _worker(args.target)
         if args.command == "recover":
             return _recover(args.target, args.dead_worker_id)
+        if args.command == "reviews":
+            return _reviews(args.run_id, args.database)
+        if args.command == "decide":
+            return _decide(args)
         return _runs(args.target, args.status)
     except ConfigurationError as error:
         print(f"agentensemble.durable: {error}", file=sys.stderr)

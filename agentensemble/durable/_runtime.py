@@ -8,6 +8,7 @@ in this process after a restart or in any worker sharing the database.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import threading
@@ -129,6 +130,7 @@ class DurableRuntime:
         concurrency: int | None = None,
         max_runs_per_period: tuple[int, float] | None = None,
         worker_id: str | None = None,
+        poll_interval: float = 0.2,
     ) -> None:
         if not _APP_NAME.match(app_name):
             raise ConfigurationError(
@@ -141,6 +143,10 @@ class DurableRuntime:
         # each worker process needs its own id: at launch a worker resumes the unfinished runs
         # recorded under its id, so two live workers sharing one would run a run twice
         self.worker_id = worker_id or os.environ.get(WORKER_ENV) or "local"
+        if not 0.001 <= poll_interval <= 60:
+            raise ConfigurationError(f"poll_interval must be 0.001-60 seconds, got {poll_interval}")
+        self.poll_interval = poll_interval
+        _use_wal(self.database_url)
         self._launched = False
         DBOS(
             config={
@@ -320,6 +326,23 @@ class _nothing:
 
 def _sync(coro: Coroutine[Any, Any, T]) -> T:
     return run_on_background_loop(coro)
+
+
+def _use_wal(url: str) -> None:
+    """Put a SQLite file in WAL mode (kept by the file) before DBOS opens it.
+
+    DBOS opens SQLite with a rollback journal, where every step's commit waits for the disk;
+    in WAL mode a durable turn costs about a quarter of that (benchmarks/RESULTS.md).
+    """
+    if not url.startswith("sqlite:///"):
+        return
+    import sqlite3
+
+    path = url[len("sqlite:///") :].split("?", 1)[0]
+    if not path or path == ":memory:":
+        return
+    with contextlib.closing(sqlite3.connect(path)) as connection:
+        connection.execute("PRAGMA journal_mode=WAL")
 
 
 def _quiet_dbos_logs() -> None:

@@ -13,7 +13,6 @@ is never retried. Names and texts are canonical, so a failure reads the same whi
 
 from __future__ import annotations
 
-import asyncio
 import json
 import re
 from dataclasses import dataclass
@@ -205,9 +204,8 @@ def _transport_failure(chain: list[BaseException]) -> Failure | None:
         detail = f"could not connect to{to}" if to else "could not connect"
     else:
         cause = next((str(e) for e in reversed(chain) if str(e)), "")
-        detail = f"the connection to{to} broke before a complete response" + (
-            f" ({cause})" if cause else ""
-        )
+        where = f"the connection to{to}" if to else "the connection"
+        detail = f"{where} broke before a complete response" + (f" ({cause})" if cause else "")
     return Failure("ConnectionError", None, detail, True)
 
 
@@ -310,8 +308,6 @@ def classify(exc: BaseException) -> Failure:
         status = None if _wrapper(exc) else status_code_of(exc)
     names = set().union(*(_names(e) for e in chain))
     if status is None:
-        if isinstance(exc, (TimeoutError, asyncio.TimeoutError)):
-            return Failure("Timeout", None, "no response in time", True)
         retryable = not (names & FATAL_NAMES) and bool(_names(exc) & TRANSIENT_NAMES)
         return Failure(type(exc).__name__, None, _provider_message(chain), retryable)
     message = _provider_message(chain)

@@ -18,8 +18,8 @@ import: httpx is imported on the first call.
   ``max_tokens``...; ``None`` fields dropped from messages, as litellm does), the same JSON
   encoding, the same ``Authorization``, ``OpenAI-Organization`` and ``OpenAI-Project`` headers.
 
-Streaming would be a sibling of ``send``: the same ``OpenAIRequest`` with ``"stream": true`` in
-the body and the response read as server-sent events.
+Streaming is ``_openai_stream.stream_turn``: the same request with ``"stream": true``, the
+response read as server-sent events.
 """
 
 from __future__ import annotations
@@ -238,11 +238,16 @@ async def send(request: OpenAIRequest) -> dict[str, Any]:
     return answer
 
 
+def finish_reason(value: str | None) -> str | None:
+    """A finish reason as litellm maps it (unknown ones to ``stop``; none stays none)."""
+    return None if value is None else _FINISH_REASONS.get(str(value), "stop")
+
+
 def normalise(answer: dict[str, Any]) -> dict[str, Any]:
-    """The answer with finish reasons mapped as litellm maps them (unknown ones to ``stop``)."""
+    """The answer with finish reasons mapped as litellm maps them."""
     for choice in answer.get("choices") or []:
         if isinstance(choice, dict) and choice.get("finish_reason") is not None:
-            choice["finish_reason"] = _FINISH_REASONS.get(str(choice["finish_reason"]), "stop")
+            choice["finish_reason"] = finish_reason(choice["finish_reason"])
     return answer
 
 

@@ -21,7 +21,7 @@ from pydantic import (
 )
 
 from agentensemble.errors import LLMError
-from agentensemble.llm import _model_table, _openai_lane
+from agentensemble.llm import _model_table, _openai_lane, _openai_stream
 from agentensemble.llm._config_checks import api_base_problem, check_model_settings
 from agentensemble.llm._lanes import Lane, LaneSetting, choose_lane
 from agentensemble.llm._litellm import is_loaded, load_litellm
@@ -215,13 +215,17 @@ class LLM(BaseModel):
         attempts = 0
         sink = current_sink()
         streaming = StreamAttempts(sink) if sink is not None else None
+        stream_request = None
+        if streaming is not None and self.effective_lane == "openai":
+            stream_request = _openai_stream.streaming_request(_openai_lane.build_request(kwargs))
 
         async def call() -> Any:
             nonlocal attempts
             attempts += 1
             if streaming is not None:  # a streaming run: stream=True, text to its sink
                 streaming.attempts = attempts
-                # both lanes stream through litellm for now (same chunks, same assembly)
+                if stream_request is not None:  # the openai lane (same chunks, same assembly)
+                    return await _openai_stream.stream_turn(stream_request, streaming, guard)
                 lite = load_litellm() if is_loaded() else await asyncio.to_thread(load_litellm)
                 return await stream_turn(lite, kwargs, streaming, guard)
             if sys.version_info >= (3, 11):

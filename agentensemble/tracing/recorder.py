@@ -67,10 +67,28 @@ class _OpenReview:
 
 
 @dataclass
+class _Counters:
+    """A task's metrics while it runs (plain attributes: cheap to bump on every turn)."""
+
+    model_seconds: float = 0.0
+    tool_seconds: float = 0.0
+    review_wait_seconds: float = 0.0
+    retries: int = 0
+
+    def metrics(self) -> TaskMetrics:
+        return TaskMetrics(
+            model_seconds=self.model_seconds,
+            tool_seconds=self.tool_seconds,
+            review_wait_seconds=self.review_wait_seconds,
+            retries=self.retries,
+        )
+
+
+@dataclass
 class _Task:
     """A task's counters (always) and its trace record (unless capture is off)."""
 
-    metrics: TaskMetrics = field(default_factory=TaskMetrics)
+    metrics: _Counters = field(default_factory=lambda: _Counters())
     record: Record | None = None
 
 
@@ -103,6 +121,7 @@ class TraceRecorder:
         self._by_output: dict[int, int] = {}
         self._messages: dict[int, tuple[Any, Any]] = {}
         self._delegations: list[tuple[float, Record]] = []
+        self._safe_arguments: dict[str, str] = {}
         self._closed = False
         self._trace: Record | None = None
         if capture != "off":
@@ -241,13 +260,21 @@ class TraceRecorder:
             "call_id": event.call_id,
             "model": event.model,
             "agent_role": event.agent_role,
-            "started_at": now(),
+            "started_at": time.time(),  # validated into a UTC datetime at the end
             "message_count": len(messages),
         }
         if self.capture == "full":
             turn["messages"] = [self._message(m) for m in messages]
         record["model_turns"].append(turn)
         self._turns[event.call_id] = turn
+
+    def _arguments(self, arguments: str) -> str:
+        """Tool arguments redacted once: the same text arrives with the model's turn, the
+        call's start and its end."""
+        safe = self._safe_arguments.get(arguments)
+        if safe is None:
+            safe = self._safe_arguments[arguments] = redact_text(arguments)
+        return safe
 
     def _message(self, message: Any) -> Any:
         """A message made safe once: the history resends the same message objects each turn."""
@@ -278,7 +305,7 @@ class TraceRecorder:
             reason = response.finish_reason  # from the provider: hostile until checked
             turn["finish_reason"] = reason if isinstance(reason, str) else None
             turn["tool_calls"] = [
-                {"id": c.id, "name": c.name, "arguments": redact_text(c.arguments)}
+                {"id": c.id, "name": c.name, "arguments": self._arguments(c.arguments)}
                 for c in response.tool_calls
             ]
 
@@ -305,8 +332,8 @@ class TraceRecorder:
         call: Record = {
             "call_id": event.call_id,
             "name": event.name,
-            "arguments": redact_text(event.arguments),
-            "started_at": now(),
+            "arguments": self._arguments(event.arguments),
+            "started_at": time.time(),
         }
         task.record["tool_calls"].append(call)
         self._tools[event.call_id] = call
@@ -324,7 +351,7 @@ class TraceRecorder:
             call = {"call_id": event.call_id, "name": record.name}
             task.record["tool_calls"].append(call)
         call.update(
-            arguments=redact_text(record.arguments),
+            arguments=self._arguments(record.arguments),
             model_arguments=text(getattr(record, "model_arguments", None)),
             output=redact_text(record.output),
             is_success=record.is_success,
@@ -392,7 +419,7 @@ class TraceRecorder:
 
     def metrics_for(self, index: int) -> TaskMetrics:
         task = self._tasks.get(index)
-        return task.metrics.model_copy() if task is not None else TaskMetrics()
+        return task.metrics.metrics() if task is not None else TaskMetrics()
 
     def complete(self, output: EnsembleOutput) -> EnsembleOutput:
         """``output`` with per-task metrics, the total cost and (unless off) the trace."""

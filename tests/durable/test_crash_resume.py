@@ -152,3 +152,16 @@ def test_a_parallel_run_checkpoints_every_concurrent_call_as_its_own_step(tmp_pa
         + ["task2:model:Writer"] * 2
         + ["task2:tool:note"]
     )
+
+
+def test_the_sqlite_database_is_put_in_wal_mode(tmp_path: Path) -> None:
+    """DBOS opens SQLite with a rollback journal (every step waits for the disk); WAL costs a
+    quarter of that per turn, and the file keeps the mode for every process that opens it."""
+    import sqlite3
+
+    with OpenAICompatibleServer() as server:
+        server.set_responder(KillOnArrival(tmp_path, kill_at=None))
+        done = run_app(f"sqlite:///{tmp_path}/runs.sqlite", server, tmp_path, "wal-1")
+    assert done.returncode == 0, done.stderr
+    with sqlite3.connect(tmp_path / "runs.sqlite") as connection:
+        assert connection.execute("PRAGMA journal_mode").fetchone() == ("wal",)

@@ -93,3 +93,32 @@ def test_a_decision_for_a_timed_out_review_is_refused(tmp_path: Path) -> None:
             client.decide("announce-2", "announce-2:999", "continue")
     finally:
         client.close()
+
+
+def test_reviews_are_listed_and_decided_from_the_command_line(tmp_path: Path) -> None:
+    db = f"sqlite:///{tmp_path}/runs.sqlite"
+    run = start(db, "start", "announce-3")
+
+    def command(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, "-m", "agentensemble.durable", *args, "--database", db],
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+
+    client = DurableClient(db)
+    try:
+        review = wait_for_review(client, "announce-3")
+    finally:
+        client.close()
+    listed = command("reviews", "announce-3")
+    assert listed.returncode == 0, listed.stderr
+    assert f"{review['review_id']}\tafter_execution\tDraft: we ship on Monday" in listed.stdout
+
+    decided = command("decide", "announce-3", review["review_id"], "exit_early", "--text", "no")
+    assert decided.returncode == 0, decided.stderr
+    assert finished(run)["exit"] == "user_exit_early"
+    again = command("decide", "announce-3", review["review_id"], "continue")
+    assert again.returncode == 2
+    assert "no longer pending" in again.stderr

@@ -1,0 +1,200 @@
+"""The queue half of ``benchmarks/durable.py``: a Postgres from pgserver, worker processes of
+``_durable_app`` started with the worker command, queue throughput and recovery of a killed
+worker's runs. Every process started here is stopped, also on failure."""
+
+from __future__ import annotations
+
+import collections
+import contextlib
+import itertools
+import os
+import signal
+import statistics
+import subprocess
+import sys
+import time
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+HERE = Path(__file__).resolve().parent
+Row = tuple[str, str, str]
+_names = itertools.count(1)
+
+
+@contextlib.contextmanager
+def postgres(work: Path) -> Iterator[str]:
+    """A Postgres server from the pgserver package in ``work``; its admin URL (unix socket)."""
+    import pgserver
+
+    server = pgserver.get_server(work / "pg", cleanup_mode="stop")
+    try:
+        yield str(server.get_uri())
+    finally:
+        server.cleanup()
+
+
+def fresh_database(admin_url: str) -> str:
+    """A new, empty database on the server at ``admin_url``; its URL."""
+    import psycopg
+
+    name = f"durable_bench_{os.getpid()}_{next(_names)}"
+    with psycopg.connect(admin_url, autocommit=True) as connection:
+        connection.execute(f"DROP DATABASE IF EXISTS {name}")
+        connection.execute(f"CREATE DATABASE {name}")
+    return admin_url.replace("/postgres?", f"/{name}?", 1)
+
+
+class Workers:
+    """Worker processes of ``_durable_app`` (the worker command); all stopped on exit."""
+
+    def __init__(self, database_url: str, logs: Path) -> None:
+        self.database_url, self.logs = database_url, logs
+        self.processes: dict[str, subprocess.Popen[bytes]] = {}
+        self.log_paths: list[Path] = []
+
+    def command(self, *args: str) -> list[str]:
+        return [sys.executable, "-m", "agentensemble.durable", *args]
+
+    def env(self, **extra: str) -> dict[str, str]:
+        return {**os.environ, "AGENTENSEMBLE_DATABASE_URL": self.database_url, **extra}
+
+    def start(self, worker_id: str, timeout: float = 120, **extra: str) -> float:
+        """Start worker ``worker_id``; seconds from spawn until it says it is up."""
+        log = self.logs / f"worker-{worker_id}-{next(_names)}.log"
+        self.log_paths.append(log)
+        started = time.perf_counter()
+        with open(log, "wb") as out:
+            self.processes[worker_id] = subprocess.Popen(
+                self.command("worker", "_durable_app", "--worker-id", worker_id),
+                cwd=HERE,
+                env=self.env(**extra),
+                stdout=out,
+                stderr=subprocess.STDOUT,
+            )
+        deadline = started + timeout
+        while f"worker {worker_id!r}" not in log.read_text(errors="replace"):
+            if self.processes[worker_id].poll() is not None or time.perf_counter() > deadline:
+                raise RuntimeError(f"worker {worker_id} did not start: {log.read_text()[-2000:]}")
+            time.sleep(0.02)
+        return time.perf_counter() - started
+
+    def kill(self, worker_id: str) -> None:
+        self.processes[worker_id].send_signal(signal.SIGKILL)
+        self.processes[worker_id].wait(timeout=30)
+
+    def __enter__(self) -> Workers:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        for process in self.processes.values():
+            if process.poll() is None:
+                process.terminate()
+        for process in self.processes.values():
+            try:
+                process.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait(timeout=30)
+
+
+def _await_all(client: Any, run_ids: Sequence[str], timeout: float) -> list[str]:
+    deadline = time.monotonic() + timeout
+    return [
+        client.result(run_id, timeout=max(0.1, deadline - time.monotonic())).raw
+        for run_id in run_ids
+    ]
+
+
+def bench_throughput(admin_url: str, work: Path, runs: int, counts: Sequence[int]) -> list[Row]:
+    """``runs`` queued runs with each number of workers in ``counts``, on fresh databases."""
+    from agentensemble.durable import DurableClient
+
+    rows: list[Row] = []
+    starts: list[float] = []
+    for count in counts:
+        url = fresh_database(admin_url)
+        with Workers(url, work) as workers:
+            starts += [workers.start(f"w{n}") for n in range(1, count + 1)]
+            client = DurableClient(url)
+            try:
+                began = time.perf_counter()
+                run_ids = [client.submit("stamp", {"item": str(n)}) for n in range(runs)]
+                submitted = time.perf_counter() - began
+                answers = _await_all(client, run_ids, timeout=300)
+                took = time.perf_counter() - began
+            finally:
+                client.close()
+        spread = collections.Counter(answer.split()[-1] for answer in answers)
+        backoffs = sum(p.read_text(errors="replace").count("Contention") for p in workers.log_paths)
+        rows.append((
+            f"{runs} queued runs, {count} worker(s) (Postgres)",
+            f"{runs / took:.1f} runs/s",
+            f"{took:.2f} s submit-to-last-result; submit {submitted / runs * 1e3:.1f} ms/run; "
+            f"runs per worker {'/'.join(str(spread[w]) for w in sorted(spread))}; "
+            f"queue contention back-offs {backoffs}",
+        ))  # fmt: skip
+    rows.append((
+        "worker start (spawn to ready: imports, DBOS launch)",
+        f"{statistics.median(starts):.2f} s",
+        f"min-max {min(starts):.2f}-{max(starts):.2f} s over {len(starts)} starts",
+    ))  # fmt: skip
+    return rows
+
+
+def bench_recovery(admin_url: str, work: Path, held: int, *, rescuer: bool = True) -> list[Row]:
+    """SIGKILL a worker holding ``held`` runs; ``recover`` them; time until all finished.
+
+    With ``rescuer`` another worker is up when the worker dies (the recovered runs go back to
+    the queue for either it or the process running ``recover``)."""
+    from agentensemble.durable import DurableClient
+
+    url = fresh_database(admin_url)
+    client = DurableClient(url)
+    try:
+        with Workers(url, work) as workers:
+            workers.start("doomed", DURABLE_BENCH_SLOW="600", DURABLE_BENCH_CONCURRENCY=str(held))
+            run_ids = [client.submit("stamp", {"item": str(n)}) for n in range(held)]
+            deadline = time.monotonic() + 120
+            while any(client.status(run_id) != "PENDING" for run_id in run_ids):
+                if time.monotonic() > deadline:
+                    raise RuntimeError("the doomed worker did not take its runs in 120 s")
+                time.sleep(0.05)
+            if rescuer:
+                workers.start("rescuer")
+            killed = time.perf_counter()
+            workers.kill("doomed")
+            took = subprocess.run(
+                workers.command("recover", "_durable_app", "doomed"),
+                cwd=HERE,
+                env=workers.env(AGENTENSEMBLE_WORKER_ID="recoverer"),
+                capture_output=True,
+                text=True,
+                timeout=180,
+            )
+            if took.returncode != 0 or f"took over {held} run(s)" not in took.stdout:
+                raise RuntimeError(f"recover failed: {took.stdout}{took.stderr}")
+            answers = _await_all(client, run_ids, timeout=180)
+            finished = time.perf_counter() - killed
+            began = time.perf_counter()  # the fixed cost of any such command: start, launch
+            listed = subprocess.run(
+                workers.command("runs", "_durable_app"),
+                cwd=HERE,
+                env=workers.env(AGENTENSEMBLE_WORKER_ID="lister"),
+                capture_output=True,
+                timeout=180,
+            )
+            floor = time.perf_counter() - began
+            if listed.returncode != 0:
+                raise RuntimeError(f"runs command failed: {listed.stderr!r}")
+    finally:
+        client.close()
+    spread = collections.Counter(answer.split()[-1] for answer in answers)
+    return [
+        (
+            f"recovery: SIGKILL a worker holding {held} runs, `recover`, all finished",
+            f"{finished:.2f} s",
+            f"finished by {dict(sorted(spread.items()))}",
+        ),
+        ("`runs` command (start, DBOS launch, list, stop)", f"{floor:.2f} s", "floor of the above"),
+    ]
