@@ -27,6 +27,19 @@ DEADLINE_MARGIN_SECONDS = 0.3
 """Stop waiting this long before the request's timeout, to expire it at the console in time."""
 
 
+def _body(answer: httpx.Response) -> dict[str, Any]:
+    """The console's JSON answer; anything else is a protocol error, never a decision."""
+    try:
+        data: Any = answer.json()
+    except ValueError:
+        raise ReviewProtocolError(
+            f"the web console answered HTTP {answer.status_code} with a body that is not JSON"
+        ) from None
+    if not isinstance(data, dict):
+        raise ReviewProtocolError("the web console answered with JSON that is not an object")
+    return data
+
+
 class WebReviewHandler:
     """Asks the console at ``url`` (with its ``token``) and waits for a reviewer's decision."""
 
@@ -93,7 +106,9 @@ class WebReviewHandler:
             decision = self._decision(answer)
             if decision is not None:
                 return decision
-            if answer.status_code == 200 and answer.json().get("status") == "expired":
+            if answer.status_code != 200:  # refused or failing: try again, without hammering
+                time.sleep(min(0.5, self._remaining(deadline)))
+            elif _body(answer).get("status") == "expired":
                 return apply_on_timeout(request)
         return self._expire(client, request)
 
@@ -111,8 +126,7 @@ class WebReviewHandler:
     def _decision(answer: httpx.Response) -> ReviewDecision | None:
         if answer.status_code != 200:
             return None
-        data: Any = answer.json()
-        decision = data.get("decision") if isinstance(data, dict) else None
+        decision = _body(answer).get("decision")
         if not isinstance(decision, dict):
             return None
         wanted = {k: decision[k] for k in ("decision", "revised_output", "reason") if k in decision}
