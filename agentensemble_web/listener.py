@@ -10,6 +10,7 @@ events are dropped and counted (``dropped``); a failed post is dropped and count
 from __future__ import annotations
 
 import atexit
+import json
 import queue
 import threading
 import time
@@ -22,6 +23,8 @@ from agentensemble.logging import get_logger, register_secret
 from agentensemble_web.wire import event_to_json
 
 MAX_BACKOFF_SECONDS = 2.0
+MAX_BATCH_BYTES = 1_000_000
+"""A batch's size limit (the console refuses bodies over 2 MB); a bigger event is dropped."""
 EXIT_FLUSH_SECONDS = 1.0
 """At interpreter exit, how long every listener together may take to post what is queued."""
 
@@ -60,9 +63,10 @@ class WebConsole:
         self._lock = threading.Lock()
         self._thread: threading.Thread | None = None
         self._in_flight = 0
+        self._carry: bytes | None = None
         self._closed = False
         self.dropped = 0
-        """Events dropped because the queue was full."""
+        """Events dropped: the queue was full, or one event alone was too large to send."""
         self.failed_posts = 0
         """Batches the console did not accept (down, refused, or too slow)."""
         self.delivered = 0
@@ -112,31 +116,55 @@ class WebConsole:
                 self._thread.start()
                 _LIVE.add(self)
 
-    def _next_batch(self) -> list[dict[str, Any]]:
-        try:
-            first = self._queue.get(timeout=0.2)
-        except queue.Empty:
-            return []
-        with self._lock:
-            self._in_flight += 1
-        batch = [first]
+    def _encode(self, event: dict[str, Any]) -> bytes | None:
+        data = json.dumps(event, ensure_ascii=False, default=str).encode("utf-8", "replace")
+        if len(data) > MAX_BATCH_BYTES:  # one event alone would be refused by the console
+            self.dropped += 1
+            return None
+        return data
+
+    def _next_batch(self) -> list[bytes] | None:
+        """Up to ``batch_size`` encoded events within ``MAX_BATCH_BYTES``; None when idle.
+        An event that does not fit is carried to the next batch (and counted in flight)."""
+        if self._carry is not None:
+            first: bytes | None = self._carry
+            self._carry = None
+        else:
+            try:
+                event = self._queue.get(timeout=0.2)
+            except queue.Empty:
+                return None
+            with self._lock:
+                self._in_flight += 1
+            first = self._encode(event)
+        batch = [first] if first is not None else []
+        size = len(first or b"")
         while len(batch) < self._batch_size:
             try:
-                batch.append(self._queue.get_nowait())
+                data = self._encode(self._queue.get_nowait())
             except queue.Empty:
                 break
+            if data is None:
+                continue
+            if size + len(data) > MAX_BATCH_BYTES:
+                self._carry = data
+                with self._lock:
+                    self._in_flight += 1
+                break
+            batch.append(data)
+            size += len(data)
         return batch
 
     def _send_loop(self) -> None:
         backoff = 0.0
-        headers = {"Authorization": f"Bearer {self._token}"}
+        headers = {"Authorization": f"Bearer {self._token}", "Content-Type": "application/json"}
         with httpx.Client(timeout=self._post_timeout, headers=headers) as client:
             while not self._closed:
                 batch = self._next_batch()
-                if not batch:
+                if batch is None:
                     continue
                 try:
-                    ok = self._post(client, batch)
+                    ok = self._post(client, batch) if batch else True
                 finally:
                     with self._lock:
                         self._in_flight -= 1
@@ -146,9 +174,10 @@ class WebConsole:
                     backoff = min(MAX_BACKOFF_SECONDS, backoff * 2 or 0.05)
                     time.sleep(backoff)
 
-    def _post(self, client: httpx.Client, batch: list[dict[str, Any]]) -> bool:
+    def _post(self, client: httpx.Client, batch: list[bytes]) -> bool:
+        body = b'{"events":[' + b",".join(batch) + b"]}"
         try:
-            answer = client.post(f"{self.url}/api/events", json={"events": batch})
+            answer = client.post(f"{self.url}/api/events", content=body)
         except Exception as exc:  # down, refused, too slow: drop this batch, keep the run going
             self.failed_posts += 1
             if self.failed_posts == 1 or self.failed_posts % 100 == 0:

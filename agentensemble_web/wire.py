@@ -22,6 +22,8 @@ from agentensemble.logging import redact_text
 MAX_TEXT = 20_000
 MAX_ITEMS = 200
 MAX_DEPTH = 6
+MAX_MESSAGES = 30
+"""A model call's prompt keeps its last messages only: a long conversation stays sendable."""
 
 
 def _text(value: str) -> str:
@@ -83,6 +85,8 @@ def event_to_json(event: Any) -> dict[str, Any]:
         value = getattr(event, f.name)
         if type(event).__name__ == "EnsembleCompleted" and f.name == "output":
             data["output"] = _ensemble_output(value)
+        elif f.name == "messages" and isinstance(value, list | tuple):
+            data["messages"] = to_json_value(list(value)[-MAX_MESSAGES:], 1)
         else:
             data[f.name] = to_json_value(value, 1)
     return data

@@ -197,3 +197,30 @@ def test_an_event_that_cannot_be_converted_is_skipped_not_raised(
     listener.on_event(Strange("r", "fine"))
     assert listener.flush(10)
     assert listener.delivered == 1
+
+
+def test_big_events_are_split_into_batches_the_console_accepts(
+    console: WebConsoleServer,
+) -> None:
+    from dataclasses import dataclass
+
+    from agentensemble.events import LLMCallStarted
+
+    @dataclass(frozen=True)
+    class Enormous:
+        run_id: str
+        payload: dict[str, str]
+
+    long_conversation = [{"role": "user", "content": "x" * 30_000}] * 100
+    listener = WebConsole(console.url, console.token)
+    for _ in range(5):  # ~600 kB each once bounded: two never fit in one batch
+        listener.on_event(
+            LLMCallStarted("Writer", "m", "call-1", messages=long_conversation, run_id="big")
+        )
+    listener.on_event(Enormous("big", {str(i): "y" * 20_000 for i in range(200)}))  # ~4 MB
+    assert listener.flush(30)
+    assert (listener.delivered, listener.dropped, listener.failed_posts) == (5, 1, 0)
+    with api_client(console) as api:
+        events = api.get("/api/runs/big").json()["events"]
+    assert len(events) == 5
+    assert len(events[0]["messages"]) == 30  # the last messages of the conversation
