@@ -57,13 +57,15 @@ def load_crew(args: argparse.Namespace) -> Ensemble:
 
 
 def use_model(ensemble: Ensemble, name: str) -> None:
-    """Every agent (and the synthesised ones) uses ``name``."""
+    """Every agent (the synthesised ones and a hierarchical manager too) uses ``name``."""
     model: Any = name
     if name == "scripted":
         from agentensemble.cli._offline import OfflineChatModel
 
         model = OfflineChatModel()
     ensemble.llm = model
+    if ensemble.manager_llm is not None:  # else the manager uses ensemble.llm already
+        ensemble.manager_llm = model
     for task in ensemble.tasks:
         if task.agent is not None:
             task.agent.llm = model

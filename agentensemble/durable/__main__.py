@@ -2,7 +2,7 @@
 
     python -m agentensemble.durable worker myapp.durable_runs [--worker-id w1]
     python -m agentensemble.durable recover myapp.durable_runs DEAD_WORKER_ID
-    python -m agentensemble.durable runs myapp.durable_runs [--status PENDING]
+    python -m agentensemble.durable runs [--status PENDING] [--database URL]
     python -m agentensemble.durable reviews RUN_ID [--database URL]
     python -m agentensemble.durable decide RUN_ID REVIEW_ID continue|edit|exit_early
         [--text TEXT] [--database URL]
@@ -19,6 +19,7 @@ import os
 import signal
 import sys
 import threading
+import uuid
 from collections.abc import Sequence
 
 from agentensemble._display import escape_for_display
@@ -77,12 +78,13 @@ def _recover(target: str, dead: str) -> int:
     return EXIT_OK
 
 
-def _runs(target: str, status: str | None) -> int:
-    runtime = load_runtime(target)
-    runtime.launch()
-    for info in runtime.list_runs(status=status):
-        print(f"{info.run_id}\t{info.ensemble}\t{info.status}\t{info.created_at}")
-    runtime.shutdown()
+def _runs(database: str | None, status: str | None) -> int:
+    client = DurableClient(database)  # reads only: launching here would resume live runs
+    try:
+        for info in client.list_runs(status=status):
+            print(f"{info.run_id}\t{info.ensemble}\t{info.status}\t{info.created_at}")
+    finally:
+        client.close()
     return EXIT_OK
 
 
@@ -131,9 +133,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     recover = commands.add_parser("recover", help="take over the runs of a dead worker")
     recover.add_argument("target")
     recover.add_argument("dead_worker_id")
+    recover.add_argument("--worker-id", help="this process's own id (default: a fresh one)")
     runs = commands.add_parser("runs", help="list runs, newest first")
-    runs.add_argument("target")
     runs.add_argument("--status")
+    runs.add_argument("--database", help=f"database URL (default ${DATABASE_ENV})")
     reviews = commands.add_parser("reviews", help="list a run's pending reviews")
     reviews.add_argument("run_id")
     reviews.add_argument("--database", help=f"database URL (default ${DATABASE_ENV})")
@@ -144,6 +147,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     decide.add_argument("--text", help="the revised output (edit) or the reason (exit_early)")
     decide.add_argument("--database", help=f"database URL (default ${DATABASE_ENV})")
     args = parser.parse_args(argv)
+    if args.command == "recover":
+        # never the dead worker's id nor a live worker's (from the environment): launching under
+        # a worker's id resumes that worker's runs, which would then run twice
+        args.worker_id = args.worker_id or f"recover-{uuid.uuid4().hex[:12]}"
+        if args.worker_id == args.dead_worker_id:
+            print(
+                "agentensemble.durable: --worker-id must differ from the dead worker's id",
+                file=sys.stderr,
+            )
+            return EXIT_USAGE
     if getattr(args, "worker_id", None):
         os.environ[WORKER_ENV] = args.worker_id
     try:
@@ -155,7 +168,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _reviews(args.run_id, args.database)
         if args.command == "decide":
             return _decide(args)
-        return _runs(args.target, args.status)
+        return _runs(args.database, args.status)
     except ConfigurationError as error:
         print(f"agentensemble.durable: {error}", file=sys.stderr)
         return EXIT_USAGE

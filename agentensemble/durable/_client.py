@@ -16,8 +16,10 @@ from agentensemble.durable._review import REVIEWS_KEY, review_key
 from agentensemble.durable._runtime import (
     QUEUE_NAME,
     WORKFLOW_NAME,
+    RunInfo,
     _output_from,
     database_url,
+    run_info,
 )
 from agentensemble.errors import AgentEnsembleError
 from agentensemble.outputs import EnsembleOutput
@@ -92,6 +94,14 @@ class DurableClient:
             )
         message = {"decision": decision, "revised_output": revised_output, "reason": reason}
         self._client.send(run_id, message, topic=review_id)
+
+    def list_runs(self, *, status: str | None = None, limit: int = 100) -> list[RunInfo]:
+        """The newest runs first (optionally only those with ``status``); launches nothing, so it
+        is safe beside live workers."""
+        found = self._client.list_workflows(
+            name=WORKFLOW_NAME, status=status, limit=limit, sort_desc=True, load_output=False
+        )
+        return [run_info(w) for w in found]
 
     def cancel(self, run_id: str) -> None:
         """Stop ``run_id``: no further step of it starts."""

@@ -39,7 +39,7 @@ class DurableReviewHandler:
         from dbos import DBOS
         from dbos._context import get_local_dbos_context
 
-        from agentensemble_review import Continue, Edit, ExitEarly
+        from agentensemble_review import Continue, Edit, ExitEarly, ReviewProtocolError
         from agentensemble_review._asking import apply_on_timeout
 
         run_id = DBOS.workflow_id
@@ -68,12 +68,17 @@ class DurableReviewHandler:
             await DBOS.set_event_async(review_key(review_id), {**pending, "state": "timed_out"})
             return apply_on_timeout(request)
         await DBOS.set_event_async(review_key(review_id), {**pending, "state": "decided"})
-        kind = message.get("decision")
-        if kind == "edit":
-            return Edit(str(message.get("revised_output", "")))
+        kind = message.get("decision") if isinstance(message, dict) else None
+        if kind == "continue":
+            return Continue()
+        if kind == "edit" and isinstance(message.get("revised_output"), str):
+            return Edit(message["revised_output"])
         if kind == "exit_early":
             return ExitEarly(message.get("reason"))
-        return Continue()
+        # a message that is no decision never approves anything: the review fails closed
+        raise ReviewProtocolError(
+            f"review {review_id!r} got a message that is not a decision: {str(message)[:200]!r}"
+        )
 
 
 __all__ = ["REVIEWS_KEY", "DurableReviewHandler", "review_key"]

@@ -206,7 +206,7 @@ class DurableRuntime:
         DBOS.launch()
         self._queue = DBOS.register_queue(
             QUEUE_NAME,
-            polling_interval_sec=0.2,
+            polling_interval_sec=self.poll_interval,
             on_conflict="always_update",
             **self._queue_settings,
         )
@@ -268,7 +268,7 @@ class DurableRuntime:
         found = DBOS.get_workflow_status(run_id)
         if found is None:
             raise KeyError(f"no durable run with id {run_id!r}")
-        return _info(found)
+        return run_info(found)
 
     def list_runs(self, *, status: str | None = None, limit: int = 100) -> list[RunInfo]:
         """The newest runs first, optionally only those with ``status``."""
@@ -276,7 +276,7 @@ class DurableRuntime:
         found = DBOS.list_workflows(
             name=WORKFLOW_NAME, status=status, limit=limit, sort_desc=True, load_output=False
         )
-        return [_info(w) for w in found]
+        return [run_info(w) for w in found]
 
     def recover(self, worker_id: str) -> list[str]:
         """Take over the unfinished runs of a worker known to be dead; their run ids.
@@ -303,7 +303,8 @@ class DurableRuntime:
             raise ConfigurationError("the durable runtime is not launched: call launch() first")
 
 
-def _info(status: Any) -> RunInfo:
+def run_info(status: Any) -> RunInfo:
+    """A DBOS workflow status as a RunInfo."""
     created = getattr(status, "created_at", None)
     inputs = getattr(status, "input", None)
     args = getattr(inputs, "args", None) or (inputs.get("args") if isinstance(inputs, dict) else ())

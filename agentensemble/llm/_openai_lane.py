@@ -181,7 +181,9 @@ class _LoopClients:
 
             client = httpx.AsyncClient(
                 limits=httpx.Limits(max_connections=1000, max_keepalive_connections=100),
-                follow_redirects=True,
+                # never: a redirect would carry the api-key header, extra headers and the prompt
+                # to wherever it points (httpx strips only Authorization across origins)
+                follow_redirects=False,
             )
             if best >= 0 and self.clients[best].is_closed:
                 self.clients[best] = client
@@ -226,7 +228,7 @@ async def send(request: OpenAIRequest) -> dict[str, Any]:
         )
     finally:
         clients.release(index)
-    if response.status_code >= 400:
+    if response.status_code >= 300:  # a redirect is refused, not followed (see above)
         raise httpx.HTTPStatusError(
             f"HTTP {response.status_code} from {request.url}",
             request=response.request,

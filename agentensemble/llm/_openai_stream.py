@@ -57,7 +57,7 @@ async def stream_turn(request: OpenAIRequest, state: StreamAttempts, guard: floa
             params=request.params,
             timeout=httpx.Timeout(request.timeout),
         ) as response:
-            if response.status_code >= 400:
+            if response.status_code >= 300:  # redirects are refused, as in _openai_lane
                 await response.aread()
                 raise httpx.HTTPStatusError(
                     f"HTTP {response.status_code} from {request.url}",

@@ -88,6 +88,26 @@ def _check_hierarchical(team: Sequence[Agent], tasks: Sequence[Task]) -> None:
                 "manager plans all tasks at once); review the final answer with review= or "
                 "review_policy instead"
             )
+        ignored = [
+            name
+            for name, set_here in (
+                ("input_guardrails", bool(task.input_guardrails)),
+                ("output_guardrails", bool(task.output_guardrails)),
+                ("review", index < len(tasks) and _enabled(task.review)),
+            )
+            if set_here
+        ]
+        if ignored:
+            raise ValueError(
+                f"{where} has {', '.join(ignored)}, which workflow HIERARCHICAL does not apply "
+                "(the manager decides what each worker does); use workflow SEQUENTIAL or "
+                "PARALLEL for checks per task, or review the final answer with the last task's "
+                "review="
+            )
+
+
+def _enabled(review: object) -> bool:
+    return review is not None and bool(getattr(review, "enabled", False))
 
 
 ModelFor = Callable[[Agent], ChatModel]

@@ -281,3 +281,16 @@ def test_importing_the_library_loads_neither_yaml_nor_the_cli() -> None:
     )
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "[]"
+
+
+def test_model_scripted_reaches_the_hierarchical_manager_too(
+    crew_file: CrewFile, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    team = CREW.replace(
+        "model: openai/gpt-4o-mini\n",
+        "model: openai/gpt-4o-mini\nworkflow: hierarchical\nmanager_model: openai/gpt-4o\n",
+    )
+    code = main(["run", str(crew_file(team)), "-i", "topic=AI", "--model", "scripted", "--json"])
+
+    assert code == EXIT_OK, capsys.readouterr().err  # no key asked for: no real model at all

@@ -122,3 +122,27 @@ def test_reviews_are_listed_and_decided_from_the_command_line(tmp_path: Path) ->
     again = command("decide", "announce-3", review["review_id"], "continue")
     assert again.returncode == 2
     assert "no longer pending" in again.stderr
+
+
+def test_a_message_that_is_no_decision_never_approves(tmp_path: Path) -> None:
+    db = f"sqlite:///{tmp_path}/runs.sqlite"
+    run = start(db, "start", "announce-4")
+    client = DurableClient(db)
+    try:
+        review = wait_for_review(client, "announce-4")
+        # a newer client's verb, or garbage, sent straight to the review's topic
+        client._client.send("announce-4", {"decision": "approve!"}, topic=review["review_id"])
+        out, err = run.communicate(timeout=120)
+        listed = subprocess.run(
+            [sys.executable, "-m", "agentensemble.durable", "runs", "--database", db],
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+    finally:
+        client.close()
+    assert run.returncode != 0  # the run failed closed: nothing was published
+    assert "not a decision" in err
+    assert "Published" not in out
+    assert listed.returncode == 0, listed.stderr
+    assert "announce-4\tannounce\t" in listed.stdout

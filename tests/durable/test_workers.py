@@ -120,7 +120,16 @@ def test_a_killed_workers_runs_are_taken_over_by_another(postgres_url: str, tmp_
         try:
             rescuer.start("rescuer")
             took = subprocess.run(
-                [sys.executable, "-m", "agentensemble.durable", "recover", "_queue_app", "doomed"],
+                [
+                    sys.executable,
+                    "-m",
+                    "agentensemble.durable",
+                    "recover",
+                    "_queue_app",
+                    "doomed",
+                    "--worker-id",
+                    "recoverer",
+                ],
                 cwd=HERE,
                 env={**rescuer.env, "AGENTENSEMBLE_WORKER_ID": "recoverer"},
                 capture_output=True,

@@ -24,7 +24,13 @@ from agentensemble import (
     tool,
 )
 from agentensemble.testing import FunctionChatModel, ScriptedChatModel, tool_call, tool_calls
-from agentensemble_review import Edit, ReviewPolicy, ScriptedReviewHandler
+from agentensemble_review import (
+    AutoApproveReviewHandler,
+    Edit,
+    Review,
+    ReviewPolicy,
+    ScriptedReviewHandler,
+)
 
 pytestmark = pytest.mark.anyio
 
@@ -428,3 +434,26 @@ def test_the_manager_brief_lists_each_task_with_its_worker_and_inputs() -> None:
         "   Suggested worker: Writer\n   Builds on the results of task(s): 1"
     ) in brief
     assert "Use the delegate_task tool" in brief
+
+
+@pytest.mark.parametrize(
+    ("settings", "named"),
+    [
+        ({"input_guardrails": [lambda seen: None]}, "input_guardrails"),
+        ({"output_guardrails": [lambda output: None]}, "output_guardrails"),
+        ({"review": Review.required()}, "review"),
+    ],
+)
+def test_per_task_checks_the_manager_would_skip_are_refused_before_any_call(
+    settings: dict[str, object], named: str
+) -> None:
+    worker = Agent(role="Researcher", goal="Research", llm=ScriptedChatModel([]))
+    first = Task(description="Research tides", agent=worker, **settings)  # type: ignore[arg-type]
+    last = Task(description="Summarise", agent=worker)
+    with pytest.raises(ValueError, match=f"task 1 .* has {named}, which workflow HIERARCHICAL"):
+        Ensemble(
+            tasks=[first, last],
+            workflow=Workflow.HIERARCHICAL,
+            manager_llm=ScriptedChatModel([]),
+            review_handler=AutoApproveReviewHandler(),
+        )
