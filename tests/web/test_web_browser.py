@@ -1,8 +1,8 @@
 """The console in headless Chromium (Debian's ``chromium`` + ``chromedriver``; ``make browser``).
 
 One scripted run is watched live while a reviewer approves one email, edits another and rejects
-a third in the page; each outcome must reach the run. Screenshots of the runs page, a run page
-and a review go to docs/images/ (shown in docs/web-console.md).
+a third in the page; each outcome must reach the run. Screenshots of the runs page, a run page,
+a review and the trace viewer go to docs/images/ (shown in docs/web-console.md).
 """
 
 from __future__ import annotations
@@ -176,6 +176,7 @@ def test_watch_a_run_and_decide_its_tool_calls_in_the_browser(
         ),
         "the trace's run and its rejected call",
     )
+    driver.save_screenshot(str(IMAGES / "web-console-trace.png"))
 
 
 def test_hostile_run_text_is_shown_as_text(driver: Any, console: WebConsoleServer) -> None:
