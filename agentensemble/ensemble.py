@@ -276,7 +276,8 @@ class Ensemble(BaseModel):
 
     def astream(self, inputs: Mapping[str, Any] | None = None) -> AsyncIterator[EnsembleEvent]:
         """Run and yield the run's events as they happen, model text as ``TokenDelta``s; ends
-        with ``EnsembleCompleted``. Leaving the loop early cancels the run."""
+        with ``EnsembleCompleted``. Closing the iterator (``aclose()``, ``contextlib.aclosing``)
+        cancels the run; a bare ``break`` leaves that to Python's finalizer."""
         from agentensemble.streaming import astream
 
         return astream(self._execute, inputs)
@@ -288,7 +289,11 @@ class Ensemble(BaseModel):
         stream: bool = False,
     ) -> EnsembleOutput:
         """One run. Tool sources (MCP servers) are started first, once for the whole run, and
-        closed when it ends, whatever way it ends."""
+        closed when it ends, whatever way it ends; bad inputs fail before anything starts."""
+        values = check_inputs(inputs)
+        missing = missing_variables(self._template_texts(), values)
+        if missing:
+            raise PromptTemplateError(missing)
         agents = [*self.agents, *(task.agent for task in self.tasks if task.agent is not None)]
         sources = tool_sources_in(
             [*(agent.tools for agent in agents), *(t.tools for t in self.tasks)]

@@ -2,8 +2,9 @@
 
 The run goes on in its own asyncio task; a listener puts every event on a queue the iterator
 reads, so events arrive as they happen, in order, ending with ``EnsembleCompleted``. A failure
-raises from the iterator after the events that led to it. Leaving the loop early (``break``,
-an exception, ``aclose()``) cancels the run and waits until it has stopped.
+raises from the iterator after the events that led to it. Closing the iterator (``aclose()``,
+or leaving ``async with contextlib.aclosing(...)``) cancels the run and waits until it has
+stopped; a bare ``break`` only abandons it, and Python closes it later (when it finalizes it).
 """
 
 from __future__ import annotations

@@ -14,11 +14,14 @@ from dbos import DBOSClient
 
 from agentensemble.durable._review import REVIEWS_KEY, review_key
 from agentensemble.durable._runtime import (
+    FAILURE_KEY,
     QUEUE_NAME,
     WORKFLOW_NAME,
+    RunFailed,
     RunInfo,
     _output_from,
     database_url,
+    failure_error,
     run_info,
 )
 from agentensemble.errors import AgentEnsembleError
@@ -57,7 +60,12 @@ class DurableClient:
             if deadline is not None and time.monotonic() > deadline:
                 raise TimeoutError(f"run {run_id!r} did not finish within {timeout} s")
             time.sleep(0.1)
-        return _output_from(self._client.retrieve_workflow(run_id).get_result(), run_id)
+        try:
+            result: Any = self._client.retrieve_workflow(run_id).get_result()
+        except RunFailed as recorded:
+            failure = self._client.get_event(run_id, FAILURE_KEY, timeout_seconds=0)
+            raise failure_error(run_id, failure, recorded) from None
+        return _output_from(result, run_id)
 
     def pending_reviews(self, run_id: str) -> list[dict[str, Any]]:
         """The reviews of ``run_id`` still waiting for a decision: id and request fields."""

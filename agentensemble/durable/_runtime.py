@@ -31,6 +31,7 @@ DEFAULT_DATABASE_URL = "sqlite:///agentensemble.sqlite"
 WORKER_ENV = "AGENTENSEMBLE_WORKER_ID"
 QUEUE_NAME = "agentensemble-runs"
 WORKFLOW_NAME = "agentensemble.run"
+FAILURE_KEY = "failure"  # the event holding a failed run's error and completed outputs
 _APP_NAME = re.compile(r"^[a-z0-9_-]{3,256}$")
 
 T = TypeVar("T")
@@ -77,10 +78,14 @@ async def _durable_run(name: str, inputs: dict[str, Any]) -> dict[str, Any]:
         try:
             output = await ensemble.arun(inputs)
         except TaskExecutionError as error:
-            return {
+            # what the finished tasks produced is kept beside the run; raising makes the run's
+            # status ERROR, so failures show where runs are listed and monitored
+            failure = {
                 "error": f"{type(error).__name__}: {error}",
                 "completed_outputs": [o.model_dump(mode="json") for o in error.completed_outputs],
             }
+            await DBOS.set_event_async(FAILURE_KEY, failure)
+            raise RunFailed(failure["error"]) from None
     return {"output": output.model_dump(mode="json", exclude={"tool_metrics"})}
 
 
@@ -100,6 +105,20 @@ def _build(name: str) -> Ensemble:
             "Ensemble"
         )
     return ensemble
+
+
+class RunFailed(Exception):
+    """The error a failed durable run records (one message, so any process can load it)."""
+
+
+def failure_error(run_id: str, failure: Any, recorded: BaseException) -> DurableRunError:
+    """The ``DurableRunError`` of a failed run, with the outputs its finished tasks kept."""
+    if not isinstance(failure, dict):
+        return DurableRunError(f"run {run_id!r} failed: {recorded}")
+    completed = [TaskOutput.model_validate(o) for o in failure.get("completed_outputs", [])]
+    return DurableRunError(
+        f"run {run_id!r} failed: {failure.get('error')}", completed_outputs=completed
+    )
 
 
 def _output_from(result: Any, run_id: str) -> EnsembleOutput:
@@ -227,7 +246,7 @@ class DurableRuntime:
         _build(name)
         with SetWorkflowID(run_id) if run_id else _nothing():
             handle = await DBOS.start_workflow_async(_durable_run, name, dict(inputs or {}))
-        return _output_from(await handle.get_result(), handle.workflow_id)
+        return await _result_of(handle, handle.workflow_id)
 
     async def asubmit(
         self, name: str, inputs: Mapping[str, Any] | None = None, *, run_id: str | None = None
@@ -244,7 +263,7 @@ class DurableRuntime:
         """Wait for run ``run_id`` (started here or anywhere) and return its output."""
         self._require_launched()
         handle: Any = await DBOS.retrieve_workflow_async(run_id)
-        return _output_from(await handle.get_result(), run_id)
+        return await _result_of(handle, run_id)
 
     def run(
         self, name: str, inputs: Mapping[str, Any] | None = None, *, run_id: str | None = None
@@ -301,6 +320,15 @@ class DurableRuntime:
     def _require_launched(self) -> None:
         if not self._launched:
             raise ConfigurationError("the durable runtime is not launched: call launch() first")
+
+
+async def _result_of(handle: Any, run_id: str) -> EnsembleOutput:
+    try:
+        result = await handle.get_result()
+    except RunFailed as recorded:
+        failure = await DBOS.get_event_async(run_id, FAILURE_KEY, timeout_seconds=0)
+        raise failure_error(run_id, failure, recorded) from None
+    return _output_from(result, run_id)
 
 
 def run_info(status: Any) -> RunInfo:

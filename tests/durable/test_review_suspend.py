@@ -145,4 +145,4 @@ def test_a_message_that_is_no_decision_never_approves(tmp_path: Path) -> None:
     assert "not a decision" in err
     assert "Published" not in out
     assert listed.returncode == 0, listed.stderr
-    assert "announce-4\tannounce\t" in listed.stdout
+    assert "announce-4\tannounce\tERROR\t" in listed.stdout  # a failed run is listed as one

@@ -88,3 +88,15 @@ def test_server_results_become_tool_results(result: Any, expected: ToolResult) -
 def test_a_huge_result_is_cut_and_says_so() -> None:
     result = result_from_mcp(SimpleNamespace(content=[text("x" * 20)]), max_chars=10)
     assert result == ToolResult.success("x" * 10 + "\n[output cut at 10 characters]")
+
+
+def test_bad_inputs_fail_before_any_mcp_server_starts() -> None:
+    from agentensemble import Agent, Ensemble, PromptTemplateError, Task
+    from agentensemble.mcp import MCPServerStdio
+    from agentensemble.testing import ScriptedChatModel
+
+    never = MCPServerStdio("/nonexistent/agentensemble-test-server")  # starting it would fail
+    agent = Agent(role="R", goal="Answer about {topic}", tools=[never], llm=ScriptedChatModel([]))
+    ensemble = Ensemble(tasks=[Task(description="About {topic}", agent=agent)])
+    with pytest.raises(PromptTemplateError, match="topic"):
+        ensemble.run({})

@@ -10,10 +10,12 @@ HTML comes back as text.
 
 from __future__ import annotations
 
+import contextlib
 import http.client
 import ipaddress
 import socket
 import ssl
+import threading
 import time
 from collections.abc import Sequence
 from typing import Annotated
@@ -57,6 +59,14 @@ def _host_allowed(host: str, allow: Sequence[str]) -> bool:
         elif host == pattern:
             return True
     return False
+
+
+def _cut(connection: http.client.HTTPConnection) -> None:
+    """Shut the connection's socket down: the fetch's deadline has passed."""
+    sock = connection.sock
+    if sock is not None:
+        with contextlib.suppress(OSError):
+            sock.shutdown(socket.SHUT_RDWR)
 
 
 def is_public(address: IPAddress) -> bool:
@@ -173,6 +183,11 @@ class HttpFetch(BuiltinTool[HttpGetInput]):
         if remaining <= 0:
             refuse(f"timed out after {self.timeout:g} s")
         connection = _pinned_connection(scheme, host, port, address, remaining)
+        # the whole exchange is bounded, not each read: a server dripping a byte per second
+        # would otherwise hold the call open as long as it likes
+        watchdog = threading.Timer(remaining, _cut, (connection,))
+        watchdog.daemon = True
+        watchdog.start()
         try:
             shown_host = f"[{host}]" if ":" in host else host  # an IPv6 literal
             default_port = 443 if scheme == "https" else 80
@@ -185,16 +200,21 @@ class HttpFetch(BuiltinTool[HttpGetInput]):
             while len(data) <= self.max_bytes:
                 if time.monotonic() > deadline:
                     refuse(f"timed out after {self.timeout:g} s while reading the response")
-                chunk = response.read(min(65_536, self.max_bytes + 1 - len(data)))
+                chunk = response.read1(min(65_536, self.max_bytes + 1 - len(data)))
                 if not chunk:
                     break
                 data += chunk
+            if time.monotonic() > deadline:  # the watchdog cut the connection
+                refuse(f"timed out after {self.timeout:g} s while reading the response")
             truncated = len(data) > self.max_bytes
             found = {key.lower(): value for key, value in response.getheaders()}
             return response.status, response.reason, found, data[: self.max_bytes], truncated
         except (OSError, http.client.HTTPException) as error:
+            if time.monotonic() > deadline:
+                refuse(f"timed out after {self.timeout:g} s")
             refuse(f"request to {host!r} failed: {type(error).__name__}: {error}")
         finally:
+            watchdog.cancel()
             connection.close()
 
     def _render(

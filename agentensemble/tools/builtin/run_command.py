@@ -10,13 +10,15 @@ Asks the reviewer first by default.
 
 from __future__ import annotations
 
+import contextlib
+import io
 import os
 import shutil
 import signal
 import subprocess
 import threading
 from collections.abc import Mapping, Sequence
-from typing import IO, Annotated
+from typing import Annotated, cast
 
 from pydantic import BaseModel, Field
 
@@ -55,7 +57,7 @@ def scrubbed_environment(
 class _Capped:
     """Reads a pipe to its end, keeping the first ``limit`` characters' worth of bytes."""
 
-    def __init__(self, stream: IO[bytes], limit: int) -> None:
+    def __init__(self, stream: io.BufferedReader, limit: int) -> None:
         self.data = bytearray()
         self.dropped = 0
         self._stream, self._limit = stream, limit
@@ -64,7 +66,7 @@ class _Capped:
 
     def _read(self) -> None:
         with self._stream:
-            while chunk := self._stream.read(65_536):
+            while chunk := self._stream.read1(65_536):  # what is there, never waiting for more
                 room = self._limit - len(self.data)
                 self.data += chunk[: max(room, 0)]
                 self.dropped += max(len(chunk) - max(room, 0), 0)
@@ -139,8 +141,8 @@ class RunCommand(BuiltinTool[RunCommandInput]):
         except OSError as error:
             refuse(f"cannot run {program!r}: {error.strerror or error}")
         assert process.stdout is not None and process.stderr is not None
-        stdout = _Capped(process.stdout, self.max_output_chars)
-        stderr = _Capped(process.stderr, self.max_output_chars)
+        stdout = _Capped(cast(io.BufferedReader, process.stdout), self.max_output_chars)
+        stderr = _Capped(cast(io.BufferedReader, process.stderr), self.max_output_chars)
         timed_out = False
         try:
             process.wait(timeout=self.timeout)
@@ -150,6 +152,10 @@ class RunCommand(BuiltinTool[RunCommandInput]):
         finally:
             if process.poll() is None:  # interrupted: never leave it running
                 _kill_group(process)
+        # whatever the program left behind in its group (``cmd &``) goes too: it would keep the
+        # pipes open and outlive the call
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(process.pid, signal.SIGKILL)
         for reader in (stdout, stderr):
             reader.thread.join(timeout=5)
         report = _report(stdout.text(), stderr.text())

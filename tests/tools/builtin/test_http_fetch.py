@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import ipaddress
 import threading
+import time
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import parse_qs, urlsplit
@@ -48,6 +49,26 @@ class Internal(_Quiet):
 class Public(_Quiet):
     release = threading.Event()
 
+    def _drip(self, *, headers_too: bool) -> None:
+        """A byte at a time, 0.2 s apart, for up to 60 s: each read is quick, the whole is not."""
+        head = b"Content-Type: text/plain\r\nContent-Length: 300\r\n"
+        try:
+            self.wfile.write(b"HTTP/1.1 200 OK\r\n")
+            if headers_too:
+                for index in range(300):
+                    self.wfile.write(f"X-Drip-{index}: x\r\n".encode())
+                    self.wfile.flush()
+                    if type(self).release.wait(0.2):
+                        return
+            self.wfile.write(head + b"\r\n")
+            for _ in range(300):
+                self.wfile.write(b"d")
+                self.wfile.flush()
+                if type(self).release.wait(0.2):
+                    return
+        except OSError:
+            return
+
     def do_GET(self) -> None:
         parts = urlsplit(self.path)
         query = {key: values[0] for key, values in parse_qs(parts.query).items()}
@@ -72,6 +93,8 @@ class Public(_Quiet):
         elif parts.path == "/slow":
             type(self).release.wait(timeout=30)
             self._send(200, b"late")
+        elif parts.path in ("/drip-body", "/drip-headers"):
+            self._drip(headers_too=parts.path == "/drip-headers")
         else:
             self._send(404, b"nothing here")
 
@@ -217,6 +240,20 @@ def test_a_slow_server_times_out(public_port: int) -> None:
     finally:
         Public.release.set()
     assert refused(result, "timed out")
+
+
+@pytest.mark.parametrize("path", ["/drip-body", "/drip-headers"])
+def test_a_drip_fed_answer_cannot_hold_the_call_past_its_timeout(
+    public_port: int, path: str
+) -> None:
+    Public.release.clear()
+    started = time.monotonic()
+    try:
+        result = call(fetcher(timeout=1.0), url=f"http://127.0.0.2:{public_port}{path}")
+    finally:
+        Public.release.set()
+    assert refused(result, "timed out")
+    assert time.monotonic() - started < 20  # the drip goes on for 60 s: bounded, with slack
 
 
 def test_by_default_even_the_test_server_is_internal(public_port: int) -> None:

@@ -154,3 +154,20 @@ def test_it_asks_the_reviewer_by_default_and_checks_its_settings(tmp_path: Path)
 
 def test_the_python_running_the_tests_is_not_implicitly_allowed(tmp_path: Path) -> None:
     assert refused(call(runner(tmp_path), command=[sys.executable, "-c", "1"]), "not allowed")
+
+
+def test_a_program_that_exits_leaving_a_background_child_returns_at_once_with_its_output(
+    tmp_path: Path,
+) -> None:
+    marker = tmp_path / "child.pid"
+    script = f"echo hi; sleep 60 & echo $! > {marker}; echo started"
+    started = time.monotonic()
+    result = call(runner(tmp_path, timeout=30), command=["sh", "-c", script])
+    assert result.is_success, result.error_message
+    assert result.output == "stdout:\nhi\nstarted\n"
+    assert time.monotonic() - started < 8  # not the readers' 5 s grace twice, not the sleep
+    child = int(marker.read_text())
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline and _alive(child):
+        time.sleep(0.05)
+    assert not _alive(child)  # what it left behind in its group was killed with it
