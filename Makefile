@@ -4,7 +4,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test lint bench bench-peers clean
+.PHONY: demo test lint bench bench-peers clean browser
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -15,12 +15,17 @@ $(STAMP): pyproject.toml
 demo: $(STAMP)
 	$(PY) examples/research_writer.py
 
-test: $(STAMP)
+test: $(STAMP) browser
 	$(PY) -m pytest
 
+# The web console's browser tests drive Debian's chromium through its chromedriver.
+browser:
+	@test -x /usr/bin/chromium -a -x /usr/bin/chromedriver || \
+		(apt-get update && apt-get install -y chromium chromium-driver)
+
 lint: $(STAMP)
-	$(PY) -m ruff check agentensemble agentensemble_review tests examples benchmarks
-	$(PY) -m ruff format --check agentensemble agentensemble_review tests examples benchmarks
+	$(PY) -m ruff check agentensemble agentensemble_review agentensemble_web tests examples benchmarks
+	$(PY) -m ruff format --check agentensemble agentensemble_review agentensemble_web tests examples benchmarks
 	$(PY) -m mypy
 
 bench: $(STAMP)

@@ -83,6 +83,17 @@ RUNS = {
             "Exit: completed",
         ),
     ),
+    "web_review.py": Run(
+        args=("--auto-approve",),
+        expected=(
+            OFFLINE,
+            "Web console: http://127.0.0.1:",
+            "[auto-approve] approved the review of tool call delete_files",
+            "[auto-approve] approved the review of task output",
+            "Report: Cleanup done. Deleted 3 file(s), 1640 kB freed",
+            "Exit: completed",
+        ),
+    ),
     "webhook_review.py": Run(
         args=("--auto-approve",),
         expected=(

@@ -1,0 +1,75 @@
+"""``agentensemble serve``: start the web console (needs the extra ``agentensemble[web]``).
+
+It binds 127.0.0.1 unless ``--host`` says otherwise and prints the login address with its token,
+once. ``AGENTENSEMBLE_WEB_TOKEN`` sets the token (so another process can know it in advance).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+
+from agentensemble.cli import EXIT_OK, EXIT_USAGE, Command
+
+DEFAULT_PORT = 8766
+TOKEN_VARIABLE = "AGENTENSEMBLE_WEB_TOKEN"
+
+
+def _add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--host", default="127.0.0.1", help="address to bind (127.0.0.1)")
+    parser.add_argument("--port", type=int, default=DEFAULT_PORT, help=f"port ({DEFAULT_PORT})")
+    parser.add_argument(
+        "--allow-host",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="another host name browsers may use to reach the console (repeatable)",
+    )
+
+
+def _run(args: argparse.Namespace) -> int:
+    try:
+        from agentensemble_web.server import WebConsoleServer
+    except ImportError as exc:
+        print(
+            f"agentensemble serve needs the web extra: pip install 'agentensemble[web]' ({exc})",
+            file=sys.stderr,
+        )
+        return EXIT_USAGE
+    server = WebConsoleServer(
+        args.host,
+        args.port,
+        token=os.environ.get(TOKEN_VARIABLE) or None,
+        allowed_hosts=args.allow_host,
+    )
+    try:
+        server.bind()
+    except OSError as exc:
+        print(
+            f"agentensemble serve: cannot listen on {args.host}:{args.port}: {exc}", file=sys.stderr
+        )
+        return EXIT_USAGE
+    if server.is_public:
+        print(
+            f"warning: {args.host} is reachable from other machines over plain HTTP; "
+            "put the console behind TLS before anyone else can reach it",
+            file=sys.stderr,
+        )
+    print("agentensemble web console", flush=True)
+    print(f"  open in a browser: {server.login_url}", flush=True)
+    print(
+        f"  connect an ensemble: WebConsole({server.url!r}, token=...) with the token above "
+        f"(or set {TOKEN_VARIABLE})",
+        flush=True,
+    )
+    server.serve_forever()
+    return EXIT_OK
+
+
+COMMAND = Command(
+    name="serve",
+    help="Start the web console: watch runs live and decide reviews in a browser.",
+    add_arguments=_add_arguments,
+    run=_run,
+)

@@ -1,0 +1,136 @@
+"""``WebReviewHandler``: reviews decided by a person in the web console.
+
+``Ensemble(..., review_handler=WebReviewHandler(url, token))``. Each review is posted to the
+console, shows up at once on every open page, and waits for a browser decision (long polls,
+each bounded). When the request's timeout is reached the handler tells the console the review
+expired (so no late decision lands) and applies ``on_timeout``; if a decision won that race, the
+decision applies. A console that cannot be reached fails closed: ``on_timeout`` applies, never
+approval.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import httpx
+
+from agentensemble.logging import get_logger, register_secret
+from agentensemble.run_context import current_run_id
+from agentensemble_review._asking import apply_on_timeout
+from agentensemble_review.errors import ReviewProtocolError
+from agentensemble_review.models import ReviewDecision, ReviewRequest
+from agentensemble_review.protocol import decision_from_json, request_to_json
+
+POLL_SECONDS = 20.0
+DEADLINE_MARGIN_SECONDS = 0.3
+"""Stop waiting this long before the request's timeout, to expire it at the console in time."""
+
+
+def _body(answer: httpx.Response) -> dict[str, Any]:
+    """The console's JSON answer; anything else is a protocol error, never a decision."""
+    try:
+        data: Any = answer.json()
+    except ValueError:
+        raise ReviewProtocolError(
+            f"the web console answered HTTP {answer.status_code} with a body that is not JSON"
+        ) from None
+    if not isinstance(data, dict):
+        raise ReviewProtocolError("the web console answered with JSON that is not an object")
+    return data
+
+
+class WebReviewHandler:
+    """Asks the console at ``url`` (with its ``token``) and waits for a reviewer's decision."""
+
+    def __init__(self, url: str, token: str, *, http_timeout: float = 5.0) -> None:
+        self.url = url.rstrip("/")
+        self._token = token
+        register_secret(token)
+        self._http_timeout = http_timeout
+
+    def __repr__(self) -> str:
+        return f"WebReviewHandler({self.url!r}, token='***')"
+
+    def review(self, request: ReviewRequest) -> ReviewDecision:
+        """Post the request, wait for the decision or the timeout (see the module docstring)."""
+        limit = request.timeout_seconds
+        deadline = (
+            None if limit is None else time.monotonic() + max(0.0, limit - DEADLINE_MARGIN_SECONDS)
+        )
+        headers = {"Authorization": f"Bearer {self._token}"}
+        with httpx.Client(headers=headers, timeout=self._http_timeout) as client:
+            try:
+                self._post(client, request, deadline)
+            except (httpx.HTTPError, ReviewProtocolError) as exc:
+                get_logger().warning("web console unreachable for review", error=str(exc))
+                return apply_on_timeout(
+                    request, reason=f"The web console could not be reached ({exc})"
+                )
+            return self._wait(client, request, deadline)
+
+    def _remaining(self, deadline: float | None) -> float:
+        return POLL_SECONDS if deadline is None else max(0.0, deadline - time.monotonic())
+
+    def _post(self, client: httpx.Client, request: ReviewRequest, deadline: float | None) -> None:
+        body = {"run_id": current_run_id(), "request": request_to_json(request)}
+        answer = client.post(
+            f"{self.url}/api/reviews",
+            json=body,
+            timeout=min(self._http_timeout, self._remaining(deadline) + 0.1),
+        )
+        if answer.status_code not in (200, 201):
+            raise ReviewProtocolError(
+                f"the web console refused the review: HTTP {answer.status_code} {answer.text[:200]}"
+            )
+
+    def _wait(
+        self, client: httpx.Client, request: ReviewRequest, deadline: float | None
+    ) -> ReviewDecision:
+        url = f"{self.url}/api/reviews/{request.id}"
+        while True:
+            wait = min(POLL_SECONDS, self._remaining(deadline))
+            if wait <= 0:
+                break
+            try:
+                answer = client.get(url, params={"wait": f"{wait:.3f}"}, timeout=wait + 2.0)
+            except httpx.HTTPError:
+                time.sleep(min(0.5, self._remaining(deadline)))
+                continue
+            if answer.status_code == 404:  # the console restarted: ask again
+                try:
+                    self._post(client, request, deadline)
+                except (httpx.HTTPError, ReviewProtocolError):
+                    time.sleep(min(0.5, self._remaining(deadline)))
+                continue
+            decision = self._decision(answer)
+            if decision is not None:
+                return decision
+            if answer.status_code != 200:  # refused or failing: try again, without hammering
+                time.sleep(min(0.5, self._remaining(deadline)))
+            elif _body(answer).get("status") == "expired":
+                return apply_on_timeout(request)
+        return self._expire(client, request)
+
+    def _expire(self, client: httpx.Client, request: ReviewRequest) -> ReviewDecision:
+        try:
+            answer = client.post(
+                f"{self.url}/api/reviews/{request.id}/expire", json={}, timeout=1.0
+            )
+            decision = self._decision(answer)
+        except httpx.HTTPError:
+            decision = None
+        return decision if decision is not None else apply_on_timeout(request)
+
+    @staticmethod
+    def _decision(answer: httpx.Response) -> ReviewDecision | None:
+        if answer.status_code != 200:
+            return None
+        decision = _body(answer).get("decision")
+        if not isinstance(decision, dict):
+            return None
+        wanted = {k: decision[k] for k in ("decision", "revised_output", "reason") if k in decision}
+        return decision_from_json(wanted)
+
+
+__all__ = ["WebReviewHandler"]

@@ -1,0 +1,158 @@
+"""``WebConsoleServer``: the console served by uvicorn, in a thread or in the foreground.
+
+``agentensemble serve`` runs it until Ctrl-C; tests and examples use
+``with WebConsoleServer(port=0) as console: ...`` and give ``console.url`` and ``console.token``
+to ``WebConsole`` / ``WebReviewHandler``. It binds 127.0.0.1 unless told otherwise; the login
+address (``login_url``, with the token, like Jupyter's) is for the reviewer only.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import secrets
+import socket
+import threading
+import urllib.parse
+from collections.abc import Iterable
+from types import TracebackType
+
+import uvicorn
+
+from agentensemble.logging import register_secret
+from agentensemble_review._server_guard import is_loopback
+from agentensemble_web.app import ConsoleState, create_app
+
+DEFAULT_PORT = 8766
+
+
+class WebConsoleServer:
+    """The web console. ``port=0`` picks a free port; ``token`` defaults to a random one."""
+
+    def __init__(
+        self,
+        host: str = "127.0.0.1",
+        port: int = DEFAULT_PORT,
+        *,
+        token: str | None = None,
+        allowed_hosts: Iterable[str] = (),
+    ) -> None:
+        self.host = host
+        self.port = port
+        self.token = token or secrets.token_urlsafe(24)
+        register_secret(self.token)
+        self._allowed_hosts = tuple(allowed_hosts)
+        self._socket: socket.socket | None = None
+        self._server: uvicorn.Server | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._thread: threading.Thread | None = None
+        self._state: ConsoleState | None = None
+
+    def __repr__(self) -> str:
+        return f"WebConsoleServer(host={self.host!r}, port={self.port}, token='***')"
+
+    @property
+    def url(self) -> str:
+        """The base URL, e.g. ``http://127.0.0.1:8766`` (the real port once bound)."""
+        host = f"[{self.host}]" if ":" in self.host else self.host
+        return f"http://{host}:{self.port}"
+
+    @property
+    def login_url(self) -> str:
+        """The address that logs a browser in (it carries the token: give it to reviewers only)."""
+        return f"{self.url}/login?token={urllib.parse.quote(self.token, safe='')}"
+
+    @property
+    def is_public(self) -> bool:
+        """Whether the bound address can be reached from other machines."""
+        return not is_loopback(self.host.strip("[]"))
+
+    @property
+    def state(self) -> ConsoleState:
+        """What the console holds (runs, reviews); only touch it on the server's loop."""
+        if self._state is None:
+            raise RuntimeError("the console is not started")
+        return self._state
+
+    def bind(self) -> None:
+        """Open the listening socket, so ``port`` is known before serving."""
+        if self._socket is None:
+            family = socket.AF_INET6 if ":" in self.host else socket.AF_INET
+            sock = socket.socket(family, socket.SOCK_STREAM)
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            sock.bind((self.host.strip("[]"), self.port))
+            sock.listen(128)
+            self.port = sock.getsockname()[1]
+            self._socket = sock
+
+    def _make_server(self) -> uvicorn.Server:
+        self.bind()
+        app = create_app(self.token, self.host, self.port, self._allowed_hosts)
+        self._state = app.state.console
+        config = uvicorn.Config(
+            app,
+            log_level="warning",
+            access_log=False,
+            lifespan="off",
+            ws="none",
+            timeout_graceful_shutdown=2,
+            timeout_keep_alive=30,
+        )
+        return uvicorn.Server(config)
+
+    async def _serve(self, server: uvicorn.Server) -> None:
+        self._loop = asyncio.get_running_loop()
+        assert self._socket is not None
+        await server.serve(sockets=[self._socket])
+
+    def start(self, timeout: float = 10.0) -> WebConsoleServer:
+        """Serve in a daemon thread; returns once the server accepts connections."""
+        if self._thread is not None:
+            return self
+        server = self._server = self._make_server()
+        self._thread = threading.Thread(
+            target=asyncio.run, args=(self._serve(server),), name="agentensemble-web", daemon=True
+        )
+        self._thread.start()
+        for _ in range(int(timeout / 0.02)):
+            if server.started:
+                return self
+            if not self._thread.is_alive():
+                break
+            threading.Event().wait(0.02)
+        self.stop()
+        raise RuntimeError(f"the web console did not start on {self.url}")
+
+    def serve_forever(self) -> None:
+        """Serve in this thread until interrupted (the command line's way)."""
+        server = self._server = self._make_server()
+        asyncio.run(self._serve(server))
+
+    def stop(self) -> None:
+        """Stop serving: end the live streams, then the server; close the socket."""
+        server, loop, thread = self._server, self._loop, self._thread
+        self._server = self._thread = self._loop = None
+        if server is not None:
+            if loop is not None and self._state is not None and not loop.is_closed():
+                with contextlib.suppress(RuntimeError):  # the loop may just have finished
+                    loop.call_soon_threadsafe(self._state.hub.close_all)
+            server.should_exit = True
+        if thread is not None:
+            thread.join(timeout=10)
+        if self._socket is not None:
+            self._socket.close()
+            self._socket = None
+
+    def __enter__(self) -> WebConsoleServer:
+        return self.start()
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        self.stop()
+
+
+__all__ = ["DEFAULT_PORT", "WebConsoleServer"]

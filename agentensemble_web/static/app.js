@@ -1,0 +1,286 @@
+// The console page: runs, one run, pending reviews and the trace viewer.
+// Everything shown from a run is hostile text: it only ever reaches the page through
+// textContent (never innerHTML), after clean() makes invisible characters visible.
+"use strict";
+
+const state = {csrf: null, runs: new Map(), reviews: new Map(), runEvents: [], runId: null,
+               trace: null, dirty: false};
+
+function clean(value) {
+  const text = value === null || value === undefined ? "" : String(value);
+  return text.replace(/[\p{Cc}\p{Cf}\p{Co}\p{Cs}\u2028\u2029]/gu, (c) =>
+    c === "\n" || c === "\t" ? c : "\\u" + c.charCodeAt(0).toString(16).padStart(4, "0"));
+}
+
+function el(tag, attrs, ...children) {
+  const node = document.createElement(tag);
+  for (const [key, value] of Object.entries(attrs || {})) {
+    if (key === "class") node.className = value;
+    else if (key === "dataset") Object.assign(node.dataset, value);
+    else if (key.startsWith("on")) node.addEventListener(key.slice(2), value);
+    else node.setAttribute(key, value);
+  }
+  for (const child of children.flat()) {
+    if (child === null || child === undefined || child === false) continue;
+    node.append(child instanceof Node ? child : document.createTextNode(clean(child)));
+  }
+  return node;
+}
+
+async function api(path, options) {
+  const init = Object.assign({credentials: "same-origin"}, options || {});
+  if (init.body !== undefined) {
+    init.method = init.method || "POST";
+    init.headers = {"Content-Type": "application/json", "X-CSRF-Token": state.csrf};
+    init.body = JSON.stringify(init.body);
+  }
+  const answer = await fetch(path, init);
+  let data = null;
+  try { data = await answer.json(); } catch (e) { data = null; }
+  return {status: answer.status, ok: answer.ok, data};
+}
+
+// ---- formatting --------------------------------------------------------------------------
+
+function fmtDuration(seconds) {
+  if (seconds === null || seconds === undefined) return "";
+  if (seconds < 60) return seconds.toFixed(1) + " s";
+  return Math.floor(seconds / 60) + " min " + Math.round(seconds % 60) + " s";
+}
+function fmtCost(cost) { return cost === null || cost === undefined ? "–" : "$" + cost.toFixed(4); }
+function shortId(id) { return String(id).slice(0, 8); }
+
+// ---- runs page ---------------------------------------------------------------------------
+
+function renderRuns(main) {
+  const rows = [...state.runs.values()].sort((a, b) => b.started_at - a.started_at).map((run) =>
+    el("tr", {dataset: {runId: run.run_id}},
+      el("td", {}, el("a", {href: "#/run/" + encodeURIComponent(run.run_id)}, shortId(run.run_id))),
+      el("td", {class: "status status-" + run.status}, run.status),
+      el("td", {class: "tasks"}, run.tasks_done + "/" + run.tasks_total),
+      el("td", {class: "tokens"}, String(run.tokens)),
+      el("td", {}, fmtCost(run.cost_usd)),
+      el("td", {}, fmtDuration(run.duration_seconds)),
+      el("td", {}, pendingFor(run.run_id) ? pendingFor(run.run_id) + " pending" : "")));
+  main.append(el("h1", {}, "Runs"),
+    el("table", {id: "runs"},
+      el("thead", {}, el("tr", {}, ["Run", "Status", "Tasks", "Tokens", "Cost", "Duration",
+                                     "Reviews"].map((h) => el("th", {}, h)))),
+      el("tbody", {}, rows)));
+  if (!rows.length) {
+    main.append(el("p", {class: "empty"}, "No runs yet. Connect an ensemble with " +
+      "listeners=[WebConsole(url, token)]."));
+  }
+}
+
+function pendingFor(runId) {
+  return [...state.reviews.values()].filter((r) => r.run_id === runId && r.status === "pending")
+    .length;
+}
+
+function renderRun(main) {
+  const run = state.runs.get(state.runId);
+  main.append(el("h1", {}, "Run " + shortId(state.runId)));
+  if (run) {
+    main.append(el("div", {class: "summary", id: "run-summary"},
+      el("span", {class: "status status-" + run.status}, run.status),
+      el("span", {}, "tasks " + run.tasks_done + "/" + run.tasks_total),
+      el("span", {}, run.tokens + " tokens"), el("span", {}, fmtCost(run.cost_usd)),
+      el("span", {}, fmtDuration(run.duration_seconds)),
+      run.error ? el("span", {class: "error"}, run.error) : null));
+  }
+  const tasks = foldEvents(state.runEvents);
+  const gantt = renderGantt(tasks, eventTimes(state.runEvents));
+  if (gantt) main.append(gantt);
+  main.append(el("div", {id: "timeline"}, renderTasks(tasks)));
+}
+
+// ---- trace viewer ------------------------------------------------------------------------
+
+function renderTrace(main) {
+  const input = el("input", {type: "file", id: "trace-file", accept: ".json,application/json"});
+  const note = el("p", {id: "trace-error", class: "error"});
+  input.addEventListener("change", () => {
+    const file = input.files[0];
+    if (!file) return;
+    file.text().then((text) => {
+      try {
+        const trace = JSON.parse(text);
+        if (!trace || !Array.isArray(trace.tasks) || !trace.run_id) {
+          throw new Error("not an agentensemble trace (no run_id and tasks)");
+        }
+        state.trace = trace; render();
+      } catch (err) { note.textContent = clean("Cannot open this file: " + err.message); }
+    });
+  });
+  main.append(el("h1", {}, "Trace viewer"),
+    el("p", {}, "Open a trace saved with trace.save(path). It is read here, not uploaded."),
+    input, note);
+  const t = state.trace;
+  if (t) {
+    main.append(el("div", {class: "summary", id: "trace-summary"},
+      el("span", {}, "run " + shortId(t.run_id)),
+      el("span", {class: "status status-" + t.status}, t.status),
+      el("span", {}, ((t.usage || {}).total_tokens || 0) + " tokens"),
+      el("span", {}, fmtCost(t.cost_usd)), el("span", {}, t.workflow || "")),
+      renderGantt(traceTasks(t), traceTimes(t)) || el("div", {}),
+      el("div", {id: "timeline"}, renderTasks(traceTasks(t))));
+  }
+}
+
+// ---- reviews -----------------------------------------------------------------------------
+
+function countdownText(review) {
+  if (review.deadline === null || review.deadline === undefined) return "no time limit";
+  const left = Math.max(0, Math.round(review.deadline - Date.now() / 1000));
+  return "expires in " + left + " s";
+}
+
+async function sendDecision(review, body, card) {
+  const result = await api("/api/reviews/" + encodeURIComponent(review.id) + "/decision", {body});
+  const note = card.querySelector(".review-status");
+  if (result.ok) { note.textContent = "Decision sent."; return; }
+  const error = (result.data && result.data.error) || "HTTP " + result.status;
+  const won = result.data && result.data.decision ? " (" + result.data.decision.decision + ")" : "";
+  note.textContent = clean("Refused: " + error + won);
+}
+
+function reviewCard(review) {
+  const req = review.request || {};
+  const isTool = req.timing === "during_execution" && !!req.tool_name;
+  const card = el("div", {class: "review", dataset: {reviewId: review.id}});
+  const editor = el("textarea", {class: "editor", hidden: ""});
+  editor.value = req.output || "";
+  const reason = el("input", {class: "reason", hidden: "", placeholder: "reason"});
+  const sendEdit = el("button", {class: "send-edit", hidden: "", onclick: () => {
+    const text = editor.value;
+    if (isTool) {
+      let parsed;
+      try { parsed = JSON.parse(text); } catch (err) {
+        card.querySelector(".review-status").textContent = clean("Not valid JSON: " + err.message);
+        return;
+      }
+      if (parsed === null || typeof parsed !== "object" || Array.isArray(parsed)) {
+        card.querySelector(".review-status").textContent = "The arguments must be a JSON object.";
+        return;
+      }
+    }
+    sendDecision(review, {decision: "edit", revised_output: text}, card);
+  }}, "Send edit");
+  const sendReject = el("button", {class: "send-reject", hidden: "", onclick: () =>
+    sendDecision(review, {decision: "exit_early", reason: reason.value || null}, card)},
+    isTool ? "Send rejection" : "Exit early now");
+  card.append(
+    el("div", {class: "meta"}, (isTool ? "Tool call " + req.tool_name : "Task review (" +
+      req.timing + ")") + " · run " + shortId(review.run_id || "?") + " · ",
+      el("span", {class: "countdown"}, countdownText(review)),
+      " · on timeout: " + (req.on_timeout || "")),
+    el("div", {}, el("strong", {}, "Task: "), req.task_description || ""),
+    req.prompt ? el("div", {}, el("strong", {}, "Asks: "), req.prompt) : null,
+    el("div", {class: "label"}, isTool ? "Arguments" : "Output"),
+    el("pre", {class: "request-output"}, req.output || ""),
+    el("button", {class: "approve", onclick: () =>
+      sendDecision(review, {decision: "continue"}, card)}, "Approve"),
+    el("button", {class: "edit", onclick: () => { editor.hidden = false; sendEdit.hidden = false; }},
+      "Edit"),
+    el("button", {class: "reject", onclick: () => { reason.hidden = false; sendReject.hidden = false; }},
+      isTool ? "Reject" : "Exit early"),
+    editor, sendEdit, reason, sendReject,
+    el("div", {class: "review-status"}));
+  return card;
+}
+
+function renderReviews() {
+  const box = document.getElementById("reviews");
+  const pending = [...state.reviews.values()].filter((r) => r.status === "pending")
+    .sort((a, b) => a.created_at - b.created_at);
+  document.getElementById("review-count").textContent = String(pending.length);
+  const shown = new Set(pending.map((r) => r.id));
+  for (const card of [...box.children]) {
+    if (!shown.has(card.dataset.reviewId)) card.remove();
+  }
+  const present = new Set([...box.children].map((c) => c.dataset.reviewId));
+  for (const review of pending) {
+    if (!present.has(review.id)) box.append(reviewCard(review));
+  }
+}
+
+function tickCountdowns() {
+  for (const card of document.querySelectorAll(".review")) {
+    const review = state.reviews.get(card.dataset.reviewId);
+    if (review) card.querySelector(".countdown").textContent = countdownText(review);
+  }
+}
+
+// ---- routing, live updates ---------------------------------------------------------------
+
+function route() {
+  const hash = location.hash || "#/";
+  if (hash.startsWith("#/run/")) return ["run", decodeURIComponent(hash.slice(6))];
+  if (hash === "#/trace") return ["trace", null];
+  return ["runs", null];
+}
+
+function render() {
+  state.dirty = false;
+  const main = document.getElementById("main");
+  main.replaceChildren();
+  const [page] = route();
+  if (page === "run") renderRun(main);
+  else if (page === "trace") renderTrace(main);
+  else renderRuns(main);
+  renderReviews();
+}
+
+function renderSoon() {
+  if (state.dirty) return;
+  state.dirty = true;
+  setTimeout(render, 100);
+}
+
+async function loadAll() {
+  const runs = await api("/api/runs");
+  if (runs.ok) for (const run of runs.data.runs) state.runs.set(run.run_id, run);
+  const reviews = await api("/api/reviews");
+  if (reviews.ok) for (const r of reviews.data.reviews) state.reviews.set(r.id, r);
+  const [page, runId] = route();
+  state.runId = page === "run" ? runId : null;
+  state.runEvents = [];
+  if (state.runId) {
+    const run = await api("/api/runs/" + encodeURIComponent(state.runId));
+    if (run.ok) { state.runs.set(state.runId, run.data.run); state.runEvents = run.data.events; }
+  }
+  render();
+}
+
+function onMessage(message) {
+  if (message.kind === "run") {
+    state.runs.set(message.run.run_id, message.run);
+    renderSoon();
+  } else if (message.kind === "event") {
+    if (message.event.run_id === state.runId) { state.runEvents.push(message.event); renderSoon(); }
+  } else if (message.kind === "review") {
+    state.reviews.set(message.review.id, message.review);
+    renderReviews();
+  }
+}
+
+async function start() {
+  const session = await api("/api/session");
+  if (!session.ok) {
+    document.getElementById("main").textContent =
+      "Not logged in: open the address printed when the console started.";
+    return;
+  }
+  state.csrf = session.data.csrf;
+  const live = document.getElementById("live");
+  const source = new EventSource("/api/stream");
+  source.onopen = () => { live.textContent = "live"; live.className = "live on"; loadAll(); };
+  source.onerror = () => { live.textContent = "reconnecting…"; live.className = "live off"; };
+  source.onmessage = (event) => onMessage(JSON.parse(event.data));
+  window.addEventListener("hashchange", loadAll);
+  setInterval(tickCountdowns, 1000);
+  await loadAll();
+}
+
+document.addEventListener("DOMContentLoaded", start);

@@ -1,0 +1,95 @@
+"""Run events as JSON for the console: ``event_to_json(event)``.
+
+Any event (a frozen dataclass of ``agentensemble.events``) becomes ``{"type": <class name>,
+"ts": <unix seconds>, <its fields>...}``: durations in seconds, errors as ``"Type: message"``,
+pydantic models dumped, the final ``EnsembleOutput`` reduced to its summary (the console shows
+its tasks from their own events). Strings are redacted (registered secrets, key-like text) and
+every size is bounded, so posting an event can neither leak a key nor carry megabytes.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from datetime import datetime, timedelta
+from enum import Enum
+from typing import Any
+
+from pydantic import BaseModel
+
+from agentensemble.logging import redact_text
+
+MAX_TEXT = 20_000
+MAX_ITEMS = 200
+MAX_DEPTH = 6
+MAX_MESSAGES = 30
+"""A model call's prompt keeps its last messages only: a long conversation stays sendable."""
+
+
+def _text(value: str) -> str:
+    value = redact_text(value)
+    return value if len(value) <= MAX_TEXT else value[:MAX_TEXT] + " …[truncated]"
+
+
+def to_json_value(value: Any, depth: int = 0) -> Any:
+    """A JSON-ready, redacted, bounded copy of ``value``."""
+    if isinstance(value, str):
+        return _text(value)
+    if value is None or isinstance(value, bool | int | float):
+        return value
+    if isinstance(value, Enum):
+        return to_json_value(value.value, depth)
+    if isinstance(value, timedelta):
+        return value.total_seconds()
+    if isinstance(value, datetime):
+        return value.isoformat()
+    if isinstance(value, BaseException):
+        return _text(f"{type(value).__name__}: {value}")
+    if depth >= MAX_DEPTH:
+        return _text(repr(value)[:500])
+    if isinstance(value, BaseModel):
+        return to_json_value(value.model_dump(mode="json", exclude={"trace"}), depth + 1)
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return {
+            f.name: to_json_value(getattr(value, f.name), depth + 1)
+            for f in dataclasses.fields(value)
+        }
+    if isinstance(value, dict):
+        return {
+            _text(str(k))[:200]: to_json_value(v, depth + 1)
+            for k, v in list(value.items())[:MAX_ITEMS]
+        }
+    if isinstance(value, list | tuple | set | frozenset):
+        return [to_json_value(v, depth + 1) for v in list(value)[:MAX_ITEMS]]
+    return _text(repr(value)[:500])
+
+
+def _ensemble_output(output: Any) -> dict[str, Any]:
+    return {
+        "raw": to_json_value(getattr(output, "raw", "")),
+        "exit_reason": to_json_value(getattr(output, "exit_reason", None)),
+        "usage": to_json_value(getattr(output, "usage", None)),
+        "cost_usd": getattr(output, "cost_usd", None),
+        "total_duration": to_json_value(getattr(output, "total_duration", None)),
+        "tasks": len(getattr(output, "task_outputs", []) or []),
+    }
+
+
+def event_to_json(event: Any) -> dict[str, Any]:
+    """The console's JSON for one run event (see the module docstring)."""
+    data: dict[str, Any] = {"type": type(event).__name__, "ts": time.time()}
+    if not dataclasses.is_dataclass(event):
+        data["run_id"] = str(getattr(event, "run_id", "") or "")
+        return data
+    for f in dataclasses.fields(event):
+        value = getattr(event, f.name)
+        if type(event).__name__ == "EnsembleCompleted" and f.name == "output":
+            data["output"] = _ensemble_output(value)
+        elif f.name == "messages" and isinstance(value, list | tuple):
+            data["messages"] = to_json_value(list(value)[-MAX_MESSAGES:], 1)
+        else:
+            data[f.name] = to_json_value(value, 1)
+    return data
+
+
+__all__ = ["event_to_json", "to_json_value"]

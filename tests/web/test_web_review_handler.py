@@ -1,0 +1,46 @@
+"""``WebReviewHandler`` against a console that misbehaves: it fails closed and never hammers."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import pytest
+import respx
+
+from agentensemble_review import ExitEarly, ReviewRequest, ReviewTiming
+from agentensemble_review.errors import ReviewProtocolError
+from agentensemble_web import WebReviewHandler
+
+CONSOLE = "http://console.test"
+
+
+def _request(seconds: float) -> ReviewRequest:
+    return ReviewRequest(
+        timing=ReviewTiming.AFTER_EXECUTION, output="draft", timeout=timedelta(seconds=seconds)
+    )
+
+
+@respx.mock
+def test_a_failing_console_is_polled_gently_then_on_timeout_applies() -> None:
+    respx.post(f"{CONSOLE}/api/reviews").respond(201, json={"status": "pending"})
+    polls = respx.get(url__regex=rf"{CONSOLE}/api/reviews/[^/]+$").respond(500, json={})
+    respx.post(url__regex=r".*/expire$").respond(500, json={})
+    decision = WebReviewHandler(CONSOLE, "token").review(_request(1.3))
+    assert isinstance(decision, ExitEarly) and decision.timed_out  # never approval
+    assert 1 <= polls.call_count <= 6  # about one poll per 0.5 s, not a busy loop
+
+
+@respx.mock
+def test_a_console_that_refuses_the_review_fails_closed_at_once() -> None:
+    respx.post(f"{CONSOLE}/api/reviews").respond(401, json={"error": "log in first"})
+    decision = WebReviewHandler(CONSOLE, "wrong").review(_request(60))
+    assert isinstance(decision, ExitEarly) and decision.timed_out
+    assert "could not be reached" in (decision.reason or "")
+
+
+@respx.mock
+def test_an_answer_that_is_not_json_is_a_protocol_error_not_a_decision() -> None:
+    respx.post(f"{CONSOLE}/api/reviews").respond(201, json={"status": "pending"})
+    respx.get(url__regex=rf"{CONSOLE}/api/reviews/[^/]+$").respond(200, text="<html>ok</html>")
+    with pytest.raises(ReviewProtocolError, match="not JSON"):
+        WebReviewHandler(CONSOLE, "token").review(_request(5))
