@@ -2,12 +2,14 @@
 
 One scripted run is watched live while a reviewer approves one email, edits another and rejects
 a third in the page; each outcome must reach the run. Screenshots of the runs page, a run page,
-a review and the trace viewer go to docs/images/ (shown in docs/web-console.md).
+a review and the trace viewer are taken on every run; with AGENTENSEMBLE_WRITE_SCREENSHOTS=1
+they replace the ones in docs/images/ (shown in docs/web-console.md).
 """
 
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import tempfile
 import threading
@@ -24,7 +26,13 @@ pytestmark = pytest.mark.browser
 
 CHROMIUM = "/usr/bin/chromium"
 CHROMEDRIVER = "/usr/bin/chromedriver"
-IMAGES = Path(__file__).resolve().parents[2] / "docs" / "images"
+# docs/images/ is refreshed on request only (AGENTENSEMBLE_WRITE_SCREENSHOTS=1), so a test run
+# leaves the working tree clean; otherwise the screenshots go to a temporary folder
+IMAGES = (
+    Path(__file__).resolve().parents[2] / "docs" / "images"
+    if os.environ.get("AGENTENSEMBLE_WRITE_SCREENSHOTS") == "1"
+    else Path(tempfile.mkdtemp(prefix="agentensemble-screenshots-"))
+)
 WAIT = 20.0
 
 webdriver = pytest.importorskip("selenium.webdriver")
