@@ -75,6 +75,8 @@ def is_public(address: IPAddress) -> bool:
         mapped = address.ipv4_mapped or address.sixtofour
         if mapped is not None:
             return is_public(mapped)
+        if address.is_site_local:  # fec0::/10: deprecated, still routed inside some networks
+            return False
     return address.is_global and not (
         address.is_private
         or address.is_loopback

@@ -283,6 +283,7 @@ def test_an_allow_list_is_required() -> None:
         ("255.255.255.255", False),
         ("::1", False),
         ("fe80::1", False),
+        ("fec0::1", False),  # IPv6 site-local
         ("fc00::1", False),
         ("::ffff:127.0.0.1", False),
         ("::ffff:10.0.0.1", False),
