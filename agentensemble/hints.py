@@ -142,13 +142,19 @@ def missing_context(tasks: Sequence[Any]) -> list[str]:
             continue
         text = f"{task.description}\n{task.expected_output}"
         earlier = [t for t in tasks[:index] if t.name]
-        named = [t for t in earlier if re.search(rf"\b{re.escape(t.name)}\b", text, re.IGNORECASE)]
+        named = [  # the name as a whole word, also names such as "c++" that end in a symbol
+            t for t in earlier if re.search(rf"(?<!\w){re.escape(t.name)}(?!\w)", text, re.I)
+        ]
         if named or _BACK_REFERENCE.search(text):
             source = named[-1] if named else tasks[index - 1]
-            reference = source.name or f"task {tasks.index(source) + 1}"
+            if source.name:
+                fix = f"add context=[{source.name}]"
+            else:
+                number = tasks.index(source) + 1
+                fix = f"add that Task (task {number}, {source.label!r}) to context=[...]"
             found.append(
                 f"task {index + 1} ({task.label!r}) mentions an earlier task's output but has "
-                f"no context, so it will not see it: add context=[{reference}]"
+                f"no context, so it will not see it: {fix}"
             )
     return found
 

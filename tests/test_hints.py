@@ -145,3 +145,21 @@ def test_a_described_tool_is_quiet() -> None:
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         Agent(role="R", goal="G", tools=[shout])
+
+
+@pytest.mark.parametrize(
+    ("first", "second", "fix"),
+    [
+        (
+            Task(description="Research AI"),
+            "Write from the research above",
+            "add that Task (task 1, 'Research AI') to context=[...]",
+        ),
+        (Task(description="Port it", name="c++"), "Review the c++ output", "add context=[c++]"),
+    ],
+)
+def test_the_missing_context_hint_says_a_fix_that_fits_the_task(
+    first: Task, second: str, fix: str
+) -> None:
+    [message] = missing_context([first, Task(description=second)])
+    assert message.endswith(fix)
