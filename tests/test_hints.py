@@ -152,7 +152,7 @@ def test_a_described_tool_is_quiet() -> None:
     [
         (
             Task(description="Research AI"),
-            "Write from the research above",
+            "Summarise the previous task's findings",
             "add that Task (task 1, 'Research AI') to context=[...]",
         ),
         (Task(description="Port it", name="c++"), "Review the c++ output", "add context=[c++]"),
