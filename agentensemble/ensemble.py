@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import os
 from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import nullcontext
@@ -340,6 +341,12 @@ class Ensemble(BaseModel):
             except TaskExecutionError as error:
                 error.trace = recorder.fail(error)
                 env.emitter.emit(EnsembleFailed(error))
+                raise
+            except (asyncio.CancelledError, KeyboardInterrupt) as stopped:
+                # cancelled, Ctrl-C, or a stream left early: listeners (a web console, spans)
+                # learn the run ended instead of showing it running forever
+                recorder.fail(stopped)
+                env.emitter.emit(EnsembleFailed(stopped))
                 raise
             output = output.model_copy(
                 update={"tool_metrics": env.metrics.snapshot(), "run_id": current_run_id()}

@@ -42,7 +42,8 @@ class EnsembleCompleted:
 
 @dataclass(frozen=True)
 class EnsembleFailed:
-    """The run failed; ``error`` is what the run raises (a ``TaskExecutionError``)."""
+    """The run failed or was stopped; ``error`` is what the run raises (a ``TaskExecutionError``,
+    or ``CancelledError`` / ``KeyboardInterrupt`` when it was cancelled or interrupted)."""
 
     error: BaseException
     run_id: str = _run_id()

@@ -169,3 +169,35 @@ def test_a_run_inside_a_tool_gets_its_own_id_and_names_its_parent() -> None:
     assert {e.run_id for e in events.events} == {output.run_id}  # the inner run's stay inner
     assert output.trace is not None
     assert [c.output for c in output.trace.tasks[0].tool_calls] == ["specialist answer"]
+
+
+@pytest.mark.anyio
+async def test_a_cancelled_run_ends_with_ensemble_failed_for_its_listeners() -> None:
+    from agentensemble import EnsembleFailed
+
+    started = asyncio.Event()
+
+    @tool
+    async def wait_forever() -> str:
+        """Never returns on its own."""
+        started.set()
+        await asyncio.sleep(3600)
+        return "never"
+
+    seen: list[object] = []
+
+    class Recorder:
+        def on_event(self, event: object) -> None:
+            seen.append(event)
+
+    model = ScriptedChatModel([tool_call("wait_forever", {})])
+    agent = Agent(role="Waiter", goal="Wait", tools=[wait_forever], llm=model)
+    ensemble = Ensemble(tasks=[Task(description="Wait", agent=agent)], listeners=[Recorder()])
+    run = asyncio.ensure_future(ensemble.arun())
+    await asyncio.wait_for(started.wait(), timeout=30)
+    run.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await run
+
+    assert isinstance(seen[-1], EnsembleFailed)
+    assert isinstance(seen[-1].error, asyncio.CancelledError)
