@@ -19,8 +19,9 @@ class UsageError(Exception):
     """A bad command line or crew file: exit code 2."""
 
 
-def add_crew_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("crew", help="the crew file (YAML)")
+def add_crew_arguments(parser: argparse.ArgumentParser, *, crew_optional: bool = False) -> None:
+    # optional only where another option may have swallowed it (see run_command._review)
+    parser.add_argument("crew", nargs="?" if crew_optional else None, help="the crew file (YAML)")
     parser.add_argument(
         "--input",
         "-i",

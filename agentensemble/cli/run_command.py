@@ -25,7 +25,7 @@ WEBHOOK_SECRET_ENV = "AGENTENSEMBLE_WEBHOOK_SECRET"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    add_crew_arguments(parser)
+    add_crew_arguments(parser, crew_optional=True)
     parser.add_argument(
         "--review",
         nargs="+",
@@ -40,6 +40,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def _review(args: argparse.Namespace) -> tuple[str, str | None] | None:
+    if args.review and args.crew is None:
+        # "--review console crew.yaml": the option's nargs took the crew file; give it back
+        takes = 2 if args.review[0] == "webhook" else 1
+        if len(args.review) > takes:
+            args.crew = args.review.pop()
+    if args.crew is None:
+        raise UsageError("the crew file is missing: agentensemble run CREW.yaml [options]")
     if not args.review:
         return None
     kind, *rest = args.review

@@ -16,7 +16,8 @@ import pytest
 
 import agentensemble
 from agentensemble import Ensemble, EnsembleOutput
-from agentensemble.cli import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE, main
+from agentensemble.cli import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE, build_parser, main
+from agentensemble.cli.run_command import _review
 
 CrewFile = Callable[..., Path]
 REPO_ROOT = Path(agentensemble.__file__).absolute().parent.parent
@@ -294,3 +295,20 @@ def test_model_scripted_reaches_the_hierarchical_manager_too(
     code = main(["run", str(crew_file(team)), "-i", "topic=AI", "--model", "scripted", "--json"])
 
     assert code == EXIT_OK, capsys.readouterr().err  # no key asked for: no real model at all
+
+
+@pytest.mark.parametrize(
+    "review", [["--review", "auto"], ["--review", "webhook", "http://127.0.0.1:9/reviews"]]
+)
+def test_the_crew_file_may_follow_the_review_option(
+    crew_file: CrewFile, capsys: pytest.CaptureFixture[str], review: list[str]
+) -> None:
+    path = str(crew_file(CREW))
+    parsed = build_parser().parse_args(["run", *review, path, "-i", "topic=AI"])
+    assert _review(parsed) == (review[1], review[2] if len(review) > 2 else None)
+    assert parsed.crew == path
+
+
+def test_a_missing_crew_file_is_a_usage_error(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["run", "--review", "auto"]) == EXIT_USAGE
+    assert "the crew file is missing" in capsys.readouterr().err
