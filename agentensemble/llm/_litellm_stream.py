@@ -26,8 +26,8 @@ class StreamAttempts:
     showed_text: bool = False
 
 
-async def _next(iterator: Any, guard: float) -> Any:
-    """The next chunk, or StopAsyncIteration; our own bound on a silent provider."""
+async def next_within(iterator: Any, guard: float) -> Any:
+    """The next item (chunk or line), or StopAsyncIteration; our bound on a silent provider."""
     if sys.version_info >= (3, 11):
         async with asyncio.timeout(guard):
             return await iterator.__anext__()
@@ -51,7 +51,7 @@ async def stream_turn(
     iterator = stream.__aiter__()
     while True:
         try:
-            chunk = await _next(iterator, guard)
+            chunk = await next_within(iterator, guard)
         except StopAsyncIteration:
             break
         piece = assembler.add(chunk)
@@ -64,4 +64,4 @@ async def stream_turn(
     return assembler.response()
 
 
-__all__ = ["StreamAttempts", "stream_turn"]
+__all__ = ["StreamAttempts", "next_within", "stream_turn"]

@@ -12,10 +12,8 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import json
-import sys
-from typing import Any
 
-from agentensemble.llm._litellm_stream import StreamAttempts
+from agentensemble.llm._litellm_stream import StreamAttempts, next_within
 from agentensemble.llm._openai_lane import OpenAIRequest, _loop_clients, finish_reason
 from agentensemble.llm.stream_assembly import StreamAssembler
 from agentensemble.llm.types import ChatResponse
@@ -27,15 +25,6 @@ def streaming_request(request: OpenAIRequest) -> OpenAIRequest:
     body.update(stream=True, stream_options={"include_usage": True})
     encoded = json.dumps(body, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
     return dataclasses.replace(request, body=encoded.encode("utf-8"))
-
-
-async def _next(lines: Any, guard: float) -> str:
-    """The next line, or StopAsyncIteration; our own bound on a silent provider."""
-    if sys.version_info >= (3, 11):
-        async with asyncio.timeout(guard):
-            line: str = await lines.__anext__()
-            return line
-    return str(await asyncio.wait_for(lines.__anext__(), timeout=guard))
 
 
 async def stream_turn(request: OpenAIRequest, state: StreamAttempts, guard: float) -> ChatResponse:
@@ -67,7 +56,7 @@ async def stream_turn(request: OpenAIRequest, state: StreamAttempts, guard: floa
             lines = response.aiter_lines()
             while True:
                 try:
-                    line = await _next(lines, guard)
+                    line = str(await next_within(lines, guard))
                 except StopAsyncIteration:
                     break
                 if not line.startswith("data:"):
