@@ -47,9 +47,11 @@ def _esc(value: object) -> str:
     return html.escape(escape_for_display(str(value)), quote=True)
 
 
-def render_page(records: list[Record], secret_set: bool, token: str, nonce: str) -> str:
-    """The HTML page: pending reviews with their buttons, then the last decided ones."""
-    pending = [r for r in records if r.decision is None]
+def render_page(records: list[Record], secret_set: bool, token: str, nonce: str, now: float) -> str:
+    """The HTML page: pending reviews with their buttons, then the last expired ones (no
+    buttons: their timeout passed, the run went on without them), then the last decided."""
+    pending = [r for r in records if r.status(now) == "pending"]
+    expired = [r for r in records if r.status(now) == "expired"][-20:]
     decided = [r for r in records if r.decision is not None][-20:]
     out = [
         "<!doctype html><html><head><meta charset='utf-8'>",
@@ -80,6 +82,15 @@ def render_page(records: list[Record], secret_set: bool, token: str, nonce: str)
             "<button data-decision='exit_early'>Exit</button>",
             "<p class='error'></p></div>",
         ]
+    if expired:
+        out.append("<h2>Expired (no decision in time; they can no longer be decided)</h2><ul>")
+        for record in reversed(expired):
+            out.append(
+                f"<li class='expired'>{_esc(str(record.request.get('task_description', ''))[:80])}"
+                f" &middot; id {_esc(record.id)}: <b>expired</b> after "
+                f"{_esc(record.timeout)} s</li>"
+            )
+        out.append("</ul>")
     if decided:
         out.append("<h2>Recently decided</h2><ul>")
         for record in reversed(decided):

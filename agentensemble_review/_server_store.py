@@ -4,12 +4,20 @@ A flood of junk reviews from one client cannot starve the others: each client (r
 may hold at most ``per_client`` pending reviews (more gets ``None``: the server answers 429), and
 when the store is full a new review evicts the oldest decided one, or else the oldest pending one
 of the client holding the most, never one of a client holding fewer than the newcomer's.
+
+A pending review whose request has a timeout (``timeout_seconds`` > 0) expires when that much
+time has passed since it was first received: it can no longer be decided (``ReviewExpiredError``),
+it no longer counts as pending, and posting its id again does not reopen it. The run that asked
+has applied its ``on_timeout`` by then, so a late decision must never be recorded as if it
+counted.
 """
 
 from __future__ import annotations
 
+import math
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any
@@ -26,6 +34,24 @@ class Refusal(Enum):
 
     CLIENT_FULL = "too many pending reviews from this client"
     STORE_FULL = "too many pending reviews"
+    DIFFERENT = (
+        "a different review is already held under this id; a client asking again must send "
+        "the same request"
+    )
+
+
+class ReviewExpiredError(ValueError):
+    """A decision for a review whose timeout passed with no decision: never applied."""
+
+
+def timeout_of(request: dict[str, Any]) -> float | None:
+    """The request's ``timeout_seconds`` when it is a finite positive number, else None (no
+    expiry: 0 means "wait forever"; anything else is not a timeout this store can honour)."""
+    value = request.get("timeout_seconds")
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    seconds = float(value)
+    return seconds if math.isfinite(seconds) and seconds > 0 else None
 
 
 @dataclass
@@ -36,10 +62,31 @@ class Record:
     received_at: float = field(default_factory=time.monotonic)
     decision: ReviewDecision | None = None
 
-    def to_json(self) -> dict[str, Any]:
+    @property
+    def timeout(self) -> float | None:
+        return timeout_of(self.request)
+
+    def expired(self, now: float) -> bool:
+        """Undecided, and its timeout has passed since it was first received."""
+        timeout = self.timeout
+        return self.decision is None and timeout is not None and now >= self.received_at + timeout
+
+    def status(self, now: float) -> str:
+        if self.decision is not None:
+            return "decided"
+        return "expired" if self.expired(now) else "pending"
+
+    def expiry_message(self) -> str:
+        return (
+            f"review {self.id!r} has expired: its timeout of {self.timeout:g} s passed with no "
+            "decision, so the run applied its on_timeout action; a decision can no longer be "
+            "applied"
+        )
+
+    def to_json(self, now: float | None = None) -> dict[str, Any]:
         return {
             "id": self.id,
-            "status": "pending" if self.decision is None else "decided",
+            "status": self.status(time.monotonic() if now is None else now),
             "request": self.request,
             "decision": None if self.decision is None else decision_to_json(self.decision),
         }
@@ -49,39 +96,51 @@ class Store:
     """Reviews by id, oldest first."""
 
     def __init__(
-        self, capacity: int = MAX_REVIEWS, per_client: int = MAX_PENDING_PER_CLIENT
+        self,
+        capacity: int = MAX_REVIEWS,
+        per_client: int = MAX_PENDING_PER_CLIENT,
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self._records: dict[str, Record] = {}
         self._changed = threading.Condition()
         self._capacity = capacity
         self._per_client = per_client
+        self.clock = clock
 
     def add(self, review_id: str, request: dict[str, Any], client: str = "") -> Record | Refusal:
-        """The record for ``review_id`` (existing or new), or why it was refused."""
+        """The record for ``review_id`` (existing or new), or why it was refused.
+
+        Asking again with the same id returns the record held, whatever its state; asking with
+        the same id and another request is refused: a decision is only ever about what the
+        reviewer saw.
+        """
         with self._changed:
             existing = self._records.get(review_id)
-            if existing is not None:
-                return existing
+            if existing is not None:  # a client asking again (a retry, a recovered run)
+                return existing if existing.request == request else Refusal.DIFFERENT
             pending = self._pending_by_client()
             if len(pending.get(client, [])) >= self._per_client:
                 return Refusal.CLIENT_FULL
             if len(self._records) >= self._capacity and not self._evict(pending, client):
                 return Refusal.STORE_FULL
-            record = self._records[review_id] = Record(review_id, request, client)
+            record = Record(review_id, request, client, received_at=self.clock())
+            self._records[review_id] = record
             self._changed.notify_all()
             return record
 
     def _pending_by_client(self) -> dict[str, list[Record]]:
         pending: dict[str, list[Record]] = {}
+        now = self.clock()
         for record in self._records.values():
-            if record.decision is None:
+            if record.decision is None and not record.expired(now):
                 pending.setdefault(record.client, []).append(record)
         return pending
 
     def _evict(self, pending: dict[str, list[Record]], client: str) -> bool:
-        decided = [r for r in self._records.values() if r.decision is not None]
-        if decided:
-            victim = min(decided, key=lambda r: r.received_at)
+        now = self.clock()
+        closed = [r for r in self._records.values() if r.decision is not None or r.expired(now)]
+        if closed:  # a decided or expired review is kept only for a client asking again
+            victim = min(closed, key=lambda r: r.received_at)
         else:
             heaviest = max(pending.values(), key=len, default=[])
             if len(heaviest) <= len(pending.get(client, [])) + 1:
@@ -101,6 +160,8 @@ class Store:
                 raise KeyError(review_id)
             if record.decision is not None:
                 raise ValueError(f"review {review_id} is already decided")
+            if record.expired(self.clock()):
+                raise ReviewExpiredError(record.expiry_message())
             record.decision = decision
             self._changed.notify_all()
 
@@ -112,7 +173,10 @@ class Store:
         deadline = time.monotonic() + timeout
         with self._changed:
             while True:  # bounded by the deadline
-                pending = [r for r in self._records.values() if r.decision is None]
+                now = self.clock()
+                pending = [
+                    r for r in self._records.values() if r.decision is None and not r.expired(now)
+                ]
                 if pending:
                     return min(pending, key=lambda r: r.received_at)
                 remaining = deadline - time.monotonic()
@@ -121,4 +185,12 @@ class Store:
                 self._changed.wait(remaining)
 
 
-__all__ = ["MAX_PENDING_PER_CLIENT", "MAX_REVIEWS", "Record", "Refusal", "Store"]
+__all__ = [
+    "MAX_PENDING_PER_CLIENT",
+    "MAX_REVIEWS",
+    "Record",
+    "Refusal",
+    "ReviewExpiredError",
+    "Store",
+    "timeout_of",
+]

@@ -5,8 +5,12 @@ point ``WebhookReviewHandler("http://127.0.0.1:8765/reviews", secret=S)`` at it.
 the page's address with its token (``http://127.0.0.1:8765/?token=...``), like Jupyter.
 
 - ``POST /reviews``: a review request (JSON, signed when a secret is set: 401 otherwise) -> 202
-  with ``Location: /reviews/<id>``. Posting the same id again is idempotent (a retry).
-- ``GET /reviews/<id>``: 202 while pending, 200 with the decision JSON once decided.
+  with ``Location: /reviews/<id>``. Posting the same id again is idempotent (a retry, or a
+  durable run recovered in another process): the review held is answered (200 with its decision
+  once decided), never a new one; the same id with another request is refused (409).
+- ``GET /reviews/<id>``: 202 while pending, 200 with the decision JSON once decided, 410 once
+  expired: a review whose request has a timeout expires that long after it was first received;
+  a decision for it is refused (410) and posting it again does not reopen it (410).
 - ``GET /?token=T``: the pending reviews, each with Approve / Edit / Exit buttons.
 - ``POST /reviews/<id>/decision`` (token): a decision as JSON.
 - ``GET /reviews`` (token): every review held, as JSON.
@@ -29,22 +33,20 @@ import urllib.parse
 import uuid
 from collections.abc import Iterable, Mapping
 from http import HTTPStatus
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import ThreadingHTTPServer
 from types import TracebackType
 from typing import Any
 
 from agentensemble.logging import redact_text, register_secret
-from agentensemble_review._server_guard import (
-    SECURITY_HEADERS,
-    Guard,
-    is_json,
-    lower_headers,
-)
+from agentensemble_review._server_guard import Guard, is_json, lower_headers
+from agentensemble_review._server_http import MAX_BODY_BYTES, JSONRequestHandler
 from agentensemble_review._server_page import page_csp, render_page
 from agentensemble_review._server_store import (
     MAX_PENDING_PER_CLIENT,
     MAX_REVIEWS,
+    Record,
     Refusal,
+    ReviewExpiredError,
     Store,
 )
 from agentensemble_review.errors import ReviewProtocolError
@@ -55,10 +57,6 @@ from agentensemble_review.protocol import (
     decision_to_json,
     verify_signature,
 )
-
-MAX_BODY_BYTES = 1_000_000
-MAX_DRAINED_BYTES = 16_000_000
-"""An oversized body up to this size is read and dropped, so the client gets its 413 answer."""
 
 
 class _HTTPServer(ThreadingHTTPServer):
@@ -75,7 +73,7 @@ class _HTTPServer(ThreadingHTTPServer):
         return conn, address
 
 
-class _Handler(BaseHTTPRequestHandler):
+class _Handler(JSONRequestHandler):
     protocol_version = "HTTP/1.1"
     server_version = "agentensemble-review-server/0.1"
     timeout = 30  # idle keep-alive connections are closed after this many seconds
@@ -87,68 +85,12 @@ class _Handler(BaseHTTPRequestHandler):
         if self.server.app.verbose:  # the token in a page URL is a registered secret: redacted
             sys.stderr.write(f"{self.address_string()} - {redact_text(format % args)}\n")
 
-    def _send(
-        self,
-        status: int,
-        body: bytes,
-        content_type: str,
-        headers: Mapping[str, str] | None = None,
-    ) -> None:
-        self.send_response(status)
-        self.send_header("Content-Type", content_type)
-        self.send_header("Content-Length", str(len(body)))
-        for name, value in (headers or {}).items():
-            self.send_header(name, value)
-        self.end_headers()
-        if self.command != "HEAD":
-            self.wfile.write(body)
-
-    def send_header(self, keyword: str, value: str) -> None:
-        self._sent_headers = getattr(self, "_sent_headers", set()) | {keyword.lower()}
-        super().send_header(keyword, value)
-
-    def end_headers(self) -> None:
-        """Every answer (``send_error``'s too) forbids framing, sniffing and caching."""
-        sent: set[str] = getattr(self, "_sent_headers", set())
-        for name, value in SECURITY_HEADERS.items():
-            if name.lower() not in sent:
-                super().send_header(name, value)
-        self._sent_headers = set()
-        super().end_headers()
-
-    def _json(self, status: int, data: Any, headers: Mapping[str, str] | None = None) -> None:
-        body = json.dumps(data, ensure_ascii=True).encode()
-        self._send(status, body, "application/json", headers)
-
-    def _error(self, status: HTTPStatus, message: str) -> None:
-        self._json(status, {"error": message})
-
-    def _body(self) -> bytes | None:
-        length = self.headers.get("Content-Length")
-        if length is None or not length.isdigit() or len(length) > 18:
-            self.close_connection = True
-            self._error(HTTPStatus.LENGTH_REQUIRED, "a Content-Length header is required")
-            return None
-        size = int(length)
-        if size > MAX_BODY_BYTES:
-            self.close_connection = True
-            if size <= MAX_DRAINED_BYTES:  # read it, so the client sees this answer
-                left = size
-                while left > 0:  # bounded by the declared size and the socket timeout
-                    chunk = self.rfile.read(min(left, 65536))
-                    if not chunk:
-                        break
-                    left -= len(chunk)
-            self._error(
-                HTTPStatus.REQUEST_ENTITY_TOO_LARGE,
-                f"the review request is too large ({size} bytes; at most {MAX_BODY_BYTES})",
-            )
-            return None
-        return self.rfile.read(size)
-
-    def _route(self) -> list[str]:
-        path = urllib.parse.urlsplit(self.path).path
-        return [urllib.parse.unquote(part) for part in path.strip("/").split("/") if part]
+    def _expired(self, record: Record) -> None:
+        """410: the review's timeout passed with no decision; it can never be decided now."""
+        self._json(
+            HTTPStatus.GONE,
+            {"id": record.id, "status": "expired", "error": record.expiry_message()},
+        )
 
     # -- guards --------------------------------------------------------------------------------
 
@@ -191,16 +133,21 @@ class _Handler(BaseHTTPRequestHandler):
         if not parts:
             if self._token_ok():
                 nonce = secrets.token_urlsafe(16)
-                page = render_page(app.store.all(), app.secret_set, app.token, nonce)
+                page = render_page(
+                    app.store.all(), app.secret_set, app.token, nonce, app.store.clock()
+                )
                 csp = {"Content-Security-Policy": page_csp(nonce)}
                 self._send(HTTPStatus.OK, page.encode(), "text/html; charset=utf-8", csp)
         elif parts == ["reviews"]:
             if self._token_ok():
-                self._json(HTTPStatus.OK, {"reviews": [r.to_json() for r in app.store.all()]})
+                now = app.store.clock()
+                self._json(HTTPStatus.OK, {"reviews": [r.to_json(now) for r in app.store.all()]})
         elif len(parts) == 2 and parts[0] == "reviews":
             record = app.store.get(parts[1])
             if record is None:
                 self._error(HTTPStatus.NOT_FOUND, "no review with that id")
+            elif record.expired(app.store.clock()):
+                self._expired(record)
             elif record.decision is None:
                 self._json(HTTPStatus.ACCEPTED, {"id": record.id, "status": "pending"})
             else:
@@ -247,11 +194,17 @@ class _Handler(BaseHTTPRequestHandler):
         if record is Refusal.CLIENT_FULL:
             self._json(HTTPStatus.TOO_MANY_REQUESTS, {"error": record.value}, {"Retry-After": "5"})
             return
+        if record is Refusal.DIFFERENT:
+            self._error(HTTPStatus.CONFLICT, record.value)
+            return
         if isinstance(record, Refusal):
             self._error(HTTPStatus.SERVICE_UNAVAILABLE, record.value)
             return
         if record.decision is not None:  # a retried POST of a review already decided
             self._json(HTTPStatus.OK, decision_to_json(record.decision))
+            return
+        if record.expired(self.server.app.store.clock()):  # asked again too late: stays closed
+            self._expired(record)
             return
         location = f"/reviews/{urllib.parse.quote(review_id, safe='')}"
         self._json(
@@ -273,6 +226,12 @@ class _Handler(BaseHTTPRequestHandler):
             self.server.app.store.decide(review_id, decision)
         except KeyError:
             self._error(HTTPStatus.NOT_FOUND, "no review with that id")
+            return
+        except ReviewExpiredError as exc:
+            self._json(
+                HTTPStatus.GONE,
+                {"id": review_id, "status": "expired", "error": f"{exc}; it was not recorded"},
+            )
             return
         except ValueError as exc:
             self._error(HTTPStatus.CONFLICT, str(exc))
@@ -400,15 +359,18 @@ class ReviewServer:
     def decide(self, review_id: str, decision: ReviewDecision | Mapping[str, Any]) -> None:
         """Record a decision (a decision object or its JSON dict) for a pending review.
 
-        Raises KeyError for an unknown id, ValueError if already decided.
+        Raises KeyError for an unknown id, ValueError if already decided, and
+        ``ReviewExpiredError`` (a ValueError) if its timeout passed with no decision.
         """
         if isinstance(decision, Mapping):
             decision = decision_from_json(dict(decision))
         self.store.decide(review_id, decision)
 
     def pending(self) -> list[dict[str, Any]]:
-        """The requests (as received) still waiting for a decision, oldest first."""
-        return [r.request for r in self.store.all() if r.decision is None]
+        """The requests (as received) still waiting for a decision, oldest first (an expired
+        review waits for nothing any more)."""
+        now = self.store.clock()
+        return [r.request for r in self.store.all() if r.decision is None and not r.expired(now)]
 
     def wait_for_pending(self, timeout: float = 5.0) -> dict[str, Any]:
         """The oldest pending request, waiting up to ``timeout`` s; TimeoutError if none came."""
@@ -423,6 +385,9 @@ def main(argv: list[str] | None = None) -> int:
     from agentensemble_review._server_cli import main as cli_main
 
     return cli_main(argv)
+
+
+__all__ = ["MAX_BODY_BYTES", "ReviewExpiredError", "ReviewServer", "main"]
 
 
 if __name__ == "__main__":

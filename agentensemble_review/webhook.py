@@ -1,8 +1,10 @@
 """Review behind an HTTP endpoint: POST the request, get the decision now (200) or later (202).
 
 The wire format is in ``agentensemble_review.protocol``. The handler fails closed: a garbled or
-unknown decision raises ``ReviewProtocolError``; no decision in time, an unreachable endpoint or
-an endpoint that keeps failing (5xx) applies the request's ``on_timeout``. It never waits past
+unknown decision raises ``ReviewProtocolError``; no decision in time, an unreachable endpoint,
+an endpoint that keeps failing (5xx) or one saying the review has expired (410 Gone: its timeout
+passed on the server's clock, e.g. while a durable run's worker was down) applies the request's
+``on_timeout``, never approval. It never waits past
 its deadline: the request's timeout, or the handler's own ``timeout`` if that is shorter.
 """
 
@@ -111,6 +113,14 @@ def _same_origin(a: httpx.URL, b: httpx.URL) -> bool:
 def _snippet(content: bytes, limit: int = 200) -> str:
     text = content[: limit * 4].decode("utf-8", errors="replace").strip()
     return text if len(text) <= limit else text[:limit] + "..."
+
+
+def _expired_reason(request: ReviewRequest) -> str:
+    """Why no decision will come for a review the webhook calls expired (410 Gone)."""
+    return (
+        f"Review {request.id} expired at the review webhook (HTTP 410 Gone): its timeout of "
+        f"{request.describe_timeout()} passed with no decision"
+    )
 
 
 def _redacted_decision(decision: ReviewDecision) -> ReviewDecision:
@@ -263,6 +273,8 @@ class WebhookReviewHandler:
             poll_url: httpx.URL | None = None
             delay = self.poll_interval
             while True:  # bounded by the deadline (each turn sleeps and makes one bounded call)
+                if answer.status == 410:
+                    raise _NoDecision(_expired_reason(request))
                 if answer.status == 200:
                     return self._decision(answer, poll_url or self._url)
                 if answer.status != 202:
@@ -420,6 +432,8 @@ class WebhookReviewHandler:
             hint = " (is the secret the same on both sides?)"
         elif answer.status == 401:
             hint = " (does it need a secret or an Authorization header?)"
+        elif answer.status == 409:
+            hint = " (it holds another review under this id)"
         return ReviewProtocolError(
             f"review webhook {safe_url(url)} answered {answer.status} {answer.reason}{hint}; "
             f"expected 200 with a decision or 202 pending. Body: {_snippet(answer.content)!r}",

@@ -4,6 +4,10 @@ By default each is a plain call. A step runner installed for a run (``agentensem
 installs one that checkpoints every step in a database) sees each call with its kind and a name,
 and decides how to run it. The executor and the workflows call ``as_step`` and never know
 whether the run is durable.
+
+``step_key`` gives what a step asks from the outside world (a review's id) a name that stays the
+same when a recovered run re-runs that step, so a webhook sees the same review again, not a new
+one.
 """
 
 from __future__ import annotations
@@ -18,7 +22,10 @@ StepKind = Literal["model", "tool", "review"]
 
 
 class StepRunner(Protocol):
-    """Runs one step of a run; ``call`` does the work and may be skipped if already done."""
+    """Runs one step of a run; ``call`` does the work and may be skipped if already done.
+
+    A runner may also have ``step_key() -> str | None`` (see ``step_key`` below).
+    """
 
     async def run_step(
         self, kind: StepKind, name: str, call: Callable[[], Awaitable[T]], *, durable_itself: bool
@@ -46,6 +53,22 @@ async def as_step(
     return await runner.run_step(kind, name, call, durable_itself=durable_itself)
 
 
+def step_key() -> str | None:
+    """A key for something the current step asks, stable across a recovery; else None.
+
+    Inside a step of a durable run: unique to the run, the step and the n-th key asked within
+    that one execution of the step (a pipeline tool may ask several approvals), and the same
+    when a recovered run re-runs the step. None when no runner that keys steps is installed
+    or no step is running (a plain run: callers use a fresh random id).
+    """
+    runner = _runner.get()
+    key = getattr(runner, "step_key", None)
+    if not callable(key):
+        return None
+    value = key()
+    return value if isinstance(value, str) and value else None
+
+
 @contextmanager
 def use_step_runner(runner: StepRunner | None) -> Iterator[None]:
     """Install ``runner`` for the steps of everything run inside the block."""
@@ -56,4 +79,4 @@ def use_step_runner(runner: StepRunner | None) -> Iterator[None]:
         _runner.reset(token)
 
 
-__all__ = ["StepKind", "StepRunner", "as_step", "use_step_runner"]
+__all__ = ["StepKind", "StepRunner", "as_step", "step_key", "use_step_runner"]

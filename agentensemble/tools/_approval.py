@@ -3,6 +3,8 @@
 Nothing here imports the review package until a review handler is actually configured, so tools
 with no approval run in a process where ``agentensemble_review`` cannot be imported at all.
 The rest of the tool system sees only ``Verdict`` (approve, maybe with edited input, or reject).
+Inside a durable run's tool step a request's id is the step's key (``execution.steps.step_key``),
+so a recovery that re-runs the step asks a webhook about the same review, not a new one.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from typing import Any
 
 from agentensemble.errors import ConfigurationError
 from agentensemble.events import ReviewDecided, ReviewRequested
+from agentensemble.execution.steps import step_key  # a seam with no imports of its own
 from agentensemble.tools.context import ToolContext, current_tool_context
 
 NO_REASON = "no reason given"
@@ -114,6 +117,9 @@ def _request(
         )
     if on_timeout is not None:
         fields["on_timeout"] = on_timeout
+    key = step_key()
+    if key is not None:  # a durable run's tool step: the same id when a recovery re-runs it
+        fields["id"] = key
     return api.ReviewRequest(**fields)
 
 
@@ -200,6 +206,9 @@ async def aask_reviewer(request: Any) -> Any:
     human), with the same events as an approval. ConfigurationError when no handler is set."""
     context = current_tool_context()
     handler = _require_handler(context, str(request.tool_name or "tool"))
+    key = step_key()
+    if key is not None:  # in a durable run's step: a recovery asks about the same review again
+        request = request.model_copy(update={"id": key})
     return await _ask_async(_review_api(), handler, request, context)
 
 

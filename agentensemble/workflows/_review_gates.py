@@ -7,7 +7,7 @@ from typing import Any
 
 from agentensemble.errors import ConfigurationError
 from agentensemble.events import EventEmitter, ReviewDecided, ReviewRequested
-from agentensemble.execution.steps import as_step
+from agentensemble.execution.steps import as_step, step_key
 
 NEVER = "never"
 AFTER_EVERY_TASK = "after_every_task"
@@ -44,6 +44,12 @@ def after_review_for(task_review: Any, policy: str, is_last: bool) -> Any:
     return effective_review(policy, task_review, is_last_task=is_last)
 
 
+def stable_id(request: Any) -> Any:
+    """``request`` with the current durable step's key as its id (unchanged outside one)."""
+    key = step_key()
+    return request if key is None else request.model_copy(update={"id": key})
+
+
 def is_enabled(review: Any) -> bool:
     return review is not None and bool(review.enabled)
 
@@ -62,14 +68,22 @@ async def ask_reviewer(
 
     if handler is None:
         raise ConfigurationError("A review is required but the ensemble has no review_handler")
-    request = review.to_request(
-        timing=ReviewTiming(timing), task_description=task_description, output=output
-    )
+
+    async def decide() -> Any:
+        # built inside the step: in a durable run the request's id is the step's key, so a
+        # recovery that re-runs this step asks the webhook about the same review, not a new one
+        request = stable_id(
+            review.to_request(
+                timing=ReviewTiming(timing), task_description=task_description, output=output
+            )
+        )
+        return await aask(handler, request)
+
     emitter.emit(ReviewRequested(timing=timing, task_description=task_description, output=output))
     decision = await as_step(
         "review",
         f"review:{timing}",
-        lambda: aask(handler, request),
+        decide,
         durable_itself=getattr(handler, "durable_itself", False) is True,
     )
     details: dict[str, Any] = {}

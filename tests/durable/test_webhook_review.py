@@ -1,0 +1,174 @@
+"""A durable run waiting for a webhook review survives a restart.
+
+The run's worker is a real subprocess; the review goes to the reference review server started
+here on 127.0.0.1. The worker is SIGKILLed while the review waits, the decision is posted to the
+server as the review page does, and a new worker resumes the run: it asks the server about the
+same review (one review, one id), applies the decision, sends no answered model request again
+and runs no completed tool again. A review whose timeout passed while no worker ran is expired
+by the server: the resumed run applies its on_timeout at once and a late decision is refused.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from agentensemble.testing import OpenAICompatibleServer
+from agentensemble.testing.openai_server import TextReply, ToolCallsReply
+from agentensemble_review import ReviewServer
+
+APP = Path(__file__).with_name("_webhook_app.py")
+
+
+def model(body: dict[str, Any]) -> TextReply | ToolCallsReply:
+    """The Writer, as a function of the conversation."""
+    messages = body["messages"]
+    results = [str(m["content"]) for m in messages if m["role"] == "tool"]
+    if "Publish the announcement" in str(messages[1]["content"]):
+        if not results:
+            return ToolCallsReply(calls=(("publish", '{"text": "We ship on Monday"}'),))
+        return TextReply(f"Done: {results[-1]}")
+    return TextReply("Draft: we ship on Monday")
+
+
+@dataclass
+class Setup:
+    workdir: Path
+    reviews: ReviewServer
+    models: OpenAICompatibleServer
+
+    def worker(self, command: str, mode: str, **env: str) -> subprocess.Popen[str]:
+        process = subprocess.Popen(
+            [
+                sys.executable,
+                str(APP),
+                f"sqlite:///{self.workdir}/runs.sqlite",
+                self.models.base_url,
+                self.reviews.reviews_url,
+                str(self.workdir),
+                "announce-1",
+                command,
+                mode,
+            ],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            env={**os.environ, "PYTHONUNBUFFERED": "1", **env},
+        )
+        assert process.stdout is not None
+        assert process.stdout.readline().strip() == "ready"
+        return process
+
+    def decide(self, review_id: str, decision: dict[str, Any]) -> httpx.Response:
+        """What the review page's buttons send."""
+        return httpx.post(
+            f"{self.reviews.url}/reviews/{review_id}/decision",
+            json=decision,
+            headers={"Authorization": f"Bearer {self.reviews.token}"},
+            timeout=10,
+        )
+
+    def held(self) -> list[dict[str, Any]]:
+        return [record.to_json() for record in self.reviews.store.all()]
+
+
+@pytest.fixture
+def setup(tmp_path: Path) -> Iterator[Setup]:
+    with ReviewServer(port=0) as reviews, OpenAICompatibleServer() as models:
+        models.set_responder(model)
+        yield Setup(tmp_path, reviews, models)
+
+
+def kill_while_waiting(process: subprocess.Popen[str], setup: Setup) -> dict[str, Any]:
+    """Wait (bounded) for the worker's review to reach the server, then SIGKILL the worker."""
+    request = setup.reviews.wait_for_pending(timeout=60)
+    process.kill()
+    process.wait(timeout=30)
+    return request
+
+
+def finished(process: subprocess.Popen[str]) -> dict[str, Any]:
+    out, err = process.communicate(timeout=120)
+    assert process.returncode == 0, err
+    return dict(json.loads(out.strip().splitlines()[-1]))
+
+
+def test_a_task_review_decided_on_the_server_while_no_worker_runs_is_applied_on_resume(
+    setup: Setup,
+) -> None:
+    request = kill_while_waiting(setup.worker("start", "task"), setup)
+    assert request["output"] == "Draft: we ship on Monday"
+    assert request["id"].startswith("announce-1:")  # the run's own id, not a random one
+    assert setup.decide(
+        request["id"], {"decision": "edit", "revised_output": "Draft: we ship Tuesday"}
+    ).is_success
+
+    output = finished(setup.worker("resume", "task"))
+
+    assert output["tasks"] == ["Draft: we ship Tuesday", "Published: Draft: we ship Tuesday"]
+    assert output["exit"] == "completed"
+    held = setup.held()
+    assert [(r["id"], r["status"]) for r in held] == [(request["id"], "decided")]
+    assert len(setup.models.requests) == 1  # the answered draft request was not sent again
+
+
+def test_a_tool_approval_decided_while_no_worker_runs_runs_the_tool_once(setup: Setup) -> None:
+    request = kill_while_waiting(setup.worker("start", "tool"), setup)
+    assert request["tool_name"] == "publish"
+    assert request["id"].startswith("announce-1:")
+    assert json.loads(request["output"]) == {"text": "We ship on Monday"}
+    assert not (setup.workdir / "published.log").exists()  # waiting: the tool has not run
+    edited = json.dumps({"text": "We ship on Tuesday"})
+    assert setup.decide(request["id"], {"decision": "edit", "revised_output": edited}).is_success
+
+    output = finished(setup.worker("resume", "tool"))
+
+    assert output["raw"] == "Done: published We ship on Tuesday"
+    assert (setup.workdir / "published.log").read_text().splitlines() == ["We ship on Tuesday"]
+    assert [(r["id"], r["status"]) for r in setup.held()] == [(request["id"], "decided")]
+    # the tool-call turn was answered once before the kill, the final turn once after it
+    assert len(setup.models.requests) == 2
+
+
+def wait_until_expired(setup: Setup, review_id: str) -> httpx.Response:
+    deadline = time.monotonic() + 60
+    while True:
+        answer = httpx.get(f"{setup.reviews.url}/reviews/{review_id}", timeout=10)
+        if answer.status_code != 202:
+            return answer
+        assert time.monotonic() < deadline, "the review never expired"
+        time.sleep(0.1)
+
+
+def test_a_review_that_timed_out_while_no_worker_ran_applies_on_timeout_on_resume(
+    setup: Setup,
+) -> None:
+    request = kill_while_waiting(setup.worker("start", "task", REVIEW_TIMEOUT="2"), setup)
+    gone = wait_until_expired(setup, request["id"])
+    assert gone.status_code == 410
+    assert gone.json()["status"] == "expired"
+
+    late = setup.decide(request["id"], {"decision": "continue"})
+    assert late.status_code == 410
+    assert "expired" in late.json()["error"]
+
+    output = finished(setup.worker("resume", "task", REVIEW_TIMEOUT="2"))
+
+    assert output["exit"] == "timeout"  # on_timeout=EXIT_EARLY, never the late approval
+    assert output["tasks"] == ["Draft: we ship on Monday"]  # nothing was published
+    [decision] = output["decisions"]
+    assert decision["timed_out"] is True
+    # the server's expiry ended it, not a fresh full wait of the resumed worker
+    assert "expired at the review webhook (HTTP 410 Gone)" in decision["reason"]
+    assert [(r["id"], r["status"]) for r in setup.held()] == [(request["id"], "expired")]
+    assert len(setup.models.requests) == 1
