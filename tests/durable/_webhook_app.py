@@ -7,6 +7,8 @@
 - ``tool``: the Writer calls the tool ``publish``, which needs approval through the webhook
   (``@tool(requires_approval=Review.required(...))``); each run of its body appends the text it
   got to WORKDIR/published.log (the side effect the test counts).
+- ``two``: as ``tool`` with ``publish_twice``, whose body asks the reviewer a second question
+  after its approval: two reviews within one durable step.
 
 The review times out after $REVIEW_TIMEOUT seconds (600 by default) with on_timeout=EXIT_EARLY.
 It writes its pid to WORKDIR/pid, prints ``ready`` once launched and the output as JSON (with
@@ -25,7 +27,15 @@ from typing import Any
 from agentensemble import LLM, Agent, Ensemble, Task, tool
 from agentensemble.durable import DurableRuntime
 from agentensemble.events import ReviewDecided
-from agentensemble_review import OnTimeoutAction, Review, WebhookReviewHandler
+from agentensemble.tools import aask_reviewer
+from agentensemble_review import (
+    ExitEarly,
+    OnTimeoutAction,
+    Review,
+    ReviewRequest,
+    ReviewTiming,
+    WebhookReviewHandler,
+)
 
 DB_URL, MODEL_URL, REVIEW_URL, WORKDIR, RUN_ID, COMMAND, MODE = sys.argv[1:8]
 PUBLISHED = Path(WORKDIR) / "published.log"
@@ -50,11 +60,28 @@ def publish(text: str) -> str:
     return f"published {text}"
 
 
+@tool(requires_approval=REVIEW)
+async def publish_twice(text: str) -> str:
+    """Publish the announcement after a second confirmation (two reviews in one step)."""
+    question = ReviewRequest(
+        timing=ReviewTiming.DURING_EXECUTION,
+        tool_name="publish_twice",
+        output=f"Really publish {text!r} to every customer?",
+        timeout=TIMEOUT,
+    )
+    if isinstance(await aask_reviewer(question), ExitEarly):
+        return "not confirmed"
+    with PUBLISHED.open("a") as file:
+        file.write(text + "\n")
+    return f"published {text}"
+
+
 def build() -> Ensemble:
     model = LLM("openai/test-model", api_base=MODEL_URL, api_key="sk-test-durable-0000")
     handler = WebhookReviewHandler(REVIEW_URL, poll_interval=0.05, max_poll_interval=0.2)
-    if MODE == "tool":
-        writer = Agent(role="Writer", goal="Publish announcements", tools=[publish], llm=model)
+    if MODE in ("tool", "two"):
+        tools = [publish] if MODE == "tool" else [publish_twice]
+        writer = Agent(role="Writer", goal="Publish announcements", tools=tools, llm=model)
         task = Task(description="Publish the announcement", agent=writer, name="publish")
         return Ensemble(tasks=[task], review_handler=handler, listeners=[Decisions()])
     writer = Agent(role="Writer", goal="Draft announcements", llm=model)

@@ -36,7 +36,8 @@ def model(body: dict[str, Any]) -> TextReply | ToolCallsReply:
     results = [str(m["content"]) for m in messages if m["role"] == "tool"]
     if "Publish the announcement" in str(messages[1]["content"]):
         if not results:
-            return ToolCallsReply(calls=(("publish", '{"text": "We ship on Monday"}'),))
+            name = body["tools"][0]["function"]["name"]  # publish or publish_twice
+            return ToolCallsReply(calls=((name, '{"text": "We ship on Monday"}'),))
         return TextReply(f"Done: {results[-1]}")
     return TextReply("Draft: we ship on Monday")
 
@@ -172,3 +173,25 @@ def test_a_review_that_timed_out_while_no_worker_ran_applies_on_timeout_on_resum
     assert "expired at the review webhook (HTTP 410 Gone)" in decision["reason"]
     assert [(r["id"], r["status"]) for r in setup.held()] == [(request["id"], "expired")]
     assert len(setup.models.requests) == 1
+
+
+def test_two_reviews_asked_within_one_tool_step_keep_their_ids_across_a_restart(
+    setup: Setup,
+) -> None:
+    """The tool's approval, then a question from its body: one durable step, two reviews."""
+    worker = setup.worker("start", "two")
+    approval = setup.reviews.wait_for_pending(timeout=60)
+    assert setup.decide(approval["id"], {"decision": "continue"}).is_success
+    question = kill_while_waiting(worker, setup)  # the body's question waits now
+    assert question["output"] == "Really publish 'We ship on Monday' to every customer?"
+    step = approval["id"].rsplit(".", 1)[0]
+    assert (approval["id"], question["id"]) == (f"{step}.0", f"{step}.1")
+    assert setup.decide(question["id"], {"decision": "continue"}).is_success
+
+    output = finished(setup.worker("resume", "two"))
+
+    assert output["raw"] == "Done: published We ship on Monday"
+    assert (setup.workdir / "published.log").read_text().splitlines() == ["We ship on Monday"]
+    held = [(r["id"], r["status"]) for r in setup.held()]
+    assert held == [(approval["id"], "decided"), (question["id"], "decided")]
+    assert len(setup.models.requests) == 2
