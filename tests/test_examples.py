@@ -68,6 +68,7 @@ RUNS = {
             OFFLINE,
             "Review waiting: 'We ship the new release on Monday.'",
             "Worker killed while the review waits",
+            "A new worker resumed the run; reviews on the server: 1,",
             "  Published: We ship on Tuesday.",
             "Exit: completed",
         )
