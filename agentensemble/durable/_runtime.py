@@ -20,7 +20,7 @@ from typing import Any, TypeVar
 from dbos import DBOS, Queue, SetWorkflowID
 
 from agentensemble._background_loop import run_on_background_loop
-from agentensemble.durable._steps import DBOSSteps
+from agentensemble.durable._steps import DBOSSteps, numbering_per_task
 from agentensemble.ensemble import Ensemble
 from agentensemble.errors import ConfigurationError, TaskExecutionError
 from agentensemble.execution.steps import use_step_runner
@@ -74,7 +74,7 @@ def database_url(url: str | None = None) -> str:
 async def _durable_run(name: str, inputs: dict[str, Any]) -> dict[str, Any]:
     """One durable run: the ensemble rebuilt from its factory, every call a checkpointed step."""
     ensemble = _build(name)
-    with use_step_runner(_STEPS):
+    with use_step_runner(_STEPS), numbering_per_task():
         try:
             output = await ensemble.arun(inputs)
         except TaskExecutionError as error:
