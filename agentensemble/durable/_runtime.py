@@ -24,6 +24,7 @@ from agentensemble.durable._steps import DBOSSteps, numbering_per_task
 from agentensemble.ensemble import Ensemble
 from agentensemble.errors import ConfigurationError, TaskExecutionError
 from agentensemble.execution.steps import use_step_runner
+from agentensemble.logging import get_logger
 from agentensemble.outputs import EnsembleOutput, TaskOutput
 
 DATABASE_ENV = "AGENTENSEMBLE_DATABASE_URL"
@@ -31,10 +32,15 @@ DEFAULT_DATABASE_URL = "sqlite:///agentensemble.sqlite"
 WORKER_ENV = "AGENTENSEMBLE_WORKER_ID"
 QUEUE_NAME = "agentensemble-runs"
 WORKFLOW_NAME = "agentensemble.run"
+# Which checkpoints a run's code can resume: bumped when step numbers or names change. DBOS
+# would otherwise hash its workflows' source and its own version, so that upgrading DBOS or
+# this package left every unfinished run waiting, unresumed and unreported.
+CHECKPOINT_FORMAT = "agentensemble-durable-2"
 FAILURE_KEY = "failure"  # the event holding a failed run's error and completed outputs
 _APP_NAME = re.compile(r"^[a-z0-9_-]{3,256}$")
 
 T = TypeVar("T")
+_log = get_logger()
 EnsembleFactory = Callable[[], Ensemble]
 
 # The process's registered ensembles: the workflow function finds its ensemble here by name,
@@ -178,6 +184,8 @@ class DurableRuntime:
                 "system_database_url": self.database_url,
                 "log_level": "WARNING",
                 "executor_id": self.worker_id,
+                # runs resume under the same checkpoint format, whatever else is upgraded
+                "application_version": CHECKPOINT_FORMAT,
             }
         )
         self._queue_settings: dict[str, Any] = {
@@ -189,6 +197,8 @@ class DurableRuntime:
             limit, period = max_runs_per_period
             self._queue_settings["limiter"] = {"limit": limit, "period": period}
         self._queue: Queue | None = None
+        self.unresumable: list[RunInfo] = []
+        """Unfinished runs found at launch that this code cannot resume (logged as a warning)."""
 
     # -- set-up -------------------------------------------------------------------------------
 
@@ -235,6 +245,7 @@ class DurableRuntime:
             **self._queue_settings,
         )
         self._launched = True
+        self.unresumable = _report_other_formats()
 
     def shutdown(self) -> None:
         """Stop DBOS in this process; unfinished runs stay in the database to resume later."""
@@ -360,6 +371,26 @@ class _nothing:
 
 def _sync(coro: Coroutine[Any, Any, T]) -> T:
     return run_on_background_loop(coro)
+
+
+def _report_other_formats() -> list[RunInfo]:
+    """Name the unfinished runs this code cannot resume (started by another checkpoint format)."""
+    found = DBOS.list_workflows(
+        name=WORKFLOW_NAME,
+        status=["PENDING", "ENQUEUED"],
+        load_input=False,
+        load_output=False,
+        limit=1000,
+    )
+    other = [w for w in found if w.app_version not in (None, "", CHECKPOINT_FORMAT)]
+    if other:
+        shown = ", ".join(f"{w.workflow_id} ({w.app_version})" for w in other[:10])
+        _log.warning(
+            f"{len(other)} durable runs left unresumed, started with another checkpoint format "
+            f"than {CHECKPOINT_FORMAT}: {shown}; finish them with the version that started "
+            "them, or cancel them"
+        )
+    return [run_info(w) for w in other]
 
 
 def _quiet_dbos_logs() -> None:
