@@ -8,7 +8,6 @@ in this process after a restart or in any worker sharing the database.
 
 from __future__ import annotations
 
-import contextlib
 import os
 import re
 import threading
@@ -20,10 +19,12 @@ from typing import Any, TypeVar
 from dbos import DBOS, Queue, SetWorkflowID
 
 from agentensemble._background_loop import run_on_background_loop
-from agentensemble.durable._steps import DBOSSteps
+from agentensemble.durable._sqlite import SqliteSync, prepare_sqlite
+from agentensemble.durable._steps import DBOSSteps, numbering_per_task
 from agentensemble.ensemble import Ensemble
 from agentensemble.errors import ConfigurationError, TaskExecutionError
 from agentensemble.execution.steps import use_step_runner
+from agentensemble.logging import get_logger
 from agentensemble.outputs import EnsembleOutput, TaskOutput
 
 DATABASE_ENV = "AGENTENSEMBLE_DATABASE_URL"
@@ -31,10 +32,15 @@ DEFAULT_DATABASE_URL = "sqlite:///agentensemble.sqlite"
 WORKER_ENV = "AGENTENSEMBLE_WORKER_ID"
 QUEUE_NAME = "agentensemble-runs"
 WORKFLOW_NAME = "agentensemble.run"
+# Which checkpoints a run's code can resume: bumped when step numbers or names change. DBOS
+# would otherwise hash its workflows' source and its own version, so that upgrading DBOS or
+# this package left every unfinished run waiting, unresumed and unreported.
+CHECKPOINT_FORMAT = "agentensemble-durable-2"
 FAILURE_KEY = "failure"  # the event holding a failed run's error and completed outputs
 _APP_NAME = re.compile(r"^[a-z0-9_-]{3,256}$")
 
 T = TypeVar("T")
+_log = get_logger()
 EnsembleFactory = Callable[[], Ensemble]
 
 # The process's registered ensembles: the workflow function finds its ensemble here by name,
@@ -74,7 +80,7 @@ def database_url(url: str | None = None) -> str:
 async def _durable_run(name: str, inputs: dict[str, Any]) -> dict[str, Any]:
     """One durable run: the ensemble rebuilt from its factory, every call a checkpointed step."""
     ensemble = _build(name)
-    with use_step_runner(_STEPS):
+    with use_step_runner(_STEPS), numbering_per_task():
         try:
             output = await ensemble.arun(inputs)
         except TaskExecutionError as error:
@@ -138,6 +144,10 @@ class DurableRuntime:
     One per process. Register every ensemble by a stable name, then ``launch()``: that also
     resumes this application's runs that a crash interrupted. ``run()`` runs now in this
     process; ``submit()`` queues a run for whichever worker is free.
+
+    ``sqlite_sync``: on SQLite, ``"normal"`` (default) commits a checkpoint without waiting for
+    the disk: safe when the process dies, the last steps may run again if the machine loses
+    power; ``"full"`` waits for the disk on every commit (docs/durable.md, "What it costs").
     """
 
     def __init__(
@@ -150,6 +160,7 @@ class DurableRuntime:
         max_runs_per_period: tuple[int, float] | None = None,
         worker_id: str | None = None,
         poll_interval: float = 0.2,
+        sqlite_sync: SqliteSync = "normal",
     ) -> None:
         if not _APP_NAME.match(app_name):
             raise ConfigurationError(
@@ -165,7 +176,7 @@ class DurableRuntime:
         if not 0.001 <= poll_interval <= 60:
             raise ConfigurationError(f"poll_interval must be 0.001-60 seconds, got {poll_interval}")
         self.poll_interval = poll_interval
-        _use_wal(self.database_url)
+        prepare_sqlite(self.database_url, sqlite_sync)
         self._launched = False
         DBOS(
             config={
@@ -173,6 +184,8 @@ class DurableRuntime:
                 "system_database_url": self.database_url,
                 "log_level": "WARNING",
                 "executor_id": self.worker_id,
+                # runs resume under the same checkpoint format, whatever else is upgraded
+                "application_version": CHECKPOINT_FORMAT,
             }
         )
         self._queue_settings: dict[str, Any] = {
@@ -184,6 +197,8 @@ class DurableRuntime:
             limit, period = max_runs_per_period
             self._queue_settings["limiter"] = {"limit": limit, "period": period}
         self._queue: Queue | None = None
+        self.unresumable: list[RunInfo] = []
+        """Unfinished runs found at launch that this code cannot resume (logged as a warning)."""
 
     # -- set-up -------------------------------------------------------------------------------
 
@@ -230,6 +245,7 @@ class DurableRuntime:
             **self._queue_settings,
         )
         self._launched = True
+        self.unresumable = _report_other_formats()
 
     def shutdown(self) -> None:
         """Stop DBOS in this process; unfinished runs stay in the database to resume later."""
@@ -357,21 +373,24 @@ def _sync(coro: Coroutine[Any, Any, T]) -> T:
     return run_on_background_loop(coro)
 
 
-def _use_wal(url: str) -> None:
-    """Put a SQLite file in WAL mode (kept by the file) before DBOS opens it.
-
-    DBOS opens SQLite with a rollback journal, where every step's commit waits for the disk;
-    in WAL mode a durable turn costs about a quarter of that (benchmarks/RESULTS.md).
-    """
-    if not url.startswith("sqlite:///"):
-        return
-    import sqlite3
-
-    path = url[len("sqlite:///") :].split("?", 1)[0]
-    if not path or path == ":memory:":
-        return
-    with contextlib.closing(sqlite3.connect(path)) as connection:
-        connection.execute("PRAGMA journal_mode=WAL")
+def _report_other_formats() -> list[RunInfo]:
+    """Name the unfinished runs this code cannot resume (started by another checkpoint format)."""
+    found = DBOS.list_workflows(
+        name=WORKFLOW_NAME,
+        status=["PENDING", "ENQUEUED"],
+        load_input=False,
+        load_output=False,
+        limit=1000,
+    )
+    other = [w for w in found if w.app_version not in (None, "", CHECKPOINT_FORMAT)]
+    if other:
+        shown = ", ".join(f"{w.workflow_id} ({w.app_version})" for w in other[:10])
+        _log.warning(
+            f"{len(other)} durable runs left unresumed, started with another checkpoint format "
+            f"than {CHECKPOINT_FORMAT}: {shown}; finish them with the version that started "
+            "them, or cancel them"
+        )
+    return [run_info(w) for w in other]
 
 
 def _quiet_dbos_logs() -> None:

@@ -69,6 +69,11 @@ def step_key() -> str | None:
     return value if isinstance(value, str) and value else None
 
 
+def checkpointing() -> bool:
+    """Whether a step runner is installed (a durable run): calls must start in replay order."""
+    return _runner.get() is not None
+
+
 @contextmanager
 def use_step_runner(runner: StepRunner | None) -> Iterator[None]:
     """Install ``runner`` for the steps of everything run inside the block."""
@@ -79,4 +84,11 @@ def use_step_runner(runner: StepRunner | None) -> Iterator[None]:
         _runner.reset(token)
 
 
-__all__ = ["StepKind", "StepRunner", "as_step", "step_key", "use_step_runner"]
+__all__ = [
+    "StepKind",
+    "StepRunner",
+    "as_step",
+    "checkpointing",
+    "step_key",
+    "use_step_runner",
+]
