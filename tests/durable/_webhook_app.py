@@ -7,6 +7,7 @@
 - ``tool``: the Writer calls the tool ``publish``, which needs approval through the webhook
   (``@tool(requires_approval=Review.required(...))``); each run of its body appends the text it
   got to WORKDIR/published.log (the side effect the test counts).
+- ``parallel``: two drafts written at once (``Workflow.PARALLEL``), each with its own review.
 - ``two``: as ``tool`` with ``publish_twice``, whose body asks the reviewer a second question
   after its approval: two reviews within one durable step.
 
@@ -24,7 +25,7 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
-from agentensemble import LLM, Agent, Ensemble, Task, tool
+from agentensemble import LLM, Agent, Ensemble, Task, Workflow, tool
 from agentensemble.durable import DurableRuntime
 from agentensemble.events import ReviewDecided
 from agentensemble.tools import aask_reviewer
@@ -85,6 +86,17 @@ def build() -> Ensemble:
         task = Task(description="Publish the announcement", agent=writer, name="publish")
         return Ensemble(tasks=[task], review_handler=handler, listeners=[Decisions()])
     writer = Agent(role="Writer", goal="Draft announcements", llm=model)
+    if MODE == "parallel":
+        drafts = [
+            Task(description=f"Draft the {what}", agent=writer, review=REVIEW, name=what)
+            for what in ("announcement", "FAQ")
+        ]
+        return Ensemble(
+            tasks=drafts,
+            workflow=Workflow.PARALLEL,
+            review_handler=handler,
+            listeners=[Decisions()],
+        )
     draft = Task(description="Draft the announcement", agent=writer, review=REVIEW, name="draft")
     publish_task = Task(
         description="Publish the reviewed draft",

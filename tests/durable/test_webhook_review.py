@@ -39,6 +39,8 @@ def model(body: dict[str, Any]) -> TextReply | ToolCallsReply:
             name = body["tools"][0]["function"]["name"]  # publish or publish_twice
             return ToolCallsReply(calls=((name, '{"text": "We ship on Monday"}'),))
         return TextReply(f"Done: {results[-1]}")
+    if "Draft the FAQ" in str(messages[1]["content"]):
+        return TextReply("FAQ: why Monday?")
     return TextReply("Draft: we ship on Monday")
 
 
@@ -194,4 +196,32 @@ def test_two_reviews_asked_within_one_tool_step_keep_their_ids_across_a_restart(
     assert (setup.workdir / "published.log").read_text().splitlines() == ["We ship on Monday"]
     held = [(r["id"], r["status"]) for r in setup.held()]
     assert held == [(approval["id"], "decided"), (question["id"], "decided")]
+    assert len(setup.models.requests) == 2
+
+
+def test_reviews_of_tasks_running_at_once_are_each_asked_again_under_their_own_id(
+    setup: Setup,
+) -> None:
+    """A parallel run: both drafts wait for their review when the worker dies; each review is
+    decided on its own, and the resumed run applies each decision to its own task."""
+    worker = setup.worker("start", "parallel")
+    deadline = time.monotonic() + 60
+    while len(setup.reviews.pending()) < 2:  # bounded: both reviews reach the server
+        assert time.monotonic() < deadline, setup.held()
+        time.sleep(0.05)
+    worker.kill()
+    worker.wait(timeout=30)
+    by_output = {r["output"]: r["id"] for r in setup.reviews.pending()}
+    assert setup.decide(
+        by_output["Draft: we ship on Monday"],
+        {"decision": "edit", "revised_output": "Draft: we ship Tuesday"},
+    ).is_success
+    assert setup.decide(by_output["FAQ: why Monday?"], {"decision": "continue"}).is_success
+
+    output = finished(setup.worker("resume", "parallel"))
+
+    assert sorted(output["tasks"]) == ["Draft: we ship Tuesday", "FAQ: why Monday?"]
+    assert sorted((r["id"], r["status"]) for r in setup.held()) == sorted(
+        (review_id, "decided") for review_id in by_output.values()
+    )
     assert len(setup.models.requests) == 2
