@@ -17,6 +17,7 @@ from __future__ import annotations
 import math
 import threading
 import time
+from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from enum import Enum
@@ -27,6 +28,9 @@ from agentensemble_review.protocol import decision_to_json
 
 MAX_REVIEWS = 1000
 MAX_PENDING_PER_CLIENT = 100
+GONE_REMEMBERED = 100_000
+"""Ids of expired reviews dropped to make room, remembered so that asking again never reopens
+one (a few MB at most)."""
 
 
 class Refusal(Enum):
@@ -34,6 +38,7 @@ class Refusal(Enum):
 
     CLIENT_FULL = "too many pending reviews from this client"
     STORE_FULL = "too many pending reviews"
+    GONE = "this review has expired: its timeout passed with no decision; it cannot be reopened"
     DIFFERENT = (
         "a different review is already held under this id; a client asking again must send "
         "the same request"
@@ -102,6 +107,7 @@ class Store:
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self._records: dict[str, Record] = {}
+        self._gone: OrderedDict[str, str] = OrderedDict()  # expired, then evicted: id -> why
         self._changed = threading.Condition()
         self._capacity = capacity
         self._per_client = per_client
@@ -115,6 +121,8 @@ class Store:
         reviewer saw.
         """
         with self._changed:
+            if review_id in self._gone:  # expired long ago and dropped: still never reopened
+                return Refusal.GONE
             existing = self._records.get(review_id)
             if existing is not None:  # a client asking again (a retry, a recovered run)
                 return existing if existing.request == request else Refusal.DIFFERENT
@@ -147,7 +155,16 @@ class Store:
                 return False  # nobody holds more than the newcomer would: no one to evict
             victim = min(heaviest, key=lambda r: r.received_at)
         del self._records[victim.id]
+        if victim.expired(now):
+            self._gone[victim.id] = victim.expiry_message()
+            while len(self._gone) > GONE_REMEMBERED:
+                self._gone.popitem(last=False)
         return True
+
+    def gone(self, review_id: str) -> str | None:
+        """Why ``review_id`` can never be decided, if it expired and was dropped since."""
+        with self._changed:
+            return self._gone.get(review_id)
 
     def get(self, review_id: str) -> Record | None:
         with self._changed:
@@ -156,6 +173,8 @@ class Store:
     def decide(self, review_id: str, decision: ReviewDecision) -> None:
         with self._changed:
             record = self._records.get(review_id)
+            if record is None and review_id in self._gone:
+                raise ReviewExpiredError(self._gone[review_id])
             if record is None:
                 raise KeyError(review_id)
             if record.decision is not None:

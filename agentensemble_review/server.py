@@ -144,7 +144,10 @@ class _Handler(JSONRequestHandler):
                 self._json(HTTPStatus.OK, {"reviews": [r.to_json(now) for r in app.store.all()]})
         elif len(parts) == 2 and parts[0] == "reviews":
             record = app.store.get(parts[1])
-            if record is None:
+            gone = None if record is not None else app.store.gone(parts[1])
+            if gone is not None:
+                self._json(HTTPStatus.GONE, {"id": parts[1], "status": "expired", "error": gone})
+            elif record is None:
                 self._error(HTTPStatus.NOT_FOUND, "no review with that id")
             elif record.expired(app.store.clock()):
                 self._expired(record)
@@ -196,6 +199,11 @@ class _Handler(JSONRequestHandler):
             return
         if record is Refusal.DIFFERENT:
             self._error(HTTPStatus.CONFLICT, record.value)
+            return
+        if record is Refusal.GONE:
+            self._json(
+                HTTPStatus.GONE, {"id": review_id, "status": "expired", "error": record.value}
+            )
             return
         if isinstance(record, Refusal):
             self._error(HTTPStatus.SERVICE_UNAVAILABLE, record.value)

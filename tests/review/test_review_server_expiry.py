@@ -17,6 +17,7 @@ import pytest
 from _review_support import SECRET
 
 from agentensemble_review import (
+    Continue,
     OnTimeoutAction,
     Review,
     ReviewServer,
@@ -227,3 +228,32 @@ def test_a_hostile_timeout_over_http_means_no_expiry(client: httpx.Client, clock
     assert post(client, content).status_code == 202
     clock.now += 10**9
     assert client.get("/reviews/odd").status_code == 202
+
+
+def test_an_expired_review_dropped_to_make_room_is_still_never_reopened() -> None:
+    """A full store drops expired reviews first; their ids stay closed: a flood of new reviews
+    cannot turn an expired one back into a pending one that someone could approve."""
+    fake = Clock()
+    store = Store(capacity=1, per_client=5, clock=fake)
+    request = {"timeout_seconds": 5, "output": "x"}
+    store.add("old", request, "10.0.0.1")
+    fake.now += 5
+    assert isinstance(store.add("new", {"output": "y"}, "10.0.0.2"), Record)  # "old" dropped
+    assert store.get("old") is None
+
+    assert store.add("old", request, "10.0.0.1") is Refusal.GONE
+    assert "expired" in (store.gone("old") or "")
+    with pytest.raises(ReviewExpiredError, match="expired"):
+        store.decide("old", Continue())
+
+
+def test_the_server_answers_410_for_an_expired_review_it_dropped(
+    review_server: ReviewServer, client: httpx.Client, clock: Clock
+) -> None:
+    review_server.store = Store(capacity=1, clock=clock)
+    post(client, body(timeout=60))
+    clock.now += 60
+    assert post(client, body(review_id="another", timeout=60)).status_code == 202
+    assert client.get(f"/reviews/{REVIEW}").status_code == 410
+    assert post(client, body(timeout=60)).status_code == 410
+    assert decide(client, REVIEW, {"decision": "continue"}).status_code == 410
