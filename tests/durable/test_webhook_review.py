@@ -49,13 +49,14 @@ class Setup:
     workdir: Path
     reviews: ReviewServer
     models: OpenAICompatibleServer
+    database: str
 
     def worker(self, command: str, mode: str, **env: str) -> subprocess.Popen[str]:
         process = subprocess.Popen(
             [
                 sys.executable,
                 str(APP),
-                f"sqlite:///{self.workdir}/runs.sqlite",
+                self.database,
                 self.models.base_url,
                 self.reviews.reviews_url,
                 str(self.workdir),
@@ -89,7 +90,7 @@ class Setup:
 def setup(tmp_path: Path) -> Iterator[Setup]:
     with ReviewServer(port=0) as reviews, OpenAICompatibleServer() as models:
         models.set_responder(model)
-        yield Setup(tmp_path, reviews, models)
+        yield Setup(tmp_path, reviews, models, f"sqlite:///{tmp_path}/runs.sqlite")
 
 
 def kill_while_waiting(process: subprocess.Popen[str], setup: Setup) -> dict[str, Any]:
@@ -106,9 +107,12 @@ def finished(process: subprocess.Popen[str]) -> dict[str, Any]:
     return dict(json.loads(out.strip().splitlines()[-1]))
 
 
+@pytest.mark.parametrize("database", ["sqlite", "postgres"])
 def test_a_task_review_decided_on_the_server_while_no_worker_runs_is_applied_on_resume(
-    setup: Setup,
+    setup: Setup, database: str, request: pytest.FixtureRequest
 ) -> None:
+    if database == "postgres":  # a real server from the session (tests/durable/conftest.py)
+        setup.database = request.getfixturevalue("postgres_url")
     request = kill_while_waiting(setup.worker("start", "task"), setup)
     assert request["output"] == "Draft: we ship on Monday"
     assert request["id"].startswith("announce-1:")  # the run's own id, not a random one
