@@ -14,11 +14,7 @@ of code since the run started: ``DurableDivergenceError``.
 from __future__ import annotations
 
 import asyncio
-import concurrent.futures
 import copy
-import hashlib
-import threading
-import weakref
 from collections.abc import Awaitable, Callable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
@@ -156,47 +152,9 @@ class DBOSSteps:
         execution of the step. The run's creation time (kept in the database) tells apart two
         runs given the same id in two databases that share one review server.
         """
+        from agentensemble.durable._step_keys import durable_step_key
+
         return durable_step_key()
 
 
-_asked: weakref.WeakKeyDictionary[Any, int] = weakref.WeakKeyDictionary()
-_asked_lock = threading.Lock()
-MAX_KEY_LENGTH = 160
-
-
-def durable_step_key() -> str | None:
-    """The key for ``DBOSSteps.step_key``; None outside a step of a durable run."""
-    from dbos import DBOS
-    from dbos._context import get_local_dbos_context
-
-    context = get_local_dbos_context()
-    run_id, step = DBOS.workflow_id, DBOS.step_id
-    if context is None or run_id is None or step is None:
-        return None
-    with _asked_lock:  # each execution of a step has its own DBOS context: counts restart at 0
-        ordinal = _asked.get(context, 0)
-        _asked[context] = ordinal + 1
-    key = f"{run_id}:{_created_at(run_id)}:{step}.{ordinal}"
-    if len(key) > MAX_KEY_LENGTH:  # a very long run id: a digest keeps ids short for webhooks
-        key = "run-" + hashlib.sha256(key.encode("utf-8", "surrogatepass")).hexdigest()
-    return key
-
-
-def _created_at(run_id: str) -> int:
-    """When run ``run_id`` was first recorded (ms), read in a thread with no DBOS context, so
-    the read is not checkpointed as a step of the run (that would shift its step numbers)."""
-    from dbos import DBOS
-
-    with concurrent.futures.ThreadPoolExecutor(1, "agentensemble-step-key") as pool:
-        status = pool.submit(DBOS.get_workflow_status, run_id).result(timeout=60)
-    created = getattr(status, "created_at", None)
-    return created if isinstance(created, int) else 0
-
-
-__all__ = [
-    "DBOSSteps",
-    "DurableDivergenceError",
-    "durable_step_key",
-    "numbering_per_task",
-    "reviews_lock",
-]
+__all__ = ["DBOSSteps", "DurableDivergenceError", "numbering_per_task", "reviews_lock"]
