@@ -50,6 +50,7 @@ class Setup:
     reviews: ReviewServer
     models: OpenAICompatibleServer
     database: str
+    run_id: str = "announce-1"
 
     def worker(self, command: str, mode: str, **env: str) -> subprocess.Popen[str]:
         process = subprocess.Popen(
@@ -60,7 +61,7 @@ class Setup:
                 self.models.base_url,
                 self.reviews.reviews_url,
                 str(self.workdir),
-                "announce-1",
+                self.run_id,
                 command,
                 mode,
             ],
@@ -229,3 +230,18 @@ def test_reviews_of_tasks_running_at_once_are_each_asked_again_under_their_own_i
         (review_id, "decided") for review_id in by_output.values()
     )
     assert len(setup.models.requests) == 2
+
+
+def test_a_very_long_run_id_gives_reviews_a_short_stable_id(setup: Setup) -> None:
+    """Webhooks bound an id's length (the reference server: 200 characters); a run id too long
+    for the readable form gives a digest instead, the same on every replay."""
+    setup.run_id = "announce-" + "x" * 190
+    request = kill_while_waiting(setup.worker("start", "task"), setup)
+    assert request["id"].startswith("run-")
+    assert len(request["id"]) == len("run-") + 64
+    assert setup.decide(request["id"], {"decision": "continue"}).is_success
+
+    output = finished(setup.worker("resume", "task"))
+
+    assert output["tasks"] == ["Draft: we ship on Monday", "Published: Draft: we ship on Monday"]
+    assert [(r["id"], r["status"]) for r in setup.held()] == [(request["id"], "decided")]
