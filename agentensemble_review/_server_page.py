@@ -47,6 +47,15 @@ def _esc(value: object) -> str:
     return html.escape(escape_for_display(str(value)), quote=True)
 
 
+def _deadline(record: Record, now: float) -> str:
+    """When a pending review expires, as the reviewer needs it: the time left."""
+    timeout = record.timeout
+    if timeout is None:
+        return "no time limit"
+    left = max(0.0, record.received_at + timeout - now)
+    return f"expires in {left:.0f} s (timeout {timeout:g} s)"
+
+
 def render_page(records: list[Record], secret_set: bool, token: str, nonce: str, now: float) -> str:
     """The HTML page: pending reviews with their buttons, then the last expired ones (no
     buttons: their timeout passed, the run went on without them), then the last decided."""
@@ -70,8 +79,7 @@ def render_page(records: list[Record], secret_set: bool, token: str, nonce: str,
         out += [
             f"<div class='review' data-id='{html.escape(record.id, quote=True)}'>",
             f"<div class='meta'>{_esc(req.get('timing', ''))}{tool}"
-            f" &middot; id {_esc(record.id)} &middot; times out after "
-            f"{_esc(req.get('timeout_seconds', '?'))} s</div>",
+            f" &middot; id {_esc(record.id)} &middot; {_deadline(record, now)}</div>",
             f"<h3>{_esc(req.get('task_description', ''))}</h3>",
             f"<p><b>{_esc(req.get('prompt'))}</b></p>" if req.get("prompt") else "",
             f"<pre>{_esc(req.get('output', ''))}</pre>",

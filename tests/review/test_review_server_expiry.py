@@ -180,9 +180,11 @@ def test_the_page_shows_an_expired_review_without_buttons(
     client: httpx.Client, clock: Clock
 ) -> None:
     post(client, body(timeout=60))
+    clock.now += 15
     page = client.get("/").text
     assert "data-decision='continue'" in page
-    clock.now += 60
+    assert "expires in 45 s (timeout 60 s)" in page
+    clock.now += 45
     page = client.get("/").text
     assert "Pending reviews (0)" in page
     assert "Expired" in page
