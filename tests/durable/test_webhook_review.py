@@ -161,7 +161,7 @@ def wait_until_expired(setup: Setup, review_id: str) -> httpx.Response:
 def test_a_review_that_timed_out_while_no_worker_ran_applies_on_timeout_on_resume(
     setup: Setup,
 ) -> None:
-    request = kill_while_waiting(setup.worker("start", "task", REVIEW_TIMEOUT="2"), setup)
+    request = kill_while_waiting(setup.worker("start", "task", REVIEW_TIMEOUT="4"), setup)
     gone = wait_until_expired(setup, request["id"])
     assert gone.status_code == 410
     assert gone.json()["status"] == "expired"
@@ -170,7 +170,7 @@ def test_a_review_that_timed_out_while_no_worker_ran_applies_on_timeout_on_resum
     assert late.status_code == 410
     assert "expired" in late.json()["error"]
 
-    output = finished(setup.worker("resume", "task", REVIEW_TIMEOUT="2"))
+    output = finished(setup.worker("resume", "task", REVIEW_TIMEOUT="4"))
 
     assert output["exit"] == "timeout"  # on_timeout=EXIT_EARLY, never the late approval
     assert output["tasks"] == ["Draft: we ship on Monday"]  # nothing was published
