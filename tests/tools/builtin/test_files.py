@@ -90,7 +90,13 @@ def test_file_read_reads_text_inside_the_root(tree: Path) -> None:
     assert call(reader, path="notes.txt").output == "hello notes"
     assert call(reader, path="sub/deep.txt").output == "deep"
     assert call(reader, path="./sub/deep.txt").output == "deep"
-    assert call(reader, path="inside_link.txt").output == "hello notes"  # stays inside
+
+
+def test_file_read_never_follows_a_symlink_and_names_where_an_inside_one_points(tree: Path) -> None:
+    assert refused(
+        call(FileRead(tree), path="inside_link.txt"),
+        "'inside_link.txt' is a symlink (to 'notes.txt'); symlinks are not followed",
+    )
 
 
 def test_file_write_writes_appends_and_creates_folders(tree: Path) -> None:
@@ -108,6 +114,28 @@ def test_file_write_refuses_content_over_the_cap_and_directories(tree: Path) -> 
     assert refused(call(writer, path="sub", content="x"), "is a directory")
     assert refused(call(writer, path=".", content="x"), "is a directory")
     assert not (tree / "a.txt").exists()
+
+
+@pytest.mark.parametrize(
+    ("path", "why"),
+    [
+        ("pipe", "'pipe' is not a regular file"),
+        ("notes.txt/x.txt", "'notes.txt' is not a directory"),
+        ("inside_link.txt", "'inside_link.txt' is a symlink (to 'notes.txt')"),
+    ],
+)
+def test_file_write_refuses_what_is_no_regular_file_and_leaves_it_alone(
+    tree: Path, path: str, why: str
+) -> None:
+    assert refused(call(FileWrite(tree, requires_approval=False), path=path, content="x"), why)
+    assert (tree / "notes.txt").read_text() == "hello notes"
+
+
+def test_file_write_without_create_directories_names_the_missing_folder(tree: Path) -> None:
+    writer = FileWrite(tree, requires_approval=False, create_directories=False)
+    assert refused(call(writer, path="sub/new/x.txt", content="x"), "no such directory: 'sub/new'")
+    assert not (tree / "sub" / "new").exists()
+    assert call(writer, path="sub/x.txt", content="x").is_success
 
 
 def test_file_write_asks_the_reviewer_by_default(tree: Path) -> None:
