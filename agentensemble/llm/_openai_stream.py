@@ -14,7 +14,7 @@ import dataclasses
 import json
 
 from agentensemble.llm._litellm_stream import StreamAttempts, next_within
-from agentensemble.llm._openai_lane import OpenAIRequest, _loop_clients, finish_reason
+from agentensemble.llm._openai_lane import OpenAIRequest, finish_reason, loop_clients
 from agentensemble.llm.stream_assembly import StreamAssembler
 from agentensemble.llm.types import ChatResponse
 
@@ -34,7 +34,7 @@ async def stream_turn(request: OpenAIRequest, state: StreamAttempts, guard: floa
     if state.showed_text:
         state.sink.restarted(state.attempts)
         state.showed_text = False
-    clients = _loop_clients()
+    clients = await loop_clients()
     index = clients.acquire()
     assembler = StreamAssembler()
     try:
