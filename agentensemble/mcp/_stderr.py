@@ -69,12 +69,13 @@ class StderrCapture:
 
     def _drain_until_closed(self) -> None:
         try:
+            read_fd = self._read_fd
+            if read_fd is None:
+                return
+            poller = select.poll()  # not select(): no limit on the descriptor's number
+            poller.register(read_fd, select.POLLIN)
             while not self._closed.is_set():
-                read_fd = self._read_fd
-                if read_fd is None:
-                    return
-                readable, _, _ = select.select([read_fd], [], [], _IDLE_CHECK)
-                if readable:
+                if poller.poll(_IDLE_CHECK * 1000):
                     with self._lock:
                         if self._drain_available():
                             return  # end of file: every writer is gone

@@ -22,12 +22,20 @@ from typing import NoReturn
 from agentensemble.errors import ConfigurationError
 from agentensemble.tools.builtin._base import refuse
 
-_DIRECTORY_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
-_FILE_FLAGS = os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
+_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)  # absent on Windows: the tools refuse to be made there
+_DIRECTORY_FLAGS = (
+    os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | _NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
+)
+_FILE_FLAGS = _NOFOLLOW | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0)
+_SUPPORTED = bool(_NOFOLLOW and getattr(os, "O_DIRECTORY", 0)) and os.open in os.supports_dir_fd
 
 
 def root_directory(root: str | os.PathLike[str], tool: str) -> Path:
     """The resolved root, which must be an existing directory (checked at construction)."""
+    if not _SUPPORTED:
+        raise ConfigurationError(
+            f"{tool} needs O_NOFOLLOW, O_DIRECTORY and dir_fd (Linux) to stay inside its root"
+        )
     resolved = Path(root).expanduser().resolve()
     if not resolved.is_dir():
         raise ConfigurationError(f"{tool}: root {str(root)!r} is not an existing directory")
@@ -118,8 +126,10 @@ def _refuse_opening(
     kind = _kind(parent, parts[-1])
     if kind == stat.S_IFLNK:
         _refuse_symlink(root, parent, parts)
-    if error.errno == errno.ENOENT or kind is None:
+    if kind is None and error.errno == errno.ENOENT:
         refuse(f"no such {'directory' if want_directory else 'file'}: {label!r}")
+    if kind is None:
+        refuse(f"cannot open {label!r}: {error.strerror or error}")
     if error.errno == errno.ENOTDIR or (want_directory and kind != stat.S_IFDIR):
         refuse(f"{label!r} is not a directory")
     if error.errno == errno.EISDIR:

@@ -79,6 +79,10 @@ def test_list_directory_refuses_every_way_out_of_the_root(tree: Path, path: str,
         ("pipe", "is not a regular file"),
         ("sub", "is a directory"),
         ("missing.txt", "no such file: 'missing.txt'"),
+        ("sub/missing.txt", "no such file: 'sub/missing.txt'"),
+        ("nowhere/missing.txt", "no such directory: 'nowhere'"),
+        ("notes.txt/x", "'notes.txt' is not a directory"),
+        ("n" * 300, "cannot open 'nnn"),  # File name too long: not "no such file"
     ],
 )
 def test_file_read_refuses_what_it_cannot_read_as_text(tree: Path, path: str, why: str) -> None:
@@ -176,3 +180,14 @@ def test_list_directory_caps_the_number_of_entries(tmp_path: Path) -> None:
 def test_a_root_that_is_no_directory_fails_at_construction(tmp_path: Path) -> None:
     with pytest.raises(ConfigurationError, match="is not an existing directory"):
         FileRead(tmp_path / "nope")
+
+
+def test_a_system_without_o_nofollow_and_dir_fd_refuses_the_tools_at_construction(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from agentensemble.tools.builtin import _confine
+
+    monkeypatch.setattr(_confine, "_SUPPORTED", False)  # as on Windows
+    for tool in (FileRead, FileWrite, ListDirectory):
+        with pytest.raises(ConfigurationError, match=f"{tool.__name__} needs O_NOFOLLOW"):
+            tool(tmp_path)
