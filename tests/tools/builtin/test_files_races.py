@@ -173,3 +173,11 @@ def test_a_symlink_already_in_the_path_is_never_followed_even_inside_the_root(
     result = call(make(tree), **arguments)
     assert refused(result, "'linked' is a symlink (to 'sub')", "not followed")
     assert not (tree / "sub" / "new.txt").exists()
+
+
+def test_a_dangling_symlink_is_not_written_through_to_create_its_target(tree: Path) -> None:
+    outside_new = tree.parent / "outside" / "created.txt"
+    (tree / "dangling.txt").symlink_to(outside_new)
+    result = call(FileWrite(tree, requires_approval=False), path="dangling.txt", content="pwned")
+    assert refused(result, "'dangling.txt' is a symlink that leads outside the root")
+    assert not outside_new.exists()
