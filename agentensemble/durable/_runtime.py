@@ -25,9 +25,9 @@ from agentensemble.durable._steps import DBOSSteps, numbering_per_task
 from agentensemble.ensemble import Ensemble
 from agentensemble.errors import ConfigurationError, TaskExecutionError
 from agentensemble.events import EnsembleEvent, EnsembleListener
-from agentensemble.execution.steps import use_step_runner
 from agentensemble.logging import get_logger
 from agentensemble.outputs import EnsembleOutput, TaskOutput
+from agentensemble.steps import use_step_runner
 
 DATABASE_ENV = "AGENTENSEMBLE_DATABASE_URL"
 DEFAULT_DATABASE_URL = "sqlite:///agentensemble.sqlite"

@@ -22,8 +22,8 @@ from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 from agentensemble.errors import AgentEnsembleError, ConfigurationError
-from agentensemble.execution.steps import StepKind
 from agentensemble.run_context import current_task_index
+from agentensemble.steps import StepKind
 
 T = TypeVar("T")
 

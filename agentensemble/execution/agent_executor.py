@@ -33,7 +33,6 @@ from agentensemble.execution.guardrails import (
     output_violation,
 )
 from agentensemble.execution.prompts import ContextItem, build_system_prompt, build_user_prompt
-from agentensemble.execution.steps import as_step, checkpointing
 from agentensemble.execution.structured import (
     DEFAULT_OUTPUT_RETRIES,
     correction_message,
@@ -48,6 +47,7 @@ from agentensemble.llm.types import ChatModel, ChatResponse, Message, ToolCall, 
 from agentensemble.logging import get_logger
 from agentensemble.outputs import ReturnBehavior, TaskOutput, TokenUsage, ToolCallRecord
 from agentensemble.run_context import model_call_scope
+from agentensemble.steps import as_step, checkpointing
 from agentensemble.tools.base import ToolResult
 from agentensemble.tools.context import ToolContext, use_tool_context
 from agentensemble.tools.metrics import ToolMetricsRegistry

@@ -18,7 +18,7 @@ from typing import Any
 
 from agentensemble.errors import ConfigurationError
 from agentensemble.events import ReviewDecided, ReviewRequested
-from agentensemble.execution.steps import step_key  # a seam with no imports of its own
+from agentensemble.steps import step_key  # a seam with no imports of its own
 from agentensemble.tools.context import ToolContext, current_tool_context
 
 NO_REASON = "no reason given"

@@ -19,7 +19,7 @@ from agentensemble.errors import (
     ToolArgumentsError,
     ToolExecutionError,
 )
-from agentensemble.execution.steps import as_step
+from agentensemble.steps import as_step
 from agentensemble.tools import _approval, _gate
 from agentensemble.tools._sync import in_worker_thread, run_coroutine_sync
 from agentensemble.tools.base import AgentTool, ToolResult, as_tool_result, implements_body

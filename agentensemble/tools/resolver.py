@@ -20,11 +20,11 @@ from typing import Any
 from agentensemble._interrupts import ends_the_run
 from agentensemble._naming import tool_name_problem
 from agentensemble.errors import ConfigurationError, ToolArgumentsError, ToolNameError
-from agentensemble.execution.steps import as_step
 from agentensemble.hints import warn_undescribed_tool
 from agentensemble.llm.types import ToolSpec
 from agentensemble.logging import get_logger
 from agentensemble.outputs import ReturnBehavior
+from agentensemble.steps import as_step
 from agentensemble.tools import _gate
 from agentensemble.tools._gate import ToolCallResult
 from agentensemble.tools.base import (

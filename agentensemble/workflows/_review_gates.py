@@ -7,7 +7,7 @@ from typing import Any
 
 from agentensemble.errors import ConfigurationError
 from agentensemble.events import EventEmitter, ReviewDecided, ReviewRequested
-from agentensemble.execution.steps import as_step, step_key
+from agentensemble.steps import as_step, step_key
 
 NEVER = "never"
 AFTER_EVERY_TASK = "after_every_task"

@@ -21,7 +21,7 @@ from agentensemble import (
     Task,
     Workflow,
 )
-from agentensemble.execution.steps import StepKind, as_step, checkpointing, use_step_runner
+from agentensemble.steps import StepKind, as_step, checkpointing, use_step_runner
 from agentensemble.testing import ScriptedChatModel, tool_calls
 
 pytestmark = pytest.mark.anyio

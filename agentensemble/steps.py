@@ -2,8 +2,9 @@
 
 By default each is a plain call. A step runner installed for a run (``agentensemble.durable``
 installs one that checkpoints every step in a database) sees each call with its kind and a name,
-and decides how to run it. The executor and the workflows call ``as_step`` and never know
-whether the run is durable.
+and decides how to run it. The executor, the workflows and the tools' approval gate call
+``as_step`` and never know whether the run is durable. It imports nothing from agentensemble,
+so every layer may use it (it sits with the base modules, beside ``run_context``).
 
 ``step_key`` gives what a step asks from the outside world (a review's id) a name that stays the
 same when a recovered run re-runs that step, so a webhook sees the same review again, not a new

@@ -12,7 +12,7 @@ from typing import Any, TypeVar
 import pytest
 
 from agentensemble import Agent, Ensemble, Task
-from agentensemble.execution.steps import StepKind, step_key, use_step_runner
+from agentensemble.steps import StepKind, step_key, use_step_runner
 from agentensemble.testing import ScriptedChatModel
 from agentensemble_review import Continue, Review, ReviewDecision, ReviewRequest
 
