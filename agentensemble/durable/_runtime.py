@@ -20,6 +20,12 @@ from typing import Any, TypeVar
 from dbos import DBOS, Queue, SetWorkflowID
 
 from agentensemble._background_loop import run_on_background_loop
+from agentensemble.durable._liveness import (
+    Heartbeat,
+    recover_pending_runs,
+    seconds,
+    validate_intervals,
+)
 from agentensemble.durable._steps import DBOSSteps
 from agentensemble.ensemble import Ensemble
 from agentensemble.errors import ConfigurationError, TaskExecutionError
@@ -29,6 +35,8 @@ from agentensemble.outputs import EnsembleOutput, TaskOutput
 DATABASE_ENV = "AGENTENSEMBLE_DATABASE_URL"
 DEFAULT_DATABASE_URL = "sqlite:///agentensemble.sqlite"
 WORKER_ENV = "AGENTENSEMBLE_WORKER_ID"
+HEARTBEAT_ENV = "AGENTENSEMBLE_HEARTBEAT_INTERVAL"
+DEAD_AFTER_ENV = "AGENTENSEMBLE_DEAD_AFTER"
 QUEUE_NAME = "agentensemble-runs"
 WORKFLOW_NAME = "agentensemble.run"
 FAILURE_KEY = "failure"  # the event holding a failed run's error and completed outputs
@@ -150,6 +158,9 @@ class DurableRuntime:
         max_runs_per_period: tuple[int, float] | None = None,
         worker_id: str | None = None,
         poll_interval: float = 0.2,
+        heartbeat_interval: float | None = None,
+        dead_after: float | None = None,
+        take_over: bool = True,
     ) -> None:
         if not _APP_NAME.match(app_name):
             raise ConfigurationError(
@@ -165,6 +176,14 @@ class DurableRuntime:
         if not 0.001 <= poll_interval <= 60:
             raise ConfigurationError(f"poll_interval must be 0.001-60 seconds, got {poll_interval}")
         self.poll_interval = poll_interval
+        # liveness: a lease renewed every heartbeat_interval s; a worker silent for dead_after s
+        # is dead and its runs go back to the queue (_liveness.py). Argument, else environment
+        # (the worker command's --heartbeat-interval/--dead-after), else 5 s / 30 s.
+        self.heartbeat_interval = seconds(heartbeat_interval, HEARTBEAT_ENV, 5.0)
+        self.dead_after = seconds(dead_after, DEAD_AFTER_ENV, 30.0)
+        validate_intervals(self.heartbeat_interval, self.dead_after)
+        self.take_over = take_over
+        self._heartbeat: Heartbeat | None = None
         _use_wal(self.database_url)
         self._launched = False
         DBOS(
@@ -222,19 +241,47 @@ class DurableRuntime:
         for name in names:
             _build(name)  # the determinism guard: a run must find its ensemble at recovery
         _quiet_dbos_logs()
-        DBOS.launch()
-        self._queue = DBOS.register_queue(
-            QUEUE_NAME,
-            polling_interval_sec=self.poll_interval,
-            on_conflict="always_update",
-            **self._queue_settings,
+        # the lease first: DBOS.launch() resumes this worker's own runs, which nobody may claim
+        # meanwhile; a live process already under this id is refused here
+        self._heartbeat = Heartbeat(
+            self.database_url,
+            self.app_name,
+            self.worker_id,
+            heartbeat_interval=self.heartbeat_interval,
+            dead_after=self.dead_after,
         )
+        self._heartbeat.start()
+        try:
+            DBOS.launch()
+            self._queue = DBOS.register_queue(
+                QUEUE_NAME,
+                polling_interval_sec=self.poll_interval,
+                on_conflict="always_update",
+                **self._queue_settings,
+            )
+        except BaseException:
+            self._heartbeat.stop()
+            raise
         self._launched = True
+        if self.take_over:
+            self._heartbeat.take_over.set()
 
     def shutdown(self) -> None:
-        """Stop DBOS in this process; unfinished runs stay in the database to resume later."""
+        """Stop DBOS in this process; unfinished runs stay in the database to resume later.
+
+        The lease stays too: if this worker does not start again under its id within
+        ``dead_after`` seconds, a live worker takes its unfinished runs over.
+        """
+        if self._heartbeat is not None:
+            self._heartbeat.stop()
         DBOS.destroy(destroy_registry=False)
         self._launched = False
+
+    @property
+    def lease_lost(self) -> bool:
+        """True once another worker declared this one dead and took its runs: it takes no more
+        work (the worker command exits); start it again."""
+        return self._heartbeat is not None and self._heartbeat.lost.is_set()
 
     # -- runs ---------------------------------------------------------------------------------
 
@@ -243,6 +290,11 @@ class DurableRuntime:
     ) -> EnsembleOutput:
         """Run ``name`` in this process and wait for its output (resumes ``run_id`` if known)."""
         self._require_launched()
+        if self.lease_lost:  # a run started here now would be nobody's to take over
+            raise ConfigurationError(
+                f"worker {self.worker_id!r} lost its lease (declared dead, its runs taken "
+                "over): it runs nothing more; start it again"
+            )
         _build(name)
         with SetWorkflowID(run_id) if run_id else _nothing():
             handle = await DBOS.start_workflow_async(_durable_run, name, dict(inputs or {}))
@@ -297,20 +349,21 @@ class DurableRuntime:
         )
         return [run_info(w) for w in found]
 
-    def recover(self, worker_id: str) -> list[str]:
-        """Take over the unfinished runs of a worker known to be dead; their run ids.
+    def recover(self, worker_id: str, *, force: bool = False) -> list[str]:
+        """Hand the unfinished runs of a dead worker back to the queue now; their run ids.
 
-        A worker resumes its own runs when it starts again under the same id; when it will not
-        come back, any live worker can take its runs over with this (or the ``recover``
-        command). Never call it for a worker that is still running: its runs would run twice.
+        Live workers do this by themselves once a worker's lease is ``dead_after`` seconds
+        old; this is for not waiting. A worker whose lease is fresh is alive and refused
+        (its runs would run twice) unless ``force``; a lease of a dead pid on this host is not.
         """
         self._require_launched()
         if worker_id == self.worker_id:
             raise ConfigurationError(
                 f"worker {worker_id!r} is this process: its runs resume when it launches"
             )
-        handles = DBOS._recover_pending_workflows([worker_id])  # no public API for this yet
-        return [handle.workflow_id for handle in handles]
+        if not force and self._heartbeat is not None:
+            self._heartbeat.refuse_if_alive(worker_id)
+        return recover_pending_runs(worker_id)
 
     def cancel(self, run_id: str) -> None:
         """Stop ``run_id``: no further step starts; it can be resumed later with DBOS tools."""
@@ -382,7 +435,9 @@ def _quiet_dbos_logs() -> None:
 
 __all__ = [
     "DATABASE_ENV",
+    "DEAD_AFTER_ENV",
     "DEFAULT_DATABASE_URL",
+    "HEARTBEAT_ENV",
     "WORKER_ENV",
     "DurableRunError",
     "DurableRuntime",
