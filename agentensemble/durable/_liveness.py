@@ -15,6 +15,7 @@ worker's, so workers on different machines agree on what is stale.
 
 from __future__ import annotations
 
+import math
 import os
 import threading
 
@@ -42,15 +43,15 @@ def seconds(given: float | None, env: str, default: float) -> float:
 
 def validate_intervals(heartbeat_interval: float, dead_after: float) -> None:
     """Both positive, and ``dead_after`` at least three heartbeats (one late beat is no death)."""
-    if not heartbeat_interval > 0:
+    if not 0 < heartbeat_interval < math.inf:
         raise ConfigurationError(
             f"heartbeat_interval must be a positive number of seconds, got {heartbeat_interval}"
         )
-    if not dead_after > 0:
+    if not 0 < dead_after < math.inf:
         raise ConfigurationError(
             f"dead_after must be a positive number of seconds, got {dead_after}"
         )
-    if dead_after < 3 * heartbeat_interval:
+    if dead_after < 3 * heartbeat_interval * (1 - 1e-9):  # 0.6 is 3 x 0.2 despite floats
         raise ConfigurationError(
             f"dead_after ({dead_after} s) must be at least 3 x heartbeat_interval "
             f"({heartbeat_interval} s): a worker late by one heartbeat is not dead"

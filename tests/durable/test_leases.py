@@ -1,0 +1,260 @@
+"""The rules of worker leases, on SQLite and on a real Postgres: who may take a worker id at
+launch, who wins a claim on a dead worker, what a heartbeat says after a takeover."""
+
+from __future__ import annotations
+
+import os
+import socket
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import sqlalchemy as sa
+
+from agentensemble.durable import DurableRuntime
+from agentensemble.durable._leases import TABLE, Lease, Leases
+from agentensemble.durable._liveness import seconds, validate_intervals
+from agentensemble.errors import ConfigurationError
+
+APP = "leases_test"
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+def leases(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Leases]:
+    if request.param == "sqlite":
+        url = f"sqlite:///{tmp_path / 'leases.sqlite'}"
+    else:
+        url = request.getfixturevalue("postgres_url")
+    table = Leases(url, APP)
+    try:
+        yield table
+    finally:
+        table.close()
+
+
+def plant(
+    leases: Leases,
+    worker_id: str,
+    *,
+    host: str | None = None,
+    pid: int | None = None,
+    age_s: float = 0.0,
+    claimed_by: str | None = None,
+) -> None:
+    """A lease as another process would have left it, ``age_s`` old by the database's clock."""
+    leases.acquire(worker_id, dead_after=0.001)
+    with leases.engine.begin() as connection:
+        connection.execute(
+            sa.text(
+                f"UPDATE {TABLE} SET host = :host, pid = :pid, claimed_by = :claimed_by, "
+                "heartbeat_at_ms = heartbeat_at_ms - :age WHERE app_name = :app AND "
+                "worker_id = :id"
+            ),
+            {
+                "host": host or leases.host,
+                "pid": pid or os.getpid(),
+                "claimed_by": claimed_by,
+                "age": int(age_s * 1000),
+                "app": APP,
+                "id": worker_id,
+            },
+        )
+
+
+def dead_pid() -> int:
+    """The pid of a process that has exited (and been reaped)."""
+    import subprocess
+    import sys
+
+    process = subprocess.Popen([sys.executable, "-c", "pass"])
+    process.wait(timeout=30)
+    return process.pid
+
+
+# -- intervals -------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("heartbeat_interval", "dead_after", "error"),
+    [
+        (5.0, 30.0, None),
+        (0.2, 0.6, None),  # exactly three heartbeats
+        (0.2, 0.59, "at least 3 x heartbeat_interval"),
+        (5.0, 10.0, "at least 3 x heartbeat_interval"),
+        (0.0, 30.0, "heartbeat_interval must be a positive"),
+        (-1.0, 30.0, "heartbeat_interval must be a positive"),
+        (5.0, 0.0, "dead_after must be a positive"),
+        (5.0, float("inf"), "dead_after must be a positive"),
+        (float("nan"), 30.0, "heartbeat_interval must be a positive"),
+    ],
+)
+def test_dead_after_must_be_positive_and_at_least_three_heartbeats(
+    heartbeat_interval: float, dead_after: float, error: str | None
+) -> None:
+    if error is None:
+        validate_intervals(heartbeat_interval, dead_after)
+    else:
+        with pytest.raises(ConfigurationError, match=error):
+            validate_intervals(heartbeat_interval, dead_after)
+
+
+def test_the_runtime_refuses_bad_intervals_before_touching_the_database(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path / 'never.sqlite'}"
+    with pytest.raises(ConfigurationError, match="at least 3 x heartbeat_interval"):
+        DurableRuntime(url, heartbeat_interval=5, dead_after=10)
+    assert not (tmp_path / "never.sqlite").exists()
+
+
+@pytest.mark.parametrize(
+    ("given", "environment", "expected"),
+    [(2.0, "9", 2.0), (None, "9", 9.0), (None, None, 5.0), (None, "", 5.0)],
+)
+def test_an_interval_comes_from_the_argument_then_the_environment_then_the_default(
+    monkeypatch: pytest.MonkeyPatch, given: float | None, environment: str | None, expected: float
+) -> None:
+    if environment is None:
+        monkeypatch.delenv("AGENTENSEMBLE_HEARTBEAT_INTERVAL", raising=False)
+    else:
+        monkeypatch.setenv("AGENTENSEMBLE_HEARTBEAT_INTERVAL", environment)
+    assert seconds(given, "AGENTENSEMBLE_HEARTBEAT_INTERVAL", 5.0) == expected
+
+
+def test_an_interval_in_the_environment_that_is_no_number_is_named(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("AGENTENSEMBLE_DEAD_AFTER", "soon")
+    with pytest.raises(ConfigurationError, match=r"\$AGENTENSEMBLE_DEAD_AFTER .* 'soon'"):
+        seconds(None, "AGENTENSEMBLE_DEAD_AFTER", 30.0)
+
+
+# -- taking a worker id at launch ------------------------------------------------------------
+
+ELSEWHERE = "another-host.example"
+
+
+@pytest.mark.parametrize(
+    ("existing", "taken"),
+    [
+        ({}, True),  # no lease yet
+        ({"pid": "self"}, True),  # this process, launching again
+        ({"pid": "dead"}, True),  # a crashed process on this host: a restart keeps its runs
+        ({"pid": "parent", "age_s": 60}, True),  # stale, whoever it was
+        ({"pid": "parent", "claimed_by": "w9"}, True),  # already declared dead
+        ({"pid": "parent"}, False),  # a live process on this host
+        ({"host": ELSEWHERE, "pid": "dead"}, False),  # fresh, on a host we cannot look at
+        ({"host": ELSEWHERE, "pid": "dead", "age_s": 60}, True),
+    ],
+)
+def test_a_worker_id_is_taken_unless_a_live_process_holds_it(
+    leases: Leases, existing: dict[str, object], taken: bool
+) -> None:
+    pid = 0
+    if existing:
+        pid = {"self": os.getpid, "dead": dead_pid, "parent": os.getppid}[str(existing["pid"])]()
+        plant(
+            leases,
+            "w1",
+            host=str(existing.get("host", socket.gethostname())),
+            pid=pid,
+            age_s=float(str(existing.get("age_s", 0))),
+            claimed_by=existing.get("claimed_by"),  # type: ignore[arg-type]
+        )
+    if taken:
+        incarnation = leases.acquire("w1", dead_after=30)
+        assert leases.beat("w1", incarnation)
+        found = leases.read("w1")
+        assert found is not None and found.pid == os.getpid() and found.claimed_by is None
+    else:
+        with pytest.raises(ConfigurationError) as refused:
+            leases.acquire("w1", dead_after=30)
+        message = str(refused.value)
+        assert "'w1'" in message and "live process" in message
+        assert f"host {existing.get('host', socket.gethostname())!r} pid {pid}" in message
+
+
+# -- claiming a dead worker ------------------------------------------------------------------
+
+
+def test_of_two_workers_claiming_a_dead_one_exactly_one_wins(leases: Leases) -> None:
+    for round_ in range(5):
+        dead = f"dead{round_}"
+        plant(leases, dead, pid=dead_pid(), age_s=60)
+        [lease] = [
+            found
+            for found in leases.stale(30, besides="nobody", limit=5)
+            if found.worker_id == dead
+        ]
+        won = race_to_claim(leases, lease, ("a", "b"))
+        assert sorted(won.values()) == [False, True], won
+        winner = next(name for name, ok in won.items() if ok)
+        assert leases.read(dead).claimed_by == winner  # type: ignore[union-attr]
+        leases.release(lease, winner)
+        assert leases.read(dead) is None
+
+
+def race_to_claim(leases: Leases, lease: Lease, claimers: tuple[str, ...]) -> dict[str, bool]:
+    """Each claimer claims ``lease`` in its own thread, all released at once; who won."""
+    barrier = threading.Barrier(len(claimers))
+    won: dict[str, bool] = {}
+
+    def claim(claimer: str) -> None:
+        barrier.wait(timeout=30)
+        won[claimer] = leases.claim(lease, claimer, dead_after=30)
+
+    threads = [threading.Thread(target=claim, args=(name,)) for name in claimers]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=30)
+    return won
+
+
+def test_a_fresh_lease_is_neither_stale_nor_claimable(leases: Leases) -> None:
+    plant(leases, "busy", pid=os.getppid(), age_s=0)
+    plant(leases, "gone", pid=dead_pid(), age_s=60)
+    stale = leases.stale(30, besides="me", limit=5)
+    assert [lease.worker_id for lease in stale] == ["gone"]
+    busy = leases.read("busy")
+    assert busy is not None and not leases.claim(busy, "me", dead_after=30)
+    assert leases.stale(30, besides="gone", limit=5) == []  # a worker never claims itself
+
+
+def test_a_claimer_that_dies_before_releasing_leaves_a_lease_that_goes_stale_again(
+    leases: Leases,
+) -> None:
+    plant(leases, "dead", pid=dead_pid(), age_s=60)
+    [lease] = leases.stale(30, besides="me", limit=5)
+    assert leases.claim(lease, "claimer", dead_after=30)
+    assert leases.stale(30, besides="me", limit=5) == []  # the claim renewed it
+    plant_age(leases, "dead", 60)
+    [again] = leases.stale(30, besides="me", limit=5)
+    assert leases.claim(again, "second", dead_after=30)
+
+
+def test_a_worker_whose_lease_was_claimed_or_replaced_learns_it_at_its_next_beat(
+    leases: Leases,
+) -> None:
+    mine = leases.acquire("w1", dead_after=30)
+    assert leases.beat("w1", mine)
+    plant_age(leases, "w1", 60)  # paused for a minute
+    [lease] = leases.stale(30, besides="w2", limit=5)
+    assert leases.claim(lease, "w2", dead_after=30)
+    assert not leases.beat("w1", mine)  # a zombie: it must stop taking work
+
+    restarted = leases.acquire("w1", dead_after=30)  # a claimed lease is taken at once
+    assert leases.beat("w1", restarted)
+    assert not leases.beat("w1", mine)
+    leases.release(lease, "w2")  # the claimer's late release spares the new lease
+    assert leases.read("w1") is not None
+
+
+def plant_age(leases: Leases, worker_id: str, age_s: float) -> None:
+    with leases.engine.begin() as connection:
+        connection.execute(
+            sa.text(
+                f"UPDATE {TABLE} SET heartbeat_at_ms = heartbeat_at_ms - :age "
+                "WHERE app_name = :app AND worker_id = :id"
+            ),
+            {"age": int(age_s * 1000), "app": APP, "id": worker_id},
+        )
