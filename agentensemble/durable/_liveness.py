@@ -158,8 +158,20 @@ class Heartbeat:
             if not leases.claim(lease, self.worker_id, self.dead_after):
                 continue  # another worker won it
             taken[lease.worker_id] = runs = recover_pending_runs(lease.worker_id)
-            leases.release(lease, self.worker_id)
             _log_takeover(lease, self.worker_id, runs)
+            left = pending_runs_of(lease.worker_id)
+            if not left:
+                leases.release(lease, self.worker_id)
+                continue
+            # runs of another application version (other code, another DBOS): only a worker
+            # of that version may run them; the claimed lease goes stale again for one to take
+            logger.warning(
+                "worker_runs_left_for_another_version",
+                dead_worker=lease.worker_id,
+                by_worker=self.worker_id,
+                runs=len(left),
+                versions=sorted(set(left.values())),
+            )
         return taken
 
 
@@ -186,6 +198,16 @@ def recover_pending_runs(worker_id: str) -> list[str]:
 
     handles = DBOS._recover_pending_workflows([worker_id])
     return [handle.workflow_id for handle in handles]
+
+
+def pending_runs_of(worker_id: str) -> dict[str, str]:
+    """The runs still PENDING under ``worker_id``: run id -> application version."""
+    from dbos import DBOS
+
+    found = DBOS.list_workflows(
+        status="PENDING", executor_id=worker_id, load_input=False, load_output=False
+    )
+    return {status.workflow_id: str(status.app_version) for status in found}
 
 
 def stop_dequeuing() -> None:

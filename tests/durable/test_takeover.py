@@ -193,3 +193,41 @@ def test_a_paused_worker_declared_dead_stops_and_its_late_step_is_refused(
     ]
     assert tool_outputs == ["recorded slow-z by w2"], steps
     assert executor_of(client, run_id) == "w2"
+
+
+def test_runs_of_another_application_version_are_left_for_a_worker_of_that_version(
+    postgres_url: str, client: DurableClient, tmp_path: Path
+) -> None:
+    import psycopg
+
+    from agentensemble.durable._leases import Leases
+
+    workers = Workers(postgres_url, tmp_path / "log.txt", **FAST_LEASES)
+    leases = Leases(postgres_url, "agentensemble")
+    try:
+        workers.start("w1", QUEUE_APP_SLOW="600", QUEUE_APP_CONCURRENCY="1")
+        run_id = client.submit("record", {"item": "slow-v"})
+        wait_until_pending(client, [run_id])
+        with psycopg.connect(postgres_url, autocommit=True) as connection:  # older code's run
+            connection.execute(
+                "UPDATE dbos.workflow_status SET application_version = 'older' "
+                "WHERE workflow_uuid = %s",
+                (run_id,),
+            )
+        workers.start("w2")
+        workers.kill("w1")
+        deadline = time.monotonic() + 60
+        while (lease := leases.read("w1")) is None or lease.claimed_by != "w2":
+            assert time.monotonic() < deadline, lease
+            time.sleep(0.05)
+        workers.kill("w2", signal.SIGTERM)  # finishes its heartbeat, then stops
+        workers.processes["w2"].wait(timeout=60)
+        kept = leases.read("w1")
+    finally:
+        workers.stop_all()
+        leases.close()
+
+    told = workers.stderr("w2")
+    assert "worker_runs_left_for_another_version" in told and "runs=1" in told, told
+    assert client.status(run_id) == "PENDING" and executor_of(client, run_id) == "w1"
+    assert kept is not None and kept.claimed_by == "w2"  # stale again soon, for another taker
