@@ -29,7 +29,6 @@ import json
 import os
 import platform
 import selectors
-import sqlite3
 import statistics
 import subprocess
 import sys
@@ -48,8 +47,9 @@ sys.path.insert(0, str(HERE))
 from _durable_queue import bench_recovery, bench_throughput, fresh_database, postgres  # noqa: E402
 
 START, END = "<!-- durable:start -->", "<!-- durable:end -->"
-BACKENDS = ("plain", "sqlite", "sqlite-wal", "postgres")
+BACKENDS = ("plain", "sqlite", "sqlite-full", "postgres")
 MODES = ("scripted", "http")
+PARTS = ("overhead", "throughput", "recovery")
 Row = tuple[str, str, str]
 
 # ------------------------------------------------------------------ the variant processes
@@ -98,13 +98,13 @@ def _variant_process(backend: str, url: str, turns: int) -> int:
         "http": lambda: _ensemble(turns, server.base_url),
     }
     runtime: Any = None
-    if backend == "sqlite-wal":  # the mode is kept in the file: DBOS opens it in WAL mode
-        with contextlib.closing(sqlite3.connect(url.removeprefix("sqlite:///"))) as database:
-            database.execute("PRAGMA journal_mode=WAL")
     if backend != "plain":
         from agentensemble.durable import DurableRuntime
 
-        runtime = DurableRuntime(url, app_name="durable_bench", worker_id=f"bench-{backend}")
+        sync = "full" if backend == "sqlite-full" else "normal"
+        runtime = DurableRuntime(
+            url, app_name="durable_bench", worker_id=f"bench-{backend}", sqlite_sync=sync
+        )
         for mode, factory in factories.items():
             runtime.register(f"bench-{mode}", factory)
         runtime.launch()
@@ -185,7 +185,7 @@ def bench_overhead(admin_url: str, work: Path, rounds: int, turns: int, runs: in
     urls = {
         "plain": "",
         "sqlite": f"sqlite:///{work / 'bench.sqlite'}",
-        "sqlite-wal": f"sqlite:///{work / 'bench-wal.sqlite'}",
+        "sqlite-full": f"sqlite:///{work / 'bench-full.sqlite'}",
         "postgres": fresh_database(admin_url),
     }
     variants: list[_Variant] = []
@@ -255,13 +255,13 @@ NOTES = """
   own, asked for a sample in turn, round after round; "overhead" pairs each round's durable
   sample with the same round's plain one. CPU is the variant process's own (for Postgres the
   server's CPU is not in it).
-- **SQLite as DBOS opens it** (rollback journal, `synchronous=FULL`): every step is a write
-  transaction (`UPDATE workflow_status ... owner_xid` + `INSERT operation_outputs`, after a read
-  of both), about two commits per turn, and each commit waits for several fsyncs of this ext4
-  disk: wall time is several times the CPU time. **`sqlite-wal`** is the same, with the file
-  switched to WAL (`PRAGMA journal_mode=WAL`, kept in the file) before DBOS opens it: one fsync
-  per commit. What is left is mostly CPU: DBOS runs each database call on a thread
-  (`asyncio.to_thread`), through SQLAlchemy, a few milliseconds of CPU per turn.
+- **SQLite**: every step is a write transaction (`UPDATE workflow_status ... owner_xid` +
+  `INSERT operation_outputs`, after a read of both), about two commits per turn. `sqlite` is
+  what `DurableRuntime` does by default: the file in WAL mode and `synchronous=NORMAL`, so a
+  commit waits for no fsync and what is left is CPU: DBOS runs each database call on a thread
+  (`asyncio.to_thread`), through SQLAlchemy. `sqlite-full` is `sqlite_sync="full"`: one fsync
+  per commit. (As DBOS opens SQLite itself, with a rollback journal, a turn cost about 30 ms:
+  several fsyncs per commit on this disk.)
 - **Throughput**: each worker has `worker_concurrency=4` and DBOS polls the queue every 0.2 s,
   taking at most 4 runs per poll: one worker tops out near 20 short runs/s. The machine has 2
   cores for everything (Postgres, the workers, this script, other developers), so what 4
@@ -302,9 +302,13 @@ def run_all(args: argparse.Namespace) -> list[Row]:
     with tempfile.TemporaryDirectory(prefix="durable-bench-") as directory:
         work = Path(directory)
         with postgres(work) as admin_url:
-            rows = bench_overhead(admin_url, work, args.rounds, args.turns, args.runs)
-            rows += bench_throughput(admin_url, work, args.queue_runs, args.workers)
-            rows += bench_recovery(admin_url, work, args.held)
+            rows: list[Row] = []
+            if "overhead" in args.parts:
+                rows += bench_overhead(admin_url, work, args.rounds, args.turns, args.runs)
+            if "throughput" in args.parts:
+                rows += bench_throughput(admin_url, work, args.queue_runs, args.workers)
+            if "recovery" in args.parts:
+                rows += bench_recovery(admin_url, work, args.held)
     return rows
 
 
@@ -316,12 +320,21 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--queue-runs", type=int, default=200)
     parser.add_argument("--workers", type=int, nargs="+", default=[1, 2, 4])
     parser.add_argument("--held", type=int, default=4, help="runs the killed worker holds")
+    parser.add_argument(
+        "--parts",
+        nargs="+",
+        choices=PARTS,
+        default=list(PARTS),
+        help="what to measure (all by default; --write needs all)",
+    )
     parser.add_argument("--write", action="store_true", help="record in benchmarks/RESULTS.md")
     parser.add_argument("--variant", choices=BACKENDS, help=argparse.SUPPRESS)
     parser.add_argument("--url", default="", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.variant:
         return _variant_process(args.variant, args.url, args.turns)
+    if args.write and set(args.parts) != set(PARTS):
+        parser.error("--write records the whole section: measure every part (leave out --parts)")
     started = time.perf_counter()
     table = render(run_all(args), time.perf_counter() - started, args)
     print(table)

@@ -10,8 +10,10 @@ so a late decision can never be applied to another review.
 
 from __future__ import annotations
 
+import contextlib
 from typing import Any
 
+from agentensemble.durable._steps import reviews_lock
 from agentensemble.errors import ConfigurationError
 
 REVIEWS_KEY = "reviews"
@@ -49,15 +51,17 @@ class DurableReviewHandler:
         context = get_local_dbos_context()
         assert context is not None
         review_id = f"{run_id}:{context.function_id}"  # the same id when a recovery replays it
-        # the run's own event, read back (checkpointed): nothing kept in memory between runs
-        known = await DBOS.get_event_async(run_id, REVIEWS_KEY, timeout_seconds=0)
-        listed = [*(known if isinstance(known, list) else []), review_id]
         pending = {
             "review_id": review_id,
             "state": "pending",
             "request": request.model_dump(mode="json", exclude={"id"}),
         }
-        await DBOS.set_event_async(REVIEWS_KEY, list(listed))
+        # the run's own list, read back (checkpointed): nothing kept in memory between runs;
+        # tasks running at once take turns, so no review drops another's from the list
+        async with reviews_lock() or contextlib.nullcontext():
+            known = await DBOS.get_event_async(run_id, REVIEWS_KEY, timeout_seconds=0)
+            listed = [*(known if isinstance(known, list) else []), review_id]
+            await DBOS.set_event_async(REVIEWS_KEY, list(listed))
         await DBOS.set_event_async(review_key(review_id), pending)
         message = await DBOS.recv_async(
             topic=review_id, timeout_seconds=request.timeout_seconds or 10 * 365 * 86400

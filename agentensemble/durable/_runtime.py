@@ -8,7 +8,6 @@ in this process after a restart or in any worker sharing the database.
 
 from __future__ import annotations
 
-import contextlib
 import os
 import re
 import threading
@@ -26,7 +25,8 @@ from agentensemble.durable._liveness import (
     seconds,
     validate_intervals,
 )
-from agentensemble.durable._steps import DBOSSteps
+from agentensemble.durable._sqlite import SqliteSync, prepare_sqlite
+from agentensemble.durable._steps import DBOSSteps, numbering_per_task
 from agentensemble.ensemble import Ensemble
 from agentensemble.errors import ConfigurationError, TaskExecutionError
 from agentensemble.execution.steps import use_step_runner
@@ -82,7 +82,7 @@ def database_url(url: str | None = None) -> str:
 async def _durable_run(name: str, inputs: dict[str, Any]) -> dict[str, Any]:
     """One durable run: the ensemble rebuilt from its factory, every call a checkpointed step."""
     ensemble = _build(name)
-    with use_step_runner(_STEPS):
+    with use_step_runner(_STEPS), numbering_per_task():
         try:
             output = await ensemble.arun(inputs)
         except TaskExecutionError as error:
@@ -146,6 +146,10 @@ class DurableRuntime:
     One per process. Register every ensemble by a stable name, then ``launch()``: that also
     resumes this application's runs that a crash interrupted. ``run()`` runs now in this
     process; ``submit()`` queues a run for whichever worker is free.
+
+    ``sqlite_sync``: on SQLite, ``"normal"`` (default) commits a checkpoint without waiting for
+    the disk: safe when the process dies, the last steps may run again if the machine loses
+    power; ``"full"`` waits for the disk on every commit (docs/durable.md, "What it costs").
     """
 
     def __init__(
@@ -158,6 +162,7 @@ class DurableRuntime:
         max_runs_per_period: tuple[int, float] | None = None,
         worker_id: str | None = None,
         poll_interval: float = 0.2,
+        sqlite_sync: SqliteSync = "normal",
         heartbeat_interval: float | None = None,
         dead_after: float | None = None,
         take_over: bool = True,
@@ -184,7 +189,7 @@ class DurableRuntime:
         validate_intervals(self.heartbeat_interval, self.dead_after)
         self.take_over = take_over
         self._heartbeat: Heartbeat | None = None
-        _use_wal(self.database_url)
+        prepare_sqlite(self.database_url, sqlite_sync)
         self._launched = False
         DBOS(
             config={
@@ -408,23 +413,6 @@ class _nothing:
 
 def _sync(coro: Coroutine[Any, Any, T]) -> T:
     return run_on_background_loop(coro)
-
-
-def _use_wal(url: str) -> None:
-    """Put a SQLite file in WAL mode (kept by the file) before DBOS opens it.
-
-    DBOS opens SQLite with a rollback journal, where every step's commit waits for the disk;
-    in WAL mode a durable turn costs about a quarter of that (benchmarks/RESULTS.md).
-    """
-    if not url.startswith("sqlite:///"):
-        return
-    import sqlite3
-
-    path = url[len("sqlite:///") :].split("?", 1)[0]
-    if not path or path == ":memory:":
-        return
-    with contextlib.closing(sqlite3.connect(path)) as connection:
-        connection.execute("PRAGMA journal_mode=WAL")
 
 
 def _quiet_dbos_logs() -> None:

@@ -1,21 +1,35 @@
-"""Model turns, tool calls and review decisions as DBOS steps.
+"""Model turns, tool calls and review decisions as DBOS steps, numbered per task.
 
 Inside a durable run every ``as_step`` call becomes ``DBOS.run_step_async``: its result is
 checkpointed before the run goes on, and a recovered run gets the checkpoint back instead of
-calling again. DBOS numbers steps in the order they start, which is deterministic here: model
-turns of a task follow each other, and the tool calls of one turn start in call order.
+calling again. DBOS finds a checkpoint by the step's number, which it hands out in the order
+steps start. Tasks running at once (parallel and graph workflows) start their steps in an order
+no replay can promise, so each task numbers its own steps in a range of its own: task ``i``
+counts from ``i * 2**20``. Within a task, model turns follow each other and the tool calls of
+one turn start in call order, so the numbers are the same on every replay, whatever order the
+tasks resume in. A step that asks for a number whose checkpoint has another name is a change
+of code since the run started: ``DurableDivergenceError``.
 """
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+import asyncio
+import copy
+from collections.abc import Awaitable, Callable, Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
+from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
-from agentensemble.errors import AgentEnsembleError
+from agentensemble.errors import AgentEnsembleError, ConfigurationError
 from agentensemble.execution.steps import StepKind
 from agentensemble.run_context import current_task_index
 
 T = TypeVar("T")
+
+TASK_RANGE_BITS = 20  # steps per task: 2**20; the run's own (task-less) steps count from 1
+MAX_TASKS = 2047  # step numbers are 32-bit on Postgres: task 2047 ends at 2**31 - 1
+_RANGE = 1 << TASK_RANGE_BITS
 
 
 class DurableDivergenceError(AgentEnsembleError):
@@ -24,6 +38,76 @@ class DurableDivergenceError(AgentEnsembleError):
     The code changed between the crash and the recovery (another model, other tools, another
     task order): mixing old checkpoints with new code would give an answer nobody asked for.
     """
+
+
+@dataclass
+class _RunSteps:
+    """The step counters of one durable run: the run's own DBOS context, one per task."""
+
+    root: Any  # the workflow's DBOSContext
+    tasks: dict[int, Any] = field(default_factory=dict)
+    reviews_lock: asyncio.Lock = field(default_factory=asyncio.Lock)
+
+    def context_for(self, task: int) -> Any:
+        found = self.tasks.get(task)
+        if found is None:
+            if not 1 <= task <= MAX_TASKS:
+                raise ConfigurationError(
+                    f"a durable run numbers each task's steps apart and holds at most "
+                    f"{MAX_TASKS} tasks; task {task} is beyond that"
+                )
+            found = copy.copy(self.root)  # same workflow, same owner; its own step counter
+            found.function_id = task * _RANGE
+            found.curr_step_function_id = -1
+            found.context_spans = list(self.root.context_spans)
+            self.tasks[task] = found
+        if found.function_id >= (task + 1) * _RANGE - 8:
+            raise ConfigurationError(
+                f"task {task} of durable run {found.workflow_id!r} took more than "
+                f"{_RANGE - 8} steps; a durable task is bounded to that many"
+            )
+        return found
+
+
+_run_steps: ContextVar[_RunSteps | None] = ContextVar("agentensemble_durable_steps", default=None)
+
+
+@contextmanager
+def numbering_per_task() -> Iterator[None]:
+    """Inside a durable run's workflow: number each task's steps in its own range."""
+    from dbos._context import get_local_dbos_context
+
+    root = get_local_dbos_context()
+    if root is None or not root.is_workflow():
+        raise ConfigurationError("numbering_per_task() belongs inside a DBOS workflow")
+    token = _run_steps.set(_RunSteps(root))
+    try:
+        yield
+    finally:
+        _run_steps.reset(token)
+
+
+@contextmanager
+def _in_task_range() -> Iterator[None]:
+    """Make the DBOS operations of the block count in the current task's range."""
+    from dbos._context import _dbos_context_var
+
+    steps = _run_steps.get()
+    task = current_task_index()
+    if steps is None or task is None:
+        yield
+        return
+    token = _dbos_context_var.set(steps.context_for(task))
+    try:
+        yield
+    finally:
+        _dbos_context_var.reset(token)
+
+
+def reviews_lock() -> asyncio.Lock | None:
+    """The lock a run's reviews hold to update the run's list of reviews (None: no durable run)."""
+    steps = _run_steps.get()
+    return None if steps is None else steps.reviews_lock
 
 
 class DBOSSteps:
@@ -35,19 +119,23 @@ class DBOSSteps:
         from dbos import DBOS
         from dbos._error import DBOSUnexpectedStepError
 
-        if DBOS.workflow_id is None or DBOS.step_id is not None or durable_itself:
-            # outside a durable run, a step inside a step, or a call that checkpoints itself
+        if DBOS.workflow_id is None or DBOS.step_id is not None:
+            # outside a durable run, or a step inside a step (its work is checkpointed with it)
             return await call()
+        if durable_itself:  # a call that checkpoints itself, in its task's range
+            with _in_task_range():
+                return await call()
 
         task = current_task_index()
-        if task is not None:  # names unique per task: a replay in another order is caught
+        if task is not None:
             name = f"task{task}:{name}"
 
         async def step() -> Any:
             return await call()
 
         try:
-            result: T = await DBOS.run_step_async({"name": name}, step)
+            with _in_task_range():  # DBOS numbers the step as it starts, in this task's range
+                result: T = await DBOS.run_step_async({"name": name}, step)
         except DBOSUnexpectedStepError as error:
             raise DurableDivergenceError(
                 f"run {DBOS.workflow_id!r} diverged from its checkpoints at {kind} step "
@@ -58,4 +146,4 @@ class DBOSSteps:
         return result
 
 
-__all__ = ["DBOSSteps", "DurableDivergenceError"]
+__all__ = ["DBOSSteps", "DurableDivergenceError", "numbering_per_task", "reviews_lock"]

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import threading
-from collections.abc import Coroutine, Sequence
+from collections.abc import Callable, Coroutine, Sequence
 from typing import Any, TypeVar
 
 T = TypeVar("T")
@@ -38,6 +38,24 @@ async def run_turn(calls: Sequence[Coroutine[Any, Any, T]], stopped: threading.E
     return [task.result() for task in tasks]
 
 
+async def run_in_order(
+    calls: Sequence[Callable[[], Coroutine[Any, Any, T]]], stopped: threading.Event
+) -> list[T]:
+    """Run ``calls`` one after another, in call order; the first error stops the turn.
+
+    For a checkpointed run whose calls make steps of their own (a delegation): their steps
+    must start in the same order on every replay, which calls running at once cannot promise.
+    """
+    results: list[T] = []
+    for call in calls:
+        try:
+            results.append(await call())
+        except BaseException:
+            stopped.set()
+            raise
+    return results
+
+
 def _raised(task: asyncio.Future[Any]) -> bool:
     return not task.cancelled() and task.exception() is not None
 
@@ -55,4 +73,4 @@ async def _stop(tasks: Sequence[asyncio.Future[Any]], stopped: threading.Event) 
             task.exception()
 
 
-__all__ = ["run_turn"]
+__all__ = ["run_in_order", "run_turn"]

@@ -7,6 +7,7 @@ import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import timedelta
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from agentensemble.errors import (
@@ -23,7 +24,7 @@ from agentensemble.events import (
     ToolCallCompleted,
     ToolCallStarted,
 )
-from agentensemble.execution._turn import run_turn
+from agentensemble.execution._turn import run_in_order, run_turn
 from agentensemble.execution._verbose import Transcript
 from agentensemble.execution.guardrails import (
     check_input,
@@ -32,7 +33,7 @@ from agentensemble.execution.guardrails import (
     output_violation,
 )
 from agentensemble.execution.prompts import ContextItem, build_system_prompt, build_user_prompt
-from agentensemble.execution.steps import as_step
+from agentensemble.execution.steps import as_step, checkpointing
 from agentensemble.execution.structured import (
     DEFAULT_OUTPUT_RETRIES,
     correction_message,
@@ -288,9 +289,15 @@ class AgentExecutor:
             agent_role=self.task.role,
         )
         with use_tool_context(context):
-            executed = await run_turn(
-                [self._run_one(call) for call in calls[:allowed]], context.stopped
-            )
+            if checkpointing() and any(self._checkpoints_itself(c.name) for c in calls):
+                # a delegation's own steps must start in the same order on every replay
+                executed = await run_in_order(
+                    [partial(self._run_one, call) for call in calls[:allowed]], context.stopped
+                )
+            else:
+                executed = await run_turn(
+                    [self._run_one(call) for call in calls[:allowed]], context.stopped
+                )
         stopped = [
             _CallOutcome(
                 call,
@@ -318,6 +325,12 @@ class AgentExecutor:
             return "\n\n".join(o.result.output for o in outcomes)
         return None
 
+    def _checkpoints_itself(self, name: str) -> bool:
+        """Whether the tool's work is made of steps of its own (a delegation's model and tool
+        calls), so a durable run checkpoints those one by one instead of the call as a whole."""
+        tool = self.task.tools.get(name) if self.task.tools else None
+        return getattr(getattr(tool, "tool", None), "durable_itself", False) is True
+
     def _behavior(self, name: str) -> ReturnBehavior:
         tool = self.task.tools.get(name) if self.task.tools else None
         return tool.return_behavior if tool is not None else ReturnBehavior.TO_LLM
@@ -336,7 +349,12 @@ class AgentExecutor:
             result = ToolResult.failure(f"Unknown tool '{call.name}'. Available tools: {available}")
             behavior = ReturnBehavior.TO_LLM
         else:
-            called = await as_step("tool", f"tool:{call.name}", lambda: tool.call(call.arguments))
+            called = await as_step(
+                "tool",
+                f"tool:{call.name}",
+                lambda: tool.call(call.arguments),
+                durable_itself=self._checkpoints_itself(call.name),
+            )
             result, ran_with = called.result, called.ran_with
             behavior = tool.return_behavior
             duration = time.perf_counter() - started

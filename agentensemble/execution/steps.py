@@ -46,6 +46,11 @@ async def as_step(
     return await runner.run_step(kind, name, call, durable_itself=durable_itself)
 
 
+def checkpointing() -> bool:
+    """Whether a step runner is installed (a durable run): calls must start in replay order."""
+    return _runner.get() is not None
+
+
 @contextmanager
 def use_step_runner(runner: StepRunner | None) -> Iterator[None]:
     """Install ``runner`` for the steps of everything run inside the block."""
@@ -56,4 +61,4 @@ def use_step_runner(runner: StepRunner | None) -> Iterator[None]:
         _runner.reset(token)
 
 
-__all__ = ["StepKind", "StepRunner", "as_step", "use_step_runner"]
+__all__ = ["StepKind", "StepRunner", "as_step", "checkpointing", "use_step_runner"]

@@ -142,7 +142,15 @@ def _request_model(name: str, roles: Sequence[str]) -> type[BaseModel]:
 
 
 class DelegateTool(TypedAgentTool[BaseModel]):
-    """``delegate_task`` (the manager's) or ``delegate_to_agent`` (a peer's), for one asker."""
+    """``delegate_task`` (the manager's) or ``delegate_to_agent`` (a peer's), for one asker.
+
+    ``durable_itself``: in a durable run the delegated agent's model and tool calls are
+    checkpointed one by one, not the delegation as one step, so a crash in the middle of a
+    delegation redoes none of the worker's finished calls, and a resumed run still records the
+    delegations made before the crash.
+    """
+
+    durable_itself = True
 
     def __init__(self, team: Team, from_role: str, *, manager: bool = False) -> None:
         self.team = team

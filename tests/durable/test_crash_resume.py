@@ -14,6 +14,7 @@ import signal
 import subprocess
 import sys
 import threading
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -152,6 +153,78 @@ def test_a_parallel_run_checkpoints_every_concurrent_call_as_its_own_step(tmp_pa
         + ["task2:model:Writer"] * 2
         + ["task2:tool:note"]
     )
+
+
+class SlowSecondTask(KillOnArrival):
+    """Like KillOnArrival, but task two's first answer takes a second: the tasks interleave
+    one way in the first process, and (answered at once) another way after the restart."""
+
+    def __init__(self, workdir: Path, kill_at: int | None, *, slow: bool) -> None:
+        super().__init__(workdir, kill_at)
+        self.slow = slow
+        self.arrivals: list[str] = []
+
+    def __call__(self, body: dict[str, Any]) -> TextReply | ToolCallsReply:
+        messages = body["messages"]
+        task = "two" if "Task two" in str(messages[1]["content"]) else "one"
+        turn = 2 if any(m["role"] == "tool" for m in messages) else 1
+        self.arrivals.append(f"{task}:{turn}")
+        reply = super().__call__(body)
+        if self.slow and task == "two" and turn == 1:
+            return replace(reply, delay=1.0)
+        return reply
+
+
+@pytest.mark.parametrize(
+    ("kill_at", "in_flight_at_kill"),
+    [(3, ["one:2", "two:1"]), (4, ["two:2"])],
+)
+def test_a_parallel_run_resumes_whatever_order_its_tasks_take_after_the_restart(
+    tmp_path: Path, kill_at: int, in_flight_at_kill: list[str]
+) -> None:
+    """Each task numbers its steps in a range of its own, so a replay that interleaves the
+    tasks another way finds every checkpoint (it used to stop with a divergence)."""
+    import sqlite3
+
+    baseline = tmp_path / "baseline"
+    baseline.mkdir()
+    with OpenAICompatibleServer() as server:
+        server.set_responder(SlowSecondTask(baseline, None, slow=True))
+        done = run_app(
+            f"sqlite:///{baseline}/runs.sqlite", server, baseline, "p", NOTES_WORKFLOW="parallel"
+        )
+    assert done.returncode == 0, done.stderr
+    expected = json.loads(done.stdout.strip().splitlines()[-1])
+
+    db = f"sqlite:///{tmp_path}/runs.sqlite"
+    with OpenAICompatibleServer() as server:
+        first = SlowSecondTask(tmp_path, kill_at, slow=True)
+        server.set_responder(first)
+        crashed = run_app(db, server, tmp_path, "p", NOTES_WORKFLOW="parallel")
+        assert crashed.returncode == -signal.SIGKILL, crashed.stderr
+        assert sorted(first.arrivals[:2]) == ["one:1", "two:1"]  # both tasks started at once
+
+        second = SlowSecondTask(tmp_path, None, slow=False)
+        server.set_responder(second)
+        resumed = run_app(db, server, tmp_path, "p", NOTES_WORKFLOW="parallel")
+
+    assert resumed.returncode == 0, resumed.stderr
+    assert json.loads(resumed.stdout.strip().splitlines()[-1]) == expected
+    # only the requests in flight at the kill were sent again (and what followed them)
+    resent = [a for a in second.arrivals if a in first.arrivals]
+    assert sorted(resent) == sorted(in_flight_at_kill)
+    assert sorted(first.arrivals + second.arrivals) == sorted(
+        ["one:1", "one:2", "two:1", "two:2", *in_flight_at_kill]
+    )
+    assert sorted((tmp_path / "effects.log").read_text().split()) == ["a", "b", "c"]
+
+    with sqlite3.connect(tmp_path / "runs.sqlite") as connection:
+        steps = connection.execute(
+            "SELECT function_id, function_name FROM operation_outputs WHERE workflow_uuid = 'p'"
+        ).fetchall()
+    for function_id, name in steps:  # task i's steps are numbered from i * 2**20
+        if name.startswith("task"):
+            assert function_id >> 20 == int(name[4 : name.index(":")]), (function_id, name)
 
 
 def test_the_sqlite_database_is_put_in_wal_mode(tmp_path: Path) -> None:

@@ -41,7 +41,7 @@ def test_overhead_per_turn_is_measured_for_every_backend_and_mode(
 
     names = [name for name, _, _ in rows]
     for mode in ("scripted model", "local HTTP server"):
-        for backend in ("plain", "sqlite", "sqlite-wal", "postgres"):
+        for backend in ("plain", "sqlite", "sqlite-full", "postgres"):
             assert f"{mode}: time per turn, {backend}" in names
             assert (
                 _figure(dict((n, v) for n, v, _ in rows)[f"{mode}: time per turn, {backend}"]) > 0

@@ -1,0 +1,96 @@
+"""The step seam: every model, tool and review call goes through the installed step runner.
+
+A durable run installs one that checkpoints each call; here a recording runner shows what it
+is asked, and that a delegation (whose worker makes steps of its own) runs in the run itself,
+its calls of one turn one after another, so their steps start in the same order on a replay.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from typing import TypeVar
+
+import pytest
+
+from agentensemble import (
+    Agent,
+    DelegationCompleted,
+    DelegationStarted,
+    Ensemble,
+    EnsembleEvent,
+    Task,
+    Workflow,
+)
+from agentensemble.execution.steps import StepKind, as_step, checkpointing, use_step_runner
+from agentensemble.testing import ScriptedChatModel, tool_calls
+
+pytestmark = pytest.mark.anyio
+T = TypeVar("T")
+
+
+class RecordingRunner:
+    def __init__(self) -> None:
+        self.steps: list[tuple[StepKind, str, bool]] = []
+
+    async def run_step(
+        self, kind: StepKind, name: str, call: Callable[[], Awaitable[T]], *, durable_itself: bool
+    ) -> T:
+        self.steps.append((kind, name, durable_itself))
+        return await call()
+
+
+async def test_without_a_runner_a_step_is_a_plain_call() -> None:
+    async def answer() -> int:
+        return 42
+
+    assert not checkpointing()
+    assert await as_step("tool", "tool:x", answer) == 42
+
+
+async def test_a_managers_delegations_of_one_turn_run_one_after_another_when_checkpointed() -> None:
+    manager = ScriptedChatModel(
+        [
+            tool_calls(
+                ("delegate_task", {"agent_role": "Researcher", "instructions": "Facts"}),
+                ("delegate_task", {"agent_role": "Writer", "instructions": "Prose"}),
+            ),
+            "Final report",
+        ]
+    )
+    seen: list[str] = []
+
+    class Listener:
+        def on_event(self, event: EnsembleEvent) -> None:
+            if isinstance(event, (DelegationStarted, DelegationCompleted)):
+                seen.append(f"{type(event).__name__}:{event.to_role}")
+
+    ensemble = Ensemble(
+        tasks=[Task(description="Write a report", expected_output="A report")],
+        agents=[
+            Agent(role="Researcher", goal="Facts", llm=ScriptedChatModel(["moon"])),
+            Agent(role="Writer", goal="Prose", llm=ScriptedChatModel(["tides"])),
+        ],
+        workflow=Workflow.HIERARCHICAL,
+        manager_llm=manager,
+        listeners=[Listener()],
+    )
+    runner = RecordingRunner()
+    with use_step_runner(runner):
+        output = await ensemble.arun()
+
+    assert output.raw == "Final report"
+    assert seen == [
+        "DelegationStarted:Researcher",
+        "DelegationCompleted:Researcher",
+        "DelegationStarted:Writer",
+        "DelegationCompleted:Writer",
+    ]
+    # the delegations run in the run itself; each worker's model call is a step of its own
+    assert runner.steps == [
+        ("model", "model:Manager", False),
+        ("tool", "tool:delegate_task", True),
+        ("model", "model:Researcher", False),
+        ("tool", "tool:delegate_task", True),
+        ("model", "model:Writer", False),
+        ("model", "model:Manager", False),
+    ]
