@@ -31,13 +31,8 @@ from collections.abc import Sequence
 
 from agentensemble._display import escape_for_display
 from agentensemble.durable._client import DurableClient, ReviewClosedError
-from agentensemble.durable._runtime import (
-    DATABASE_ENV,
-    DEAD_AFTER_ENV,
-    HEARTBEAT_ENV,
-    WORKER_ENV,
-    DurableRuntime,
-)
+from agentensemble.durable._liveness import DEAD_AFTER_ENV, HEARTBEAT_ENV
+from agentensemble.durable._runtime import DATABASE_ENV, WORKER_ENV, DurableRuntime
 from agentensemble.errors import ConfigurationError
 from agentensemble.logging import LOGGER_NAME, configure_logging
 

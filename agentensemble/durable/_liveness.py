@@ -15,9 +15,11 @@ worker's, so workers on different machines agree on what is stale.
 
 from __future__ import annotations
 
+import contextlib
 import math
 import os
 import threading
+from collections.abc import Iterator
 
 from agentensemble.durable._leases import Lease, Leases
 from agentensemble.errors import ConfigurationError
@@ -26,6 +28,21 @@ from agentensemble.logging import get_logger
 CLAIMS_PER_BEAT = 5  # bounded work per heartbeat; the next beat takes the rest
 
 logger = get_logger()
+
+
+HEARTBEAT_ENV = "AGENTENSEMBLE_HEARTBEAT_INTERVAL"
+DEAD_AFTER_ENV = "AGENTENSEMBLE_DEAD_AFTER"
+
+
+def intervals(heartbeat_interval: float | None, dead_after: float | None) -> tuple[float, float]:
+    """The heartbeat interval and ``dead_after``: each the argument, else the environment (the
+    worker command's ``--heartbeat-interval``/``--dead-after``), else 5 s / 30 s; validated."""
+    chosen = (
+        seconds(heartbeat_interval, HEARTBEAT_ENV, 5.0),
+        seconds(dead_after, DEAD_AFTER_ENV, 30.0),
+    )
+    validate_intervals(*chosen)
+    return chosen
 
 
 def seconds(given: float | None, env: str, default: float) -> float:
@@ -92,6 +109,16 @@ class Heartbeat:
         self._leases = leases
         self._thread.start()
 
+    @contextlib.contextmanager
+    def launching(self) -> Iterator[None]:
+        """Hold the lease (``start``) while the block launches DBOS; stop if the launch fails."""
+        self.start()
+        try:
+            yield
+        except BaseException:
+            self.stop()
+            raise
+
     def stop(self) -> None:
         """Stop the thread and close the connections; the lease stays (see ``shutdown``)."""
         self._stop.set()
@@ -110,6 +137,14 @@ class Heartbeat:
                 f"worker {worker_id!r} is alive ({lease.describe()}); recovering its runs "
                 "would run them twice. Stop it first, or force it (--force) if you know it is "
                 "dead"
+            )
+
+    def refuse_if_lost(self) -> None:
+        """Raise once this worker was declared dead: it starts no run any more."""
+        if self.lost.is_set():
+            raise ConfigurationError(
+                f"worker {self.worker_id!r} lost its lease (declared dead, its runs taken "
+                "over): it runs nothing more; start it again"
             )
 
     def _run(self) -> None:
@@ -224,7 +259,10 @@ def stop_dequeuing() -> None:
 
 
 __all__ = [
+    "DEAD_AFTER_ENV",
+    "HEARTBEAT_ENV",
     "Heartbeat",
+    "intervals",
     "recover_pending_runs",
     "seconds",
     "stop_dequeuing",

@@ -19,30 +19,29 @@ from typing import Any, TypeVar
 from dbos import DBOS, Queue, SetWorkflowID
 
 from agentensemble._background_loop import run_on_background_loop
-from agentensemble.durable._liveness import (
-    Heartbeat,
-    recover_pending_runs,
-    seconds,
-    validate_intervals,
-)
+from agentensemble.durable._liveness import Heartbeat, intervals, recover_pending_runs
 from agentensemble.durable._sqlite import SqliteSync, prepare_sqlite
 from agentensemble.durable._steps import DBOSSteps, numbering_per_task
 from agentensemble.ensemble import Ensemble
 from agentensemble.errors import ConfigurationError, TaskExecutionError
 from agentensemble.execution.steps import use_step_runner
+from agentensemble.logging import get_logger
 from agentensemble.outputs import EnsembleOutput, TaskOutput
 
 DATABASE_ENV = "AGENTENSEMBLE_DATABASE_URL"
 DEFAULT_DATABASE_URL = "sqlite:///agentensemble.sqlite"
 WORKER_ENV = "AGENTENSEMBLE_WORKER_ID"
-HEARTBEAT_ENV = "AGENTENSEMBLE_HEARTBEAT_INTERVAL"
-DEAD_AFTER_ENV = "AGENTENSEMBLE_DEAD_AFTER"
 QUEUE_NAME = "agentensemble-runs"
 WORKFLOW_NAME = "agentensemble.run"
+# Which checkpoints a run's code can resume: bumped when step numbers or names change. DBOS
+# would otherwise hash its workflows' source and its own version, so that upgrading DBOS or
+# this package left every unfinished run waiting, unresumed and unreported.
+CHECKPOINT_FORMAT = "agentensemble-durable-2"
 FAILURE_KEY = "failure"  # the event holding a failed run's error and completed outputs
 _APP_NAME = re.compile(r"^[a-z0-9_-]{3,256}$")
 
 T = TypeVar("T")
+_log = get_logger()
 EnsembleFactory = Callable[[], Ensemble]
 
 # The process's registered ensembles: the workflow function finds its ensemble here by name,
@@ -181,12 +180,9 @@ class DurableRuntime:
         if not 0.001 <= poll_interval <= 60:
             raise ConfigurationError(f"poll_interval must be 0.001-60 seconds, got {poll_interval}")
         self.poll_interval = poll_interval
-        # liveness: a lease renewed every heartbeat_interval s; a worker silent for dead_after s
-        # is dead and its runs go back to the queue (_liveness.py). Argument, else environment
-        # (the worker command's --heartbeat-interval/--dead-after), else 5 s / 30 s.
-        self.heartbeat_interval = seconds(heartbeat_interval, HEARTBEAT_ENV, 5.0)
-        self.dead_after = seconds(dead_after, DEAD_AFTER_ENV, 30.0)
-        validate_intervals(self.heartbeat_interval, self.dead_after)
+        # a lease renewed every heartbeat_interval s; a worker silent for dead_after s is dead
+        # and a live one hands its runs back to the queue (_liveness.py)
+        self.heartbeat_interval, self.dead_after = intervals(heartbeat_interval, dead_after)
         self.take_over = take_over
         self._heartbeat: Heartbeat | None = None
         prepare_sqlite(self.database_url, sqlite_sync)
@@ -197,6 +193,8 @@ class DurableRuntime:
                 "system_database_url": self.database_url,
                 "log_level": "WARNING",
                 "executor_id": self.worker_id,
+                # runs resume under the same checkpoint format, whatever else is upgraded
+                "application_version": CHECKPOINT_FORMAT,
             }
         )
         self._queue_settings: dict[str, Any] = {
@@ -208,6 +206,8 @@ class DurableRuntime:
             limit, period = max_runs_per_period
             self._queue_settings["limiter"] = {"limit": limit, "period": period}
         self._queue: Queue | None = None
+        self.unresumable: list[RunInfo] = []
+        """Unfinished runs found at launch that this code cannot resume (logged as a warning)."""
 
     # -- set-up -------------------------------------------------------------------------------
 
@@ -255,8 +255,7 @@ class DurableRuntime:
             heartbeat_interval=self.heartbeat_interval,
             dead_after=self.dead_after,
         )
-        self._heartbeat.start()
-        try:
+        with self._heartbeat.launching():
             DBOS.launch()
             self._queue = DBOS.register_queue(
                 QUEUE_NAME,
@@ -264,19 +263,14 @@ class DurableRuntime:
                 on_conflict="always_update",
                 **self._queue_settings,
             )
-        except BaseException:
-            self._heartbeat.stop()
-            raise
         self._launched = True
+        self.unresumable = _report_other_formats()
         if self.take_over:
             self._heartbeat.take_over.set()
 
     def shutdown(self) -> None:
-        """Stop DBOS in this process; unfinished runs stay in the database to resume later.
-
-        The lease stays too: if this worker does not start again under its id within
-        ``dead_after`` seconds, a live worker takes its unfinished runs over.
-        """
+        """Stop DBOS in this process; unfinished runs stay in the database to resume later (or
+        to be taken over, if this worker is not back within ``dead_after``: its lease stays)."""
         if self._heartbeat is not None:
             self._heartbeat.stop()
         DBOS.destroy(destroy_registry=False)
@@ -295,11 +289,8 @@ class DurableRuntime:
     ) -> EnsembleOutput:
         """Run ``name`` in this process and wait for its output (resumes ``run_id`` if known)."""
         self._require_launched()
-        if self.lease_lost:  # a run started here now would be nobody's to take over
-            raise ConfigurationError(
-                f"worker {self.worker_id!r} lost its lease (declared dead, its runs taken "
-                "over): it runs nothing more; start it again"
-            )
+        if self._heartbeat is not None:  # a run started by a worker declared dead is nobody's
+            self._heartbeat.refuse_if_lost()
         _build(name)
         with SetWorkflowID(run_id) if run_id else _nothing():
             handle = await DBOS.start_workflow_async(_durable_run, name, dict(inputs or {}))
@@ -357,9 +348,8 @@ class DurableRuntime:
     def recover(self, worker_id: str, *, force: bool = False) -> list[str]:
         """Hand the unfinished runs of a dead worker back to the queue now; their run ids.
 
-        Live workers do this by themselves once a worker's lease is ``dead_after`` seconds
-        old; this is for not waiting. A worker whose lease is fresh is alive and refused
-        (its runs would run twice) unless ``force``; a lease of a dead pid on this host is not.
+        Live workers do this by themselves once its lease is ``dead_after`` old. A worker with
+        a fresh lease is alive and refused (its runs would run twice) unless ``force``.
         """
         self._require_launched()
         if worker_id == self.worker_id:
@@ -415,6 +405,26 @@ def _sync(coro: Coroutine[Any, Any, T]) -> T:
     return run_on_background_loop(coro)
 
 
+def _report_other_formats() -> list[RunInfo]:
+    """Name the unfinished runs this code cannot resume (started by another checkpoint format)."""
+    found = DBOS.list_workflows(
+        name=WORKFLOW_NAME,
+        status=["PENDING", "ENQUEUED"],
+        load_input=False,
+        load_output=False,
+        limit=1000,
+    )
+    other = [w for w in found if w.app_version not in (None, "", CHECKPOINT_FORMAT)]
+    if other:
+        shown = ", ".join(f"{w.workflow_id} ({w.app_version})" for w in other[:10])
+        _log.warning(
+            f"{len(other)} durable runs left unresumed, started with another checkpoint format "
+            f"than {CHECKPOINT_FORMAT}: {shown}; finish them with the version that started "
+            "them, or cancel them"
+        )
+    return [run_info(w) for w in other]
+
+
 def _quiet_dbos_logs() -> None:
     import logging
 
@@ -423,9 +433,7 @@ def _quiet_dbos_logs() -> None:
 
 __all__ = [
     "DATABASE_ENV",
-    "DEAD_AFTER_ENV",
     "DEFAULT_DATABASE_URL",
-    "HEARTBEAT_ENV",
     "WORKER_ENV",
     "DurableRunError",
     "DurableRuntime",

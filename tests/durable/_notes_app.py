@@ -7,6 +7,7 @@ WORKDIR/pid, runs (or resumes) RUN_ID and prints the output as JSON on its last 
 from __future__ import annotations
 
 import json
+import logging
 import os
 import sys
 from pathlib import Path
@@ -42,6 +43,7 @@ runtime = DurableRuntime(DB_URL)
 runtime.register("notes", build)
 
 if __name__ == "__main__":
+    logging.basicConfig(level=logging.WARNING)
     (Path(WORKDIR) / "pid").write_text(str(os.getpid()))
     runtime.launch()
     output = runtime.run("notes", {}, run_id=RUN_ID)

@@ -227,6 +227,32 @@ def test_a_parallel_run_resumes_whatever_order_its_tasks_take_after_the_restart(
             assert function_id >> 20 == int(name[4 : name.index(":")]), (function_id, name)
 
 
+def test_a_run_started_with_another_checkpoint_format_is_named_at_launch(tmp_path: Path) -> None:
+    """Runs carry the checkpoint format, not a hash of the code: an upgrade of DBOS or of this
+    package keeps them resumable; one this code cannot resume is reported, not left silently."""
+    import sqlite3
+
+    db = f"sqlite:///{tmp_path}/runs.sqlite"
+    with OpenAICompatibleServer() as server:
+        server.set_responder(KillOnArrival(tmp_path, kill_at=2))
+        crashed = run_app(db, server, tmp_path, "old-run")
+        assert crashed.returncode == -signal.SIGKILL, crashed.stderr
+        with sqlite3.connect(tmp_path / "runs.sqlite") as connection:
+            ((version,),) = connection.execute(
+                "SELECT application_version FROM workflow_status WHERE workflow_uuid = 'old-run'"
+            )
+            assert version == "agentensemble-durable-2"
+            connection.execute("UPDATE workflow_status SET application_version = 'format-0'")
+
+        server.set_responder(KillOnArrival(tmp_path, kill_at=None))
+        done = run_app(db, server, tmp_path, "new-run")
+
+    assert done.returncode == 0, done.stderr
+    said = done.stdout + done.stderr
+    assert "durable runs left unresumed" in said
+    assert "old-run (format-0)" in said
+
+
 def test_the_sqlite_database_is_put_in_wal_mode(tmp_path: Path) -> None:
     """DBOS opens SQLite with a rollback journal (every step waits for the disk); WAL costs a
     quarter of that per turn, and the file keeps the mode for every process that opens it."""
