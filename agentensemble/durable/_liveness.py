@@ -78,19 +78,21 @@ def validate_intervals(heartbeat_interval: float, dead_after: float) -> None:
 class Heartbeat:
     """The daemon thread of one launched runtime: renew its lease, take over dead workers.
 
-    ``start()`` writes the lease (refusing a live process under the same id) and starts the
-    thread; ``take_over`` is set once DBOS runs (recovery needs it); ``lost`` is set if this
-    worker finds its lease gone, and then it stops taking queued runs.
+    ``launching()`` writes the lease (refusing a live process under the same id) and beats
+    while DBOS launches; once DBOS runs, dead workers are taken over (with ``take_over``), and
+    if this worker finds its own lease gone, ``lost`` is set and DBOS stops dequeuing runs.
     """
 
     def __init__(
         self, url: str, app_name: str, worker_id: str, *, heartbeat_interval: float,
-        dead_after: float,
+        dead_after: float, take_over: bool = True,
     ) -> None:  # fmt: skip
         self.url, self.app_name, self.worker_id = url, app_name, worker_id
         self.heartbeat_interval, self.dead_after = heartbeat_interval, dead_after
-        self.take_over = threading.Event()
+        self.take_over = take_over
         self.lost = threading.Event()
+        self._running = False  # DBOS launched: recovery works, dequeuing can be stopped
+        self._lock = threading.Lock()
         self._stop = threading.Event()
         self._leases: Leases | None = None
         self._incarnation = ""
@@ -118,6 +120,11 @@ class Heartbeat:
         except BaseException:
             self.stop()
             raise
+        with self._lock:
+            self._running = True
+            lost = self.lost.is_set()
+        if lost:  # declared dead while launching: take nothing
+            stop_dequeuing()
 
     def stop(self) -> None:
         """Stop the thread and close the connections; the lease stays (see ``shutdown``)."""
@@ -162,7 +169,7 @@ class Heartbeat:
             if not alive:
                 self._lose()
                 return
-            if self.take_over.is_set():
+            if self.take_over and self._running:
                 try:
                     self.take_over_dead(leases)
                 except Exception as error:
@@ -171,14 +178,16 @@ class Heartbeat:
                     )
 
     def _lose(self) -> None:
-        self.lost.set()
+        with self._lock:
+            self.lost.set()
+            running = self._running
         logger.error(
             "worker_lease_lost",
             worker_id=self.worker_id,
             detail=f"another worker declared this one dead (no heartbeat for {self.dead_after}"
             " s) and took over its runs; this worker takes no more work: restart it",
         )
-        if self.take_over.is_set():  # DBOS runs: stop it dequeuing
+        if running:
             try:
                 stop_dequeuing()
             except Exception as error:

@@ -248,12 +248,15 @@ class DurableRuntime:
         _quiet_dbos_logs()
         # the lease first: DBOS.launch() resumes this worker's own runs, which nobody may claim
         # meanwhile; a live process already under this id is refused here
+        if self._heartbeat is not None:  # launched again: one lease, one thread
+            self._heartbeat.stop()
         self._heartbeat = Heartbeat(
             self.database_url,
             self.app_name,
             self.worker_id,
             heartbeat_interval=self.heartbeat_interval,
             dead_after=self.dead_after,
+            take_over=self.take_over,
         )
         with self._heartbeat.launching():
             DBOS.launch()
@@ -265,8 +268,6 @@ class DurableRuntime:
             )
         self._launched = True
         self.unresumable = _report_other_formats()
-        if self.take_over:
-            self._heartbeat.take_over.set()
 
     def shutdown(self) -> None:
         """Stop DBOS in this process; unfinished runs stay in the database to resume later (or

@@ -12,9 +12,7 @@ from pathlib import Path
 import pytest
 import sqlalchemy as sa
 
-from agentensemble.durable import DurableRuntime
 from agentensemble.durable._leases import TABLE, Lease, Leases
-from agentensemble.durable._liveness import seconds, validate_intervals
 from agentensemble.errors import ConfigurationError
 
 APP = "leases_test"
@@ -70,62 +68,6 @@ def dead_pid() -> int:
     process = subprocess.Popen([sys.executable, "-c", "pass"])
     process.wait(timeout=30)
     return process.pid
-
-
-# -- intervals -------------------------------------------------------------------------------
-
-
-@pytest.mark.parametrize(
-    ("heartbeat_interval", "dead_after", "error"),
-    [
-        (5.0, 30.0, None),
-        (0.2, 0.6, None),  # exactly three heartbeats
-        (0.2, 0.59, "at least 3 x heartbeat_interval"),
-        (5.0, 10.0, "at least 3 x heartbeat_interval"),
-        (0.0, 30.0, "heartbeat_interval must be a positive"),
-        (-1.0, 30.0, "heartbeat_interval must be a positive"),
-        (5.0, 0.0, "dead_after must be a positive"),
-        (5.0, float("inf"), "dead_after must be a positive"),
-        (float("nan"), 30.0, "heartbeat_interval must be a positive"),
-    ],
-)
-def test_dead_after_must_be_positive_and_at_least_three_heartbeats(
-    heartbeat_interval: float, dead_after: float, error: str | None
-) -> None:
-    if error is None:
-        validate_intervals(heartbeat_interval, dead_after)
-    else:
-        with pytest.raises(ConfigurationError, match=error):
-            validate_intervals(heartbeat_interval, dead_after)
-
-
-def test_the_runtime_refuses_bad_intervals_before_touching_the_database(tmp_path: Path) -> None:
-    url = f"sqlite:///{tmp_path / 'never.sqlite'}"
-    with pytest.raises(ConfigurationError, match="at least 3 x heartbeat_interval"):
-        DurableRuntime(url, heartbeat_interval=5, dead_after=10)
-    assert not (tmp_path / "never.sqlite").exists()
-
-
-@pytest.mark.parametrize(
-    ("given", "environment", "expected"),
-    [(2.0, "9", 2.0), (None, "9", 9.0), (None, None, 5.0), (None, "", 5.0)],
-)
-def test_an_interval_comes_from_the_argument_then_the_environment_then_the_default(
-    monkeypatch: pytest.MonkeyPatch, given: float | None, environment: str | None, expected: float
-) -> None:
-    if environment is None:
-        monkeypatch.delenv("AGENTENSEMBLE_HEARTBEAT_INTERVAL", raising=False)
-    else:
-        monkeypatch.setenv("AGENTENSEMBLE_HEARTBEAT_INTERVAL", environment)
-    assert seconds(given, "AGENTENSEMBLE_HEARTBEAT_INTERVAL", 5.0) == expected
-
-
-def test_an_interval_in_the_environment_that_is_no_number_is_named(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    monkeypatch.setenv("AGENTENSEMBLE_DEAD_AFTER", "soon")
-    with pytest.raises(ConfigurationError, match=r"\$AGENTENSEMBLE_DEAD_AFTER .* 'soon'"):
-        seconds(None, "AGENTENSEMBLE_DEAD_AFTER", 30.0)
 
 
 # -- taking a worker id at launch ------------------------------------------------------------
