@@ -62,10 +62,9 @@ class Leases:
         self.engine = _engine(url)
         try:
             _metadata.create_all(self.engine, checkfirst=True)
-        except sa.exc.IntegrityError:  # two workers creating it at once: it exists now
-            pass
-        except sa.exc.ProgrammingError:
-            pass
+        except (sa.exc.IntegrityError, sa.exc.ProgrammingError, sa.exc.OperationalError):
+            if not sa.inspect(self.engine).has_table(TABLE):
+                raise  # not a race with another worker creating it: a real failure
         self._now = _now_ms(self.engine)
 
     def close(self) -> None:

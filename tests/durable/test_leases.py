@@ -200,3 +200,37 @@ def plant_age(leases: Leases, worker_id: str, age_s: float) -> None:
             ),
             {"age": int(age_s * 1000), "app": APP, "id": worker_id},
         )
+
+
+@pytest.mark.parametrize("backend", ["sqlite", "postgres"])
+def test_workers_starting_together_on_a_fresh_database_all_get_the_table(
+    request: pytest.FixtureRequest, tmp_path: Path, backend: str
+) -> None:
+    if backend == "sqlite":
+        url = f"sqlite:///{tmp_path / 'fresh.sqlite'}"
+    else:
+        url = request.getfixturevalue("postgres_url")
+    barrier = threading.Barrier(4)
+    opened: list[Leases] = []
+    failures: list[BaseException] = []
+
+    def open_table(worker_id: str) -> None:
+        barrier.wait(timeout=30)
+        try:
+            table = Leases(url, APP)
+            opened.append(table)
+            table.acquire(worker_id, dead_after=30)
+        except BaseException as error:
+            failures.append(error)
+
+    threads = [threading.Thread(target=open_table, args=(f"w{n}",)) for n in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=60)
+    try:
+        assert failures == []
+        assert all(opened[0].read(f"w{n}") is not None for n in range(4))
+    finally:
+        for table in opened:
+            table.close()
