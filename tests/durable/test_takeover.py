@@ -231,3 +231,22 @@ def test_runs_of_another_application_version_are_left_for_a_worker_of_that_versi
     assert "worker_runs_left_for_another_version" in told and "runs=1" in told, told
     assert client.status(run_id) == "PENDING" and executor_of(client, run_id) == "w1"
     assert kept is not None and kept.claimed_by == "w2"  # stale again soon, for another taker
+
+
+def test_the_worker_command_passes_its_liveness_options_to_the_runtime(
+    postgres_url: str, tmp_path: Path
+) -> None:
+    workers = Workers(postgres_url, tmp_path / "log.txt")
+    refused = subprocess.run(
+        workers.command(
+            "worker", "_queue_app", "--worker-id", "w1", "--heartbeat-interval", "1",
+            "--dead-after", "2",
+        ),
+        cwd=HERE,
+        env=workers.env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )  # fmt: skip
+    assert refused.returncode == 2
+    assert "dead_after (2.0 s) must be at least 3 x heartbeat_interval (1.0 s)" in refused.stderr

@@ -1,5 +1,6 @@
 """Many runs, many workers, one real Postgres: each queued run runs exactly once, spread over
-the workers; a worker killed mid-run has its runs taken over by another."""
+the workers; a worker killed mid-run has its runs taken over at once with the ``recover``
+command (test_takeover.py: without it, after ``dead_after``)."""
 
 from __future__ import annotations
 
