@@ -193,8 +193,13 @@ def _transport_failure(chain: list[BaseException]) -> Failure | None:
         return None
     address = _address(chain)
     to = f" {address}" if address else ""
-    if any(_names(e) & _TIMEOUT_NAMES for e in transport):
-        return Failure("Timeout", None, f"no response from{to} in time", True)
+    timeouts = [e for e in transport if _names(e) & _TIMEOUT_NAMES]
+    if timeouts:
+        said = next((str(e) for e in timeouts if isinstance(e, TimeoutError) and str(e)), "")
+        where = f" from{to}" if to else ""
+        return Failure(
+            "Timeout", None, f"no response{where} in time" + (f": {said}" if said else ""), True
+        )
     names = set().union(*(_names(e) for e in chain))
     if "ConnectionRefusedError" in names:
         detail = f"connection refused by{to}" if to else "connection refused"

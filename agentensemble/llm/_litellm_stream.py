@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import sys
+import time
 from dataclasses import dataclass
 from typing import Any
 
@@ -26,12 +27,50 @@ class StreamAttempts:
     showed_text: bool = False
 
 
-async def next_within(iterator: Any, guard: float) -> Any:
+#: A whole stream may take this many times the call's bound (each gap between pieces of text
+#: is bounded by it alone): long answers stream for minutes, an endless one is cut.
+STREAM_TOTAL_FACTOR = 10
+
+
+class StreamDeadline:
+    """How long a stream may still take: ``guard`` seconds with no new data (keep-alive
+    comments do not count), and ``STREAM_TOTAL_FACTOR * guard`` in all."""
+
+    def __init__(self, guard: float) -> None:
+        now = time.monotonic()
+        self.guard = guard
+        self.idle_since = now
+        self.ends = now + STREAM_TOTAL_FACTOR * guard
+
+    def progressed(self) -> None:
+        """Data arrived: the wait for the next piece starts again."""
+        self.idle_since = time.monotonic()
+
+    def left(self) -> float:
+        """Seconds the next read may take; TimeoutError once the stream is over its bound."""
+        now = time.monotonic()
+        if now >= self.ends or now >= self.idle_since + self.guard:
+            raise self.expired()
+        return min(self.idle_since + self.guard, self.ends) - now
+
+    def expired(self) -> TimeoutError:
+        """The error for a stream past its bound, saying which one."""
+        if time.monotonic() >= self.ends:
+            total = STREAM_TOTAL_FACTOR * self.guard
+            return TimeoutError(f"the stream went on for more than {total:g} s")
+        return TimeoutError(f"the stream sent no data for {self.guard:g} s")
+
+
+async def next_within(iterator: Any, deadline: StreamDeadline) -> Any:
     """The next item (chunk or line), or StopAsyncIteration; our bound on a silent provider."""
-    if sys.version_info >= (3, 11):
-        async with asyncio.timeout(guard):
-            return await iterator.__anext__()
-    return await asyncio.wait_for(iterator.__anext__(), timeout=guard)
+    left = deadline.left()
+    try:
+        if sys.version_info >= (3, 11):
+            async with asyncio.timeout(left):
+                return await iterator.__anext__()
+        return await asyncio.wait_for(iterator.__anext__(), timeout=left)
+    except (asyncio.TimeoutError, TimeoutError):
+        raise deadline.expired() from None
 
 
 async def stream_turn(
@@ -49,11 +88,13 @@ async def stream_turn(
         stream = await asyncio.wait_for(litellm.acompletion(**request), timeout=guard)
     assembler = StreamAssembler()
     iterator = stream.__aiter__()
+    deadline = StreamDeadline(guard)
     while True:
         try:
-            chunk = await next_within(iterator, guard)
+            chunk = await next_within(iterator, deadline)
         except StopAsyncIteration:
             break
+        deadline.progressed()
         piece = assembler.add(chunk)
         if piece:
             state.showed_text = True
@@ -64,4 +105,4 @@ async def stream_turn(
     return assembler.response()
 
 
-__all__ = ["StreamAttempts", "next_within", "stream_turn"]
+__all__ = ["STREAM_TOTAL_FACTOR", "StreamAttempts", "StreamDeadline", "next_within", "stream_turn"]

@@ -8,8 +8,9 @@ import: httpx is imported on the first call.
 - **Clients per event loop**, created on the first call in that loop and reused by every later
   call on it, so keep-alive connections are reused (no new TCP or TLS handshake per call): one
   client for calls made one at a time, one more per 8 concurrent calls (``_LoopClients``).
-  The clients of closed loops are dropped when a new loop needs one (``asyncio.run`` per call
-  then does not pile up clients and loops).
+  A loop's clients close while the loop shuts down (``asyncio.run`` ending: no unclosed
+  sockets), and the clients of closed loops are dropped when a new loop needs one
+  (``asyncio.run`` per call then does not pile up clients and loops).
 - **No hidden retries**: httpx does not retry; our ``RetryPolicy`` is the only layer.
 - **Errors as the transport gives them**: httpx's timeout and connection errors, or
   ``httpx.HTTPStatusError`` carrying the response (its headers give ``Retry-After``). They are
@@ -29,7 +30,7 @@ import json
 import os
 import threading
 import weakref
-from collections.abc import Mapping
+from collections.abc import AsyncGenerator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -172,6 +173,7 @@ class _LoopClients:
     def __init__(self) -> None:
         self.clients: list[Any] = []
         self.in_flight: list[int] = []
+        self._closer: AsyncGenerator[None, None] | None = None
 
     def acquire(self) -> int:
         """The index of the client to use (counted busy until ``release``)."""
@@ -197,9 +199,35 @@ class _LoopClients:
     def release(self, index: int) -> None:
         self.in_flight[index] -= 1
 
+    async def watch_loop_end(self) -> None:
+        """Close the clients when their loop shuts down (``asyncio.run`` ending), not never.
+
+        An async generator started in a loop is closed by that loop's
+        ``shutdown_asyncgens()``, which ``asyncio.run`` awaits before closing the loop: the
+        clients' connections end while the loop still runs, so no socket is left unclosed.
+        """
+        if self._closer is not None:
+            return
+        closer = self._closer = self._close_at_loop_end()
+        await closer.__anext__()
+
+    async def _close_at_loop_end(self) -> AsyncGenerator[None, None]:
+        try:
+            yield
+        finally:
+            clients, self.clients, self.in_flight = self.clients, [], []
+            for client in clients:
+                await client.aclose()
+
+
+async def loop_clients() -> _LoopClients:
+    """The clients of the running event loop (created on its first call, closed at its end)."""
+    clients = _loop_clients()
+    await clients.watch_loop_end()
+    return clients
+
 
 def _loop_clients() -> _LoopClients:
-    """The clients of the running event loop (created on its first call)."""
     loop = asyncio.get_running_loop()
     with _clients_lock:
         clients = _clients.get(loop)
@@ -216,7 +244,7 @@ async def send(request: OpenAIRequest) -> dict[str, Any]:
     """POST the request; the parsed JSON answer, or the transport's or status error raised."""
     import httpx
 
-    clients = _loop_clients()
+    clients = await loop_clients()
     index = clients.acquire()
     try:
         response = await clients.clients[index].post(

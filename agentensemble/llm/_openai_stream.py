@@ -13,8 +13,8 @@ import asyncio
 import dataclasses
 import json
 
-from agentensemble.llm._litellm_stream import StreamAttempts, next_within
-from agentensemble.llm._openai_lane import OpenAIRequest, _loop_clients, finish_reason
+from agentensemble.llm._litellm_stream import StreamAttempts, StreamDeadline, next_within
+from agentensemble.llm._openai_lane import OpenAIRequest, finish_reason, loop_clients
 from agentensemble.llm.stream_assembly import StreamAssembler
 from agentensemble.llm.types import ChatResponse
 
@@ -34,7 +34,7 @@ async def stream_turn(request: OpenAIRequest, state: StreamAttempts, guard: floa
     if state.showed_text:
         state.sink.restarted(state.attempts)
         state.showed_text = False
-    clients = _loop_clients()
+    clients = await loop_clients()
     index = clients.acquire()
     assembler = StreamAssembler()
     try:
@@ -54,13 +54,15 @@ async def stream_turn(request: OpenAIRequest, state: StreamAttempts, guard: floa
                     response=response,
                 )
             lines = response.aiter_lines()
+            deadline = StreamDeadline(guard)
             while True:
                 try:
-                    line = str(await next_within(lines, guard))
+                    line = str(await next_within(lines, deadline))
                 except StopAsyncIteration:
                     break
                 if not line.startswith("data:"):
-                    continue  # blank separators, comments, event names
+                    continue  # blank separators, keep-alive comments, event names: no progress
+                deadline.progressed()
                 data = line[5:].strip()
                 if data == "[DONE]":
                     break

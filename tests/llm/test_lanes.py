@@ -162,3 +162,32 @@ def test_sequential_calls_share_a_client_and_concurrent_ones_spread() -> None:
             await client.aclose()
 
     asyncio.run(scenario())
+
+
+def test_a_loops_clients_are_closed_when_asyncio_run_ends_it() -> None:
+    """``asyncio.run`` per call used to leave each loop's connections open (unclosed socket
+    warnings at exit); they now close while the loop shuts down."""
+    import asyncio
+    import gc
+    import warnings
+
+    from agentensemble.testing import OpenAICompatibleServer
+
+    with OpenAICompatibleServer() as server:
+        server.set_responder(lambda body: "hi")
+        llm = LLM("openai/test-model", api_base=server.base_url, api_key="sk-test-close-1")
+
+        async def ask() -> tuple[str | None, list[object]]:
+            answer = await llm.complete([{"role": "user", "content": "hello"}])
+            from agentensemble.llm import _openai_lane
+
+            return answer.content, list(_openai_lane._loop_clients().clients)
+
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always", ResourceWarning)
+            results = [asyncio.run(ask()) for _ in range(3)]
+            gc.collect()
+
+    assert [content for content, _ in results] == ["hi"] * 3
+    assert all(client.is_closed for _, clients in results for client in clients)  # type: ignore[attr-defined]
+    assert not [w for w in caught if issubclass(w.category, ResourceWarning)]
