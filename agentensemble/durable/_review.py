@@ -27,9 +27,11 @@ def review_key(review_id: str) -> str:
 class DurableReviewHandler:
     """Review handler for durable runs: the decision comes later, from any process.
 
-    Use it for task reviews (``review=`` / ``before_review=`` and ``review_policy``). Tool
-    approvals happen inside a tool call, which a durable run checkpoints as one step; they need
-    a handler that answers within the call (console, webhook).
+    It decides task reviews (``review=`` / ``before_review=`` and ``review_policy``) and tool
+    approvals (``requires_approval``): a durable run asks a tool's approval in the run itself
+    and runs the tool's body as a step after it. An approval asked from deeper inside a step
+    (a pipeline's inner tool, an ensemble nested in a tool) needs a handler that answers within
+    the call (console, webhook).
     """
 
     durable_itself = True  # the step runner lets it wait in the run itself, not in a step
@@ -44,9 +46,10 @@ class DurableReviewHandler:
         run_id = DBOS.workflow_id
         if run_id is None or DBOS.step_id is not None:
             raise ConfigurationError(
-                "DurableReviewHandler decides task reviews of durable runs only "
-                "(DurableRuntime.run/submit); a tool approval inside a durable run needs a "
-                "handler that answers within the call, such as WebhookReviewHandler"
+                "DurableReviewHandler decides the task reviews and tool approvals of durable "
+                "runs (DurableRuntime.run/submit) only; an approval asked inside a step (a "
+                "pipeline's inner tool, an ensemble nested in a tool) or outside a durable run "
+                "needs a handler that answers within the call, such as WebhookReviewHandler"
             )
         context = get_local_dbos_context()
         assert context is not None

@@ -11,7 +11,8 @@ from __future__ import annotations
 import os
 import re
 import threading
-from collections.abc import Callable, Coroutine, Mapping
+import uuid
+from collections.abc import AsyncIterator, Callable, Coroutine, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any, TypeVar
@@ -24,6 +25,7 @@ from agentensemble.durable._sqlite import SqliteSync, prepare_sqlite
 from agentensemble.durable._steps import DBOSSteps, numbering_per_task
 from agentensemble.ensemble import Ensemble
 from agentensemble.errors import ConfigurationError, TaskExecutionError
+from agentensemble.events import EnsembleEvent, EnsembleListener
 from agentensemble.execution.steps import use_step_runner
 from agentensemble.logging import get_logger
 from agentensemble.outputs import EnsembleOutput, TaskOutput
@@ -49,6 +51,8 @@ EnsembleFactory = Callable[[], Ensemble]
 _registry: dict[str, EnsembleFactory] = {}
 _registry_lock = threading.Lock()
 _STEPS = DBOSSteps()
+# run id -> the listeners of a DurableRuntime.astream watching it in this process
+_watchers: dict[str, Sequence[EnsembleListener]] = {}
 
 
 class DurableRunError(TaskExecutionError):
@@ -81,9 +85,13 @@ def database_url(url: str | None = None) -> str:
 async def _durable_run(name: str, inputs: dict[str, Any]) -> dict[str, Any]:
     """One durable run: the ensemble rebuilt from its factory, every call a checkpointed step."""
     ensemble = _build(name)
+    watchers = _watchers.get(DBOS.workflow_id or "")
     with use_step_runner(_STEPS), numbering_per_task():
         try:
-            output = await ensemble.arun(inputs)
+            if watchers is None:
+                output = await ensemble.arun(inputs)
+            else:  # streamed to DurableRuntime.astream in this process
+                output = await ensemble._execute(inputs, watchers, True)
         except TaskExecutionError as error:
             # what the finished tasks produced is kept beside the run; raising makes the run's
             # status ERROR, so failures show where runs are listed and monitored
@@ -313,6 +321,32 @@ class DurableRuntime:
         self._require_launched()
         handle: Any = await DBOS.retrieve_workflow_async(run_id)
         return await _result_of(handle, run_id)
+
+    def astream(
+        self, name: str, inputs: Mapping[str, Any] | None = None, *, run_id: str | None = None
+    ) -> AsyncIterator[EnsembleEvent]:
+        """Run ``name`` here and yield its events as they happen, as ``Ensemble.astream`` does
+        (model text as ``TokenDelta``s, ending with ``EnsembleCompleted``).
+
+        The events are those of the work this process does: a resumed run replays its finished
+        steps (their events come again, their model text does not stream again), and a run
+        already finished yields nothing. Closing the iterator stops watching, not the run: it
+        is durable, and ``result(run_id)`` still returns its output.
+        """
+        from agentensemble.streaming import stream_events
+
+        chosen = run_id or str(uuid.uuid4())
+
+        async def run(listeners: Sequence[EnsembleListener]) -> EnsembleOutput:
+            if chosen in _watchers:
+                raise ConfigurationError(f"run {chosen!r} is already streamed in this process")
+            _watchers[chosen] = listeners
+            try:
+                return await self.arun(name, inputs, run_id=chosen)
+            finally:
+                _watchers.pop(chosen, None)
+
+        return stream_events(run)
 
     def run(
         self, name: str, inputs: Mapping[str, Any] | None = None, *, run_id: str | None = None

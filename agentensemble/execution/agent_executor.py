@@ -326,10 +326,17 @@ class AgentExecutor:
         return None
 
     def _checkpoints_itself(self, name: str) -> bool:
-        """Whether the tool's work is made of steps of its own (a delegation's model and tool
-        calls), so a durable run checkpoints those one by one instead of the call as a whole."""
+        """Whether the call's work is made of steps of its own, so a durable run checkpoints
+        those one by one instead of the call as a whole: a delegation (the worker's model and
+        tool calls), or a call whose approval waits in the run itself (a review handler such as
+        DurableReviewHandler) before its body runs as a step."""
         tool = self.task.tools.get(name) if self.task.tools else None
-        return getattr(getattr(tool, "tool", None), "durable_itself", False) is True
+        if tool is None:
+            return False
+        if getattr(tool.tool, "durable_itself", False) is True:
+            return True
+        handler = self.env.review_handler
+        return tool.requires_approval and getattr(handler, "durable_itself", False) is True
 
     def _behavior(self, name: str) -> ReturnBehavior:
         tool = self.task.tools.get(name) if self.task.tools else None

@@ -20,6 +20,7 @@ from typing import Any
 from agentensemble._interrupts import ends_the_run
 from agentensemble._naming import tool_name_problem
 from agentensemble.errors import ConfigurationError, ToolArgumentsError, ToolNameError
+from agentensemble.execution.steps import as_step
 from agentensemble.hints import warn_undescribed_tool
 from agentensemble.llm.types import ToolSpec
 from agentensemble.logging import get_logger
@@ -179,8 +180,17 @@ class ExecutableTool:
             if self._instrumented:  # its own gate notes an edit; its body runs detached
                 result = as_tool_result(await self.tool.aexecute(tool_input))
             else:
-                with _gate.detached():
-                    result = as_tool_result(await self.tool.aexecute(tool_input))
+
+                async def body() -> ToolResult:
+                    return as_tool_result(await self.tool.aexecute(tool_input))
+
+                with _gate.detached():  # a step of its own when its approval was not in one
+                    result = await as_step(
+                        "tool",
+                        f"tool:{self.name}",
+                        body,
+                        durable_itself=getattr(self.tool, "durable_itself", False) is True,
+                    )
         except BaseException as exc:
             if ends_the_run(exc):
                 raise

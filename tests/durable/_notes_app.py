@@ -11,6 +11,7 @@ import logging
 import os
 import sys
 from pathlib import Path
+from typing import Any
 
 from agentensemble import LLM, Agent, Ensemble, Task, Workflow, tool
 from agentensemble.durable import DurableRuntime
@@ -46,7 +47,25 @@ if __name__ == "__main__":
     logging.basicConfig(level=logging.WARNING)
     (Path(WORKDIR) / "pid").write_text(str(os.getpid()))
     runtime.launch()
-    output = runtime.run("notes", {}, run_id=RUN_ID)
+    if os.environ.get("NOTES_STREAM"):  # watch the run's events as they happen
+        import asyncio
+
+        from agentensemble import EnsembleCompleted, TokenDelta
+
+        async def watch() -> Any:
+            kinds = []
+            async for event in runtime.astream("notes", {}, run_id=RUN_ID):
+                kinds.append(type(event).__name__)
+                if isinstance(event, TokenDelta):
+                    print("delta", json.dumps(event.text), flush=True)
+                if isinstance(event, EnsembleCompleted):
+                    print("events", json.dumps(kinds), flush=True)
+                    return event.output
+            raise AssertionError("the stream ended without EnsembleCompleted")
+
+        output = asyncio.run(watch())
+    else:
+        output = runtime.run("notes", {}, run_id=RUN_ID)
     runtime.shutdown()
     print(
         json.dumps(

@@ -253,6 +253,38 @@ def test_a_run_started_with_another_checkpoint_format_is_named_at_launch(tmp_pat
     assert "old-run (format-0)" in said
 
 
+def test_a_durable_run_streams_its_events_and_model_text(tmp_path: Path) -> None:
+    """``DurableRuntime.astream`` yields what ``Ensemble.astream`` yields, for a run that is
+    checkpointed like any other: killed after its first answer, the resumed stream carries on
+    and the output is the uninterrupted run's."""
+    expected = uninterrupted(tmp_path)
+    db = f"sqlite:///{tmp_path}/runs.sqlite"
+    with OpenAICompatibleServer() as server:
+        server.set_responder(KillOnArrival(tmp_path, kill_at=3))
+        crashed = run_app(db, server, tmp_path, "streamed", NOTES_STREAM="1")
+        assert crashed.returncode == -signal.SIGKILL, crashed.stderr
+        resumed = run_app(db, server, tmp_path, "streamed", NOTES_STREAM="1")
+
+    assert resumed.returncode == 0, resumed.stderr
+    lines = resumed.stdout.strip().splitlines()
+    assert json.loads(lines[-1]) == expected
+    kinds = json.loads(next(line for line in lines if line.startswith("events "))[len("events ") :])
+    assert kinds[0] == "EnsembleStarted" and kinds[-1] == "EnsembleCompleted"
+    assert "ToolCallCompleted" in kinds
+
+    def text_of(output: str) -> str:
+        return "".join(
+            json.loads(line[len("delta ") :])
+            for line in output.splitlines()
+            if line.startswith("delta ")
+        )
+
+    # task one's answer streamed before the kill; after the restart it is replayed (not sent
+    # again, not streamed again) and only task two's answer streams
+    assert text_of(crashed.stdout) == "one done"
+    assert text_of(resumed.stdout) == "two done"
+
+
 def test_the_sqlite_database_is_put_in_wal_mode(tmp_path: Path) -> None:
     """DBOS opens SQLite with a rollback journal (every step waits for the disk); WAL costs a
     quarter of that per turn, and the file keeps the mode for every process that opens it."""

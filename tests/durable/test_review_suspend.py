@@ -193,3 +193,48 @@ def test_two_reviewers_deciding_at_once_one_wins_and_the_other_is_told(tmp_path:
     loser = "b" if winners == ["a"] else "a"
     assert "not applied" in outcomes[loser]
     assert output["tasks"][0] == f"Draft: {winners[0].upper()} wins"
+
+
+APPROVAL_APP = Path(__file__).with_name("_approval_app.py")
+
+
+def start_approval(db: str, workdir: Path, command: str, run_id: str) -> subprocess.Popen[str]:
+    process = subprocess.Popen(
+        [sys.executable, str(APPROVAL_APP), db, str(workdir), command, run_id],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "PYTHONUNBUFFERED": "1"},
+    )
+    assert process.stdout is not None
+    assert process.stdout.readline().strip() == "ready"
+    return process
+
+
+def test_a_tool_approval_waits_across_a_restart_and_the_tool_runs_once(tmp_path: Path) -> None:
+    """The approval is asked in the run itself, the tool's body is a step after it: the process
+    waiting for the human dies, the decision (an edit) is sent while nothing runs, and the
+    resumed run runs the tool once with the edited arguments, asking the model nothing again."""
+    db = f"sqlite:///{tmp_path}/runs.sqlite"
+    first = start_approval(db, tmp_path, "start", "approve-1")
+    client = DurableClient(db)
+    try:
+        review = wait_for_review(client, "approve-1")
+        assert review["request"]["timing"] == "during_execution"
+        assert review["request"]["tool_name"] == "publish"
+        assert json.loads(review["request"]["output"]) == {"text": "We ship on Monday"}
+        first.kill()
+        first.wait(timeout=30)
+        assert not (tmp_path / "published.log").exists()  # nothing ran without the human
+
+        edited = json.dumps({"text": "We ship on Tuesday"})
+        client.decide("approve-1", review["review_id"], "edit", revised_output=edited)
+        resumed = finished(start_approval(db, tmp_path, "resume", "approve-1"))
+    finally:
+        client.close()
+
+    assert resumed["raw"] == "Done: published 'We ship on Tuesday'"
+    assert json.loads(resumed["ran_with"]) == {"text": "We ship on Tuesday"}
+    assert (tmp_path / "published.log").read_text().splitlines() == ["We ship on Tuesday"]
+    # the first model call was answered before the kill and is not asked again
+    assert (tmp_path / "model.log").read_text().split() == ["call", "call"]

@@ -86,11 +86,13 @@ async def test_a_managers_delegations_of_one_turn_run_one_after_another_when_che
         "DelegationCompleted:Writer",
     ]
     # the delegations run in the run itself; each worker's model call is a step of its own
+    # (the call, then its body: both run in the run itself, never as one step)
+    delegation = [("tool", "tool:delegate_task", True)] * 2
     assert runner.steps == [
         ("model", "model:Manager", False),
-        ("tool", "tool:delegate_task", True),
+        *delegation,
         ("model", "model:Researcher", False),
-        ("tool", "tool:delegate_task", True),
+        *delegation,
         ("model", "model:Writer", False),
         ("model", "model:Manager", False),
     ]
