@@ -69,11 +69,11 @@ def _worker(target: str) -> int:
     runtime.launch()
     print(f"agentensemble worker {runtime.worker_id!r} on {_where(runtime)}", flush=True)
     while not stop.wait(0.2):
-        if runtime.lease_lost:
+        if runtime.liveness.lost:
             print(
                 f"agentensemble.durable: worker {runtime.worker_id!r} was declared dead by "
-                f"another worker (no heartbeat for {runtime.dead_after} s) and its runs were "
-                "taken over; it stopped taking work and exits: start it again",
+                f"another worker (no heartbeat for {runtime.liveness.dead_after} s) and its "
+                "runs were taken over; it stopped taking work and exits: start it again",
                 file=sys.stderr,
                 flush=True,
             )

@@ -75,6 +75,64 @@ def validate_intervals(heartbeat_interval: float, dead_after: float) -> None:
         )
 
 
+class Liveness:
+    """A runtime's liveness settings, and the heartbeat of its current launch.
+
+    ``heartbeat_interval`` and ``dead_after``: the argument, else the environment (the worker
+    command's ``--heartbeat-interval``/``--dead-after``), else 5 s / 30 s; validated at once.
+    """
+
+    def __init__(
+        self, url: str, app_name: str, worker_id: str, heartbeat_interval: float | None = None,
+        dead_after: float | None = None, take_over: bool = True,
+    ) -> None:  # fmt: skip
+        self.url, self.app_name, self.worker_id = url, app_name, worker_id
+        self.heartbeat_interval, self.dead_after = intervals(heartbeat_interval, dead_after)
+        self.take_over = take_over
+        self.heartbeat: Heartbeat | None = None
+
+    @contextlib.contextmanager
+    def launching(self) -> Iterator[None]:
+        """Write the lease first and beat while the block launches DBOS (which resumes this
+        worker's own runs, so nobody may claim them meanwhile); launching again replaces it."""
+        self.stop()
+        self.heartbeat = Heartbeat(
+            self.url,
+            self.app_name,
+            self.worker_id,
+            heartbeat_interval=self.heartbeat_interval,
+            dead_after=self.dead_after,
+            take_over=self.take_over,
+        )
+        with self.heartbeat.launching():
+            yield
+
+    def stop(self) -> None:
+        """Stop the heartbeat of the current launch (its lease stays)."""
+        if self.heartbeat is not None:
+            self.heartbeat.stop()
+
+    @property
+    def lost(self) -> bool:
+        """Another worker declared this one dead and took its runs; it takes no more work."""
+        return self.heartbeat is not None and self.heartbeat.lost.is_set()
+
+    def refuse_if_lost(self) -> None:
+        """Raise once this worker was declared dead: a run it started would be nobody's."""
+        if self.heartbeat is not None:
+            self.heartbeat.refuse_if_lost()
+
+    def check_recoverable(self, worker_id: str, *, force: bool = False) -> None:
+        """Raise for this worker itself, or one whose lease says it is alive (unless ``force``):
+        recovering it would run its runs twice."""
+        if worker_id == self.worker_id:
+            raise ConfigurationError(
+                f"worker {worker_id!r} is this process: its runs resume when it launches"
+            )
+        if self.heartbeat is not None and not force:
+            self.heartbeat.refuse_if_alive(worker_id)
+
+
 class Heartbeat:
     """The daemon thread of one launched runtime: renew its lease, take over dead workers.
 
@@ -271,6 +329,7 @@ __all__ = [
     "DEAD_AFTER_ENV",
     "HEARTBEAT_ENV",
     "Heartbeat",
+    "Liveness",
     "intervals",
     "recover_pending_runs",
     "seconds",

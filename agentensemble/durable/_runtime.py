@@ -20,7 +20,7 @@ from typing import Any, TypeVar
 from dbos import DBOS, Queue, SetWorkflowID
 
 from agentensemble._background_loop import run_on_background_loop
-from agentensemble.durable._liveness import Heartbeat, intervals, recover_pending_runs
+from agentensemble.durable._liveness import Liveness, recover_pending_runs
 from agentensemble.durable._sqlite import SqliteSync, prepare_sqlite
 from agentensemble.durable._steps import DBOSSteps, numbering_per_task
 from agentensemble.ensemble import Ensemble
@@ -188,11 +188,9 @@ class DurableRuntime:
         if not 0.001 <= poll_interval <= 60:
             raise ConfigurationError(f"poll_interval must be 0.001-60 seconds, got {poll_interval}")
         self.poll_interval = poll_interval
-        # a lease renewed every heartbeat_interval s; a worker silent for dead_after s is dead
-        # and a live one hands its runs back to the queue (_liveness.py)
-        self.heartbeat_interval, self.dead_after = intervals(heartbeat_interval, dead_after)
-        self.take_over = take_over
-        self._heartbeat: Heartbeat | None = None
+        self.liveness = Liveness(
+            self.database_url, app_name, self.worker_id, heartbeat_interval, dead_after, take_over
+        )
         prepare_sqlite(self.database_url, sqlite_sync)
         self._launched = False
         DBOS(
@@ -254,19 +252,7 @@ class DurableRuntime:
         for name in names:
             _build(name)  # the determinism guard: a run must find its ensemble at recovery
         _quiet_dbos_logs()
-        # the lease first: DBOS.launch() resumes this worker's own runs, which nobody may claim
-        # meanwhile; a live process already under this id is refused here
-        if self._heartbeat is not None:  # launched again: one lease, one thread
-            self._heartbeat.stop()
-        self._heartbeat = Heartbeat(
-            self.database_url,
-            self.app_name,
-            self.worker_id,
-            heartbeat_interval=self.heartbeat_interval,
-            dead_after=self.dead_after,
-            take_over=self.take_over,
-        )
-        with self._heartbeat.launching():
+        with self.liveness.launching():  # the lease first: see _liveness.py
             DBOS.launch()
             self._queue = DBOS.register_queue(
                 QUEUE_NAME,
@@ -278,18 +264,10 @@ class DurableRuntime:
         self.unresumable = _report_other_formats()
 
     def shutdown(self) -> None:
-        """Stop DBOS in this process; unfinished runs stay in the database to resume later (or
-        to be taken over, if this worker is not back within ``dead_after``: its lease stays)."""
-        if self._heartbeat is not None:
-            self._heartbeat.stop()
+        """Stop DBOS here; unfinished runs stay, to resume here or be taken over (the lease too)."""
+        self.liveness.stop()
         DBOS.destroy(destroy_registry=False)
         self._launched = False
-
-    @property
-    def lease_lost(self) -> bool:
-        """True once another worker declared this one dead and took its runs: it takes no more
-        work (the worker command exits); start it again."""
-        return self._heartbeat is not None and self._heartbeat.lost.is_set()
 
     # -- runs ---------------------------------------------------------------------------------
 
@@ -298,8 +276,7 @@ class DurableRuntime:
     ) -> EnsembleOutput:
         """Run ``name`` in this process and wait for its output (resumes ``run_id`` if known)."""
         self._require_launched()
-        if self._heartbeat is not None:  # a run started by a worker declared dead is nobody's
-            self._heartbeat.refuse_if_lost()
+        self.liveness.refuse_if_lost()
         _build(name)
         with SetWorkflowID(run_id) if run_id else _nothing():
             handle = await DBOS.start_workflow_async(_durable_run, name, dict(inputs or {}))
@@ -381,18 +358,10 @@ class DurableRuntime:
         return [run_info(w) for w in found]
 
     def recover(self, worker_id: str, *, force: bool = False) -> list[str]:
-        """Hand the unfinished runs of a dead worker back to the queue now; their run ids.
-
-        Live workers do this by themselves once its lease is ``dead_after`` old. A worker with
-        a fresh lease is alive and refused (its runs would run twice) unless ``force``.
-        """
+        """Hand a dead worker's unfinished runs back to the queue now (live workers do it after
+        ``dead_after``); their run ids. A worker with a fresh lease is refused unless ``force``."""
         self._require_launched()
-        if worker_id == self.worker_id:
-            raise ConfigurationError(
-                f"worker {worker_id!r} is this process: its runs resume when it launches"
-            )
-        if not force and self._heartbeat is not None:
-            self._heartbeat.refuse_if_alive(worker_id)
+        self.liveness.check_recoverable(worker_id, force=force)
         return recover_pending_runs(worker_id)
 
     def cancel(self, run_id: str) -> None:

@@ -2,15 +2,16 @@
 
 from __future__ import annotations
 
+import os
 import time
 from pathlib import Path
 
 import pytest
-from test_leases import plant_age
+from test_leases import dead_pid, plant, plant_age
 
 from agentensemble.durable import DurableRuntime
 from agentensemble.durable._leases import Leases
-from agentensemble.durable._liveness import Heartbeat, seconds, validate_intervals
+from agentensemble.durable._liveness import Heartbeat, Liveness, seconds, validate_intervals
 from agentensemble.errors import ConfigurationError
 
 # -- intervals -------------------------------------------------------------------------------
@@ -90,4 +91,36 @@ def test_a_worker_declared_dead_learns_it_at_its_next_heartbeat_and_starts_no_ru
             heartbeat.refuse_if_lost()
     finally:
         heartbeat.stop()
+        other.close()
+
+
+@pytest.mark.parametrize(
+    ("worker", "lease", "force", "refused"),
+    [
+        ("me", None, False, "'me' is this process"),
+        ("me", None, True, "'me' is this process"),  # never, even forced
+        ("w2", "live", False, "worker 'w2' is alive"),
+        ("w2", "live", True, None),
+        ("w2", "crashed", False, None),  # its pid is gone on this host
+        ("w2", None, False, None),  # never launched with a lease (or already taken over)
+    ],
+)
+def test_recover_is_refused_for_this_worker_and_for_a_live_one_unless_forced(
+    tmp_path: Path, worker: str, lease: str | None, force: bool, refused: str | None
+) -> None:
+    url = f"sqlite:///{tmp_path / 'liveness.sqlite'}"
+    liveness = Liveness(url, "leases_test", "me", 1.0, 30.0, take_over=False)
+    other = Leases(url, "leases_test")
+    try:
+        if lease is not None:
+            plant(other, worker, pid=os.getppid() if lease == "live" else dead_pid())
+        with liveness.launching():
+            pass  # DBOS would launch here
+        if refused is None:
+            liveness.check_recoverable(worker, force=force)
+        else:
+            with pytest.raises(ConfigurationError, match=refused):
+                liveness.check_recoverable(worker, force=force)
+    finally:
+        liveness.stop()
         other.close()
