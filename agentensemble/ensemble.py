@@ -35,6 +35,11 @@ from agentensemble.outputs import EnsembleOutput
 from agentensemble.run_context import current_run_id, new_run_id, run_scope
 from agentensemble.task import Task
 from agentensemble.templates import fill_template, missing_variables
+from agentensemble.tools._no_reviewer import (
+    approval_without_reviewer,
+    gated_source_name,
+    gated_tool_names,
+)
 from agentensemble.tools.resolver import ResolvedTools, ToolResolver
 from agentensemble.tools.source import open_tool_sources, tool_sources_in
 from agentensemble.workflows import ParallelErrorStrategy, Workflow
@@ -163,21 +168,15 @@ class Ensemble(BaseModel):
                     f"{task.agent.role!r} clash: {error}"
                 ) from error
             if self.review_handler is None and tools is not None and tools.approval_required:
-                names = ", ".join(
-                    name for name in tools.names if (t := tools.get(name)) and t.requires_approval
-                )
-                raise ConfigurationError(
-                    f"task {index} ({task.label!r}): tool(s) {names} require approval (or ask "
-                    "the human), but the ensemble has no review_handler. Pass "
-                    "Ensemble(review_handler=...)"
+                raise approval_without_reviewer(
+                    f"task {index} ({task.label!r})", gated_tool_names(tools)
                 )
             resolved.append(tools)
             lists = [task.agent.tools if task.agent else [], task.tools]
             gated = [source for source in tool_sources_in(lists) if source.asks_for_approval]
             if self.review_handler is None and gated:
-                raise ConfigurationError(
-                    f"task {index} ({task.label!r}): {gated[0].describe()} has requires_approval "
-                    "set, but the ensemble has no review_handler. Pass Ensemble(review_handler=...)"
+                raise approval_without_reviewer(
+                    f"task {index} ({task.label!r})", [gated_source_name(s) for s in gated]
                 )
             if self.review_handler is not None:
                 continue

@@ -16,7 +16,6 @@ tasks:
 from __future__ import annotations
 
 import os
-import sys
 from collections.abc import Mapping
 from pathlib import Path as FilePath
 from typing import TYPE_CHECKING, Any
@@ -24,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 from pydantic import ValidationError
 
 from agentensemble.agent import Agent
+from agentensemble.config._crew_imports import crew_folder, importable_crew_folder
 from agentensemble.config._positions import ConfigFileError, Located, Path, load_located
 from agentensemble.config._refs import BadReference, import_object, make_tool
 from agentensemble.errors import ConfigurationError
@@ -53,7 +53,8 @@ _YAML_ONLY = {"name"}  # the entry's name in list form
 
 
 def ensemble_from_yaml(path: str | os.PathLike[str]) -> Ensemble:
-    """Read a crew file. Its directory goes on ``sys.path`` so ``mytools:search`` imports."""
+    """Read a crew file. ``mytools:search`` may name ``mytools.py`` beside it: the file's folder
+    is on ``sys.path`` while such references are imported, and only then (``_crew_imports``)."""
     file = FilePath(path)
     try:
         text = file.read_text(encoding="utf-8")
@@ -61,10 +62,8 @@ def ensemble_from_yaml(path: str | os.PathLike[str]) -> Ensemble:
         raise ConfigFileError(
             f"cannot read the file: {error}", file=str(file), line=None, key=""
         ) from None
-    folder = str(file.resolve().parent)
-    if folder not in sys.path:
-        sys.path.insert(0, folder)
-    return build_ensemble(load_located(text, str(file)))
+    with crew_folder(str(file.resolve().parent)):
+        return build_ensemble(load_located(text, str(file)))
 
 
 def ensemble_from_dict(data: Mapping[str, Any], source: str = "<dict>") -> Ensemble:
@@ -180,7 +179,8 @@ def _tools(doc: Located, path: Path, value: Any) -> list[Any]:
                 where, "a tool is a name, an import path package.module:name, or {name: {args}}"
             )
         try:
-            made = make_tool(str(reference), dict(arguments or {}))
+            with importable_crew_folder():
+                made = make_tool(str(reference), dict(arguments or {}))
             ToolResolver().resolve([made])  # one entry at a time: errors name their line
         except (BadReference, ConfigurationError) as error:
             raise doc.error(where, str(error)) from None
@@ -194,7 +194,8 @@ def _imported(doc: Located, path: Path, reference: Any) -> Any:
             path, f"expected an import path package.module:name, got {_kind(reference)}"
         )
     try:
-        return import_object(reference)
+        with importable_crew_folder():
+            return import_object(reference)
     except BadReference as error:
         raise doc.error(path, str(error)) from None
 

@@ -11,18 +11,15 @@ that does not end in time the owner is cancelled.
 from __future__ import annotations
 
 import asyncio
-import contextlib
-import os
-import tempfile
 from collections.abc import Callable
 from contextlib import AbstractAsyncContextManager
 from typing import IO, Any
 
 from agentensemble.errors import ConfigurationError, ToolExecutionError
-from agentensemble.logging import get_logger, redact_text
+from agentensemble.logging import get_logger
+from agentensemble.mcp._stderr import StderrCapture
 from agentensemble.tools.source import OpenedSource
 
-STDERR_TAIL_BYTES = 2_000
 CLOSE_TIMEOUT = 10.0  # the stdio transport's own escalation takes at most ~7 s
 
 _log = get_logger()
@@ -56,7 +53,7 @@ class Connection(OpenedSource):
         self.label = label
         self._transport = transport
         self._call_timeout = call_timeout
-        self._stderr: IO[bytes] = tempfile.TemporaryFile()  # noqa: SIM115 (closed by close())
+        self._stderr = StderrCapture(label)  # bounded: a server may write without end
         self._session: Any = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._owner: asyncio.Task[None] | None = None
@@ -98,7 +95,7 @@ class Connection(OpenedSource):
 
         try:
             async with (
-                self._transport(self._stderr) as streams,
+                self._transport(self._stderr.writer) as streams,
                 ClientSession(streams[0], streams[1]) as session,
             ):
                 await session.initialize()
@@ -166,19 +163,12 @@ class Connection(OpenedSource):
         for future in (owner, self._ready):  # retrieved: any error here was reported already
             if future is not None and future.done() and not future.cancelled():
                 future.exception()
-        with contextlib.suppress(OSError):
-            self._stderr.close()
+        self._stderr.close()
 
     def stderr_note(self) -> str:
-        """``. Its stderr ends with: ...`` (the last 2 kB), or "" when it wrote nothing."""
-        try:
-            fd = self._stderr.fileno()
-            size = os.fstat(fd).st_size
-            tail = os.pread(fd, STDERR_TAIL_BYTES, max(0, size - STDERR_TAIL_BYTES))
-        except (OSError, ValueError):
-            return ""
-        text = redact_text(tail.decode("utf-8", errors="replace").strip())
-        return f". Its stderr ends with:\n{text}" if text else ""
+        """``. Its stderr ends with: ...`` (its last 2 kB, and first 1 kB if it wrote more), or
+        "" when it wrote nothing."""
+        return self._stderr.note()
 
 
 async def _list_all(session: Any) -> list[Any]:

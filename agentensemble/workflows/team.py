@@ -17,6 +17,7 @@ from agentensemble.errors import ConfigurationError, PromptTemplateError
 from agentensemble.execution.agent_executor import AgentTask
 from agentensemble.llm.types import ChatModel
 from agentensemble.templates import fill_template, missing_variables
+from agentensemble.tools._no_reviewer import approval_without_reviewer, gated_tool_names
 from agentensemble.tools.resolver import ToolResolver
 from agentensemble.workflows import Workflow
 from agentensemble.workflows.base import PreparedTask
@@ -182,9 +183,8 @@ def build_team(
     for worker in workers:
         tools = worker.agent_task.tools
         if not has_reviewer and tools is not None and tools.approval_required:
-            raise ConfigurationError(
-                f"agent {worker.role!r} has tools that require approval, but the ensemble has "
-                "no review_handler. Pass Ensemble(review_handler=...)"
+            raise approval_without_reviewer(
+                f"agent {worker.role!r} (as a worker)", gated_tool_names(tools)
             )
     team = Team(workers, max_depth)
     for agent, worker in zip(members, workers, strict=True):

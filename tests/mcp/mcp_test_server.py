@@ -1,6 +1,7 @@
 """A real MCP server for the tests, built with the ``mcp`` package's server class.
 
-Run ``python mcp_test_server.py`` for stdio, ``python mcp_test_server.py http PORT`` for
+Run ``python mcp_test_server.py`` for stdio (``noisy MB [crash]`` first writes MB megabytes to
+stderr, then serves or exits), ``python mcp_test_server.py http PORT`` for
 streamable HTTP or ``python mcp_test_server.py sse PORT`` for SSE, all on 127.0.0.1.
 """
 
@@ -61,6 +62,15 @@ def main() -> None:
             handle.write(str(os.getpid()))
     if len(sys.argv) > 1 and sys.argv[1] == "hang":
         time.sleep(120)  # never answers the handshake
+    if len(sys.argv) > 2 and sys.argv[1] == "noisy":  # megabytes of stderr, then serves
+        sys.stderr.write("test server: noisy start\n")
+        line = "noise " * 15 + "\n"
+        for _ in range(int(sys.argv[2]) * 1_000_000 // len(line)):
+            sys.stderr.write(line)
+        sys.stderr.write("test server: the noise is over\n")
+        sys.stderr.flush()
+        if len(sys.argv) > 3 and sys.argv[3] == "crash":
+            sys.exit(2)
     if len(sys.argv) > 1 and sys.argv[1] == "crash":
         sys.stderr.write("test server: refusing to start\n")
         sys.stderr.write(f"token in use: {os.environ.get('MCP_TEST_SECRET', 'none')}\n")

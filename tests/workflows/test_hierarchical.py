@@ -372,7 +372,9 @@ def test_a_worker_tool_needing_approval_without_a_reviewer_fails_before_any_call
         llm=manager,
     )
 
-    with pytest.raises(ConfigurationError, match="agent 'Writer' has tools that require approval"):
+    with pytest.raises(
+        ConfigurationError, match=r"agent 'Writer' \(as a worker\): publish require approval"
+    ):
         ensemble.run()
     assert manager.requests == []
 

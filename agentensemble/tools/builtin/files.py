@@ -1,22 +1,28 @@
 """FileRead, FileWrite and ListDirectory: file access confined to one root directory.
 
-Paths are relative to the root; ``..``, absolute paths and symlinks that lead out are refused
-(see ``_confine``). Reads and writes are capped in size, binary files are refused with a
-message, and only regular files are opened (a FIFO would block forever). FileWrite asks the
-reviewer first by default.
+Paths are relative to the root; ``..`` and absolute paths are refused, and every path is opened
+one component at a time from the root without following any symlink, so a folder swapped for a
+symlink mid-call cannot lead out (see ``_confine``; Linux only). Reads and writes are capped in
+size, binary files are refused with a message, and only regular files are read or written (a
+FIFO would block forever). FileWrite asks the reviewer first by default.
 """
 
 from __future__ import annotations
 
 import os
 import stat
-from pathlib import Path
 from typing import Annotated
 
 from pydantic import BaseModel, Field
 
 from agentensemble.tools.builtin._base import BuiltinTool, refuse
-from agentensemble.tools.builtin._confine import confined, root_directory, shown
+from agentensemble.tools.builtin._confine import (
+    open_directory,
+    open_file,
+    relative_parts,
+    root_directory,
+    shown,
+)
 
 DEFAULT_MAX_BYTES = 1_000_000
 DEFAULT_MAX_ENTRIES = 500
@@ -37,20 +43,15 @@ class ListDirectoryInput(BaseModel):
     path: Annotated[str, Field(description="Directory relative to the root; '.' is the root")] = "."
 
 
-def _open_regular(path: Path, flags: int, shown_as: str) -> int:
-    """Open without following a last-moment symlink, and only a regular file."""
-    try:
-        fd = os.open(path, flags | os.O_NOFOLLOW | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
-    except FileNotFoundError:
-        refuse(f"no such file: {shown_as!r}")
-    except IsADirectoryError:
-        refuse(f"{shown_as!r} is a directory")
-    except OSError as error:
-        refuse(f"cannot open {shown_as!r}: {error.strerror or error}")
-    if not stat.S_ISREG(os.fstat(fd).st_mode):
-        os.close(fd)
-        refuse(f"{shown_as!r} is not a regular file")
-    return fd
+def _regular(fd: int, label: str, directory_hint: str = "") -> int:
+    """``fd`` if it is a regular file; otherwise it is closed and the call refused."""
+    mode = os.fstat(fd).st_mode
+    if stat.S_ISREG(mode):
+        return fd
+    os.close(fd)
+    if stat.S_ISDIR(mode):
+        refuse(f"{label!r} is a directory{directory_hint}")
+    refuse(f"{label!r} is not a regular file")
 
 
 def _is_binary(data: bytes) -> bool:
@@ -84,11 +85,12 @@ class FileRead(BuiltinTool[FileReadInput]):
         )
 
     def do_execute(self, input: FileReadInput) -> str:
-        target = confined(self.root, input.path)
-        label = shown(self.root, target)
-        if target.is_dir():
-            refuse(f"{label!r} is a directory; use a directory listing tool")
-        fd = _open_regular(target, os.O_RDONLY, label)
+        parts = relative_parts(input.path)
+        label, hint = shown(parts), "; use a directory listing tool"
+        if not parts:
+            refuse(f"{label!r} is a directory{hint}")
+        fd = open_file(self.root, parts, os.O_RDONLY, create_directories=False)
+        _regular(fd, label, hint)
         with os.fdopen(fd, "rb") as handle:
             size = os.fstat(handle.fileno()).st_size
             if size > self.max_bytes:
@@ -129,21 +131,27 @@ class FileWrite(BuiltinTool[FileWriteInput]):
         data = input.content.encode("utf-8")
         if len(data) > self.max_bytes:
             refuse(f"content is {len(data)} bytes; this tool writes at most {self.max_bytes}")
-        target = confined(self.root, input.path)
-        label = shown(self.root, target)
-        if target == self.root or target.is_dir():
+        parts = relative_parts(input.path)
+        label = shown(parts)
+        if not parts:
             refuse(f"{label!r} is a directory")
-        if not target.parent.is_dir():
-            if not self.create_directories:
-                refuse(f"directory {shown(self.root, target.parent)!r} does not exist")
-            target.parent.mkdir(parents=True, exist_ok=True)
-            target = confined(self.root, input.path)  # re-checked after creating directories
-        flags = os.O_WRONLY | os.O_CREAT | (os.O_APPEND if input.append else os.O_TRUNC)
-        fd = _open_regular(target, flags, label)
+        flags = os.O_WRONLY | os.O_CREAT | (os.O_APPEND if input.append else 0)
+        fd = open_file(self.root, parts, flags, create_directories=self.create_directories)
+        _regular(fd, label)
+        if not input.append:
+            os.ftruncate(fd, 0)  # only now that it is known to be a regular file
         with os.fdopen(fd, "wb") as handle:
             handle.write(data)
         verb = "Appended" if input.append else "Wrote"
         return f"{verb} {len(data)} bytes to {label}"
+
+
+def _entry_line(entry: os.DirEntry[str]) -> str:
+    if entry.is_symlink():
+        return f"{entry.name}@"
+    if entry.is_dir(follow_symlinks=False):
+        return f"{entry.name}/"
+    return f"{entry.name} ({entry.stat(follow_symlinks=False).st_size} bytes)"
 
 
 class ListDirectory(BuiltinTool[ListDirectoryInput]):
@@ -167,24 +175,15 @@ class ListDirectory(BuiltinTool[ListDirectoryInput]):
         )
 
     def do_execute(self, input: ListDirectoryInput) -> str:
-        target = confined(self.root, input.path or ".")
-        label = shown(self.root, target)
-        if not target.is_dir():
-            refuse(
-                f"{label!r} is not a directory"
-                if target.exists()
-                else f"no such directory: {label!r}"
-            )
-        lines: list[str] = []
-        with os.scandir(target) as entries:
-            ordered = sorted(entries, key=lambda entry: entry.name)
-        for entry in ordered[: self.max_entries]:
-            if entry.is_symlink():
-                lines.append(f"{entry.name}@")
-            elif entry.is_dir(follow_symlinks=False):
-                lines.append(f"{entry.name}/")
-            else:
-                lines.append(f"{entry.name} ({entry.stat(follow_symlinks=False).st_size} bytes)")
+        parts = relative_parts(input.path or ".")
+        label = shown(parts)
+        fd = open_directory(self.root, parts)
+        try:  # entries are looked at through the open descriptor: it must stay open meanwhile
+            with os.scandir(fd) as entries:
+                ordered = sorted(entries, key=lambda entry: entry.name)
+            lines = [_entry_line(entry) for entry in ordered[: self.max_entries]]
+        finally:
+            os.close(fd)
         if len(ordered) > self.max_entries:
             lines.append(f"[{len(ordered) - self.max_entries} more entries not shown]")
         return "\n".join(lines) if lines else f"{label} is empty"

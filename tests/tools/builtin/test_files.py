@@ -79,6 +79,10 @@ def test_list_directory_refuses_every_way_out_of_the_root(tree: Path, path: str,
         ("pipe", "is not a regular file"),
         ("sub", "is a directory"),
         ("missing.txt", "no such file: 'missing.txt'"),
+        ("sub/missing.txt", "no such file: 'sub/missing.txt'"),
+        ("nowhere/missing.txt", "no such directory: 'nowhere'"),
+        ("notes.txt/x", "'notes.txt' is not a directory"),
+        ("n" * 300, "cannot open 'nnn"),  # File name too long: not "no such file"
     ],
 )
 def test_file_read_refuses_what_it_cannot_read_as_text(tree: Path, path: str, why: str) -> None:
@@ -90,7 +94,13 @@ def test_file_read_reads_text_inside_the_root(tree: Path) -> None:
     assert call(reader, path="notes.txt").output == "hello notes"
     assert call(reader, path="sub/deep.txt").output == "deep"
     assert call(reader, path="./sub/deep.txt").output == "deep"
-    assert call(reader, path="inside_link.txt").output == "hello notes"  # stays inside
+
+
+def test_file_read_never_follows_a_symlink_and_names_where_an_inside_one_points(tree: Path) -> None:
+    assert refused(
+        call(FileRead(tree), path="inside_link.txt"),
+        "'inside_link.txt' is a symlink (to 'notes.txt'); symlinks are not followed",
+    )
 
 
 def test_file_write_writes_appends_and_creates_folders(tree: Path) -> None:
@@ -108,6 +118,28 @@ def test_file_write_refuses_content_over_the_cap_and_directories(tree: Path) -> 
     assert refused(call(writer, path="sub", content="x"), "is a directory")
     assert refused(call(writer, path=".", content="x"), "is a directory")
     assert not (tree / "a.txt").exists()
+
+
+@pytest.mark.parametrize(
+    ("path", "why"),
+    [
+        ("pipe", "'pipe' is not a regular file"),
+        ("notes.txt/x.txt", "'notes.txt' is not a directory"),
+        ("inside_link.txt", "'inside_link.txt' is a symlink (to 'notes.txt')"),
+    ],
+)
+def test_file_write_refuses_what_is_no_regular_file_and_leaves_it_alone(
+    tree: Path, path: str, why: str
+) -> None:
+    assert refused(call(FileWrite(tree, requires_approval=False), path=path, content="x"), why)
+    assert (tree / "notes.txt").read_text() == "hello notes"
+
+
+def test_file_write_without_create_directories_names_the_missing_folder(tree: Path) -> None:
+    writer = FileWrite(tree, requires_approval=False, create_directories=False)
+    assert refused(call(writer, path="sub/new/x.txt", content="x"), "no such directory: 'sub/new'")
+    assert not (tree / "sub" / "new").exists()
+    assert call(writer, path="sub/x.txt", content="x").is_success
 
 
 def test_file_write_asks_the_reviewer_by_default(tree: Path) -> None:
@@ -148,3 +180,14 @@ def test_list_directory_caps_the_number_of_entries(tmp_path: Path) -> None:
 def test_a_root_that_is_no_directory_fails_at_construction(tmp_path: Path) -> None:
     with pytest.raises(ConfigurationError, match="is not an existing directory"):
         FileRead(tmp_path / "nope")
+
+
+def test_a_system_without_o_nofollow_and_dir_fd_refuses_the_tools_at_construction(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from agentensemble.tools.builtin import _confine
+
+    monkeypatch.setattr(_confine, "_SUPPORTED", False)  # as on Windows
+    for tool in (FileRead, FileWrite, ListDirectory):
+        with pytest.raises(ConfigurationError, match=f"{tool.__name__} needs O_NOFOLLOW"):
+            tool(tmp_path)
