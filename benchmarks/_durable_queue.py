@@ -48,8 +48,8 @@ def fresh_database(admin_url: str) -> str:
 class Workers:
     """Worker processes of ``_durable_app`` (the worker command); all stopped on exit."""
 
-    def __init__(self, database_url: str, logs: Path) -> None:
-        self.database_url, self.logs = database_url, logs
+    def __init__(self, database_url: str, logs: Path, **common: str) -> None:
+        self.database_url, self.logs, self.common = database_url, logs, common
         self.processes: dict[str, subprocess.Popen[bytes]] = {}
         self.log_paths: list[Path] = []
 
@@ -57,7 +57,12 @@ class Workers:
         return [sys.executable, "-m", "agentensemble.durable", *args]
 
     def env(self, **extra: str) -> dict[str, str]:
-        return {**os.environ, "AGENTENSEMBLE_DATABASE_URL": self.database_url, **extra}
+        return {
+            **os.environ,
+            "AGENTENSEMBLE_DATABASE_URL": self.database_url,
+            **self.common,
+            **extra,
+        }
 
     def start(self, worker_id: str, timeout: float = 120, **extra: str) -> float:
         """Start worker ``worker_id``; seconds from spawn until it says it is up."""
@@ -146,7 +151,8 @@ def bench_recovery(admin_url: str, work: Path, held: int, *, rescuer: bool = Tru
     """SIGKILL a worker holding ``held`` runs; ``recover`` them; time until all finished.
 
     With ``rescuer`` another worker is up when the worker dies (the recovered runs go back to
-    the queue for either it or the process running ``recover``)."""
+    the queue for either it or the process running ``recover``), and the automatic takeover
+    is measured too (``bench_takeover``)."""
     from agentensemble.durable import DurableClient
 
     url = fresh_database(admin_url)
@@ -190,11 +196,67 @@ def bench_recovery(admin_url: str, work: Path, held: int, *, rescuer: bool = Tru
     finally:
         client.close()
     spread = collections.Counter(answer.split()[-1] for answer in answers)
-    return [
+    rows = [
         (
             f"recovery: SIGKILL a worker holding {held} runs, `recover`, all finished",
             f"{finished:.2f} s",
             f"finished by {dict(sorted(spread.items()))}",
         ),
         ("`runs` command (start, read the database, list)", f"{floor:.2f} s", "its start-up cost"),
+    ]
+    # with a live worker, no command is needed: it takes the dead worker's runs by itself
+    return rows + (bench_takeover(admin_url, work, held) if rescuer else [])
+
+
+def bench_takeover(
+    admin_url: str,
+    work: Path,
+    held: int,
+    *,
+    rounds: int = 3,
+    heartbeat_interval: float = 0.5,
+    dead_after: float = 3.0,
+) -> list[Row]:
+    """SIGKILL a worker holding ``held`` runs while another is up, run no command: seconds
+    until every run it held finished (the live worker finds the lease stale, takes them)."""
+    from agentensemble.durable import DurableClient
+
+    leases = {
+        "AGENTENSEMBLE_HEARTBEAT_INTERVAL": str(heartbeat_interval),
+        "AGENTENSEMBLE_DEAD_AFTER": str(dead_after),
+    }
+    took: list[float] = []
+    for _ in range(rounds):
+        url = fresh_database(admin_url)
+        client = DurableClient(url)
+        try:
+            with Workers(url, work, **leases) as workers:
+                workers.start(
+                    "doomed", DURABLE_BENCH_SLOW="600", DURABLE_BENCH_CONCURRENCY=str(held)
+                )
+                run_ids = [client.submit("stamp", {"item": str(n)}) for n in range(held)]
+                deadline = time.monotonic() + 120
+                while any(client.status(run_id) != "PENDING" for run_id in run_ids):
+                    if time.monotonic() > deadline:
+                        raise RuntimeError("the doomed worker did not take its runs in 120 s")
+                    time.sleep(0.05)
+                workers.start("rescuer")
+                killed = time.perf_counter()
+                workers.kill("doomed")
+                answers = _await_all(client, run_ids, timeout=180)
+                took.append(time.perf_counter() - killed)
+                if any(not answer.endswith("rescuer") for answer in answers):
+                    raise RuntimeError(f"runs not finished by the rescuer: {answers}")
+        finally:
+            client.close()
+    median = statistics.median(took)
+    return [
+        (
+            f"automatic takeover: SIGKILL a worker holding {held} runs, no command, all finished",
+            f"{median:.2f} s",
+            f"dead_after {dead_after} s, heartbeat {heartbeat_interval} s: "
+            f"{median - dead_after:.2f} s past dead_after (finding the stale lease, up to a "
+            f"heartbeat; re-enqueue; queue poll; the runs); min-max {min(took):.2f}-"
+            f"{max(took):.2f} s over {rounds} kills",
+        ),
     ]

@@ -1,7 +1,8 @@
-"""``python -m agentensemble.durable``: run a worker, take over a dead worker's runs, list runs.
+"""``python -m agentensemble.durable``: run a worker, list runs, decide reviews.
 
     python -m agentensemble.durable worker myapp.durable_runs [--worker-id w1]
-    python -m agentensemble.durable recover myapp.durable_runs DEAD_WORKER_ID
+        [--heartbeat-interval 5] [--dead-after 30]
+    python -m agentensemble.durable recover myapp.durable_runs DEAD_WORKER_ID [--force]
     python -m agentensemble.durable runs [--status PENDING] [--database URL]
     python -m agentensemble.durable reviews RUN_ID [--database URL]
     python -m agentensemble.durable decide RUN_ID REVIEW_ID continue|edit|exit_early
@@ -9,6 +10,12 @@
 
 MODULE (or MODULE:ATTRIBUTE) is the user's module that builds a ``DurableRuntime`` and registers
 its ensembles; the attribute defaults to the one DurableRuntime found in the module.
+
+Workers renew a lease in the database every ``--heartbeat-interval`` seconds; a worker silent
+for ``--dead-after`` seconds is declared dead and a live worker hands its unfinished runs back
+to the queue by itself. ``recover`` does it at once, for a worker you know is dead; it refuses
+one whose lease is fresh (alive) unless ``--force``. A worker that finds its own lease taken
+(it was paused longer than ``--dead-after``) stops taking work and exits with status 3.
 """
 
 from __future__ import annotations
@@ -24,10 +31,12 @@ from collections.abc import Sequence
 
 from agentensemble._display import escape_for_display
 from agentensemble.durable._client import DurableClient, ReviewClosedError
+from agentensemble.durable._liveness import DEAD_AFTER_ENV, HEARTBEAT_ENV
 from agentensemble.durable._runtime import DATABASE_ENV, WORKER_ENV, DurableRuntime
 from agentensemble.errors import ConfigurationError
+from agentensemble.logging import LOGGER_NAME, configure_logging
 
-EXIT_OK, EXIT_USAGE = 0, 2
+EXIT_OK, EXIT_USAGE, EXIT_LEASE_LOST = 0, 2, 3
 
 
 def load_runtime(target: str) -> DurableRuntime:
@@ -59,15 +68,41 @@ def _worker(target: str) -> int:
         signal.signal(signum, lambda *_: stop.set())
     runtime.launch()
     print(f"agentensemble worker {runtime.worker_id!r} on {_where(runtime)}", flush=True)
-    stop.wait()
+    while not stop.wait(0.2):
+        if runtime.liveness.lost:
+            print(
+                f"agentensemble.durable: worker {runtime.worker_id!r} was declared dead by "
+                f"another worker (no heartbeat for {runtime.liveness.dead_after} s) and its "
+                "runs were taken over; it stopped taking work and exits: start it again",
+                file=sys.stderr,
+                flush=True,
+            )
+            runtime.shutdown()
+            return EXIT_LEASE_LOST
     runtime.shutdown()
     return EXIT_OK
 
 
-def _recover(target: str, dead: str) -> int:
+def _show_warnings() -> None:
+    """Takeovers and a lost lease are logged as warnings/errors: show them on stderr, unless
+    the application set up the ``agentensemble`` logger itself."""
+    import logging
+
+    shown = [
+        h for h in logging.getLogger(LOGGER_NAME).handlers if type(h) is not logging.NullHandler
+    ]
+    if not shown:
+        configure_logging("WARNING")
+
+
+def _recover(target: str, dead: str, force: bool) -> int:
     runtime = load_runtime(target)
     runtime.launch()
-    taken = runtime.recover(dead)
+    try:
+        taken = runtime.recover(dead, force=force)
+    except ConfigurationError:
+        runtime.shutdown()
+        raise
     print(f"took over {len(taken)} run(s) of worker {dead!r}: {', '.join(taken) or '-'}")
     print(
         "waiting for them to finish (queued runs go back to the queue for any worker)", flush=True
@@ -130,10 +165,27 @@ def main(argv: Sequence[str] | None = None) -> int:
     worker = commands.add_parser("worker", help="run queued and interrupted runs until stopped")
     worker.add_argument("target", help="MODULE or MODULE:ATTRIBUTE holding the DurableRuntime")
     worker.add_argument("--worker-id", help=f"this worker's stable id (or ${WORKER_ENV})")
-    recover = commands.add_parser("recover", help="take over the runs of a dead worker")
+    worker.add_argument(
+        "--heartbeat-interval",
+        type=float,
+        help=f"seconds between lease renewals (default 5, or ${HEARTBEAT_ENV})",
+    )
+    worker.add_argument(
+        "--dead-after",
+        type=float,
+        help="seconds without a heartbeat after which a worker is dead and its runs are taken "
+        f"over (default 30, or ${DEAD_AFTER_ENV})",
+    )
+    recover = commands.add_parser(
+        "recover", help="hand a dead worker's runs back to the queue now (live workers do it "
+        "by themselves after --dead-after)"
+    )  # fmt: skip
     recover.add_argument("target")
     recover.add_argument("dead_worker_id")
     recover.add_argument("--worker-id", help="this process's own id (default: a fresh one)")
+    recover.add_argument(
+        "--force", action="store_true", help="recover even if the worker's lease is fresh"
+    )
     runs = commands.add_parser("runs", help="list runs, newest first")
     runs.add_argument("--status")
     runs.add_argument("--database", help=f"database URL (default ${DATABASE_ENV})")
@@ -159,11 +211,16 @@ def main(argv: Sequence[str] | None = None) -> int:
             return EXIT_USAGE
     if getattr(args, "worker_id", None):
         os.environ[WORKER_ENV] = args.worker_id
+    for option, env in (("heartbeat_interval", HEARTBEAT_ENV), ("dead_after", DEAD_AFTER_ENV)):
+        if getattr(args, option, None) is not None:  # read by DurableRuntime() at import
+            os.environ[env] = str(getattr(args, option))
+    if args.command in ("worker", "recover"):
+        _show_warnings()
     try:
         if args.command == "worker":
             return _worker(args.target)
         if args.command == "recover":
-            return _recover(args.target, args.dead_worker_id)
+            return _recover(args.target, args.dead_worker_id, args.force)
         if args.command == "reviews":
             return _reviews(args.run_id, args.database)
         if args.command == "decide":

@@ -20,6 +20,7 @@ from typing import Any, TypeVar
 from dbos import DBOS, Queue, SetWorkflowID
 
 from agentensemble._background_loop import run_on_background_loop
+from agentensemble.durable._liveness import Liveness, recover_pending_runs
 from agentensemble.durable._sqlite import SqliteSync, prepare_sqlite
 from agentensemble.durable._steps import DBOSSteps, numbering_per_task
 from agentensemble.ensemble import Ensemble
@@ -169,6 +170,9 @@ class DurableRuntime:
         worker_id: str | None = None,
         poll_interval: float = 0.2,
         sqlite_sync: SqliteSync = "normal",
+        heartbeat_interval: float | None = None,
+        dead_after: float | None = None,
+        take_over: bool = True,
     ) -> None:
         if not _APP_NAME.match(app_name):
             raise ConfigurationError(
@@ -184,6 +188,9 @@ class DurableRuntime:
         if not 0.001 <= poll_interval <= 60:
             raise ConfigurationError(f"poll_interval must be 0.001-60 seconds, got {poll_interval}")
         self.poll_interval = poll_interval
+        self.liveness = Liveness(
+            self.database_url, app_name, self.worker_id, heartbeat_interval, dead_after, take_over
+        )
         prepare_sqlite(self.database_url, sqlite_sync)
         self._launched = False
         DBOS(
@@ -245,18 +252,20 @@ class DurableRuntime:
         for name in names:
             _build(name)  # the determinism guard: a run must find its ensemble at recovery
         _quiet_dbos_logs()
-        DBOS.launch()
-        self._queue = DBOS.register_queue(
-            QUEUE_NAME,
-            polling_interval_sec=self.poll_interval,
-            on_conflict="always_update",
-            **self._queue_settings,
-        )
+        with self.liveness.launching():  # the lease first: see _liveness.py
+            DBOS.launch()
+            self._queue = DBOS.register_queue(
+                QUEUE_NAME,
+                polling_interval_sec=self.poll_interval,
+                on_conflict="always_update",
+                **self._queue_settings,
+            )
         self._launched = True
         self.unresumable = _report_other_formats()
 
     def shutdown(self) -> None:
-        """Stop DBOS in this process; unfinished runs stay in the database to resume later."""
+        """Stop DBOS here; unfinished runs stay, to resume here or be taken over (the lease too)."""
+        self.liveness.stop()
         DBOS.destroy(destroy_registry=False)
         self._launched = False
 
@@ -267,6 +276,7 @@ class DurableRuntime:
     ) -> EnsembleOutput:
         """Run ``name`` in this process and wait for its output (resumes ``run_id`` if known)."""
         self._require_launched()
+        self.liveness.refuse_if_lost()
         _build(name)
         with SetWorkflowID(run_id) if run_id else _nothing():
             handle = await DBOS.start_workflow_async(_durable_run, name, dict(inputs or {}))
@@ -347,20 +357,12 @@ class DurableRuntime:
         )
         return [run_info(w) for w in found]
 
-    def recover(self, worker_id: str) -> list[str]:
-        """Take over the unfinished runs of a worker known to be dead; their run ids.
-
-        A worker resumes its own runs when it starts again under the same id; when it will not
-        come back, any live worker can take its runs over with this (or the ``recover``
-        command). Never call it for a worker that is still running: its runs would run twice.
-        """
+    def recover(self, worker_id: str, *, force: bool = False) -> list[str]:
+        """Hand a dead worker's unfinished runs back to the queue now (live workers do it after
+        ``dead_after``); their run ids. A worker with a fresh lease is refused unless ``force``."""
         self._require_launched()
-        if worker_id == self.worker_id:
-            raise ConfigurationError(
-                f"worker {worker_id!r} is this process: its runs resume when it launches"
-            )
-        handles = DBOS._recover_pending_workflows([worker_id])  # no public API for this yet
-        return [handle.workflow_id for handle in handles]
+        self.liveness.check_recoverable(worker_id, force=force)
+        return recover_pending_runs(worker_id)
 
     def cancel(self, run_id: str) -> None:
         """Stop ``run_id``: no further step starts; it can be resumed later with DBOS tools."""

@@ -1,7 +1,8 @@
 """A durable app for the worker tests: each run calls one tool that records which worker ran it.
 
 Workers: ``python -m agentensemble.durable worker _queue_app --worker-id w1`` with
-``AGENTENSEMBLE_DATABASE_URL`` and ``QUEUE_APP_LOG`` (the file the tool appends to) set.
+``AGENTENSEMBLE_DATABASE_URL`` and ``QUEUE_APP_LOG`` (the file the tool appends to) set;
+``QUEUE_APP_MODEL_LOG``, if set, gets a line per model request (``turn item worker``).
 """
 
 from __future__ import annotations
@@ -14,6 +15,8 @@ from agentensemble.durable import DurableRuntime
 from agentensemble.llm.types import ChatResponse, Message, ToolSpec
 from agentensemble.testing import FunctionChatModel, tool_call
 
+WORKER = os.environ.get("AGENTENSEMBLE_WORKER_ID", "?")
+
 
 @tool
 def record(item: str) -> str:
@@ -21,16 +24,18 @@ def record(item: str) -> str:
     if item.startswith("slow"):
         time.sleep(float(os.environ.get("QUEUE_APP_SLOW", "0")))
     with open(os.environ["QUEUE_APP_LOG"], "a") as log:
-        log.write(f"{item} {os.environ.get('AGENTENSEMBLE_WORKER_ID', '?')}\n")
-    return f"recorded {item}"
+        log.write(f"{item} {WORKER}\n")
+    return f"recorded {item} by {WORKER}"
 
 
 def clerk(messages: list[Message], tools: list[ToolSpec] | None) -> ChatResponse | str:
     """Calls record(item) once, then answers: the item is the last word of the task."""
-    if any(message["role"] == "tool" for message in messages):
-        return "done"
     item = str(messages[1]["content"]).split("Record ", 1)[1].split()[0]
-    return tool_call("record", {"item": item})
+    answered = any(message["role"] == "tool" for message in messages)
+    if "QUEUE_APP_MODEL_LOG" in os.environ:
+        with open(os.environ["QUEUE_APP_MODEL_LOG"], "a") as log:
+            log.write(f"{'answer' if answered else 'call'} {item} {WORKER}\n")
+    return "done" if answered else tool_call("record", {"item": item})
 
 
 def build() -> Ensemble:

@@ -1,11 +1,10 @@
 """Many runs, many workers, one real Postgres: each queued run runs exactly once, spread over
-the workers; a worker killed mid-run has its runs taken over by another."""
+the workers; a worker killed mid-run has its runs taken over at once with the ``recover``
+command (test_takeover.py: without it, after ``dead_after``)."""
 
 from __future__ import annotations
 
 import collections
-import os
-import signal
 import subprocess
 import sys
 import time
@@ -13,60 +12,9 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from _workers import HERE, Workers, handled
 
 from agentensemble.durable import DurableClient
-
-HERE = Path(__file__).parent
-
-
-class Workers:
-    """Worker subprocesses of tests/durable/_queue_app.py, stopped at the end."""
-
-    def __init__(self, database_url: str, log: Path, **env: str) -> None:
-        self.env = {
-            **os.environ,
-            "AGENTENSEMBLE_DATABASE_URL": database_url,
-            "QUEUE_APP_LOG": str(log),
-            "PYTHONUNBUFFERED": "1",
-            **env,
-        }
-        self.processes: dict[str, subprocess.Popen[str]] = {}
-
-    def start(self, worker_id: str) -> None:
-        process = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "agentensemble.durable",
-                "worker",
-                "_queue_app",
-                "--worker-id",
-                worker_id,
-            ],
-            cwd=HERE,
-            env=self.env,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-        )
-        self.processes[worker_id] = process
-        assert process.stdout is not None
-        line = process.stdout.readline()  # the worker says it is up once DBOS has launched
-        assert f"worker {worker_id!r}" in line, process.stderr.read() if process.stderr else line
-
-    def kill(self, worker_id: str) -> None:
-        self.processes[worker_id].send_signal(signal.SIGKILL)
-        self.processes[worker_id].wait(timeout=30)
-
-    def stop_all(self) -> None:
-        for process in self.processes.values():
-            if process.poll() is None:
-                process.terminate()
-        for process in self.processes.values():
-            try:
-                process.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                process.kill()
 
 
 @pytest.fixture
@@ -76,10 +24,6 @@ def workers(postgres_url: str, tmp_path: Path) -> Iterator[Workers]:
         yield pool
     finally:
         pool.stop_all()
-
-
-def handled(log: Path) -> list[tuple[str, str]]:
-    return [tuple(line.split()) for line in log.read_text().splitlines()]  # type: ignore[misc]
 
 
 def test_sixty_queued_runs_each_run_once_spread_over_three_workers(
