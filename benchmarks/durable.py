@@ -14,8 +14,9 @@ stopped and removed at the end, also on failure.
 - **Throughput**: ``--queue-runs`` short runs (a tool call and an answer) submitted with
   ``DurableClient`` and awaited, with 1, 2 and 4 worker processes (the worker command) on a
   fresh Postgres database each.
-- **Recovery**: a worker holding ``--held`` runs in a slow tool is SIGKILLed; the ``recover``
-  command takes its runs over while another worker is alive; time until every run finished.
+- **Recovery**: a worker holding ``--held`` runs in a slow tool is SIGKILLed; time until every
+  run finished, taken over by the ``recover`` command, and by a live worker on its own (its
+  lease gone stale after ``dead_after``).
 
 ``--write`` replaces the durable section of ``benchmarks/RESULTS.md`` (between its markers).
 """
@@ -268,9 +269,11 @@ NOTES = """
   workers gain over 2 depends on the load of the moment (27 and 40 runs/s in two runs on
   2026-11-22). "Contention back-offs" counts DBOS's warnings that it doubled a worker's polling
   interval after a serialization conflict.
-- **Recovery**: from the SIGKILL until every run the dead worker held has finished, with another
-  worker alive; most of it is the `recover` command starting (imports, DBOS launch), which the
-  `runs` command shows on its own.
+- **Recovery**: from the SIGKILL until every run the dead worker held has finished. By hand:
+  the `recover` command, most of it the command starting (imports, DBOS launch), which the
+  `runs` command shows on its own. By itself: another worker notices the dead worker's lease
+  has not been renewed for `dead_after` seconds and takes its runs over, so the time is about
+  `dead_after` plus a heartbeat and the runs' own work.
 """
 
 
