@@ -147,6 +147,18 @@ def bench_throughput(admin_url: str, work: Path, runs: int, counts: Sequence[int
     return rows
 
 
+def _doomed_holding(workers: Any, client: Any, held: int) -> list[str]:
+    """Start worker "doomed", submit ``held`` slow runs and wait until it holds them all."""
+    workers.start("doomed", DURABLE_BENCH_SLOW="600", DURABLE_BENCH_CONCURRENCY=str(held))
+    run_ids = [client.submit("stamp", {"item": str(n)}) for n in range(held)]
+    deadline = time.monotonic() + 120
+    while any(client.status(run_id) != "PENDING" for run_id in run_ids):
+        if time.monotonic() > deadline:
+            raise RuntimeError("the doomed worker did not take its runs in 120 s")
+        time.sleep(0.05)
+    return run_ids
+
+
 def bench_recovery(admin_url: str, work: Path, held: int, *, rescuer: bool = True) -> list[Row]:
     """SIGKILL a worker holding ``held`` runs; ``recover`` them; time until all finished.
 
@@ -159,13 +171,7 @@ def bench_recovery(admin_url: str, work: Path, held: int, *, rescuer: bool = Tru
     client = DurableClient(url)
     try:
         with Workers(url, work) as workers:
-            workers.start("doomed", DURABLE_BENCH_SLOW="600", DURABLE_BENCH_CONCURRENCY=str(held))
-            run_ids = [client.submit("stamp", {"item": str(n)}) for n in range(held)]
-            deadline = time.monotonic() + 120
-            while any(client.status(run_id) != "PENDING" for run_id in run_ids):
-                if time.monotonic() > deadline:
-                    raise RuntimeError("the doomed worker did not take its runs in 120 s")
-                time.sleep(0.05)
+            run_ids = _doomed_holding(workers, client, held)
             if rescuer:
                 workers.start("rescuer")
             killed = time.perf_counter()
@@ -231,15 +237,7 @@ def bench_takeover(
         client = DurableClient(url)
         try:
             with Workers(url, work, **leases) as workers:
-                workers.start(
-                    "doomed", DURABLE_BENCH_SLOW="600", DURABLE_BENCH_CONCURRENCY=str(held)
-                )
-                run_ids = [client.submit("stamp", {"item": str(n)}) for n in range(held)]
-                deadline = time.monotonic() + 120
-                while any(client.status(run_id) != "PENDING" for run_id in run_ids):
-                    if time.monotonic() > deadline:
-                        raise RuntimeError("the doomed worker did not take its runs in 120 s")
-                    time.sleep(0.05)
+                run_ids = _doomed_holding(workers, client, held)
                 workers.start("rescuer")
                 killed = time.perf_counter()
                 workers.kill("doomed")
