@@ -14,7 +14,7 @@ that tool's own deadline; ``Review.skip()``: none).
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+from collections.abc import Awaitable, Callable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass
@@ -23,8 +23,9 @@ from typing import Any
 from pydantic import BaseModel
 
 from agentensemble.errors import ConfigurationError, ToolArgumentsError
+from agentensemble.steps import as_step
 from agentensemble.tools import _approval
-from agentensemble.tools.base import ToolResult
+from agentensemble.tools.base import ToolResult, as_tool_result
 from agentensemble.tools.schema import DuplicateKeyError, load_arguments_json, loads_unique
 
 EDIT_INVALID = "The reviewer's edited input is invalid, so the tool did not run"
@@ -143,6 +144,29 @@ def note_ran_with(text: str) -> None:
         slot.input = text
 
 
+async def run_body(
+    name: str, tool: object, body: Callable[[], Awaitable[ToolResult]]
+) -> ToolResult:
+    """Run a tool's body once its gate let it through, detached from the call's note.
+
+    In a durable run whose approval was asked in the run itself (not inside a step), the body
+    is a step of its own, checkpointed; inside a step, or in a plain run, a plain call. A tool
+    whose body makes steps of its own (``durable_itself``: a delegation) is never one step.
+    """
+    with detached():
+        return await as_step(
+            "tool",
+            f"tool:{name}",
+            body,
+            durable_itself=getattr(tool, "durable_itself", False) is True,
+        )
+
+
+async def as_result(value: Awaitable[Any]) -> ToolResult:
+    """The ToolResult of a plain tool's ``aexecute`` (text or a ToolResult)."""
+    return as_tool_result(await value)
+
+
 # -- the gate for plain AgentTools ---------------------------------------------------------
 
 
@@ -180,6 +204,7 @@ __all__ = [
     "RanWith",
     "ToolCallResult",
     "agate_plain",
+    "as_result",
     "asks",
     "canonical_arguments",
     "canonical_json",
@@ -189,4 +214,5 @@ __all__ = [
     "note_ran_with",
     "recording",
     "review_setting",
+    "run_body",
 ]

@@ -19,7 +19,6 @@ from agentensemble.errors import (
     ToolArgumentsError,
     ToolExecutionError,
 )
-from agentensemble.steps import as_step
 from agentensemble.tools import _approval, _gate
 from agentensemble.tools._sync import in_worker_thread, run_coroutine_sync
 from agentensemble.tools.base import AgentTool, ToolResult, as_tool_result, implements_body
@@ -194,10 +193,7 @@ class InstrumentedTool(AgentTool, Generic[InputT]):
         async def body() -> ToolResult:
             return self._to_result(await self.ado_execute(parsed))
 
-        with _gate.detached():  # a step of its own when the approval before it was not in one
-            return await as_step(
-                "tool", f"tool:{self.name}", body, durable_itself=_checkpoints_itself(self)
-            )
+        return await _gate.run_body(self.name, self, body)
 
     def _shown(self, parsed: InputT, raw: str) -> str:
         """The input as the reviewer sees it and a conditional rule reads it: exactly what the
@@ -323,11 +319,6 @@ def has_body(tool: AgentTool) -> bool:
             or cls.ado_execute is not InstrumentedTool.ado_execute
         )
     return implements_body(tool)
-
-
-def _checkpoints_itself(tool: object) -> bool:
-    """A tool whose body makes steps of its own (a delegation): never one step as a whole."""
-    return getattr(tool, "durable_itself", False) is True
 
 
 __all__ = ["AbstractAgentTool", "InstrumentedTool"]

@@ -24,7 +24,6 @@ from agentensemble.hints import warn_undescribed_tool
 from agentensemble.llm.types import ToolSpec
 from agentensemble.logging import get_logger
 from agentensemble.outputs import ReturnBehavior
-from agentensemble.steps import as_step
 from agentensemble.tools import _gate
 from agentensemble.tools._gate import ToolCallResult
 from agentensemble.tools.base import (
@@ -180,17 +179,10 @@ class ExecutableTool:
             if self._instrumented:  # its own gate notes an edit; its body runs detached
                 result = as_tool_result(await self.tool.aexecute(tool_input))
             else:
-
-                async def body() -> ToolResult:
-                    return as_tool_result(await self.tool.aexecute(tool_input))
-
-                with _gate.detached():  # a step of its own when its approval was not in one
-                    result = await as_step(
-                        "tool",
-                        f"tool:{self.name}",
-                        body,
-                        durable_itself=getattr(self.tool, "durable_itself", False) is True,
-                    )
+                body = self.tool.aexecute
+                result = await _gate.run_body(
+                    self.name, self.tool, lambda: _gate.as_result(body(tool_input))
+                )
         except BaseException as exc:
             if ends_the_run(exc):
                 raise
