@@ -93,10 +93,14 @@ def render_page(records: list[Record], secret_set: bool, token: str, nonce: str,
     if expired:
         out.append("<h2>Expired (no decision in time; they can no longer be decided)</h2><ul>")
         for record in reversed(expired):
+            why = (
+                f"the run stopped waiting ({_esc(record.withdrawn)})"
+                if record.withdrawn is not None
+                else f"after {_esc(record.timeout)} s"
+            )
             out.append(
                 f"<li class='expired'>{_esc(str(record.request.get('task_description', ''))[:80])}"
-                f" &middot; id {_esc(record.id)}: <b>expired</b> after "
-                f"{_esc(record.timeout)} s</li>"
+                f" &middot; id {_esc(record.id)}: <b>expired</b> {why}</li>"
             )
         out.append("</ul>")
     if decided:

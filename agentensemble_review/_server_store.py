@@ -66,6 +66,8 @@ class Record:
     client: str = ""
     received_at: float = field(default_factory=time.monotonic)
     decision: ReviewDecision | None = None
+    withdrawn: str | None = None
+    """Why the run stopped waiting (its own deadline passed first): closed as if expired."""
 
     @property
     def timeout(self) -> float | None:
@@ -73,8 +75,12 @@ class Record:
 
     def expired(self, now: float) -> bool:
         """Undecided, and its timeout has passed since it was first received."""
+        if self.decision is not None:
+            return False
         timeout = self.timeout
-        return self.decision is None and timeout is not None and now >= self.received_at + timeout
+        return self.withdrawn is not None or (
+            timeout is not None and now >= self.received_at + timeout
+        )
 
     def status(self, now: float) -> str:
         if self.decision is not None:
@@ -82,6 +88,11 @@ class Record:
         return "expired" if self.expired(now) else "pending"
 
     def expiry_message(self) -> str:
+        if self.withdrawn is not None:
+            return (
+                f"review {self.id!r} was given up by the run waiting for it ({self.withdrawn}), "
+                "so the run applied its on_timeout action; a decision can no longer be applied"
+            )
         return (
             f"review {self.id!r} has expired: its timeout of {self.timeout:g} s passed with no "
             "decision, so the run applied its on_timeout action; a decision can no longer be "
@@ -183,6 +194,18 @@ class Store:
                 raise ReviewExpiredError(record.expiry_message())
             record.decision = decision
             self._changed.notify_all()
+
+    def withdraw(self, review_id: str, reason: str) -> Record:
+        """Close ``review_id`` because the run stopped waiting for it: no decision may be
+        recorded for it from now on. KeyError if unknown; a decided review keeps its decision."""
+        with self._changed:
+            record = self._records.get(review_id)
+            if record is None:
+                raise KeyError(review_id)
+            if record.decision is None and record.withdrawn is None:
+                record.withdrawn = reason[:500] or "no reason given"
+                self._changed.notify_all()
+            return record
 
     def all(self) -> list[Record]:
         with self._changed:

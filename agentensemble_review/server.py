@@ -13,6 +13,8 @@ the page's address with its token (``http://127.0.0.1:8765/?token=...``), like J
   a decision for it is refused (410) and posting it again does not reopen it (410).
 - ``GET /?token=T``: the pending reviews, each with Approve / Edit / Exit buttons.
 - ``POST /reviews/<id>/decision`` (token): a decision as JSON.
+- ``POST /reviews/<id>/withdraw``: the run stopped waiting (signed when a secret is set); the
+  review is closed like an expired one, so a later decision is refused (410).
 - ``GET /reviews`` (token): every review held, as JSON.
 
 Safe for what it is, one person's review page on their own machine (see ``_server_guard``):
@@ -170,6 +172,8 @@ class _Handler(JSONRequestHandler):
         elif len(parts) == 3 and parts[0] == "reviews" and parts[2] == "decision":
             if self._token_ok():
                 self._decide(parts[1])
+        elif len(parts) == 3 and parts[0] == "reviews" and parts[2] == "withdraw":
+            self._withdraw(parts[1])
         else:
             self._error(HTTPStatus.NOT_FOUND, "not found")
 
@@ -220,6 +224,34 @@ class _Handler(JSONRequestHandler):
             {"id": review_id, "status": "pending"},
             {"Location": location},
         )
+
+    def _withdraw(self, review_id: str) -> None:
+        """The run gave up waiting (its own deadline came first): close the review, so a
+        person's later decision is refused (410) instead of recorded and applied nowhere.
+        Signed like the review itself when the server has a secret."""
+        body = self._body()
+        if body is None:
+            return
+        secret = self.server.app._secret
+        if secret and not verify_signature(body, self.headers.get(SIGNATURE_HEADER), secret):
+            self._error(HTTPStatus.UNAUTHORIZED, f"missing or invalid {SIGNATURE_HEADER}")
+            return
+        try:
+            given = json.loads(body)
+        except (ValueError, RecursionError):
+            given = None
+        reason = given.get("reason") if isinstance(given, dict) else None
+        try:
+            record = self.server.app.store.withdraw(
+                review_id, reason if isinstance(reason, str) else ""
+            )
+        except KeyError:
+            self._error(HTTPStatus.NOT_FOUND, "no review with that id")
+            return
+        if record.decision is not None:
+            self._error(HTTPStatus.CONFLICT, f"review {review_id} is already decided")
+            return
+        self._json(HTTPStatus.OK, {"id": review_id, "status": "expired"})
 
     def _decide(self, review_id: str) -> None:
         body = self._body()

@@ -12,11 +12,10 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
-import math
+import json
 import random
 import time
 from collections.abc import Mapping
-from dataclasses import dataclass
 from datetime import timedelta
 
 import httpx
@@ -25,6 +24,18 @@ from agentensemble.logging import redact_text
 from agentensemble_review._asking import apply_on_timeout, run_coroutine_sync, run_within
 from agentensemble_review._format import format_duration
 from agentensemble_review._log import get_logger
+from agentensemble_review._webhook_parts import (
+    _Answer,
+    _Deadline,
+    _expired_reason,
+    _finite_positive,
+    _NoDecision,
+    _same_origin,
+    _seconds,
+    _snippet,
+    _timeout_reason,
+    withdraw_url,
+)
 from agentensemble_review._webhook_safety import (
     header_ok,
     install_http_log_redaction,
@@ -42,85 +53,13 @@ from agentensemble_review.models import Edit, ExitEarly, ReviewDecision, ReviewR
 from agentensemble_review.protocol import SIGNATURE_HEADER, decision_from_json, encode_request, sign
 
 USER_AGENT = "agentensemble-review/0.1"
+WITHDRAW_TIMEOUT = 2.0  # seconds for telling the webhook a run stopped waiting (best effort)
 MAX_ANSWER_BYTES = 1_000_000
 """A longer answer is a protocol error: a decision is a small JSON object."""
 
 _RETRY_STATUSES = frozenset({429, 500, 502, 503, 504})
 _REFUSED_STATUSES = frozenset({400, 413, 422})
 """The service refused the request for its size or content: what the model put under review."""
-
-
-class _NoDecision(Exception):
-    """No decision can arrive: out of time, unreachable, or failing; ``on_timeout`` applies."""
-
-
-@dataclass(frozen=True)
-class _Deadline:
-    """When the handler stops waiting: ``at`` on the monotonic clock (None: never)."""
-
-    limit: float | None
-    at: float | None
-
-    @classmethod
-    def starting_now(cls, limit: float | None) -> _Deadline:
-        return cls(limit, None if limit is None else time.monotonic() + limit)
-
-    def remaining(self) -> float | None:
-        return None if self.at is None else self.at - time.monotonic()
-
-    def expired(self) -> bool:
-        remaining = self.remaining()
-        return remaining is not None and remaining <= 0
-
-    def reason(self) -> str:
-        return _timeout_reason(self.limit)
-
-
-def _timeout_reason(limit: float | None) -> str:
-    shown = "its deadline" if limit is None else format_duration(limit)
-    return f"Review timed out after {shown}: no decision from the review webhook"
-
-
-@dataclass(frozen=True)
-class _Answer:
-    status: int
-    reason: str
-    headers: httpx.Headers
-    content: bytes
-
-
-def _seconds(value: float | timedelta | None) -> float | None:
-    if value is None:
-        return None
-    seconds = value.total_seconds() if isinstance(value, timedelta) else float(value)
-    if not math.isfinite(seconds) or seconds < 0:
-        raise ValueError("timeout must be zero (no limit of its own) or a finite positive number")
-    return seconds or None
-
-
-def _finite_positive(name: str, value: float) -> float:
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        raise ValueError(f"{name} must be a number of seconds, got {type(value).__name__}")
-    if not math.isfinite(value) or value <= 0:
-        raise ValueError(f"{name} must be a finite positive number of seconds, got {value!r}")
-    return float(value)
-
-
-def _same_origin(a: httpx.URL, b: httpx.URL) -> bool:
-    return (a.scheme, a.host, a.port) == (b.scheme, b.host, b.port)
-
-
-def _snippet(content: bytes, limit: int = 200) -> str:
-    text = content[: limit * 4].decode("utf-8", errors="replace").strip()
-    return text if len(text) <= limit else text[:limit] + "..."
-
-
-def _expired_reason(request: ReviewRequest) -> str:
-    """Why no decision will come for a review the webhook calls expired (410 Gone)."""
-    return (
-        f"Review {request.id} expired at the review webhook (HTTP 410 Gone): its timeout of "
-        f"{request.describe_timeout()} passed with no decision"
-    )
 
 
 def _redacted_decision(decision: ReviewDecision) -> ReviewDecision:
@@ -219,6 +158,7 @@ class WebhookReviewHandler:
         deadline = _Deadline.starting_now(limit)
         log = get_logger()
         in_time, task = await run_within(self._exchange(request, deadline), limit)
+        still_open = True
         if not in_time:
             reason = deadline.reason()
         else:
@@ -226,6 +166,7 @@ class WebhookReviewHandler:
                 return _redacted_decision(task.result())
             except _NoDecision as exc:
                 reason = redact_text(str(exc))
+                still_open = not exc.closed
             except ReviewError:
                 raise
             except Exception as exc:  # anything else the answer caused: never a raw error
@@ -241,7 +182,39 @@ class WebhookReviewHandler:
             on_timeout=request.on_timeout.value,
             elapsed_s=round(time.monotonic() - started, 3),
         )
+        if still_open:
+            await self._withdraw(request, reason)
         return apply_on_timeout(request, reason=reason)
+
+    async def _withdraw(self, request: ReviewRequest, reason: str) -> None:
+        """Tell the webhook this run stopped waiting, so a person's later decision is refused
+        there (410) instead of recorded and applied nowhere. Best effort and brief: a webhook
+        without the route (404), or one that cannot be reached, is left as it is."""
+        body = json.dumps({"id": request.id, "reason": reason[:500]}).encode()
+        headers = {
+            **self._headers,
+            "Content-Type": "application/json",
+            "User-Agent": USER_AGENT,
+            "X-AgentEnsemble-Review-Id": request.id,
+        }
+        if self._secret:
+            headers[SIGNATURE_HEADER] = sign(body, self._secret)
+
+        async def post() -> None:
+            async with httpx.AsyncClient(
+                transport=self._transport,
+                follow_redirects=False,
+                timeout=min(self.request_timeout, WITHDRAW_TIMEOUT),
+            ) as client:
+                url = withdraw_url(self._url, request.id)
+                await client.post(url, content=body, headers=headers)
+
+        try:  # bounded as a whole: a drip-fed answer cannot hold it open
+            await asyncio.wait_for(post(), WITHDRAW_TIMEOUT)
+        except (httpx.HTTPError, OSError, asyncio.TimeoutError) as exc:
+            get_logger().info(
+                "review.webhook_withdraw_failed", url=safe_url(self._url), error=type(exc).__name__
+            )
 
     def review(self, request: ReviewRequest) -> ReviewDecision:
         """Sync twin of ``areview`` (runs it on a private event loop)."""
@@ -274,7 +247,7 @@ class WebhookReviewHandler:
             delay = self.poll_interval
             while True:  # bounded by the deadline (each turn sleeps and makes one bounded call)
                 if answer.status == 410:
-                    raise _NoDecision(_expired_reason(request))
+                    raise _NoDecision(_expired_reason(request), closed=True)
                 if answer.status == 200:
                     return self._decision(answer, poll_url or self._url)
                 if answer.status != 202:

@@ -191,7 +191,10 @@ async def test_a_server_that_never_decides_ends_in_on_timeout(
             assert decision == expected
     elapsed = time.monotonic() - started
     assert 0.7 < elapsed < 0.8 + MARGIN
-    assert len(review_server.pending()) == 1  # it did reach the server
+    # it did reach the server, and the handler told the server it stopped waiting
+    (record,) = review_server.store.all()
+    assert record.decision is None and record.withdrawn is not None
+    assert review_server.pending() == []
 
 
 @pytest.mark.anyio
@@ -287,7 +290,8 @@ async def test_5xx_forever_applies_on_timeout_after_the_retries() -> None:
     with adhoc_server(lambda seen: json_reply(503, {"error": "down"})) as (url, seen):
         handler = WebhookReviewHandler(url, max_retries=2)
         decision = await handler.areview(make_request(5))
-    assert len(seen) == 3
+    assert len(seen) == 4  # three tries, then it tells the webhook it stopped waiting
+    assert seen[-1].method == "POST" and seen[-1].path.endswith("/withdraw")
     assert isinstance(decision, ExitEarly) and decision.timed_out
     assert "failed 3 time(s), last with HTTP 503 Service Unavailable" in (decision.reason or "")
 
