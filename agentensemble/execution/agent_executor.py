@@ -290,7 +290,8 @@ class AgentExecutor:
         )
         with use_tool_context(context):
             if checkpointing() and any(self._checkpoints_itself(c.name) for c in calls):
-                # a delegation's own steps must start in the same order on every replay
+                # calls making steps of their own (a delegation, an approval waiting in the
+                # run) must start them in the same order on every replay
                 executed = await run_in_order(
                     [partial(self._run_one, call) for call in calls[:allowed]], context.stopped
                 )
