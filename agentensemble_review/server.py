@@ -177,13 +177,20 @@ class _Handler(JSONRequestHandler):
         else:
             self._error(HTTPStatus.NOT_FOUND, "not found")
 
-    def _create(self) -> None:
+    def _signed_body(self) -> bytes | None:
+        """The request body, checked against the secret when one is set (401 otherwise)."""
         body = self._body()
         if body is None:
-            return
+            return None
         secret = self.server.app._secret
         if secret and not verify_signature(body, self.headers.get(SIGNATURE_HEADER), secret):
             self._error(HTTPStatus.UNAUTHORIZED, f"missing or invalid {SIGNATURE_HEADER}")
+            return None
+        return body
+
+    def _create(self) -> None:
+        body = self._signed_body()
+        if body is None:
             return
         try:
             request = json.loads(body)
@@ -229,12 +236,8 @@ class _Handler(JSONRequestHandler):
         """The run gave up waiting (its own deadline came first): close the review, so a
         person's later decision is refused (410) instead of recorded and applied nowhere.
         Signed like the review itself when the server has a secret."""
-        body = self._body()
+        body = self._signed_body()
         if body is None:
-            return
-        secret = self.server.app._secret
-        if secret and not verify_signature(body, self.headers.get(SIGNATURE_HEADER), secret):
-            self._error(HTTPStatus.UNAUTHORIZED, f"missing or invalid {SIGNATURE_HEADER}")
             return
         try:
             given = json.loads(body)

@@ -19,8 +19,11 @@ _asked_lock = threading.Lock()
 MAX_KEY_LENGTH = 160
 
 
-def durable_step_key() -> str | None:
-    """The key for ``DBOSSteps.step_key``; None outside a step of a durable run."""
+def durable_step_key(run: Any = None) -> str | None:
+    """The key for ``DBOSSteps.step_key``; None outside a step of a durable run.
+
+    ``run``: the run's step counters (``_RunSteps``), where the run's creation time is kept
+    once read, so a run asking many reviews reads it once."""
     from dbos import DBOS
     from dbos._context import get_local_dbos_context
 
@@ -31,7 +34,12 @@ def durable_step_key() -> str | None:
     with _asked_lock:  # each execution of a step has its own DBOS context: counts restart at 0
         ordinal = _asked.get(context, 0)
         _asked[context] = ordinal + 1
-    key = f"{run_id}:{_created_at(run_id)}:{step}.{ordinal}"
+    created = getattr(run, "created_at", None)
+    if created is None:
+        created = _created_at(run_id)
+        if run is not None:
+            run.created_at = created
+    key = f"{run_id}:{created}:{step}.{ordinal}"
     if len(key) > MAX_KEY_LENGTH:  # a very long run id: a digest keeps ids short for webhooks
         key = "run-" + hashlib.sha256(key.encode("utf-8", "surrogatepass")).hexdigest()
     return key

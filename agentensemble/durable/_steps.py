@@ -47,6 +47,7 @@ class _RunSteps:
     root: Any  # the workflow's DBOSContext
     tasks: dict[int, Any] = field(default_factory=dict)
     reviews_lock: asyncio.Lock = field(default_factory=asyncio.Lock)
+    created_at: int | None = None  # the run's creation time, read once for its review keys
 
     def context_for(self, task: int) -> Any:
         found = self.tasks.get(task)
@@ -154,7 +155,7 @@ class DBOSSteps:
         """
         from agentensemble.durable._step_keys import durable_step_key
 
-        return durable_step_key()
+        return durable_step_key(_run_steps.get())
 
 
 __all__ = ["DBOSSteps", "DurableDivergenceError", "numbering_per_task", "reviews_lock"]
