@@ -8,6 +8,7 @@ in this process after a restart or in any worker sharing the database.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import threading
@@ -278,7 +279,7 @@ class DurableRuntime:
         self._require_launched()
         self.liveness.refuse_if_lost()
         _build(name)
-        with SetWorkflowID(run_id) if run_id else _nothing():
+        with SetWorkflowID(run_id) if run_id else contextlib.nullcontext():
             handle = await DBOS.start_workflow_async(_durable_run, name, dict(inputs or {}))
         return await _result_of(handle, handle.workflow_id)
 
@@ -288,7 +289,7 @@ class DurableRuntime:
         """Queue a run of ``name`` for any worker; its run id (``run_id`` makes it idempotent)."""
         self._require_launched()
         _build(name)
-        with SetWorkflowID(run_id) if run_id else _nothing():
+        with SetWorkflowID(run_id) if run_id else contextlib.nullcontext():
             assert self._queue is not None
             handle = await self._queue.enqueue_async(_durable_run, name, dict(inputs or {}))
         return handle.workflow_id
@@ -395,14 +396,6 @@ def run_info(status: Any) -> RunInfo:
         created_at=datetime.fromtimestamp(created / 1000, tz=timezone.utc) if created else None,
         error=str(status.error) if getattr(status, "error", None) else None,
     )
-
-
-class _nothing:
-    def __enter__(self) -> None:
-        return None
-
-    def __exit__(self, *exc: object) -> None:
-        return None
 
 
 def _sync(coro: Coroutine[Any, Any, T]) -> T:
