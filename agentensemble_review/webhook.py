@@ -191,14 +191,7 @@ class WebhookReviewHandler:
         there (410) instead of recorded and applied nowhere. Best effort and brief: a webhook
         without the route (404), or one that cannot be reached, is left as it is."""
         body = json.dumps({"id": request.id, "reason": reason[:500]}).encode()
-        headers = {
-            **self._headers,
-            "Content-Type": "application/json",
-            "User-Agent": USER_AGENT,
-            "X-AgentEnsemble-Review-Id": request.id,
-        }
-        if self._secret:
-            headers[SIGNATURE_HEADER] = sign(body, self._secret)
+        headers = self._post_headers(request, body)
 
         async def post() -> None:
             async with httpx.AsyncClient(
@@ -228,8 +221,8 @@ class WebhookReviewHandler:
 
     # -- the exchange --------------------------------------------------------------------------
 
-    async def _exchange(self, request: ReviewRequest, deadline: _Deadline) -> ReviewDecision:
-        body = encode_request(request)
+    def _post_headers(self, request: ReviewRequest, body: bytes) -> dict[str, str]:
+        """What every POST about ``request`` carries: its id, and ``body``'s signature."""
         headers = {
             **self._headers,
             "Content-Type": "application/json",
@@ -239,6 +232,11 @@ class WebhookReviewHandler:
         }
         if self._secret:
             headers[SIGNATURE_HEADER] = sign(body, self._secret)
+        return headers
+
+    async def _exchange(self, request: ReviewRequest, deadline: _Deadline) -> ReviewDecision:
+        body = encode_request(request)
+        headers = self._post_headers(request, body)
         async with httpx.AsyncClient(
             transport=self._transport, follow_redirects=False, timeout=self.request_timeout
         ) as client:
