@@ -1,0 +1,102 @@
+"""``import agentensemble`` pulls in no optional part: the CI check that keeps import at its floor.
+
+Every optional part (an extra's package, or one of our own subpackages that needs one) is imported
+on first use only. A fresh interpreter imports the package and everything its ``__all__`` names,
+then the test lists which forbidden modules arrived. A new feature that adds one fails here with
+the module's name, long before a benchmark would notice.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+#: Third-party packages that belong to an extra, or cost far more than the core's floor.
+OPTIONAL_PACKAGES = (
+    "litellm",
+    "openai",
+    "mcp",
+    "a2a",
+    "dbos",
+    "sqlalchemy",
+    "psycopg",
+    "psycopg2",
+    "starlette",
+    "uvicorn",
+    "opentelemetry",
+    "selenium",
+    "yaml",
+    "numpy",
+    "agentensemble_review",
+    "agentensemble_web",
+)
+
+#: Our own subpackages that exist for an optional part or a separate entry point.
+OPTIONAL_SUBPACKAGES = (
+    "agentensemble.cli",
+    "agentensemble.config",
+    "agentensemble.durable",
+    "agentensemble.evals",
+    "agentensemble.mcp",
+    "agentensemble.memory",
+    "agentensemble.otel",
+    "agentensemble.serve",
+    "agentensemble.testing",
+    "agentensemble.tools.builtin",
+)
+
+PROBE = """
+import json, sys
+import agentensemble
+for name in agentensemble.__all__:
+    getattr(agentensemble, name)
+print(json.dumps(sorted(sys.modules)))
+"""
+
+
+def loaded_by_import() -> list[str]:
+    """Every module name present after importing agentensemble in a fresh interpreter."""
+    result = subprocess.run(
+        [sys.executable, "-c", PROBE],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=ROOT,
+    )
+    assert result.returncode == 0, result.stderr
+    modules: list[str] = json.loads(result.stdout)
+    return modules
+
+
+def is_optional(module: str) -> bool:
+    top = module.split(".")[0]
+    if top in OPTIONAL_PACKAGES:
+        return True
+    return any(module == sub or module.startswith(sub + ".") for sub in OPTIONAL_SUBPACKAGES)
+
+
+def test_import_agentensemble_loads_no_optional_part() -> None:
+    offenders = [module for module in loaded_by_import() if is_optional(module)]
+    assert offenders == [], (
+        "import agentensemble pulled in optional parts; import them on first use: "
+        + ", ".join(offenders)
+    )
+
+
+def test_the_rule_recognises_optional_modules() -> None:
+    cases = {
+        "litellm": True,
+        "litellm.main": True,
+        "agentensemble.memory": True,
+        "agentensemble.memory._sqlite": True,
+        "agentensemble.memorytools": False,
+        "agentensemble.tools.builtin.files": True,
+        "agentensemble.tools.resolver": False,
+        "pydantic": False,
+        "structlog": False,
+    }
+    assert {name: is_optional(name) for name in cases} == cases
