@@ -101,7 +101,7 @@ def _run(number: int, run: CaseRun) -> str:
         f'<span class="muted">{run.duration.total_seconds():.3f}s',
     ]
     if run.output is not None:
-        parts.append(f", {run.output.usage.total_tokens} tokens, {money(run.output.cost_usd)}")
+        parts.append(f", {run.output.usage.total_tokens} tokens, cost {money(run.output.cost_usd)}")
     parts.append("</span>")
     if run.error is not None:
         parts.append(f"<pre>{_text(run.error)}</pre>")
