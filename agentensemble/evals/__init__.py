@@ -5,6 +5,7 @@ Sits above ``Ensemble`` like the command line: it runs ensembles and is never im
 """
 
 from agentensemble.evals._results import EvalContext, EvaluatorResult
+from agentensemble.evals.assertions import assert_dataset_passes
 from agentensemble.evals.dataset import Case, Dataset
 from agentensemble.evals.evaluators import (
     Contains,
@@ -41,5 +42,6 @@ __all__ = [
     "ToolCalled",
     "Trajectory",
     "aevaluate",
+    "assert_dataset_passes",
     "evaluate",
 ]

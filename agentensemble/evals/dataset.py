@@ -62,6 +62,13 @@ class Dataset(BaseModel):
         """The dataset's evaluators, then the case's own."""
         return [*self.evaluators, *case.evaluators]
 
+    def only(self, *names: str) -> Dataset:
+        """The same dataset with only the named cases (one test per case, for instance)."""
+        unknown = set(names) - {case.name for case in self.cases}
+        if unknown:
+            raise KeyError(f"no case named {', '.join(sorted(unknown))} in {self.name!r}")
+        return self.model_copy(update={"cases": [c for c in self.cases if c.name in names]})
+
     @classmethod
     def from_file(cls, path: str | os.PathLike[str]) -> Dataset:
         """A dataset from ``.yaml``/``.yml``/``.json``; errors name the file, line and key."""

@@ -2,8 +2,8 @@
 
 A geographer agent answers "what is the capital of X?" with a lookup tool. The dataset
 (``capitals.yaml``) checks the answer, that the tool was called with the right country, and
-the tokens. Then a "faster" version that sometimes skips the tool is evaluated against the baseline: the
-report lists what regressed, and an HTML report shows each run's trajectory.
+the tokens. Then a "faster" version that sometimes skips the tool is evaluated against the
+baseline: the report lists what regressed, and an HTML report shows each run's trajectory.
 
 Offline (no API key) both versions run on scripted models; with ``OPENAI_API_KEY`` set the
 baseline uses ``openai/gpt-4o-mini`` (``AGENTENSEMBLE_MODEL`` names any litellm model).
