@@ -72,7 +72,7 @@ def format_report(report: EvalReport, baseline: EvalReport | None = None) -> str
         for label, names in (("new", diff.added), ("missing", diff.removed)):
             if names:
                 lines.append(f"  {label}: {', '.join(printable(n) for n in names)}")
-    return "\n".join(lines)
+    return "\n".join(line.rstrip() for line in lines)
 
 
 __all__ = ["format_report", "money", "printable"]

@@ -221,3 +221,22 @@ def test_the_schema_knows_every_builtin_evaluator() -> None:
     text = SCHEMA.read_text()
     for name in BUILTINS:
         assert f'"{name}"' in text
+
+
+def test_a_file_too_large_is_refused_before_it_is_read(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from agentensemble.evals import _files
+
+    monkeypatch.setattr(_files, "MAX_FILE_BYTES", 100)
+    path = write(tmp_path, "cases:\n" + "  - name: a\n" * 20)
+    with pytest.raises(ConfigFileError, match="larger than 100 bytes"):
+        Dataset.from_file(path)
+
+
+def test_an_alias_bomb_is_refused(tmp_path: Path) -> None:
+    lines = ["a0: &a0 [x, x, x, x, x, x, x, x, x, x]"]
+    lines += [f"a{i}: &a{i} [{', '.join([f'*a{i - 1}'] * 10)}]" for i in range(1, 8)]
+    path = write(tmp_path, "\n".join(lines) + "\ncases: *a7\n")
+    with pytest.raises(ConfigFileError, match="too large or too deep"):
+        Dataset.from_file(path)
