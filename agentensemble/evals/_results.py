@@ -47,6 +47,8 @@ def as_result(value: Any) -> EvaluatorResult:
     passes at ``PASS_SCORE``; a result stays as it is. Anything else is the evaluator's mistake,
     said in its reason (never a pass)."""
     if isinstance(value, EvaluatorResult):
+        if len(value.reason) <= MAX_REASON:
+            return value
         return value.model_copy(update={"reason": shorten(value.reason)})
     if isinstance(value, bool):
         return EvaluatorResult(passed=value, score=1.0 if value else 0.0)
