@@ -126,6 +126,9 @@ class EvalReport(BaseModel):
     name: str
     cases: list[CaseResult]
     repeat: int = 1
+    eval_id: str | None = Field(
+        default=None, description="a durable evaluation's id: evaluate again under it to resume"
+    )
     started_at: datetime = Field(default_factory=lambda: datetime.now(timezone.utc))
     duration: timedelta = timedelta(0)
 
