@@ -19,6 +19,7 @@ from agentensemble.evals.evaluators import (
 )
 from agentensemble.evals.judge import LLMJudge
 from agentensemble.evals.report import CaseResult, CaseRun, EvalReport, ReportDiff
+from agentensemble.evals.reviewed import Reviewed
 from agentensemble.evals.runner import aevaluate, evaluate
 from agentensemble.evals.trajectory import Trajectory
 
@@ -39,6 +40,7 @@ __all__ = [
     "MaxDuration",
     "MaxTokens",
     "ReportDiff",
+    "Reviewed",
     "ToolCalled",
     "Trajectory",
     "aevaluate",

@@ -34,6 +34,7 @@ from agentensemble.evals.evaluators import (
     evaluator_arguments,
 )
 from agentensemble.evals.judge import LLMJudge
+from agentensemble.evals.reviewed import Reviewed
 from agentensemble.evals.trajectory import Trajectory
 
 MAX_FILE_BYTES = 20_000_000
@@ -52,6 +53,7 @@ BUILTINS: dict[str, type[Evaluator]] = {
         MaxCost,
         ToolCalled,
         Trajectory,
+        Reviewed,
         LLMJudge,
     )
 }

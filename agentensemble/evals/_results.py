@@ -23,7 +23,7 @@ class EvaluatorResult(BaseModel):
     model_config = ConfigDict(frozen=True)
 
     passed: bool
-    score: float = Field(default=0.0, description="0..1; a bool result scores 1.0 or 0.0")
+    score: float = Field(description="0..1; a bool result scores 1.0 or 0.0")
     reason: str = ""
 
 

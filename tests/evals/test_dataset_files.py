@@ -21,6 +21,7 @@ from agentensemble.evals import (
     MaxCost,
     MaxDuration,
     MaxTokens,
+    Reviewed,
     ToolCalled,
     Trajectory,
 )
@@ -41,6 +42,8 @@ cases:
       - Contains: Paris
       - ToolCalled: {name: capital_of, arguments: {country: France}, times: 1}
       - Trajectory: {expected: [capital_of], mode: exact}
+      - Reviewed
+      - Reviewed: {tool: send_email, decision: edit}
   - name: typed
     inputs: {country: Italy}
     evaluators:
@@ -66,6 +69,8 @@ def test_a_yaml_file_reads_as_the_dataset_it_describes(tmp_path: Path) -> None:
         Contains("Paris"),
         ToolCalled("capital_of", {"country": "France"}, 1),
         Trajectory(["capital_of"], mode="exact"),
+        Reviewed(),
+        Reviewed(tool="send_email", decision="edit"),
     ]
     assert typed.evaluators[0] == MatchesType(str)
     assert typed.evaluators[1] == LLMJudge("Names the capital", "openai/gpt-4o-mini", 0.7)
