@@ -85,6 +85,20 @@ def scripted_judges(dataset: Dataset) -> Dataset:
     return dataset.model_copy(update={"evaluators": offline(dataset.evaluators), "cases": cases})
 
 
+def _check_crew(ensemble: Any) -> None:
+    """Every check a run makes before its first model call (as ``validate`` does): tools,
+    reviews, models and their keys; each case's own inputs are checked by its runs."""
+    import warnings
+
+    from agentensemble.templates import missing_variables
+
+    placeholders = {name: f"<{name}>" for name in missing_variables(ensemble._template_texts(), {})}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # hints are for `agentensemble validate`
+        prepared = ensemble._prepare(placeholders)
+        ensemble._run_settings(ensemble._team(prepared, placeholders))
+
+
 def _inputs(args: argparse.Namespace) -> tuple[Dataset, EvalReport | None]:
     from pydantic import ValidationError
 
@@ -95,7 +109,7 @@ def _inputs(args: argparse.Namespace) -> tuple[Dataset, EvalReport | None]:
     if not 0.0 <= args.min_pass_rate <= 1.0:
         raise UsageError("--min-pass-rate takes a number from 0 to 1, e.g. 0.9")
     dataset = Dataset.from_file(args.dataset)
-    load_crew(args)  # a bad crew file fails here, before any model call
+    _check_crew(load_crew(args))
     baseline = None
     if args.baseline:
         try:

@@ -174,3 +174,10 @@ def test_a_terminal_gets_a_progress_bar(tmp_path: Path) -> None:
     text = seen.decode()
     assert "\r[" in text
     assert "] 9/9 runs, 0 failed" in text
+
+
+def test_a_model_without_its_key_exits_2_before_any_run() -> None:
+    done = agentensemble_eval(CREW, DATASET)  # openai/gpt-4o-mini, and no OPENAI_API_KEY
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert "OPENAI_API_KEY" in done.stderr
+    assert "Evaluation" not in done.stdout
