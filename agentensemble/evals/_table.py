@@ -72,6 +72,13 @@ def format_report(report: EvalReport, baseline: EvalReport | None = None) -> str
         for label, names in (("new", diff.added), ("missing", diff.removed)):
             if names:
                 lines.append(f"  {label}: {', '.join(printable(n) for n in names)}")
+        for name, change in diff.evaluators.items():
+            lines.append(f"  evaluator {printable(name)}: {change}")
+        lines.append(
+            f"  pass rate {baseline.pass_rate:.0%} -> {report.pass_rate:.0%}, tokens "
+            f"{baseline.tokens} -> {report.tokens}, cost {money(baseline.cost_usd)} -> "
+            f"{money(report.cost_usd)}"
+        )
     return "\n".join(line.rstrip() for line in lines)
 
 

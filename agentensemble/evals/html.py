@@ -145,7 +145,7 @@ def _case(result: CaseResult, diff: ReportDiff | None) -> str:
     )
 
 
-def _diff(diff: ReportDiff) -> str:
+def _diff(diff: ReportDiff, report: EvalReport, baseline: EvalReport) -> str:
     def block(title: str, names: list[str], kind: str) -> str:
         if not names:
             return ""
@@ -156,12 +156,23 @@ def _diff(diff: ReportDiff) -> str:
         return f'<h3 class="{kind}-title">{title} ({len(names)})</h3><ul class="diff">{items}</ul>'
 
     verdict = "No regressions" if diff.ok else f"{len(diff.regressions)} regression(s)"
+    totals = (
+        f"pass rate {baseline.pass_rate:.0%} &rarr; {report.pass_rate:.0%}, tokens "
+        f"{baseline.tokens} &rarr; {report.tokens}, cost {escape(money(baseline.cost_usd))} "
+        f"&rarr; {escape(money(report.cost_usd))}"
+    )
+    evaluators = "".join(
+        f"<li>{_text(name, 200)} <span class=muted>{_text(change)}</span></li>"
+        for name, change in diff.evaluators.items()
+    )
     return (
         f'<section id="baseline"><h2>Against the baseline: {verdict}</h2>'
+        f'<p class="totals">{totals}</p>'
         f"{block('Regressions', diff.regressions, 'regressions')}"
         f"{block('Improvements', diff.improvements, 'improvements')}"
         f"{block('New cases', diff.added, 'added')}"
         f"{block('Missing cases', diff.removed, 'removed')}"
+        f"{f'<h3>Evaluators</h3><ul class=diff>{evaluators}</ul>' if evaluators else ''}"
         "</section>"
     )
 
@@ -202,7 +213,7 @@ def report_html(report: EvalReport, baseline: EvalReport | None = None) -> str:
         f' <span class="muted">started {escape(report.started_at.isoformat(timespec="seconds"))}'
         f"</span><div class=stats>{stats}</div>"
         f'<div class="grid" aria-label="cases at a glance">{cells}</div>'
-        f"{_diff(diff) if diff is not None else ''}"
+        f"{_diff(diff, report, baseline) if diff is not None and baseline is not None else ''}"
         "<h2>Evaluators</h2><table><tr><th>evaluator</th><th>runs passed</th>"
         f"<th>mean score</th></tr>{evaluators}</table>"
         f"<h2>Cases</h2>{''.join(_case(c, diff) for c in report.cases)}"

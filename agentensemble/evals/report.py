@@ -112,6 +112,9 @@ class ReportDiff(BaseModel):
     changes: dict[str, str] = Field(
         default_factory=dict, description="case -> 'runs passed: before -> now'"
     )
+    evaluators: dict[str, str] = Field(
+        default_factory=dict, description="evaluator -> 'runs passed: 100% -> 50%', if changed"
+    )
 
     @property
     def ok(self) -> bool:
@@ -187,6 +190,10 @@ class EvalReport(BaseModel):
                 name
             )
         diff.removed.extend(before)
+        old_rates = baseline.evaluator_pass_rates()
+        for name, rate in self.evaluator_pass_rates().items():
+            if name in old_rates and old_rates[name] != rate:
+                diff.evaluators[name] = f"runs passed: {old_rates[name]:.0%} -> {rate:.0%}"
         return diff
 
     def print(self, file: IO[str] | None = None, *, baseline: EvalReport | None = None) -> None:

@@ -133,6 +133,8 @@ def test_a_person_sees_pass_fail_trajectories_and_the_diff_in_the_browser(
     baseline_section = browser.find_element(By.ID, "baseline")
     assert "Against the baseline: 2 regression(s)" in baseline_section.text
     assert "france" in baseline_section.text and "runs passed: 2/2 -> 0/2" in baseline_section.text
+    assert "pass rate 100% → 0%" in baseline_section.text
+    assert "Contains runs passed: 100% -> 0%" in baseline_section.text
     france = browser.find_element(By.CSS_SELECTOR, 'details.case[data-case="france"]')
     assert france.get_attribute("open") is not None  # failing cases are open
     assert "regressed" in france.find_element(By.TAG_NAME, "summary").text

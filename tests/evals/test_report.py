@@ -64,6 +64,9 @@ def test_compare_lists_regressions_and_improvements() -> None:
     assert diff.changes["france"] == "runs passed: 1/1 -> 0/1"
     assert baseline.compare(baseline).ok
     assert baseline.compare(worse).regressions == ["spain"]
+    assert diff.evaluators == {
+        "Contains#2": "runs passed: 67% -> 33%",  # Paris, Berlin, Madrid -> Madrid only
+    }
 
 
 def test_compare_names_cases_added_and_removed() -> None:
@@ -81,6 +84,8 @@ def test_the_table_with_a_baseline_says_what_regressed() -> None:
     evaluate(lambda: geo_ensemble(wrong=True), DATASET).print(file=out, baseline=baseline)
     assert "Against the baseline: 2 regression(s), 1 improvement(s)" in out.getvalue()
     assert "regressed: france (runs passed: 1/1 -> 0/1)" in out.getvalue()
+    assert "evaluator Contains#2: runs passed: 67% -> 33%" in out.getvalue()
+    assert "pass rate 67% -> 33%, tokens" in out.getvalue()
 
 
 def test_hostile_text_cannot_drive_the_terminal() -> None:
