@@ -172,7 +172,7 @@ def _diff(diff: ReportDiff, report: EvalReport, baseline: EvalReport) -> str:
         f"{block('Improvements', diff.improvements, 'improvements')}"
         f"{block('New cases', diff.added, 'added')}"
         f"{block('Missing cases', diff.removed, 'removed')}"
-        f"{f'<h3>Evaluators</h3><ul class=diff>{evaluators}</ul>' if evaluators else ''}"
+        f"{f'<h3>Evaluators that changed</h3><ul class=diff>{evaluators}</ul>' if evaluators else ''}"
         "</section>"
     )
 
