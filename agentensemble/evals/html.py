@@ -145,6 +145,10 @@ def _case(result: CaseResult, diff: ReportDiff | None) -> str:
     )
 
 
+def _changed(items: str) -> str:
+    return f"<h3>Evaluators that changed</h3><ul class=diff>{items}</ul>" if items else ""
+
+
 def _diff(diff: ReportDiff, report: EvalReport, baseline: EvalReport) -> str:
     def block(title: str, names: list[str], kind: str) -> str:
         if not names:
@@ -172,7 +176,7 @@ def _diff(diff: ReportDiff, report: EvalReport, baseline: EvalReport) -> str:
         f"{block('Improvements', diff.improvements, 'improvements')}"
         f"{block('New cases', diff.added, 'added')}"
         f"{block('Missing cases', diff.removed, 'removed')}"
-        f"{f'<h3>Evaluators that changed</h3><ul class=diff>{evaluators}</ul>' if evaluators else ''}"
+        f"{_changed(evaluators)}"
         "</section>"
     )
 
