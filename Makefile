@@ -32,6 +32,7 @@ bench: $(STAMP)
 	$(PY) benchmarks/run.py
 	$(PY) benchmarks/workflows.py
 	$(PY) benchmarks/durable.py
+	$(PY) benchmarks/evals.py
 
 bench-peers: $(STAMP)  # installs each peer into benchmarks/.peers/ (git-ignored) first
 	$(PY) benchmarks/peers.py --install
