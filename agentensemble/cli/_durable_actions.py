@@ -17,7 +17,7 @@ from agentensemble._display import escape_for_display
 from agentensemble.durable._client import DurableClient, ReviewClosedError
 from agentensemble.durable._runtime import DurableRuntime
 from agentensemble.errors import ConfigurationError
-from agentensemble.logging import LOGGER_NAME, configure_logging
+from agentensemble.logging import LOGGER_NAME, configure_logging, redact_text
 
 EXIT_OK, EXIT_USAGE, EXIT_LEASE_LOST = 0, 2, 3
 
@@ -144,6 +144,62 @@ def _decide(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _steps(args: argparse.Namespace) -> int:
+    client = DurableClient(args.database, prepare=False)
+    try:
+        steps = client.steps(args.run_id, internal=args.all)
+    except KeyError as error:
+        print(f"agentensemble durable: {error.args[0]}", file=sys.stderr)
+        return EXIT_USAGE
+    finally:
+        client.close()
+    for step in steps:
+        when = f"{step.started_at:%H:%M:%S.%f}"[:-3] if step.started_at else "-"
+        took = f"{step.duration.total_seconds() * 1000:.0f} ms" if step.duration else "-"
+        task = f"task {step.task}" if step.task is not None else "run"
+        fields = [when, took, task, step.kind, step.name, step.detail, step.output]
+        if step.error:
+            fields.append(f"error: {step.error}")
+        print("\t".join(_shown(field) for field in fields))
+    return EXIT_OK
+
+
+def _fork(args: argparse.Namespace) -> int:
+    inputs = None
+    if args.input:
+        client = DurableClient(args.database, prepare=False)
+        try:
+            parent = client.inputs(args.run_id)
+        finally:
+            client.close()
+        inputs = {**parent, **_pairs(args.input)}
+    client = DurableClient(args.database, prepare=False)
+    try:
+        forked = client.fork(
+            args.run_id, from_task=args.from_task, new_run_id=args.new_run_id, inputs=inputs
+        )
+    finally:
+        client.close()
+    print(f"forked {args.run_id} from task {args.from_task} as {forked} (queued for a worker)")
+    return EXIT_OK
+
+
+def _pairs(items: list[str]) -> dict[str, str]:
+    pairs = {}
+    for item in items:
+        name, equals, value = item.partition("=")
+        if not equals or not name:
+            raise ConfigurationError(f"--input {item!r} is not NAME=VALUE")
+        pairs[name] = value
+    return pairs
+
+
+def _shown(text: str) -> str:
+    """A field of a listing: secrets masked, and never a tab or newline that would fake a row."""
+    shown = escape_for_display(redact_text(text))
+    return shown.replace("\n", "\\n").replace("\t", "\\t")
+
+
 def _prune(args: argparse.Namespace) -> int:
     if args.keep_last is None and args.older_than is None:
         print("agentensemble durable prune: say what to keep: --keep-last N, --older-than AGE, "
@@ -179,6 +235,10 @@ def dispatch(args: argparse.Namespace) -> int:
             return _reviews(args.run_id, args.database)
         if command == "decide":
             return _decide(args)
+        if command == "steps":
+            return _steps(args)
+        if command == "fork":
+            return _fork(args)
         if command == "prune":
             return _prune(args)
         return _runs(args.database, args.status)

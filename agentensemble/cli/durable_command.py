@@ -7,6 +7,9 @@
     agentensemble durable reviews RUN_ID [--database URL]
     agentensemble durable decide RUN_ID REVIEW_ID continue|edit|exit_early
         [--text TEXT] [--database URL]
+    agentensemble durable steps RUN_ID [--all] [--database URL]
+    agentensemble durable fork RUN_ID --from-task N [--new-run-id ID] [--input NAME=VALUE ...]
+        [--database URL]
     agentensemble durable prune [--keep-last N] [--older-than 7d] [--ensemble NAME]
         [--database URL]
 
@@ -19,8 +22,8 @@ for ``--dead-after`` seconds is declared dead and a live worker hands its unfini
 to the queue by itself. ``recover`` does it at once, for a worker you know is dead; it refuses
 one whose lease is fresh (alive) unless ``--force``. A worker that finds its own lease taken
 (it was paused longer than ``--dead-after``) stops taking work and exits with status 3.
-``runs``, ``reviews``, ``decide`` and ``prune`` only read and write the database: they create no
-file.
+``runs``, ``reviews``, ``decide``, ``steps``, ``fork`` and ``prune`` only read and write the
+database: they create no file.
 """
 
 from __future__ import annotations
@@ -80,6 +83,28 @@ def add_durable_arguments(parser: argparse.ArgumentParser) -> None:
     decide.add_argument("decision", choices=("continue", "edit", "exit_early"))
     decide.add_argument("--text", help="the revised output (edit) or the reason (exit_early)")
     decide.add_argument("--database", help=f"database URL (default ${DATABASE_ENV})")
+    steps = commands.add_parser(
+        "steps", help="what a run did, in order: model turns, tool calls, reviews (runs nothing)"
+    )
+    steps.add_argument("run_id")
+    steps.add_argument("--all", action="store_true", help="DBOS's own bookkeeping steps too")
+    steps.add_argument("--database", help=f"database URL (default ${DATABASE_ENV})")
+    fork = commands.add_parser(
+        "fork", help="a new run reusing a finished run's tasks before --from-task (no model "
+        "request, no tool call) and running the rest again, queued for the workers"
+    )  # fmt: skip
+    fork.add_argument("run_id")
+    fork.add_argument(
+        "--from-task", type=int, required=True, metavar="N",
+        help="the first task to run again (1-based, as steps numbers them)",
+    )  # fmt: skip
+    fork.add_argument("--new-run-id", help="the fork's id (default: RUN_ID-fork-XXXXXXXX)")
+    fork.add_argument(
+        "--input", action="append", default=[], metavar="NAME=VALUE",
+        help="run again with this input instead of the parent's (repeatable; the other inputs "
+        "are the parent's)",
+    )  # fmt: skip
+    fork.add_argument("--database", help=f"database URL (default ${DATABASE_ENV})")
     prune = commands.add_parser(
         "prune", help="delete finished runs by age and by count per ensemble (never running, "
         "queued or waiting ones)"
@@ -149,7 +174,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 COMMAND = Command(
     name="durable",
     help="durable runs: run a worker, recover a dead worker's runs, list runs and reviews, "
-    "decide a review, prune old runs (extra durable)",
+    "decide a review, list a run's steps, fork a run, prune old runs (extra durable)",
     add_arguments=add_durable_arguments,
     run=run_durable,
 )

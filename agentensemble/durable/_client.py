@@ -20,8 +20,10 @@ from agentensemble.durable._database import (
     is_missing_schema,
     no_schema_error,
 )
+from agentensemble.durable._forks import fork_run
+from agentensemble.durable._history import RunStep, read_history, run_reviews
 from agentensemble.durable._retention import prune
-from agentensemble.durable._reuse import refuse_changed_reuse
+from agentensemble.durable._reuse import refuse_changed_reuse, run_arguments
 from agentensemble.durable._review import REVIEWS_KEY, review_key
 from agentensemble.durable._run_records import (
     FAILURE_KEY,
@@ -31,8 +33,8 @@ from agentensemble.durable._run_records import (
     output_from,
     run_info,
 )
-from agentensemble.durable._runtime import QUEUE_NAME, WORKFLOW_NAME
-from agentensemble.errors import AgentEnsembleError
+from agentensemble.durable._runtime import CHECKPOINT_FORMAT, QUEUE_NAME, WORKFLOW_NAME
+from agentensemble.errors import AgentEnsembleError, ConfigurationError
 from agentensemble.outputs import EnsembleOutput
 
 DecisionOutcome = Literal["applied", "queued"]
@@ -186,6 +188,49 @@ class DurableClient:
         api = self._client
         return prune(
             api, WORKFLOW_NAME, keep_last=keep_last, older_than=older_than, ensemble=ensemble
+        )
+
+    def steps(self, run_id: str, *, internal: bool = False) -> list[RunStep]:
+        """What run ``run_id`` did, in order, as recorded: its model turns, tool calls (arguments
+        and outputs) and reviews (asked, decided), each with its time and duration. Runs nothing;
+        ``internal`` adds DBOS's own bookkeeping steps."""
+        if not self._client.list_workflows(workflow_ids=[run_id], load_output=False):
+            raise KeyError(f"no durable run with id {run_id!r}")
+        steps = self._client.list_workflow_steps(run_id)
+        reviews = run_reviews(
+            lambda run, key: self._client.get_event(run, key, timeout_seconds=0), run_id
+        )
+        return read_history(steps, reviews, internal=internal)
+
+    def inputs(self, run_id: str) -> dict[str, Any]:
+        """The inputs run ``run_id`` was started with."""
+        found = self._client.list_workflows(workflow_ids=[run_id], load_output=False)
+        if not found:
+            raise ConfigurationError(f"there is no durable run {run_id!r}")
+        args = run_arguments(found[0])
+        return dict(args[1]) if len(args) > 1 and isinstance(args[1], dict) else {}
+
+    def fork(
+        self,
+        run_id: str,
+        *,
+        from_task: int,
+        new_run_id: str | None = None,
+        inputs: Mapping[str, Any] | None = None,
+    ) -> str:
+        """A new run that reuses ``run_id``'s tasks before ``from_task`` (1-based, as ``steps``
+        numbers them) without a model request or a tool call, and runs the rest again (with
+        ``inputs`` instead of the parent's, if given); queued for the workers. The parent is
+        untouched; the fork records its parent and fork point (``RunInfo.forked_from``,
+        ``RunInfo.fork_point``); a fork can be forked again. Its id (``new_run_id`` if given)."""
+        return fork_run(
+            self._client,
+            run_id,
+            from_task=from_task,
+            new_run_id=new_run_id,
+            inputs=inputs,
+            checkpoint_format=CHECKPOINT_FORMAT,
+            queue_name=QUEUE_NAME,
         )
 
     def cancel(self, run_id: str) -> None:

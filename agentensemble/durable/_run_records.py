@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any
 
+from agentensemble.durable._forks import fork_record
 from agentensemble.durable._reuse import run_arguments
 from agentensemble.errors import TaskExecutionError
 from agentensemble.outputs import EnsembleOutput, TaskOutput
@@ -27,6 +28,10 @@ class RunInfo:
     status: str  # PENDING, ENQUEUED, SUCCESS, ERROR, CANCELLED, ...
     created_at: datetime | None
     error: str | None = None
+    forked_from: str | None = None
+    """The run this one was forked from (``DurableClient.fork``), or None."""
+    fork_point: int | None = None
+    """The task (1-based) from which a fork ran again; the tasks before it were reused."""
 
 
 class RunFailed(Exception):
@@ -58,12 +63,15 @@ def run_info(status: Any) -> RunInfo:
     """A DBOS workflow status as a RunInfo."""
     created = getattr(status, "created_at", None)
     args = run_arguments(status)
+    fork = fork_record(status) or {}
     return RunInfo(
         run_id=status.workflow_id,
         ensemble=args[0] if args else None,
         status=str(status.status),
         created_at=datetime.fromtimestamp(created / 1000, tz=timezone.utc) if created else None,
         error=str(status.error) if getattr(status, "error", None) else None,
+        forked_from=fork.get("parent"),
+        fork_point=fork.get("from_task"),
     )
 
 
