@@ -164,6 +164,20 @@ def _steps(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _trace(args: argparse.Namespace) -> int:
+    client = DurableClient(args.database, prepare=False)
+    try:
+        trace = client.trace(args.run_id)
+    finally:
+        client.close()
+    if args.out:
+        path = trace.save(args.out)
+        print(f"wrote the trace of {args.run_id} to {path}")
+    else:
+        print(trace.to_json())
+    return EXIT_OK
+
+
 def _fork(args: argparse.Namespace) -> int:
     inputs = None
     if args.input:
@@ -237,6 +251,8 @@ def dispatch(args: argparse.Namespace) -> int:
             return _decide(args)
         if command == "steps":
             return _steps(args)
+        if command == "trace":
+            return _trace(args)
         if command == "fork":
             return _fork(args)
         if command == "prune":

@@ -8,6 +8,7 @@
     agentensemble durable decide RUN_ID REVIEW_ID continue|edit|exit_early
         [--text TEXT] [--database URL]
     agentensemble durable steps RUN_ID [--all] [--database URL]
+    agentensemble durable trace RUN_ID [--out FILE] [--database URL]
     agentensemble durable fork RUN_ID --from-task N [--new-run-id ID] [--input NAME=VALUE ...]
         [--database URL]
     agentensemble durable prune [--keep-last N] [--older-than 7d] [--ensemble NAME]
@@ -22,8 +23,8 @@ for ``--dead-after`` seconds is declared dead and a live worker hands its unfini
 to the queue by itself. ``recover`` does it at once, for a worker you know is dead; it refuses
 one whose lease is fresh (alive) unless ``--force``. A worker that finds its own lease taken
 (it was paused longer than ``--dead-after``) stops taking work and exits with status 3.
-``runs``, ``reviews``, ``decide``, ``steps``, ``fork`` and ``prune`` only read and write the
-database: they create no file.
+Every command but ``worker`` and ``recover`` only reads and writes the database: none creates a
+file.
 """
 
 from __future__ import annotations
@@ -89,6 +90,13 @@ def add_durable_arguments(parser: argparse.ArgumentParser) -> None:
     steps.add_argument("run_id")
     steps.add_argument("--all", action="store_true", help="DBOS's own bookkeeping steps too")
     steps.add_argument("--database", help=f"database URL (default ${DATABASE_ENV})")
+    trace = commands.add_parser(
+        "trace", help="a finished run's execution trace as JSON, replayed from the database "
+        "(runs nothing; open it with ExecutionTrace.from_json or a trace viewer)"
+    )  # fmt: skip
+    trace.add_argument("run_id")
+    trace.add_argument("--out", metavar="FILE", help="write it to FILE instead of stdout")
+    trace.add_argument("--database", help=f"database URL (default ${DATABASE_ENV})")
     fork = commands.add_parser(
         "fork", help="a new run reusing a finished run's tasks before --from-task (no model "
         "request, no tool call) and running the rest again, queued for the workers"

@@ -36,6 +36,7 @@ from agentensemble.durable._run_records import (
 from agentensemble.durable._runtime import CHECKPOINT_FORMAT, QUEUE_NAME, WORKFLOW_NAME
 from agentensemble.errors import AgentEnsembleError, ConfigurationError
 from agentensemble.outputs import EnsembleOutput
+from agentensemble.tracing.trace import ExecutionTrace
 
 DecisionOutcome = Literal["applied", "queued"]
 _FINISHED = {"SUCCESS", "ERROR", "CANCELLED", "MAX_RECOVERY_ATTEMPTS_EXCEEDED"}
@@ -201,6 +202,23 @@ class DurableClient:
             lambda run, key: self._client.get_event(run, key, timeout_seconds=0), run_id
         )
         return read_history(steps, reviews, internal=internal)
+
+    def trace(self, run_id: str) -> ExecutionTrace:
+        """The execution trace a finished run recorded with its output (tasks, model turns,
+        tool calls, reviews, timings, with secrets redacted as captured): a replay for a person,
+        nothing runs. A run that has not succeeded has none: ``steps`` lists what it did."""
+        found = self._client.list_workflows(workflow_ids=[run_id], load_output=False)
+        if not found:
+            raise ConfigurationError(f"there is no durable run {run_id!r}")
+        if str(found[0].status) != "SUCCESS":
+            raise ConfigurationError(
+                f"run {run_id!r} is {found[0].status}: only a finished run has a trace "
+                "(its steps are listed by steps(run_id))"
+            )
+        trace = self.result(run_id, timeout=0).trace
+        if trace is None:
+            raise ConfigurationError(f"run {run_id!r} was run with capture='off': no trace")
+        return trace
 
     def inputs(self, run_id: str) -> dict[str, Any]:
         """The inputs run ``run_id`` was started with."""

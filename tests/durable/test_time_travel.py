@@ -15,6 +15,7 @@ from test_review_suspend import start, wait_for_review
 
 from agentensemble.durable import DurableClient
 from agentensemble.errors import ConfigurationError
+from agentensemble.tracing.trace import ExecutionTrace
 
 APP = Path(__file__).with_name("_fork_app.py")
 
@@ -145,3 +146,28 @@ def test_steps_and_fork_from_the_command_line(tmp_path: Path) -> None:
         client.close()
     bad = durable("fork", "r1", "--from-task", "2", "--input", "novalue")
     assert bad.returncode == 2 and "'novalue' is not NAME=VALUE" in bad.stderr
+
+
+def test_a_finished_run_is_replayed_as_its_trace_without_running(tmp_path: Path) -> None:
+    db = f"sqlite:///{tmp_path}/runs.sqlite"
+    app = App(db, tmp_path)
+    app("run", "r1", "tides")
+    app.calls()
+    saved = tmp_path / "r1.trace.json"
+    replay = subprocess.run(
+        [sys.executable, "-m", "agentensemble", "durable", "trace", "r1", "--out", str(saved),
+         "--database", db],
+        capture_output=True,
+        text=True,
+        timeout=90,
+    )  # fmt: skip
+    assert replay.returncode == 0, replay.stderr
+    trace = ExecutionTrace.from_json(saved.read_text())
+    assert [t.task_name for t in trace.tasks] == ["one", "two"]
+    assert app.calls() == []  # nothing ran again
+    client = DurableClient(db)
+    try:
+        with pytest.raises(ConfigurationError, match="no durable run 'nope'"):
+            client.trace("nope")
+    finally:
+        client.close()
