@@ -105,13 +105,6 @@ def test_a_client_prepares_a_new_database_so_runs_queue_before_any_worker(
         client.close()
 
 
-@pytest.fixture(params=["sqlite", "postgres"])
-def any_database(request: pytest.FixtureRequest, tmp_path: Path) -> str:
-    if request.param == "sqlite":
-        return f"sqlite:///{tmp_path}/runs.sqlite"
-    return str(request.getfixturevalue("postgres_url"))
-
-
 def test_a_run_id_reused_for_other_work_is_refused(any_database: str) -> None:
     client = DurableClient(any_database)
     try:

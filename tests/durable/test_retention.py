@@ -126,13 +126,6 @@ def run_app(db: str, echoes: int, others: int, keep: str = "-") -> list[str]:
     return list(json.loads(result.stdout.strip().splitlines()[-1]))
 
 
-@pytest.fixture(params=["sqlite", "postgres"])
-def any_database(request: pytest.FixtureRequest, tmp_path: Path) -> str:
-    if request.param == "sqlite":
-        return f"sqlite:///{tmp_path}/runs.sqlite"
-    return str(request.getfixturevalue("postgres_url"))
-
-
 def test_pruning_keeps_the_newest_per_ensemble_and_never_a_waiting_review(
     any_database: str,
 ) -> None:
