@@ -24,6 +24,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "agentensemble.cli.validate_command",
     "agentensemble.cli.serve_command",
     "agentensemble.cli.eval_command",
+    "agentensemble.cli.durable_command",
 )
 
 
@@ -47,7 +48,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     parser = argparse.ArgumentParser(
         prog="agentensemble",
-        description="Run, check and evaluate agentensemble crew files; serve the web console.",
+        description="Run, check and evaluate crew files; serve the web console; operate durable "
+        "runs.",
         epilog="Exit codes: 0 ok, 1 run failed, 2 bad usage or crew file, 130 interrupted.",
     )
     parser.add_argument("--version", action="version", version=f"agentensemble {__version__}")

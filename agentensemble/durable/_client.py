@@ -9,35 +9,61 @@ from __future__ import annotations
 import time
 import uuid
 from collections.abc import Mapping
-from typing import Any
+from datetime import datetime, timedelta, timezone
+from typing import Any, Literal
 
 from dbos import DBOSClient
 
+from agentensemble.durable._database import (
+    check_database,
+    database_url,
+    is_missing_schema,
+    no_schema_error,
+)
+from agentensemble.durable._forks import fork_run
+from agentensemble.durable._history import RunStep, read_history, run_reviews
+from agentensemble.durable._retention import prune
+from agentensemble.durable._reuse import refuse_changed_reuse, run_arguments
 from agentensemble.durable._review import REVIEWS_KEY, review_key
-from agentensemble.durable._runtime import (
+from agentensemble.durable._run_records import (
     FAILURE_KEY,
-    QUEUE_NAME,
-    WORKFLOW_NAME,
     RunFailed,
     RunInfo,
-    _output_from,
-    database_url,
     failure_error,
+    output_from,
     run_info,
 )
-from agentensemble.errors import AgentEnsembleError
+from agentensemble.durable._runtime import CHECKPOINT_FORMAT, QUEUE_NAME, WORKFLOW_NAME
+from agentensemble.errors import AgentEnsembleError, ConfigurationError
 from agentensemble.outputs import EnsembleOutput
+from agentensemble.tracing.trace import ExecutionTrace
 
+DecisionOutcome = Literal["applied", "queued"]
 _FINISHED = {"SUCCESS", "ERROR", "CANCELLED", "MAX_RECOVERY_ATTEMPTS_EXCEEDED"}
 
 
 class DurableClient:
     """Queue runs for the workers of ``app_name`` sharing ``database_url``; wait for results."""
 
-    def __init__(self, database_url: str | None = None, *, app_name: str = "agentensemble"):
+    def __init__(
+        self,
+        database_url: str | None = None,
+        *,
+        app_name: str = "agentensemble",
+        prepare: bool = True,
+    ):
+        """``prepare=True`` creates the database's tables when no worker has yet, so runs can be
+        queued before any worker starts; ``prepare=False`` (the read-only commands) creates
+        nothing and refuses, in one line, a database that is missing or unprepared."""
         self.database_url = _resolve(database_url)
         self.app_name = app_name
+        check_database(self.database_url, read_only=not prepare)
         self._client = DBOSClient(system_database_url=self.database_url, application_name=app_name)
+        if not _has_tables(self._client):
+            if not prepare:
+                self._client.destroy()
+                raise no_schema_error(self.database_url)
+            self._client._sys_db.run_migrations()
 
     def submit(
         self, name: str, inputs: Mapping[str, Any] | None = None, *, run_id: str | None = None
@@ -45,6 +71,8 @@ class DurableClient:
         """Queue a run of the ensemble registered as ``name``; its run id (idempotent by id)."""
         options: Any = {"queue_name": QUEUE_NAME, "workflow_name": WORKFLOW_NAME}
         if run_id:
+            found = self._client.list_workflows(workflow_ids=[run_id], load_output=False)
+            refuse_changed_reuse(found, run_id, name, inputs)
             options["workflow_id"] = run_id
         handle: Any = self._client.enqueue(options, name, dict(inputs or {}))
         return str(handle.get_workflow_id())
@@ -66,7 +94,7 @@ class DurableClient:
         except RunFailed as recorded:
             failure = self._client.get_event(run_id, FAILURE_KEY, timeout_seconds=0)
             raise failure_error(run_id, failure, recorded) from None
-        return _output_from(result, run_id)
+        return output_from(result, run_id)
 
     def pending_reviews(self, run_id: str) -> list[dict[str, Any]]:
         """The reviews of ``run_id`` still waiting for a decision: id and request fields."""
@@ -86,15 +114,17 @@ class DurableClient:
         revised_output: str | None = None,
         reason: str | None = None,
         confirm_within: float = 5.0,
-    ) -> None:
+    ) -> DecisionOutcome:
         """Decide a pending review: ``continue``, ``edit`` (with ``revised_output``) or
-        ``exit_early`` (with an optional ``reason``).
+        ``exit_early`` (with an optional ``reason``). Returns ``"applied"`` or ``"queued"``.
 
         A review that is unknown, already decided or timed out is refused with
         ``ReviewClosedError`` and nothing is sent. While a worker holds the run, the call waits
-        up to ``confirm_within`` seconds to see its decision applied, and raises
+        up to ``confirm_within`` seconds to see its decision applied (``"applied"``), and raises
         ``ReviewClosedError`` if another decision (or the timeout) came first. With no worker
-        running the run, the decision waits in the database and the first one sent is applied.
+        running the run, the decision waits in the database (``"queued"``) and applies when a
+        worker resumes the run; a second decision while one is queued is refused, since only
+        the first one sent would apply.
         """
         if decision not in ("continue", "edit", "exit_early"):
             raise ValueError(f"decision must be continue, edit or exit_early; got {decision!r}")
@@ -107,6 +137,13 @@ class DurableClient:
             raise ReviewClosedError(
                 f"review {review_id!r} of run {run_id!r} is no longer pending "
                 f"({found.get('state')}): the decision was not applied"
+            )
+        queued_at = _queued_decision_time(self._client, run_id, review_id)
+        if queued_at is not None:
+            raise ReviewClosedError(
+                f"review {review_id!r} of run {run_id!r} already has a decision queued (sent "
+                f"{queued_at:%Y-%m-%d %H:%M:%S} UTC); it applies when a worker resumes the run, "
+                "and this one was not sent"
             )
         decision_id = uuid.uuid4().hex
         message = {
@@ -124,11 +161,12 @@ class DurableClient:
                 time.sleep(0.05)
                 continue
             if state == "decided" and found.get("decision_id") == decision_id:
-                return
+                return "applied"
             raise ReviewClosedError(
                 f"review {review_id!r} of run {run_id!r} was closed before this decision "
                 f"arrived ({state}): it was not applied"
             )
+        return "queued"
 
     def list_runs(self, *, status: str | None = None, limit: int = 100) -> list[RunInfo]:
         """The newest runs first (optionally only those with ``status``); launches nothing, so it
@@ -137,6 +175,81 @@ class DurableClient:
             name=WORKFLOW_NAME, status=status, limit=limit, sort_desc=True, load_output=False
         )
         return [run_info(w) for w in found]
+
+    def prune(
+        self,
+        *,
+        keep_last: int | None = None,
+        older_than: timedelta | None = None,
+        ensemble: str | None = None,
+    ) -> int:
+        """Delete finished runs past the newest ``keep_last`` per ensemble and those finished
+        more than ``older_than`` ago (only ``ensemble``'s, if named); how many were deleted.
+        Runs in progress, queued or waiting for a review are never deleted."""
+        api = self._client
+        return prune(
+            api, WORKFLOW_NAME, keep_last=keep_last, older_than=older_than, ensemble=ensemble
+        )
+
+    def steps(self, run_id: str, *, internal: bool = False) -> list[RunStep]:
+        """What run ``run_id`` did, in order, as recorded: its model turns, tool calls (arguments
+        and outputs) and reviews (asked, decided), each with its time and duration. Runs nothing;
+        ``internal`` adds DBOS's own bookkeeping steps."""
+        if not self._client.list_workflows(workflow_ids=[run_id], load_output=False):
+            raise KeyError(f"no durable run with id {run_id!r}")
+        steps = self._client.list_workflow_steps(run_id)
+        reviews = run_reviews(
+            lambda run, key: self._client.get_event(run, key, timeout_seconds=0), run_id
+        )
+        return read_history(steps, reviews, internal=internal)
+
+    def trace(self, run_id: str) -> ExecutionTrace:
+        """The execution trace a finished run recorded with its output (tasks, model turns,
+        tool calls, reviews, timings, with secrets redacted as captured): a replay for a person,
+        nothing runs. A run that has not succeeded has none: ``steps`` lists what it did."""
+        found = self._client.list_workflows(workflow_ids=[run_id], load_output=False)
+        if not found:
+            raise ConfigurationError(f"there is no durable run {run_id!r}")
+        if str(found[0].status) != "SUCCESS":
+            raise ConfigurationError(
+                f"run {run_id!r} is {found[0].status}: only a finished run has a trace "
+                "(its steps are listed by steps(run_id))"
+            )
+        trace = self.result(run_id, timeout=0).trace
+        if trace is None:
+            raise ConfigurationError(f"run {run_id!r} was run with capture='off': no trace")
+        return trace
+
+    def inputs(self, run_id: str) -> dict[str, Any]:
+        """The inputs run ``run_id`` was started with."""
+        found = self._client.list_workflows(workflow_ids=[run_id], load_output=False)
+        if not found:
+            raise ConfigurationError(f"there is no durable run {run_id!r}")
+        args = run_arguments(found[0])
+        return dict(args[1]) if len(args) > 1 and isinstance(args[1], dict) else {}
+
+    def fork(
+        self,
+        run_id: str,
+        *,
+        from_task: int,
+        new_run_id: str | None = None,
+        inputs: Mapping[str, Any] | None = None,
+    ) -> str:
+        """A new run that reuses ``run_id``'s tasks before ``from_task`` (1-based, as ``steps``
+        numbers them) without a model request or a tool call, and runs the rest again (with
+        ``inputs`` instead of the parent's, if given); queued for the workers. The parent is
+        untouched; the fork records its parent and fork point (``RunInfo.forked_from``,
+        ``RunInfo.fork_point``); a fork can be forked again. Its id (``new_run_id`` if given)."""
+        return fork_run(
+            self._client,
+            run_id,
+            from_task=from_task,
+            new_run_id=new_run_id,
+            inputs=inputs,
+            checkpoint_format=CHECKPOINT_FORMAT,
+            queue_name=QUEUE_NAME,
+        )
 
     def cancel(self, run_id: str) -> None:
         """Stop ``run_id``: no further step of it starts."""
@@ -155,4 +268,38 @@ def _resolve(url: str | None) -> str:
     return database_url(url)
 
 
-__all__ = ["DurableClient", "ReviewClosedError"]
+def _queued_decision_time(client: DBOSClient, run_id: str, review_id: str) -> datetime | None:
+    """When the oldest decision still waiting for ``review_id`` was sent, or None.
+
+    Reads DBOS's message table (pinned DBOS minor: see pyproject): a message not yet received
+    by the run is a decision no worker has applied yet."""
+    import sqlalchemy
+
+    sys_db: Any = client._sys_db
+    table = sys_db.tables.notifications
+    query = (
+        sqlalchemy.select(sqlalchemy.func.min(table.c.created_at_epoch_ms))
+        .where(table.c.destination_uuid == run_id)
+        .where(table.c.topic == review_id)
+        .where(table.c.consumed == sqlalchemy.false())
+    )
+    with sys_db.engine.connect() as connection:
+        sent = connection.execute(query).scalar()
+    return None if sent is None else datetime.fromtimestamp(sent / 1000, tz=timezone.utc)
+
+
+def _has_tables(client: DBOSClient) -> bool:
+    """Whether a DBOS application (a worker, or a client that prepared it) created the tables."""
+    import sqlalchemy
+
+    engine: Any = client._sys_db.engine
+    schema = None if engine.dialect.name == "sqlite" else "dbos"
+    try:
+        return bool(sqlalchemy.inspect(engine).has_table("workflow_status", schema=schema))
+    except Exception as error:
+        if is_missing_schema(error):
+            return False
+        raise
+
+
+__all__ = ["DecisionOutcome", "DurableClient", "ReviewClosedError"]

@@ -14,25 +14,39 @@ import re
 import threading
 import uuid
 from collections.abc import AsyncIterator, Callable, Coroutine, Mapping, Sequence
-from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import timedelta
 from typing import Any, TypeVar
 
 from dbos import DBOS, Queue, SetWorkflowID
 
 from agentensemble._background_loop import run_on_background_loop
+from agentensemble.durable._database import (
+    DATABASE_ENV,
+    DEFAULT_DATABASE_URL,
+    check_database,
+    database_url,
+)
 from agentensemble.durable._liveness import Liveness, recover_pending_runs
+from agentensemble.durable._retention import PruneTimer, Retention, prune
+from agentensemble.durable._reuse import refuse_changed_reuse
+from agentensemble.durable._run_records import (
+    FAILURE_KEY,
+    DurableRunError,
+    RunFailed,
+    RunInfo,
+    failure_error,
+    output_from,
+    run_info,
+)
 from agentensemble.durable._sqlite import SqliteSync, prepare_sqlite
 from agentensemble.durable._steps import DBOSSteps, numbering_per_task
 from agentensemble.ensemble import Ensemble
 from agentensemble.errors import ConfigurationError, TaskExecutionError
 from agentensemble.events import EnsembleEvent, EnsembleListener
 from agentensemble.logging import get_logger
-from agentensemble.outputs import EnsembleOutput, TaskOutput
+from agentensemble.outputs import EnsembleOutput
 from agentensemble.steps import use_step_runner
 
-DATABASE_ENV = "AGENTENSEMBLE_DATABASE_URL"
-DEFAULT_DATABASE_URL = "sqlite:///agentensemble.sqlite"
 WORKER_ENV = "AGENTENSEMBLE_WORKER_ID"
 QUEUE_NAME = "agentensemble-runs"
 WORKFLOW_NAME = "agentensemble.run"
@@ -40,7 +54,6 @@ WORKFLOW_NAME = "agentensemble.run"
 # would otherwise hash its workflows' source and its own version, so that upgrading DBOS or
 # this package left every unfinished run waiting, unresumed and unreported.
 CHECKPOINT_FORMAT = "agentensemble-durable-2"
-FAILURE_KEY = "failure"  # the event holding a failed run's error and completed outputs
 _APP_NAME = re.compile(r"^[a-z0-9_-]{3,256}$")
 
 T = TypeVar("T")
@@ -54,32 +67,6 @@ _registry_lock = threading.Lock()
 _STEPS = DBOSSteps()
 # run id -> the listeners of a DurableRuntime.astream watching it in this process
 _watchers: dict[str, Sequence[EnsembleListener]] = {}
-
-
-class DurableRunError(TaskExecutionError):
-    """A durable run failed; ``completed_outputs`` holds what its finished tasks produced."""
-
-
-@dataclass(frozen=True)
-class RunInfo:
-    """What the database knows of one run."""
-
-    run_id: str
-    ensemble: str | None
-    status: str  # PENDING, ENQUEUED, SUCCESS, ERROR, CANCELLED, ...
-    created_at: datetime | None
-    error: str | None = None
-
-
-def database_url(url: str | None = None) -> str:
-    """The database to use: ``url``, else ``$AGENTENSEMBLE_DATABASE_URL``, else a SQLite file."""
-    chosen = url or os.environ.get(DATABASE_ENV) or DEFAULT_DATABASE_URL
-    if not chosen.startswith(("sqlite:///", "postgresql://", "postgres://")):
-        raise ConfigurationError(
-            f"database URL {chosen.split('@')[-1]!r} is not supported: use sqlite:///file.sqlite "
-            f"or postgresql://... (argument database_url= or ${DATABASE_ENV})"
-        )
-    return chosen
 
 
 @DBOS.workflow(name=WORKFLOW_NAME)
@@ -123,31 +110,6 @@ def _build(name: str) -> Ensemble:
     return ensemble
 
 
-class RunFailed(Exception):
-    """The error a failed durable run records (one message, so any process can load it)."""
-
-
-def failure_error(run_id: str, failure: Any, recorded: BaseException) -> DurableRunError:
-    """The ``DurableRunError`` of a failed run, with the outputs its finished tasks kept."""
-    if not isinstance(failure, dict):
-        return DurableRunError(f"run {run_id!r} failed: {recorded}")
-    completed = [TaskOutput.model_validate(o) for o in failure.get("completed_outputs", [])]
-    return DurableRunError(
-        f"run {run_id!r} failed: {failure.get('error')}", completed_outputs=completed
-    )
-
-
-def _output_from(result: Any, run_id: str) -> EnsembleOutput:
-    if not isinstance(result, dict):
-        raise DurableRunError(f"run {run_id!r} ended without an ensemble output: {result!r}")
-    if "output" in result:
-        return EnsembleOutput.model_validate(result["output"])
-    completed = [TaskOutput.model_validate(o) for o in result.get("completed_outputs", [])]
-    raise DurableRunError(
-        f"run {run_id!r} failed: {result.get('error')}", completed_outputs=completed
-    )
-
-
 class DurableRuntime:
     """Runs registered ensembles durably on DBOS (SQLite by default, Postgres for many workers).
 
@@ -174,6 +136,7 @@ class DurableRuntime:
         heartbeat_interval: float | None = None,
         dead_after: float | None = None,
         take_over: bool = True,
+        retention: Retention | None = None,
     ) -> None:
         if not _APP_NAME.match(app_name):
             raise ConfigurationError(
@@ -182,6 +145,7 @@ class DurableRuntime:
         if worker_concurrency < 1:
             raise ConfigurationError(f"worker_concurrency must be >= 1, got {worker_concurrency}")
         self.database_url: str = globals()["database_url"](database_url)
+        check_database(self.database_url, read_only=False)
         self.app_name = app_name
         # each worker process needs its own id: at launch a worker resumes the unfinished runs
         # recorded under its id, so two live workers sharing one would run a run twice
@@ -213,6 +177,15 @@ class DurableRuntime:
             limit, period = max_runs_per_period
             self._queue_settings["limiter"] = {"limit": limit, "period": period}
         self._queue: Queue | None = None
+        self.retention = retention
+        self._pruner = (
+            None
+            if retention is None
+            else PruneTimer(
+                retention.every,
+                lambda: self.prune(keep_last=retention.keep_last, older_than=retention.older_than),
+            )
+        )
         self.unresumable: list[RunInfo] = []
         """Unfinished runs found at launch that this code cannot resume (logged as a warning)."""
 
@@ -263,9 +236,13 @@ class DurableRuntime:
             )
         self._launched = True
         self.unresumable = _report_other_formats()
+        if self._pruner is not None:
+            self._pruner.start()
 
     def shutdown(self) -> None:
         """Stop DBOS here; unfinished runs stay, to resume here or be taken over (the lease too)."""
+        if self._pruner is not None:
+            self._pruner.stop()
         self.liveness.stop()
         DBOS.destroy(destroy_registry=False)
         self._launched = False
@@ -279,8 +256,14 @@ class DurableRuntime:
         self._require_launched()
         self.liveness.refuse_if_lost()
         _build(name)
-        with SetWorkflowID(run_id) if run_id else contextlib.nullcontext():
-            handle = await DBOS.start_workflow_async(_durable_run, name, dict(inputs or {}))
+        existing = await _recorded_run(run_id, name, inputs)
+        if run_id and existing is not None and getattr(existing, "queue_name", None):
+            # queued (submit): a worker runs it; starting it again here would only make DBOS
+            # warn that the queue cannot change, on every resume by id
+            handle: Any = await DBOS.retrieve_workflow_async(run_id)
+        else:
+            with SetWorkflowID(run_id) if run_id else contextlib.nullcontext():
+                handle = await DBOS.start_workflow_async(_durable_run, name, dict(inputs or {}))
         return await _result_of(handle, handle.workflow_id)
 
     async def asubmit(
@@ -289,6 +272,7 @@ class DurableRuntime:
         """Queue a run of ``name`` for any worker; its run id (``run_id`` makes it idempotent)."""
         self._require_launched()
         _build(name)
+        await _recorded_run(run_id, name, inputs)
         with SetWorkflowID(run_id) if run_id else contextlib.nullcontext():
             assert self._queue is not None
             handle = await self._queue.enqueue_async(_durable_run, name, dict(inputs or {}))
@@ -365,6 +349,21 @@ class DurableRuntime:
         self.liveness.check_recoverable(worker_id, force=force)
         return recover_pending_runs(worker_id)
 
+    def prune(
+        self,
+        *,
+        keep_last: int | None = None,
+        older_than: timedelta | None = None,
+        ensemble: str | None = None,
+    ) -> int:
+        """Delete finished runs past the newest ``keep_last`` per ensemble and those finished
+        more than ``older_than`` ago (only ``ensemble``'s, if named); how many were deleted.
+        Runs in progress, queued or waiting for a review are never deleted."""
+        self._require_launched()
+        return prune(
+            DBOS, WORKFLOW_NAME, keep_last=keep_last, older_than=older_than, ensemble=ensemble
+        )
+
     def cancel(self, run_id: str) -> None:
         """Stop ``run_id``: no further step starts; it can be resumed later with DBOS tools."""
         self._require_launched()
@@ -381,21 +380,18 @@ async def _result_of(handle: Any, run_id: str) -> EnsembleOutput:
     except RunFailed as recorded:
         failure = await DBOS.get_event_async(run_id, FAILURE_KEY, timeout_seconds=0)
         raise failure_error(run_id, failure, recorded) from None
-    return _output_from(result, run_id)
+    return output_from(result, run_id)
 
 
-def run_info(status: Any) -> RunInfo:
-    """A DBOS workflow status as a RunInfo."""
-    created = getattr(status, "created_at", None)
-    inputs = getattr(status, "input", None)
-    args = getattr(inputs, "args", None) or (inputs.get("args") if isinstance(inputs, dict) else ())
-    return RunInfo(
-        run_id=status.workflow_id,
-        ensemble=args[0] if args else None,
-        status=str(status.status),
-        created_at=datetime.fromtimestamp(created / 1000, tz=timezone.utc) if created else None,
-        error=str(status.error) if getattr(status, "error", None) else None,
-    )
+async def _recorded_run(
+    run_id: str | None, name: str, inputs: Mapping[str, Any] | None
+) -> Any | None:
+    """The run already recorded under ``run_id`` (None if new); refused if it did other work."""
+    if not run_id:
+        return None
+    found = await DBOS.list_workflows_async(workflow_ids=[run_id], load_output=False)
+    refuse_changed_reuse(found, run_id, name, inputs)
+    return found[0] if found else None
 
 
 def _sync(coro: Coroutine[Any, Any, T]) -> T:

@@ -16,6 +16,7 @@ import sqlite3
 import threading
 from typing import Any, Literal
 
+from agentensemble.durable._database import sqlite_path
 from agentensemble.errors import ConfigurationError
 
 SqliteSync = Literal["normal", "full"]
@@ -25,14 +26,6 @@ _PRAGMA = {"normal": "NORMAL", "full": "FULL"}
 _tuned: dict[str, str] = {}
 _lock = threading.Lock()
 _listening = False
-
-
-def sqlite_path(url: str) -> str | None:
-    """The file of a ``sqlite:///`` URL, or None (another database, or in memory)."""
-    if not url.startswith("sqlite:///"):
-        return None
-    path = url[len("sqlite:///") :].split("?", 1)[0]
-    return None if not path or path == ":memory:" else path
 
 
 def prepare_sqlite(url: str, sync: str) -> None:

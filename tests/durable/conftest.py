@@ -6,6 +6,7 @@ from __future__ import annotations
 import itertools
 import tempfile
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
@@ -34,3 +35,11 @@ def postgres_url(postgres_server: str) -> str:
         connection.execute(f"DROP DATABASE IF EXISTS {name}")
         connection.execute(f"CREATE DATABASE {name}")
     return postgres_server.replace("/postgres?", f"/{name}?", 1)
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+def any_database(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    """A fresh database: a SQLite file, then a real Postgres one (the test runs on both)."""
+    if request.param == "sqlite":
+        return f"sqlite:///{tmp_path}/runs.sqlite"
+    return str(request.getfixturevalue("postgres_url"))

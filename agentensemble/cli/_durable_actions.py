@@ -1,0 +1,266 @@
+"""What ``agentensemble durable`` (and ``python -m agentensemble.durable``) does: run a worker,
+recover a dead worker's runs, list runs and reviews, decide a review.
+
+Imported only when one of those commands runs: it needs the durable extra (DBOS).
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import os
+import signal
+import sys
+import threading
+
+from agentensemble._display import escape_for_display
+from agentensemble.durable._client import DurableClient, ReviewClosedError
+from agentensemble.durable._runtime import DurableRuntime
+from agentensemble.errors import ConfigurationError
+from agentensemble.logging import LOGGER_NAME, configure_logging, redact_text
+
+EXIT_OK, EXIT_USAGE, EXIT_LEASE_LOST = 0, 2, 3
+
+
+def load_runtime(target: str) -> DurableRuntime:
+    """The DurableRuntime of ``module`` or ``module:attribute``, with a clear error if none."""
+    module_name, _, attribute = target.partition(":")
+    sys.path.insert(0, os.getcwd())
+    try:
+        module = importlib.import_module(module_name)
+    except ImportError as error:
+        raise ConfigurationError(f"cannot import {module_name!r}: {error}") from error
+    if attribute:
+        found = getattr(module, attribute, None)
+        if not isinstance(found, DurableRuntime):
+            raise ConfigurationError(f"{target!r} is not a DurableRuntime")
+        return found
+    runtimes = [v for v in vars(module).values() if isinstance(v, DurableRuntime)]
+    if len(runtimes) != 1:
+        raise ConfigurationError(
+            f"module {module_name!r} has {len(runtimes)} DurableRuntime objects; name the one "
+            "to use as MODULE:ATTRIBUTE"
+        )
+    return runtimes[0]
+
+
+def _worker(target: str) -> int:
+    runtime = load_runtime(target)
+    stop = threading.Event()
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(signum, lambda *_: stop.set())
+    runtime.launch()
+    print(f"agentensemble worker {runtime.worker_id!r} on {_where(runtime)}", flush=True)
+    while not stop.wait(0.2):
+        if runtime.liveness.lost:
+            print(
+                f"agentensemble durable: worker {runtime.worker_id!r} was declared dead by "
+                f"another worker (no heartbeat for {runtime.liveness.dead_after} s) and its "
+                "runs were taken over; it stopped taking work and exits: start it again",
+                file=sys.stderr,
+                flush=True,
+            )
+            runtime.shutdown()
+            return EXIT_LEASE_LOST
+    runtime.shutdown()
+    return EXIT_OK
+
+
+def _show_warnings() -> None:
+    """Takeovers and a lost lease are logged as warnings/errors: show them on stderr, unless
+    the application set up the ``agentensemble`` logger itself."""
+    import logging
+
+    shown = [
+        h for h in logging.getLogger(LOGGER_NAME).handlers if type(h) is not logging.NullHandler
+    ]
+    if not shown:
+        configure_logging("WARNING")
+
+
+def _recover(target: str, dead: str, force: bool) -> int:
+    runtime = load_runtime(target)
+    runtime.launch()
+    try:
+        taken = runtime.recover(dead, force=force)
+    except ConfigurationError:
+        runtime.shutdown()
+        raise
+    print(f"took over {len(taken)} run(s) of worker {dead!r}: {', '.join(taken) or '-'}")
+    print(
+        "waiting for them to finish (queued runs go back to the queue for any worker)", flush=True
+    )
+    for run_id in taken:
+        runtime.result(run_id)
+    runtime.shutdown()
+    return EXIT_OK
+
+
+def _runs(database: str | None, status: str | None) -> int:
+    # reads only: launching here would resume live runs, and preparing would create a file
+    client = DurableClient(database, prepare=False)
+    try:
+        for info in client.list_runs(status=status):
+            print(f"{info.run_id}\t{info.ensemble}\t{info.status}\t{info.created_at}")
+    finally:
+        client.close()
+    return EXIT_OK
+
+
+def _reviews(run_id: str, database: str | None) -> int:
+    client = DurableClient(database, prepare=False)
+    try:
+        for review in client.pending_reviews(run_id):
+            request = review["request"]
+            shown = escape_for_display(str(request.get("output", "")))
+            print(f"{review['review_id']}\t{request.get('timing')}\t{shown}")
+    finally:
+        client.close()
+    return EXIT_OK
+
+
+def _decide(args: argparse.Namespace) -> int:
+    client = DurableClient(args.database, prepare=False)
+    try:
+        outcome = client.decide(
+            args.run_id,
+            args.review_id,
+            args.decision,
+            revised_output=args.text if args.decision == "edit" else None,
+            reason=args.text if args.decision == "exit_early" else None,
+        )
+    except (ReviewClosedError, ValueError) as error:
+        print(f"agentensemble durable: {error}", file=sys.stderr)
+        return EXIT_USAGE
+    finally:
+        client.close()
+    if outcome == "queued":
+        print(
+            f"queued {args.review_id}: {args.decision} (no worker holds run {args.run_id} now; "
+            "it applies when a worker resumes the run, and a later decision is refused)"
+        )
+    else:
+        print(f"decided {args.review_id}: {args.decision} (applied)")
+    return EXIT_OK
+
+
+def _steps(args: argparse.Namespace) -> int:
+    client = DurableClient(args.database, prepare=False)
+    try:
+        steps = client.steps(args.run_id, internal=args.all)
+    except KeyError as error:
+        print(f"agentensemble durable: {error.args[0]}", file=sys.stderr)
+        return EXIT_USAGE
+    finally:
+        client.close()
+    for step in steps:
+        when = f"{step.started_at:%H:%M:%S.%f}"[:-3] if step.started_at else "-"
+        took = f"{step.duration.total_seconds() * 1000:.0f} ms" if step.duration else "-"
+        task = f"task {step.task}" if step.task is not None else "run"
+        fields = [when, took, task, step.kind, step.name, step.detail, step.output]
+        if step.error:
+            fields.append(f"error: {step.error}")
+        print("\t".join(_shown(field) for field in fields))
+    return EXIT_OK
+
+
+def _trace(args: argparse.Namespace) -> int:
+    client = DurableClient(args.database, prepare=False)
+    try:
+        trace = client.trace(args.run_id)
+    finally:
+        client.close()
+    if args.out:
+        path = trace.save(args.out)
+        print(f"wrote the trace of {args.run_id} to {path}")
+    else:
+        print(trace.to_json())
+    return EXIT_OK
+
+
+def _fork(args: argparse.Namespace) -> int:
+    inputs = None
+    if args.input:
+        client = DurableClient(args.database, prepare=False)
+        try:
+            parent = client.inputs(args.run_id)
+        finally:
+            client.close()
+        inputs = {**parent, **_pairs(args.input)}
+    client = DurableClient(args.database, prepare=False)
+    try:
+        forked = client.fork(
+            args.run_id, from_task=args.from_task, new_run_id=args.new_run_id, inputs=inputs
+        )
+    finally:
+        client.close()
+    print(f"forked {args.run_id} from task {args.from_task} as {forked} (queued for a worker)")
+    return EXIT_OK
+
+
+def _pairs(items: list[str]) -> dict[str, str]:
+    pairs = {}
+    for item in items:
+        name, equals, value = item.partition("=")
+        if not equals or not name:
+            raise ConfigurationError(f"--input {item!r} is not NAME=VALUE")
+        pairs[name] = value
+    return pairs
+
+
+def _shown(text: str) -> str:
+    """A field of a listing: secrets masked, and never a tab or newline that would fake a row."""
+    shown = escape_for_display(redact_text(text))
+    return shown.replace("\n", "\\n").replace("\t", "\\t")
+
+
+def _prune(args: argparse.Namespace) -> int:
+    if args.keep_last is None and args.older_than is None:
+        print("agentensemble durable prune: say what to keep: --keep-last N, --older-than AGE, "
+              "or both", file=sys.stderr)  # fmt: skip
+        return EXIT_USAGE
+    client = DurableClient(args.database, prepare=False)
+    try:
+        removed = client.prune(
+            keep_last=args.keep_last, older_than=args.older_than, ensemble=args.ensemble
+        )
+    finally:
+        client.close()
+    print(f"pruned {removed} finished run(s)")
+    return EXIT_OK
+
+
+def _where(runtime: DurableRuntime) -> str:
+    url = runtime.database_url
+    return url.split("@")[-1] if "@" in url else url
+
+
+def dispatch(args: argparse.Namespace) -> int:
+    """Do ``args.durable_command``; a configuration problem is one line and exit 2."""
+    command = args.durable_command
+    if command in ("worker", "recover"):
+        _show_warnings()
+    try:
+        if command == "worker":
+            return _worker(args.target)
+        if command == "recover":
+            return _recover(args.target, args.dead_worker_id, args.force)
+        if command == "reviews":
+            return _reviews(args.run_id, args.database)
+        if command == "decide":
+            return _decide(args)
+        if command == "steps":
+            return _steps(args)
+        if command == "trace":
+            return _trace(args)
+        if command == "fork":
+            return _fork(args)
+        if command == "prune":
+            return _prune(args)
+        return _runs(args.database, args.status)
+    except ConfigurationError as error:
+        print(f"agentensemble durable: {error}", file=sys.stderr)
+        return EXIT_USAGE
+
+
+__all__ = ["dispatch", "load_runtime"]

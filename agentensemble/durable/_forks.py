@@ -1,0 +1,105 @@
+"""Fork a finished durable run from a task boundary into a new run: time travel.
+
+DBOS copies the parent's checkpoints before the fork point into the new run, so the tasks before
+it replay without a model request or a tool call, and the rest runs again. The fork is made on a
+queue no worker reads, given its record (parent, fork point) and, optionally, new inputs, and
+only then handed to the workers' queue: no worker can start it half made. The parent is never
+changed. Reads and writes a few of DBOS's internals (pinned DBOS minor: see pyproject).
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Mapping
+from typing import Any
+
+from agentensemble.durable._retention import FINISHED
+from agentensemble.durable._reuse import run_arguments
+from agentensemble.errors import ConfigurationError
+
+HOLD_QUEUE = "agentensemble-forks-hold"  # no worker reads it: a fork waits here while it is made
+FORK_ATTRIBUTE = "agentensemble_fork"
+TASK_RANGE_BITS = 20  # as in _steps.py: task i numbers its steps from i * 2**20
+
+
+def fork_run(
+    client: Any,
+    run_id: str,
+    *,
+    from_task: int,
+    new_run_id: str | None,
+    inputs: Mapping[str, Any] | None,
+    checkpoint_format: str,
+    queue_name: str,
+) -> str:
+    """Fork ``run_id`` (through a ``DBOSClient``) so tasks before ``from_task`` (1-based) are
+    reused and the rest run again, with ``inputs`` if given; the new run's id."""
+    from dbos import SetWorkflowID
+
+    if from_task < 1:
+        raise ConfigurationError(f"from_task counts tasks from 1; got {from_task}")
+    found = client.list_workflows(workflow_ids=[run_id], load_output=False)
+    if not found:
+        raise ConfigurationError(f"there is no durable run {run_id!r} to fork")
+    parent = found[0]
+    if str(parent.status) not in FINISHED:
+        raise ConfigurationError(
+            f"run {run_id!r} is {parent.status}: fork a finished, failed or stopped run "
+            "(cancel it first to fork it now)"
+        )
+    chosen = new_run_id or f"{run_id}-fork-{uuid.uuid4().hex[:8]}"
+    if client.list_workflows(workflow_ids=[chosen], load_output=False):
+        raise ConfigurationError(f"run id {chosen!r} is already taken: choose another")
+    args = run_arguments(parent)
+    with SetWorkflowID(chosen):
+        client.fork_workflow(
+            run_id,
+            from_task << TASK_RANGE_BITS,
+            application_version=checkpoint_format,
+            queue_name=HOLD_QUEUE,
+        )
+    record = {"parent": run_id, "from_task": from_task, "new_inputs": inputs is not None}
+    client.update_workflow_attributes(chosen, {**(parent.attributes or {}), FORK_ATTRIBUTE: record})
+    if inputs is not None and args:
+        _replace_inputs(client, chosen, (args[0], dict(inputs)))
+    client.resume_workflow(chosen, queue_name=queue_name)  # now a worker may take it
+    return chosen
+
+
+def fork_record(status: Any) -> dict[str, Any] | None:
+    """What a fork's status records of its parent and fork point, or None for a run that is no
+    fork."""
+    attributes = getattr(status, "attributes", None)
+    found = attributes.get(FORK_ATTRIBUTE) if isinstance(attributes, dict) else None
+    return found if isinstance(found, dict) else None
+
+
+def _replace_inputs(client: Any, run_id: str, args: tuple[Any, ...]) -> None:
+    """Give the fork (still on the hold queue) its new arguments, as DBOS would have stored
+    them had it been submitted with them."""
+    import sqlalchemy
+    from dbos._serialization import serialize_args
+
+    sys_db = client._sys_db
+    serialized, serialization = serialize_args(args, {}, None, client._serializer)
+    inputs_table, status_table = sys_db.tables.workflow_input, sys_db.tables.workflow_status
+    with sys_db.engine.begin() as connection:
+        updated = connection.execute(
+            sqlalchemy.update(inputs_table)
+            .where(inputs_table.c.workflow_uuid == run_id)
+            .values(inputs=serialized)
+        ).rowcount
+        if not updated:
+            connection.execute(
+                sqlalchemy.update(status_table)
+                .where(status_table.c.workflow_uuid == run_id)
+                .values(inputs=serialized)
+            )
+        connection.execute(
+            sqlalchemy.update(status_table)
+            .where(status_table.c.workflow_uuid == run_id)
+            .values(serialization=serialization)
+        )
+
+
+__all__ = ["FORK_ATTRIBUTE", "HOLD_QUEUE", "fork_record", "fork_run"]

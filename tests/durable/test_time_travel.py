@@ -1,0 +1,173 @@
+"""Time travel: a run's steps listed as a person reads them, and a finished run forked from a task
+boundary, reusing what came before without a model request or a tool call, on SQLite and on a
+real Postgres, each run in a process of its own."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from test_review_suspend import start, wait_for_review
+
+from agentensemble.durable import DurableClient
+from agentensemble.errors import ConfigurationError
+from agentensemble.tracing.trace import ExecutionTrace
+
+APP = Path(__file__).with_name("_fork_app.py")
+
+
+class App:
+    """The fork app on one database, with its log of model requests and tool calls."""
+
+    def __init__(self, db: str, workdir: Path) -> None:
+        self.db, self.workdir = db, workdir
+        self.log = workdir / "calls.log"
+
+    def __call__(self, *args: str) -> Any:
+        result = subprocess.run(
+            [sys.executable, str(APP), self.db, str(self.workdir), *args],
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        assert result.returncode == 0, result.stderr
+        return json.loads(result.stdout.strip().splitlines()[-1])
+
+    def calls(self) -> list[str]:
+        """What ran since the last look (then forgets it)."""
+        lines = self.log.read_text().splitlines() if self.log.exists() else []
+        self.log.write_text("")
+        return lines
+
+
+def task(name: str, topic: str) -> list[str]:
+    """What one task does: a model turn calling the tool, the tool, the final answer."""
+    return [f"model {name}", f"tool {name}-{topic}", f"model {name}"]
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+def app(request: pytest.FixtureRequest, tmp_path: Path) -> App:
+    if request.param == "sqlite":
+        return App(f"sqlite:///{tmp_path}/runs.sqlite", tmp_path)
+    return App(str(request.getfixturevalue("postgres_url")), tmp_path)
+
+
+def test_a_run_is_listed_step_by_step_as_a_person_reads_it(app: App) -> None:
+    app("run", "r1", "tides")
+    steps = app("steps", "r1")
+    assert [(s["task"], s["kind"], s["name"]) for s in steps] == [
+        (1, "model", "Writer"),
+        (1, "tool", "note"),
+        (1, "model", "Writer"),
+        (2, "model", "Writer"),
+        (2, "tool", "note"),
+        (2, "model", "Writer"),
+    ]
+    assert steps[0]["detail"] == 'note({"text": "one-tides"})'  # the call the model asked for
+    assert steps[1]["detail"] == '{"text": "one-tides"}'  # the tool's arguments
+    assert steps[1]["output"] == "noted one-tides\n\twith a tab"
+    assert steps[2]["output"] == "one on tides: noted one-tides\n\twith a tab"
+    assert all(s["timed"] for s in steps)  # each has its start time and duration
+
+
+def test_a_fork_reuses_the_tasks_before_its_point_and_runs_the_rest_again(app: App) -> None:
+    parent = app("run", "r1", "tides")
+    assert app.calls() == [*task("one", "tides"), *task("two", "tides")]
+    forked = app("fork", "r1", "2", "r1-again")
+    assert app.calls() == task("two", "tides")  # task one: no model request, no tool call
+    assert forked["tasks"] == parent["tasks"]
+    assert (forked["forked_from"], forked["fork_point"]) == ("r1", 2)
+
+    with_inputs = app("fork", "r1", "1", "r1-waves", "waves")  # everything again, other inputs
+    assert app.calls() == [*task("one", "waves"), *task("two", "waves")]
+    assert with_inputs["tasks"][1].startswith("two on waves")
+
+    again = app("fork", "r1-again", "2", "r1-again-again")  # a fork of a fork
+    assert app.calls() == task("two", "tides")
+    assert (again["forked_from"], again["fork_point"]) == ("r1-again", 2)
+    assert [s["output"] for s in app("steps", "r1")][-1] == parent["tasks"][1]  # untouched
+
+
+def test_only_a_finished_run_is_forked_and_the_mistakes_are_named(tmp_path: Path) -> None:
+    db = f"sqlite:///{tmp_path}/runs.sqlite"
+    App(db, tmp_path)("run", "done", "tides")
+    waiting = start(db, "start", "waiting")
+    client = DurableClient(db)
+    try:
+        wait_for_review(client, "waiting")
+        with pytest.raises(ConfigurationError, match="'waiting' is PENDING: fork a finished"):
+            client.fork("waiting", from_task=1)
+        with pytest.raises(ConfigurationError, match="no durable run 'nope'"):
+            client.fork("nope", from_task=1)
+        with pytest.raises(ConfigurationError, match="counts tasks from 1"):
+            client.fork("done", from_task=0)
+        with pytest.raises(ConfigurationError, match="'waiting' is already taken"):
+            client.fork("done", from_task=1, new_run_id="waiting")
+        with pytest.raises(KeyError, match="no durable run"):
+            client.steps("nope")
+    finally:
+        client.close()
+        waiting.kill()
+        waiting.wait(timeout=30)
+
+
+def test_steps_and_fork_from_the_command_line(tmp_path: Path) -> None:
+    db = f"sqlite:///{tmp_path}/runs.sqlite"
+    App(db, tmp_path)("run", "r1", "tides")
+
+    def durable(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, "-m", "agentensemble", "durable", *args, "--database", db],
+            capture_output=True,
+            text=True,
+            timeout=90,
+        )
+
+    listed = durable("steps", "r1")
+    assert listed.returncode == 0, listed.stderr
+    rows = listed.stdout.strip().splitlines()
+    assert len(rows) == 6  # a newline or tab in an output never makes a fake row
+    fields = rows[1].split("\t")
+    assert fields[2:] == ["task 1", "tool", "note", '{"text": "one-tides"}',
+                          "noted one-tides\\n\\twith a tab"]  # fmt: skip
+    forked = durable("fork", "r1", "--from-task", "2", "--new-run-id", "r1-b", "--input", "x=y")
+    assert forked.returncode == 0, forked.stderr
+    assert forked.stdout.strip() == "forked r1 from task 2 as r1-b (queued for a worker)"
+    client = DurableClient(db)
+    try:
+        assert client.inputs("r1-b") == {"topic": "tides", "x": "y"}
+        assert client.inputs("r1") == {"topic": "tides"}
+        assert client.status("r1-b") == "ENQUEUED"
+    finally:
+        client.close()
+    bad = durable("fork", "r1", "--from-task", "2", "--input", "novalue")
+    assert bad.returncode == 2 and "'novalue' is not NAME=VALUE" in bad.stderr
+
+
+def test_a_finished_run_is_replayed_as_its_trace_without_running(tmp_path: Path) -> None:
+    db = f"sqlite:///{tmp_path}/runs.sqlite"
+    app = App(db, tmp_path)
+    app("run", "r1", "tides")
+    app.calls()
+    saved = tmp_path / "r1.trace.json"
+    replay = subprocess.run(
+        [sys.executable, "-m", "agentensemble", "durable", "trace", "r1", "--out", str(saved),
+         "--database", db],
+        capture_output=True,
+        text=True,
+        timeout=90,
+    )  # fmt: skip
+    assert replay.returncode == 0, replay.stderr
+    trace = ExecutionTrace.from_json(saved.read_text())
+    assert [t.task_name for t in trace.tasks] == ["one", "two"]
+    assert app.calls() == []  # nothing ran again
+    client = DurableClient(db)
+    try:
+        with pytest.raises(ConfigurationError, match="no durable run 'nope'"):
+            client.trace("nope")
+    finally:
+        client.close()
