@@ -1,8 +1,10 @@
 """Shared test configuration: async tests run on asyncio through anyio's pytest plugin, and
 property tests never fail on a busy machine's timing."""
 
+import itertools
 import os
 import sys
+import tempfile
 import textwrap
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -25,6 +27,45 @@ settings.load_profile("agentensemble")
 @pytest.fixture
 def anyio_backend() -> str:
     return "asyncio"
+
+
+# -- a real Postgres (durable runs, evals on workers, memory): one server for the whole session,
+# started from the pgserver wheel (Postgres binaries) in a temporary folder, a fresh database per
+# test that asks for one
+
+_databases = itertools.count(1)
+
+
+@pytest.fixture(scope="session")
+def postgres_server() -> Iterator[str]:
+    import pgserver
+
+    with tempfile.TemporaryDirectory(prefix="agentensemble-pg-") as directory:
+        server = pgserver.get_server(directory, cleanup_mode="stop")
+        try:
+            yield str(server.get_uri())
+        finally:
+            server.cleanup()
+
+
+@pytest.fixture
+def postgres_url(postgres_server: str) -> str:
+    """A fresh, empty database on the session's server."""
+    import psycopg
+
+    name = f"test_db_{next(_databases)}"
+    with psycopg.connect(postgres_server, autocommit=True) as connection:
+        connection.execute(f"DROP DATABASE IF EXISTS {name}")
+        connection.execute(f"CREATE DATABASE {name}")
+    return postgres_server.replace("/postgres?", f"/{name}?", 1)
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+def any_database(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    """A fresh database: a SQLite file, then a real Postgres one (the test runs on both)."""
+    if request.param == "sqlite":
+        return f"sqlite:///{tmp_path}/runs.sqlite"
+    return str(request.getfixturevalue("postgres_url"))
 
 
 @pytest.fixture(params=["openai", "litellm"])
