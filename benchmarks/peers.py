@@ -2,8 +2,8 @@
 
 Usage: ``python benchmarks/peers.py [--install] [--repeats N] [--write]``.
 
-Each peer (smolagents, the OpenAI Agents SDK, PydanticAI, CrewAI) is installed with pip into a
-virtualenv of its own under ``benchmarks/.peers/`` (git-ignored; ``--install`` creates or
+Each peer (smolagents, the OpenAI Agents SDK, PydanticAI, LangGraph, CrewAI) is installed with
+pip into a virtualenv of its own under ``benchmarks/.peers/`` (git-ignored; ``--install`` creates or
 updates them); a peer that will not install is skipped, and the table says so. Ours runs from
 this checkout's interpreter. Every framework asks the same local OpenAI-compatible server (in a
 separate process, 127.0.0.1 only) for one answer through its own agent API: no network, and
@@ -50,6 +50,17 @@ with OpenAICompatibleServer() as server:
 ANSWER_HELPER = """
 def answer(text):
     print("ANSWER:", " ".join(str(text).split()), flush=True)
+
+def timed(run, warm=3, rounds=15):
+    import statistics, time
+    for _ in range(warm):
+        run()
+    spent = []
+    for _ in range(rounds):
+        started = time.perf_counter()
+        run()
+        spent.append(time.perf_counter() - started)
+    print("MS:", statistics.median(spent) * 1000, min(spent) * 1000, max(spent) * 1000, flush=True)
 """
 
 QUIET_ENV = {
@@ -71,6 +82,7 @@ class Peer:
     module: str  # what `import` measures
     distribution: str  # whose version the table shows
     first_answer: str  # a script printing "ANSWER: <text>"; BASE is the server's /v1 URL
+    thousand_tools: str | None = None  # a script printing "MS: <median of warm runs>"
 
 
 PEERS = [
@@ -84,6 +96,50 @@ from agentensemble import LLM, Agent, Ensemble, Task
 llm = LLM("openai/test-model", api_base=BASE, api_key="sk-test")
 agent = Agent(role="Assistant", goal="Answer", llm=llm)
 answer(Ensemble(tasks=[Task(description="Say hi", agent=agent)]).run().raw)
+""",
+        """
+from agentensemble import LLM, Agent, Ensemble, Task, tool
+
+def make(i):
+    def echo(text: str) -> str:
+        return text
+    echo.__name__, echo.__doc__ = f"tool_{i}", f"Tool number {i}: echoes its text."
+    return tool(echo)
+
+llm = LLM("openai/test-model", api_base=BASE, api_key="sk-test")
+agent = Agent(role="Assistant", goal="Answer", llm=llm, tools=[make(i) for i in range(1000)])
+ensemble = Ensemble(tasks=[Task(description="Say hi", agent=agent)])
+timed(lambda: ensemble.run().raw)
+""",
+    ),
+    Peer(
+        "langgraph",
+        ("langgraph", "langchain-openai"),
+        "langgraph.prebuilt",  # `langgraph` itself is an empty namespace package
+        "langgraph",
+        """
+from langchain_openai import ChatOpenAI
+from langgraph.prebuilt import create_react_agent
+model = ChatOpenAI(model="test-model", base_url=BASE, api_key="sk-test")
+agent = create_react_agent(model, [])
+answer(agent.invoke({"messages": [("user", "Say hi")]})["messages"][-1].content)
+""",
+        """
+import warnings
+warnings.simplefilter("ignore")
+from langchain_core.tools import StructuredTool
+from langchain_openai import ChatOpenAI
+from langgraph.prebuilt import create_react_agent
+
+def make(i):
+    def echo(text: str) -> str:
+        return text
+    return StructuredTool.from_function(echo, name=f"tool_{i}",
+                                        description=f"Tool number {i}: echoes its text.")
+
+model = ChatOpenAI(model="test-model", base_url=BASE, api_key="sk-test")
+agent = create_react_agent(model, [make(i) for i in range(1000)])
+timed(lambda: agent.invoke({"messages": [("user", "Say hi")]})["messages"][-1].content)
 """,
     ),
     Peer(
@@ -151,6 +207,11 @@ PEER_NOTES = """
 - Every framework gets the same answer from the server: smolagents' `ToolCallingAgent` ends by
   calling its `final_answer` tool, so the server answers it with that call; the others get one
   text answer ("Thought: ... Final Answer: hi", the shape CrewAI parses).
+- "One run, 1,000 tools (warm)": in one process, an agent with 1,000 tools (each takes a string)
+  built once, then run 15 times after 3 warm-up runs against the same local server; the median
+  and min-max of one run, request and answer included (every request carries the 1,000 tool
+  specs). Measured where the comparison is like for like (ours and LangGraph's prebuilt ReAct
+  agent); "-" elsewhere.
 - "Fresh process to first answer" is from starting the interpreter to the answer printed: imports,
   building the agent, one HTTP round trip. Peak RSS is the child's `ru_maxrss`.
 - Ours reaches an OpenAI-compatible server on the openai lane (httpx, litellm never imported):
@@ -165,12 +226,12 @@ PEER_NOTES = """
 def python_of(peer: Peer) -> Path:
     if not peer.pip:
         return Path(sys.executable)
-    return PEERS_DIR / peer.module / "bin" / "python"
+    return PEERS_DIR / peer.module.split(".")[0] / "bin" / "python"
 
 
 def install(peer: Peer) -> str | None:
     """Create the peer's virtualenv and pip-install it; None, or why it could not."""
-    venv = PEERS_DIR / peer.module
+    venv = PEERS_DIR / peer.module.split(".")[0]
     if not python_of(peer).exists():
         subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
     done = subprocess.run(
@@ -233,6 +294,25 @@ def first_answer(peer: Peer, base_url: str) -> tuple[float, float, str]:
     return seconds, usage.ru_maxrss / 1024, answer
 
 
+def thousand_tools_ms(peer: Peer, base_url: str) -> tuple[float, float, float] | None:
+    """Median, min and max ms of a warm run with 1,000 tools bound, over the local server."""
+    if peer.thousand_tools is None:
+        return None
+    script = f"BASE = {base_url!r}\n{ANSWER_HELPER}" + peer.thousand_tools
+    out = subprocess.run(
+        [str(python_of(peer)), "-c", script],
+        env=environment(),
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    line = next((x for x in out.stdout.splitlines() if x.startswith("MS:")), None)
+    if line is None:
+        raise RuntimeError(f"{peer.name}: 1,000 tools run failed: {out.stderr[-300:]}")
+    median, low, high = (float(x) for x in line.split()[1:4])
+    return median, low, high
+
+
 def spread(values: list[float], digits: int, unit: str) -> str:
     return (
         f"{statistics.median(values):.{digits}f} {unit} "
@@ -242,6 +322,7 @@ def spread(values: list[float], digits: int, unit: str) -> str:
 
 def measure(peers: list[Peer], repeats: int, skipped: dict[str, str]) -> list[str]:
     imports: dict[str, list[float]] = {p.name: [] for p in peers}
+    many: dict[str, tuple[float, float, float] | None] = {}
     answers: dict[str, list[tuple[float, float, str]]] = {p.name: [] for p in peers}
     child = subprocess.Popen(
         [sys.executable, "-c", SERVER_SCRIPT],
@@ -264,6 +345,8 @@ def measure(peers: list[Peer], repeats: int, skipped: dict[str, str]) -> list[st
             for peer in peers:
                 imports[peer.name].append(import_seconds(peer))
                 answers[peer.name].append(first_answer(peer, base_url))
+        for peer in peers:  # each in a process of its own, one after the other
+            many[peer.name] = thousand_tools_ms(peer, base_url)
     finally:
         child.stdin.close()
         child.wait(timeout=30)
@@ -271,10 +354,12 @@ def measure(peers: list[Peer], repeats: int, skipped: dict[str, str]) -> list[st
     for peer in peers:
         times = [a[0] for a in answers[peer.name]]
         rss = [a[1] for a in answers[peer.name]]
+        found = many.get(peer.name)
+        tools = "-" if found is None else f"{found[0]:.1f} ms ({found[1]:.1f}-{found[2]:.1f})"
         rows.append(
             f"| {peer.name} {version_of(peer)} | {spread(imports[peer.name], 2, 's')} "
             f"| {spread(times, 2, 's')} "
-            f"| {spread(rss, 0, 'MiB')} | {answers[peer.name][-1][2]!r} |"
+            f"| {spread(rss, 0, 'MiB')} | {tools} | {answers[peer.name][-1][2]!r} |"
         )
     return rows
 
@@ -289,12 +374,13 @@ def render(rows: list[str], skipped: dict[str, str], repeats: int, seconds: floa
         f"{platform.python_version()}, {os.cpu_count()} cores shared with other developers' "
         f"work; {repeats} interleaved rounds after a warm-up; run took {seconds:.0f} s.",
         "",
-        "| framework | import | fresh process to first answer | peak RSS | answer |",
-        "|---|---|---|---|---|",
+        "| framework | import | fresh process to first answer | peak RSS "
+        "| one run, 1,000 tools (warm) | answer |",
+        "|---|---|---|---|---|---|",
         *rows,
     ]
     for name, why in skipped.items():
-        lines.append(f"| {name} | skipped: {why} | | | |")
+        lines.append(f"| {name} | skipped: {why} | | | | |")
     return "\n".join(lines) + "\n" + PEER_NOTES
 
 
