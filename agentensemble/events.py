@@ -239,6 +239,41 @@ class DelegationFailed:
     task_index: int | None = _task_index()
 
 
+@dataclass(frozen=True)
+class LoopIterationCompleted:
+    """One iteration of a ``Loop`` ended (after its tasks' events, before the next iteration's).
+
+    ``outputs``: this iteration's outputs by body step name; ``task_indices``: the
+    ``task_index`` of every task run of the iteration, in order (a timeline groups them);
+    ``stopped_by``: "until" or "max_iterations" when this iteration was the last, else None.
+    """
+
+    loop_name: str
+    iteration: int
+    outputs: dict[str, TaskOutput]
+    run_id: str = _run_id()
+    task_indices: tuple[int, ...] = field(default=(), kw_only=True)
+    stopped_by: str | None = field(default=None, kw_only=True)
+
+
+@dataclass(frozen=True)
+class GraphStepCompleted:
+    """One state of a ``Graph`` ran (``step`` is 1-based) and the next state was chosen.
+
+    ``next_state`` is the state the first matching edge leads to (``Graph.END`` at the end;
+    None when the run stops here: no edge matched or ``max_steps`` was reached);
+    ``task_indices``: the ``task_index`` of every task run of this step, in order.
+    """
+
+    graph_name: str
+    step: int
+    state: str
+    output: TaskOutput
+    run_id: str = _run_id()
+    next_state: str | None = field(default=None, kw_only=True)
+    task_indices: tuple[int, ...] = field(default=(), kw_only=True)
+
+
 EnsembleEvent = (
     EnsembleStarted
     | EnsembleCompleted
@@ -259,6 +294,8 @@ EnsembleEvent = (
     | DelegationStarted
     | DelegationCompleted
     | DelegationFailed
+    | LoopIterationCompleted
+    | GraphStepCompleted
 )
 
 
@@ -303,10 +340,12 @@ __all__ = [
     "EnsembleListener",
     "EnsembleStarted",
     "EventEmitter",
+    "GraphStepCompleted",
     "GuardrailChecked",
     "LLMCallCompleted",
     "LLMCallFailed",
     "LLMCallStarted",
+    "LoopIterationCompleted",
     "ReviewDecided",
     "ReviewRequested",
     "StreamRestarted",

@@ -6,7 +6,7 @@ import dataclasses
 from collections.abc import Sequence
 from datetime import timedelta
 from enum import Enum
-from typing import TYPE_CHECKING, Any, TypeAlias, TypeVar
+from typing import TYPE_CHECKING, Any, Literal, TypeAlias, TypeVar
 
 from pydantic import (
     BaseModel,
@@ -141,6 +141,27 @@ class TaskOutput(SaveableModel):
         return _typed(self.parsed, output_type)
 
 
+class LoopResult(SaveableModel):
+    """How a ``Loop`` ended: iterations run, why it stopped, each iteration's outputs by name."""
+
+    model_config = ConfigDict(frozen=True, defer_build=True)
+
+    iterations: int
+    stopped_by: Literal["until", "max_iterations"]
+    history: list[dict[str, TaskOutput]] = Field(default_factory=list)
+
+
+class GraphResult(SaveableModel):
+    """How a ``Graph`` ended: the states in the order they ran, why it stopped, the latest
+    output of each state."""
+
+    model_config = ConfigDict(frozen=True, defer_build=True)
+
+    path: list[str]
+    stopped_by: Literal["end", "max_steps"]
+    outputs: dict[str, TaskOutput] = Field(default_factory=dict)
+
+
 class EnsembleOutput(SaveableModel):
     """What a whole run produced: every completed task's output, in order."""
 
@@ -163,6 +184,12 @@ class EnsembleOutput(SaveableModel):
     )
     cost_usd: float | None = Field(
         default=None, description="sum of the tasks' cost_usd; None if any is unknown"
+    )
+    loops: dict[str, LoopResult] = Field(
+        default_factory=dict, description="each Loop that ended, by name (the last run of it)"
+    )
+    graphs: dict[str, GraphResult] = Field(
+        default_factory=dict, description="each Graph that ended, by name (the last run of it)"
     )
     # costs of model calls no task output holds (a hierarchical manager's), for the run's total
     _extra_costs: list[float | None] = PrivateAttr(default_factory=list)
@@ -241,6 +268,8 @@ def _public_fields(value: Any) -> Any:
 __all__ = [
     "EnsembleOutput",
     "ExitReason",
+    "GraphResult",
+    "LoopResult",
     "ReturnBehavior",
     "TaskMetrics",
     "TaskOutput",
