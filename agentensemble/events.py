@@ -255,6 +255,16 @@ class LoopIterationCompleted:
     task_indices: tuple[int, ...] = field(default=(), kw_only=True)
     stopped_by: str | None = field(default=None, kw_only=True)
 
+    def trace_fields(self) -> dict[str, Any]:
+        """What the trace and spans keep: the outputs are there already, under their tasks."""
+        return {
+            "loop_name": self.loop_name,
+            "iteration": self.iteration,
+            "steps": list(self.outputs),
+            "task_indices": list(self.task_indices),
+            "stopped_by": self.stopped_by,
+        }
+
 
 @dataclass(frozen=True)
 class GraphStepCompleted:
@@ -272,6 +282,16 @@ class GraphStepCompleted:
     run_id: str = _run_id()
     next_state: str | None = field(default=None, kw_only=True)
     task_indices: tuple[int, ...] = field(default=(), kw_only=True)
+
+    def trace_fields(self) -> dict[str, Any]:
+        """What the trace and spans keep: the output is there already, under its task."""
+        return {
+            "graph_name": self.graph_name,
+            "step": self.step,
+            "state": self.state,
+            "next_state": self.next_state,
+            "task_indices": list(self.task_indices),
+        }
 
 
 EnsembleEvent = (
