@@ -20,18 +20,11 @@ from collections.abc import Mapping
 from pathlib import Path as FilePath
 from typing import TYPE_CHECKING, Any
 
-from pydantic import ValidationError
-
 from agentensemble.agent import Agent
-from agentensemble.config._crew_imports import crew_folder, importable_crew_folder
+from agentensemble.config._crew_imports import crew_folder
 from agentensemble.config._positions import ConfigFileError, Located, Path, load_located
-from agentensemble.config._refs import BadReference, import_object, is_import_path, make_tool
-from agentensemble.config.conditions import ConditionError, edge_condition, loop_condition
-from agentensemble.errors import ConfigurationError
-from agentensemble.hints import FOREIGN_NAMES
-from agentensemble.task import Task
-from agentensemble.tools.resolver import ToolResolver
-from agentensemble.workflows.step import step_label
+from agentensemble.config._steps import task_steps
+from agentensemble.config._values import construct, entries, known_keys, tools_from
 
 if TYPE_CHECKING:
     from agentensemble.ensemble import Ensemble
@@ -50,12 +43,6 @@ _NOT_PLAIN = frozenset(
     {"tasks", "agents", "llm", "manager_llm", "review_handler", "review_policy", "listeners"}
 )
 REVIEW_KEYS = ("policy", "handler", "url", "secret_env", "timeout")
-_SCALARS: dict[str, Any] = {"str": str, "int": int, "float": float, "bool": bool}
-#: An entry holding one of these keys is a loop, a graph or a nested ensemble, not a task.
-STEP_KEYS = ("loop", "graph", "ensemble")
-LOOP_KEYS = ("body", "until", "max_iterations", "on_max_iterations", "feedback", "context")
-GRAPH_KEYS = ("start", "states", "edges", "max_steps", "on_max_steps", "feedback", "context")
-NESTED_KEYS = ("tasks", "workflow", "model", "max_concurrency", "parallel_error_strategy")
 _YAML_ONLY = {"name"}  # the entry's name in list form
 
 
@@ -85,9 +72,9 @@ def build_ensemble(doc: Located) -> Ensemble:
     if not isinstance(data, Mapping):
         raise doc.error((), f"a crew file is a mapping with {', '.join(TOP_LEVEL)}")
     plain = [name for name in Ensemble.model_fields if name not in _NOT_PLAIN]
-    _known_keys(doc, (), data, (*TOP_LEVEL, *plain), "Ensemble")  # max_concurrency, capture...
+    known_keys(doc, (), data, (*TOP_LEVEL, *plain), "Ensemble")  # max_concurrency, capture...
     agents = _agents(doc, data.get("agents") or {})
-    tasks = _tasks(doc, data.get("tasks"), agents)
+    tasks = task_steps(doc, data.get("tasks"), agents)
     settings: dict[str, Any] = {"tasks": tasks, "agents": list(agents.values())}
     names = {"model": "llm", **WORKFLOW_SETTINGS, **{key: key for key in plain}}
     for key, field in names.items():
@@ -95,312 +82,32 @@ def build_ensemble(doc: Located) -> Ensemble:
             settings[field] = data[key]
     if data.get("review") is not None:
         settings.update(_review(doc, data["review"]))
-    ensemble: Ensemble = _construct(doc, (), Ensemble, settings, whole=("tasks",))
+    ensemble: Ensemble = construct(doc, (), Ensemble, settings, whole=("tasks",))
     return ensemble
 
 
 # -- sections -----------------------------------------------------------------------------------
 
 
-def _entries(doc: Located, path: Path, section: Any) -> list[tuple[str, Path, Mapping[str, Any]]]:
-    """(name, path, spec) for a section given as a mapping by name, or as a list."""
-    if isinstance(section, Mapping):
-        items = [(str(name), (*path, str(name)), spec) for name, spec in section.items()]
-    elif isinstance(section, list):
-        items = []
-        for index, spec in enumerate(section):
-            name = spec.get("name") if isinstance(spec, Mapping) else None
-            items.append((str(name) if name else "", (*path, index), spec))
-    else:
-        raise doc.error(path, "expected a mapping of names to entries, or a list of entries")
-    for _, where, spec in items:
-        if not isinstance(spec, Mapping):
-            raise doc.error(where, f"expected a mapping of settings, got {_kind(spec)}")
-    return items
-
-
 def _agents(doc: Located, section: Any) -> dict[str, Agent]:
     agents: dict[str, Agent] = {}
-    for name, path, spec in _entries(doc, ("agents",), section):
-        _known_keys(doc, path, spec, (*Agent.model_fields, *_YAML_ONLY), "Agent")
+    for name, path, spec in entries(doc, ("agents",), section):
+        known_keys(doc, path, spec, (*Agent.model_fields, *_YAML_ONLY), "Agent")
         fields = {k: v for k, v in spec.items() if k not in _YAML_ONLY}
-        fields["tools"] = _tools(doc, (*path, "tools"), fields.get("tools"))
-        agent = _construct(doc, path, Agent, fields)
+        fields["tools"] = tools_from(doc, (*path, "tools"), fields.get("tools"))
+        agent = construct(doc, path, Agent, fields)
         agents[name or agent.role] = agent
     return agents
 
 
-def _tasks(doc: Located, section: Any, agents: dict[str, Agent]) -> list[Any]:
-    if not section:
-        raise doc.error(("tasks",), "a crew needs at least one task")
-    return _steps(doc, ("tasks",), section, agents, {}, {})
-
-
-def _steps(
-    doc: Located,
-    path: Path,
-    section: Any,
-    agents: dict[str, Agent],
-    visible: dict[str, Any],
-    named: dict[str, Any],
-) -> list[Any]:
-    """The steps of a section (the crew's tasks, a loop's body, a nested ensemble's tasks):
-    tasks, or entries holding one ``loop:``, ``graph:`` or ``ensemble:``. ``visible``: the
-    names ``context`` may use here (earlier steps, and what encloses them); ``named``: every
-    name in the file so far (names are unique in a file)."""
-    ordered: list[Any] = []
-    here = dict(visible)
-    for name, where, spec in _entries(doc, path, section):
-        step = _step(doc, where, name, spec, agents, here, named)
-        label = getattr(step, "name", None)
-        if label:
-            if label in named:
-                raise doc.error(
-                    (*where, "name") if "name" in spec else where, f"two steps are named {label!r}"
-                )
-            named[label] = step
-            here[label] = step
-        ordered.append(step)
-    return ordered
-
-
-def _step(
-    doc: Located,
-    path: Path,
-    name: str,
-    spec: Mapping[str, Any],
-    agents: dict[str, Agent],
-    visible: dict[str, Any],
-    named: dict[str, Any],
-) -> Any:
-    kinds = [key for key in STEP_KEYS if key in spec]
-    if not kinds:
-        return _task(doc, path, name, spec, agents, visible)
-    extra = [key for key in spec if key not in (kinds[0], "name")]
-    if len(kinds) > 1 or extra:
-        raise doc.error(
-            (*path, (kinds[1:] or extra)[0]),
-            f"a {kinds[0]} entry holds only {kinds[0]}: (and name:); its settings go inside it",
-        )
-    name = str(spec.get("name") or name)
-    if not name:
-        raise doc.error(path, f"a {kinds[0]} in a list needs a name:")
-    inner = (*path, kinds[0])
-    body = spec[kinds[0]]
-    if not isinstance(body, Mapping):
-        raise doc.error(inner, f"expected the {kinds[0]}'s settings as a mapping")
-    build = {"loop": _loop, "graph": _graph, "ensemble": _nested}[kinds[0]]
-    return build(doc, inner, name, body, agents, visible, named)
-
-
-def _step_context(doc: Located, path: Path, value: Any, visible: dict[str, Any]) -> list[Any]:
-    return [
-        _lookup(doc, (*path, i), ref, visible, "task (an earlier one)")
-        for i, ref in enumerate(_list(doc, path, value))
-    ]
-
-
-def _loop(
-    doc: Located,
-    path: Path,
-    name: str,
-    spec: Mapping[str, Any],
-    agents: dict[str, Agent],
-    visible: dict[str, Any],
-    named: dict[str, Any],
-) -> Any:
-    from agentensemble.workflows.loop import Loop
-
-    _known_keys(doc, path, spec, LOOP_KEYS, "Loop")
-    fields = {k: v for k, v in spec.items() if k not in ("body", "until", "context")}
-    if "context" in spec:
-        fields["context"] = _step_context(doc, (*path, "context"), spec["context"], visible)
-    if not spec.get("body"):
-        raise doc.error(
-            (*path, "body") if "body" in spec else path,
-            f"loop {name!r} needs a body: with at least one step",
-        )
-    body = _steps(doc, (*path, "body"), spec["body"], agents, visible, named)
-    if spec.get("until") is not None:
-        keys = [step_label(step) for step in body]
-        fields["until"] = _condition(doc, (*path, "until"), spec["until"], loop_condition, keys)
-    return _construct(doc, path, Loop, {"name": name, "body": body, **fields})
-
-
-def _graph(
-    doc: Located,
-    path: Path,
-    name: str,
-    spec: Mapping[str, Any],
-    agents: dict[str, Agent],
-    visible: dict[str, Any],
-    named: dict[str, Any],
-) -> Any:
-    from agentensemble.workflows.graph import Edge, Graph
-
-    _known_keys(doc, path, spec, GRAPH_KEYS, "Graph")
-    fields = {k: v for k, v in spec.items() if k not in ("states", "edges", "context")}
-    if "context" in spec:
-        fields["context"] = _step_context(doc, (*path, "context"), spec["context"], visible)
-    section = spec.get("states")
-    if not isinstance(section, Mapping) or not section:
-        raise doc.error(
-            (*path, "states") if "states" in spec else path,
-            "a graph needs states: a mapping of state names to steps",
-        )
-    states: dict[str, Any] = {}
-    for state, where, entry in _entries(doc, (*path, "states"), section):
-        states[state] = _step(doc, where, state, entry, agents, visible, named)
-    edges: list[Any] = []
-    for index, edge in enumerate(_list(doc, (*path, "edges"), spec.get("edges") or [])):
-        where = (*path, "edges", index)
-        if not isinstance(edge, Mapping):
-            raise doc.error(where, "an edge is {from: state, to: state or END, when: condition}")
-        _known_keys(doc, where, edge, ("from", "to", "when"), "Edge")
-        target = edge.get("to")
-        settings: dict[str, Any] = {
-            "source": str(edge.get("from", "")),
-            "target": Graph.END if target == "END" else str(target),
-        }
-        if edge.get("when") is not None:
-            settings["when"] = _condition(
-                doc, (*where, "when"), edge["when"], edge_condition, list(states)
-            )
-        edges.append(_construct(doc, where, Edge, settings))
-    return _construct(doc, path, Graph, {"name": name, "states": states, "edges": edges, **fields})
-
-
-def _nested(
-    doc: Located,
-    path: Path,
-    name: str,
-    spec: Mapping[str, Any],
-    agents: dict[str, Agent],
-    visible: dict[str, Any],
-    named: dict[str, Any],
-) -> Any:
-    from agentensemble.ensemble import Ensemble
-
-    _known_keys(doc, path, spec, NESTED_KEYS, "Ensemble")
-    if not spec.get("tasks"):
-        raise doc.error(path, f"ensemble {name!r} needs tasks:")
-    tasks = _steps(doc, (*path, "tasks"), spec["tasks"], agents, {}, named)
-    fields = {k: v for k, v in spec.items() if k not in ("tasks", "model")}
-    if spec.get("model") is not None:
-        fields["llm"] = spec["model"]
-    return _construct(
-        doc, path, Ensemble, {"name": name, "tasks": tasks, **fields}, whole=(*path, "tasks")
-    )
-
-
-def _condition(doc: Located, path: Path, text: Any, parse: Any, names: list[str]) -> Any:
-    """A condition (``config/conditions.py``) or an import path to a Python function."""
-    if not isinstance(text, str | bool):
-        raise doc.error(path, f"expected a condition as text, got {_kind(text)}")
-    text = str(text).lower() if isinstance(text, bool) else text
-    if is_import_path(text.strip()):
-        return _imported(doc, path, text.strip())
-    try:
-        return parse(text, names)
-    except ConditionError as error:
-        raise doc.error(path, f"bad condition {text!r}: {error}") from None
-
-
-def _task(
-    doc: Located,
-    path: Path,
-    name: str,
-    spec: Mapping[str, Any],
-    agents: dict[str, Agent],
-    visible: dict[str, Any],
-) -> Task:
-    _known_keys(doc, path, spec, (*Task.model_fields, *STEP_KEYS), "Task")
-    fields = dict(spec)
-    if name:
-        fields.setdefault("name", name)
-    if "agent" in fields:
-        fields["agent"] = _lookup(doc, (*path, "agent"), fields["agent"], agents, "agent")
-    if "context" in fields:
-        fields["context"] = _step_context(doc, (*path, "context"), fields["context"], visible)
-    fields["tools"] = _tools(doc, (*path, "tools"), fields.get("tools"))
-    for key in ("input_guardrails", "output_guardrails"):
-        if key in fields:
-            refs = _list(doc, (*path, key), fields[key])
-            fields[key] = [_imported(doc, (*path, key, i), r) for i, r in enumerate(refs)]
-    if "handler" in fields:
-        fields["handler"] = _imported(doc, (*path, "handler"), fields["handler"])
-    if fields.get("output_type") is not None:
-        fields["output_type"] = _output_type(doc, (*path, "output_type"), fields["output_type"])
-    for key in ("review", "before_review"):
-        if fields.get(key) is not None:
-            fields[key] = _task_review(doc, (*path, key), fields[key])
-    task: Task = _construct(doc, path, Task, fields)
-    return task
-
-
 # -- values -------------------------------------------------------------------------------------
-
-
-def _tools(doc: Located, path: Path, value: Any) -> list[Any]:
-    tools: list[Any] = []
-    for index, item in enumerate(_list(doc, path, value or [])):
-        where = (*path, index)
-        if isinstance(item, Mapping) and len(item) == 1:
-            ((reference, arguments),) = item.items()
-            if arguments is not None and not isinstance(arguments, Mapping):
-                raise doc.error(where, f"the arguments of {reference!r} must be a mapping")
-        elif isinstance(item, str):
-            reference, arguments = item, None
-        else:
-            raise doc.error(
-                where, "a tool is a name, an import path package.module:name, or {name: {args}}"
-            )
-        try:
-            with importable_crew_folder():
-                made = make_tool(str(reference), dict(arguments or {}))
-            ToolResolver().resolve([made])  # one entry at a time: errors name their line
-        except (BadReference, ConfigurationError) as error:
-            raise doc.error(where, str(error)) from None
-        tools.append(made)
-    return tools
-
-
-def _imported(doc: Located, path: Path, reference: Any) -> Any:
-    if not isinstance(reference, str):
-        raise doc.error(
-            path, f"expected an import path package.module:name, got {_kind(reference)}"
-        )
-    try:
-        with importable_crew_folder():
-            return import_object(reference)
-    except BadReference as error:
-        raise doc.error(path, str(error)) from None
-
-
-def _output_type(doc: Located, path: Path, reference: Any) -> Any:
-    if isinstance(reference, str) and reference in _SCALARS:
-        return _SCALARS[reference]
-    return _imported(doc, path, reference)
-
-
-def _task_review(doc: Located, path: Path, value: Any) -> Any:
-    from agentensemble_review import Review  # only when the file asks for a review
-
-    if value in ("required", True):
-        return Review.required()
-    if value in ("skip", False):
-        return Review.skip()
-    if isinstance(value, Mapping):
-        _known_keys(doc, path, value, ("prompt", "timeout", "on_timeout"), "Review")
-        return _construct(doc, path, Review.required, dict(value))
-    raise doc.error(path, "expected required, skip or {prompt, timeout, on_timeout}")
 
 
 def _review(doc: Located, value: Any) -> dict[str, Any]:
     path: Path = ("review",)
     if not isinstance(value, Mapping):
         raise doc.error(path, "expected a mapping with policy and handler")
-    _known_keys(doc, path, value, REVIEW_KEYS, "review")
+    known_keys(doc, path, value, REVIEW_KEYS, "review")
     settings: dict[str, Any] = {}
     if value.get("policy") is not None:
         settings["review_policy"] = value["policy"]
@@ -435,59 +142,6 @@ def review_handler(
                 raise ValueError(f"secret_env names {secret_env!r}, which is not set")
         return review.WebhookReviewHandler(url, secret=secret, timeout=timeout)
     raise ValueError(f"unknown review handler {kind!r}: use console, auto or webhook")
-
-
-# -- helpers ------------------------------------------------------------------------------------
-
-
-def _known_keys(doc: Located, path: Path, spec: Mapping[str, Any], known: Any, what: str) -> None:
-    foreign = FOREIGN_NAMES.get(what, {})
-    for key in spec:
-        if key in known:
-            continue
-        hint = foreign.get(str(key))
-        advice = hint.replace("{name}", str(key)) if hint else f"known keys: {', '.join(known)}"
-        raise doc.error((*path, str(key)), f"{what} has no setting {key!r}: {advice}")
-
-
-def _list(doc: Located, path: Path, value: Any) -> list[Any]:
-    if isinstance(value, str):
-        return [value]
-    if not isinstance(value, list):
-        raise doc.error(path, f"expected a list, got {_kind(value)}")
-    return value
-
-
-def _lookup(doc: Located, path: Path, ref: Any, known: Mapping[str, Any], what: str) -> Any:
-    if isinstance(ref, str) and ref in known:
-        return known[ref]
-    names = ", ".join(known) or "none"
-    raise doc.error(path, f"unknown {what} {ref!r} (known: {names})")
-
-
-def _construct(
-    doc: Located, path: Path, factory: Any, fields: dict[str, Any], whole: Path | None = None
-) -> Any:
-    """Build a model; its validation errors point at the key that caused them (at ``whole``,
-    if given, for an error about the model as a whole)."""
-    where = path if whole is None else whole
-    try:
-        return factory(**fields)
-    except ValidationError as error:
-        first = error.errors()[0]
-        loc = tuple(p for p in first["loc"] if isinstance(p, str | int))
-        message = str(first["msg"]).removeprefix("Value error, ")
-        raise doc.error((*path, *loc) if loc else where, message) from None
-    except (ConfigurationError, TypeError) as error:
-        raise doc.error(where, str(error)) from None
-
-
-def _kind(value: Any) -> str:
-    if isinstance(value, Mapping):
-        return "a mapping"
-    if isinstance(value, list):
-        return "a list"
-    return "text" if isinstance(value, str) else type(value).__name__
 
 
 __all__ = ["build_ensemble", "ensemble_from_dict", "ensemble_from_yaml", "review_handler"]

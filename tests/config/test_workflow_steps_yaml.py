@@ -92,7 +92,8 @@ def test_a_crew_file_expresses_every_step_kind_and_runs(crew_file: CrewFile) -> 
 
 ERRORS = [
     (
-        "tasks:\n  l:\n    loop:\n      body:\n        a: {description: A}\n      until: b.ok == true\n",
+        "tasks:\n  l:\n    loop:\n      body:\n        a: {description: A}\n"
+        "      until: b.ok == true\n",
         6,
         "unknown name 'b'",
     ),
