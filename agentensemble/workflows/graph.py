@@ -2,8 +2,9 @@
 
 The first edge out of the state that just ran whose ``when`` holds (an edge without ``when``
 always holds) names the next state, or ``Graph.END``. No match is a ``GraphNoEdgeError`` naming
-the state; ``max_steps`` caps the states run. A revisited state is shown its previous output and
-the output that sent the run back to it (with ``feedback=True``). Not to be confused with the
+the state; ``max_steps`` caps the states run. Each state gets the output of the state before
+it as context; a revisited state is shown its previous output and the output that sent the run
+back to it as revision feedback (with ``feedback=True``). Not to be confused with the
 order of work ``context`` draws in a PARALLEL ensemble (``workflows/context_graph.py``).
 """
 
@@ -179,7 +180,9 @@ class GraphStep:
                 feedback = Feedback(previous=latest[current], cause=cause)
             step = self.states[current]
             base = call.base + (number - 1) * self.per_step
-            context = (*call.context, *handed)
+            # the state before hands its output on (as revision feedback on a revisit)
+            led_here = (cause,) if number > 1 and cause is not None and feedback is None else ()
+            context = (*call.context, *handed, *led_here)
             result = await step.run(call.at(base, scope=scope, context=context, feedback=feedback))
             scope.finals[id(step.source)] = result.outputs
             indices += result.task_indices

@@ -133,8 +133,9 @@ class RunState:
     exit_reason: ExitReason = ExitReason.COMPLETED
     failed: tuple[int, Any] | None = None
     """(slot, Task) of the first task run that failed."""
-    context_items: dict[int, ContextItem] = field(default_factory=dict)
-    """Each output as prompt context, built once (keyed by the output's identity)."""
+    context_items: dict[int, tuple[TaskOutput, ContextItem]] = field(default_factory=dict)
+    """Each output as prompt context, built once (keyed by the output's identity; the output is
+    held with it, so its id cannot be reused by another output meanwhile)."""
 
     def record(self, slot: int, task: Any, output: TaskOutput) -> None:
         self.records.append((slot, task, output))
@@ -145,10 +146,11 @@ class RunState:
         return [output for _, _, output in records], [task for _, task, _ in records]
 
     def context_item(self, output: TaskOutput) -> ContextItem:
-        item = self.context_items.get(id(output))
-        if item is None:
-            item = ContextItem(output.task_description, output.agent_role, output.raw)
-            self.context_items[id(output)] = item
+        found = self.context_items.get(id(output))
+        if found is not None and found[0] is output:
+            return found[1]
+        item = ContextItem(output.task_description, output.agent_role, output.raw)
+        self.context_items[id(output)] = (output, item)
         return item
 
 

@@ -74,10 +74,21 @@ def test_a_revisited_state_gets_its_previous_output_and_what_sent_the_run_back()
     assert prompt.index("notes") < prompt.index("THIN answer")
 
 
-def test_without_feedback_a_revisited_state_sees_no_earlier_output() -> None:
+def test_each_state_gets_the_output_of_the_state_before_it() -> None:
+    model = ScriptedChatModel(["billing", "notes", "THIN answer", "more notes", "full answer"])
+    Ensemble(tasks=[triage_graph(model)], llm=model).run()
+    assert "billing" in model.requests[1].last_user_content
+    assert "notes" in model.requests[2].last_user_content
+    last = model.requests[4].last_user_content  # the answer again: its THIN answer, new notes
+    assert "more notes" in last and "THIN answer" in last and PREVIOUS_ANSWER in last
+
+
+def test_without_feedback_a_revisited_state_sees_only_the_hand_off() -> None:
     model = ScriptedChatModel(["billing", "notes", "THIN answer", "more notes", "full answer"])
     Ensemble(tasks=[triage_graph(model, feedback=False)], llm=model).run()
-    assert "THIN" not in model.requests[3].last_user_content
+    prompt = model.requests[3].last_user_content
+    assert "THIN answer" in prompt  # what the answer state handed on
+    assert PREVIOUS_ANSWER not in prompt and "\nnotes\n" not in prompt
 
 
 @pytest.mark.parametrize(
