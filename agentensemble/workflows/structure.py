@@ -34,6 +34,8 @@ def check_structure(steps: Sequence[Any], workflow: Workflow) -> None:
 
         check_task_graph(steps, deps=deps)
     for position, step in enumerate(steps):
+        if step_kind(step) not in ("loop", "graph"):
+            continue  # a task has nothing inside; a nested ensemble checked its own
         if workflow is Workflow.SEQUENTIAL:
             visible = {id(s) for s in steps[:position]}
         else:
