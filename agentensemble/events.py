@@ -56,6 +56,10 @@ class TaskStarted:
     task_description: str
     agent_role: str
     run_id: str = _run_id()
+    within: tuple[str, ...] = field(default=(), kw_only=True)
+    """Where this task run sits, outermost first: ``"loop:<name>:<iteration>"``,
+    ``"graph:<name>:<step>:<state>"``, ``"ensemble:<name>"``, ``"for_each:<task>:<index>"``
+    (empty for a top-level task); a timeline groups task runs by it."""
 
 
 @dataclass(frozen=True)
@@ -254,6 +258,8 @@ class LoopIterationCompleted:
     run_id: str = _run_id()
     task_indices: tuple[int, ...] = field(default=(), kw_only=True)
     stopped_by: str | None = field(default=None, kw_only=True)
+    within: tuple[str, ...] = field(default=(), kw_only=True)
+    """Where the loop sits (as ``TaskStarted.within``): empty for a top-level loop."""
 
     def trace_fields(self) -> dict[str, Any]:
         """What the trace and spans keep: the outputs are there already, under their tasks."""
@@ -263,6 +269,7 @@ class LoopIterationCompleted:
             "steps": list(self.outputs),
             "task_indices": list(self.task_indices),
             "stopped_by": self.stopped_by,
+            "within": list(self.within),
         }
 
 
@@ -282,6 +289,8 @@ class GraphStepCompleted:
     run_id: str = _run_id()
     next_state: str | None = field(default=None, kw_only=True)
     task_indices: tuple[int, ...] = field(default=(), kw_only=True)
+    within: tuple[str, ...] = field(default=(), kw_only=True)
+    """Where the graph sits (as ``TaskStarted.within``): empty for a top-level graph."""
 
     def trace_fields(self) -> dict[str, Any]:
         """What the trace and spans keep: the output is there already, under its task."""
@@ -291,6 +300,7 @@ class GraphStepCompleted:
             "state": self.state,
             "next_state": self.next_state,
             "task_indices": list(self.task_indices),
+            "within": list(self.within),
         }
 
 

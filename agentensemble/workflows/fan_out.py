@@ -44,9 +44,14 @@ class FanOutStep:
         if call.feedback is not None:
             item_call = replace(call, feedback=replace(call.feedback, previous=None))
 
+        label = getattr(self.task, "label", "")
+
         async def one(position: int, item: PreparedTask) -> tuple[TaskOutput, bool]:
+            within = (*item_call.within, f"for_each:{label}:{position}")
             async with gate:
-                return await run_task(item, call.base + position + 1, item_call)
+                return await run_task(
+                    item, call.base + position + 1, replace(item_call, within=within)
+                )
 
         running = [asyncio.ensure_future(one(i, item)) for i, item in enumerate(self.items)]
         try:

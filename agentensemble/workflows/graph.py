@@ -183,7 +183,10 @@ class GraphStep:
             # the state before hands its output on (as revision feedback on a revisit)
             led_here = (cause,) if number > 1 and cause is not None and feedback is None else ()
             context = (*call.context, *handed, *led_here)
-            result = await step.run(call.at(base, scope=scope, context=context, feedback=feedback))
+            within = (*call.within, f"graph:{graph.name}:{number}:{current}")
+            result = await step.run(
+                call.at(base, scope=scope, context=context, feedback=feedback, within=within)
+            )
             scope.finals[id(step.source)] = result.outputs
             indices += result.task_indices
             path.append(current)
@@ -201,6 +204,7 @@ class GraphStep:
                     output,
                     next_state=target,
                     task_indices=tuple(result.task_indices),
+                    within=call.within,
                 )
             )
             if target is None:

@@ -170,8 +170,10 @@ class LoopStep:
             scope = call.scope.child()
             base = call.base + (iteration - 1) * self.per_iteration
             context = (*call.context, *handed)
+            within = (*call.within, f"loop:{loop.name}:{iteration}")
             result = await run_in_order(
-                self.body, call.at(base, scope=scope, context=context, feedback=feedback)
+                self.body,
+                call.at(base, scope=scope, context=context, feedback=feedback, within=within),
             )
             indices += result.task_indices
             outputs = {
@@ -205,6 +207,7 @@ class LoopStep:
                     outputs,
                     task_indices=tuple(result.task_indices),
                     stopped_by=ending,
+                    within=call.within,
                 )
             )
             if done:

@@ -35,7 +35,8 @@ class EnsembleStep:
         return sum(step.capacity for step in self.steps)
 
     async def run(self, call: StepCall) -> StepResult:
-        inner = call.at(call.base, scope=call.scope.child())
+        within = (*call.within, f"ensemble:{self.ensemble.label}")
+        inner = call.at(call.base, scope=call.scope.child(), within=within)
         if not self.parallel:
             return await run_in_order(self.steps, inner)
         run = StepsRun(self.steps, inner, self.limit)

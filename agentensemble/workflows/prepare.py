@@ -153,6 +153,17 @@ def resolve_tools(tasks: Sequence[Any], review_handler: Any, review_policy: Any)
     return resolved
 
 
+def final_task(step: Any) -> Any:
+    """The task whose output ends ``step`` (reviewed by ``review_policy="after_last_task"``):
+    a loop's last body task (each iteration), a nested ensemble's last; None for a graph."""
+    kind = step_kind(step)
+    if kind == "loop":
+        return final_task(step.body[-1])
+    if kind == "ensemble":
+        return final_task(step.tasks[-1])
+    return step if kind == "task" else None
+
+
 class _Preparation:
     """One run's preparation: models resolved once per name, tools once per task."""
 
@@ -163,7 +174,7 @@ class _Preparation:
         self.tools = resolve_tools(self.tasks, ensemble.review_handler, ensemble.review_policy)
         self.policy = policy_value(ensemble.review_policy)
         self.hierarchical = ensemble.workflow is Workflow.HIERARCHICAL
-        self.last = ensemble.tasks[-1]
+        self.last = final_task(ensemble.tasks[-1])
         self.models: dict[str, ChatModel] = {}
         self.prepared: list[PreparedTask] = []
 

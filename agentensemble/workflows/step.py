@@ -168,6 +168,9 @@ class StepCall:
     context: tuple[TaskOutput, ...] = ()
     """Outputs handed in from outside (a loop's or graph's own ``context``)."""
     feedback: Feedback | None = None
+    within: tuple[str, ...] = ()
+    """Where the step sits: the enclosing loop iterations, graph steps, nested ensembles
+    (``TaskStarted.within``)."""
 
     def at(self, base: int, **changes: Any) -> StepCall:
         return replace(self, base=base, **changes)

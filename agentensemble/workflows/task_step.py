@@ -99,7 +99,9 @@ async def _run(item: PreparedTask, slot: int, call: StepCall) -> tuple[TaskOutpu
         if verdict.revised_text is not None:
             description = verdict.revised_text
 
-    env.emitter.emit(TaskStarted(slot, state.total, description, item.agent_role))
+    env.emitter.emit(
+        TaskStarted(slot, state.total, description, item.agent_role, within=call.within)
+    )
     _log.info("task started", task_index=slot, total_tasks=state.total, agent_role=item.agent_role)
     started = time.perf_counter()
     context = [out for step in item.task.context for out in call.scope.lookup(step)]

@@ -280,3 +280,40 @@ def test_tools_typed_output_and_the_trace_see_every_iteration() -> None:
     assert out.trace is not None
     assert [t.index for t in out.trace.tasks] == [1, 2]
     assert out.total_tool_calls == 2
+
+
+def test_after_last_task_reviews_the_last_body_task_of_a_final_loop_each_iteration() -> None:
+    from agentensemble_review import Continue, ReviewPolicy, ScriptedReviewHandler
+
+    reviewer = ScriptedReviewHandler([Continue(), Continue()])
+    a = Task(name="a", description="draft", handler=lambda ctx: "A")
+    b = Task(name="b", description="check", handler=lambda ctx: "B")
+    Ensemble(
+        tasks=[Loop(name="l", body=[a, b], max_iterations=2)],
+        review_handler=reviewer,
+        review_policy=ReviewPolicy.AFTER_LAST_TASK,
+    ).run()
+    assert [r.task_description for r in reviewer.requests] == ["check", "check"]
+
+
+def test_task_started_says_where_each_task_run_sits() -> None:
+    recorder = Recorder()
+    inner = Loop(
+        name="inner",
+        body=[Task(name="i", description="i", handler=lambda c: "i")],
+        max_iterations=1,
+    )
+    outer = Loop(name="outer", body=[inner], max_iterations=2)
+    Ensemble(tasks=[outer], listeners=[recorder]).run()
+    started = [e.within for e in recorder.events if type(e).__name__ == "TaskStarted"]
+    assert started == [
+        ("loop:outer:1", "loop:inner:1"),
+        ("loop:outer:2", "loop:inner:1"),
+    ]
+    ends = [e for e in recorder.events if isinstance(e, LoopIterationCompleted)]
+    assert [(e.loop_name, e.within) for e in ends] == [
+        ("inner", ("loop:outer:1",)),
+        ("outer", ()),
+        ("inner", ("loop:outer:2",)),
+        ("outer", ()),
+    ]
