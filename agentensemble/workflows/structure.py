@@ -54,6 +54,11 @@ def _check_unique(steps: Sequence[Any]) -> None:
                 "object runs in one place: build another one for the other place"
             )
         seen.add(id(step))
+        if kind == "ensemble" and step.workflow is Workflow.HIERARCHICAL:
+            raise ConfigurationError(
+                f"the nested ensemble {step_label(step)!r} is HIERARCHICAL; a nested ensemble "
+                "runs as a step of its outer run: give it workflow SEQUENTIAL or PARALLEL"
+            )
         if kind in ("loop", "graph"):
             name = step.name
             if name in names:

@@ -90,7 +90,16 @@ def loops_in_hierarchical() -> None:
     )
 
 
+def nested_hierarchical() -> None:
+    from agentensemble import Agent
+
+    worker = Agent(role="Worker", goal="work")
+    inner = Ensemble(tasks=[Task(description="a", agent=worker)], workflow=Workflow.HIERARCHICAL)
+    Ensemble(tasks=[inner])
+
+
 CASES: list[tuple[str, Callable[[], None], str]] = [
+    ("nested HIERARCHICAL ensemble", nested_hierarchical, "is HIERARCHICAL"),
     ("unknown start state", unknown_start, "start 'nowhere' is not a state"),
     ("edge from nowhere", edge_from_nowhere, "comes from 'x', which is not a state"),
     ("edge to nowhere", edge_to_nowhere, "leads nowhere: 'b' is not a state"),
