@@ -317,3 +317,18 @@ def test_task_started_says_where_each_task_run_sits() -> None:
         ("inner", ("loop:outer:2",)),
         ("outer", ()),
     ]
+
+
+def test_an_output_guardrail_checks_every_iteration_and_its_correction_is_kept() -> None:
+    from agentensemble import GuardrailResult
+
+    def short_enough(output: Any) -> GuardrailResult:
+        if len(output.raw) > 10:
+            return GuardrailResult.failure("at most 10 characters")
+        return GuardrailResult.success()
+
+    model = ScriptedChatModel(["a very long first draft", "draft 1", "draft 2"])
+    body = Task(name="write", description="write", output_guardrails=[short_enough])
+    out = Ensemble(tasks=[Loop(name="l", body=[body], max_iterations=2)], llm=model).run()
+    assert [o.raw for o in out.task_outputs] == ["draft 1", "draft 2"]
+    assert "at most 10 characters" in model.requests[1].last_user_content
