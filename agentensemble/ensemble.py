@@ -168,7 +168,7 @@ class Ensemble(BaseModel):
         tasks = leaf_tasks(self.tasks)
         sources = tool_sources_in([*(agent.tools for agent in agents), *(t.tools for t in tasks)])
         async with open_tool_sources(sources):
-            prepared = prepare_run(self, values)
+            prepared = prepare_run(self, values, inputs_checked=True)
             return await self._run_prepared(prepared, values, extra_listeners, stream)
 
     async def _run_prepared(

@@ -252,11 +252,15 @@ class _Preparation:
         return item
 
 
-def prepare_run(ensemble: Any, inputs: Mapping[str, Any]) -> PreparedRun:
+def prepare_run(
+    ensemble: Any, inputs: Mapping[str, Any], *, inputs_checked: bool = False
+) -> PreparedRun:
     """The whole run, prepared: steps with their slots, every task run resolved. The structure
-    is checked again: context lists may have changed since the ensemble was built."""
+    is checked again: context lists may have changed since the ensemble was built.
+    ``inputs_checked``: ``check_inputs_for`` already ran on these inputs (not again)."""
     check_structure(ensemble.tasks, ensemble.workflow)
-    check_inputs_for(ensemble, inputs)
+    if not inputs_checked:
+        check_inputs_for(ensemble, inputs)
     preparation = _Preparation(ensemble, inputs)
     steps = preparation.steps(ensemble.tasks, ensemble.llm, ensemble.max_concurrency)
     return PreparedRun(
