@@ -1,9 +1,10 @@
 """A durable app for the loop and graph crash tests, with scripted models.
 
-Run as ``python _loops_app.py DB_URL WORKDIR RUN_ID KILL_AT``: the process SIGKILLs itself
+Run as ``python _loops_app.py DB_URL WORKDIR RUN_ID KILL_AT [parallel]``: the process SIGKILLs itself
 when its model call number KILL_AT (counted over every process, in WORKDIR/calls.log) begins
 (0: never). A writer (with a tool) and a typed critic go round a loop twice, then a graph goes
-research -> answer -> research -> answer. Every model call and tool body appends a line to
+research -> answer -> research -> answer (with ``parallel``: the loop and the graph at once, in
+a PARALLEL ensemble). Every model call and tool body appends a line to
 WORKDIR, so the test counts what ran. It prints the output as JSON on its last line.
 """
 
@@ -18,11 +19,12 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from agentensemble import Agent, Edge, Ensemble, Graph, Loop, Task, tool
+from agentensemble import Agent, Edge, Ensemble, Graph, Loop, Task, Workflow, tool
 from agentensemble.durable import DurableRuntime
 from agentensemble.testing import FunctionChatModel, tool_call
 
 DB_URL, WORKDIR, RUN_ID, KILL_AT = sys.argv[1], Path(sys.argv[2]), sys.argv[3], int(sys.argv[4])
+PARALLEL = sys.argv[5:] == ["parallel"]
 CALLS, EFFECTS = WORKDIR / "calls.log", WORKDIR / "effects.log"
 REVISING = "Your previous answer"
 
@@ -113,7 +115,9 @@ def build() -> Ensemble:
             Edge("answer", Graph.END),
         ],
     )
-    return Ensemble(tasks=[loop, graph])
+    return Ensemble(
+        tasks=[loop, graph], workflow=Workflow.PARALLEL if PARALLEL else Workflow.SEQUENTIAL
+    )
 
 
 runtime = DurableRuntime(DB_URL)

@@ -9,6 +9,7 @@ import os
 import signal
 import subprocess
 import sys
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -23,9 +24,9 @@ CALLS = [
 ]  # fmt: skip
 
 
-def run_app(db: str, workdir: Path, run_id: str, kill_at: int) -> Any:
+def run_app(db: str, workdir: Path, run_id: str, kill_at: int, *extra: str) -> Any:
     return subprocess.run(
-        [sys.executable, str(APP), db, str(workdir), run_id, str(kill_at)],
+        [sys.executable, str(APP), db, str(workdir), run_id, str(kill_at), *extra],
         capture_output=True,
         text=True,
         timeout=120,
@@ -57,3 +58,24 @@ def test_a_loop_and_a_graph_resume_where_they_stopped(tmp_path: Path, kill_at: i
     calls = (tmp_path / "calls.log").read_text().split()
     assert calls == CALLS[:kill_at] + CALLS[kill_at - 1 :]
     assert (tmp_path / "effects.log").read_text().split() == ["v1", "v2"]
+
+
+def test_a_parallel_loop_and_graph_resume_with_the_same_checkpoints(tmp_path: Path) -> None:
+    """The loop and the graph run at once, so their calls interleave in any order; each task
+    run's checkpoints are numbered by its slot, fixed before the run, so a recovery finds them
+    whatever order the branches resume in (no divergence, same result). A call in flight on
+    the other branch when the process died may be asked again; nothing else is."""
+    baseline = tmp_path / "baseline"
+    baseline.mkdir()
+    done = run_app(f"sqlite:///{baseline}/runs.sqlite", baseline, "par-1", 0, "parallel")
+    expected = finished(done)
+    assert Counter((baseline / "calls.log").read_text().split()) == Counter(CALLS)
+
+    db = f"sqlite:///{tmp_path}/runs.sqlite"
+    crashed = run_app(db, tmp_path, "par-1", 6, "parallel")
+    assert crashed.returncode == -signal.SIGKILL, crashed.stderr
+    resumed = finished(run_app(db, tmp_path, "par-1", 0, "parallel"))
+
+    assert resumed == expected
+    repeated = Counter((tmp_path / "calls.log").read_text().split()) - Counter(CALLS)
+    assert 1 <= sum(repeated.values()) <= 2, repeated
