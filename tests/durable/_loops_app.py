@@ -2,10 +2,11 @@
 
 Run as ``python _loops_app.py DB_URL WORKDIR RUN_ID KILL_AT [parallel]``: the process
 SIGKILLs itself when its model call number KILL_AT (counted over every process, in
-WORKDIR/calls.log) begins (0: never). A writer (with a tool) and a typed critic go round a loop twice, then a graph goes
-research -> answer -> research -> answer (with ``parallel``: the loop and the graph at once, in
-a PARALLEL ensemble). Every model call and tool body appends a line to
-WORKDIR, so the test counts what ran. It prints the output as JSON on its last line.
+WORKDIR/calls.log) begins (0: never). A writer (with a tool) and a typed critic go round a
+loop twice, then a graph goes research -> answer -> research -> answer (with ``parallel``:
+the loop and the graph at once, in a PARALLEL ensemble). Every model call and tool body
+appends a line to WORKDIR, so the test counts what ran. It prints the output as JSON on its
+last line.
 """
 
 from __future__ import annotations
