@@ -148,3 +148,17 @@ def test_validate_checks_steps_and_names_list_inputs(
     bad = crew_file(ERRORS[0][0])
     assert main(["validate", str(bad), "--model", "scripted"]) == EXIT_USAGE
     assert f"{bad}:6:" in capsys.readouterr().err
+
+
+def test_agentensemble_run_runs_a_loop_crew_offline(
+    crew_file: CrewFile, capsys: pytest.CaptureFixture[str]
+) -> None:
+    crew = (
+        "tasks:\n  polish:\n    loop:\n      max_iterations: 2\n"
+        "      until: last contains 'never there'\n"
+        "      body:\n        write: {description: Write a line}\n"
+    )
+    assert main(["run", str(crew_file(crew)), "--model", "scripted"]) == EXIT_OK
+    out, err = capsys.readouterr()
+    assert "(scripted answer) Write a line" in out
+    assert "loop polish: iteration 2 done, stopped by max_iterations" in err

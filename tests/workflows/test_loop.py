@@ -332,3 +332,16 @@ def test_an_output_guardrail_checks_every_iteration_and_its_correction_is_kept()
     out = Ensemble(tasks=[Loop(name="l", body=[body], max_iterations=2)], llm=model).run()
     assert [o.raw for o in out.task_outputs] == ["draft 1", "draft 2"]
     assert "at most 10 characters" in model.requests[1].last_user_content
+
+
+def test_loop_results_survive_saving_the_output_as_json() -> None:
+    from agentensemble import EnsembleOutput
+
+    body = Task(name="a", description="a", handler=lambda ctx: "A")
+    out = Ensemble(tasks=[Loop(name="l", body=[body], max_iterations=2)]).run()
+    back = EnsembleOutput.model_validate_json(out.model_dump_json())
+    assert back.loops["l"].iterations == 2
+    assert back.loops["l"].history[1]["a"].raw == "A"
+    assert out.trace is not None
+    assert [e.type for e in out.trace.events] == ["LoopIterationCompleted"] * 2
+    assert out.trace.events[1].fields["stopped_by"] == "max_iterations"
