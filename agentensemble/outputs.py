@@ -207,12 +207,22 @@ class EnsembleOutput(SaveableModel):
     # (metrics, edits) keep the order, so a lookup always answers with the current output
     _tasks: list[Any] = PrivateAttr(default_factory=list)
 
+    # a top-level Loop, Graph or nested Ensemble and the position of its final output
+    _steps: list[tuple[Any, int]] = PrivateAttr(default_factory=list)
+
     def output_for(self, task: Any) -> TaskOutput | None:
-        """The output of ``task`` (this very Task object) in this run; None if it did not run."""
+        """The output of ``task`` (this very Task object) in this run; None if it did not run.
+
+        For a Loop, a Graph or a nested Ensemble of the run's steps: its final output (what a
+        later step's ``context`` got). A task run many times (in a loop): its last output."""
+        for step, position in self._steps:
+            if step is task and position < len(self.task_outputs):
+                return self.task_outputs[position]
+        found = None
         for known, output in zip(self._tasks, self.task_outputs, strict=False):
             if known is task:
-                return output
-        return None
+                found = output
+        return found
 
     @field_validator("trace", mode="before")
     @classmethod

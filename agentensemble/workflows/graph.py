@@ -187,7 +187,7 @@ class GraphStep:
             result = await step.run(
                 call.at(base, scope=scope, context=context, feedback=feedback, within=within)
             )
-            scope.finals[id(step.source)] = result.outputs
+            scope.record(step.source, result.outputs)
             indices += result.task_indices
             path.append(current)
             if result.stop:

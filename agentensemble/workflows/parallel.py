@@ -68,7 +68,7 @@ class ParallelRunner:
         await run.run(fail_fast)
         if run.failures:
             raise run.error(fail_fast)
-        return summary(call.state, started)
+        return summary(call.state, started, call.scope.steps)
 
 
 class StepsRun:
@@ -146,7 +146,7 @@ class StepsRun:
             gone = {id(source) for source in blocked}
             self.waiting = [s for s in self.waiting if id(s.source) not in gone]
         else:
-            self.call.scope.finals[id(step.source)] = result.outputs
+            self.call.scope.record(step.source, result.outputs)
             self.results[id(step.source)] = result
             if result.stop:
                 self.stop = self.call.state.exit_reason

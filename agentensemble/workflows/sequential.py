@@ -5,6 +5,7 @@ from __future__ import annotations
 import time
 from collections.abc import Sequence
 from datetime import timedelta
+from typing import Any
 
 from agentensemble._interrupts import ends_the_run
 from agentensemble.errors import ExitEarlyError, TaskExecutionError
@@ -40,8 +41,11 @@ def run_error(error: BaseException, step: Step, position: int, state: RunState) 
     return wrapped
 
 
-def summary(state: RunState, started: float) -> EnsembleOutput:
-    """The run's output from its state: outputs in order, loops and graphs, exit reason."""
+def summary(
+    state: RunState, started: float, finals: dict[int, Any] | None = None
+) -> EnsembleOutput:
+    """The run's output from its state: outputs in order, loops and graphs, exit reason.
+    ``finals``: what each top-level step handed on (``Scope.finals``), for ``output_for``."""
     outputs, tasks = state.ordered()
     output = EnsembleOutput.from_tasks(
         outputs,
@@ -52,6 +56,13 @@ def summary(state: RunState, started: float) -> EnsembleOutput:
     if state.loops or state.graphs:
         output = output.model_copy(update={"loops": state.loops, "graphs": state.graphs})
         output._tasks = list(tasks)
+    if finals is not None and (state.loops or state.graphs or len(outputs) != len(finals)):
+        where = {id(out): position for position, out in enumerate(outputs)}
+        output._steps = [
+            (step, where[id(handed[-1])])
+            for step, handed in finals.values()
+            if handed and id(handed[-1]) in where
+        ]
     return output
 
 
@@ -74,11 +85,11 @@ async def run_sequential(steps: Sequence[Step], call: StepCall) -> EnsembleOutpu
             if failure is error:
                 raise
             raise failure from error
-        call.scope.finals[id(step.source)] = result.outputs
+        call.scope.record(step.source, result.outputs)
         base += step.capacity
         if result.stop:
             break
-    return summary(state, started)
+    return summary(state, started, call.scope.steps)
 
 
 __all__ = ["PreparedTask", "RunState", "run_error", "run_in_order", "run_sequential", "summary"]

@@ -104,6 +104,19 @@ class Scope:
     finals: dict[int, list[TaskOutput]] = field(default_factory=dict)
     parent: Scope | None = None
 
+    @property
+    def steps(self) -> dict[int, tuple[Any, list[TaskOutput]]]:
+        """Each step recorded here, with what it handed on (by the step's identity)."""
+        return self._steps
+
+    def record(self, step: Any, outputs: list[TaskOutput]) -> None:
+        """``step`` handed ``outputs`` on (what a later ``context`` naming it gets)."""
+        self.finals[id(step)] = outputs
+        self._steps[id(step)] = (step, outputs)
+
+    def __post_init__(self) -> None:
+        self._steps: dict[int, tuple[Any, list[TaskOutput]]] = {}
+
     def lookup(self, step: Any) -> list[TaskOutput]:
         scope: Scope | None = self
         while scope is not None:
@@ -217,7 +230,7 @@ async def run_in_order(steps: Sequence[Step], call: StepCall) -> StepResult:
     for position, step in enumerate(steps):
         handed = {} if position == 0 else {"context": (), "feedback": None}
         result = await step.run(call.at(base, **handed))
-        call.scope.finals[id(step.source)] = result.outputs
+        call.scope.record(step.source, result.outputs)
         indices += result.task_indices
         last = result.outputs or last
         base += step.capacity

@@ -101,3 +101,23 @@ def test_a_loop_or_graph_can_be_named_in_context_in_parallel() -> None:
     out = Ensemble(tasks=[reader, loop], workflow=Workflow.PARALLEL).run()
     assert out.output_for(reader) is not None and out.output_for(reader).raw == "A"  # type: ignore[union-attr]
     assert [o.raw for o in out.task_outputs] == ["A", "A", "A"]  # list order: reader, then loop
+
+
+def test_output_for_a_loop_graph_or_nested_ensemble_is_its_final_output() -> None:
+    from agentensemble import Edge, Graph
+
+    loop = Loop(
+        name="l", body=[Task(name="a", description="a", handler=lambda c: "A")], max_iterations=2
+    )
+    graph = Graph(
+        name="g",
+        start="s",
+        states={"s": Task(name="s", description="s", handler=lambda c: "S")},
+        edges=[Edge("s", Graph.END)],
+    )
+    inner = Ensemble(name="inner", tasks=[Task(name="i", description="i", handler=lambda c: "I")])
+    for workflow in (Workflow.SEQUENTIAL, Workflow.PARALLEL):
+        out = Ensemble(tasks=[loop, graph, inner], workflow=workflow).run()
+        assert [out.output_for(step).raw for step in (loop, graph, inner)] == ["A", "S", "I"]  # type: ignore[union-attr]
+        assert out.output_for(loop) is out.task_outputs[1]
+        assert out.output_for(loop.body[0]) is out.task_outputs[1]  # its last run
