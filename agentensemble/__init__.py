@@ -13,8 +13,11 @@ from agentensemble.errors import (
     AgentExecutionError,
     ConfigurationError,
     ExitEarlyError,
+    GraphMaxStepsError,
+    GraphNoEdgeError,
     GuardrailViolationError,
     LLMError,
+    LoopMaxIterationsError,
     MaxIterationsExceededError,
     OutputParsingError,
     ParallelExecutionError,
@@ -33,10 +36,12 @@ from agentensemble.events import (
     EnsembleFailed,
     EnsembleListener,
     EnsembleStarted,
+    GraphStepCompleted,
     GuardrailChecked,
     LLMCallCompleted,
     LLMCallFailed,
     LLMCallStarted,
+    LoopIterationCompleted,
     ReviewDecided,
     ReviewRequested,
     StreamRestarted,
@@ -62,6 +67,8 @@ from agentensemble.logging import configure_logging
 from agentensemble.outputs import (
     EnsembleOutput,
     ExitReason,
+    GraphResult,
+    LoopResult,
     ReturnBehavior,
     TaskMetrics,
     TaskOutput,
@@ -88,6 +95,8 @@ from agentensemble.tools import (
     tool,
 )
 from agentensemble.workflows import ParallelErrorStrategy, Workflow
+from agentensemble.workflows.graph import Edge, Graph, GraphState
+from agentensemble.workflows.loop import Loop, LoopState
 
 __version__ = "0.1.0"
 
@@ -119,6 +128,7 @@ __all__ = [
     "DelegationCompleted",
     "DelegationFailed",
     "DelegationStarted",
+    "Edge",
     "Ensemble",
     "EnsembleCompleted",
     "EnsembleEvent",
@@ -129,6 +139,12 @@ __all__ = [
     "ExecutionTrace",
     "ExitEarlyError",
     "ExitReason",
+    "Graph",
+    "GraphMaxStepsError",
+    "GraphNoEdgeError",
+    "GraphResult",
+    "GraphState",
+    "GraphStepCompleted",
     "GuardrailChecked",
     "GuardrailInput",
     "GuardrailResult",
@@ -137,6 +153,11 @@ __all__ = [
     "LLMCallFailed",
     "LLMCallStarted",
     "LLMError",
+    "Loop",
+    "LoopIterationCompleted",
+    "LoopMaxIterationsError",
+    "LoopResult",
+    "LoopState",
     "MaxIterationsExceededError",
     "MissingContextWarning",
     "OutputParsingError",

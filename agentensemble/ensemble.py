@@ -6,14 +6,14 @@ import asyncio
 import os
 from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import nullcontext
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from agentensemble._background_loop import run_on_background_loop
 from agentensemble._validation import check_model, refuse_class
 from agentensemble.agent import Agent
-from agentensemble.errors import ConfigurationError, PromptTemplateError, TaskExecutionError
+from agentensemble.errors import TaskExecutionError
 from agentensemble.events import (
     EnsembleCompleted,
     EnsembleEvent,
@@ -22,7 +22,7 @@ from agentensemble.events import (
     EnsembleStarted,
     EventEmitter,
 )
-from agentensemble.execution.agent_executor import AgentTask, ExecutionEnv
+from agentensemble.execution.agent_executor import ExecutionEnv
 from agentensemble.hints import (
     check_inputs,
     method_hint,
@@ -30,34 +30,24 @@ from agentensemble.hints import (
     warn_missing_context,
 )
 from agentensemble.llm.streaming import EventSink, use_sink
-from agentensemble.llm.types import ChatModel
 from agentensemble.outputs import EnsembleOutput
 from agentensemble.run_context import current_run_id, new_run_id, run_scope
-from agentensemble.task import Task
-from agentensemble.templates import fill_template, missing_variables
-from agentensemble.tools._no_reviewer import (
-    approval_without_reviewer,
-    gated_source_name,
-    gated_tool_names,
-)
-from agentensemble.tools.resolver import ResolvedTools, ToolResolver
 from agentensemble.tools.source import open_tool_sources, tool_sources_in
 from agentensemble.workflows import ParallelErrorStrategy, Workflow
-from agentensemble.workflows._review_gates import (
-    after_review_for,
-    is_enabled,
-    policy_value,
-)
-from agentensemble.workflows.base import PreparedTask
+from agentensemble.workflows._review_gates import policy_value
+from agentensemble.workflows.base import PreparedRun
 from agentensemble.workflows.delegation import Team
-from agentensemble.workflows.graph import check_task_graph
-from agentensemble.workflows.runners import RunSettings, runner_for
-from agentensemble.workflows.team import build_team, check_team, model_resolver, resolve_model
-
-SYNTHESISED_ROLE = "Assistant"
-_PASS_A_HANDLER = (
-    "Pass Ensemble(review_handler=...), e.g. ConsoleReviewHandler() from agentensemble_review"
+from agentensemble.workflows.prepare import (
+    SYNTHESISED_ROLE,
+    check_inputs_for,
+    prepare_run,
+    resolve_tools,
+    team_and_task_agents,
 )
+from agentensemble.workflows.runners import RunSettings, runner_for
+from agentensemble.workflows.step import leaf_tasks, step_kind
+from agentensemble.workflows.structure import check_structure
+from agentensemble.workflows.team import build_team, check_team, model_resolver, resolve_model
 
 
 class Ensemble(BaseModel):
@@ -65,7 +55,9 @@ class Ensemble(BaseModel):
 
     model_config = ConfigDict(arbitrary_types_allowed=True, extra="forbid", defer_build=True)
 
-    tasks: list[Task] = Field(min_length=1)
+    step_kind: ClassVar[str] = "ensemble"
+
+    tasks: list[Any] = Field(min_length=1, description="Tasks, Loops, Graphs or Ensembles")
     agents: list[Agent] = Field(default_factory=list)
     workflow: Workflow = Workflow.SEQUENTIAL
     llm: Any = Field(default=None, description="default model for agents without one")
@@ -79,6 +71,7 @@ class Ensemble(BaseModel):
     manager_max_iterations: int = Field(default=20, gt=0, description="manager's tool calls")
     max_delegation_depth: int = Field(default=3, ge=0, description="nested peer hand-offs")
     capture: Literal["off", "standard", "full"] = "standard"
+    name: str | None = Field(default=None, description="as a step of another ensemble")
 
     @model_validator(mode="before")
     @classmethod
@@ -119,154 +112,32 @@ class Ensemble(BaseModel):
                 )
         return value
 
+    @field_validator("tasks")
+    @classmethod
+    def _steps(cls, value: list[Any]) -> list[Any]:
+        for position, step in enumerate(value, start=1):
+            if step_kind(step) is None:
+                raise ValueError(
+                    f"tasks item {position} is a {type(step).__name__}; an ensemble's steps are "
+                    "Tasks, Loops, Graphs or Ensembles"
+                )
+        return value
+
     @model_validator(mode="after")
     def _structure(self) -> Ensemble:
-        self._check_context_order()
-        self._check_tools_and_reviews()
-        check_team(self.workflow, self.agents, self.tasks)
+        check_structure(self.tasks, self.workflow)
+        resolve_tools(leaf_tasks(self.tasks), self.review_handler, self.review_policy)
+        check_team(self.workflow, self.agents, leaf_tasks(self.tasks))
         return self
 
-    # -- validation ---------------------------------------------------------------------------
+    @property
+    def label(self) -> str:
+        """A short name for messages: the ensemble's name, or ``"ensemble"``."""
+        return self.name or "ensemble"
 
-    def _check_context_order(self) -> None:
-        if self.workflow is not Workflow.SEQUENTIAL:  # any list order; no cycle, none outside
-            check_task_graph(self.tasks)
-            return
-        positions = {id(task): i for i, task in enumerate(self.tasks, start=1)}
-        for index, task in enumerate(self.tasks, start=1):
-            for dependency in task.context:
-                position = positions.get(id(dependency))
-                if position is None:
-                    raise ValueError(
-                        f"task {index} ({task.label!r}) has context task "
-                        f"{dependency.label!r}, which is not in this ensemble's tasks"
-                    )
-                if position >= index:
-                    raise ValueError(
-                        f"task {index} ({task.label!r}) has context task {dependency.label!r}, "
-                        f"which runs later (task {position}); context must "
-                        "come from an earlier task"
-                    )
-
-    def _resolve_tools(self, task: Task) -> ResolvedTools | None:
-        sources = [*(task.agent.tools if task.agent else []), *task.tools]
-        return ToolResolver().resolve(sources) if sources else None
-
-    def _check_tools_and_reviews(self) -> list[ResolvedTools | None]:
-        """Resolve every task's tools (once) and check them and the reviews; the resolved tools."""
-        policy = policy_value(self.review_policy)
-        resolved: list[ResolvedTools | None] = []
-        for index, task in enumerate(self.tasks, start=1):
-            try:
-                tools = self._resolve_tools(task)
-            except ConfigurationError as error:
-                if type(error) is not ConfigurationError or task.agent is None:
-                    raise
-                # each list passed alone when its model was built: the two lists clash
-                raise ConfigurationError(
-                    f"task {index} ({task.label!r}): its tools and those of agent "
-                    f"{task.agent.role!r} clash: {error}"
-                ) from error
-            if self.review_handler is None and tools is not None and tools.approval_required:
-                raise approval_without_reviewer(
-                    f"task {index} ({task.label!r})", gated_tool_names(tools)
-                )
-            resolved.append(tools)
-            lists = [task.agent.tools if task.agent else [], task.tools]
-            gated = [source for source in tool_sources_in(lists) if source.asks_for_approval]
-            if self.review_handler is None and gated:
-                raise approval_without_reviewer(
-                    f"task {index} ({task.label!r})", [gated_source_name(s) for s in gated]
-                )
-            if self.review_handler is not None:
-                continue
-            if policy != "never":
-                raise ConfigurationError(
-                    f"review_policy={policy!r} asks for reviews, but the ensemble has no "
-                    f"review_handler. {_PASS_A_HANDLER}"
-                )
-            asking = [
-                name for name in ("review", "before_review") if is_enabled(getattr(task, name))
-            ]
-            if asking:
-                raise ConfigurationError(
-                    f"task {index} ({task.label!r}) has {asking[0]}=Review.required(...), but "
-                    f"the ensemble has no review_handler. {_PASS_A_HANDLER}"
-                )
-        return resolved
-
-    # -- preparation --------------------------------------------------------------------------
-
-    def _template_texts(self) -> list[str]:
-        texts: list[str] = []
-        for task in self.tasks:
-            texts += [task.description, task.expected_output]
-            if task.agent is not None:
-                agent = task.agent
-                texts += [agent.role, agent.goal, agent.background or ""]
-        for agent in self.agents:  # the team: workers and peers are filled from inputs too
-            texts += [agent.role, agent.goal, agent.background or ""]
-        return texts
-
-    def _prepare(self, inputs: Mapping[str, Any]) -> list[PreparedTask]:
-        """Everything that can fail before the first model call fails here, all at once."""
-        self._check_context_order()
-        tools_of_task = self._check_tools_and_reviews()  # resolved once per task per run
-        missing = missing_variables(self._template_texts(), inputs)
-        if missing:
-            raise PromptTemplateError(missing)
-        models: dict[str, ChatModel] = {}
-        policy = policy_value(self.review_policy)
-        prepared: list[PreparedTask] = []
-        for index, task in enumerate(self.tasks, start=1):
-            description = fill_template(task.description, inputs)
-            expected = fill_template(task.expected_output, inputs)
-            item = PreparedTask(
-                task=task,
-                description=description,
-                expected_output=expected,
-                agent_role="handler",
-                after_review=after_review_for(task.review, policy, index == len(self.tasks)),
-                before_review=task.before_review,
-            )
-            if task.handler is None and self.workflow is not Workflow.HIERARCHICAL:
-                agent = task.agent or Agent(role=SYNTHESISED_ROLE, goal=description)
-                if task.agent is None:  # its goal is the filled description: never re-filled
-                    role, goal, background = agent.role, agent.goal, None
-                else:
-                    role = fill_template(agent.role, inputs)
-                    goal = fill_template(agent.goal, inputs)
-                    background = (
-                        fill_template(agent.background, inputs) if agent.background else None
-                    )
-                item.agent_role = role
-                item.agent_task = AgentTask(
-                    role=role,
-                    goal=goal,
-                    background=background,
-                    description=description,
-                    expected_output=expected,
-                    model=self._model_for(agent, index, task, models),
-                    response_format=agent.response_format,
-                    max_iterations=agent.max_iterations,
-                    tools=tools_of_task[index - 1],
-                    output_type=task.output_type,
-                    task_name=task.name,
-                    verbose=agent.verbose,
-                    max_output_retries=task.max_output_retries,
-                    input_guardrails=task.input_guardrails,
-                    output_guardrails=task.output_guardrails,
-                    inputs=inputs,
-                )
-            prepared.append(item)
-        return prepared
-
-    def _model_for(
-        self, agent: Agent, index: int, task: Task, cache: dict[str, ChatModel]
-    ) -> ChatModel:
-        chosen = agent.llm if agent.llm is not None else self.llm
-        who = "its synthesised agent" if task.agent is None else f"agent {agent.role!r}"
-        return resolve_model(chosen, f"task {index} ({task.label!r}): {who}", cache)
+    def __hash__(self) -> int:
+        """By identity: an Ensemble may be a step of another one (and named in ``context``)."""
+        return id(self)
 
     # -- running ------------------------------------------------------------------------------
 
@@ -288,31 +159,29 @@ class Ensemble(BaseModel):
         extra_listeners: Sequence[EnsembleListener],
         stream: bool = False,
     ) -> EnsembleOutput:
-        """One run. Tool sources (MCP servers) are started first, once for the whole run, and
-        closed when it ends, whatever way it ends; bad inputs fail before anything starts."""
+        """One run. Bad inputs fail before anything starts; tool sources (MCP servers) are
+        started next, once for the whole run, and closed when it ends, whatever way it ends;
+        then the run is prepared, once (``workflows/prepare.py``), and handed to its runner."""
         values = check_inputs(inputs)
-        missing = missing_variables(self._template_texts(), values)
-        if missing:
-            raise PromptTemplateError(missing)
-        agents = [*self.agents, *(task.agent for task in self.tasks if task.agent is not None)]
-        sources = tool_sources_in(
-            [*(agent.tools for agent in agents), *(t.tools for t in self.tasks)]
-        )
+        check_inputs_for(self, values)
+        agents = team_and_task_agents(self)
+        tasks = leaf_tasks(self.tasks)
+        sources = tool_sources_in([*(agent.tools for agent in agents), *(t.tools for t in tasks)])
         async with open_tool_sources(sources):
-            return await self._run_once(inputs, extra_listeners, stream)
+            prepared = prepare_run(self, values, inputs_checked=True)
+            return await self._run_prepared(prepared, values, extra_listeners, stream)
 
-    async def _run_once(
+    async def _run_prepared(
         self,
-        inputs: Mapping[str, Any] | None,
+        prepared: PreparedRun,
+        values: dict[str, Any],
         extra_listeners: Sequence[EnsembleListener],
         stream: bool,
     ) -> EnsembleOutput:
-        """One run under its own run id (bound for events, logs and errors)."""
-        values = check_inputs(inputs)
-        prepared = self._prepare(values)
+        """One prepared run under its own run id (bound for events, logs and errors)."""
         from agentensemble.tracing.recorder import TraceRecorder  # loaded by the first run
 
-        warn_missing_context(self.tasks)
+        warn_missing_context([t for t in self.tasks if step_kind(t) == "task"])
         team = self._team(prepared, values)
         settings = self._run_settings(team)
         with run_scope(new_run_id()) as parent_run_id:
@@ -330,7 +199,7 @@ class Ensemble(BaseModel):
                 listeners.append(ConsoleProgressListener())
             env = ExecutionEnv(emitter=EventEmitter(listeners), review_handler=self.review_handler)
             env.emitter.emit(
-                EnsembleStarted(total_tasks=len(prepared), parent_run_id=parent_run_id)
+                EnsembleStarted(total_tasks=prepared.total, parent_run_id=parent_run_id)
             )
             if team is not None:
                 team.env = env
@@ -354,15 +223,14 @@ class Ensemble(BaseModel):
             env.emitter.emit(EnsembleCompleted(output=output))
             return output
 
-    def _team(self, prepared: list[PreparedTask], inputs: Mapping[str, Any]) -> Team | None:
+    def _team(self, prepared: PreparedRun, inputs: Mapping[str, Any]) -> Team | None:
         """Workers and peers (workflows/team.py); fails before any model call."""
-        check_team(self.workflow, self.agents, self.tasks)
         return build_team(
             self.workflow,
             self.agents,
-            prepared,
+            prepared.tasks,
             inputs,
-            model_resolver(self.llm, prepared),
+            model_resolver(self.llm, prepared.tasks),
             self.max_delegation_depth,
             has_reviewer=self.review_handler is not None,
         )
@@ -420,4 +288,4 @@ class Ensemble(BaseModel):
     __str__ = __repr__
 
 
-__all__ = ["Ensemble"]
+__all__ = ["SYNTHESISED_ROLE", "Ensemble"]

@@ -73,6 +73,61 @@ class ParallelExecutionError(TaskExecutionError):
         super().__init__(message, task=first, completed_outputs=completed_outputs)
 
 
+class LoopMaxIterationsError(TaskExecutionError):
+    """A ``Loop(on_max_iterations="fail")`` ran ``max_iterations`` times and ``until`` never held.
+
+    ``completed_outputs`` holds every output of the run so far, every iteration included."""
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        loop_name: str,
+        iterations: int,
+        task: Any = None,
+        completed_outputs: list[TaskOutput] | None = None,
+    ) -> None:
+        super().__init__(message, task=task, completed_outputs=completed_outputs)
+        self.loop_name = loop_name
+        self.iterations = iterations
+
+
+class GraphMaxStepsError(TaskExecutionError):
+    """A ``Graph(on_max_steps="fail")`` ran ``max_steps`` states without reaching ``Graph.END``."""
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        graph_name: str,
+        path: list[str],
+        task: Any = None,
+        completed_outputs: list[TaskOutput] | None = None,
+    ) -> None:
+        super().__init__(message, task=task, completed_outputs=completed_outputs)
+        self.graph_name = graph_name
+        self.path = list(path)
+
+
+class GraphNoEdgeError(TaskExecutionError):
+    """No edge out of ``state`` matched after it ran: the graph cannot go on. Names the state."""
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        graph_name: str,
+        state: str,
+        path: list[str],
+        task: Any = None,
+        completed_outputs: list[TaskOutput] | None = None,
+    ) -> None:
+        super().__init__(message, task=task, completed_outputs=completed_outputs)
+        self.graph_name = graph_name
+        self.state = state
+        self.path = list(path)
+
+
 class AgentExecutionError(AgentEnsembleError):
     """An agent could not finish its task (empty answer, model misbehaviour, ...)."""
 
@@ -136,8 +191,11 @@ __all__ = [
     "AgentExecutionError",
     "ConfigurationError",
     "ExitEarlyError",
+    "GraphMaxStepsError",
+    "GraphNoEdgeError",
     "GuardrailViolationError",
     "LLMError",
+    "LoopMaxIterationsError",
     "MaxIterationsExceededError",
     "OutputParsingError",
     "ParallelExecutionError",

@@ -56,6 +56,10 @@ class TaskStarted:
     task_description: str
     agent_role: str
     run_id: str = _run_id()
+    within: tuple[str, ...] = field(default=(), kw_only=True)
+    """Where this task run sits, outermost first: ``"loop:<name>:<iteration>"``,
+    ``"graph:<name>:<step>:<state>"``, ``"ensemble:<name>"``, ``"for_each:<task>:<index>"``
+    (empty for a top-level task); a timeline groups task runs by it."""
 
 
 @dataclass(frozen=True)
@@ -239,6 +243,67 @@ class DelegationFailed:
     task_index: int | None = _task_index()
 
 
+@dataclass(frozen=True)
+class LoopIterationCompleted:
+    """One iteration of a ``Loop`` ended (after its tasks' events, before the next iteration's).
+
+    ``outputs``: this iteration's outputs by body step name; ``task_indices``: the
+    ``task_index`` of every task run of the iteration, in order (a timeline groups them);
+    ``stopped_by``: "until" or "max_iterations" when this iteration was the last, else None.
+    """
+
+    loop_name: str
+    iteration: int
+    outputs: dict[str, TaskOutput]
+    run_id: str = _run_id()
+    task_indices: tuple[int, ...] = field(default=(), kw_only=True)
+    stopped_by: str | None = field(default=None, kw_only=True)
+    within: tuple[str, ...] = field(default=(), kw_only=True)
+    """Where the loop sits (as ``TaskStarted.within``): empty for a top-level loop."""
+
+    def trace_fields(self) -> dict[str, Any]:
+        """What the trace and spans keep: the outputs are there already, under their tasks."""
+        return {
+            "loop_name": self.loop_name,
+            "iteration": self.iteration,
+            "steps": list(self.outputs),
+            "task_indices": list(self.task_indices),
+            "stopped_by": self.stopped_by,
+            "within": list(self.within),
+        }
+
+
+@dataclass(frozen=True)
+class GraphStepCompleted:
+    """One state of a ``Graph`` ran (``step`` is 1-based) and the next state was chosen.
+
+    ``next_state`` is the state the first matching edge leads to (``Graph.END`` at the end;
+    None when the run stops here: no edge matched or ``max_steps`` was reached);
+    ``task_indices``: the ``task_index`` of every task run of this step, in order.
+    """
+
+    graph_name: str
+    step: int
+    state: str
+    output: TaskOutput
+    run_id: str = _run_id()
+    next_state: str | None = field(default=None, kw_only=True)
+    task_indices: tuple[int, ...] = field(default=(), kw_only=True)
+    within: tuple[str, ...] = field(default=(), kw_only=True)
+    """Where the graph sits (as ``TaskStarted.within``): empty for a top-level graph."""
+
+    def trace_fields(self) -> dict[str, Any]:
+        """What the trace and spans keep: the output is there already, under its task."""
+        return {
+            "graph_name": self.graph_name,
+            "step": self.step,
+            "state": self.state,
+            "next_state": self.next_state,
+            "task_indices": list(self.task_indices),
+            "within": list(self.within),
+        }
+
+
 EnsembleEvent = (
     EnsembleStarted
     | EnsembleCompleted
@@ -259,6 +324,8 @@ EnsembleEvent = (
     | DelegationStarted
     | DelegationCompleted
     | DelegationFailed
+    | LoopIterationCompleted
+    | GraphStepCompleted
 )
 
 
@@ -303,10 +370,12 @@ __all__ = [
     "EnsembleListener",
     "EnsembleStarted",
     "EventEmitter",
+    "GraphStepCompleted",
     "GuardrailChecked",
     "LLMCallCompleted",
     "LLMCallFailed",
     "LLMCallStarted",
+    "LoopIterationCompleted",
     "ReviewDecided",
     "ReviewRequested",
     "StreamRestarted",

@@ -29,9 +29,11 @@ from agentensemble.events import (
     EnsembleEvent,
     EnsembleFailed,
     EnsembleStarted,
+    GraphStepCompleted,
     LLMCallCompleted,
     LLMCallFailed,
     LLMCallStarted,
+    LoopIterationCompleted,
     TaskCompleted,
     TaskFailed,
     TaskStarted,
@@ -148,6 +150,18 @@ class OpenTelemetryListener:
             if span is not None:
                 self._fail(span, event.error)
                 span.end()
+        elif isinstance(event, (LoopIterationCompleted, GraphStepCompleted)):
+            run = self._runs.get(event.run_id)
+            if run is not None:  # a point on the run's span: each iteration / graph step
+                name = (
+                    "loop_iteration" if isinstance(event, LoopIterationCompleted) else "graph_step"
+                )
+                fields = {
+                    f"agentensemble.{key}": value
+                    for key, value in event.trace_fields().items()
+                    if value is not None
+                }
+                run.add_event(f"agentensemble.{name}", fields)
         elif isinstance(event, EnsembleFailed):
             run = self._runs.pop(event.run_id, None)
             if run is not None:

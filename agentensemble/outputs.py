@@ -6,7 +6,7 @@ import dataclasses
 from collections.abc import Sequence
 from datetime import timedelta
 from enum import Enum
-from typing import TYPE_CHECKING, Any, TypeAlias, TypeVar
+from typing import TYPE_CHECKING, Any, Literal, TypeAlias, TypeVar
 
 from pydantic import (
     BaseModel,
@@ -141,6 +141,27 @@ class TaskOutput(SaveableModel):
         return _typed(self.parsed, output_type)
 
 
+class LoopResult(SaveableModel):
+    """How a ``Loop`` ended: iterations run, why it stopped, each iteration's outputs by name."""
+
+    model_config = ConfigDict(frozen=True, defer_build=True)
+
+    iterations: int
+    stopped_by: Literal["until", "max_iterations"]
+    history: list[dict[str, TaskOutput]] = Field(default_factory=list)
+
+
+class GraphResult(SaveableModel):
+    """How a ``Graph`` ended: the states in the order they ran, why it stopped, the latest
+    output of each state."""
+
+    model_config = ConfigDict(frozen=True, defer_build=True)
+
+    path: list[str]
+    stopped_by: Literal["end", "max_steps"]
+    outputs: dict[str, TaskOutput] = Field(default_factory=dict)
+
+
 class EnsembleOutput(SaveableModel):
     """What a whole run produced: every completed task's output, in order."""
 
@@ -164,6 +185,12 @@ class EnsembleOutput(SaveableModel):
     cost_usd: float | None = Field(
         default=None, description="sum of the tasks' cost_usd; None if any is unknown"
     )
+    loops: dict[str, LoopResult] = Field(
+        default_factory=dict, description="each Loop that ended, by name (the last run of it)"
+    )
+    graphs: dict[str, GraphResult] = Field(
+        default_factory=dict, description="each Graph that ended, by name (the last run of it)"
+    )
     # costs of model calls no task output holds (a hierarchical manager's), for the run's total
     _extra_costs: list[float | None] = PrivateAttr(default_factory=list)
 
@@ -180,12 +207,22 @@ class EnsembleOutput(SaveableModel):
     # (metrics, edits) keep the order, so a lookup always answers with the current output
     _tasks: list[Any] = PrivateAttr(default_factory=list)
 
+    # a top-level Loop, Graph or nested Ensemble and the position of its final output
+    _steps: list[tuple[Any, int]] = PrivateAttr(default_factory=list)
+
     def output_for(self, task: Any) -> TaskOutput | None:
-        """The output of ``task`` (this very Task object) in this run; None if it did not run."""
+        """The output of ``task`` (this very Task object) in this run; None if it did not run.
+
+        For a Loop, a Graph or a nested Ensemble of the run's steps: its final output (what a
+        later step's ``context`` got). A task run many times (in a loop): its last output."""
+        for step, position in self._steps:
+            if step is task and position < len(self.task_outputs):
+                return self.task_outputs[position]
+        found = None
         for known, output in zip(self._tasks, self.task_outputs, strict=False):
             if known is task:
-                return output
-        return None
+                found = output
+        return found
 
     @field_validator("trace", mode="before")
     @classmethod
@@ -241,6 +278,8 @@ def _public_fields(value: Any) -> Any:
 __all__ = [
     "EnsembleOutput",
     "ExitReason",
+    "GraphResult",
+    "LoopResult",
     "ReturnBehavior",
     "TaskMetrics",
     "TaskOutput",

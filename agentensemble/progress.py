@@ -12,6 +12,8 @@ from agentensemble.events import (
     DelegationStarted,
     EnsembleCompleted,
     EnsembleEvent,
+    GraphStepCompleted,
+    LoopIterationCompleted,
     ReviewDecided,
     TaskCompleted,
     TaskFailed,
@@ -34,7 +36,8 @@ def _count(n: int, noun: str) -> str:
 
 
 class ConsoleProgressListener:
-    """Prints one line per task start/finish, tool call and review decision."""
+    """Prints one line per task start/finish, tool call, review decision, loop iteration and
+    graph step. ``[i/n]``: task run ``i`` of at most ``n`` (loops and graphs count their caps)."""
 
     def __init__(self, stream: TextIO | None = None) -> None:
         self._stream = stream
@@ -76,6 +79,12 @@ class ConsoleProgressListener:
             self._print(f"    {event.to_role} answered {event.from_role}")
         elif isinstance(event, DelegationFailed):
             self._print(f"    delegation to {event.to_role} failed: {_short(event.error, 120)}")
+        elif isinstance(event, LoopIterationCompleted):
+            end = f", stopped by {event.stopped_by}" if event.stopped_by else ""
+            self._print(f"  loop {event.loop_name}: iteration {event.iteration} done{end}")
+        elif isinstance(event, GraphStepCompleted):
+            target = event.next_state if event.next_state is not None else "(no edge)"
+            self._print(f"  graph {event.graph_name}: step {event.step} {event.state} -> {target}")
         elif isinstance(event, EnsembleCompleted):
             self._print(f"finished: {event.output.exit_reason.value}")
 

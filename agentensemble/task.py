@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
@@ -31,11 +31,14 @@ class Task(BaseModel):
     """One unit of work. ``description`` and ``expected_output`` may use ``{variables}``."""
 
     model_config = ConfigDict(arbitrary_types_allowed=True, extra="forbid", defer_build=True)
+    step_kind: ClassVar[str] = "task"
 
     description: str
     expected_output: str = DEFAULT_EXPECTED_OUTPUT
     agent: Agent | None = None
-    context: list[Task] = Field(default_factory=list)
+    context: list[Any] = Field(
+        default_factory=list, description="earlier steps: Tasks, Loops, Graphs or Ensembles"
+    )
     tools: list[Any] = Field(default_factory=list)
     output_type: Any = Field(
         default=None, description="a pydantic model, list[Item], int, str, Literal[...], ..."
@@ -49,6 +52,9 @@ class Task(BaseModel):
     )
     input_guardrails: list[Any] = Field(default_factory=list)
     output_guardrails: list[Any] = Field(default_factory=list)
+    for_each: str | None = Field(
+        default=None, description="one run per item of inputs[for_each]; {item} and {index}"
+    )
 
     @model_validator(mode="before")
     @classmethod
@@ -59,6 +65,25 @@ class Task(BaseModel):
     @classmethod
     def _non_blank(cls, value: str, info: Any) -> str:
         return require_text(value, info.field_name)
+
+    @field_validator("context")
+    @classmethod
+    def _context(cls, value: list[Any]) -> list[Any]:
+        for position, step in enumerate(value, start=1):
+            kind = getattr(type(step), "step_kind", None)
+            if kind not in ("task", "loop", "graph", "ensemble"):
+                raise ValueError(
+                    f"context item {position} is a {type(step).__name__}; context names "
+                    "earlier steps: Tasks, Loops, Graphs or Ensembles"
+                )
+        return value
+
+    @field_validator("for_each")
+    @classmethod
+    def _for_each(cls, value: str | None) -> str | None:
+        if value is not None and not value.strip():
+            raise ValueError("for_each must name an input (a list), e.g. for_each='documents'")
+        return value
 
     @field_validator("tools")
     @classmethod

@@ -46,6 +46,22 @@ RUNS = {
             "Paris to Tokyo is 9712 km (about 6035 miles).",
         )
     ),
+    "writer_critic.py": Run(
+        expected=(
+            OFFLINE,
+            "Round 1: Rain taps the window",
+            "  critic: approved=False; No season word",
+            "Round 2: Autumn rain taps glass",
+            "Rounds: 2; stopped by: until",
+        )
+    ),
+    "support_graph.py": Run(
+        expected=(
+            OFFLINE,
+            "Path: triage -> research -> answer -> research -> answer (end)",
+            "Answer: Your refund reaches your card within 5 business days.",
+        )
+    ),
     "parallel_research.py": Run(
         expected=(
             OFFLINE,

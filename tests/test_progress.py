@@ -69,3 +69,27 @@ def test_progress_redacts_registered_secrets() -> None:
     ).run()
     assert secret not in stream.getvalue()
     assert "token=***" in stream.getvalue()
+
+
+def test_loop_iterations_and_graph_steps_are_shown() -> None:
+    import io
+
+    from agentensemble import ConsoleProgressListener, Edge, Ensemble, Graph, Loop, Task
+
+    stream = io.StringIO()
+    loop = Loop(
+        name="polish",
+        body=[Task(name="a", description="a", handler=lambda c: "A")],
+        max_iterations=2,
+    )
+    graph = Graph(
+        name="desk",
+        start="s",
+        states={"s": Task(description="s", handler=lambda c: "S")},
+        edges=[Edge("s", Graph.END)],
+    )
+    Ensemble(tasks=[loop, graph], listeners=[ConsoleProgressListener(stream)]).run()
+    text = stream.getvalue()
+    assert "loop polish: iteration 1 done\n" in text
+    assert "loop polish: iteration 2 done, stopped by max_iterations" in text
+    assert "graph desk: step 1 s -> __end__" in text

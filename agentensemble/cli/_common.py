@@ -11,6 +11,7 @@ from typing import Any
 
 from agentensemble.cli import EXIT_USAGE
 from agentensemble.ensemble import Ensemble
+from agentensemble.workflows.step import step_kind, walk
 
 MODEL_ENV = "AGENTENSEMBLE_MODEL"
 
@@ -67,9 +68,13 @@ def use_model(ensemble: Ensemble, name: str) -> None:
     ensemble.llm = model
     if ensemble.manager_llm is not None:  # else the manager uses ensemble.llm already
         ensemble.manager_llm = model
-    for task in ensemble.tasks:
-        if task.agent is not None:
-            task.agent.llm = model
+    for step in walk(ensemble.tasks):  # nested ensembles and their agents too
+        if step_kind(step) == "ensemble":
+            step.llm = model
+            for agent in step.agents:
+                agent.llm = model
+        elif step_kind(step) == "task" and step.agent is not None:
+            step.agent.llm = model
     for agent in ensemble.agents:
         agent.llm = model
 

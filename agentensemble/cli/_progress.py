@@ -1,5 +1,5 @@
-"""Progress on stderr while a crew runs: a line per task start and finish, and with
-``--verbose`` a line per model call, tool call and guardrail check too."""
+"""Progress on stderr while a crew runs: a line per task start and finish, loop iteration and
+graph step, and with ``--verbose`` a line per model call, tool call and guardrail check too."""
 
 from __future__ import annotations
 
@@ -8,8 +8,10 @@ from typing import TextIO
 
 from agentensemble.events import (
     EnsembleEvent,
+    GraphStepCompleted,
     GuardrailChecked,
     LLMCallCompleted,
+    LoopIterationCompleted,
     TaskCompleted,
     TaskFailed,
     TaskStarted,
@@ -33,7 +35,10 @@ class CliProgress(ConsoleProgressListener):
                 verdict = "passed" if event.passed else f"failed: {event.message}"
                 self._print(f"    {event.kind} guardrail {event.guardrail} {verdict}")
             super().on_event(event)
-        elif isinstance(event, TaskStarted | TaskCompleted | TaskFailed):
+        elif isinstance(
+            event,
+            TaskStarted | TaskCompleted | TaskFailed | LoopIterationCompleted | GraphStepCompleted,
+        ):
             super().on_event(event)
 
 

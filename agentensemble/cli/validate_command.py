@@ -7,6 +7,7 @@ import argparse
 import json
 import sys
 import warnings
+from typing import Any
 
 from agentensemble.cli import EXIT_OK, Command
 from agentensemble.cli._common import (
@@ -18,26 +19,30 @@ from agentensemble.cli._common import (
 )
 from agentensemble.errors import ConfigurationError
 from agentensemble.hints import missing_context
-from agentensemble.templates import missing_variables
+from agentensemble.workflows.prepare import needed_inputs, prepare_run
+from agentensemble.workflows.step import step_kind
 
 
 def run(args: argparse.Namespace) -> int:
     try:
         inputs = parse_inputs(args.input)
         ensemble = load_crew(args)
-        needed = sorted(set(missing_variables(ensemble._template_texts(), {})))
+        kinds = needed_inputs(ensemble)
+        needed = list(kinds)
         missing = [name for name in needed if name not in inputs]
         if args.input and missing:
             raise UsageError(f"missing --input for: {', '.join(missing)}")
-        placeholders = {name: f"<{name}>" for name in missing}
+        placeholders: dict[str, Any] = {
+            name: [f"<{name}>"] if kinds[name] == "list" else f"<{name}>" for name in missing
+        }
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # reported below, once, in words
             values = {**placeholders, **inputs}
-            prepared = ensemble._prepare(values)  # models, tools, reviews; no call
+            prepared = prepare_run(ensemble, values)  # models, tools, reviews; no call
             ensemble._run_settings(ensemble._team(prepared, values))  # workers, peers, manager
     except (UsageError, ConfigurationError) as error:
         return usage_failure(args, error)
-    notes = missing_context(ensemble.tasks)
+    notes = missing_context([step for step in ensemble.tasks if step_kind(step) == "task"])
     if args.json:
         payload = {
             "ok": True,

@@ -20,16 +20,11 @@ from collections.abc import Mapping
 from pathlib import Path as FilePath
 from typing import TYPE_CHECKING, Any
 
-from pydantic import ValidationError
-
 from agentensemble.agent import Agent
-from agentensemble.config._crew_imports import crew_folder, importable_crew_folder
+from agentensemble.config._crew_imports import crew_folder
 from agentensemble.config._positions import ConfigFileError, Located, Path, load_located
-from agentensemble.config._refs import BadReference, import_object, make_tool
-from agentensemble.errors import ConfigurationError
-from agentensemble.hints import FOREIGN_NAMES
-from agentensemble.task import Task
-from agentensemble.tools.resolver import ToolResolver
+from agentensemble.config._steps import task_steps
+from agentensemble.config._values import construct, entries, known_keys, tools_from
 
 if TYPE_CHECKING:
     from agentensemble.ensemble import Ensemble
@@ -48,7 +43,6 @@ _NOT_PLAIN = frozenset(
     {"tasks", "agents", "llm", "manager_llm", "review_handler", "review_policy", "listeners"}
 )
 REVIEW_KEYS = ("policy", "handler", "url", "secret_env", "timeout")
-_SCALARS: dict[str, Any] = {"str": str, "int": int, "float": float, "bool": bool}
 _YAML_ONLY = {"name"}  # the entry's name in list form
 
 
@@ -78,9 +72,9 @@ def build_ensemble(doc: Located) -> Ensemble:
     if not isinstance(data, Mapping):
         raise doc.error((), f"a crew file is a mapping with {', '.join(TOP_LEVEL)}")
     plain = [name for name in Ensemble.model_fields if name not in _NOT_PLAIN]
-    _known_keys(doc, (), data, (*TOP_LEVEL, *plain), "Ensemble")  # max_concurrency, capture...
+    known_keys(doc, (), data, (*TOP_LEVEL, *plain), "Ensemble")  # max_concurrency, capture...
     agents = _agents(doc, data.get("agents") or {})
-    tasks = _tasks(doc, data.get("tasks"), agents)
+    tasks = task_steps(doc, data.get("tasks"), agents)
     settings: dict[str, Any] = {"tasks": tasks, "agents": list(agents.values())}
     names = {"model": "llm", **WORKFLOW_SETTINGS, **{key: key for key in plain}}
     for key, field in names.items():
@@ -88,142 +82,32 @@ def build_ensemble(doc: Located) -> Ensemble:
             settings[field] = data[key]
     if data.get("review") is not None:
         settings.update(_review(doc, data["review"]))
-    ensemble: Ensemble = _construct(doc, (), Ensemble, settings, whole=("tasks",))
+    ensemble: Ensemble = construct(doc, (), Ensemble, settings, whole=("tasks",))
     return ensemble
 
 
 # -- sections -----------------------------------------------------------------------------------
 
 
-def _entries(doc: Located, path: Path, section: Any) -> list[tuple[str, Path, Mapping[str, Any]]]:
-    """(name, path, spec) for a section given as a mapping by name, or as a list."""
-    if isinstance(section, Mapping):
-        items = [(str(name), (*path, str(name)), spec) for name, spec in section.items()]
-    elif isinstance(section, list):
-        items = []
-        for index, spec in enumerate(section):
-            name = spec.get("name") if isinstance(spec, Mapping) else None
-            items.append((str(name) if name else "", (*path, index), spec))
-    else:
-        raise doc.error(path, "expected a mapping of names to entries, or a list of entries")
-    for _, where, spec in items:
-        if not isinstance(spec, Mapping):
-            raise doc.error(where, f"expected a mapping of settings, got {_kind(spec)}")
-    return items
-
-
 def _agents(doc: Located, section: Any) -> dict[str, Agent]:
     agents: dict[str, Agent] = {}
-    for name, path, spec in _entries(doc, ("agents",), section):
-        _known_keys(doc, path, spec, (*Agent.model_fields, *_YAML_ONLY), "Agent")
+    for name, path, spec in entries(doc, ("agents",), section):
+        known_keys(doc, path, spec, (*Agent.model_fields, *_YAML_ONLY), "Agent")
         fields = {k: v for k, v in spec.items() if k not in _YAML_ONLY}
-        fields["tools"] = _tools(doc, (*path, "tools"), fields.get("tools"))
-        agent = _construct(doc, path, Agent, fields)
+        fields["tools"] = tools_from(doc, (*path, "tools"), fields.get("tools"))
+        agent = construct(doc, path, Agent, fields)
         agents[name or agent.role] = agent
     return agents
 
 
-def _tasks(doc: Located, section: Any, agents: dict[str, Agent]) -> list[Task]:
-    if not section:
-        raise doc.error(("tasks",), "a crew needs at least one task")
-    tasks: dict[str, Task] = {}
-    ordered: list[Task] = []
-    for name, path, spec in _entries(doc, ("tasks",), section):
-        _known_keys(doc, path, spec, tuple(Task.model_fields), "Task")
-        fields = dict(spec)
-        if name:
-            fields.setdefault("name", name)
-        if "agent" in fields:
-            fields["agent"] = _lookup(doc, (*path, "agent"), fields["agent"], agents, "agent")
-        if "context" in fields:
-            fields["context"] = [
-                _lookup(doc, (*path, "context", i), ref, tasks, "task (an earlier one)")
-                for i, ref in enumerate(_list(doc, (*path, "context"), fields["context"]))
-            ]
-        fields["tools"] = _tools(doc, (*path, "tools"), fields.get("tools"))
-        for key in ("input_guardrails", "output_guardrails"):
-            if key in fields:
-                refs = _list(doc, (*path, key), fields[key])
-                fields[key] = [_imported(doc, (*path, key, i), r) for i, r in enumerate(refs)]
-        if "handler" in fields:
-            fields["handler"] = _imported(doc, (*path, "handler"), fields["handler"])
-        if fields.get("output_type") is not None:
-            fields["output_type"] = _output_type(doc, (*path, "output_type"), fields["output_type"])
-        for key in ("review", "before_review"):
-            if fields.get(key) is not None:
-                fields[key] = _task_review(doc, (*path, key), fields[key])
-        task = _construct(doc, path, Task, fields)
-        if task.name:
-            if task.name in tasks:
-                raise doc.error((*path, "name"), f"two tasks are named {task.name!r}")
-            tasks[task.name] = task
-        ordered.append(task)
-    return ordered
-
-
 # -- values -------------------------------------------------------------------------------------
-
-
-def _tools(doc: Located, path: Path, value: Any) -> list[Any]:
-    tools: list[Any] = []
-    for index, item in enumerate(_list(doc, path, value or [])):
-        where = (*path, index)
-        if isinstance(item, Mapping) and len(item) == 1:
-            ((reference, arguments),) = item.items()
-            if arguments is not None and not isinstance(arguments, Mapping):
-                raise doc.error(where, f"the arguments of {reference!r} must be a mapping")
-        elif isinstance(item, str):
-            reference, arguments = item, None
-        else:
-            raise doc.error(
-                where, "a tool is a name, an import path package.module:name, or {name: {args}}"
-            )
-        try:
-            with importable_crew_folder():
-                made = make_tool(str(reference), dict(arguments or {}))
-            ToolResolver().resolve([made])  # one entry at a time: errors name their line
-        except (BadReference, ConfigurationError) as error:
-            raise doc.error(where, str(error)) from None
-        tools.append(made)
-    return tools
-
-
-def _imported(doc: Located, path: Path, reference: Any) -> Any:
-    if not isinstance(reference, str):
-        raise doc.error(
-            path, f"expected an import path package.module:name, got {_kind(reference)}"
-        )
-    try:
-        with importable_crew_folder():
-            return import_object(reference)
-    except BadReference as error:
-        raise doc.error(path, str(error)) from None
-
-
-def _output_type(doc: Located, path: Path, reference: Any) -> Any:
-    if isinstance(reference, str) and reference in _SCALARS:
-        return _SCALARS[reference]
-    return _imported(doc, path, reference)
-
-
-def _task_review(doc: Located, path: Path, value: Any) -> Any:
-    from agentensemble_review import Review  # only when the file asks for a review
-
-    if value in ("required", True):
-        return Review.required()
-    if value in ("skip", False):
-        return Review.skip()
-    if isinstance(value, Mapping):
-        _known_keys(doc, path, value, ("prompt", "timeout", "on_timeout"), "Review")
-        return _construct(doc, path, Review.required, dict(value))
-    raise doc.error(path, "expected required, skip or {prompt, timeout, on_timeout}")
 
 
 def _review(doc: Located, value: Any) -> dict[str, Any]:
     path: Path = ("review",)
     if not isinstance(value, Mapping):
         raise doc.error(path, "expected a mapping with policy and handler")
-    _known_keys(doc, path, value, REVIEW_KEYS, "review")
+    known_keys(doc, path, value, REVIEW_KEYS, "review")
     settings: dict[str, Any] = {}
     if value.get("policy") is not None:
         settings["review_policy"] = value["policy"]
@@ -258,59 +142,6 @@ def review_handler(
                 raise ValueError(f"secret_env names {secret_env!r}, which is not set")
         return review.WebhookReviewHandler(url, secret=secret, timeout=timeout)
     raise ValueError(f"unknown review handler {kind!r}: use console, auto or webhook")
-
-
-# -- helpers ------------------------------------------------------------------------------------
-
-
-def _known_keys(doc: Located, path: Path, spec: Mapping[str, Any], known: Any, what: str) -> None:
-    foreign = FOREIGN_NAMES.get(what, {})
-    for key in spec:
-        if key in known:
-            continue
-        hint = foreign.get(str(key))
-        advice = hint.replace("{name}", str(key)) if hint else f"known keys: {', '.join(known)}"
-        raise doc.error((*path, str(key)), f"{what} has no setting {key!r}: {advice}")
-
-
-def _list(doc: Located, path: Path, value: Any) -> list[Any]:
-    if isinstance(value, str):
-        return [value]
-    if not isinstance(value, list):
-        raise doc.error(path, f"expected a list, got {_kind(value)}")
-    return value
-
-
-def _lookup(doc: Located, path: Path, ref: Any, known: Mapping[str, Any], what: str) -> Any:
-    if isinstance(ref, str) and ref in known:
-        return known[ref]
-    names = ", ".join(known) or "none"
-    raise doc.error(path, f"unknown {what} {ref!r} (known: {names})")
-
-
-def _construct(
-    doc: Located, path: Path, factory: Any, fields: dict[str, Any], whole: Path | None = None
-) -> Any:
-    """Build a model; its validation errors point at the key that caused them (at ``whole``,
-    if given, for an error about the model as a whole)."""
-    where = path if whole is None else whole
-    try:
-        return factory(**fields)
-    except ValidationError as error:
-        first = error.errors()[0]
-        loc = tuple(p for p in first["loc"] if isinstance(p, str | int))
-        message = str(first["msg"]).removeprefix("Value error, ")
-        raise doc.error((*path, *loc) if loc else where, message) from None
-    except (ConfigurationError, TypeError) as error:
-        raise doc.error(where, str(error)) from None
-
-
-def _kind(value: Any) -> str:
-    if isinstance(value, Mapping):
-        return "a mapping"
-    if isinstance(value, list):
-        return "a list"
-    return "text" if isinstance(value, str) else type(value).__name__
 
 
 __all__ = ["build_ensemble", "ensemble_from_dict", "ensemble_from_yaml", "review_handler"]

@@ -64,7 +64,10 @@ def counts(usage: TokenUsage) -> Record:
 def event_record(event: Any) -> Record:
     """Any event as an ``EventRecord``: its type name, when it arrived, its other fields."""
     fields: Record = {}
-    if dataclasses.is_dataclass(event) and not isinstance(event, type):
+    compact = getattr(event, "trace_fields", None)
+    if callable(compact):  # an event that says what of it is worth keeping
+        fields = json_safe(compact())
+    elif dataclasses.is_dataclass(event) and not isinstance(event, type):
         for item in dataclasses.fields(event):
             if item.name not in _FILED_BY:
                 value = getattr(event, item.name)

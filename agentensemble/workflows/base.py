@@ -1,8 +1,9 @@
 """The workflow seam: what every workflow takes in and the one method it implements.
 
-``Ensemble.arun`` prepares the tasks (templates filled, agents, models and tools resolved, all
-checks done) and hands them to the runner its ``workflow`` names (``runners.runner_for``).
-A runner only orders and runs; it never validates the user's setup again.
+``Ensemble.arun`` prepares the run once (``workflows/prepare.py``: templates filled, agents,
+models and tools resolved, every step built, all checks done) and hands the ``PreparedRun`` to
+the runner its ``workflow`` names (``runners.runner_for``). A runner only orders and runs; it
+never validates the user's setup again.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from typing import Any, Protocol
 from agentensemble.execution.agent_executor import AgentTask, ExecutionEnv
 from agentensemble.outputs import EnsembleOutput
 from agentensemble.task import Task
+from agentensemble.workflows.step import RunState, Scope, StepCall
 
 
 @dataclass
@@ -34,16 +36,38 @@ class PreparedTask:
     """The Review in force after the task (task setting or ensemble policy), if any."""
     before_review: Any = None
     """The Review asked before the task starts, if any."""
+    inputs: Mapping[str, Any] | None = None
+    """The inputs its templates were filled from when they differ from the run's (a
+    ``for_each`` item's: the run's inputs plus ``item`` and ``index``)."""
+
+
+@dataclass
+class PreparedRun:
+    """A run ready to go: its steps (``workflows/step.py``), every task run prepared in them,
+    and the number of task-run slots (``task_index`` values) it may use."""
+
+    steps: Sequence[Any]
+    """The top-level steps, in the ensemble's order."""
+    tasks: Sequence[PreparedTask]
+    """Every prepared task run (each fan-out item apart), for team building and tool sources."""
+    total: int
+    """Slots of the whole run (``TaskStarted.total_tasks``)."""
+
+
+def first_call(prepared: PreparedRun, env: ExecutionEnv, inputs: Mapping[str, Any]) -> StepCall:
+    """The call a run's top-level steps are run with: a fresh state and scope."""
+    return StepCall(env=env, inputs=inputs, state=RunState(total=prepared.total), scope=Scope())
 
 
 class WorkflowRunner(Protocol):
-    """Runs prepared tasks in some order; raises TaskExecutionError holding what completed."""
+    """Runs a prepared run's steps in some order; raises TaskExecutionError holding what
+    completed."""
 
     async def run(
-        self, prepared: Sequence[PreparedTask], env: ExecutionEnv, inputs: Mapping[str, Any]
+        self, prepared: PreparedRun, env: ExecutionEnv, inputs: Mapping[str, Any]
     ) -> EnsembleOutput:
         """Run every task (or stop early) and return the run's output."""
         ...
 
 
-__all__ = ["PreparedTask", "WorkflowRunner"]
+__all__ = ["PreparedRun", "PreparedTask", "WorkflowRunner", "first_call"]

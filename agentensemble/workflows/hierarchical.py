@@ -26,7 +26,7 @@ from agentensemble.logging import get_logger
 from agentensemble.outputs import EnsembleOutput, ExitReason, TaskOutput
 from agentensemble.tools.resolver import ToolResolver
 from agentensemble.workflows._review_gates import ask_reviewer, is_enabled
-from agentensemble.workflows.base import PreparedTask
+from agentensemble.workflows.base import PreparedRun, PreparedTask
 from agentensemble.workflows.delegation import MANAGER_TOOL, DelegateTool, Team
 from agentensemble.workflows.team import MANAGER_ROLE
 
@@ -78,8 +78,9 @@ class HierarchicalRunner:
         self.setup = setup
 
     async def run(
-        self, prepared: Sequence[PreparedTask], env: ExecutionEnv, inputs: Mapping[str, Any]
+        self, run: PreparedRun, env: ExecutionEnv, inputs: Mapping[str, Any]
     ) -> EnsembleOutput:
+        prepared = run.tasks
         started = time.perf_counter()
         team = self.setup.team
         team.env = env

@@ -1,13 +1,15 @@
-"""The parallel workflow: each task starts as soon as every task in its ``context`` completed.
+"""The parallel workflow: each step starts as soon as every step its ``context`` names completed.
 
-Independent tasks run concurrently on the event loop (at most ``max_concurrency`` at once).
-The outputs come back in the ensemble's task order, whatever order they completed in. The graph
-was checked before any model call (no cycle, no context task outside the ensemble).
+Independent steps (tasks, loops, graphs, nested ensembles) run concurrently on the event loop
+(at most ``max_concurrency`` at once). A loop or graph waits for every step named in a context
+anywhere inside it. The outputs come back in the ensemble's step order, whatever order they
+completed in. The order of work was checked before any model call (no cycle, no context step
+outside the ensemble).
 
-On a failure, ``FAIL_FAST`` cancels the running tasks — for real: a cancelled task's pending
+On a failure, ``FAIL_FAST`` cancels the running steps — for real: a cancelled task's pending
 model call is abandoned and none of its tools starts afterwards — and raises
 ``TaskExecutionError`` holding every completed output; ``CONTINUE_ON_ERROR`` lets independent
-branches finish, skips what depends on a failed task and raises ``ParallelExecutionError``.
+branches finish, skips what depends on a failed step and raises ``ParallelExecutionError``.
 An ``ExitEarly`` from a reviewer or a tool stops the whole run the same way, keeping what
 completed.
 """
@@ -17,26 +19,32 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Mapping, Sequence
-from datetime import timedelta
 from typing import Any
 
 from agentensemble._interrupts import EscapedError, contained
 from agentensemble.errors import ExitEarlyError, ParallelExecutionError, TaskExecutionError
-from agentensemble.events import TaskFailed
 from agentensemble.execution.agent_executor import ExecutionEnv
 from agentensemble.logging import get_logger
-from agentensemble.outputs import EnsembleOutput, ExitReason, TaskOutput
-from agentensemble.task import Task
+from agentensemble.outputs import EnsembleOutput, ExitReason
 from agentensemble.workflows import ParallelErrorStrategy
-from agentensemble.workflows.base import PreparedTask
-from agentensemble.workflows.graph import downstream_of
-from agentensemble.workflows.sequential import RunState, _run_one
+from agentensemble.workflows.base import PreparedRun, first_call
+from agentensemble.workflows.context_graph import downstream_of
+from agentensemble.workflows.sequential import run_error, summary
+from agentensemble.workflows.step import (
+    Step,
+    StepCall,
+    StepResult,
+    is_step_failure,
+    outside_deps,
+    step_kind,
+    step_label,
+)
 
 _log = get_logger()
 
 
 class ParallelRunner:
-    """Runs the task graph; one instance per run."""
+    """Runs the steps' order of work; one instance per run."""
 
     def __init__(
         self,
@@ -47,141 +55,160 @@ class ParallelRunner:
         self.error_strategy = ParallelErrorStrategy(error_strategy)
 
     async def run(
-        self, prepared: Sequence[PreparedTask], env: ExecutionEnv, inputs: Mapping[str, Any]
+        self, prepared: PreparedRun, env: ExecutionEnv, inputs: Mapping[str, Any]
     ) -> EnsembleOutput:
-        """Run the graph; raise TaskExecutionError / ParallelExecutionError on failures."""
+        """Run the prepared run's steps (the ``WorkflowRunner`` method)."""
+        return await self.run_steps(prepared.steps, first_call(prepared, env, inputs))
+
+    async def run_steps(self, steps: Sequence[Step], call: StepCall) -> EnsembleOutput:
+        """Run the steps; raise TaskExecutionError / ParallelExecutionError on failures."""
         started = time.perf_counter()
-        run = _GraphRun(prepared, env, inputs, self.max_concurrency or len(prepared))
         fail_fast = self.error_strategy is ParallelErrorStrategy.FAIL_FAST
-        try:
-            await run.until_done(fail_fast)
-        finally:
-            await run.cancel_running()
-        outputs, tasks = run.ordered_outputs()
+        run = StepsRun(steps, call, self.max_concurrency)
+        await run.run(fail_fast)
         if run.failures:
-            raise run.error(fail_fast, outputs)
-        return EnsembleOutput.from_tasks(
-            outputs,
-            exit_reason=run.stop or ExitReason.COMPLETED,
-            total_duration=timedelta(seconds=time.perf_counter() - started),
-            tasks=tasks,
-        )
+            raise run.error(fail_fast)
+        return summary(call.state, started, call.scope.steps)
 
 
-class _GraphRun:
-    """The state of one parallel run: what waits, what runs, what failed or was skipped."""
+class StepsRun:
+    """The state of one parallel run of steps: what waits, what runs, what failed or was
+    skipped. Also runs a nested PARALLEL ensemble's steps."""
 
-    def __init__(
-        self,
-        prepared: Sequence[PreparedTask],
-        env: ExecutionEnv,
-        inputs: Mapping[str, Any],
-        limit: int,
-    ) -> None:
-        self.prepared = list(prepared)
-        self.env = env
-        self.inputs = inputs
-        self.limit = max(1, limit)
-        self.state = RunState()
-        self.index = {id(item.task): i for i, item in enumerate(self.prepared, start=1)}
-        self.waiting = list(self.prepared)
-        self.running: dict[asyncio.Task[bool], PreparedTask] = {}
-        self.failures: dict[Task, BaseException] = {}
-        self.skipped: list[Task] = []
+    def __init__(self, steps: Sequence[Step], call: StepCall, limit: int | None) -> None:
+        self.steps = list(steps)
+        self.call = call
+        self.limit = max(1, limit or len(self.steps))
+        self.position = {id(step.source): i for i, step in enumerate(self.steps, start=1)}
+        self.base: dict[int, int] = {}
+        base = call.base
+        for step in self.steps:
+            self.base[id(step.source)] = base
+            base += step.capacity
+        self.deps = {
+            id(step.source): [d for d in outside_deps(step.source) if id(d) in self.position]
+            for step in self.steps
+        }
+        self.waiting = list(self.steps)
+        self.running: dict[asyncio.Task[StepResult], Step] = {}
+        self.failures: dict[Any, BaseException] = {}
+        self.skipped: list[Any] = []
         self.stop: ExitReason | None = None
+        self.results: dict[int, StepResult] = {}
 
-    async def until_done(self, fail_fast: bool) -> None:
+    def deps_of(self, source: Any) -> list[Any]:
+        return self.deps.get(id(source), [])
+
+    async def run(self, fail_fast: bool) -> None:
+        try:
+            await self._until_done(fail_fast)
+        finally:
+            await self._cancel_running()
+        if self.stop is not None:
+            self.call.state.exit_reason = self.stop
+
+    async def _until_done(self, fail_fast: bool) -> None:
         while True:
             if self.stop is None and not (fail_fast and self.failures):
                 self._start_ready()
             if not self.running:
-                self._skip_blocked()
+                self.skipped += [step.source for step in self.waiting]  # their input failed
+                self.waiting = []
                 return
             done, _ = await asyncio.wait(self.running, return_when=asyncio.FIRST_COMPLETED)
-            for finished in sorted(done, key=lambda t: self.index[id(self.running[t].task)]):
+            for finished in sorted(done, key=lambda t: self.position[id(self.running[t].source)]):
                 self._settle(finished, self.running.pop(finished))
             if self.stop is not None or (fail_fast and self.failures):
                 return
 
     def _start_ready(self) -> None:
-        for item in list(self.waiting):
+        scope = self.call.scope
+        for step in list(self.waiting):
             if len(self.running) >= self.limit:
                 return
-            if all(id(t) in self.state.by_task for t in item.task.context):
-                self.waiting.remove(item)
-                index = self.index[id(item.task)]
-                coroutine = contained(
-                    _run_one(item, index, len(self.prepared), self.env, self.inputs, self.state)
-                )
-                self.running[asyncio.ensure_future(coroutine)] = item
+            if all(scope.has(d) for d in self.deps_of(step.source)):
+                self.waiting.remove(step)
+                coroutine = contained(step.run(self.call.at(self.base[id(step.source)])))
+                self.running[asyncio.ensure_future(coroutine)] = step
 
-    def _settle(self, finished: asyncio.Task[bool], item: PreparedTask) -> None:
-        index = self.index[id(item.task)]
+    def _settle(self, finished: asyncio.Task[StepResult], step: Step) -> None:
         try:
-            keep_going = finished.result()
+            result = finished.result()
         except ExitEarlyError as stop:
             self.stop = ExitReason.TIMEOUT if stop.timed_out else ExitReason.USER_EXIT_EARLY
-            _log.info("run exited early", task_index=index, reason=stop.reason)
+            _log.info("run exited early", step=self.position[id(step.source)], reason=stop.reason)
         except Exception as caught:
             error = caught.error if isinstance(caught, EscapedError) else caught
-            self.env.emitter.emit(TaskFailed(index, len(self.prepared), item.description, error))
-            _log.error(
-                "task failed", task_index=index, agent_role=item.agent_role, error=str(error)
-            )
-            self.failures[item.task] = error
-            blocked = downstream_of(item.task, [i.task for i in self.waiting])
+            self.failures[step.source] = error
+            sources = [s.source for s in self.waiting]
+            blocked = downstream_of(step.source, sources, self.deps_of)
             self.skipped += blocked
-            gone = {id(task) for task in blocked}
-            self.waiting = [i for i in self.waiting if id(i.task) not in gone]
+            gone = {id(source) for source in blocked}
+            self.waiting = [s for s in self.waiting if id(s.source) not in gone]
         else:
-            if not keep_going:
-                self.stop = self.state.exit_reason
+            self.call.scope.record(step.source, result.outputs)
+            self.results[id(step.source)] = result
+            if result.stop:
+                self.stop = self.call.state.exit_reason
 
-    def _skip_blocked(self) -> None:
-        """Tasks still waiting when nothing runs can never start (their input failed)."""
-        self.skipped += [item.task for item in self.waiting]
-        self.waiting = []
-
-    async def cancel_running(self) -> None:
-        """Cancel what still runs and wait until each task has really stopped."""
+    async def _cancel_running(self) -> None:
+        """Cancel what still runs and wait until each step has really stopped."""
         if not self.running:
             return
         for task in self.running:
             task.cancel()
         await asyncio.wait(list(self.running))
-        for finished, item in self.running.items():
+        for finished, step in self.running.items():
             if not finished.cancelled() and finished.exception() is None:
                 _log.info(
-                    "task finished while being cancelled", task_index=self.index[id(item.task)]
+                    "step finished while being cancelled", step=self.position[id(step.source)]
                 )
         self.running.clear()
 
-    def ordered_outputs(self) -> tuple[list[TaskOutput], list[Task]]:
-        """Completed outputs and their tasks, in the ensemble's task order."""
-        done = [item.task for item in self.prepared if id(item.task) in self.state.by_task]
-        return [self.state.by_task[id(task)] for task in done], done
+    def last_result(self) -> StepResult:
+        """The outputs of the last step (in list order) that completed: a nested ensemble's."""
+        indices: list[int] = []
+        last: list[Any] = []
+        for step in self.steps:
+            result = self.results.get(id(step.source))
+            if result is not None:
+                indices += result.task_indices
+                last = result.outputs or last
+        return StepResult(last, self.stop is not None, indices)
 
-    def error(self, fail_fast: bool, outputs: list[TaskOutput]) -> TaskExecutionError:
-        failed = sorted(self.failures, key=lambda task: self.index[id(task)])
-        first = failed[0]
-        cause = self.failures[first]
-        where = f"Task {self.index[id(first)]} ({first.label!r})"
-        if fail_fast:
-            error = TaskExecutionError(
-                f"{where} failed: {type(cause).__name__}: {cause}",
-                task=first,
-                completed_outputs=outputs,
-            )
-        else:
-            error = ParallelExecutionError(
-                f"{len(failed)} task(s) failed, first {where}: {type(cause).__name__}: "
-                f"{cause}; {len(outputs)} completed, {len(self.skipped)} skipped",
-                completed_outputs=outputs,
-                failures={task: self.failures[task] for task in failed},
-                skipped=sorted(self.skipped, key=lambda task: self.index[id(task)]),
-            )
+    def first_failure(self) -> tuple[Step, BaseException]:
+        failed = sorted(self.failures, key=lambda source: self.position[id(source)])[0]
+        step = next(step for step in self.steps if step.source is failed)
+        return step, self.failures[failed]
+
+    def error(self, fail_fast: bool) -> BaseException:
+        step, cause = self.first_failure()
+        position = self.position[id(step.source)]
+        state = self.call.state
+        if fail_fast or is_step_failure(cause):
+            error = run_error(cause, step, position, state)
+            if step_kind(step.source) == "task" and error is not cause:
+                error = TaskExecutionError(
+                    f"Task {position} ({step_label(step.source)!r}) failed: "
+                    f"{type(cause).__name__}: {cause}",
+                    task=step.source,
+                    completed_outputs=state.ordered()[0],
+                )
+            if error is not cause:
+                error.__cause__ = cause
+            return error
+        failed = sorted(self.failures, key=lambda source: self.position[id(source)])
+        outputs = state.ordered()[0]
+        error = ParallelExecutionError(
+            f"{len(failed)} task(s) failed, first Task {position} "
+            f"({step_label(step.source)!r}): {type(cause).__name__}: {cause}; "
+            f"{len(outputs)} completed, {len(self.skipped)} skipped",
+            completed_outputs=outputs,
+            failures={source: self.failures[source] for source in failed},
+            skipped=sorted(self.skipped, key=lambda source: self.position[id(source)]),
+        )
         error.__cause__ = cause
         return error
 
 
-__all__ = ["ParallelRunner"]
+__all__ = ["ParallelRunner", "StepsRun"]

@@ -6,14 +6,14 @@ needs (concurrency cap, error strategy, the manager and its team) arrive in ``Ru
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from agentensemble.execution.agent_executor import ExecutionEnv
 from agentensemble.outputs import EnsembleOutput
 from agentensemble.workflows import ParallelErrorStrategy, Workflow
-from agentensemble.workflows.base import PreparedTask, WorkflowRunner
+from agentensemble.workflows.base import PreparedRun, WorkflowRunner, first_call
 from agentensemble.workflows.parallel import ParallelRunner
 from agentensemble.workflows.sequential import run_sequential
 
@@ -31,12 +31,12 @@ class RunSettings:
 
 
 class SequentialRunner:
-    """Tasks in list order (``sequential.run_sequential``)."""
+    """Steps in list order (``sequential.run_sequential``)."""
 
     async def run(
-        self, prepared: Sequence[PreparedTask], env: ExecutionEnv, inputs: Mapping[str, Any]
+        self, prepared: PreparedRun, env: ExecutionEnv, inputs: Mapping[str, Any]
     ) -> EnsembleOutput:
-        return await run_sequential(prepared, env, inputs)
+        return await run_sequential(prepared.steps, first_call(prepared, env, inputs))
 
 
 def _parallel(settings: RunSettings) -> WorkflowRunner:
@@ -62,4 +62,9 @@ def runner_for(workflow: Workflow, settings: RunSettings) -> WorkflowRunner:
     return RUNNERS[Workflow(workflow)](settings)
 
 
-__all__ = ["RUNNERS", "RunSettings", "SequentialRunner", "runner_for"]
+__all__ = [
+    "RUNNERS",
+    "RunSettings",
+    "SequentialRunner",
+    "runner_for",
+]

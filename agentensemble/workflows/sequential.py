@@ -1,222 +1,95 @@
-"""The sequential workflow: tasks in list order, declared context threaded, review gates applied."""
+"""The sequential workflow: steps in list order, declared context threaded, review gates applied."""
 
 from __future__ import annotations
 
-import inspect
 import time
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from collections.abc import Sequence
 from datetime import timedelta
 from typing import Any
 
-from pydantic import BaseModel
-
 from agentensemble._interrupts import ends_the_run
-from agentensemble.errors import ExitEarlyError, OutputParsingError, TaskExecutionError
-from agentensemble.events import TaskCompleted, TaskFailed, TaskStarted
-from agentensemble.execution.agent_executor import AgentExecutor, ExecutionEnv
-from agentensemble.execution.guardrails import check_handler_input, check_handler_output
-from agentensemble.execution.prompts import ContextItem
-from agentensemble.execution.structured import parse_output
+from agentensemble.errors import ExitEarlyError, TaskExecutionError
 from agentensemble.logging import get_logger
-from agentensemble.outputs import EnsembleOutput, ExitReason, TaskOutput
-from agentensemble.task import TaskHandlerContext
-from agentensemble.tools._sync import in_worker_thread
-from agentensemble.workflows._review_gates import (
-    ask_reviewer,
-    is_enabled,
-)
+from agentensemble.outputs import EnsembleOutput, ExitReason
 from agentensemble.workflows.base import PreparedTask  # re-exported: it used to live here
+from agentensemble.workflows.step import (
+    RunState,
+    Step,
+    StepCall,
+    is_step_failure,
+    run_in_order,
+    step_label,
+)
 
 _log = get_logger()
 
 
-@dataclass
-class RunState:
-    """What a run has produced so far; survives a failure so nothing is lost."""
+def run_error(error: BaseException, step: Step, position: int, state: RunState) -> BaseException:
+    """What a run raises when ``step`` (at ``position`` in the ensemble) failed with ``error``:
+    a TaskExecutionError naming the task that failed and holding every completed output."""
+    outputs, _ = state.ordered()
+    if isinstance(error, TaskExecutionError) and is_step_failure(error):
+        error.completed_outputs = outputs
+        return error
+    index, task = state.failed if state.failed is not None else (position, step.source)
+    wrapped = TaskExecutionError(
+        f"Task {index} ({step_label(task)!r}) failed: {type(error).__name__}: {error}",
+        task=task,
+        completed_outputs=outputs,
+    )
+    wrapped.__cause__ = error
+    return wrapped
 
-    outputs: list[TaskOutput] = field(default_factory=list)
-    by_task: dict[int, TaskOutput] = field(default_factory=dict)
-    # each output as prompt context, built once: later tasks share it (no per-pair rebuilding)
-    context_items: dict[int, ContextItem] = field(default_factory=dict)
-    exit_reason: ExitReason = ExitReason.COMPLETED
 
-
-async def run_sequential(
-    prepared: Sequence[PreparedTask], env: ExecutionEnv, inputs: Mapping[str, Any]
+def summary(
+    state: RunState, started: float, finals: dict[int, Any] | None = None
 ) -> EnsembleOutput:
-    """Run every task in order; raise TaskExecutionError holding all completed outputs."""
+    """The run's output from its state: outputs in order, loops and graphs, exit reason.
+    ``finals``: what each top-level step handed on (``Scope.finals``), for ``output_for``."""
+    outputs, tasks = state.ordered()
+    output = EnsembleOutput.from_tasks(
+        outputs,
+        exit_reason=state.exit_reason,
+        total_duration=timedelta(seconds=time.perf_counter() - started),
+        tasks=tasks,
+    )
+    if state.loops or state.graphs:
+        output = output.model_copy(update={"loops": state.loops, "graphs": state.graphs})
+        output._tasks = list(tasks)
+    if finals is not None and (state.loops or state.graphs or len(outputs) != len(finals)):
+        where = {id(out): position for position, out in enumerate(outputs)}
+        output._steps = [
+            (step, where[id(handed[-1])])
+            for step, handed in finals.values()
+            if handed and id(handed[-1]) in where
+        ]
+    return output
+
+
+async def run_sequential(steps: Sequence[Step], call: StepCall) -> EnsembleOutput:
+    """Run every step in order; raise TaskExecutionError holding all completed outputs."""
     started = time.perf_counter()
-    state = RunState()
-    total = len(prepared)
-    for index, item in enumerate(prepared, start=1):
+    state = call.state
+    base = call.base
+    for position, step in enumerate(steps, start=1):
         try:
-            if not await _run_one(item, index, total, env, inputs, state):
-                break
+            result = await step.run(call.at(base))
         except ExitEarlyError as stop:
             state.exit_reason = ExitReason.TIMEOUT if stop.timed_out else ExitReason.USER_EXIT_EARLY
-            _log.info("run exited early", task_index=index, reason=stop.reason)
+            _log.info("run exited early", step=position, reason=stop.reason)
             break
         except BaseException as error:  # a nested run's TaskExecutionError is this task's too
             if ends_the_run(error):
                 raise
-            env.emitter.emit(TaskFailed(index, total, item.description, error))
-            _log.error(
-                "task failed", task_index=index, agent_role=item.agent_role, error=str(error)
-            )
-            raise TaskExecutionError(
-                f"Task {index} ({item.task.label!r}) failed: {type(error).__name__}: {error}",
-                task=item.task,
-                completed_outputs=state.outputs,
-            ) from error
-    return EnsembleOutput.from_tasks(
-        state.outputs,
-        exit_reason=state.exit_reason,
-        total_duration=timedelta(seconds=time.perf_counter() - started),
-        tasks=[item.task for item in prepared if id(item.task) in state.by_task],
-    )
+            failure = run_error(error, step, position, state)
+            if failure is error:
+                raise
+            raise failure from error
+        call.scope.record(step.source, result.outputs)
+        base += step.capacity
+        if result.stop:
+            break
+    return summary(state, started, call.scope.steps)
 
 
-async def _run_one(
-    item: PreparedTask,
-    index: int,
-    total: int,
-    env: ExecutionEnv,
-    inputs: Mapping[str, Any],
-    state: RunState,
-) -> bool:
-    """Run one task with its gates; False when the run must stop after it."""
-    description = item.description
-    if is_enabled(item.before_review):
-        verdict = await ask_reviewer(
-            env.review_handler,
-            item.before_review,
-            timing="before_execution",
-            task_description=description,
-            output=description,
-            emitter=env.emitter,
-        )
-        _log.info("review decided", timing="before_execution", task_index=index, stop=verdict.stop)
-        if verdict.stop:
-            raise ExitEarlyError(verdict.reason, timed_out=verdict.timed_out)
-        if verdict.revised_text is not None:
-            description = verdict.revised_text
-
-    env.emitter.emit(TaskStarted(index, total, description, item.agent_role))
-    _log.info("task started", task_index=index, total_tasks=total, agent_role=item.agent_role)
-    started = time.perf_counter()
-    if item.agent_task is None:
-        by_task = state.by_task
-        context = [by_task[key] for t in item.task.context if (key := id(t)) in by_task]
-        output = await _run_handler(item, description, inputs, context, env)
-    else:
-        items = state.context_items
-        agent_task = replace(
-            item.agent_task,
-            description=description,
-            context=[items[key] for t in item.task.context if (key := id(t)) in items],
-        )
-        output = await AgentExecutor(agent_task, env).run()
-    output = output.model_copy(
-        update={"duration": timedelta(seconds=time.perf_counter() - started)}
-    )
-    _log.info(
-        "task finished",
-        task_index=index,
-        agent_role=item.agent_role,
-        duration_s=round(output.duration.total_seconds(), 3),
-        llm_calls=output.llm_calls,
-        tool_calls=len(output.tool_calls),
-    )
-
-    stop = None
-    if is_enabled(item.after_review):
-        verdict = await ask_reviewer(
-            env.review_handler,
-            item.after_review,
-            timing="after_execution",
-            task_description=description,
-            output=output.raw,
-            emitter=env.emitter,
-        )
-        _log.info("review decided", timing="after_execution", task_index=index, stop=verdict.stop)
-        if verdict.revised_text is not None:
-            output = _edited(output, verdict.revised_text, item.task.output_type)
-        if verdict.stop:
-            stop = ExitReason.TIMEOUT if verdict.timed_out else ExitReason.USER_EXIT_EARLY
-
-    state.outputs.append(output)
-    state.by_task[id(item.task)] = output
-    state.context_items[id(item.task)] = ContextItem(
-        output.task_description, output.agent_role, output.raw
-    )
-    env.emitter.emit(TaskCompleted(index, total, output))
-    if stop is not None:
-        state.exit_reason = stop
-        return False
-    return True
-
-
-def _edited(output: TaskOutput, text: str, output_type: Any) -> TaskOutput:
-    parsed = None
-    if output_type is not None:
-        try:
-            parsed = parse_output(text, output_type)
-        except OutputParsingError as error:
-            _log.warning("edited output does not parse into output_type", error=str(error))
-    return output.model_copy(update={"raw": text, "parsed": parsed})
-
-
-async def _run_handler(
-    item: PreparedTask,
-    description: str,
-    inputs: Mapping[str, Any],
-    context: list[TaskOutput],
-    env: ExecutionEnv,
-) -> TaskOutput:
-    """A deterministic task: call the user's handler, no model involved."""
-    handler = item.task.handler
-    assert handler is not None
-    await check_handler_input(item.task, description, item.expected_output, inputs, context, env)
-    ctx = TaskHandlerContext(
-        description=description,
-        expected_output=item.expected_output,
-        inputs=dict(inputs),
-        context_outputs=list(context),
-    )
-    result = await _call_maybe_async(handler, ctx)
-    parsed: Any = None
-    if result is None:
-        raw = ""
-    elif isinstance(result, BaseModel):
-        raw, parsed = result.model_dump_json(), result
-    elif isinstance(result, str):
-        raw = result
-        if item.task.output_type is not None:
-            parsed = parse_output(raw, item.task.output_type)
-    else:
-        raise TypeError(
-            f"a task handler must return a str, a pydantic model or None; "
-            f"got {type(result).__name__}"
-        )
-    output = TaskOutput(
-        raw=raw,
-        parsed=parsed,
-        task_description=description,
-        agent_role=item.agent_role,
-        task_name=item.task.name,
-    )
-    await check_handler_output(item.task, output, env)
-    return output
-
-
-async def _call_maybe_async(fn: Callable[..., Any], *args: Any) -> Any:
-    if inspect.iscoroutinefunction(fn):
-        return await fn(*args)
-    result = await in_worker_thread(fn, *args)
-    if inspect.isawaitable(result):
-        return await result
-    return result
-
-
-__all__ = ["PreparedTask", "run_sequential"]
+__all__ = ["PreparedTask", "RunState", "run_error", "run_in_order", "run_sequential", "summary"]

@@ -8,7 +8,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from agentensemble import Task
-from agentensemble.workflows.graph import downstream_of, find_cycle
+from agentensemble.workflows.context_graph import downstream_of, find_cycle
 
 # edges i -> j mean "task i needs task j"; only j < i gives a DAG
 dags = st.integers(min_value=1, max_value=12).flatmap(

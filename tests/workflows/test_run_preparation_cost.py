@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-import agentensemble.workflows.sequential as sequential_module
+import agentensemble.workflows.step as step_module
 from agentensemble import Agent, Ensemble, Task, tool
 from agentensemble.execution.prompts import ContextItem
 from agentensemble.testing import ScriptedChatModel, tool_call
@@ -70,7 +70,7 @@ def test_each_output_becomes_context_once_however_many_tasks_read_it(
         built.append(ContextItem(*args))
         return built[-1]
 
-    monkeypatch.setattr(sequential_module, "ContextItem", counted_context_item)
+    monkeypatch.setattr(step_module, "ContextItem", counted_context_item)
     count = 60
     model = ScriptedChatModel([f"output {n}" for n in range(count)])
     agent = Agent(role="Writer", goal="Write", llm=model)
@@ -81,7 +81,7 @@ def test_each_output_becomes_context_once_however_many_tasks_read_it(
     result = Ensemble(tasks=tasks).run()
 
     assert result.raw == f"output {count - 1}"
-    assert len(built) == count  # one per output, not one per (reader, output) pair
+    assert len(built) == count - 1  # one per output read (the last is read by none), not per pair
     last_prompt = model.requests[-1].last_user_content
     positions = [last_prompt.index(f"### Step {n} (Writer)\noutput {n}") for n in range(count - 1)]
     assert positions == sorted(positions)  # every earlier output, in task order

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from agentensemble import Task
-from agentensemble.workflows.graph import (
+from agentensemble.workflows.context_graph import (
     check_task_graph,
     downstream_of,
     find_cycle,

@@ -1,0 +1,140 @@
+"""Checks of an ensemble's steps made when it is built, before any model call.
+
+What ``context`` may name (an earlier step; inside a loop body an earlier body step or a step
+outside the loop; inside a graph another state), no cycle in a PARALLEL order of work, no step
+object used twice, loop and graph names unique, and what HIERARCHICAL cannot run. Loops and
+graphs check their own shape (``Loop`` / ``Graph`` validators).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from agentensemble.errors import ConfigurationError
+from agentensemble.workflows import Workflow
+from agentensemble.workflows.context_graph import check_task_graph
+from agentensemble.workflows.step import context_of, outside_deps, step_kind, step_label, walk
+
+
+def check_structure(steps: Sequence[Any], workflow: Workflow) -> None:
+    """Raise naming the first problem: ValueError for a top-level task's context (as always),
+    ConfigurationError for what loops, graphs, nested ensembles and fan-outs add."""
+    _check_unique(steps)
+    if workflow is Workflow.HIERARCHICAL:
+        _check_hierarchical(steps)
+    top = {id(step) for step in steps}
+    if workflow is Workflow.SEQUENTIAL:
+        _check_top_in_order(steps)
+    else:  # any list order; no cycle, none outside
+
+        def deps(step: Any) -> list[Any]:
+            inside = [d for d in outside_deps(step) if id(d) in top]
+            return inside + [d for d in context_of(step) if id(d) not in top]
+
+        check_task_graph(steps, deps=deps)
+    for position, step in enumerate(steps):
+        if step_kind(step) not in ("loop", "graph"):
+            continue  # a task has nothing inside; a nested ensemble checked its own
+        if workflow is Workflow.SEQUENTIAL:
+            visible = {id(s) for s in steps[:position]}
+        else:
+            visible = top - {id(step)}
+        _check_inside(step, frozenset(visible))
+
+
+def _check_unique(steps: Sequence[Any]) -> None:
+    seen: set[int] = set()
+    names: dict[str, str] = {}
+    for step in walk(steps):
+        kind = step_kind(step)
+        if id(step) in seen:
+            raise ConfigurationError(
+                f"the {kind} {step_label(step)!r} appears twice in this ensemble; a step "
+                "object runs in one place: build another one for the other place"
+            )
+        seen.add(id(step))
+        if kind == "ensemble" and step.workflow is Workflow.HIERARCHICAL:
+            raise ConfigurationError(
+                f"the nested ensemble {step_label(step)!r} is HIERARCHICAL; a nested ensemble "
+                "runs as a step of its outer run: give it workflow SEQUENTIAL or PARALLEL"
+            )
+        if kind in ("loop", "graph"):
+            name = step.name
+            if name in names:
+                raise ConfigurationError(
+                    f"two steps are named {name!r} (a {names[name]} and a {kind}); loop and "
+                    "graph names key EnsembleOutput.loops / .graphs, so make them unique"
+                )
+            names[name] = kind
+
+
+def _check_hierarchical(steps: Sequence[Any]) -> None:
+    for position, step in enumerate(steps, start=1):
+        kind = step_kind(step)
+        if kind != "task":
+            raise ConfigurationError(
+                f"step {position} is a {kind} ({step_label(step)!r}); workflow HIERARCHICAL "
+                "runs tasks only: use SEQUENTIAL or PARALLEL for loops, graphs and nested "
+                "ensembles"
+            )
+        if step.for_each is not None:
+            raise ConfigurationError(
+                f"task {position} ({step.label!r}) has for_each, which workflow HIERARCHICAL "
+                "does not run (the manager plans the tasks); use SEQUENTIAL or PARALLEL"
+            )
+
+
+def _check_top_in_order(steps: Sequence[Any]) -> None:
+    positions = {id(step): i for i, step in enumerate(steps, start=1)}
+    for index, step in enumerate(steps, start=1):
+        inner = [d for d in outside_deps(step) if id(d) in positions]
+        for dependency in [*context_of(step), *inner]:
+            position = positions.get(id(dependency))
+            if position is None:
+                raise ValueError(
+                    f"task {index} ({step_label(step)!r}) has context task "
+                    f"{step_label(dependency)!r}, which is not in this ensemble's tasks"
+                )
+            if position >= index:
+                raise ValueError(
+                    f"task {index} ({step_label(step)!r}) has context task "
+                    f"{step_label(dependency)!r}, which runs later (task {position}); context "
+                    "must come from an earlier task"
+                )
+
+
+def _check_inside(step: Any, visible: frozenset[int]) -> None:
+    """A loop body's steps see earlier body steps and what the loop sees; a graph's states see
+    each other and what the graph sees. Nested ensembles checked their own tasks."""
+    kind = step_kind(step)
+    if kind == "loop":
+        body = list(step.body)
+        for position, inner in enumerate(body):
+            here = visible | {id(s) for s in body[:position]}
+            _check_names(inner, here, f"Loop {step.name!r} body", later=body[position:])
+            _check_inside(inner, frozenset(here))
+    elif kind == "graph":
+        states = list(step.states.values())
+        for inner in states:
+            here = visible | ({id(s) for s in states} - {id(inner)})
+            _check_names(inner, here, f"Graph {step.name!r}", later=[inner])
+            _check_inside(inner, frozenset(here))
+
+
+def _check_names(step: Any, visible: frozenset[int], where: str, later: Sequence[Any]) -> None:
+    for dependency in context_of(step):
+        if id(dependency) in visible:
+            continue
+        if any(dependency is s for s in later):
+            problem = "which runs later in the body (or is the step itself)"
+        else:
+            problem = "which it cannot see"
+        raise ConfigurationError(
+            f"{where}: step {step_label(step)!r} has context {step_label(dependency)!r}, "
+            f"{problem}; context names an earlier step of the same body, another state of "
+            "the same graph, or an earlier step outside it"
+        )
+
+
+__all__ = ["check_structure"]
