@@ -4,10 +4,14 @@ One ASGI middleware in front of every route, so no route can forget a check:
 
 - ``Host`` must name this server (loopback, the bound host or an allowed name): 403 otherwise,
   which stops DNS rebinding.
-- ``GET /login?token=T`` with the console's token starts a browser session: a random session id
-  in a cookie (HttpOnly, SameSite=Strict) and a CSRF token the page reads from ``/api/session``.
-- Every other route needs the session cookie or ``Authorization: Bearer <token>`` (the way
-  ``WebConsole`` and ``WebReviewHandler`` report in): 401 otherwise.
+- ``GET /login?token=T`` with the console's token (or a named reviewer's) starts a browser
+  session: a random session id in a cookie (HttpOnly, SameSite=Strict), a session key delivered
+  in the redirect's fragment (``/#key=K``: never sent to a server, never served back; the page
+  keeps it in ``sessionStorage``) and a CSRF token the page reads from ``/api/session``.
+- The page itself (``/``, ``/static/...``) needs the cookie; every ``/api/`` route needs the
+  cookie *and* the key (``X-Session-Key``), or ``Authorization: Bearer <token>`` (the way
+  ``WebConsole`` and ``WebReviewHandler`` report in): 401 otherwise. Browsers send the cookie to
+  every server of the host whatever its port, so the cookie alone reads and decides nothing.
 - A state change (any method but GET/HEAD) must come from no origin or this one (403), from a
   browser session with the session's ``X-CSRF-Token`` (403), with a JSON body (415) of a stated,
   bounded length (411, 413).
@@ -37,6 +41,7 @@ ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
 
 COOKIE = "agentensemble_session"
 CSRF_HEADER = "x-csrf-token"
+KEY_HEADER = "x-session-key"
 MAX_BODY_BYTES = 2_000_000
 MAX_SESSIONS = 200
 SESSION_SECONDS = 12 * 3600
@@ -57,10 +62,20 @@ SECURITY_HEADERS = {
 
 @dataclass(frozen=True)
 class Session:
-    """A logged-in browser: its CSRF token and when it started."""
+    """A logged-in browser: who (``reviewer``), its CSRF token and key, when it started."""
 
     csrf: str
     created: float
+    key: str = ""
+    reviewer: str = "console"
+
+
+Reviewers = Callable[[str], "str | None"]
+"""Who a login token names (a reviewer's name), or None; the console's own token is checked
+before."""
+
+Revoked = Callable[[str], bool]
+"""Whether a reviewer's access was revoked since their session started."""
 
 
 class Sessions:
@@ -69,9 +84,11 @@ class Sessions:
     def __init__(self) -> None:
         self._sessions: OrderedDict[str, Session] = OrderedDict()
 
-    def start(self) -> tuple[str, Session]:
+    def start(self, reviewer: str = "console") -> tuple[str, Session]:
         session_id = secrets.token_urlsafe(32)
-        session = Session(secrets.token_urlsafe(32), time.time())
+        session = Session(
+            secrets.token_urlsafe(32), time.time(), secrets.token_urlsafe(32), reviewer
+        )
         self._sessions[session_id] = session
         while len(self._sessions) > MAX_SESSIONS:
             self._sessions.popitem(last=False)
@@ -127,10 +144,19 @@ async def _answer(
 class SecurityMiddleware:
     """The checks of the module docstring, around the console's Starlette app."""
 
-    def __init__(self, app: ASGIApp, guard: Guard, sessions: Sessions) -> None:
+    def __init__(
+        self,
+        app: ASGIApp,
+        guard: Guard,
+        sessions: Sessions,
+        reviewers: Reviewers | None = None,
+        revoked: Revoked | None = None,
+    ) -> None:
         self.app = app
         self.guard = guard
         self.sessions = sessions
+        self.reviewers = reviewers
+        self.revoked = revoked
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -158,7 +184,7 @@ class SecurityMiddleware:
         if scope["path"] == "/login":
             await self._login(scope, send)
             return
-        principal, session = self._principal(headers)
+        principal, session = self._principal(headers, scope["path"])
         if principal is None:
             await _answer(
                 send,
@@ -174,14 +200,21 @@ class SecurityMiddleware:
                 return
         scope.setdefault("state", {})["principal"] = principal
         scope["state"]["csrf"] = session.csrf if session is not None else None
+        scope["state"]["session_id"] = _cookie(headers, COOKIE) if session is not None else None
         await self.app(scope, receive, send)
 
-    def _principal(self, headers: dict[str, str]) -> tuple[str | None, Session | None]:
+    def _principal(self, headers: dict[str, str], path: str) -> tuple[str | None, Session | None]:
         scheme, _, credential = headers.get("authorization", "").strip().partition(" ")
         if scheme.lower() == "bearer" and _same(self.guard.token, credential.strip()):
             return "api", None
         session = self.sessions.get(_cookie(headers, COOKIE))
-        return ("browser", session) if session is not None else (None, None)
+        if session is None:
+            return None, None
+        if path.startswith("/api/") and not _same(session.key, headers.get(KEY_HEADER)):
+            return None, None  # the cookie alone: sent by the browser to any port of this host
+        if session.reviewer != "console" and self.revoked and self.revoked(session.reviewer):
+            return None, None
+        return session.reviewer, session
 
     def _change_refused(
         self, headers: dict[str, str], session: Session | None
@@ -202,17 +235,23 @@ class SecurityMiddleware:
     async def _login(self, scope: Scope, send: Send) -> None:
         query = urllib.parse.parse_qs(scope.get("query_string", b"").decode("latin-1"))
         given = query.get("token", [None])[0]
-        if scope["method"] != "GET" or not _same(self.guard.token, given):
+        reviewer: str | None = None
+        if scope["method"] == "GET" and given:
+            if _same(self.guard.token, given):
+                reviewer = "console"
+            elif self.reviewers is not None:
+                reviewer = self.reviewers(given)
+        if reviewer is None:
             await _answer(send, 401, "a valid token is required to log in")
             return
-        session_id, _ = self.sessions.start()
+        session_id, session = self.sessions.start(reviewer)
         cookie = f"{COOKIE}={session_id}; HttpOnly; SameSite=Strict; Path=/"
         await send(
             {
                 "type": "http.response.start",
                 "status": 303,
                 "headers": [
-                    (b"location", b"/"),
+                    (b"location", f"/#key={session.key}".encode()),
                     (b"set-cookie", cookie.encode()),
                     (b"content-length", b"0"),
                 ],
@@ -221,4 +260,12 @@ class SecurityMiddleware:
         await send({"type": "http.response.body", "body": b""})
 
 
-__all__ = ["COOKIE", "CSP", "CSRF_HEADER", "SECURITY_HEADERS", "SecurityMiddleware", "Sessions"]
+__all__ = [
+    "COOKIE",
+    "CSP",
+    "CSRF_HEADER",
+    "KEY_HEADER",
+    "SECURITY_HEADERS",
+    "SecurityMiddleware",
+    "Sessions",
+]

@@ -121,6 +121,11 @@ def create_app(token: str, host: str, port: int, allowed_hosts: tuple[str, ...] 
     async def list_reviews(request: Request) -> Response:
         return JSONResponse({"reviews": [r.view() for r in state.reviews.all()]})
 
+    async def audit(request: Request) -> Response:
+        decided = [r.view() for r in state.reviews.all() if r.decision is not None]
+        decided.sort(key=lambda r: r["decision"]["decided_at"], reverse=True)
+        return JSONResponse({"decisions": decided})
+
     async def post_review(request: Request) -> Response:
         body = await _json_body(request)
         req = body.get("request") if isinstance(body, dict) else None
@@ -203,6 +208,7 @@ def create_app(token: str, host: str, port: int, allowed_hosts: tuple[str, ...] 
             Route("/api/runs", list_runs, methods=["GET"]),
             Route("/api/runs/{run_id}", get_run, methods=["GET"]),
             Route("/api/reviews", list_reviews, methods=["GET"]),
+            Route("/api/audit", audit, methods=["GET"]),
             Route("/api/reviews", post_review, methods=["POST"]),
             Route("/api/reviews/{review_id}", get_review, methods=["GET"]),
             Route("/api/reviews/{review_id}/decision", decide, methods=["POST"]),

@@ -3,7 +3,7 @@
 // textContent (never innerHTML), after clean() makes invisible characters visible.
 "use strict";
 
-const state = {csrf: null, runs: new Map(), reviews: new Map(), runEvents: [], runId: null,
+const state = {key: "", csrf: null, runs: new Map(), reviews: new Map(), runEvents: [], runId: null,
                trace: null, dirty: false};
 
 function clean(value) {
@@ -27,11 +27,24 @@ function el(tag, attrs, ...children) {
   return node;
 }
 
+// The session key arrives once, in the login redirect's fragment (never sent to a server);
+// it is kept in this tab's sessionStorage and sent with every API call: the cookie alone, which
+// the browser also sends to any other server of this host, is not enough.
+function sessionKey() {
+  const match = /^#key=([A-Za-z0-9_-]+)$/.exec(location.hash);
+  if (match) {
+    sessionStorage.setItem("agentensemble-key", match[1]);
+    history.replaceState(null, "", location.pathname + "#/");
+  }
+  return sessionStorage.getItem("agentensemble-key") || "";
+}
+
 async function api(path, options) {
   const init = Object.assign({credentials: "same-origin"}, options || {});
+  init.headers = {"X-Session-Key": state.key};
   if (init.body !== undefined) {
     init.method = init.method || "POST";
-    init.headers = {"Content-Type": "application/json", "X-CSRF-Token": state.csrf};
+    Object.assign(init.headers, {"Content-Type": "application/json", "X-CSRF-Token": state.csrf});
     init.body = JSON.stringify(init.body);
   }
   const answer = await fetch(path, init);
@@ -265,22 +278,68 @@ function onMessage(message) {
   }
 }
 
-async function start() {
-  const session = await api("/api/session");
-  if (!session.ok) {
-    document.getElementById("main").textContent =
-      "Not logged in: open the address printed when the console started.";
-    return;
-  }
-  state.csrf = session.data.csrf;
+// The live stream: server-sent events read with fetch (so the session key goes in a header).
+// A dropped stream reconnects with a growing pause; a 401 means the session is gone (the
+// console restarted or the access was revoked): the page says so and asks to log in again.
+function setLive(text, on) {
   const live = document.getElementById("live");
-  const source = new EventSource("/api/stream");
-  source.onopen = () => { live.textContent = "live"; live.className = "live on"; loadAll(); };
-  source.onerror = () => { live.textContent = "reconnecting…"; live.className = "live off"; };
-  source.onmessage = (event) => onMessage(JSON.parse(event.data));
+  live.textContent = text; live.className = "live " + (on ? "on" : "off");
+}
+
+function loggedOut() {
+  state.loggedOut = true;
+  setLive("logged out", false);
+  const banner = document.getElementById("login-again");
+  banner.hidden = false;
+}
+
+async function readStream(answer) {
+  const reader = answer.body.getReader();
+  const decoder = new TextDecoder();
+  let buffer = "";
+  for (;;) {
+    const {value, done} = await reader.read();
+    if (done) return;
+    buffer += decoder.decode(value, {stream: true});
+    let cut;
+    while ((cut = buffer.indexOf("\n\n")) >= 0) {
+      const block = buffer.slice(0, cut); buffer = buffer.slice(cut + 2);
+      const data = block.split("\n").filter((l) => l.startsWith("data: "))
+        .map((l) => l.slice(6)).join("\n");
+      if (data) onMessage(JSON.parse(data));
+    }
+  }
+}
+
+async function stream() {
+  let pause = 500;
+  while (!state.loggedOut) {
+    try {
+      const answer = await fetch("/api/stream", {credentials: "same-origin",
+                                                headers: {"X-Session-Key": state.key}});
+      if (answer.status === 401) { loggedOut(); return; }
+      if (answer.ok) {
+        setLive("live", true); pause = 500;
+        await loadAll();
+        await readStream(answer);
+      }
+    } catch (err) { /* the console is down or restarting: try again */ }
+    if (state.loggedOut) return;
+    setLive("reconnecting…", false);
+    await new Promise((done) => setTimeout(done, pause));
+    pause = Math.min(pause * 2, 5000);
+  }
+}
+
+async function start() {
+  state.key = sessionKey();
+  const session = await api("/api/session");
+  if (!session.ok) { loggedOut(); return; }
+  state.csrf = session.data.csrf;
+  state.principal = session.data.principal;
   window.addEventListener("hashchange", loadAll);
   setInterval(tickCountdowns, 1000);
-  await loadAll();
+  stream();
 }
 
 document.addEventListener("DOMContentLoaded", start);

@@ -65,11 +65,13 @@ def mailer_ensemble(
     )
 
 
-def logged_in(console: WebConsoleServer) -> tuple[httpx.Client, str]:
-    """A client with a browser session (the cookie) and that session's CSRF token."""
+def logged_in(console: WebConsoleServer, token: str | None = None) -> tuple[httpx.Client, str]:
+    """A client with a browser session (the cookie, and the session key the page keeps from the
+    login redirect's fragment) and that session's CSRF token."""
     client = httpx.Client(base_url=console.url, timeout=10.0)
-    answer = client.get(f"/login?token={console.token}", follow_redirects=False)
+    answer = client.get(f"/login?token={token or console.token}", follow_redirects=False)
     assert answer.status_code == 303, answer.text
+    client.headers["X-Session-Key"] = answer.headers["location"].split("#key=", 1)[1]
     csrf = client.get("/api/session").json()["csrf"]
     return client, csrf
 

@@ -46,8 +46,10 @@ def test_serve_prints_a_login_url_that_logs_in() -> None:
         base = login.split("/login", 1)[0]
         with httpx.Client(timeout=10.0) as client:
             assert client.get(f"{base}/api/runs").status_code == 401
-            assert client.get(login, follow_redirects=False).status_code == 303
-            assert client.get(f"{base}/api/runs").json() == {"runs": []}
+            answer = client.get(login, follow_redirects=False)
+            assert answer.status_code == 303
+            key = {"X-Session-Key": answer.headers["location"].split("#key=", 1)[1]}
+            assert client.get(f"{base}/api/runs", headers=key).json()["runs"] == []
     finally:
         process.terminate()
         process.wait(timeout=10)

@@ -97,7 +97,8 @@ def test_watch_a_run_and_decide_its_tool_calls_in_the_browser(
     IMAGES.mkdir(parents=True, exist_ok=True)
     driver.get(console.login_url)
     _wait(driver, lambda d: d.find_elements(By.CSS_SELECTOR, "#live.on"), "the live stream")
-    assert driver.current_url == console.url + "/"  # the token is gone from the address bar
+    # the token is gone from the address bar, and so is the session key (kept in sessionStorage)
+    assert driver.current_url == console.url + "/#/"
 
     SENT.clear()
     box: dict[str, Any] = {}
