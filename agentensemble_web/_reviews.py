@@ -51,6 +51,8 @@ class PendingReview:
     deadline: float | None
     decision: dict[str, Any] | None = None
     expired: bool = False
+    context: dict[str, Any] | None = None
+    """Who asks and why (agent role, the model's reasoning), read from the run's events."""
     decided: asyncio.Event = field(default_factory=asyncio.Event)
 
     @property
@@ -69,6 +71,7 @@ class PendingReview:
             "created_at": self.created_at,
             "deadline": self.deadline,
             "decision": self.decision,
+            "context": self.context,
         }
 
     def is_tool_call(self) -> bool:
@@ -177,6 +180,20 @@ class ReviewBoard:
         with contextlib.suppress(asyncio.TimeoutError):
             await asyncio.wait_for(review.decided.wait(), timeout=seconds)
         return self.get(review_id)
+
+    def add_context(self, review: PendingReview, context: dict[str, Any] | None) -> None:
+        """Attach who asks and why once known (the run's events may come after the review)."""
+        if context is not None and review.context is None:
+            review.context = context
+            self._publish(review)
+
+    def waiting_for_context(self, run_ids: set[str]) -> list[PendingReview]:
+        """Pending reviews of these runs whose context is not known yet."""
+        return [
+            r
+            for r in self._reviews.values()
+            if r.context is None and r.status == "pending" and r.run_id in run_ids
+        ]
 
     def _expire(self, review: PendingReview) -> None:
         if (

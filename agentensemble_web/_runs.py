@@ -127,6 +127,36 @@ class RunBoard:
     def get(self, run_id: str) -> Run | None:
         return self._runs.get(run_id)
 
+    def review_context(
+        self, run_id: str | None, tool_name: str | None, task_description: str
+    ) -> dict[str, Any] | None:
+        """Who asks and why, from the run's events: for a tool call, the agent and the text of
+        the model turn that asked for it (its reasoning); for a task, the task's agent. None
+        while the run's events have not arrived (they come on their own connection)."""
+        run = self._runs.get(run_id) if run_id else None
+        if run is None:
+            return None
+        for event in reversed(run.events):
+            kind = event["type"]
+            if tool_name and kind == "LLMCallCompleted":
+                response = event.get("response")
+                calls = response.get("tool_calls") if isinstance(response, dict) else None
+                names = [c.get("name") for c in calls or [] if isinstance(c, dict)]
+                if tool_name in names and isinstance(response, dict):
+                    return {
+                        "agent_role": event.get("agent_role"),
+                        "reasoning": response.get("content") or "",
+                        "task_index": event.get("task_index"),
+                    }
+            elif not tool_name and kind == "TaskStarted":
+                if event.get("task_description") == task_description:
+                    return {
+                        "agent_role": event.get("agent_role"),
+                        "reasoning": "",
+                        "task_index": event.get("task_index"),
+                    }
+        return None
+
     def _evict(self) -> None:
         while len(self._runs) > MAX_RUNS:
             finished = next((k for k, r in self._runs.items() if r.ended_at is not None), None)

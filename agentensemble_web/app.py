@@ -43,6 +43,7 @@ MAX_MESSAGES_PER_WRITE = 500
 _STATIC = {
     "app.js": "text/javascript",
     "timeline.js": "text/javascript",
+    "reviews.js": "text/javascript",
     "app.css": "text/css",
     "index.html": "text/html",
 }
@@ -97,6 +98,7 @@ def create_app(token: str, host: str, port: int, allowed_hosts: tuple[str, ...] 
                 HTTPStatus.BAD_REQUEST, f"body must be {{'events': [...]}} with <= {MAX_BATCH}"
             )
         accepted = 0
+        touched: set[str] = set()
         for raw in events:
             if (
                 isinstance(raw, dict)
@@ -106,7 +108,16 @@ def create_app(token: str, host: str, port: int, allowed_hosts: tuple[str, ...] 
                 and len(raw["type"]) <= 64
             ):
                 state.runs.add(clean(raw))
+                touched.add(raw["run_id"])
                 accepted += 1
+        for review in state.reviews.waiting_for_context(touched):
+            req = review.request
+            state.reviews.add_context(
+                review,
+                state.runs.review_context(
+                    review.run_id, req.get("tool_name"), str(req.get("task_description", ""))
+                ),
+            )
         return JSONResponse({"accepted": accepted, "refused": len(events) - accepted})
 
     async def list_runs(request: Request) -> Response:
@@ -137,6 +148,13 @@ def create_app(token: str, host: str, port: int, allowed_hosts: tuple[str, ...] 
         review_id = req["id"]
         review = state.reviews.add(
             review_id, clean_text(run_id, 100) if run_id else None, clean(req)
+        )
+        cleaned = review.request
+        state.reviews.add_context(
+            review,
+            state.runs.review_context(
+                review.run_id, cleaned.get("tool_name"), str(cleaned.get("task_description", ""))
+            ),
         )
         return JSONResponse(review.view(), status_code=HTTPStatus.CREATED)
 

@@ -1,4 +1,4 @@
-// The console page: runs, one run, pending reviews and the trace viewer.
+// The console page: runs, one run, the audit list and the trace viewer (reviews: reviews.js).
 // Everything shown from a run is hostile text: it only ever reaches the page through
 // textContent (never innerHTML), after clean() makes invisible characters visible.
 "use strict";
@@ -141,90 +141,6 @@ function renderTrace(main) {
   }
 }
 
-// ---- reviews -----------------------------------------------------------------------------
-
-function countdownText(review) {
-  if (review.deadline === null || review.deadline === undefined) return "no time limit";
-  const left = Math.max(0, Math.round(review.deadline - Date.now() / 1000));
-  return "expires in " + left + " s";
-}
-
-async function sendDecision(review, body, card) {
-  const result = await api("/api/reviews/" + encodeURIComponent(review.id) + "/decision", {body});
-  const note = card.querySelector(".review-status");
-  if (result.ok) { note.textContent = "Decision sent."; return; }
-  const error = (result.data && result.data.error) || "HTTP " + result.status;
-  const won = result.data && result.data.decision ? " (" + result.data.decision.decision + ")" : "";
-  note.textContent = clean("Refused: " + error + won);
-}
-
-function reviewCard(review) {
-  const req = review.request || {};
-  const isTool = req.timing === "during_execution" && !!req.tool_name;
-  const card = el("div", {class: "review", dataset: {reviewId: review.id}});
-  const editor = el("textarea", {class: "editor", hidden: ""});
-  editor.value = req.output || "";
-  const reason = el("input", {class: "reason", hidden: "", placeholder: "reason"});
-  const sendEdit = el("button", {class: "send-edit", hidden: "", onclick: () => {
-    const text = editor.value;
-    if (isTool) {
-      let parsed;
-      try { parsed = JSON.parse(text); } catch (err) {
-        card.querySelector(".review-status").textContent = clean("Not valid JSON: " + err.message);
-        return;
-      }
-      if (parsed === null || typeof parsed !== "object" || Array.isArray(parsed)) {
-        card.querySelector(".review-status").textContent = "The arguments must be a JSON object.";
-        return;
-      }
-    }
-    sendDecision(review, {decision: "edit", revised_output: text}, card);
-  }}, "Send edit");
-  const sendReject = el("button", {class: "send-reject", hidden: "", onclick: () =>
-    sendDecision(review, {decision: "exit_early", reason: reason.value || null}, card)},
-    isTool ? "Send rejection" : "Exit early now");
-  card.append(
-    el("div", {class: "meta"}, (isTool ? "Tool call " + req.tool_name : "Task review (" +
-      req.timing + ")") + " · run " + shortId(review.run_id || "?") + " · ",
-      el("span", {class: "countdown"}, countdownText(review)),
-      " · on timeout: " + (req.on_timeout || "")),
-    el("div", {}, el("strong", {}, "Task: "), req.task_description || ""),
-    req.prompt ? el("div", {}, el("strong", {}, "Asks: "), req.prompt) : null,
-    el("div", {class: "label"}, isTool ? "Arguments" : "Output"),
-    el("pre", {class: "request-output"}, req.output || ""),
-    el("button", {class: "approve", onclick: () =>
-      sendDecision(review, {decision: "continue"}, card)}, "Approve"),
-    el("button", {class: "edit", onclick: () => { editor.hidden = false; sendEdit.hidden = false; }},
-      "Edit"),
-    el("button", {class: "reject", onclick: () => { reason.hidden = false; sendReject.hidden = false; }},
-      isTool ? "Reject" : "Exit early"),
-    editor, sendEdit, reason, sendReject,
-    el("div", {class: "review-status"}));
-  return card;
-}
-
-function renderReviews() {
-  const box = document.getElementById("reviews");
-  const pending = [...state.reviews.values()].filter((r) => r.status === "pending")
-    .sort((a, b) => a.created_at - b.created_at);
-  document.getElementById("review-count").textContent = String(pending.length);
-  const shown = new Set(pending.map((r) => r.id));
-  for (const card of [...box.children]) {
-    if (!shown.has(card.dataset.reviewId)) card.remove();
-  }
-  const present = new Set([...box.children].map((c) => c.dataset.reviewId));
-  for (const review of pending) {
-    if (!present.has(review.id)) box.append(reviewCard(review));
-  }
-}
-
-function tickCountdowns() {
-  for (const card of document.querySelectorAll(".review")) {
-    const review = state.reviews.get(card.dataset.reviewId);
-    if (review) card.querySelector(".countdown").textContent = countdownText(review);
-  }
-}
-
 // ---- routing, live updates ---------------------------------------------------------------
 
 function route() {
@@ -337,7 +253,9 @@ async function start() {
   if (!session.ok) { loggedOut(); return; }
   state.csrf = session.data.csrf;
   state.principal = session.data.principal;
+  document.getElementById("who").textContent = clean("signed in as " + state.principal);
   window.addEventListener("hashchange", loadAll);
+  setupAlerts();
   setInterval(tickCountdowns, 1000);
   stream();
 }

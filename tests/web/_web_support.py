@@ -6,6 +6,7 @@ it got, so a test can see what each review decision did to the run.
 
 from __future__ import annotations
 
+import dataclasses
 from datetime import timedelta
 
 import httpx
@@ -39,7 +40,9 @@ def _mailer_model(messages: list[Message], tools: list[ToolSpec] | None) -> Chat
     results = [str(m.get("content")) for m in messages if m.get("role") == "tool"]
     if len(results) < len(RECIPIENTS):
         to = RECIPIENTS[len(results)]
-        return tool_call("send_email", {"to": to, "subject": f"Hello {to.split('@')[0]}"})
+        turn = tool_call("send_email", {"to": to, "subject": f"Hello {to.split('@')[0]}"})
+        reasoning = f"{to} has not been greeted yet, so I email them next."
+        return dataclasses.replace(turn, content=reasoning)
     return "Report:\n" + "\n".join(results)
 
 

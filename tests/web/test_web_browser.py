@@ -110,11 +110,31 @@ def test_watch_a_run_and_decide_its_tool_calls_in_the_browser(
     assert row[0].find_element(By.CSS_SELECTOR, ".status").text == "running"
     seen: set[str] = set()
 
-    # 1. approve alice's email
+    # 1. approve alice's email: the card says who asks, why, for which run, and what if nobody
+    # answers; the arguments are pretty-printed
     card = _pending_card(driver, seen)
-    assert "alice@example.com" in card.find_element(By.CSS_SELECTOR, ".request-output").text
+    assert '"to": "alice@example.com"' in card.find_element(By.CSS_SELECTOR, ".request-output").text
+    _wait(
+        driver,
+        lambda d: "has not been greeted yet" in d.find_element(By.CSS_SELECTOR, "#reviews").text,
+        "the model's reasoning on the card",
+    )
+    card = driver.find_element(By.CSS_SELECTOR, "#reviews .review")
+    assert card.find_element(By.CSS_SELECTOR, ".agent").text == "Agent: Mailer"
+    assert "If nobody answers in 60 seconds, the call is rejected." in card.text
+    link = card.find_element(By.CSS_SELECTOR, "a.run-link")
+    assert link.get_attribute("href").endswith("#/run/" + _wait(driver, _run_id, "the run id"))
+    assert driver.title.startswith("(1) ")
     driver.save_screenshot(str(IMAGES / "web-console-review.png"))
     card.find_element(By.CSS_SELECTOR, "button.approve").click()
+    decided = _wait(
+        driver, lambda d: d.find_elements(By.CSS_SELECTOR, "#decided .review"), "a decided review"
+    )
+    assert (
+        decided[0]
+        .find_element(By.CSS_SELECTOR, ".decided-by")
+        .text.startswith("Approved by console at ")
+    )
 
     # 2. edit bob's email: invalid JSON is caught in the page, a JSON object is sent
     card = _pending_card(driver, seen)
@@ -130,9 +150,12 @@ def test_watch_a_run_and_decide_its_tool_calls_in_the_browser(
     editor.send_keys('{"to": "dave@example.com", "subject": "Edited in the browser"}')
     card.find_element(By.CSS_SELECTOR, "button.send-edit").click()
 
-    # 3. reject carol's email with a reason
+    # 3. reject carol's email with a reason, from the keyboard: R asks to confirm first
     card = _pending_card(driver, seen)
-    card.find_element(By.CSS_SELECTOR, "button.reject").click()
+    driver.find_element(By.TAG_NAME, "body").send_keys("r")
+    confirm = card.find_element(By.CSS_SELECTOR, ".confirm")
+    _wait(driver, lambda d: confirm.is_displayed(), "the rejection's confirmation")
+    assert "Reject this call?" in confirm.text
     card.find_element(By.CSS_SELECTOR, "input.reason").send_keys("carol unsubscribed")
     card.find_element(By.CSS_SELECTOR, "button.send-reject").click()
 
@@ -186,6 +209,48 @@ def test_watch_a_run_and_decide_its_tool_calls_in_the_browser(
         "the trace's run and its rejected call",
     )
     driver.save_screenshot(str(IMAGES / "web-console-trace.png"))
+
+
+def _run_id(driver: Any) -> str | None:
+    rows = driver.find_elements(By.CSS_SELECTOR, "#runs tbody tr")
+    return rows[0].get_attribute("data-run-id") if rows else None
+
+
+def test_a_pending_review_is_announced_in_the_title_icon_and_a_notification(
+    driver: Any, console: WebConsoleServer
+) -> None:
+    from test_web_security import _review
+
+    driver.get(console.login_url)
+    _wait(driver, lambda d: d.find_elements(By.CSS_SELECTOR, "#live.on"), "the live stream")
+    driver.execute_cdp_cmd(
+        "Browser.grantPermissions", {"origin": console.url, "permissions": ["notifications"]}
+    )
+    driver.execute_script("localStorage.clear(); document.body.dataset.notified = '0';")
+    driver.refresh()
+    _wait(driver, lambda d: d.find_elements(By.CSS_SELECTOR, "#live.on"), "the live stream")
+    assert driver.find_element(By.ID, "toggle-notify").text == "Notifications: on"
+    with api_client(console) as api:
+        api.post("/api/reviews", json=_review("r-note-1"))
+        _wait(driver, lambda d: d.title == "(1) agentensemble console", "the count in the title")
+        _wait(
+            driver,
+            lambda d: d.execute_script("return document.body.dataset.notified") == "1",
+            "a desktop notification",
+        )
+        icon = driver.find_element(By.CSS_SELECTOR, "link[rel=icon]").get_attribute("href")
+        assert icon.startswith("data:image/png")
+        # turned off: the title still counts, no notification is shown
+        driver.find_element(By.ID, "toggle-notify").click()
+        assert driver.find_element(By.ID, "toggle-notify").text == "Notifications: off"
+        api.post("/api/reviews", json=_review("r-note-2"))
+        _wait(driver, lambda d: d.title == "(2) agentensemble console", "two in the title")
+        assert driver.execute_script("return document.body.dataset.notified") == "1"
+        api.post("/api/reviews/r-note-1/expire", json={})
+        api.post("/api/reviews/r-note-2/expire", json={})
+    _wait(driver, lambda d: d.title == "agentensemble console", "no count once none is pending")
+    expired = driver.find_elements(By.CSS_SELECTOR, "#decided .review.expired")
+    assert expired and "the call is rejected" in expired[0].text
 
 
 def test_hostile_run_text_is_shown_as_text(driver: Any, console: WebConsoleServer) -> None:
