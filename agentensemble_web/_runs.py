@@ -148,13 +148,16 @@ class RunBoard:
                         "reasoning": response.get("content") or "",
                         "task_index": event.get("task_index"),
                     }
-            elif not tool_name and kind == "TaskStarted":
-                if event.get("task_description") == task_description:
-                    return {
-                        "agent_role": event.get("agent_role"),
-                        "reasoning": "",
-                        "task_index": event.get("task_index"),
-                    }
+            elif (
+                not tool_name
+                and kind == "TaskStarted"
+                and event.get("task_description") == task_description
+            ):
+                return {
+                    "agent_role": event.get("agent_role"),
+                    "reasoning": "",
+                    "task_index": event.get("task_index"),
+                }
         return None
 
     def _evict(self) -> None:
