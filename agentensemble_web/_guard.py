@@ -32,6 +32,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from agentensemble_review._server_guard import Guard, is_json
+from agentensemble_web.store import Store, digest
 
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
@@ -62,11 +63,12 @@ SECURITY_HEADERS = {
 
 @dataclass(frozen=True)
 class Session:
-    """A logged-in browser: who (``reviewer``), its CSRF token and key, when it started."""
+    """A logged-in browser: who (``reviewer``), its CSRF token, its key's digest, when it
+    started."""
 
     csrf: str
     created: float
-    key: str = ""
+    key_sha256: str = ""
     reviewer: str = "console"
 
 
@@ -79,27 +81,40 @@ Revoked = Callable[[str], bool]
 
 
 class Sessions:
-    """The browser sessions, bounded (the oldest is forgotten) and expiring."""
+    """The browser sessions, bounded in memory (the oldest is forgotten) and expiring; kept in
+    the store as digests, so an open page survives a restart of the console."""
 
-    def __init__(self) -> None:
+    def __init__(self, store: Store | None = None) -> None:
         self._sessions: OrderedDict[str, Session] = OrderedDict()
+        self._store = store
+        if store is not None:
+            store.forget_sessions(time.time() - SESSION_SECONDS)
 
-    def start(self, reviewer: str = "console") -> tuple[str, Session]:
-        session_id = secrets.token_urlsafe(32)
-        session = Session(
-            secrets.token_urlsafe(32), time.time(), secrets.token_urlsafe(32), reviewer
-        )
+    def start(self, reviewer: str = "console") -> tuple[str, str, Session]:
+        """A new session: its id (the cookie), its key (the fragment) and the session."""
+        session_id, key = secrets.token_urlsafe(32), secrets.token_urlsafe(32)
+        session = Session(secrets.token_urlsafe(32), time.time(), digest(key), reviewer)
+        self._remember(session_id, session)
+        if self._store is not None:
+            self._store.save_session(session_id, key, session.csrf, reviewer, session.created)
+        return session_id, key, session
+
+    def _remember(self, session_id: str, session: Session) -> None:
         self._sessions[session_id] = session
         while len(self._sessions) > MAX_SESSIONS:
             self._sessions.popitem(last=False)
-        return session_id, session
 
     def get(self, session_id: str | None) -> Session | None:
-        if not session_id:
+        if not session_id or len(session_id) > 100:
             return None
         session = self._sessions.get(session_id)
+        if session is None and self._store is not None:
+            stored = self._store.session(session_id)
+            if stored is not None:
+                session = Session(stored[1], stored[3], stored[0], stored[2])
+                self._remember(session_id, session)
         if session is not None and time.time() - session.created > SESSION_SECONDS:
-            del self._sessions[session_id]
+            self._sessions.pop(session_id, None)
             return None
         return session
 
@@ -210,7 +225,8 @@ class SecurityMiddleware:
         session = self.sessions.get(_cookie(headers, COOKIE))
         if session is None:
             return None, None
-        if path.startswith("/api/") and not _same(session.key, headers.get(KEY_HEADER)):
+        given = headers.get(KEY_HEADER)
+        if path.startswith("/api/") and not (given and _same(session.key_sha256, digest(given))):
             return None, None  # the cookie alone: sent by the browser to any port of this host
         if session.reviewer != "console" and self.revoked and self.revoked(session.reviewer):
             return None, None
@@ -244,14 +260,14 @@ class SecurityMiddleware:
         if reviewer is None:
             await _answer(send, 401, "a valid token is required to log in")
             return
-        session_id, session = self.sessions.start(reviewer)
+        session_id, key, _ = self.sessions.start(reviewer)
         cookie = f"{COOKIE}={session_id}; HttpOnly; SameSite=Strict; Path=/"
         await send(
             {
                 "type": "http.response.start",
                 "status": 303,
                 "headers": [
-                    (b"location", f"/#key={session.key}".encode()),
+                    (b"location", f"/#key={key}".encode()),
                     (b"set-cookie", cookie.encode()),
                     (b"content-length", b"0"),
                 ],

@@ -26,6 +26,7 @@ from typing import Any
 from agentensemble_review.errors import ReviewProtocolError
 from agentensemble_review.protocol import decision_from_json, decision_to_json
 from agentensemble_web._hub import Hub
+from agentensemble_web.store import Store
 
 MAX_REVIEWS = 1_000
 MAX_PENDING = 200
@@ -97,9 +98,28 @@ def _check_tool_edit(revised: str) -> None:
 class ReviewBoard:
     """The reviews held, oldest first; pending ones bounded by ``MAX_PENDING``."""
 
-    def __init__(self, hub: Hub) -> None:
+    def __init__(self, hub: Hub, store: Store) -> None:
         self._hub = hub
+        self._store = store
         self._reviews: OrderedDict[str, PendingReview] = OrderedDict()
+        self._stopping = False
+        for view in store.reviews(MAX_REVIEWS):  # a restart: pending ones wait on, as before
+            self._reviews[view["id"]] = PendingReview(
+                view["id"],
+                view.get("run_id"),
+                view.get("request") or {},
+                float(view["created_at"]),
+                view.get("deadline"),
+                view.get("decision"),
+                view.get("status") == "expired",
+                view.get("context"),
+            )
+
+    def release_all(self) -> None:
+        """The console is stopping: every long poll answers now (the handler asks again)."""
+        self._stopping = True
+        for review in self._reviews.values():
+            review.decided.set()
 
     def add(self, review_id: str, run_id: str | None, request: dict[str, Any]) -> PendingReview:
         """Hold a new review (posting the same id again returns the one held: a retry)."""
@@ -173,7 +193,7 @@ class ReviewBoard:
     async def wait(self, review_id: str, seconds: float) -> PendingReview | None:
         """The review once decided or after ``seconds`` (or its deadline), whichever is first."""
         review = self.get(review_id)
-        if review is None or review.status != "pending":
+        if review is None or review.status != "pending" or self._stopping:
             return review
         if review.deadline is not None:
             seconds = min(seconds, max(0.0, review.deadline - time.time()))
@@ -205,6 +225,7 @@ class ReviewBoard:
             self._publish(review)
 
     def _publish(self, review: PendingReview) -> None:
+        self._store.save_review(review.view())
         self._hub.publish({"kind": "review", "review": review.view()})
 
 

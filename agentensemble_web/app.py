@@ -7,7 +7,8 @@
   the trace viewer), ``GET /static/...`` its script and style.
 - ``GET /api/session``: the page's CSRF token. ``GET /api/stream``: server-sent events.
 - ``POST /api/events``: a batch of run events (``{"events": [...]}``, from ``WebConsole``).
-- ``GET /api/runs``, ``GET /api/runs/{id}``: the runs and one run's events.
+- ``GET /api/runs?limit=&offset=&q=&status=``: a page of runs, newest first, and the total;
+  ``GET /api/runs/{id}``: one run and its events. ``GET /api/audit``: decisions, newest first.
 - ``POST /api/reviews``: hold a review (from ``WebReviewHandler``); ``GET /api/reviews``;
   ``GET /api/reviews/{id}?wait=S`` waits up to S seconds for its decision;
   ``POST /api/reviews/{id}/decision``: a reviewer's decision; ``POST /api/reviews/{id}/expire``:
@@ -35,6 +36,8 @@ from agentensemble_web._hub import Hub
 from agentensemble_web._reviews import ReviewBoard, ReviewRefused
 from agentensemble_web._runs import RunBoard
 from agentensemble_web._sanitize import clean, clean_text
+from agentensemble_web.reviewers import ReviewerBook
+from agentensemble_web.store import PAGE_SIZE_MAX, Store
 
 MAX_BATCH = 1_000
 MAX_WAIT_SECONDS = 30.0
@@ -52,10 +55,26 @@ _STATIC = {
 class ConsoleState:
     """Everything the console holds; lives on the server's event loop."""
 
-    def __init__(self) -> None:
+    def __init__(self, store: Store | None = None) -> None:
+        self.store = store if store is not None else Store()
         self.hub = Hub()
-        self.runs = RunBoard(self.hub)
-        self.reviews = ReviewBoard(self.hub)
+        self.runs = RunBoard(self.hub, self.store)
+        self.reviews = ReviewBoard(self.hub, self.store)
+        self.reviewers = ReviewerBook(self.store.connection)
+
+    def stop(self) -> None:
+        """The server is stopping: end the streams and the long polls, so it stops at once."""
+        self.hub.close_all()
+        self.reviews.release_all()
+
+
+def _int(request: Request, name: str, default: int, high: int) -> int:
+    raw = request.query_params.get(name, "")
+    if not raw:
+        return default
+    if not raw.isdigit() or len(raw) > 9:
+        raise ReviewRefused(HTTPStatus.BAD_REQUEST, f"'{name}' must be a whole number")
+    return min(int(raw), high)
 
 
 def _error(status: HTTPStatus, message: str, **extra: Any) -> JSONResponse:
@@ -73,9 +92,16 @@ def _static_file(name: str) -> bytes:
     return (resources.files("agentensemble_web") / "static" / name).read_bytes()
 
 
-def create_app(token: str, host: str, port: int, allowed_hosts: tuple[str, ...] = ()) -> Starlette:
-    """The console app for a server bound to ``host:port`` with login ``token``."""
-    state = ConsoleState()
+def create_app(
+    token: str,
+    host: str,
+    port: int,
+    allowed_hosts: tuple[str, ...] = (),
+    store: Store | None = None,
+) -> Starlette:
+    """The console app for a server bound to ``host:port`` with login ``token``, keeping its
+    history in ``store`` (in memory when None)."""
+    state = ConsoleState(store)
     files = {name: _static_file(name) for name in _STATIC}
 
     async def page(request: Request) -> Response:
@@ -110,6 +136,7 @@ def create_app(token: str, host: str, port: int, allowed_hosts: tuple[str, ...] 
                 state.runs.add(clean(raw))
                 touched.add(raw["run_id"])
                 accepted += 1
+        state.runs.flush()
         for review in state.reviews.waiting_for_context(touched):
             req = review.request
             state.reviews.add_context(
@@ -121,7 +148,12 @@ def create_app(token: str, host: str, port: int, allowed_hosts: tuple[str, ...] 
         return JSONResponse({"accepted": accepted, "refused": len(events) - accepted})
 
     async def list_runs(request: Request) -> Response:
-        return JSONResponse({"runs": state.runs.summaries()})
+        limit = _int(request, "limit", 50, PAGE_SIZE_MAX)
+        offset = _int(request, "offset", 0, 10**9)
+        query = request.query_params.get("q", "")[:200]
+        status = request.query_params.get("status", "")[:40]
+        runs, total = state.runs.page(limit=limit, offset=offset, query=query, status=status)
+        return JSONResponse({"runs": runs, "total": total, "limit": limit, "offset": offset})
 
     async def get_run(request: Request) -> Response:
         run = state.runs.get(request.path_params["run_id"])
@@ -133,9 +165,9 @@ def create_app(token: str, host: str, port: int, allowed_hosts: tuple[str, ...] 
         return JSONResponse({"reviews": [r.view() for r in state.reviews.all()]})
 
     async def audit(request: Request) -> Response:
-        decided = [r.view() for r in state.reviews.all() if r.decision is not None]
-        decided.sort(key=lambda r: r["decision"]["decided_at"], reverse=True)
-        return JSONResponse({"decisions": decided})
+        limit = _int(request, "limit", 100, PAGE_SIZE_MAX)
+        offset = _int(request, "offset", 0, 10**9)
+        return JSONResponse({"decisions": state.store.decisions(limit=limit, offset=offset)})
 
     async def post_review(request: Request) -> Response:
         body = await _json_body(request)
@@ -184,9 +216,7 @@ def create_app(token: str, host: str, port: int, allowed_hosts: tuple[str, ...] 
         return JSONResponse(review.view())
 
     async def stream(request: Request) -> Response:
-        sub = state.hub.subscribe()
-        if sub is None:
-            return _error(HTTPStatus.SERVICE_UNAVAILABLE, "too many open pages")
+        sub = state.hub.subscribe(request.state.session_id)
 
         async def messages() -> AsyncIterator[str]:
             try:
@@ -236,7 +266,9 @@ def create_app(token: str, host: str, port: int, allowed_hosts: tuple[str, ...] 
             Middleware(
                 SecurityMiddleware,
                 guard=Guard(host, port, token, allowed_hosts),
-                sessions=Sessions(),
+                sessions=Sessions(state.store),
+                reviewers=state.reviewers.who,
+                revoked=state.reviewers.revoked,
             )
         ],
         exception_handlers={ReviewRefused: refused},
