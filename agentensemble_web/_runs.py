@@ -83,8 +83,9 @@ class Run:
         """Update the summary from one event."""
         kind = event["type"]
         ts = event.get("ts")
-        if kind == "EnsembleStarted" and isinstance(ts, int | float) and not self.seq:
-            self.started_at = float(ts)
+        at = float(ts) if isinstance(ts, int | float) and not isinstance(ts, bool) else time.time()
+        if kind == "EnsembleStarted" and not self.seq:
+            self.started_at = at
         if kind in ("EnsembleStarted", "TaskStarted"):
             self.tasks_total = int(_number(event.get("total_tasks"))) or self.tasks_total
         if kind == "TaskStarted":
@@ -105,7 +106,7 @@ class Run:
                 self.cost_usd = (self.cost_usd or 0.0) + _number(event["cost_usd"])
         elif kind == "EnsembleCompleted":
             self.status = "completed"
-            self.ended_at = time.time()
+            self.ended_at = max(at, self.started_at)
             output = event.get("output")
             if isinstance(output, dict):
                 reason = output.get("exit_reason")
@@ -114,7 +115,7 @@ class Run:
                     self.status = self.exit_reason
         elif kind == "EnsembleFailed":
             self.status = "failed"
-            self.ended_at = time.time()
+            self.ended_at = max(at, self.started_at)
             self.error = str(event.get("error", ""))[:2000]
 
     def store(self, event: dict[str, Any]) -> bool:

@@ -165,7 +165,9 @@ function renderReviews() {
   const all = [...state.reviews.values()];
   const pending = all.filter((r) => r.status === "pending")
     .sort((a, b) => a.created_at - b.created_at);
-  document.getElementById("review-count").textContent = String(pending.length);
+  const counter = document.getElementById("review-count");
+  counter.textContent = String(pending.length);
+  counter.classList.toggle("zero", !pending.length);
   const shown = new Set(pending.map((r) => r.id));
   for (const card of [...box.children]) {
     if (!shown.has(card.dataset.reviewId)) card.remove();

@@ -180,7 +180,11 @@ def test_watch_a_run_and_decide_its_tool_calls_in_the_browser(
     driver.find_element(By.CSS_SELECTOR, "#runs tbody tr a").click()
     _wait(
         driver,
-        lambda d: len(d.find_elements(By.CSS_SELECTOR, "#timeline .item.tool")) >= 3,
+        # one item per call (arguments shown once): two ran, one was rejected
+        lambda d: (
+            len(d.find_elements(By.CSS_SELECTOR, "#timeline .item.tool")) == 2
+            and len(d.find_elements(By.CSS_SELECTOR, "#timeline .item.failure")) == 1
+        ),
         "the run's tool calls",
     )
     _wait(

@@ -4,6 +4,7 @@ test_web_browser (docs/images/ with AGENTENSEMBLE_WRITE_SCREENSHOTS=1)."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any
 
@@ -165,3 +166,102 @@ def test_the_runs_page_pages_and_searches(driver: Any, console: WebConsoleServer
     )
     assert driver.switch_to.active_element.get_attribute("id") == "run-search"  # focus kept
     driver.save_screenshot(str(IMAGES / "web-console-runs-search.png"))
+
+
+def _timed_run(run_id: str, t0: float) -> list[dict[str, Any]]:
+    def ev(kind: str, at: float, **fields: Any) -> dict[str, Any]:
+        return {"type": kind, "run_id": run_id, "ts": t0 + at, **fields}
+
+    search = {"name": "search", "arguments": '{"q": "meaning of life"}'}
+    return [
+        ev("EnsembleStarted", 0, total_tasks=1),
+        ev(
+            "TaskStarted",
+            0,
+            task_index=1,
+            total_tasks=1,
+            task_description="Find the answer",
+            agent_role="Researcher",
+        ),
+        ev(
+            "LLMCallCompleted",
+            1.2,
+            task_index=1,
+            agent_role="Researcher",
+            model="gpt-x",
+            duration=1.2,
+            tool_calls=1,
+            cost_usd=0.00042,
+            usage={"total_tokens": 120},
+            response={"content": "I will look it up.", "tool_calls": [search]},
+        ),
+        ev(
+            "ToolCallStarted",
+            1.2,
+            task_index=1,
+            call_id="c1",
+            agent_role="Researcher",
+            task_description="Find the answer",
+            **search,
+        ),
+        ev(
+            "ToolCallCompleted",
+            1.7,
+            task_index=1,
+            call_id="c1",
+            agent_role="Researcher",
+            task_description="Find the answer",
+            record={**search, "output": "found: 42", "is_success": True, "duration": 0.5},
+        ),
+        ev(
+            "LLMCallCompleted",
+            2.5,
+            task_index=1,
+            agent_role="Researcher",
+            model="gpt-x",
+            duration=0.8,
+            tool_calls=0,
+            cost_usd=0.00001,
+            usage={"total_tokens": 80},
+            response={"content": "The answer is 42.", "tool_calls": []},
+        ),
+        ev("LoopIterationCompleted", 2.6, task_index=1, iteration=2, stop_reason="<i>done</i>"),
+        ev("TaskCompleted", 2.7, task_index=1, total_tasks=1, output={"raw": "The answer is 42."}),
+        ev("EnsembleCompleted", 2.7, output={"exit_reason": "completed"}),
+    ]
+
+
+def test_a_runs_timeline_has_an_axis_durations_costs_and_no_repeated_text(
+    driver: Any, console: WebConsoleServer
+) -> None:
+    import time
+
+    with api_client(console) as api:
+        api.post("/api/events", json={"events": _timed_run("run-timed", time.time() - 10)})
+    driver.get(console.login_url)
+    _wait(driver, lambda d: _live(d) == "live", "the live stream")
+    driver.get(f"{console.url}/#/run/run-timed")
+    text = _wait(
+        driver,
+        lambda d: "OUTPUT" in (t := d.find_element(By.ID, "timeline").text) and t,
+        "the run's timeline",
+    )
+    assert text.count('"q": "meaning of life"') == 1  # the call's arguments, once, pretty
+    assert text.count("The answer is 42.") == 1  # the final turn is the output, once
+    assert "found: 42" in text and "2.7 s" in text  # the task took 2.7 s
+    labels = text.lower()  # labels are shown in capitals
+    assert "1.2 s" in labels and "500 ms" in labels  # a model turn and a tool call, each timed
+    assert "$0.00042" in text and "$0.00001" in text  # two significant digits, never "$0.0000"
+    assert not re.search(r"\$0\.0+(?!\d)", driver.find_element(By.ID, "main").text)
+    summary = driver.find_element(By.ID, "run-summary").text
+    assert (
+        "$0.00043" in summary and "Find the answer" in driver.find_element(By.TAG_NAME, "h1").text
+    )
+    # an event kind the page does not know is shown, generically, as text
+    other = driver.find_element(By.CSS_SELECTOR, '.item.other[data-type="LoopIterationCompleted"]')
+    assert "loop iteration completed" in other.text.lower() and '"iteration": 2' in other.text
+    assert "<i>done</i>" in other.text and not driver.find_elements(By.CSS_SELECTOR, "#timeline i")
+    assert len(driver.find_elements(By.CSS_SELECTOR, "#gantt .tick")) >= 3
+    assert driver.find_elements(By.CSS_SELECTOR, "#gantt .seg-tool")
+    assert driver.find_elements(By.CSS_SELECTOR, "#gantt .seg-model")
+    driver.save_screenshot(str(IMAGES / "web-console-timeline.png"))
