@@ -258,7 +258,10 @@ def test_a_pending_review_is_announced_in_the_title_icon_and_a_notification(
 
 
 def test_hostile_run_text_is_shown_as_text(driver: Any, console: WebConsoleServer) -> None:
+    """In every view: the runs list (the run's name and agents), the run page, a review card
+    (tool, arguments, the model's reasoning), the decided list and the audit."""
     hostile = '<img src=x id=pwned onerror="document.title=1">\u202eevil'
+    turn = {"content": hostile, "tool_calls": [{"name": "<b>tool</b>", "arguments": hostile}]}
     with api_client(console) as api:
         api.post(
             "/api/events",
@@ -273,15 +276,54 @@ def test_hostile_run_text_is_shown_as_text(driver: Any, console: WebConsoleServe
                         "task_description": hostile,
                         "agent_role": "<b>x</b>",
                     },
+                    {
+                        "type": "LLMCallCompleted",
+                        "run_id": "run-hostile",
+                        "task_index": 1,
+                        "agent_role": "<b>x</b>",
+                        "model": hostile,
+                        "response": turn,
+                    },
+                    {"type": hostile, "run_id": "run-hostile", "task_index": 1, hostile: hostile},
                 ]
             },
         )
-    driver.get(console.login_url)
+        review = {
+            "id": hostile,
+            "timing": "during_execution",
+            "task_description": hostile,
+            "output": hostile,
+            "prompt": hostile,
+            "tool_name": "<b>tool</b>",
+            "timeout_seconds": 60,
+        }
+        api.post("/api/reviews", json={"run_id": "run-hostile", "request": review})
+        review2 = dict(review, id="second", tool_name="other")
+        api.post("/api/reviews", json={"run_id": "run-hostile", "request": review2})
+        driver.get(console.login_url)
+        _wait(driver, lambda d: d.find_elements(By.CSS_SELECTOR, "#runs tbody tr"), "the run")
+        assert "<img src=x" in driver.find_element(By.ID, "runs").text
+        card = _wait(
+            driver,
+            lambda d: d.find_elements(By.CSS_SELECTOR, "#reviews .review .reasoning"),
+            "the card with its reasoning",
+        )
+        assert "<img src=x" in card[0].text
+        assert "Tool call: <b>tool</b>" in driver.find_element(By.ID, "reviews").text
+        api.post("/api/reviews/second/expire", json={})
+    driver.find_element(By.CSS_SELECTOR, "#reviews .review button.reject").click()
+    driver.find_element(By.CSS_SELECTOR, "#reviews .review input.reason").send_keys(hostile)
+    driver.find_element(By.CSS_SELECTOR, "#reviews .review button.send-reject").click()
+    _wait(driver, lambda d: len(d.find_elements(By.CSS_SELECTOR, "#decided .review")) == 2, "dec")
     driver.get(console.url + "/#/run/run-hostile")
     _wait(driver, lambda d: d.find_elements(By.CSS_SELECTOR, "#timeline .task"), "the task")
-    assert not driver.find_elements(By.ID, "pwned")
     text = driver.find_element(By.ID, "timeline").text
     assert "<img src=x" in text and "\\u202eevil" in text and "\u202e" not in text
+    driver.get(console.url + "/#/audit")
+    _wait(driver, lambda d: len(d.find_elements(By.CSS_SELECTOR, "#audit tbody tr")) == 2, "audit")
+    assert "<img src=x" in driver.find_element(By.ID, "audit").text
+    assert not driver.find_elements(By.ID, "pwned") and not driver.find_elements(By.TAG_NAME, "b")
+    assert driver.title != "1"
 
 
 def test_parallel_tasks_show_as_overlapping_bars(driver: Any, console: WebConsoleServer) -> None:

@@ -20,6 +20,8 @@ ROUTES = [
     ("GET", "/static/app.js"),
     ("GET", "/static/timeline.js"),
     ("GET", "/static/app.css"),
+    ("GET", "/static/reviews.js"),
+    ("GET", "/api/audit"),
     ("GET", "/api/session"),
     ("GET", "/api/stream"),
     ("GET", "/api/runs"),
