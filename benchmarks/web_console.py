@@ -295,8 +295,12 @@ def main() -> None:
         (
             f"{name}, {args.persisted} persisted runs",
             f"{ms:.1f} ms",
-            f"empty history: {loads_empty.get(name, 0):.1f} ms "
-            f"(x{ms / max(0.001, loads_empty.get(name, ms)):.2f})",
+            (
+                f"empty history: {loads_empty[name]:.1f} ms "
+                f"(x{ms / max(0.001, loads_empty[name]):.2f})"
+                if name in loads_empty
+                else "(no run to open in an empty history)"
+            ),
         )
         for name, ms in loads.items()
     ]

@@ -212,7 +212,7 @@ function renderAudit(main) {
   main.append(el("h1", {}, "Audit: every decision"),
     el("table", {id: "audit"}, el("thead", {}, el("tr", {}, ["When", "Reviewer", "Decision",
       "What", "Run", "Reason"].map((h) => el("th", {}, h)))), el("tbody", {}, rows)),
-    rows.length ? null : el("p", {class: "empty"}, "No decision yet."));
+    ...(rows.length ? [] : [el("p", {class: "empty"}, "No decision yet.")]));
 }
 
 // ---- trace viewer ------------------------------------------------------------------------

@@ -5,7 +5,7 @@
 "use strict";
 
 const URGENT_SECONDS = 30;
-const DECIDED_SHOWN = 30;
+const DECIDED_SHOWN = 5;
 const ON_TIMEOUT = {
   exit_early: (tool) => tool ? "the call is rejected" : "the run stops (exit early)",
   continue: (tool) => tool ? "the call goes ahead" : "the run continues as if approved",
@@ -124,13 +124,11 @@ function reviewCard(review) {
       el("span", {class: "what"}, isTool ? "Tool call: " + req.tool_name : "Task review, " +
         (TIMING[req.timing] || req.timing)),
       el("span", {class: "countdown"}, countdownText(review))),
-    el("div", {class: "meta"},
-      ctx.agent_role ? el("span", {class: "agent"}, "Agent: " + ctx.agent_role) : null,
-      " · ", runLink, " · ", el("span", {class: "timeout-rule"}, timeoutSentence(review))),
+    el("div", {class: "meta"}, el("span", {class: "agent-slot"}),
+      runLink, " · ", el("span", {class: "timeout-rule"}, timeoutSentence(review))),
     el("div", {}, el("strong", {}, "Task: "), req.task_description || ""),
     req.prompt ? el("div", {}, el("strong", {}, "Asks: "), req.prompt) : null,
-    ...(ctx.reasoning ? [el("div", {class: "label"}, "The model's reasoning"),
-                         el("pre", {class: "reasoning"}, ctx.reasoning)] : []),
+    el("div", {class: "reasoning-slot"}),
     el("div", {class: "label"}, isTool ? "Arguments" : "Output"),
     el("pre", {class: "request-output"}, isTool ? pretty(req.output || "") : req.output || ""),
     el("div", {class: "actions"},
@@ -141,7 +139,24 @@ function reviewCard(review) {
       el("button", {class: "reject danger", title: "R", onclick: () => {
         confirmBox.hidden = false; reason.focus(); }}, isTool ? "Reject…" : "Exit early…")),
     editor, sendEdit, confirmBox, status);
+  fillContext(card, ctx);
   return card;
+}
+
+// Who asks and why may arrive after the card (the run's events come on their own connection):
+// filled in place, so nothing the reviewer typed or is about to click is replaced.
+function fillContext(card, ctx) {
+  if (!ctx || card.dataset.context === "1" || !(ctx.agent_role || ctx.reasoning)) return;
+  card.dataset.context = "1";
+  if (ctx.agent_role) {
+    card.querySelector(".agent-slot").replaceChildren(
+      el("span", {class: "agent"}, "Agent: " + ctx.agent_role), " · ");
+  }
+  if (ctx.reasoning) {
+    card.querySelector(".reasoning-slot").replaceChildren(
+      el("div", {class: "label"}, "The model's reasoning"),
+      el("pre", {class: "reasoning"}, ctx.reasoning));
+  }
 }
 
 function decidedCard(review) {
@@ -156,8 +171,10 @@ function decidedCard(review) {
       review.run_id ? el("a", {class: "run-link", href: "#/run/" +
         encodeURIComponent(review.run_id)}, "run " + shortId(review.run_id)) : null),
     el("div", {class: "decided-by"}, decisionText(review)),
-    el("pre", {class: "request-output"}, d.decision === "edit" ? d.revised_output || ""
-      : isToolReview(review) ? pretty(req.output || "") : req.output || ""));
+    el("details", {}, el("summary", {}, d.decision === "edit" ? "the edited version" :
+      isToolReview(review) ? "the arguments" : "the output"),
+      el("pre", {class: "request-output"}, d.decision === "edit" ? d.revised_output || ""
+        : isToolReview(review) ? pretty(req.output || "") : req.output || "")));
 }
 
 function renderReviews() {
@@ -174,15 +191,14 @@ function renderReviews() {
   }
   const present = new Set([...box.children].map((c) => c.dataset.reviewId));
   for (const review of pending) {
-    const old = box.querySelector(`[data-review-id="${CSS.escape(review.id)}"]`);
     if (!present.has(review.id)) box.append(reviewCard(review));
-    else if (review.context && old && !old.querySelector(".agent")) {
-      old.replaceWith(reviewCard(review));  // the run's events came after the review
-    }
+    else fillContext(box.querySelector(`[data-review-id="${CSS.escape(review.id)}"]`),
+                     review.context);
   }
   const decided = all.filter((r) => r.status !== "pending").sort((a, b) =>
     decidedAt(b) - decidedAt(a)).slice(0, DECIDED_SHOWN);
   document.getElementById("decided").replaceChildren(...decided.map(decidedCard));
+  document.getElementById("decided-count").textContent = String(all.length - pending.length);
   document.getElementById("decided-panel").hidden = !decided.length;
   announce(pending);
 }

@@ -106,8 +106,11 @@ def test_watch_a_run_and_decide_its_tool_calls_in_the_browser(
         target=lambda: box.setdefault("output", mailer_ensemble(console).run()), daemon=True
     )
     run.start()
-    row = _wait(driver, lambda d: d.find_elements(By.CSS_SELECTOR, "#runs tbody tr"), "the run")
-    assert row[0].find_element(By.CSS_SELECTOR, ".status").text == "running"
+    _wait(
+        driver,
+        lambda d: d.find_element(By.CSS_SELECTOR, "#runs tbody tr .status").text == "running",
+        "the run, running",
+    )
     seen: set[str] = set()
 
     # 1. approve alice's email: the card says who asks, why, for which run, and what if nobody
@@ -116,24 +119,23 @@ def test_watch_a_run_and_decide_its_tool_calls_in_the_browser(
     assert '"to": "alice@example.com"' in card.find_element(By.CSS_SELECTOR, ".request-output").text
     _wait(
         driver,
-        lambda d: "has not been greeted yet" in d.find_element(By.CSS_SELECTOR, "#reviews").text,
+        lambda d: "has not been greeted yet" in card.text,
         "the model's reasoning on the card",
     )
-    card = driver.find_element(By.CSS_SELECTOR, "#reviews .review")
     assert card.find_element(By.CSS_SELECTOR, ".agent").text == "Agent: Mailer"
     assert "If nobody answers in 60 seconds, the call is rejected." in card.text
     link = card.find_element(By.CSS_SELECTOR, "a.run-link")
-    assert link.get_attribute("href").endswith("#/run/" + _wait(driver, _run_id, "the run id"))
+    run_id = _wait(driver, _run_id, "the run id")
+    assert link.get_attribute("href").endswith("#/run/" + run_id)
     assert driver.title.startswith("(1) ")
     driver.save_screenshot(str(IMAGES / "web-console-review.png"))
     card.find_element(By.CSS_SELECTOR, "button.approve").click()
-    decided = _wait(
-        driver, lambda d: d.find_elements(By.CSS_SELECTOR, "#decided .review"), "a decided review"
-    )
-    assert (
-        decided[0]
-        .find_element(By.CSS_SELECTOR, ".decided-by")
-        .text.startswith("Approved by console at ")
+    _wait(
+        driver,
+        lambda d: d.find_element(By.CSS_SELECTOR, "#decided .review .decided-by").text.startswith(
+            "Approved by console at "
+        ),
+        "the decided review, with who and when",
     )
 
     # 2. edit bob's email: invalid JSON is caught in the page, a JSON object is sent

@@ -21,6 +21,8 @@ __all__ = ["driver"]  # the module's Chromium, shared by these tests
 
 from selenium.webdriver.common.by import By  # noqa: E402
 
+DECIDED_BY = (By.CSS_SELECTOR, "#decided .decided-by")
+
 
 def _live(driver: Any) -> str:
     return str(driver.find_element(By.ID, "live").text)
@@ -102,12 +104,11 @@ def test_a_named_reviewer_decides_and_the_run_page_and_audit_show_who(
         card.find_element(By.CSS_SELECTOR, "button.reject").click()
         card.find_element(By.CSS_SELECTOR, "input.reason").send_keys("<b>not</b> today")
         card.find_element(By.CSS_SELECTOR, "button.send-reject").click()
-        _wait(
+        texts = _wait(
             driver,
-            lambda d: len(d.find_elements(By.CSS_SELECTOR, "#decided .review")) == 2,
+            lambda d: len(t := [e.text for e in d.find_elements(*DECIDED_BY)]) == 2 and t,
             "two decided reviews",
         )
-        texts = [e.text for e in driver.find_elements(By.CSS_SELECTOR, "#decided .decided-by")]
         assert (
             texts[0].startswith("Rejected by alice at ") and "reason: <b>not</b> today" in texts[0]
         )

@@ -24,17 +24,45 @@ REPO_ROOT = Path(__file__).resolve().parents[2]
 
 
 def _run_events(run_id: str, description: str = "Greet alice", role: str = "Mailer") -> list:
+    """A finished one-task run: its task, one model turn (tokens, cost), timed over 4.2 s."""
+    t0 = time.time() - 60
     return [
-        {"type": "EnsembleStarted", "run_id": run_id, "total_tasks": 1},
+        {"type": "EnsembleStarted", "run_id": run_id, "total_tasks": 1, "ts": t0},
         {
             "type": "TaskStarted",
             "run_id": run_id,
+            "ts": t0,
             "task_index": 1,
             "total_tasks": 1,
             "task_description": description,
             "agent_role": role,
         },
-        {"type": "EnsembleCompleted", "run_id": run_id, "output": {"exit_reason": "completed"}},
+        {
+            "type": "LLMCallCompleted",
+            "run_id": run_id,
+            "ts": t0 + 4,
+            "task_index": 1,
+            "agent_role": role,
+            "model": "gpt-4o-mini",
+            "duration": 4.0,
+            "usage": {"total_tokens": 812},
+            "cost_usd": 0.00031,
+            "response": {"content": "Done."},
+        },
+        {
+            "type": "TaskCompleted",
+            "run_id": run_id,
+            "ts": t0 + 4.2,
+            "task_index": 1,
+            "total_tasks": 1,
+            "output": {"raw": "Done."},
+        },
+        {
+            "type": "EnsembleCompleted",
+            "run_id": run_id,
+            "ts": t0 + 4.2,
+            "output": {"exit_reason": "completed"},
+        },
     ]
 
 
@@ -79,11 +107,8 @@ def test_runs_reviews_and_sessions_survive_a_restart(tmp_path: Path) -> None:
             "completed",
         )
         events = browser.get("/api/runs/run-1").json()["events"]
-        assert [e["type"] for e in events] == [
-            "EnsembleStarted",
-            "TaskStarted",
-            "EnsembleCompleted",
-        ]
+        assert [e["type"] for e in events] == [e["type"] for e in _run_events("x")]
+        assert (run["tokens"], run["cost_usd"], run["duration_seconds"]) == (812, 0.00031, 4.2)
         [decision] = browser.get("/api/audit").json()["decisions"]
         assert decision["id"] == "r-1"
         assert decision["decision"]["decided_by"] == "console"
@@ -125,7 +150,7 @@ def test_the_runs_page_paginates_filters_and_searches(console: WebConsoleServer)
             events += _run_events(
                 f"run-{i:03d}", f"Task number {i}", "Writer" if i % 2 else "Critic"
             )
-        assert api.post("/api/events", json={"events": events}).json()["accepted"] == 360
+        assert api.post("/api/events", json={"events": events}).json()["accepted"] == 600
         first = api.get("/api/runs", params={"limit": 50}).json()
         assert (len(first["runs"]), first["total"]) == (50, 120)
         assert first["runs"][0]["run_id"] == "run-119"  # newest first
