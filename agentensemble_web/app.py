@@ -52,6 +52,17 @@ _STATIC = {
 }
 
 
+class _JSON(JSONResponse):
+    """JSON answers in ASCII: a lone surrogate a model or a reviewer wrote (valid in JSON as an
+    escape) is sent as an escape instead of failing to encode (a 500 after a decision was
+    taken would leave its run waiting until on_timeout applied)."""
+
+    def render(self, content: Any) -> bytes:
+        return json.dumps(
+            content, ensure_ascii=True, allow_nan=False, separators=(",", ":")
+        ).encode("ascii")
+
+
 class ConsoleState:
     """Everything the console holds; lives on the server's event loop."""
 
@@ -78,7 +89,7 @@ def _int(request: Request, name: str, default: int, high: int) -> int:
 
 
 def _error(status: HTTPStatus, message: str, **extra: Any) -> JSONResponse:
-    return JSONResponse({"error": message, **extra}, status_code=status)
+    return _JSON({"error": message, **extra}, status_code=status)
 
 
 async def _json_body(request: Request) -> Any:
@@ -114,7 +125,7 @@ def create_app(
         return Response(files[name], media_type=_STATIC[name] + "; charset=utf-8")
 
     async def session(request: Request) -> Response:
-        return JSONResponse({"principal": request.state.principal, "csrf": request.state.csrf})
+        return _JSON({"principal": request.state.principal, "csrf": request.state.csrf})
 
     async def post_events(request: Request) -> Response:
         body = await _json_body(request)
@@ -145,7 +156,7 @@ def create_app(
                     review.run_id, req.get("tool_name"), str(req.get("task_description", ""))
                 ),
             )
-        return JSONResponse({"accepted": accepted, "refused": len(events) - accepted})
+        return _JSON({"accepted": accepted, "refused": len(events) - accepted})
 
     async def list_runs(request: Request) -> Response:
         limit = _int(request, "limit", 50, PAGE_SIZE_MAX)
@@ -153,21 +164,21 @@ def create_app(
         query = request.query_params.get("q", "")[:200]
         status = request.query_params.get("status", "")[:40]
         runs, total = state.runs.page(limit=limit, offset=offset, query=query, status=status)
-        return JSONResponse({"runs": runs, "total": total, "limit": limit, "offset": offset})
+        return _JSON({"runs": runs, "total": total, "limit": limit, "offset": offset})
 
     async def get_run(request: Request) -> Response:
         run = state.runs.get(request.path_params["run_id"])
         if run is None:
             return _error(HTTPStatus.NOT_FOUND, "no run with that id")
-        return JSONResponse({"run": run.summary(), "events": list(run.events)})
+        return _JSON({"run": run.summary(), "events": list(run.events)})
 
     async def list_reviews(request: Request) -> Response:
-        return JSONResponse({"reviews": [r.view() for r in state.reviews.all()]})
+        return _JSON({"reviews": [r.view() for r in state.reviews.all()]})
 
     async def audit(request: Request) -> Response:
         limit = _int(request, "limit", 100, PAGE_SIZE_MAX)
         offset = _int(request, "offset", 0, 10**9)
-        return JSONResponse({"decisions": state.store.decisions(limit=limit, offset=offset)})
+        return _JSON({"decisions": state.store.decisions(limit=limit, offset=offset)})
 
     async def post_review(request: Request) -> Response:
         body = await _json_body(request)
@@ -188,7 +199,7 @@ def create_app(
                 review.run_id, cleaned.get("tool_name"), str(cleaned.get("task_description", ""))
             ),
         )
-        return JSONResponse(review.view(), status_code=HTTPStatus.CREATED)
+        return _JSON(review.view(), status_code=HTTPStatus.CREATED)
 
     async def get_review(request: Request) -> Response:
         try:
@@ -198,14 +209,14 @@ def create_app(
         review = await state.reviews.wait(request.path_params["review_id"], wait)
         if review is None:
             return _error(HTTPStatus.NOT_FOUND, "no review with that id")
-        return JSONResponse(review.view())
+        return _JSON(review.view())
 
     async def decide(request: Request) -> Response:
         body = await _json_body(request)
         review = state.reviews.decide(
             request.path_params["review_id"], body, request.state.principal
         )
-        return JSONResponse(review.view())
+        return _JSON(review.view())
 
     async def expire(request: Request) -> Response:
         if request.state.principal != "api":
@@ -213,7 +224,7 @@ def create_app(
         review = state.reviews.expire_now(request.path_params["review_id"])
         if review is None:
             return _error(HTTPStatus.NOT_FOUND, "no review with that id")
-        return JSONResponse(review.view())
+        return _JSON(review.view())
 
     async def stream(request: Request) -> Response:
         sub = state.hub.subscribe(request.state.session_id)

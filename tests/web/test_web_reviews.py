@@ -67,3 +67,26 @@ def test_a_task_review_edited_in_the_console_replaces_the_output(
         assert answer.status_code == 200, answer.text
     thread.join(timeout=30)
     assert box["out"].raw == "Tides: twice a day (not JSON: fine)."  # type: ignore[attr-defined]
+
+
+def test_a_decision_with_a_lone_surrogate_still_reaches_the_run(console: WebConsoleServer) -> None:
+    """Whatever the reviewer types (a browser sends a lone surrogate as a JSON escape), the
+    decision is answered, shown and handed to the waiting handler: never a 500 that leaves the
+    run waiting until on_timeout applies."""
+    from test_web_security import _review
+
+    with api_client(console) as api:
+        api.post("/api/reviews", json=_review("r-s"))
+        browser, csrf = logged_in(console)
+        with closing(browser):
+            answer = browser.post(
+                "/api/reviews/r-s/decision",
+                content=b'{"decision": "exit_early", "reason": "half \\ud800 pair"}',
+                headers={"X-CSRF-Token": csrf, "Content-Type": "application/json"},
+            )
+            assert answer.status_code == 200, answer.text
+            assert browser.get("/api/reviews").status_code == 200
+            assert browser.get("/api/audit").status_code == 200
+        seen = api.get("/api/reviews/r-s")
+        assert seen.status_code == 200
+        assert seen.json()["decision"]["reason"] == "half \ud800 pair"
