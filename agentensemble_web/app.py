@@ -43,6 +43,7 @@ MAX_BATCH = 1_000
 MAX_WAIT_SECONDS = 30.0
 KEEPALIVE_SECONDS = 15.0
 MAX_MESSAGES_PER_WRITE = 500
+RECENT_DECIDED = 50
 _STATIC = {
     "app.js": "text/javascript",
     "timeline.js": "text/javascript",
@@ -173,7 +174,11 @@ def create_app(
         return _JSON({"run": run.summary(), "events": list(run.events)})
 
     async def list_reviews(request: Request) -> Response:
-        return _JSON({"reviews": [r.view() for r in state.reviews.all()]})
+        # every pending review and the latest decided ones (the audit pages through all)
+        reviews = state.reviews.all()
+        pending = [r for r in reviews if r.status == "pending"]
+        done = [r for r in reviews if r.status != "pending"][-RECENT_DECIDED:]
+        return _JSON({"reviews": [r.view() for r in pending + done]})
 
     async def audit(request: Request) -> Response:
         limit = _int(request, "limit", 100, PAGE_SIZE_MAX)
