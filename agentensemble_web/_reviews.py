@@ -30,6 +30,10 @@ from agentensemble_web.store import Store
 
 MAX_REVIEWS = 1_000
 MAX_PENDING = 200
+ABANDONED_SECONDS = 90.0
+"""A pending review nobody has waited for this long is abandoned: its handler is gone (the run's
+process ended, or the review was restored after a restart and its run no longer asks). A
+``WebReviewHandler`` is always in a long poll (at most 20 s) or retrying, so it never is."""
 
 
 class ReviewRefused(Exception):
@@ -54,7 +58,11 @@ class PendingReview:
     expired: bool = False
     context: dict[str, Any] | None = None
     """Who asks and why (agent role, the model's reasoning), read from the run's events."""
+    abandoned: bool = False
     decided: asyncio.Event = field(default_factory=asyncio.Event)
+    seen: float = field(default_factory=time.monotonic)
+    """When its handler last asked for it (posted it, or waited for its decision)."""
+    waiters: int = 0
 
     @property
     def status(self) -> str:
@@ -73,6 +81,7 @@ class PendingReview:
             "deadline": self.deadline,
             "decision": self.decision,
             "context": self.context,
+            "abandoned": self.abandoned,
         }
 
     def is_tool_call(self) -> bool:
@@ -113,6 +122,7 @@ class ReviewBoard:
                 view.get("decision"),
                 view.get("status") == "expired",
                 view.get("context"),
+                bool(view.get("abandoned")),
             )
 
     def release_all(self) -> None:
@@ -125,6 +135,7 @@ class ReviewBoard:
         """Hold a new review (posting the same id again returns the one held: a retry)."""
         held = self.get(review_id)
         if held is not None:
+            held.seen = time.monotonic()
             return held
         if sum(1 for r in self._reviews.values() if r.status == "pending") >= MAX_PENDING:
             raise ReviewRefused(HTTPStatus.TOO_MANY_REQUESTS, "too many pending reviews")
@@ -197,8 +208,13 @@ class ReviewBoard:
             return review
         if review.deadline is not None:
             seconds = min(seconds, max(0.0, review.deadline - time.time()))
-        with contextlib.suppress(asyncio.TimeoutError):
-            await asyncio.wait_for(review.decided.wait(), timeout=seconds)
+        review.waiters += 1
+        try:
+            with contextlib.suppress(asyncio.TimeoutError):
+                await asyncio.wait_for(review.decided.wait(), timeout=seconds)
+        finally:
+            review.waiters -= 1
+            review.seen = time.monotonic()
         return self.get(review_id)
 
     def add_context(self, review: PendingReview, context: dict[str, Any] | None) -> None:
@@ -216,12 +232,13 @@ class ReviewBoard:
         ]
 
     def _expire(self, review: PendingReview) -> None:
-        if (
-            review.status == "pending"
-            and review.deadline is not None
-            and time.time() >= review.deadline
-        ):
+        if review.status != "pending":
+            return
+        if review.deadline is not None and time.time() >= review.deadline:
             review.expired = True
+            self._publish(review)
+        elif not review.waiters and time.monotonic() - review.seen > ABANDONED_SECONDS:
+            review.expired = review.abandoned = True
             self._publish(review)
 
     def _publish(self, review: PendingReview) -> None:

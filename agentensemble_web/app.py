@@ -241,6 +241,7 @@ def create_app(
                     try:
                         message = await asyncio.wait_for(sub.queue.get(), KEEPALIVE_SECONDS)
                     except asyncio.TimeoutError:
+                        state.reviews.all()  # expires overdue and abandoned reviews (published)
                         yield ": keep-alive\n\n"
                         continue
                     chunk = []

@@ -63,6 +63,10 @@ const DECISION_WORDS = {continue: "Approved", edit: "Approved with an edit",
                         exit_early: "Rejected"};
 
 function decisionText(review) {
+  if (review.status === "expired" && review.abandoned) {
+    return "Nobody is waiting for this answer any more: its run stopped asking (its process " +
+      "ended, or the console restarted after it did).";
+  }
   if (review.status === "expired") {
     return "Nobody answered in time: " + timeoutSentence(review).replace(/^If nobody.*?, /, "");
   }

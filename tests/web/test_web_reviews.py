@@ -6,6 +6,7 @@ import threading
 from contextlib import closing
 from datetime import timedelta
 
+import pytest
 from _web_support import api_client, logged_in, wait_for_pending
 
 from agentensemble import Agent, Ensemble, Task
@@ -90,3 +91,28 @@ def test_a_decision_with_a_lone_surrogate_still_reaches_the_run(console: WebCons
         seen = api.get("/api/reviews/r-s")
         assert seen.status_code == 200
         assert seen.json()["decision"]["reason"] == "half \ud800 pair"
+
+
+def test_a_review_nobody_waits_for_any_more_is_marked_abandoned(
+    console: WebConsoleServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A run whose process died (or a review restored after a restart whose run is gone) must
+    not sit among the pending ones forever: with no handler waiting, it is abandoned."""
+    import time
+
+    from test_web_security import _review
+
+    from agentensemble_web import _reviews
+
+    monkeypatch.setattr(_reviews, "ABANDONED_SECONDS", 0.2)
+    with api_client(console) as api:
+        api.post("/api/reviews", json=_review("r-ghost", timeout=0))  # no time limit
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline:
+            [review] = api.get("/api/reviews").json()["reviews"]
+            if review["status"] != "pending":
+                break
+            time.sleep(0.05)
+        assert (review["status"], review["abandoned"]) == ("expired", True)
+        answer = api.post("/api/reviews/r-ghost/decision", json={"decision": "continue"})
+        assert answer.status_code == 410  # nothing to approve any more
