@@ -48,6 +48,7 @@ _STATIC = {
     "app.js": "text/javascript",
     "timeline.js": "text/javascript",
     "reviews.js": "text/javascript",
+    "live.js": "text/javascript",
     "app.css": "text/css",
     "index.html": "text/html",
 }

@@ -144,6 +144,7 @@ def _page_load(url: str, token: str) -> dict[str, float]:
             "/static/app.js",
             "/static/timeline.js",
             "/static/reviews.js",
+            "/static/live.js",
             "/static/app.css",
             "/api/session",
             "/api/runs?limit=50&offset=0&q=&status=",

@@ -21,6 +21,7 @@ ROUTES = [
     ("GET", "/static/timeline.js"),
     ("GET", "/static/app.css"),
     ("GET", "/static/reviews.js"),
+    ("GET", "/static/live.js"),
     ("GET", "/api/audit"),
     ("GET", "/api/session"),
     ("GET", "/api/stream"),
