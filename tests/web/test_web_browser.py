@@ -252,8 +252,18 @@ def test_a_pending_review_is_announced_in_the_title_icon_and_a_notification(
         api.post("/api/reviews", json=_review("r-note-2"))
         _wait(driver, lambda d: d.title == "(2) agentensemble console", "two in the title")
         assert driver.execute_script("return document.body.dataset.notified") == "1"
-        api.post("/api/reviews/r-note-1/expire", json={})
-        api.post("/api/reviews/r-note-2/expire", json={})
+        # a review about to expire stands out; one with time left does not
+        api.post("/api/reviews", json=_review("r-soon", timeout=15))
+        _wait(
+            driver,
+            lambda d: d.find_elements(By.CSS_SELECTOR, '.review.urgent[data-review-id="r-soon"]'),
+            "the review about to expire to stand out",
+        )
+        assert not driver.find_elements(
+            By.CSS_SELECTOR, '.review.urgent[data-review-id="r-note-1"]'
+        )
+        for review_id in ("r-note-1", "r-note-2", "r-soon"):
+            api.post(f"/api/reviews/{review_id}/expire", json={})
     _wait(driver, lambda d: d.title == "agentensemble console", "no count once none is pending")
     expired = driver.find_elements(By.CSS_SELECTOR, "#decided .review.expired")
     assert expired and "the call is rejected" in expired[0].text
