@@ -86,7 +86,15 @@ def test_a_named_reviewer_decides_and_the_run_page_and_audit_show_who(
         with api_client(console) as api:
             api.post("/api/events", json={"events": _run_events("run-1")})
             api.post("/api/reviews", json=_review("r-1", "run-1"))
-            api.post("/api/reviews", json=_review("r-2", "run-1"))
+            task_review = {
+                "id": "r-2",
+                "timing": "after_execution",
+                "task_description": "Greet alice",
+                "output": "Hello alice!",
+                "timeout_seconds": 300,
+                "on_timeout": "exit_early",
+            }
+            api.post("/api/reviews", json={"run_id": "run-1", "request": task_review})
         driver.get(f"{console.url}/login?token={token}")
         _wait(driver, lambda d: d.find_element(By.ID, "who").text == "signed in as alice", "alice")
         card = _wait(
@@ -101,7 +109,9 @@ def test_a_named_reviewer_decides_and_the_run_page_and_audit_show_who(
             ),
             "one card left",
         )
-        card.find_element(By.CSS_SELECTOR, "button.reject").click()
+        assert "If nobody answers in 5 minutes, the run stops (exit early)." in card.text
+        card.find_element(By.CSS_SELECTOR, "button.reject").click()  # "Exit early…" asks first
+        assert "Exit early? This stops the whole run now." in card.text
         card.find_element(By.CSS_SELECTOR, "input.reason").send_keys("<b>not</b> today")
         card.find_element(By.CSS_SELECTOR, "button.send-reject").click()
         texts = _wait(
@@ -110,7 +120,8 @@ def test_a_named_reviewer_decides_and_the_run_page_and_audit_show_who(
             "two decided reviews",
         )
         assert (
-            texts[0].startswith("Rejected by alice at ") and "reason: <b>not</b> today" in texts[0]
+            texts[0].startswith("Run stopped (exit early) by alice at ")
+            and "reason: <b>not</b> today" in texts[0]
         )
         assert texts[1].startswith("Approved by alice at ")
 
@@ -119,6 +130,7 @@ def test_a_named_reviewer_decides_and_the_run_page_and_audit_show_who(
             driver, lambda d: d.find_elements(By.ID, "run-decisions"), "the run's decisions"
         )
         assert "send_email: Approved by alice" in box[0].text
+        assert "task output: Run stopped (exit early) by alice" in box[0].text
 
         driver.find_element(By.ID, "nav-audit").click()
         rows = _wait(
