@@ -26,9 +26,14 @@ from typing import Any
 from agentensemble_review.errors import ReviewProtocolError
 from agentensemble_review.protocol import decision_from_json, decision_to_json
 from agentensemble_web._hub import Hub
+from agentensemble_web.store import Store
 
 MAX_REVIEWS = 1_000
 MAX_PENDING = 200
+ABANDONED_SECONDS = 90.0
+"""A pending review nobody has waited for this long is abandoned: its handler is gone (the run's
+process ended, or the review was restored after a restart and its run no longer asks). A
+``WebReviewHandler`` is always in a long poll (at most 20 s) or retrying, so it never is."""
 
 
 class ReviewRefused(Exception):
@@ -51,7 +56,13 @@ class PendingReview:
     deadline: float | None
     decision: dict[str, Any] | None = None
     expired: bool = False
+    context: dict[str, Any] | None = None
+    """Who asks and why (agent role, the model's reasoning), read from the run's events."""
+    abandoned: bool = False
     decided: asyncio.Event = field(default_factory=asyncio.Event)
+    seen: float = field(default_factory=time.monotonic)
+    """When its handler last asked for it (posted it, or waited for its decision)."""
+    waiters: int = 0
 
     @property
     def status(self) -> str:
@@ -69,6 +80,8 @@ class PendingReview:
             "created_at": self.created_at,
             "deadline": self.deadline,
             "decision": self.decision,
+            "context": self.context,
+            "abandoned": self.abandoned,
         }
 
     def is_tool_call(self) -> bool:
@@ -94,14 +107,35 @@ def _check_tool_edit(revised: str) -> None:
 class ReviewBoard:
     """The reviews held, oldest first; pending ones bounded by ``MAX_PENDING``."""
 
-    def __init__(self, hub: Hub) -> None:
+    def __init__(self, hub: Hub, store: Store) -> None:
         self._hub = hub
+        self._store = store
         self._reviews: OrderedDict[str, PendingReview] = OrderedDict()
+        self._stopping = False
+        for view in store.reviews(MAX_REVIEWS):  # a restart: pending ones wait on, as before
+            self._reviews[view["id"]] = PendingReview(
+                view["id"],
+                view.get("run_id"),
+                view.get("request") or {},
+                float(view["created_at"]),
+                view.get("deadline"),
+                view.get("decision"),
+                view.get("status") == "expired",
+                view.get("context"),
+                bool(view.get("abandoned")),
+            )
+
+    def release_all(self) -> None:
+        """The console is stopping: every long poll answers now (the handler asks again)."""
+        self._stopping = True
+        for review in self._reviews.values():
+            review.decided.set()
 
     def add(self, review_id: str, run_id: str | None, request: dict[str, Any]) -> PendingReview:
         """Hold a new review (posting the same id again returns the one held: a retry)."""
         held = self.get(review_id)
         if held is not None:
+            held.seen = time.monotonic()
             return held
         if sum(1 for r in self._reviews.values() if r.status == "pending") >= MAX_PENDING:
             raise ReviewRefused(HTTPStatus.TOO_MANY_REQUESTS, "too many pending reviews")
@@ -170,24 +204,45 @@ class ReviewBoard:
     async def wait(self, review_id: str, seconds: float) -> PendingReview | None:
         """The review once decided or after ``seconds`` (or its deadline), whichever is first."""
         review = self.get(review_id)
-        if review is None or review.status != "pending":
+        if review is None or review.status != "pending" or self._stopping:
             return review
         if review.deadline is not None:
             seconds = min(seconds, max(0.0, review.deadline - time.time()))
-        with contextlib.suppress(asyncio.TimeoutError):
-            await asyncio.wait_for(review.decided.wait(), timeout=seconds)
+        review.waiters += 1
+        try:
+            with contextlib.suppress(asyncio.TimeoutError):
+                await asyncio.wait_for(review.decided.wait(), timeout=seconds)
+        finally:
+            review.waiters -= 1
+            review.seen = time.monotonic()
         return self.get(review_id)
 
+    def add_context(self, review: PendingReview, context: dict[str, Any] | None) -> None:
+        """Attach who asks and why once known (the run's events may come after the review)."""
+        if context is not None and review.context is None:
+            review.context = context
+            self._publish(review)
+
+    def waiting_for_context(self, run_ids: set[str]) -> list[PendingReview]:
+        """Pending reviews of these runs whose context is not known yet."""
+        return [
+            r
+            for r in self._reviews.values()
+            if r.context is None and r.status == "pending" and r.run_id in run_ids
+        ]
+
     def _expire(self, review: PendingReview) -> None:
-        if (
-            review.status == "pending"
-            and review.deadline is not None
-            and time.time() >= review.deadline
-        ):
+        if review.status != "pending":
+            return
+        if review.deadline is not None and time.time() >= review.deadline:
             review.expired = True
+            self._publish(review)
+        elif not review.waiters and time.monotonic() - review.seen > ABANDONED_SECONDS:
+            review.expired = review.abandoned = True
             self._publish(review)
 
     def _publish(self, review: PendingReview) -> None:
+        self._store.save_review(review.view())
         self._hub.publish({"kind": "review", "review": review.view()})
 
 

@@ -7,7 +7,8 @@
   the trace viewer), ``GET /static/...`` its script and style.
 - ``GET /api/session``: the page's CSRF token. ``GET /api/stream``: server-sent events.
 - ``POST /api/events``: a batch of run events (``{"events": [...]}``, from ``WebConsole``).
-- ``GET /api/runs``, ``GET /api/runs/{id}``: the runs and one run's events.
+- ``GET /api/runs?limit=&offset=&q=&status=``: a page of runs, newest first, and the total;
+  ``GET /api/runs/{id}``: one run and its events. ``GET /api/audit``: decisions, newest first.
 - ``POST /api/reviews``: hold a review (from ``WebReviewHandler``); ``GET /api/reviews``;
   ``GET /api/reviews/{id}?wait=S`` waits up to S seconds for its decision;
   ``POST /api/reviews/{id}/decision``: a reviewer's decision; ``POST /api/reviews/{id}/expire``:
@@ -35,30 +36,62 @@ from agentensemble_web._hub import Hub
 from agentensemble_web._reviews import ReviewBoard, ReviewRefused
 from agentensemble_web._runs import RunBoard
 from agentensemble_web._sanitize import clean, clean_text
+from agentensemble_web.reviewers import ReviewerBook
+from agentensemble_web.store import PAGE_SIZE_MAX, Store
 
 MAX_BATCH = 1_000
 MAX_WAIT_SECONDS = 30.0
 KEEPALIVE_SECONDS = 15.0
 MAX_MESSAGES_PER_WRITE = 500
+RECENT_DECIDED = 50
 _STATIC = {
     "app.js": "text/javascript",
     "timeline.js": "text/javascript",
+    "reviews.js": "text/javascript",
+    "live.js": "text/javascript",
     "app.css": "text/css",
     "index.html": "text/html",
 }
 
 
+class _JSON(JSONResponse):
+    """JSON answers in ASCII: a lone surrogate a model or a reviewer wrote (valid in JSON as an
+    escape) is sent as an escape instead of failing to encode (a 500 after a decision was
+    taken would leave its run waiting until on_timeout applied)."""
+
+    def render(self, content: Any) -> bytes:
+        return json.dumps(
+            content, ensure_ascii=True, allow_nan=False, separators=(",", ":")
+        ).encode("ascii")
+
+
 class ConsoleState:
     """Everything the console holds; lives on the server's event loop."""
 
-    def __init__(self) -> None:
+    def __init__(self, store: Store | None = None) -> None:
+        self.store = store if store is not None else Store()
         self.hub = Hub()
-        self.runs = RunBoard(self.hub)
-        self.reviews = ReviewBoard(self.hub)
+        self.runs = RunBoard(self.hub, self.store)
+        self.reviews = ReviewBoard(self.hub, self.store)
+        self.reviewers = ReviewerBook(self.store.connection)
+
+    def stop(self) -> None:
+        """The server is stopping: end the streams and the long polls, so it stops at once."""
+        self.hub.close_all()
+        self.reviews.release_all()
+
+
+def _int(request: Request, name: str, default: int, high: int) -> int:
+    raw = request.query_params.get(name, "")
+    if not raw:
+        return default
+    if not raw.isdigit() or len(raw) > 9:
+        raise ReviewRefused(HTTPStatus.BAD_REQUEST, f"'{name}' must be a whole number")
+    return min(int(raw), high)
 
 
 def _error(status: HTTPStatus, message: str, **extra: Any) -> JSONResponse:
-    return JSONResponse({"error": message, **extra}, status_code=status)
+    return _JSON({"error": message, **extra}, status_code=status)
 
 
 async def _json_body(request: Request) -> Any:
@@ -72,9 +105,16 @@ def _static_file(name: str) -> bytes:
     return (resources.files("agentensemble_web") / "static" / name).read_bytes()
 
 
-def create_app(token: str, host: str, port: int, allowed_hosts: tuple[str, ...] = ()) -> Starlette:
-    """The console app for a server bound to ``host:port`` with login ``token``."""
-    state = ConsoleState()
+def create_app(
+    token: str,
+    host: str,
+    port: int,
+    allowed_hosts: tuple[str, ...] = (),
+    store: Store | None = None,
+) -> Starlette:
+    """The console app for a server bound to ``host:port`` with login ``token``, keeping its
+    history in ``store`` (in memory when None)."""
+    state = ConsoleState(store)
     files = {name: _static_file(name) for name in _STATIC}
 
     async def page(request: Request) -> Response:
@@ -87,7 +127,7 @@ def create_app(token: str, host: str, port: int, allowed_hosts: tuple[str, ...] 
         return Response(files[name], media_type=_STATIC[name] + "; charset=utf-8")
 
     async def session(request: Request) -> Response:
-        return JSONResponse({"principal": request.state.principal, "csrf": request.state.csrf})
+        return _JSON({"principal": request.state.principal, "csrf": request.state.csrf})
 
     async def post_events(request: Request) -> Response:
         body = await _json_body(request)
@@ -97,6 +137,7 @@ def create_app(token: str, host: str, port: int, allowed_hosts: tuple[str, ...] 
                 HTTPStatus.BAD_REQUEST, f"body must be {{'events': [...]}} with <= {MAX_BATCH}"
             )
         accepted = 0
+        touched: set[str] = set()
         for raw in events:
             if (
                 isinstance(raw, dict)
@@ -106,20 +147,44 @@ def create_app(token: str, host: str, port: int, allowed_hosts: tuple[str, ...] 
                 and len(raw["type"]) <= 64
             ):
                 state.runs.add(clean(raw))
+                touched.add(raw["run_id"])
                 accepted += 1
-        return JSONResponse({"accepted": accepted, "refused": len(events) - accepted})
+        state.runs.flush()
+        for review in state.reviews.waiting_for_context(touched):
+            req = review.request
+            state.reviews.add_context(
+                review,
+                state.runs.review_context(
+                    review.run_id, req.get("tool_name"), str(req.get("task_description", ""))
+                ),
+            )
+        return _JSON({"accepted": accepted, "refused": len(events) - accepted})
 
     async def list_runs(request: Request) -> Response:
-        return JSONResponse({"runs": state.runs.summaries()})
+        limit = _int(request, "limit", 50, PAGE_SIZE_MAX)
+        offset = _int(request, "offset", 0, 10**9)
+        query = request.query_params.get("q", "")[:200]
+        status = request.query_params.get("status", "")[:40]
+        runs, total = state.runs.page(limit=limit, offset=offset, query=query, status=status)
+        return _JSON({"runs": runs, "total": total, "limit": limit, "offset": offset})
 
     async def get_run(request: Request) -> Response:
         run = state.runs.get(request.path_params["run_id"])
         if run is None:
             return _error(HTTPStatus.NOT_FOUND, "no run with that id")
-        return JSONResponse({"run": run.summary(), "events": list(run.events)})
+        return _JSON({"run": run.summary(), "events": list(run.events)})
 
     async def list_reviews(request: Request) -> Response:
-        return JSONResponse({"reviews": [r.view() for r in state.reviews.all()]})
+        # every pending review and the latest decided ones (the audit pages through all)
+        reviews = state.reviews.all()
+        pending = [r for r in reviews if r.status == "pending"]
+        done = [r for r in reviews if r.status != "pending"][-RECENT_DECIDED:]
+        return _JSON({"reviews": [r.view() for r in pending + done]})
+
+    async def audit(request: Request) -> Response:
+        limit = _int(request, "limit", 100, PAGE_SIZE_MAX)
+        offset = _int(request, "offset", 0, 10**9)
+        return _JSON({"decisions": state.store.decisions(limit=limit, offset=offset)})
 
     async def post_review(request: Request) -> Response:
         body = await _json_body(request)
@@ -133,7 +198,14 @@ def create_app(token: str, host: str, port: int, allowed_hosts: tuple[str, ...] 
         review = state.reviews.add(
             review_id, clean_text(run_id, 100) if run_id else None, clean(req)
         )
-        return JSONResponse(review.view(), status_code=HTTPStatus.CREATED)
+        cleaned = review.request
+        state.reviews.add_context(
+            review,
+            state.runs.review_context(
+                review.run_id, cleaned.get("tool_name"), str(cleaned.get("task_description", ""))
+            ),
+        )
+        return _JSON(review.view(), status_code=HTTPStatus.CREATED)
 
     async def get_review(request: Request) -> Response:
         try:
@@ -143,14 +215,14 @@ def create_app(token: str, host: str, port: int, allowed_hosts: tuple[str, ...] 
         review = await state.reviews.wait(request.path_params["review_id"], wait)
         if review is None:
             return _error(HTTPStatus.NOT_FOUND, "no review with that id")
-        return JSONResponse(review.view())
+        return _JSON(review.view())
 
     async def decide(request: Request) -> Response:
         body = await _json_body(request)
         review = state.reviews.decide(
             request.path_params["review_id"], body, request.state.principal
         )
-        return JSONResponse(review.view())
+        return _JSON(review.view())
 
     async def expire(request: Request) -> Response:
         if request.state.principal != "api":
@@ -158,12 +230,10 @@ def create_app(token: str, host: str, port: int, allowed_hosts: tuple[str, ...] 
         review = state.reviews.expire_now(request.path_params["review_id"])
         if review is None:
             return _error(HTTPStatus.NOT_FOUND, "no review with that id")
-        return JSONResponse(review.view())
+        return _JSON(review.view())
 
     async def stream(request: Request) -> Response:
-        sub = state.hub.subscribe()
-        if sub is None:
-            return _error(HTTPStatus.SERVICE_UNAVAILABLE, "too many open pages")
+        sub = state.hub.subscribe(request.state.session_id)
 
         async def messages() -> AsyncIterator[str]:
             try:
@@ -172,6 +242,7 @@ def create_app(token: str, host: str, port: int, allowed_hosts: tuple[str, ...] 
                     try:
                         message = await asyncio.wait_for(sub.queue.get(), KEEPALIVE_SECONDS)
                     except asyncio.TimeoutError:
+                        state.reviews.all()  # expires overdue and abandoned reviews (published)
                         yield ": keep-alive\n\n"
                         continue
                     chunk = []
@@ -203,6 +274,7 @@ def create_app(token: str, host: str, port: int, allowed_hosts: tuple[str, ...] 
             Route("/api/runs", list_runs, methods=["GET"]),
             Route("/api/runs/{run_id}", get_run, methods=["GET"]),
             Route("/api/reviews", list_reviews, methods=["GET"]),
+            Route("/api/audit", audit, methods=["GET"]),
             Route("/api/reviews", post_review, methods=["POST"]),
             Route("/api/reviews/{review_id}", get_review, methods=["GET"]),
             Route("/api/reviews/{review_id}/decision", decide, methods=["POST"]),
@@ -212,7 +284,9 @@ def create_app(token: str, host: str, port: int, allowed_hosts: tuple[str, ...] 
             Middleware(
                 SecurityMiddleware,
                 guard=Guard(host, port, token, allowed_hosts),
-                sessions=Sessions(),
+                sessions=Sessions(state.store),
+                reviewers=state.reviewers.who,
+                revoked=state.reviewers.revoked,
             )
         ],
         exception_handlers={ReviewRefused: refused},

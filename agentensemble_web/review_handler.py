@@ -10,6 +10,7 @@ approval.
 
 from __future__ import annotations
 
+import json
 import time
 from typing import Any
 
@@ -74,9 +75,12 @@ class WebReviewHandler:
 
     def _post(self, client: httpx.Client, request: ReviewRequest, deadline: float | None) -> None:
         body = {"run_id": current_run_id(), "request": request_to_json(request)}
+        # ASCII JSON: a lone surrogate in model text is written as an escape (the console shows
+        # it escaped) instead of failing to encode, so the human is asked whatever the model wrote
         answer = client.post(
             f"{self.url}/api/reviews",
-            json=body,
+            content=json.dumps(body, ensure_ascii=True).encode("ascii"),
+            headers={"Content-Type": "application/json"},
             timeout=min(self._http_timeout, self._remaining(deadline) + 0.1),
         )
         if answer.status_code not in (200, 201):

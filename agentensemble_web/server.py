@@ -15,6 +15,7 @@ import socket
 import threading
 import urllib.parse
 from collections.abc import Iterable
+from pathlib import Path
 from types import TracebackType
 
 import uvicorn
@@ -22,12 +23,28 @@ import uvicorn
 from agentensemble.logging import register_secret
 from agentensemble_review._server_guard import is_loopback
 from agentensemble_web.app import ConsoleState, create_app
+from agentensemble_web.store import DEFAULT_KEEP_DAYS, DEFAULT_KEEP_RUNS, MEMORY, Store
 
 DEFAULT_PORT = 8766
 
 
+class _Server(uvicorn.Server):
+    """uvicorn, ending the live streams and long polls first when asked to stop (Ctrl-C), so
+    stopping with pages open is immediate and prints no traceback."""
+
+    def __init__(self, config: uvicorn.Config, state: ConsoleState) -> None:
+        super().__init__(config)
+        self._console = state
+
+    async def shutdown(self, sockets: list[socket.socket] | None = None) -> None:
+        self._console.stop()
+        await super().shutdown(sockets)
+
+
 class WebConsoleServer:
-    """The web console. ``port=0`` picks a free port; ``token`` defaults to a random one."""
+    """The web console. ``port=0`` picks a free port; ``token`` defaults to a random one;
+    ``db`` is the SQLite file keeping runs, reviews and sessions across restarts (None: kept
+    in memory only), with retention by age (``keep_days``) and count (``keep_runs``)."""
 
     def __init__(
         self,
@@ -36,8 +53,13 @@ class WebConsoleServer:
         *,
         token: str | None = None,
         allowed_hosts: Iterable[str] = (),
+        db: str | Path | None = None,
+        keep_days: float = DEFAULT_KEEP_DAYS,
+        keep_runs: int = DEFAULT_KEEP_RUNS,
     ) -> None:
         self.host = host
+        self.db = str(db) if db is not None else MEMORY
+        self._keep = (keep_days, keep_runs)
         self.port = port
         self.token = token or secrets.token_urlsafe(24)
         register_secret(self.token)
@@ -80,6 +102,9 @@ class WebConsoleServer:
             family = socket.AF_INET6 if ":" in self.host else socket.AF_INET
             sock = socket.socket(family, socket.SOCK_STREAM)
             sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            # accepted connections inherit it: a response's headers and body leave at once
+            # instead of the body waiting ~40 ms for the browser's delayed ACK (Nagle)
+            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
             sock.bind((self.host.strip("[]"), self.port))
             sock.listen(128)
             self.port = sock.getsockname()[1]
@@ -87,7 +112,8 @@ class WebConsoleServer:
 
     def _make_server(self) -> uvicorn.Server:
         self.bind()
-        app = create_app(self.token, self.host, self.port, self._allowed_hosts)
+        store = Store(self.db, keep_days=self._keep[0], keep_runs=self._keep[1])
+        app = create_app(self.token, self.host, self.port, self._allowed_hosts, store)
         self._state = app.state.console
         config = uvicorn.Config(
             app,
@@ -98,12 +124,16 @@ class WebConsoleServer:
             timeout_graceful_shutdown=2,
             timeout_keep_alive=30,
         )
-        return uvicorn.Server(config)
+        return _Server(config, app.state.console)
 
     async def _serve(self, server: uvicorn.Server) -> None:
         self._loop = asyncio.get_running_loop()
         assert self._socket is not None
-        await server.serve(sockets=[self._socket])
+        try:
+            await server.serve(sockets=[self._socket])
+        finally:
+            if self._state is not None:
+                self._state.store.close()
 
     def start(self, timeout: float = 10.0) -> WebConsoleServer:
         """Serve in a daemon thread; returns once the server accepts connections."""
@@ -135,7 +165,7 @@ class WebConsoleServer:
         if server is not None:
             if loop is not None and self._state is not None and not loop.is_closed():
                 with contextlib.suppress(RuntimeError):  # the loop may just have finished
-                    loop.call_soon_threadsafe(self._state.hub.close_all)
+                    loop.call_soon_threadsafe(self._state.stop)
             server.should_exit = True
         if thread is not None:
             thread.join(timeout=10)

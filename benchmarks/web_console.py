@@ -1,11 +1,16 @@
-"""The web console under load: 20 runs at once streaming their events to one console.
+"""The web console under load: 20 runs at once streaming their events to one console, with
+an empty history and with 1,000 persisted runs.
 
-Usage: ``python benchmarks/web_console.py [--runs 20] [--write]``. The console runs in its own
+Usage: ``python benchmarks/web_console.py [--runs 20] [--persisted 1000] [--write]``.
+The console runs in its own
 process (``agentensemble serve``) so its CPU time can be read from /proc; this process runs the
 ensembles (each in a thread, through ``astream``, so every word is a ``TokenDelta``), each with
 its own ``WebConsole`` listener, and a page-like reader of the live stream (``/api/stream``).
 Delivery latency is the time from the event's creation on the run's thread (its ``ts``) to its
 arrival at the reader: the listener's queue and batching, the POST, the console, the SSE hop.
+Page load is what a browser fetches to show the runs page (the page, its script and style, the
+session, the first page of runs and the reviews), as a logged-in page does, median of 20; with
+a search, the last page, and one persisted run's page besides.
 ``--write`` records the figures in the "Web console" section of ``benchmarks/RESULTS.md``.
 """
 
@@ -69,10 +74,105 @@ def _cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-def _start_console(token: str) -> tuple[subprocess.Popen[str], str]:
+def _seed(db: Path, runs: int) -> None:
+    """``runs`` finished runs of 20 events each, written to the console's database."""
+    from agentensemble_web.store import Store
+
+    store = Store(db)
+    now = time.time() - runs * 60
+    for i in range(runs):
+        run_id = f"seeded-{i:05d}"
+        started = now + i * 60
+        events = [{"type": "EnsembleStarted", "run_id": run_id, "ts": started, "total_tasks": 3}]
+        for task in range(1, 4):
+            events.append(
+                {
+                    "type": "TaskStarted",
+                    "run_id": run_id,
+                    "ts": started + task,
+                    "task_index": task,
+                    "total_tasks": 3,
+                    "task_description": f"Part {task} of report {i}",
+                    "agent_role": "Writer",
+                }
+            )
+            for _ in range(5):
+                events.append(
+                    {
+                        "type": "LLMCallCompleted",
+                        "run_id": run_id,
+                        "ts": started + task,
+                        "task_index": task,
+                        "agent_role": "Writer",
+                        "model": "m",
+                        "duration": 0.5,
+                        "usage": {"total_tokens": 100},
+                        "response": {"content": WORDS},
+                    }
+                )
+        for seq, event in enumerate(events, 1):
+            store.add_event(run_id, seq, event)
+        summary = {
+            "run_id": run_id,
+            "name": f"Part 1 of report {i}",
+            "agents": ["Writer"],
+            "status": "completed",
+            "started_at": started,
+            "ended_at": started + 5,
+            "duration_seconds": 5.0,
+            "tasks_total": 3,
+            "tasks_done": 3,
+            "tokens": 1500,
+            "cost_usd": 0.0012,
+            "error": None,
+            "exit_reason": "completed",
+        }
+        store.save_run(summary, f"{run_id} {summary['name']} Writer completed")
+    store.close()
+
+
+def _page_load(url: str, token: str) -> dict[str, float]:
+    """Median milliseconds of what a logged-in page fetches (see the module docstring)."""
+    client = httpx.Client(base_url=url, timeout=30.0)
+    answer = client.get(f"/login?token={token}", follow_redirects=False)
+    client.headers["X-Session-Key"] = answer.headers["location"].split("#key=", 1)[1]
+    total = client.get("/api/runs?limit=1").json()["total"]
+    some_run = client.get("/api/runs?limit=1").json()["runs"]
+    fetches = {
+        "runs page load": [
+            "/",
+            "/static/app.js",
+            "/static/timeline.js",
+            "/static/reviews.js",
+            "/static/live.js",
+            "/static/app.css",
+            "/api/session",
+            "/api/runs?limit=50&offset=0&q=&status=",
+            "/api/reviews",
+        ],
+        "search (first page)": ["/api/runs?limit=50&q=report%2099"],
+        "last page of runs": [f"/api/runs?limit=50&offset={max(0, total - 50)}"],
+        "one run's page (60 events)": ([f"/api/runs/{some_run[0]['run_id']}"] if some_run else []),
+    }
+    medians: dict[str, float] = {}
+    for name, paths in fetches.items():
+        if not paths:
+            continue
+        times = []
+        for _ in range(20):
+            started = time.perf_counter()
+            for path in paths:
+                assert client.get(path).status_code == 200, path
+            times.append((time.perf_counter() - started) * 1000)
+        medians[name] = statistics.median(times)
+    client.close()
+    return medians
+
+
+def _start_console(token: str, db: Path) -> tuple[subprocess.Popen[str], str]:
     env = dict(os.environ, AGENTENSEMBLE_WEB_TOKEN=token, PYTHONUNBUFFERED="1")
     process = subprocess.Popen(
-        [sys.executable, "-m", "agentensemble", "serve", "--port", "0"],
+        [sys.executable, "-m", "agentensemble", "serve", "--port", "0", "--db", str(db)],
         stdout=subprocess.PIPE,
         text=True,
         cwd=ROOT,
@@ -127,9 +227,10 @@ def _run_all(url: str, token: str, runs: int, results: Any) -> None:
     )
 
 
-def measure(runs: int) -> tuple[list[tuple[str, str, str]], float]:
+def measure(runs: int, db: Path) -> tuple[list[tuple[str, str, str]], float, dict[str, float]]:
     token = secrets.token_urlsafe(16)
-    process, url = _start_console(token)
+    process, url = _start_console(token, db)
+    loads = _page_load(url, token)
     arrivals: queue.Queue[tuple[float, float]] = queue.Queue()
     ready = threading.Event()
     threading.Thread(target=_reader, args=(url, token, arrivals, ready), daemon=True).start()
@@ -175,15 +276,43 @@ def measure(runs: int) -> tuple[list[tuple[str, str, str]], float]:
             f"{cpu / wall * 100:.0f}% of one core; {cpu / max(1, sent) * 1e6:.0f} us per event",
         ),
     ]
-    return rows, wall
+    return rows, wall, loads
 
 
 def main() -> None:
+    import tempfile
+
     parser = argparse.ArgumentParser(description="web console load benchmark")
     parser.add_argument("--runs", type=int, default=20)
+    parser.add_argument("--persisted", type=int, default=1_000)
     parser.add_argument("--write", action="store_true")
     args = parser.parse_args()
-    rows, wall = measure(args.runs)
+    with tempfile.TemporaryDirectory() as folder:
+        empty, full = Path(folder) / "empty.sqlite3", Path(folder) / "full.sqlite3"
+        _seed(full, args.persisted)
+        rows_empty, _, loads_empty = measure(args.runs, empty)
+        rows, wall, loads = measure(args.runs, full)
+    rows.insert(
+        2,
+        (
+            "event delivery latency, p50, empty history",
+            rows_empty[1][1],
+            "the same load on a console with no history, measured first in the same run",
+        ),
+    )
+    rows += [
+        (
+            f"{name}, {args.persisted} persisted runs",
+            f"{ms:.1f} ms",
+            (
+                f"empty history: {loads_empty[name]:.1f} ms "
+                f"(x{ms / max(0.001, loads_empty[name]):.2f})"
+                if name in loads_empty
+                else "(no run to open in an empty history)"
+            ),
+        )
+        for name, ms in loads.items()
+    ]
     table = "\n".join(
         [
             BEGIN,
@@ -195,7 +324,9 @@ def main() -> None:
             f"{platform.python_version()}, {os.cpu_count()} cores; {args.runs} runs of "
             f"{TASKS_PER_RUN} tasks (a tool call and a 60-word streamed answer each) through "
             "`astream`, all at once: the runs in one process, the page reader in another, "
-            f"the console in a third; run took {wall:.0f} s.",
+            f"the console in a third; run took {wall:.0f} s. The console's SQLite history "
+            f"held {args.persisted} finished runs (60 events each) besides; page loads are "
+            "medians of 20, over HTTP on 127.0.0.1, compared with an empty history.",
             "",
             "| measurement | value | note |",
             "|---|---|---|",
@@ -208,6 +339,12 @@ def main() -> None:
             "  as a burst of about a second. Server CPU is read from /proc (10 ms ticks). The",
             "  page gets every event: the stream sends what is queued in one write, and",
             "  streamed words do not resend the run's row.",
+            "- The runs page asks for one page of 50 runs (an indexed query on the start",
+            "  time), so its load does not grow with the history; a search is a scan of the",
+            "  runs' names (a LIKE over 1,000 rows).",
+            f"- Load average when measured: {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores "
+            "(a shared machine): the latencies above move with it; the page loads",
+            "  and their ratio to an empty history are the figures to compare.",
             END,
             "",
         ]

@@ -79,6 +79,33 @@ def use_model(ensemble: Ensemble, name: str) -> None:
         agent.llm = model
 
 
+def placeholder_inputs(ensemble: Ensemble, given: dict[str, Any]) -> dict[str, Any]:
+    """A stand-in for every input the run needs and ``given`` lacks (a one-item list for a
+    ``for_each`` input), so checks can run before the real inputs are known."""
+    from agentensemble.workflows.prepare import needed_inputs
+
+    kinds = needed_inputs(ensemble)
+    return {
+        name: [f"<{name}>"] if kind == "list" else f"<{name}>"
+        for name, kind in kinds.items()
+        if name not in given
+    }
+
+
+def check_before_any_call(ensemble: Ensemble, inputs: dict[str, Any]) -> None:
+    """Every check a run makes before its first model call (models and their keys, tools,
+    reviews, workers and manager), with stand-ins for the inputs not given; no model call."""
+    import warnings
+
+    from agentensemble.workflows.prepare import prepare_run
+
+    values = {**placeholder_inputs(ensemble, inputs), **inputs}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # hints are reported by `validate`, once, in words
+        prepared = prepare_run(ensemble, values)
+        ensemble._run_settings(ensemble._team(prepared, values))  # workers, peers, manager
+
+
 def report_error(args: argparse.Namespace, error: BaseException, code: int) -> int:
     """Say what went wrong on stderr (or as JSON on stdout with ``--json``); return ``code``."""
     message = str(error)

@@ -88,15 +88,9 @@ def scripted_judges(dataset: Dataset) -> Dataset:
 def _check_crew(ensemble: Any) -> None:
     """Every check a run makes before its first model call (as ``validate`` does): tools,
     reviews, models and their keys; each case's own inputs are checked by its runs."""
-    import warnings
+    from agentensemble.cli._common import check_before_any_call
 
-    from agentensemble.templates import missing_variables
-
-    placeholders = {name: f"<{name}>" for name in missing_variables(ensemble._template_texts(), {})}
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # hints are for `agentensemble validate`
-        prepared = ensemble._prepare(placeholders)
-        ensemble._run_settings(ensemble._team(prepared, placeholders))
+    check_before_any_call(ensemble, {})
 
 
 def _inputs(args: argparse.Namespace) -> tuple[Dataset, EvalReport | None]:

@@ -2,11 +2,16 @@
 
 It binds 127.0.0.1 unless ``--host`` says otherwise and prints the login address with its token,
 once. ``AGENTENSEMBLE_WEB_TOKEN`` sets the token (so another process can know it in advance).
+Runs, reviews and sessions are kept in a SQLite file (``--db``, by default
+``~/.agentensemble/web-console.sqlite3`` or ``$AGENTENSEMBLE_WEB_DB``; ``--db :memory:`` keeps
+nothing), pruned by ``--keep-days`` and ``--keep-runs``. Named reviewers: ``agentensemble
+reviewers``.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import sys
 
@@ -14,6 +19,25 @@ from agentensemble.cli import EXIT_OK, EXIT_USAGE, Command
 
 DEFAULT_PORT = 8766
 TOKEN_VARIABLE = "AGENTENSEMBLE_WEB_TOKEN"
+DB_VARIABLE = "AGENTENSEMBLE_WEB_DB"
+
+
+def default_db() -> str:
+    """The console's database: ``$AGENTENSEMBLE_WEB_DB`` or
+    ``~/.agentensemble/web-console.sqlite3``."""
+    return os.environ.get(DB_VARIABLE) or os.path.join(
+        os.path.expanduser("~"), ".agentensemble", "web-console.sqlite3"
+    )
+
+
+def add_db_argument(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--db",
+        default=None,
+        metavar="PATH",
+        help=f"SQLite file keeping runs, reviews and reviewers (${DB_VARIABLE} or "
+        "~/.agentensemble/web-console.sqlite3; ':memory:' keeps nothing)",
+    )
 
 
 def _add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -26,6 +50,11 @@ def _add_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="NAME",
         help="another host name browsers may use to reach the console (repeatable)",
     )
+    add_db_argument(parser)
+    parser.add_argument(
+        "--keep-days", type=float, default=30.0, help="forget finished runs after N days (30)"
+    )
+    parser.add_argument("--keep-runs", type=int, default=10_000, help="keep at most N runs (10000)")
 
 
 def _run(args: argparse.Namespace) -> int:
@@ -37,11 +66,17 @@ def _run(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return EXIT_USAGE
+    if args.keep_days <= 0 or args.keep_runs <= 0:
+        print("agentensemble serve: --keep-days and --keep-runs must be positive", file=sys.stderr)
+        return EXIT_USAGE
     server = WebConsoleServer(
         args.host,
         args.port,
         token=os.environ.get(TOKEN_VARIABLE) or None,
         allowed_hosts=args.allow_host,
+        db=args.db or default_db(),
+        keep_days=args.keep_days,
+        keep_runs=args.keep_runs,
     )
     try:
         server.bind()
@@ -63,7 +98,9 @@ def _run(args: argparse.Namespace) -> int:
         f"(or set {TOKEN_VARIABLE})",
         flush=True,
     )
-    server.serve_forever()
+    print(f"  history kept in: {server.db}", flush=True)
+    with contextlib.suppress(KeyboardInterrupt):  # a second Ctrl-C while stopping: quietly
+        server.serve_forever()
     return EXIT_OK
 
 

@@ -6,20 +6,20 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-import warnings
-from typing import Any
 
 from agentensemble.cli import EXIT_OK, Command
 from agentensemble.cli._common import (
     UsageError,
     add_crew_arguments,
+    check_before_any_call,
     load_crew,
     parse_inputs,
+    placeholder_inputs,
     usage_failure,
 )
 from agentensemble.errors import ConfigurationError
 from agentensemble.hints import missing_context
-from agentensemble.workflows.prepare import needed_inputs, prepare_run
+from agentensemble.workflows.prepare import needed_inputs
 from agentensemble.workflows.step import step_kind
 
 
@@ -27,19 +27,11 @@ def run(args: argparse.Namespace) -> int:
     try:
         inputs = parse_inputs(args.input)
         ensemble = load_crew(args)
-        kinds = needed_inputs(ensemble)
-        needed = list(kinds)
-        missing = [name for name in needed if name not in inputs]
+        needed = list(needed_inputs(ensemble))
+        missing = list(placeholder_inputs(ensemble, inputs))
         if args.input and missing:
             raise UsageError(f"missing --input for: {', '.join(missing)}")
-        placeholders: dict[str, Any] = {
-            name: [f"<{name}>"] if kinds[name] == "list" else f"<{name}>" for name in missing
-        }
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")  # reported below, once, in words
-            values = {**placeholders, **inputs}
-            prepared = prepare_run(ensemble, values)  # models, tools, reviews; no call
-            ensemble._run_settings(ensemble._team(prepared, values))  # workers, peers, manager
+        check_before_any_call(ensemble, inputs)
     except (UsageError, ConfigurationError) as error:
         return usage_failure(args, error)
     notes = missing_context([step for step in ensemble.tasks if step_kind(step) == "task"])

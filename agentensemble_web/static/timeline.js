@@ -4,13 +4,42 @@
 // whose clean() and el() it uses; like app.js it only ever sets text, never markup.
 "use strict";
 
+const QUIET = new Set(["EnsembleStarted", "EnsembleCompleted", "TaskStarted", "TaskCompleted"]);
+const GENERIC_SKIP = new Set(["type", "run_id", "ts", "task_index", "agent_role",
+                              "task_description", "parent_run_id"]);
+
 function taskOf(tasks, index, event) {
   const key = index === null || index === undefined ? 0 : index;
   if (!tasks.has(key)) {
     tasks.set(key, {index: key, description: event.task_description || "", agent: event.agent_role
-      || "", status: key === 0 ? "" : "running", items: [], streams: new Map()});
+      || "", status: key === 0 ? "" : "running", items: [], streams: new Map(), calls: new Map(),
+      start: null, end: null, cost: 0});
   }
   return tasks.get(key);
+}
+
+function prettyArgs(text) {
+  if (typeof pretty === "function") return pretty(text || "");
+  return text || "";
+}
+
+function costNote(cost) {
+  return typeof cost === "number" && cost > 0 ? " · " + fmtCost(cost) : "";
+}
+
+function durationNote(seconds) {
+  return typeof seconds === "number" ? " · " + fmtDuration(seconds) : "";
+}
+
+// An event kind this page does not know yet (loop iterations, graph steps, memory retrievals,
+// ...) is shown as its name and fields, so a new kind is visible before it gets its own view.
+function genericItem(e) {
+  const fields = {};
+  for (const [key, value] of Object.entries(e)) if (!GENERIC_SKIP.has(key)) fields[key] = value;
+  const text = Object.keys(fields).length ? JSON.stringify(fields, null, 2) : "";
+  const words = String(e.type).replace(/([a-z])([A-Z])/g, "$1 $2");
+  return {kind: "other", label: words + (e.agent_role ? " · " + e.agent_role : ""), text,
+          folded: text.length > 400, type: e.type};
 }
 
 function foldEvents(events) {
@@ -18,14 +47,22 @@ function foldEvents(events) {
   for (const e of events) {
     const task = taskOf(tasks, e.task_index, e);
     switch (e.type) {
+      case "EnsembleStarted": case "EnsembleCompleted": break;
       case "TaskStarted":
         Object.assign(task, {description: e.task_description, agent: e.agent_role,
-                             status: "running", total: e.total_tasks}); break;
-      case "TaskCompleted":
-        task.status = "completed";
-        task.items.push({kind: "output", label: "Output", text: e.output && e.output.raw}); break;
+                             status: "running", total: e.total_tasks, start: e.ts}); break;
+      case "TaskCompleted": {
+        task.status = "completed"; task.end = e.ts;
+        const raw = e.output && e.output.raw;
+        const last = [...task.items].reverse().find((i) => i.kind === "model");
+        if (last && raw && last.content && last.content.trim() === String(raw).trim()) {
+          last.text = last.calls;  // the final answer is shown once, as the output
+          last.label += " · final answer (below)";
+        }
+        task.items.push({kind: "output", label: "Output", text: raw}); break;
+      }
       case "TaskFailed":
-        task.status = "failed";
+        task.status = "failed"; task.end = e.ts;
         task.items.push({kind: "failure", label: "Task failed", text: e.error}); break;
       case "LLMCallStarted":
         if (e.messages && e.messages.length) {
@@ -44,24 +81,38 @@ function foldEvents(events) {
       }
       case "LLMCallCompleted": {
         const r = e.response || {};
-        const calls = (r.tool_calls || []).map((c) => c.name + "(" + c.arguments + ")");
+        const streamed = task.streams.get(e.call_id);
+        if (streamed) task.items.splice(task.items.indexOf(streamed), 1);  // now the turn itself
+        const calls = (r.tool_calls || []).map((c) => "→ asks for " + c.name).join("\n");
         const usage = e.usage ? e.usage.total_tokens + " tokens" : "";
-        task.items.push({kind: "model", label: "Model turn · " + e.model + " · " + usage,
-          text: [r.content || "", ...calls].filter(Boolean).join("\n")}); break;
+        if (typeof e.cost_usd === "number") task.cost += e.cost_usd;
+        task.items.push({kind: "model", label: "Model turn · " + e.model + " · " + usage +
+          durationNote(e.duration) + costNote(e.cost_usd), content: r.content || "", calls,
+          text: [r.content || "", calls].filter(Boolean).join("\n")}); break;
       }
       case "LLMCallFailed":
-        task.items.push({kind: "failure", label: "Model call failed", text: e.error}); break;
-      case "ToolCallStarted":
-        task.items.push({kind: "tool", label: "Tool call · " + e.name, text: e.arguments}); break;
+        task.items.push({kind: "failure", label: "Model call failed" + durationNote(e.duration),
+          text: e.error}); break;
+      case "ToolCallStarted": {
+        const item = {kind: "tool", label: "Tool call · " + e.name + " · running…",
+          text: "arguments:\n" + prettyArgs(e.arguments)};
+        task.calls.set(e.call_id, item); task.items.push(item); break;
+      }
       case "ToolCallCompleted": {
         const rec = e.record || {};
-        task.items.push({kind: rec.is_success ? "tool" : "failure",
-          label: "Tool result · " + rec.name + (rec.is_success ? "" : " (failed)"),
-          text: "arguments: " + rec.arguments + "\noutput: " + rec.output}); break;
+        let item = e.call_id ? task.calls.get(e.call_id) : null;
+        if (!item) { item = {kind: "tool"}; task.items.push(item); }
+        item.kind = rec.is_success ? "tool" : "failure";
+        item.label = "Tool call · " + rec.name + (rec.is_success ? "" : " (failed)") +
+          durationNote(rec.duration);
+        item.text = "arguments:\n" + prettyArgs(rec.arguments) + (rec.model_arguments ?
+          "\n(the model asked for: " + rec.model_arguments + ")" : "") + "\noutput:\n" +
+          (rec.output || ""); break;
       }
       case "ReviewRequested":
         task.items.push({kind: "review-item", label: "Review requested · " + e.timing +
-          (e.tool_name ? " · " + e.tool_name : ""), text: e.output || ""}); break;
+          (e.tool_name ? " · " + e.tool_name : ""), text: e.tool_name ? "" : e.output || ""});
+        break;
       case "ReviewDecided":
         task.items.push({kind: "review-item", label: "Review decided: " + e.decision,
           text: Object.keys(e.details || {}).length ? JSON.stringify(e.details) : ""}); break;
@@ -70,7 +121,8 @@ function foldEvents(events) {
           text: e.message || ""}); break;
       case "EnsembleFailed":
         task.items.push({kind: "failure", label: "Run failed", text: e.error}); break;
-      default: break;
+      default:
+        if (!QUIET.has(e.type)) task.items.push(genericItem(e));
     }
   }
   return [...tasks.values()].filter((t) => t.index !== 0 || t.items.length)
@@ -80,11 +132,14 @@ function foldEvents(events) {
 function renderTasks(tasks) {
   return tasks.map((task) => el("section", {class: "task", dataset: {task: String(task.index)}},
     el("h3", {}, (task.index ? "Task " + task.index + " · " : "Run · ") + task.agent + " ",
-      el("span", {class: "status status-" + task.status}, task.status)),
+      el("span", {class: "status status-" + task.status}, task.status),
+      task.start && task.end ? el("span", {class: "took"}, fmtDuration(task.end - task.start))
+        : null,
+      task.cost ? el("span", {class: "took"}, fmtCost(task.cost)) : null),
     task.description ? el("div", {class: "meta"}, task.description) : null,
     task.items.map((item) => {
       const body = item.text ? el("pre", {}, item.text) : null;
-      return el("div", {class: "item " + item.kind},
+      return el("div", {class: "item " + item.kind, dataset: item.type ? {type: item.type} : {}},
         item.folded ? el("details", {}, el("summary", {class: "label"}, item.label), body)
                     : [el("div", {class: "label"}, item.label), body]);
     })));
@@ -128,9 +183,15 @@ function eventTimes(events) {
   const times = new Map();
   for (const e of events) {
     if (!e.task_index) continue;
-    const entry = times.get(e.task_index) || {start: null, end: null};
+    const entry = times.get(e.task_index) || {start: null, end: null, segments: []};
     if (e.type === "TaskStarted") entry.start = e.ts;
     if (e.type === "TaskCompleted" || e.type === "TaskFailed") entry.end = e.ts;
+    if (e.type === "LLMCallCompleted" && typeof e.duration === "number") {
+      entry.segments.push({kind: "model", start: e.ts - e.duration, end: e.ts});
+    }
+    if (e.type === "ToolCallCompleted" && e.record && typeof e.record.duration === "number") {
+      entry.segments.push({kind: "tool", start: e.ts - e.record.duration, end: e.ts});
+    }
     times.set(e.task_index, entry);
   }
   return times;
@@ -146,6 +207,13 @@ function traceTimes(trace) {
   return times;
 }
 
+function niceStep(span) {
+  const rough = span / 5;
+  const power = Math.pow(10, Math.floor(Math.log10(rough)));
+  for (const m of [1, 2, 5, 10]) if (m * power >= rough) return m * power;
+  return 10 * power;
+}
+
 function renderGantt(tasks, times) {
   const known = tasks.filter((t) => times.has(t.index) && times.get(t.index).start !== null);
   if (!known.length) return null;
@@ -154,13 +222,32 @@ function renderGantt(tasks, times) {
   const ends = known.map((t) => times.get(t.index).end || now);
   const first = Math.min(...starts);
   const span = Math.max(Math.max(...ends) - first, 0.001);
-  return el("div", {id: "gantt"}, known.map((task) => {
+  const pos = (t) => ((t - first) / span * 100).toFixed(2) + "%";
+  const step = niceStep(span);
+  const ticks = [];
+  for (let t = 0; t <= span + 1e-9; t += step) ticks.push(t);
+  const axis = el("div", {class: "gantt-row axis"}, el("span", {class: "gantt-label"}, "time"),
+    el("div", {class: "track axis-track"}, ticks.map((t) => {
+      const tick = el("span", {class: "tick"}, t ? fmtDuration(t) : "0");
+      tick.style.left = (t / span * 100).toFixed(2) + "%";
+      return tick;
+    })));
+  return el("div", {id: "gantt"}, axis, known.map((task) => {
     const time = times.get(task.index);
-    const bar = el("div", {class: "bar status-bg-" + task.status, dataset: {task: String(task.index)}});
-    bar.style.left = ((time.start - first) / span * 100).toFixed(2) + "%";
-    bar.style.width = Math.max(1, ((time.end || now) - time.start) / span * 100).toFixed(2) + "%";
+    const bar = el("div", {class: "bar status-bg-" + task.status, dataset: {task: String(task.index)},
+      title: fmtDuration((time.end || now) - time.start)});
+    bar.style.left = pos(time.start);
+    bar.style.width = Math.max(0.5, ((time.end || now) - time.start) / span * 100).toFixed(2) + "%";
+    const segments = (time.segments || []).map((seg) => {
+      const mark = el("div", {class: "seg seg-" + seg.kind, title: seg.kind + " " +
+        fmtDuration(seg.end - seg.start)});
+      mark.style.left = pos(Math.max(seg.start, first));
+      mark.style.width = Math.max(0.3, (seg.end - seg.start) / span * 100).toFixed(2) + "%";
+      return mark;
+    });
     return el("div", {class: "gantt-row"},
       el("span", {class: "gantt-label"}, "Task " + task.index + " · " + task.agent),
-      el("div", {class: "track"}, bar));
+      el("div", {class: "track"}, bar, segments),
+      el("span", {class: "gantt-took"}, fmtDuration((time.end || now) - time.start)));
   }));
 }

@@ -6,6 +6,7 @@ it got, so a test can see what each review decision did to the run.
 
 from __future__ import annotations
 
+import dataclasses
 from datetime import timedelta
 
 import httpx
@@ -39,7 +40,9 @@ def _mailer_model(messages: list[Message], tools: list[ToolSpec] | None) -> Chat
     results = [str(m.get("content")) for m in messages if m.get("role") == "tool"]
     if len(results) < len(RECIPIENTS):
         to = RECIPIENTS[len(results)]
-        return tool_call("send_email", {"to": to, "subject": f"Hello {to.split('@')[0]}"})
+        turn = tool_call("send_email", {"to": to, "subject": f"Hello {to.split('@')[0]}"})
+        reasoning = f"{to} has not been greeted yet, so I email them next."
+        return dataclasses.replace(turn, content=reasoning)
     return "Report:\n" + "\n".join(results)
 
 
@@ -65,11 +68,13 @@ def mailer_ensemble(
     )
 
 
-def logged_in(console: WebConsoleServer) -> tuple[httpx.Client, str]:
-    """A client with a browser session (the cookie) and that session's CSRF token."""
+def logged_in(console: WebConsoleServer, token: str | None = None) -> tuple[httpx.Client, str]:
+    """A client with a browser session (the cookie, and the session key the page keeps from the
+    login redirect's fragment) and that session's CSRF token."""
     client = httpx.Client(base_url=console.url, timeout=10.0)
-    answer = client.get(f"/login?token={console.token}", follow_redirects=False)
+    answer = client.get(f"/login?token={token or console.token}", follow_redirects=False)
     assert answer.status_code == 303, answer.text
+    client.headers["X-Session-Key"] = answer.headers["location"].split("#key=", 1)[1]
     csrf = client.get("/api/session").json()["csrf"]
     return client, csrf
 

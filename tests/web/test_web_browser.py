@@ -97,7 +97,8 @@ def test_watch_a_run_and_decide_its_tool_calls_in_the_browser(
     IMAGES.mkdir(parents=True, exist_ok=True)
     driver.get(console.login_url)
     _wait(driver, lambda d: d.find_elements(By.CSS_SELECTOR, "#live.on"), "the live stream")
-    assert driver.current_url == console.url + "/"  # the token is gone from the address bar
+    # the token is gone from the address bar, and so is the session key (kept in sessionStorage)
+    assert driver.current_url == console.url + "/#/"
 
     SENT.clear()
     box: dict[str, Any] = {}
@@ -105,15 +106,37 @@ def test_watch_a_run_and_decide_its_tool_calls_in_the_browser(
         target=lambda: box.setdefault("output", mailer_ensemble(console).run()), daemon=True
     )
     run.start()
-    row = _wait(driver, lambda d: d.find_elements(By.CSS_SELECTOR, "#runs tbody tr"), "the run")
-    assert row[0].find_element(By.CSS_SELECTOR, ".status").text == "running"
+    _wait(
+        driver,
+        lambda d: d.find_element(By.CSS_SELECTOR, "#runs tbody tr .status").text == "running",
+        "the run, running",
+    )
     seen: set[str] = set()
 
-    # 1. approve alice's email
+    # 1. approve alice's email: the card says who asks, why, for which run, and what if nobody
+    # answers; the arguments are pretty-printed
     card = _pending_card(driver, seen)
-    assert "alice@example.com" in card.find_element(By.CSS_SELECTOR, ".request-output").text
+    assert '"to": "alice@example.com"' in card.find_element(By.CSS_SELECTOR, ".request-output").text
+    _wait(
+        driver,
+        lambda d: "has not been greeted yet" in card.text,
+        "the model's reasoning on the card",
+    )
+    assert card.find_element(By.CSS_SELECTOR, ".agent").text == "Agent: Mailer"
+    assert "If nobody answers in 60 seconds, the call is rejected." in card.text
+    link = card.find_element(By.CSS_SELECTOR, "a.run-link")
+    run_id = _wait(driver, _run_id, "the run id")
+    assert link.get_attribute("href").endswith("#/run/" + run_id)
+    assert driver.title.startswith("(1) ")
     driver.save_screenshot(str(IMAGES / "web-console-review.png"))
     card.find_element(By.CSS_SELECTOR, "button.approve").click()
+    _wait(
+        driver,
+        lambda d: d.find_element(By.CSS_SELECTOR, "#decided .review .decided-by").text.startswith(
+            "Approved by console at "
+        ),
+        "the decided review, with who and when",
+    )
 
     # 2. edit bob's email: invalid JSON is caught in the page, a JSON object is sent
     card = _pending_card(driver, seen)
@@ -129,9 +152,12 @@ def test_watch_a_run_and_decide_its_tool_calls_in_the_browser(
     editor.send_keys('{"to": "dave@example.com", "subject": "Edited in the browser"}')
     card.find_element(By.CSS_SELECTOR, "button.send-edit").click()
 
-    # 3. reject carol's email with a reason
+    # 3. reject carol's email with a reason, from the keyboard: R asks to confirm first
     card = _pending_card(driver, seen)
-    card.find_element(By.CSS_SELECTOR, "button.reject").click()
+    driver.find_element(By.TAG_NAME, "body").send_keys("r")
+    confirm = card.find_element(By.CSS_SELECTOR, ".confirm")
+    _wait(driver, lambda d: confirm.is_displayed(), "the rejection's confirmation")
+    assert "Reject this call?" in confirm.text
     card.find_element(By.CSS_SELECTOR, "input.reason").send_keys("carol unsubscribed")
     card.find_element(By.CSS_SELECTOR, "button.send-reject").click()
 
@@ -156,7 +182,11 @@ def test_watch_a_run_and_decide_its_tool_calls_in_the_browser(
     driver.find_element(By.CSS_SELECTOR, "#runs tbody tr a").click()
     _wait(
         driver,
-        lambda d: len(d.find_elements(By.CSS_SELECTOR, "#timeline .item.tool")) >= 3,
+        # one item per call (arguments shown once): two ran, one was rejected
+        lambda d: (
+            len(d.find_elements(By.CSS_SELECTOR, "#timeline .item.tool")) == 2
+            and len(d.find_elements(By.CSS_SELECTOR, "#timeline .item.failure")) == 1
+        ),
         "the run's tool calls",
     )
     _wait(
@@ -187,8 +217,63 @@ def test_watch_a_run_and_decide_its_tool_calls_in_the_browser(
     driver.save_screenshot(str(IMAGES / "web-console-trace.png"))
 
 
+def _run_id(driver: Any) -> str | None:
+    rows = driver.find_elements(By.CSS_SELECTOR, "#runs tbody tr")
+    return rows[0].get_attribute("data-run-id") if rows else None
+
+
+def test_a_pending_review_is_announced_in_the_title_icon_and_a_notification(
+    driver: Any, console: WebConsoleServer
+) -> None:
+    from test_web_security import _review
+
+    driver.get(console.login_url)
+    _wait(driver, lambda d: d.find_elements(By.CSS_SELECTOR, "#live.on"), "the live stream")
+    driver.execute_cdp_cmd(
+        "Browser.grantPermissions", {"origin": console.url, "permissions": ["notifications"]}
+    )
+    driver.execute_script("localStorage.clear(); document.body.dataset.notified = '0';")
+    driver.refresh()
+    _wait(driver, lambda d: d.find_elements(By.CSS_SELECTOR, "#live.on"), "the live stream")
+    assert driver.find_element(By.ID, "toggle-notify").text == "Notifications: on"
+    with api_client(console) as api:
+        api.post("/api/reviews", json=_review("r-note-1"))
+        _wait(driver, lambda d: d.title == "(1) agentensemble console", "the count in the title")
+        _wait(
+            driver,
+            lambda d: d.execute_script("return document.body.dataset.notified") == "1",
+            "a desktop notification",
+        )
+        icon = driver.find_element(By.CSS_SELECTOR, "link[rel=icon]").get_attribute("href")
+        assert icon.startswith("data:image/png")
+        # turned off: the title still counts, no notification is shown
+        driver.find_element(By.ID, "toggle-notify").click()
+        assert driver.find_element(By.ID, "toggle-notify").text == "Notifications: off"
+        api.post("/api/reviews", json=_review("r-note-2"))
+        _wait(driver, lambda d: d.title == "(2) agentensemble console", "two in the title")
+        assert driver.execute_script("return document.body.dataset.notified") == "1"
+        # a review about to expire stands out; one with time left does not
+        api.post("/api/reviews", json=_review("r-soon", timeout=15))
+        _wait(
+            driver,
+            lambda d: d.find_elements(By.CSS_SELECTOR, '.review.urgent[data-review-id="r-soon"]'),
+            "the review about to expire to stand out",
+        )
+        assert not driver.find_elements(
+            By.CSS_SELECTOR, '.review.urgent[data-review-id="r-note-1"]'
+        )
+        for review_id in ("r-note-1", "r-note-2", "r-soon"):
+            api.post(f"/api/reviews/{review_id}/expire", json={})
+    _wait(driver, lambda d: d.title == "agentensemble console", "no count once none is pending")
+    expired = driver.find_elements(By.CSS_SELECTOR, "#decided .review.expired")
+    assert expired and "the call is rejected" in expired[0].text
+
+
 def test_hostile_run_text_is_shown_as_text(driver: Any, console: WebConsoleServer) -> None:
+    """In every view: the runs list (the run's name and agents), the run page, a review card
+    (tool, arguments, the model's reasoning), the decided list and the audit."""
     hostile = '<img src=x id=pwned onerror="document.title=1">\u202eevil'
+    turn = {"content": hostile, "tool_calls": [{"name": "<b>tool</b>", "arguments": hostile}]}
     with api_client(console) as api:
         api.post(
             "/api/events",
@@ -203,15 +288,54 @@ def test_hostile_run_text_is_shown_as_text(driver: Any, console: WebConsoleServe
                         "task_description": hostile,
                         "agent_role": "<b>x</b>",
                     },
+                    {
+                        "type": "LLMCallCompleted",
+                        "run_id": "run-hostile",
+                        "task_index": 1,
+                        "agent_role": "<b>x</b>",
+                        "model": hostile,
+                        "response": turn,
+                    },
+                    {"type": hostile, "run_id": "run-hostile", "task_index": 1, hostile: hostile},
                 ]
             },
         )
-    driver.get(console.login_url)
+        review = {
+            "id": hostile,
+            "timing": "during_execution",
+            "task_description": hostile,
+            "output": hostile,
+            "prompt": hostile,
+            "tool_name": "<b>tool</b>",
+            "timeout_seconds": 60,
+        }
+        api.post("/api/reviews", json={"run_id": "run-hostile", "request": review})
+        review2 = dict(review, id="second", tool_name="other")
+        api.post("/api/reviews", json={"run_id": "run-hostile", "request": review2})
+        driver.get(console.login_url)
+        _wait(driver, lambda d: d.find_elements(By.CSS_SELECTOR, "#runs tbody tr"), "the run")
+        assert "<img src=x" in driver.find_element(By.ID, "runs").text
+        card = _wait(
+            driver,
+            lambda d: d.find_elements(By.CSS_SELECTOR, "#reviews .review .reasoning"),
+            "the card with its reasoning",
+        )
+        assert "<img src=x" in card[0].text
+        assert "Tool call: <b>tool</b>" in driver.find_element(By.ID, "reviews").text
+        api.post("/api/reviews/second/expire", json={})
+    driver.find_element(By.CSS_SELECTOR, "#reviews .review button.reject").click()
+    driver.find_element(By.CSS_SELECTOR, "#reviews .review input.reason").send_keys(hostile)
+    driver.find_element(By.CSS_SELECTOR, "#reviews .review button.send-reject").click()
+    _wait(driver, lambda d: len(d.find_elements(By.CSS_SELECTOR, "#decided .review")) == 2, "dec")
     driver.get(console.url + "/#/run/run-hostile")
     _wait(driver, lambda d: d.find_elements(By.CSS_SELECTOR, "#timeline .task"), "the task")
-    assert not driver.find_elements(By.ID, "pwned")
     text = driver.find_element(By.ID, "timeline").text
     assert "<img src=x" in text and "\\u202eevil" in text and "\u202e" not in text
+    driver.get(console.url + "/#/audit")
+    _wait(driver, lambda d: len(d.find_elements(By.CSS_SELECTOR, "#audit tbody tr")) == 2, "audit")
+    assert "<img src=x" in driver.find_element(By.ID, "audit").text
+    assert not driver.find_elements(By.ID, "pwned") and not driver.find_elements(By.TAG_NAME, "b")
+    assert driver.title != "1"
 
 
 def test_parallel_tasks_show_as_overlapping_bars(driver: Any, console: WebConsoleServer) -> None:

@@ -44,3 +44,38 @@ def test_an_answer_that_is_not_json_is_a_protocol_error_not_a_decision() -> None
     respx.get(url__regex=rf"{CONSOLE}/api/reviews/[^/]+$").respond(200, text="<html>ok</html>")
     with pytest.raises(ReviewProtocolError, match="not JSON"):
         WebReviewHandler(CONSOLE, "token").review(_request(5))
+
+
+def test_a_lone_surrogate_in_model_output_still_reaches_the_reviewer() -> None:
+    import threading
+
+    from _web_support import logged_in, wait_for_pending
+
+    from agentensemble_review.models import Continue, ReviewRequest, ReviewTiming
+    from agentensemble_web import WebConsoleServer, WebReviewHandler
+
+    request = ReviewRequest(
+        timing=ReviewTiming.DURING_EXECUTION,
+        task_description="write \ud800 a note",
+        output='{"text": "half a pair: \udc00"}',
+        tool_name="note",
+    )
+    with WebConsoleServer(port=0) as console:
+        box: dict[str, object] = {}
+        handler = WebReviewHandler(console.url, console.token)
+        asking = threading.Thread(target=lambda: box.setdefault("d", handler.review(request)))
+        asking.start()
+        browser, csrf = logged_in(console)
+        try:
+            [pending] = wait_for_pending(browser)
+            assert "\\udc00" in pending["request"]["output"]  # shown, escaped
+            answer = browser.post(
+                f"/api/reviews/{pending['id']}/decision",
+                json={"decision": "continue"},
+                headers={"X-CSRF-Token": csrf},
+            )
+            assert answer.status_code == 200, answer.text
+        finally:
+            browser.close()
+        asking.join(timeout=20)
+    assert isinstance(box.get("d"), Continue)

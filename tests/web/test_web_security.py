@@ -20,6 +20,9 @@ ROUTES = [
     ("GET", "/static/app.js"),
     ("GET", "/static/timeline.js"),
     ("GET", "/static/app.css"),
+    ("GET", "/static/reviews.js"),
+    ("GET", "/static/live.js"),
+    ("GET", "/api/audit"),
     ("GET", "/api/session"),
     ("GET", "/api/stream"),
     ("GET", "/api/runs"),
@@ -72,7 +75,7 @@ def test_a_wrong_token_is_refused(console: WebConsoleServer, header: str) -> Non
 def test_login_sets_a_strict_http_only_session_cookie(console: WebConsoleServer) -> None:
     with httpx.Client(base_url=console.url, timeout=10.0) as client:
         answer = client.get(f"/login?token={console.token}", follow_redirects=False)
-        assert answer.status_code == 303 and answer.headers["location"] == "/"
+        assert answer.status_code == 303 and answer.headers["location"].startswith("/#key=")
         cookie = answer.headers["set-cookie"]
         assert "HttpOnly" in cookie and "SameSite=Strict" in cookie
         page = client.get("/")
@@ -228,3 +231,66 @@ def test_hostile_event_text_is_stored_escaped(console: WebConsoleServer) -> None
         stored = api.get("/api/runs/run-x").json()["events"][0]["task_description"]
     assert "\u202e" not in stored and "\x1b" not in stored
     assert "\\u202e" in stored and "\\x1b" in stored
+
+
+def _cookie_only(console: WebConsoleServer) -> httpx.Client:
+    """What another server on 127.0.0.1 holds after a browser visited it: the session cookie
+    (browsers send it to every port of the host), and nothing the page kept for itself."""
+    client = httpx.Client(base_url=console.url, timeout=10.0)
+    answer = client.get(f"/login?token={console.token}", follow_redirects=False)
+    assert answer.status_code == 303
+    return client
+
+
+@pytest.mark.parametrize(
+    ("method", "path"),
+    [
+        ("GET", "/api/session"),
+        ("GET", "/api/stream"),
+        ("GET", "/api/runs"),
+        ("GET", "/api/runs/run-1"),
+        ("GET", "/api/reviews"),
+        ("GET", "/api/reviews/r-1"),
+        ("GET", "/api/audit"),
+        ("POST", "/api/reviews/r-1/decision"),
+    ],
+)
+def test_the_session_cookie_alone_reads_and_decides_nothing(
+    console: WebConsoleServer, method: str, path: str
+) -> None:
+    with api_client(console) as api:
+        api.post("/api/reviews", json=_review())
+    with closing(_cookie_only(console)) as stolen:
+        headers = {"Origin": console.url, "X-CSRF-Token": "guessed"}
+        answer = stolen.request(
+            method,
+            path,
+            json={"decision": "continue"} if method == "POST" else None,
+            headers=headers if method == "POST" else None,
+        )
+    assert answer.status_code == 401, answer.text
+    with api_client(console) as api:
+        assert api.get("/api/reviews/r-1").json()["status"] == "pending"
+
+
+def test_the_session_key_comes_in_the_fragment_and_is_never_served_back(
+    console: WebConsoleServer,
+) -> None:
+    with api_client(console) as api:
+        api.post("/api/reviews", json=_review())
+    client = httpx.Client(base_url=console.url, timeout=10.0)
+    with closing(client):
+        answer = client.get(f"/login?token={console.token}", follow_redirects=False)
+        location = answer.headers["location"]
+        assert location.startswith("/#key=")
+        key = location.split("#key=", 1)[1]
+        assert len(key) >= 32
+        headers = {"X-Session-Key": key}
+        bodies = [
+            client.get(path, headers=headers)
+            for path in ("/", "/api/session", "/api/runs", "/api/reviews", "/api/audit")
+        ]
+        assert all(b.status_code == 200 for b in bodies), [b.text for b in bodies]
+        assert not any(key in b.text or key in str(b.headers) for b in bodies)
+        wrong = client.get("/api/runs", headers={"X-Session-Key": key[:-2] + "xx"})
+        assert wrong.status_code == 401
