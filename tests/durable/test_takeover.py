@@ -16,7 +16,9 @@ from _workers import HERE, Workers, handled
 
 from agentensemble.durable import DurableClient
 
-FAST_LEASES = {"AGENTENSEMBLE_HEARTBEAT_INTERVAL": "0.2", "AGENTENSEMBLE_DEAD_AFTER": "2"}
+# short enough for a quick test, long enough that a live worker starved of CPU on a loaded
+# 2-core machine (seconds without a heartbeat) is not declared dead beside the killed one
+FAST_LEASES = {"AGENTENSEMBLE_HEARTBEAT_INTERVAL": "0.3", "AGENTENSEMBLE_DEAD_AFTER": "6"}
 
 
 @pytest.fixture
