@@ -29,9 +29,10 @@ class DurableReviewHandler:
 
     It decides task reviews (``review=`` / ``before_review=`` and ``review_policy``) and tool
     approvals (``requires_approval``): a durable run asks a tool's approval in the run itself
-    and runs the tool's body as a step after it. An approval asked from deeper inside a step
-    (a pipeline's inner tool, an ensemble nested in a tool) needs a handler that answers within
-    the call (console, webhook).
+    and runs the tool's body as a step after it. A pipeline whose steps ask approvals runs in
+    the run itself too, each of its steps' bodies a step, so its inner approvals wait durably.
+    An approval asked from inside a step (an ensemble nested in a tool's body) needs a handler
+    that answers within the call (console, webhook).
     """
 
     durable_itself = True  # the step runner lets it wait in the run itself, not in a step
@@ -47,8 +48,8 @@ class DurableReviewHandler:
         if run_id is None or DBOS.step_id is not None:
             raise ConfigurationError(
                 "DurableReviewHandler decides the task reviews and tool approvals of durable "
-                "runs (DurableRuntime.run/submit) only; an approval asked inside a step (a "
-                "pipeline's inner tool, an ensemble nested in a tool) or outside a durable run "
+                "runs (DurableRuntime.run/submit) only; an approval asked inside a step (an "
+                "ensemble nested in a tool's body) or outside a durable run "
                 "needs a handler that answers within the call, such as WebhookReviewHandler"
             )
         context = get_local_dbos_context()
