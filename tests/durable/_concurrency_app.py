@@ -14,6 +14,9 @@ approval (DurableReviewHandler).
 ``pipeline``: an agent calls a pipeline ``draft -> publish`` whose inner ``publish`` asks a
 human's approval (DurableReviewHandler): an approval asked inside a tool.
 
+``nested``: an agent calls ``ask_team``, a tool whose body runs an ensemble whose agent calls
+``publish`` (DurableReviewHandler): an approval asked inside a step.
+
 Every model call and every tool body appends a line to a file in WORKDIR, so the test counts
 what ran in all processes. It prints ``ready`` once launched and the output as JSON last.
 """
@@ -99,6 +102,33 @@ def pipeliner(messages: list[dict[str, Any]], tools: Any) -> Any:
     return "Done: " + results[0]
 
 
+def inner_writer(messages: list[dict[str, Any]], tools: Any) -> Any:
+    log(CALLS, "inner")
+    results = [m["content"] for m in messages if m["role"] == "tool"]
+    if not results:
+        return tool_calls(("publish", {"text": "team post"}))
+    return "Team: " + results[0]
+
+
+@tool
+async def ask_team(topic: str) -> str:
+    """Ask the publishing team to post about a topic."""
+    agent = Agent(role="Inner", goal="Post", tools=[publish], llm=FunctionChatModel(inner_writer))
+    team = Ensemble(
+        tasks=[Task(description=f"Post about {topic}", agent=agent)],
+        review_handler=DurableReviewHandler(),
+    )
+    return (await team.arun()).raw
+
+
+def outer(messages: list[dict[str, Any]], tools: Any) -> Any:
+    log(CALLS, "outer")
+    results = [m["content"] for m in messages if m["role"] == "tool"]
+    if not results:
+        return tool_calls(("ask_team", {"topic": "tides"}))
+    return "Outer: " + results[0]
+
+
 def manager(messages: list[dict[str, Any]], tools: Any) -> Any:
     log(CALLS, "manager")
     results = [m["content"] for m in messages if m["role"] == "tool"]
@@ -173,15 +203,23 @@ def build_pipeline() -> Ensemble:
     )
 
 
+def build_nested() -> Ensemble:
+    agent = Agent(role="Outer", goal="Delegate", tools=[ask_team], llm=FunctionChatModel(outer))
+    return Ensemble(tasks=[Task(description="Get a post out", agent=agent)])
+
+
 runtime = DurableRuntime(DB_URL)
 runtime.register("team", build_team)
 runtime.register("poster", build_poster)
 runtime.register("pipeline", build_pipeline)
+runtime.register("nested", build_nested)
 
 if __name__ == "__main__":
     runtime.launch()
     print("ready", flush=True)
-    name = {"delegate": "team", "approve": "poster", "pipeline": "pipeline"}[MODE]
+    name = {"delegate": "team", "approve": "poster", "pipeline": "pipeline", "nested": "nested"}[
+        MODE
+    ]
     output = runtime.run(name, {}, run_id=RUN_ID) if COMMAND == "start" else runtime.result(RUN_ID)
     runtime.shutdown()
     calls = [[c.name, c.arguments, c.output] for o in output.task_outputs for c in o.tool_calls]

@@ -152,3 +152,36 @@ def test_an_approval_inside_a_pipeline_waits_across_a_kill_and_the_tool_runs_onc
     # the pipeline's first step ran before the kill and not again; publish once, as edited
     assert lines(tmp_path / "effects.log") == ["draft", "final_on_tides"]
     assert lines(tmp_path / "calls.log") == ["pipeliner", "pipeliner"]
+
+
+def test_an_approval_inside_an_ensemble_nested_in_a_tool_is_decided_across_a_kill(
+    any_database: str, tmp_path: Path
+) -> None:
+    first = start(any_database, tmp_path, "nested", "start", "nest-1")
+    client = DurableClient(any_database)
+    try:
+        # asked inside the tool's step: published like any review of the run
+        review = wait_until("the nested approval", lambda: client.pending_reviews("nest-1"))[0]
+        assert review["request"]["tool_name"] == "publish"
+        assert review["request"]["output"] == '{"text": "team post"}'
+        first.send_signal(signal.SIGKILL)
+        first.wait(timeout=30)
+        assert lines(tmp_path / "effects.log") == []
+
+        outcome = client.decide(
+            "nest-1", review["review_id"], "edit", revised_output='{"text": "edited post"}'
+        )
+        assert outcome == "queued"
+        resumed = finished(start(any_database, tmp_path, "nested", "resume", "nest-1"))
+        assert client.pending_reviews("nest-1") == []
+    finally:
+        if first.poll() is None:
+            first.kill()
+        client.close()
+
+    assert resumed["raw"] == "Outer: Team: published edited post"
+    assert lines(tmp_path / "effects.log") == ["edited_post"]  # once, as the reviewer edited it
+    # the tool's step had not ended at the kill: the nested ensemble's request before the
+    # review ran again (the step re-ran and found the decision under the same review id);
+    # the outer turn before the tool was not asked again
+    assert lines(tmp_path / "calls.log") == ["outer", "inner", "inner", "inner", "outer"]
