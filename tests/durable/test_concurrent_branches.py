@@ -111,6 +111,12 @@ def test_approvals_of_one_turn_wait_at_once_and_a_finished_call_is_not_repeated(
 
         client.decide("post-1", reviews[second_call], "continue")
         resumed = finished(start(any_database, tmp_path, "approve", "resume", "post-1"))
+        # the run's steps list each review beside its own request, whichever was asked first
+        listed = [s for s in client.steps("post-1") if s.kind == "review"]
+        assert sorted(s.name for s in listed) == sorted(reviews.values())
+        for step in listed:
+            asked = first_call if step.name == reviews[first_call] else second_call
+            assert asked in step.detail
     finally:
         if first.poll() is None:
             first.kill()
