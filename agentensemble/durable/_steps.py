@@ -149,9 +149,10 @@ def branch_ranges(count: int) -> list[_Branch] | None:
     """Reserve ``count`` ranges of step numbers from the current counter, one per concurrent
     call, in call order (None outside a durable run).
 
-    Each gets an equal share of a sixteenth of what is left of the current range per call
-    (half of it when there are more than eight calls), so later turns and nested branches keep
-    room; the reservation moves the counter past them, as if the calls' steps had run in order.
+    Each gets a sixty-fourth of what is left of the current range (a turn of more than 32
+    calls shares half of it), so later turns and nested branches keep room: a task holds about
+    175 turns of two concurrent calls, each branch starting with 16,383 steps. The
+    reservation moves the counter past them, as if the calls' steps had run in order.
     """
     steps = _run_steps.get()
     if steps is None or count < 1:
@@ -160,7 +161,7 @@ def branch_ranges(count: int) -> list[_Branch] | None:
     context, end = steps.current(task)
     start = context.function_id + 1
     left = end - _MARGIN - start
-    size = left // (count * 16) if count <= 8 else left // (count * 2)
+    size = left // max(64, 2 * count)
     if size < MIN_BRANCH_STEPS:
         raise ConfigurationError(
             f"durable run {context.workflow_id!r} has no room left for {count} concurrent "
