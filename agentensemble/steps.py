@@ -14,7 +14,7 @@ one.
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from contextvars import ContextVar
 from typing import Literal, Protocol, TypeVar
 
@@ -25,7 +25,8 @@ StepKind = Literal["model", "tool", "review"]
 class StepRunner(Protocol):
     """Runs one step of a run; ``call`` does the work and may be skipped if already done.
 
-    A runner may also have ``step_key() -> str | None`` (see ``step_key`` below).
+    A runner may also have ``step_key() -> str | None``, ``branches(count)`` and
+    ``replaced_output() -> str | None`` (see the functions of those names below).
     """
 
     async def run_step(
@@ -75,6 +76,38 @@ def checkpointing() -> bool:
     return _runner.get() is not None
 
 
+def branches(count: int) -> list[AbstractContextManager[None]] | None:
+    """``count`` scopes for calls of one turn that run at once and make steps of their own.
+
+    A checkpointing runner hands each call a scope of its own (reserved in call order), inside
+    which the call's steps are numbered the same on every replay whatever order the calls run
+    in. None when no runner can (a plain run: nothing to number; a runner without branches:
+    the caller runs such calls one after another).
+    """
+    runner = _runner.get()
+    make = getattr(runner, "branches", None)
+    if not callable(make):
+        return None
+    scopes = make(count)
+    return list(scopes) if scopes is not None else None
+
+
+def replaced_output() -> str | None:
+    """Text that replaces the output of the current task's agent, or None (the usual case).
+
+    A durable fork given an edited output for the task before its fork point: that task's
+    steps replay from the parent's checkpoints and its output is then replaced, as a
+    reviewer's Edit would, before it is reviewed and handed on. Asked by the task's own
+    executor only, never by a delegated agent or an ensemble run inside a tool.
+    """
+    runner = _runner.get()
+    get = getattr(runner, "replaced_output", None)
+    if not callable(get):
+        return None
+    value = get()
+    return value if isinstance(value, str) else None
+
+
 @contextmanager
 def use_step_runner(runner: StepRunner | None) -> Iterator[None]:
     """Install ``runner`` for the steps of everything run inside the block."""
@@ -89,7 +122,9 @@ __all__ = [
     "StepKind",
     "StepRunner",
     "as_step",
+    "branches",
     "checkpointing",
+    "replaced_output",
     "step_key",
     "use_step_runner",
 ]

@@ -190,11 +190,18 @@ def _fork(args: argparse.Namespace) -> int:
     client = DurableClient(args.database, prepare=False)
     try:
         forked = client.fork(
-            args.run_id, from_task=args.from_task, new_run_id=args.new_run_id, inputs=inputs
+            args.run_id,
+            from_task=args.from_task,
+            new_run_id=args.new_run_id,
+            inputs=inputs,
+            edited_output=args.edit_output,
         )
     finally:
         client.close()
-    print(f"forked {args.run_id} from task {args.from_task} as {forked} (queued for a worker)")
+    edited = "" if args.edit_output is None else f", task {args.from_task - 1}'s output edited"
+    print(
+        f"forked {args.run_id} from task {args.from_task} as {forked}{edited} (queued for a worker)"
+    )
     return EXIT_OK
 
 

@@ -10,6 +10,7 @@
     agentensemble durable steps RUN_ID [--all] [--database URL]
     agentensemble durable trace RUN_ID [--out FILE] [--database URL]
     agentensemble durable fork RUN_ID --from-task N [--new-run-id ID] [--input NAME=VALUE ...]
+        [--edit-output TEXT]
         [--database URL]
     agentensemble durable prune [--keep-last N] [--older-than 7d] [--ensemble NAME]
         [--database URL]
@@ -111,6 +112,11 @@ def add_durable_arguments(parser: argparse.ArgumentParser) -> None:
         "--input", action="append", default=[], metavar="NAME=VALUE",
         help="run again with this input instead of the parent's (repeatable; the other inputs "
         "are the parent's)",
+    )  # fmt: skip
+    fork.add_argument(
+        "--edit-output", metavar="TEXT",
+        help="hand TEXT downstream instead of the output of the task before --from-task, as a "
+        "reviewer's edit would (its steps are still reused)",
     )  # fmt: skip
     fork.add_argument("--database", help=f"database URL (default ${DATABASE_ENV})")
     prune = commands.add_parser(

@@ -235,12 +235,16 @@ class DurableClient:
         from_task: int,
         new_run_id: str | None = None,
         inputs: Mapping[str, Any] | None = None,
+        edited_output: str | None = None,
     ) -> str:
         """A new run that reuses ``run_id``'s tasks before ``from_task`` (1-based, as ``steps``
         numbers them) without a model request or a tool call, and runs the rest again (with
         ``inputs`` instead of the parent's, if given); queued for the workers. The parent is
         untouched; the fork records its parent and fork point (``RunInfo.forked_from``,
-        ``RunInfo.fork_point``); a fork can be forked again. Its id (``new_run_id`` if given)."""
+        ``RunInfo.fork_point``); a fork can be forked again. Its id (``new_run_id`` if given).
+
+        ``edited_output``: task ``from_task - 1`` hands this text downstream instead of its
+        recorded output, as a reviewer's Edit would (its steps are still reused)."""
         return fork_run(
             self._client,
             run_id,
@@ -249,6 +253,7 @@ class DurableClient:
             inputs=inputs,
             checkpoint_format=CHECKPOINT_FORMAT,
             queue_name=QUEUE_NAME,
+            edited_output=edited_output,
         )
 
     def cancel(self, run_id: str) -> None:

@@ -5,10 +5,16 @@ it replay without a model request or a tool call, and the rest runs again. The f
 queue no worker reads, given its record (parent, fork point) and, optionally, new inputs, and
 only then handed to the workers' queue: no worker can start it half made. The parent is never
 changed. Reads and writes a few of DBOS's internals (pinned DBOS minor: see pyproject).
+
+A fork may carry an edited output for the task before its fork point: its record keeps the
+text (``edited_outputs``, by task, with the parent's own edits of the tasks it still reuses),
+and the run reads it once as it starts (``fork_edits``, outside the run's steps) and hands it
+downstream instead of that task's recorded output, as a reviewer's Edit would.
 """
 
 from __future__ import annotations
 
+import concurrent.futures
 import uuid
 from collections.abc import Mapping
 from typing import Any
@@ -20,6 +26,7 @@ from agentensemble.errors import ConfigurationError
 HOLD_QUEUE = "agentensemble-forks-hold"  # no worker reads it: a fork waits here while it is made
 FORK_ATTRIBUTE = "agentensemble_fork"
 TASK_RANGE_BITS = 20  # as in _steps.py: task i numbers its steps from i * 2**20
+MAX_EDITED_OUTPUT = 1_000_000  # characters: an edited output is kept in the fork's record
 
 
 def fork_run(
@@ -31,13 +38,30 @@ def fork_run(
     inputs: Mapping[str, Any] | None,
     checkpoint_format: str,
     queue_name: str,
+    edited_output: str | None = None,
 ) -> str:
     """Fork ``run_id`` (through a ``DBOSClient``) so tasks before ``from_task`` (1-based) are
-    reused and the rest run again, with ``inputs`` if given; the new run's id."""
+    reused and the rest run again, with ``inputs`` if given and task ``from_task - 1``'s output
+    replaced by ``edited_output`` if given; the new run's id."""
     from dbos import SetWorkflowID
 
     if from_task < 1:
         raise ConfigurationError(f"from_task counts tasks from 1; got {from_task}")
+    if edited_output is not None:
+        if from_task < 2:
+            raise ConfigurationError(
+                "edited_output replaces the output of the task before the fork point; a fork "
+                "from task 1 has none (fork from task 2 or later)"
+            )
+        if not isinstance(edited_output, str):
+            raise ConfigurationError(
+                f"edited_output must be text; got {type(edited_output).__name__}"
+            )
+        if len(edited_output) > MAX_EDITED_OUTPUT:
+            raise ConfigurationError(
+                f"edited_output is {len(edited_output)} characters; at most "
+                f"{MAX_EDITED_OUTPUT} are kept in a fork's record"
+            )
     found = client.list_workflows(workflow_ids=[run_id], load_output=False)
     if not found:
         raise ConfigurationError(f"there is no durable run {run_id!r} to fork")
@@ -58,7 +82,21 @@ def fork_run(
             application_version=checkpoint_format,
             queue_name=HOLD_QUEUE,
         )
-    record = {"parent": run_id, "from_task": from_task, "new_inputs": inputs is not None}
+    kept = (fork_record(parent) or {}).get("edited_outputs")  # the parent's, still reused
+    edits = {
+        task: text
+        for task, text in (kept.items() if isinstance(kept, dict) else [])
+        if isinstance(text, str) and str(task).isdigit() and int(task) < from_task
+    }
+    if edited_output is not None:
+        edits[str(from_task - 1)] = edited_output
+    record: dict[str, Any] = {
+        "parent": run_id,
+        "from_task": from_task,
+        "new_inputs": inputs is not None,
+    }
+    if edits:
+        record["edited_outputs"] = edits
     client.update_workflow_attributes(chosen, {**(parent.attributes or {}), FORK_ATTRIBUTE: record})
     if inputs is not None and args:
         _replace_inputs(client, chosen, (args[0], dict(inputs)))
@@ -72,6 +110,30 @@ def fork_record(status: Any) -> dict[str, Any] | None:
     attributes = getattr(status, "attributes", None)
     found = attributes.get(FORK_ATTRIBUTE) if isinstance(attributes, dict) else None
     return found if isinstance(found, dict) else None
+
+
+def fork_edits(run_id: str) -> dict[int, str]:
+    """The edited outputs run ``run_id`` must hand on instead of its tasks' own (empty for a run
+    that is no fork, or a fork without edits), by 1-based task.
+
+    Read in a thread with no DBOS context, so the read is not checkpointed as a step of the
+    run (that would shift its step numbers); a fork's record is written before it is queued,
+    so every execution of the run reads the same."""
+    from dbos import DBOS
+
+    with concurrent.futures.ThreadPoolExecutor(1, "agentensemble-fork-edits") as pool:
+        found = pool.submit(
+            DBOS.list_workflows, workflow_ids=[run_id], load_input=False, load_output=False
+        ).result(timeout=60)
+    record = fork_record(found[0]) if found else None
+    edits = record.get("edited_outputs") if record else None
+    if not isinstance(edits, dict):
+        return {}
+    return {
+        int(task): text
+        for task, text in edits.items()
+        if isinstance(text, str) and str(task).isdigit()
+    }
 
 
 def _replace_inputs(client: Any, run_id: str, args: tuple[Any, ...]) -> None:
@@ -102,4 +164,11 @@ def _replace_inputs(client: Any, run_id: str, args: tuple[Any, ...]) -> None:
         )
 
 
-__all__ = ["FORK_ATTRIBUTE", "HOLD_QUEUE", "fork_record", "fork_run"]
+__all__ = [
+    "FORK_ATTRIBUTE",
+    "HOLD_QUEUE",
+    "MAX_EDITED_OUTPUT",
+    "fork_edits",
+    "fork_record",
+    "fork_run",
+]

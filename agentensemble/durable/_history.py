@@ -51,6 +51,7 @@ def read_history(
     history: list[RunStep] = []
     requested: list[tuple[str, str]] = []  # (tool, arguments) asked by the last model turn
     waiting = list(reviews)
+    numbered = {n: r for r in reviews if (n := _asked_at(r)) is not None}
     for step in steps:
         name = str(step.get("function_name", ""))
         if name in _INTERNAL and not internal:
@@ -77,7 +78,7 @@ def read_history(
                 error = getattr(result, "error_message", None) or "failed"
         elif name == "DBOS.recv":
             kind = "review"
-            review = waiting.pop(0) if waiting else {}
+            review = _review_of(number, numbered, waiting)
             label = str(review.get("review_id", "review"))
             detail = _asked(review.get("request") or {})
             shown = _decision(output)
@@ -95,6 +96,24 @@ def read_history(
             )
         )
     return history
+
+
+def _asked_at(review: dict[str, Any]) -> int | None:
+    """The step number a review asked in the run itself was taken at (``<run>:<number>``)."""
+    tail = str(review.get("review_id", "")).rsplit(":", 1)[-1]
+    return int(tail) if tail.isdigit() else None
+
+
+def _review_of(
+    number: int, numbered: dict[int, dict[str, Any]], waiting: list[dict[str, Any]]
+) -> dict[str, Any]:
+    """The review whose wait is step ``number``: the one asked last before it (calls of one
+    turn ask at once, so the order they were listed in is not their steps' order)."""
+    before = [n for n in numbered if n < number]
+    review = numbered.pop(max(before)) if before else (waiting[0] if waiting else {})
+    if review in waiting:
+        waiting.remove(review)
+    return review
 
 
 def run_reviews(get_event: Any, run_id: str) -> list[dict[str, Any]]:

@@ -13,6 +13,7 @@ from __future__ import annotations
 import contextlib
 from typing import Any
 
+from agentensemble.durable._step_review import wait_in_step
 from agentensemble.durable._steps import reviews_lock
 from agentensemble.errors import ConfigurationError
 
@@ -29,9 +30,11 @@ class DurableReviewHandler:
 
     It decides task reviews (``review=`` / ``before_review=`` and ``review_policy``) and tool
     approvals (``requires_approval``): a durable run asks a tool's approval in the run itself
-    and runs the tool's body as a step after it. An approval asked from deeper inside a step
-    (a pipeline's inner tool, an ensemble nested in a tool) needs a handler that answers within
-    the call (console, webhook).
+    and runs the tool's body as a step after it. A pipeline whose steps ask approvals runs in
+    the run itself too, each of its steps' bodies a step, so its inner approvals wait durably.
+    An approval asked from inside a step (an ensemble nested in a tool's body) is published the
+    same way and waited for from the step (``_step_review.py``): its id is the step's key, so
+    a recovery that re-runs the step finds the decision sent meanwhile.
     """
 
     durable_itself = True  # the step runner lets it wait in the run itself, not in a step
@@ -44,31 +47,30 @@ class DurableReviewHandler:
         from agentensemble_review._asking import apply_on_timeout
 
         run_id = DBOS.workflow_id
-        if run_id is None or DBOS.step_id is not None:
+        if run_id is None:
             raise ConfigurationError(
                 "DurableReviewHandler decides the task reviews and tool approvals of durable "
-                "runs (DurableRuntime.run/submit) only; an approval asked inside a step (a "
-                "pipeline's inner tool, an ensemble nested in a tool) or outside a durable run "
-                "needs a handler that answers within the call, such as WebhookReviewHandler"
+                "runs (DurableRuntime.run/submit) only; outside a durable run use a handler "
+                "that answers within the call, such as WebhookReviewHandler"
             )
-        context = get_local_dbos_context()
-        assert context is not None
-        review_id = f"{run_id}:{context.function_id}"  # the same id when a recovery replays it
-        pending = {
-            "review_id": review_id,
-            "state": "pending",
-            "request": request.model_dump(mode="json", exclude={"id"}),
-        }
-        # the run's own list, read back (checkpointed): nothing kept in memory between runs;
-        # tasks running at once take turns, so no review drops another's from the list
-        async with reviews_lock() or contextlib.nullcontext():
-            known = await DBOS.get_event_async(run_id, REVIEWS_KEY, timeout_seconds=0)
-            listed = [*(known if isinstance(known, list) else []), review_id]
-            await DBOS.set_event_async(REVIEWS_KEY, list(listed))
-        await DBOS.set_event_async(review_key(review_id), pending)
-        message = await DBOS.recv_async(
-            topic=review_id, timeout_seconds=request.timeout_seconds or 10 * 365 * 86400
-        )
+        timeout = request.timeout_seconds or 10 * 365 * 86400
+        if DBOS.step_id is not None:  # inside a step (an ensemble nested in a tool's body)
+            review_id = str(request.id)  # the step's key: the same when the step runs again
+            pending = _pending(review_id, request)
+            message = await wait_in_step(run_id, review_id, pending, timeout)
+        else:
+            context = get_local_dbos_context()
+            assert context is not None
+            review_id = f"{run_id}:{context.function_id}"  # the same when a recovery replays it
+            pending = _pending(review_id, request)
+            # the run's own list, read back (checkpointed): nothing kept in memory between
+            # runs; tasks running at once take turns, so no review drops another's from the list
+            async with reviews_lock() or contextlib.nullcontext():
+                known = await DBOS.get_event_async(run_id, REVIEWS_KEY, timeout_seconds=0)
+                listed = [*(known if isinstance(known, list) else []), review_id]
+                await DBOS.set_event_async(REVIEWS_KEY, list(listed))
+            await DBOS.set_event_async(review_key(review_id), pending)
+            message = await DBOS.recv_async(topic=review_id, timeout_seconds=timeout)
         if message is None:
             await DBOS.set_event_async(review_key(review_id), {**pending, "state": "timed_out"})
             return apply_on_timeout(request)
@@ -87,6 +89,14 @@ class DurableReviewHandler:
         raise ReviewProtocolError(
             f"review {review_id!r} got a message that is not a decision: {str(message)[:200]!r}"
         )
+
+
+def _pending(review_id: str, request: Any) -> dict[str, Any]:
+    return {
+        "review_id": review_id,
+        "state": "pending",
+        "request": request.model_dump(mode="json", exclude={"id"}),
+    }
 
 
 __all__ = ["REVIEWS_KEY", "DurableReviewHandler", "review_key"]

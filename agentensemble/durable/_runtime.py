@@ -26,6 +26,7 @@ from agentensemble.durable._database import (
     check_database,
     database_url,
 )
+from agentensemble.durable._forks import fork_edits
 from agentensemble.durable._liveness import Liveness, recover_pending_runs
 from agentensemble.durable._retention import PruneTimer, Retention, prune
 from agentensemble.durable._reuse import refuse_changed_reuse
@@ -53,7 +54,7 @@ WORKFLOW_NAME = "agentensemble.run"
 # Which checkpoints a run's code can resume: bumped when step numbers or names change. DBOS
 # would otherwise hash its workflows' source and its own version, so that upgrading DBOS or
 # this package left every unfinished run waiting, unresumed and unreported.
-CHECKPOINT_FORMAT = "agentensemble-durable-2"
+CHECKPOINT_FORMAT = "agentensemble-durable-3"
 _APP_NAME = re.compile(r"^[a-z0-9_-]{3,256}$")
 
 T = TypeVar("T")
@@ -74,7 +75,8 @@ async def _durable_run(name: str, inputs: dict[str, Any]) -> dict[str, Any]:
     """One durable run: the ensemble rebuilt from its factory, every call a checkpointed step."""
     ensemble = _build(name)
     watchers = _watchers.get(DBOS.workflow_id or "")
-    with use_step_runner(_STEPS), numbering_per_task():
+    edits = fork_edits(DBOS.workflow_id or "")  # a fork's edited output: see _forks.py
+    with use_step_runner(_STEPS), numbering_per_task(edits):
         try:
             if watchers is None:
                 output = await ensemble.arun(inputs)

@@ -9,6 +9,12 @@ counts from ``i * 2**20``. Within a task, model turns follow each other and the 
 one turn start in call order, so the numbers are the same on every replay, whatever order the
 tasks resume in. A step that asks for a number whose checkpoint has another name is a change
 of code since the run started: ``DurableDivergenceError``.
+
+Calls of one model turn that make steps of their own (delegations, approvals that wait in the
+run) run at once, each a *branch* numbering its steps in a range of its own: the turn reserves
+the branches' ranges from its task's (or its branch's) counter when it starts, in call order,
+so every replay hands each branch the same numbers, whatever order the branches run in
+(``DBOSSteps.branches``).
 """
 
 from __future__ import annotations
@@ -16,7 +22,7 @@ from __future__ import annotations
 import asyncio
 import copy
 from collections.abc import Awaitable, Callable, Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
@@ -30,6 +36,8 @@ T = TypeVar("T")
 TASK_RANGE_BITS = 20  # steps per task: 2**20; the run's own (task-less) steps count from 1
 MAX_TASKS = 2047  # step numbers are 32-bit on Postgres: task 2047 ends at 2**31 - 1
 _RANGE = 1 << TASK_RANGE_BITS
+_MARGIN = 8  # numbers kept free at the end of a range (a step may reserve a second one)
+MIN_BRANCH_STEPS = 64  # a branch smaller than this would fail on its first delegation
 
 
 class DurableDivergenceError(AgentEnsembleError):
@@ -41,6 +49,18 @@ class DurableDivergenceError(AgentEnsembleError):
 
 
 @dataclass
+class _Branch:
+    """One concurrent call's own step counter (a DBOS context copy) and where its range ends."""
+
+    task: int | None
+    context: Any
+    end: int  # exclusive
+
+
+_branch: ContextVar[_Branch | None] = ContextVar("agentensemble_durable_branch", default=None)
+
+
+@dataclass
 class _RunSteps:
     """The step counters of one durable run: the run's own DBOS context, one per task."""
 
@@ -48,6 +68,7 @@ class _RunSteps:
     tasks: dict[int, Any] = field(default_factory=dict)
     reviews_lock: asyncio.Lock = field(default_factory=asyncio.Lock)
     created_at: int | None = None  # the run's creation time, read once for its review keys
+    edits: dict[int, str] = field(default_factory=dict)  # a fork's edited outputs, by task
 
     def context_for(self, task: int) -> Any:
         found = self.tasks.get(task)
@@ -62,26 +83,45 @@ class _RunSteps:
             found.curr_step_function_id = -1
             found.context_spans = list(self.root.context_spans)
             self.tasks[task] = found
-        if found.function_id >= (task + 1) * _RANGE - 8:
+        if found.function_id >= (task + 1) * _RANGE - _MARGIN:
             raise ConfigurationError(
                 f"task {task} of durable run {found.workflow_id!r} took more than "
-                f"{_RANGE - 8} steps; a durable task is bounded to that many"
+                f"{_RANGE - _MARGIN} steps; a durable task is bounded to that many"
             )
         return found
+
+    def current(self, task: int | None) -> tuple[Any, int]:
+        """The counter the current code numbers its steps with, and its range's end: the
+        branch it runs in, else its task's (else the run's own)."""
+        branch = _branch.get()
+        if branch is not None and branch.task == task:
+            if branch.context.function_id >= branch.end - _MARGIN:
+                raise ConfigurationError(
+                    f"a concurrent call of durable run {branch.context.workflow_id!r} took "
+                    f"more than its {branch.end - branch.context.function_id} remaining steps "
+                    "(a branch's range is a share of its task's); make fewer calls at once or "
+                    "fewer steps inside one call"
+                )
+            return branch.context, branch.end
+        if task is None:
+            return self.root, _RANGE
+        return self.context_for(task), (task + 1) * _RANGE
 
 
 _run_steps: ContextVar[_RunSteps | None] = ContextVar("agentensemble_durable_steps", default=None)
 
 
 @contextmanager
-def numbering_per_task() -> Iterator[None]:
-    """Inside a durable run's workflow: number each task's steps in its own range."""
+def numbering_per_task(edits: dict[int, str] | None = None) -> Iterator[None]:
+    """Inside a durable run's workflow: number each task's steps in its own range.
+
+    ``edits``: outputs that replace tasks' own (a fork's edited output), by 1-based task."""
     from dbos._context import get_local_dbos_context
 
     root = get_local_dbos_context()
     if root is None or not root.is_workflow():
         raise ConfigurationError("numbering_per_task() belongs inside a DBOS workflow")
-    token = _run_steps.set(_RunSteps(root))
+    token = _run_steps.set(_RunSteps(root, edits=dict(edits or {})))
     try:
         yield
     finally:
@@ -95,14 +135,57 @@ def _in_task_range() -> Iterator[None]:
 
     steps = _run_steps.get()
     task = current_task_index()
-    if steps is None or task is None:
+    if steps is None or (task is None and _branch.get() is None):
         yield
         return
-    token = _dbos_context_var.set(steps.context_for(task))
+    token = _dbos_context_var.set(steps.current(task)[0])
     try:
         yield
     finally:
         _dbos_context_var.reset(token)
+
+
+def branch_ranges(count: int) -> list[_Branch] | None:
+    """Reserve ``count`` ranges of step numbers from the current counter, one per concurrent
+    call, in call order (None outside a durable run).
+
+    Each gets a sixty-fourth of what is left of the current range (a turn of more than 32
+    calls shares half of it), so later turns and nested branches keep room: a task holds about
+    175 turns of two concurrent calls, each branch starting with 16,383 steps. The
+    reservation moves the counter past them, as if the calls' steps had run in order.
+    """
+    steps = _run_steps.get()
+    if steps is None or count < 1:
+        return None
+    task = current_task_index()
+    context, end = steps.current(task)
+    start = context.function_id + 1
+    left = end - _MARGIN - start
+    size = left // max(64, 2 * count)
+    if size < MIN_BRANCH_STEPS:
+        raise ConfigurationError(
+            f"durable run {context.workflow_id!r} has no room left for {count} concurrent "
+            f"calls ({left} step numbers left where they start); make fewer calls at once, or "
+            "fewer nested concurrent calls"
+        )
+    branches = []
+    for index in range(count):
+        copied = copy.copy(context)
+        copied.function_id = start + index * size - 1  # DBOS adds 1 before numbering a step
+        copied.curr_step_function_id = -1
+        copied.context_spans = list(context.context_spans)
+        branches.append(_Branch(task, copied, start + (index + 1) * size))
+    context.function_id = start + count * size - 1
+    return branches
+
+
+@contextmanager
+def _in_branch(branch: _Branch) -> Iterator[None]:
+    token = _branch.set(branch)
+    try:
+        yield
+    finally:
+        _branch.reset(token)
 
 
 def reviews_lock() -> asyncio.Lock | None:
@@ -146,6 +229,27 @@ class DBOSSteps:
             ) from None
         return result
 
+    def branches(self, count: int) -> list[AbstractContextManager[None]] | None:
+        """``count`` scopes, one per concurrent call of a turn, each numbering the steps run
+        inside it in a range of its own (reserved now, in call order); None outside a durable
+        run's workflow, or inside a step (its calls are checkpointed with it)."""
+        from dbos import DBOS
+
+        if DBOS.workflow_id is None or DBOS.step_id is not None:
+            return None
+        found = branch_ranges(count)
+        return None if found is None else [_in_branch(branch) for branch in found]
+
+    def replaced_output(self) -> str | None:
+        """The fork's edited output for the current task, if any; None inside a step or a
+        branch (a delegated agent's, a tool's work is not the task's output)."""
+        from dbos import DBOS
+
+        steps, task = _run_steps.get(), current_task_index()
+        if steps is None or task is None or DBOS.step_id is not None or _branch.get() is not None:
+            return None
+        return steps.edits.get(task)
+
     def step_key(self) -> str | None:
         """What the current step asks (a review), named the same when a recovery re-runs it.
 
@@ -158,4 +262,10 @@ class DBOSSteps:
         return durable_step_key(_run_steps.get())
 
 
-__all__ = ["DBOSSteps", "DurableDivergenceError", "numbering_per_task", "reviews_lock"]
+__all__ = [
+    "DBOSSteps",
+    "DurableDivergenceError",
+    "branch_ranges",
+    "numbering_per_task",
+    "reviews_lock",
+]

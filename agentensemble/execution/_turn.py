@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import asyncio
 import threading
-from collections.abc import Callable, Coroutine, Sequence
+from collections.abc import Awaitable, Callable, Coroutine, Sequence
+from contextlib import AbstractContextManager
 from typing import Any, TypeVar
 
 T = TypeVar("T")
@@ -54,6 +55,12 @@ async def run_in_order(
             stopped.set()
             raise
     return results
+
+
+async def in_scope(scope: AbstractContextManager[Any], call: Callable[[], Awaitable[T]]) -> T:
+    """Run ``call`` inside ``scope`` (a branch of a durable run: see ``steps.branches``)."""
+    with scope:
+        return await call()
 
 
 def _raised(task: asyncio.Future[Any]) -> bool:

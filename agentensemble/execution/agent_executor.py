@@ -24,7 +24,7 @@ from agentensemble.events import (
     ToolCallCompleted,
     ToolCallStarted,
 )
-from agentensemble.execution._turn import run_in_order, run_turn
+from agentensemble.execution._turn import in_scope, run_in_order, run_turn
 from agentensemble.execution._verbose import Transcript
 from agentensemble.execution.guardrails import (
     check_input,
@@ -47,9 +47,9 @@ from agentensemble.llm.types import ChatModel, ChatResponse, Message, ToolCall, 
 from agentensemble.logging import get_logger
 from agentensemble.outputs import ReturnBehavior, TaskOutput, TokenUsage, ToolCallRecord
 from agentensemble.run_context import model_call_scope
-from agentensemble.steps import as_step, checkpointing
+from agentensemble.steps import as_step, branches, checkpointing, replaced_output
 from agentensemble.tools.base import ToolResult
-from agentensemble.tools.context import ToolContext, use_tool_context
+from agentensemble.tools.context import ToolContext, in_tool_call, use_tool_context
 from agentensemble.tools.metrics import ToolMetricsRegistry
 from agentensemble.tools.return_rule import should_return_immediately
 
@@ -187,7 +187,21 @@ class AgentExecutor:
         )
 
     async def run(self) -> TaskOutput:
-        """Run to completion and return the task's output."""
+        """Run to completion and return the task's output (replaced by a durable fork's edited
+        output when this is the task before the fork point: ``steps.replaced_output``)."""
+        output = await self._run()
+        edited = None if in_tool_call() else replaced_output()
+        if edited is None:
+            return output
+        parsed = None
+        if self.task.output_type is not None:
+            try:
+                parsed = parse_output(edited, self.task.output_type)
+            except OutputParsingError as error:
+                _log.warning("edited output does not parse into output_type", error=str(error))
+        return output.model_copy(update={"raw": edited, "parsed": parsed})
+
+    async def _run(self) -> TaskOutput:
         started = time.perf_counter()
         await self._prepare()
         specs = self.task.tools.specs if self.task.tools else None
@@ -289,9 +303,19 @@ class AgentExecutor:
             agent_role=self.task.role,
         )
         with use_tool_context(context):
-            if checkpointing() and any(self._checkpoints_itself(c.name) for c in calls):
+            own = checkpointing() and any(self._checkpoints_itself(c.name) for c in calls)
+            scopes = branches(allowed) if own and allowed > 1 else None
+            if scopes is not None:
                 # calls making steps of their own (a delegation, an approval waiting in the
-                # run) must start them in the same order on every replay
+                # run) run at once, each numbering its steps in a scope of its own
+                executed = await run_turn(
+                    [
+                        in_scope(scope, partial(self._run_one, call))
+                        for scope, call in zip(scopes, calls[:allowed], strict=True)
+                    ],
+                    context.stopped,
+                )
+            elif own:  # a runner that cannot number them apart: one after another
                 executed = await run_in_order(
                     [partial(self._run_one, call) for call in calls[:allowed]], context.stopped
                 )

@@ -81,4 +81,9 @@ def current_tool_context() -> ToolContext:
     return context if context is not None else ToolContext()
 
 
-__all__ = ["ToolContext", "current_tool_context", "use_tool_context"]
+def in_tool_call() -> bool:
+    """Whether the code runs inside a tool call (a delegated agent, a nested ensemble)."""
+    return _current.get() is not None
+
+
+__all__ = ["ToolContext", "current_tool_context", "in_tool_call", "use_tool_context"]

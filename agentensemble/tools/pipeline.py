@@ -22,7 +22,7 @@ from agentensemble._naming import tool_name_problem
 from agentensemble.errors import ConfigurationError, ToolNameError
 from agentensemble.outputs import ReturnBehavior
 from agentensemble.tools import _gate
-from agentensemble.tools.base import AgentTool, ToolResult, as_tool_result
+from agentensemble.tools.base import AgentTool, ToolResult
 from agentensemble.tools.context import ToolContext, current_tool_context
 from agentensemble.tools.decorator import FunctionTool, ToolDefinition, tool_definition
 from agentensemble.tools.instrumented import (
@@ -181,6 +181,15 @@ class ToolPipeline(AbstractAgentTool):
     def approval_steps(self) -> list[str]:
         """Names of the steps that require approval (a nested pipeline's name stands for it)."""
         return [stage.name for stage in self._stages if _requires_approval(stage.tool)]
+
+    @property
+    def durable_itself(self) -> bool:
+        """Whether a durable run runs the pipeline in the run itself rather than as one step:
+        when a step asks approvals and the run's review handler waits in the run (such as
+        DurableReviewHandler), which it cannot do inside a step. Each step's body is then a
+        step of its own, and each approval waits durably between them."""
+        handler = current_tool_context().review_handler
+        return bool(self.approval_steps) and getattr(handler, "durable_itself", False) is True
 
     def needs_approval(self, input: str) -> bool:
         """Only the pipeline's own rule: gated steps ask when they run, not up front."""
@@ -380,7 +389,11 @@ async def _run_plain_stage(stage: _Stage, tool_input: str, context: ToolContext)
             result = gated
         else:
             tool_input = gated
-            result = as_tool_result(await stage.tool.aexecute(tool_input))
+            plain = stage.tool
+            # a step of its own when the pipeline runs in a durable run itself (else a plain call)
+            result = await _gate.run_body(
+                stage.name, plain, lambda: _gate.as_result(plain.aexecute(tool_input))
+            )
     except BaseException as exc:
         if ends_the_run(exc) or stops_the_run(exc):
             raise

@@ -3,12 +3,18 @@
 Two tasks, each a model turn calling a tool and a final answer; every model request and tool
 call is appended to WORKDIR/calls.log, so a test sees what ran again and what was reused.
 Commands: ``run RUN_ID TOPIC``, ``fork PARENT FROM_TASK NEW_ID [TOPIC]`` (then waits for the
-fork as a worker), ``steps RUN_ID``. Prints JSON on its last line.
+fork as a worker; ``FORK_EDIT`` in the environment: the fork's edited output), ``result RUN_ID``
+(waits for a queued or interrupted run as a worker), ``steps RUN_ID``. ``KILL_AT_FINAL=two``:
+the process SIGKILLs itself as task two's final model request begins. Task two's answer says
+when the context it was given was a person's edit (it starts with ``EDITED``). Prints JSON on
+its last line.
 """
 
 from __future__ import annotations
 
 import json
+import os
+import signal
 import sys
 from pathlib import Path
 from typing import Any
@@ -40,7 +46,10 @@ def answer(messages: list[Any], tools: Any) -> ChatResponse | str:
     topic = prompt.split("about ", 1)[1].split()[0].strip(".") if "about " in prompt else "-"
     log(f"model {task}")
     if messages[-1].get("role") == "tool":
-        return f"{task} on {topic}: {messages[-1].get('content')}"
+        if os.environ.get("KILL_AT_FINAL") == task:
+            os.kill(os.getpid(), signal.SIGKILL)
+        read = " (read EDITED)" if task == "two" and "EDITED" in prompt else ""
+        return f"{task} on {topic}: {messages[-1].get('content')}{read}"
     return tool_call("note", {"text": f"{task}-{topic}"})
 
 
@@ -73,11 +82,19 @@ if __name__ == "__main__":
     runtime.launch()
     if COMMAND == "run":
         result = summary(runtime.run("notes", {"topic": ARGS[1]}, run_id=ARGS[0]))
+    elif COMMAND == "result":
+        result = summary(runtime.result(ARGS[0]))
     else:
         parent, from_task, new_id = ARGS[0], int(ARGS[1]), ARGS[2]
         inputs = {"topic": ARGS[3]} if len(ARGS) > 3 else None
         client = DurableClient(DB)
-        forked = client.fork(parent, from_task=from_task, new_run_id=new_id, inputs=inputs)
+        forked = client.fork(
+            parent,
+            from_task=from_task,
+            new_run_id=new_id,
+            inputs=inputs,
+            edited_output=os.environ.get("FORK_EDIT"),
+        )
         client.close()
         result = summary(runtime.result(forked))
         info = runtime.status(forked)

@@ -5,6 +5,8 @@ real Postgres, each run in a process of its own."""
 from __future__ import annotations
 
 import json
+import os
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -27,15 +29,19 @@ class App:
         self.db, self.workdir = db, workdir
         self.log = workdir / "calls.log"
 
-    def __call__(self, *args: str) -> Any:
-        result = subprocess.run(
+    def __call__(self, *args: str, **env: str) -> Any:
+        result = self.process(*args, **env)
+        assert result.returncode == 0, result.stderr
+        return json.loads(result.stdout.strip().splitlines()[-1])
+
+    def process(self, *args: str, **env: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
             [sys.executable, str(APP), self.db, str(self.workdir), *args],
             capture_output=True,
             text=True,
             timeout=120,
+            env={**os.environ, **env},
         )
-        assert result.returncode == 0, result.stderr
-        return json.loads(result.stdout.strip().splitlines()[-1])
 
     def calls(self) -> list[str]:
         """What ran since the last look (then forgets it)."""
@@ -92,6 +98,27 @@ def test_a_fork_reuses_the_tasks_before_its_point_and_runs_the_rest_again(app: A
     assert [s["output"] for s in app("steps", "r1")][-1] == parent["tasks"][1]  # untouched
 
 
+def test_a_fork_hands_an_edited_output_downstream_and_keeps_it_across_a_kill(app: App) -> None:
+    parent = app("run", "r1", "tides")
+    app.calls()
+    edit = "EDITED by a person: spring tides"
+    crashed = app.process("fork", "r1", "2", "r1-edited", FORK_EDIT=edit, KILL_AT_FINAL="two")
+    assert crashed.returncode == -signal.SIGKILL, crashed.stderr
+    # task one replayed without a request; task two's first turn and tool ran, then the kill
+    assert app.calls() == task("two", "tides")
+
+    resumed = app("result", "r1-edited")  # a worker resumes the fork after the kill
+    assert app.calls() == ["model two"]  # only the request the kill hit came again
+    assert resumed["tasks"][0] == edit  # handed on instead of task one's recorded output
+    assert resumed["tasks"][1].endswith("(read EDITED)")  # task two was given the edit
+    assert app("steps", "r1")[2]["output"] == parent["tasks"][0]  # the parent is untouched
+    assert app("steps", "r1-edited")[2]["output"] == parent["tasks"][0]  # steps reused as they were
+
+    again = app("fork", "r1-edited", "2", "r1-edited-again")  # a fork of it keeps the edit
+    assert app.calls() == task("two", "tides")
+    assert again["tasks"][0] == edit and again["tasks"][1].endswith("(read EDITED)")
+
+
 def test_only_a_finished_run_is_forked_and_the_mistakes_are_named(tmp_path: Path) -> None:
     db = f"sqlite:///{tmp_path}/runs.sqlite"
     App(db, tmp_path)("run", "done", "tides")
@@ -105,6 +132,10 @@ def test_only_a_finished_run_is_forked_and_the_mistakes_are_named(tmp_path: Path
             client.fork("nope", from_task=1)
         with pytest.raises(ConfigurationError, match="counts tasks from 1"):
             client.fork("done", from_task=0)
+        with pytest.raises(ConfigurationError, match="from task 1 has none"):
+            client.fork("done", from_task=1, edited_output="x")
+        with pytest.raises(ConfigurationError, match="at most 1000000 are kept"):
+            client.fork("done", from_task=2, edited_output="x" * 1_000_001)
         with pytest.raises(ConfigurationError, match="'waiting' is already taken"):
             client.fork("done", from_task=1, new_run_id="waiting")
         with pytest.raises(KeyError, match="no durable run"):
@@ -144,6 +175,15 @@ def test_steps_and_fork_from_the_command_line(tmp_path: Path) -> None:
         assert client.status("r1-b") == "ENQUEUED"
     finally:
         client.close()
+    edited = durable("fork", "r1", "--from-task", "2", "--new-run-id", "r1-c", "--edit-output",
+                     "EDITED on the command line")  # fmt: skip
+    assert edited.returncode == 0, edited.stderr
+    assert edited.stdout.strip() == (
+        "forked r1 from task 2 as r1-c, task 1's output edited (queued for a worker)"
+    )
+    worked = App(db, tmp_path)("result", "r1-c")  # a worker takes the queued fork
+    assert worked["tasks"][0] == "EDITED on the command line"
+    assert worked["tasks"][1].endswith("(read EDITED)")
     bad = durable("fork", "r1", "--from-task", "2", "--input", "novalue")
     assert bad.returncode == 2 and "'novalue' is not NAME=VALUE" in bad.stderr
 

@@ -1,0 +1,76 @@
+"""A DurableReviewHandler review asked from inside a step (an ensemble nested in a tool's body).
+
+DBOS lets a step publish events but not receive messages, so such a review is published as the
+run's reviews are (``review:<id>``, listed under ``reviews``), and the step then waits for the
+decision by reading DBOS's message table, without consuming the message. The review's id is the
+step's key (``run:created:step.n``), the same when a recovery re-runs the step, so a decision
+sent while no process ran is found the moment the step asks again, and is applied once: a
+decided review is refused by ``DurableClient.decide``. The step is not checkpointed until it
+ends, so the work before the review inside it runs again after a crash (as any step's does).
+Reads a few of DBOS's internals (pinned DBOS minor: see pyproject).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import contextlib
+import time
+from typing import Any
+
+POLL_SECONDS = 0.2
+
+
+async def wait_in_step(run_id: str, review_id: str, pending: dict[str, Any], timeout: float) -> Any:
+    """Publish ``pending`` as review ``review_id`` of ``run_id`` from inside a step and wait up
+    to ``timeout`` seconds for the first decision sent to it; that message, or None."""
+    from dbos import DBOS
+
+    from agentensemble.durable._review import REVIEWS_KEY, review_key
+    from agentensemble.durable._steps import reviews_lock
+
+    async with reviews_lock() or contextlib.nullcontext():
+        known = await DBOS.get_event_async(run_id, REVIEWS_KEY, timeout_seconds=0)
+        listed = [*(known if isinstance(known, list) else [])]
+        if review_id not in listed:  # a re-run step asks about the same review again
+            await DBOS.set_event_async(REVIEWS_KEY, [*listed, review_id])
+    current = await DBOS.get_event_async(run_id, review_key(review_id), timeout_seconds=0)
+    state = current.get("state") if isinstance(current, dict) else None
+    if state == "timed_out":  # it timed out before a crash: it stays timed out
+        return None
+    if state != "decided":
+        await DBOS.set_event_async(review_key(review_id), pending)
+    loop = asyncio.get_running_loop()
+    deadline = time.monotonic() + timeout
+    with concurrent.futures.ThreadPoolExecutor(1, "agentensemble-step-review") as pool:
+        while True:
+            message = await loop.run_in_executor(pool, _first_message, run_id, review_id)
+            if message is not None:
+                return message
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return None
+            await asyncio.sleep(min(POLL_SECONDS, left))
+
+
+def _first_message(run_id: str, review_id: str) -> Any:
+    """The first message sent to ``run_id`` on topic ``review_id`` (consumed or not), or None."""
+    import sqlalchemy
+    from dbos._dbos import _get_dbos_instance
+    from dbos._serialization import deserialize_value
+
+    sys_db: Any = _get_dbos_instance()._sys_db
+    table = sys_db.tables.notifications
+    query = (
+        sqlalchemy.select(table.c.message, table.c.serialization)
+        .where(table.c.destination_uuid == run_id)
+        .where(table.c.topic == review_id)
+        .order_by(table.c.created_at_epoch_ms)
+        .limit(1)
+    )
+    with sys_db.engine.connect() as connection:
+        row = connection.execute(query).first()
+    return None if row is None else deserialize_value(row[0], row[1], sys_db.serializer)
+
+
+__all__ = ["wait_in_step"]
