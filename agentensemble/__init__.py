@@ -23,6 +23,7 @@ from agentensemble.errors import (
     ToolArgumentsError,
     ToolExecutionError,
     ToolNameError,
+    UntrustedInputError,
 )
 from agentensemble.events import (
     DelegationCompleted,
@@ -174,6 +175,7 @@ __all__ = [
     "ToolMetrics",
     "ToolMetricsRegistry",
     "ToolNameError",
+    "UntrustedInputError",
     "ToolPipeline",
     "ToolResolver",
     "ToolResult",
