@@ -27,6 +27,7 @@ The module imports only the standard library; importing it is cheap.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import threading
 from typing import Any
@@ -145,10 +146,8 @@ async def aparse_json(
             )
         except BaseException as exc:  # delivered to the awaiting coroutine
             outcome = (False, exc)
-        try:
+        with contextlib.suppress(RuntimeError):  # the loop is closed: nobody waits any more
             loop.call_soon_threadsafe(settle, outcome)
-        except RuntimeError:  # the loop is closed: nobody waits any more
-            pass
 
     threading.Thread(target=target, name="agentensemble-parse", daemon=True).start()
     try:
