@@ -28,9 +28,10 @@ import sys
 import threading
 import uuid
 from collections.abc import Sequence
+from typing import Any
 
-from agentensemble._display import escape_for_display
-from agentensemble.durable._client import DurableClient, ReviewClosedError
+from agentensemble._display import escape_for_row
+from agentensemble.durable._client import DurableClient, ReviewClosedError, past_deadline
 from agentensemble.durable._liveness import DEAD_AFTER_ENV, HEARTBEAT_ENV
 from agentensemble.durable._runtime import DATABASE_ENV, WORKER_ENV, DurableRuntime
 from agentensemble.errors import ConfigurationError
@@ -123,13 +124,33 @@ def _runs(database: str | None, status: str | None) -> int:
     return EXIT_OK
 
 
+def review_row(review: dict[str, Any]) -> str:
+    """One pending review as one tab-separated line: id, timing, what is to be approved (the
+    tool and its arguments, or the task and its output), the prompt, and whether its deadline
+    has passed. Every field is escaped: a newline or tab in a model's text is shown as ``\\n`` /
+    ``\\t``, never as a row or column of its own."""
+    request = review.get("request")
+    request = request if isinstance(request, dict) else {}
+    fields = [str(review.get("review_id", "")), str(request.get("timing", ""))]
+    if request.get("tool_name"):
+        fields += [f"tool: {request['tool_name']}", f"arguments: {request.get('output', '')}"]
+    else:
+        fields += [
+            f"task: {request.get('task_description', '')}",
+            f"output: {request.get('output', '')}",
+        ]
+    if request.get("prompt"):
+        fields.append(f"prompt: {request['prompt']}")
+    if past_deadline(review):
+        fields.append("TIMED OUT: can no longer be decided")
+    return "\t".join(escape_for_row(field) for field in fields)
+
+
 def _reviews(run_id: str, database: str | None) -> int:
     client = DurableClient(database)
     try:
         for review in client.pending_reviews(run_id):
-            request = review["request"]
-            shown = escape_for_display(str(request.get("output", "")))
-            print(f"{review['review_id']}\t{request.get('timing')}\t{shown}")
+            print(review_row(review))
     finally:
         client.close()
     return EXIT_OK

@@ -6,11 +6,17 @@ The process may die meanwhile: the run resumes in whichever worker recovers it a
 waiting. ``DurableClient.decide`` (from a web app, a CLI, another worker) sends the decision;
 a decision for a review that is no longer pending is refused, and a review id is never reused,
 so a late decision can never be applied to another review.
+
+A deadline is a deadline whoever is running: the review's deadline (wall clock, fixed once as
+a step) is published with it. A decision made after it is refused by the client
+(``ReviewClosedError``), and one that reaches the run stamped after it is not applied: the
+review times out and ``on_timeout`` applies, as when a worker was waiting all along.
 """
 
 from __future__ import annotations
 
 import contextlib
+import time
 from typing import Any
 
 from agentensemble.durable._steps import reviews_lock
@@ -54,9 +60,14 @@ class DurableReviewHandler:
         context = get_local_dbos_context()
         assert context is not None
         review_id = f"{run_id}:{context.function_id}"  # the same id when a recovery replays it
+        wait = request.timeout_seconds or 10 * 365 * 86400
+        deadline = await DBOS.run_step_async(  # fixed once: a recovery keeps the first deadline
+            {"name": "review_deadline"}, _deadline_in, wait
+        )
         pending = {
             "review_id": review_id,
             "state": "pending",
+            "deadline": deadline,
             "request": request.model_dump(mode="json", exclude={"id"}),
         }
         # the run's own list, read back (checkpointed): nothing kept in memory between runs;
@@ -66,10 +77,8 @@ class DurableReviewHandler:
             listed = [*(known if isinstance(known, list) else []), review_id]
             await DBOS.set_event_async(REVIEWS_KEY, list(listed))
         await DBOS.set_event_async(review_key(review_id), pending)
-        message = await DBOS.recv_async(
-            topic=review_id, timeout_seconds=request.timeout_seconds or 10 * 365 * 86400
-        )
-        if message is None:
+        message = await DBOS.recv_async(topic=review_id, timeout_seconds=wait)
+        if message is None or _late(message, deadline):
             await DBOS.set_event_async(review_key(review_id), {**pending, "state": "timed_out"})
             return apply_on_timeout(request)
         applied = message.get("decision_id") if isinstance(message, dict) else None
@@ -87,6 +96,16 @@ class DurableReviewHandler:
         raise ReviewProtocolError(
             f"review {review_id!r} got a message that is not a decision: {str(message)[:200]!r}"
         )
+
+
+def _deadline_in(seconds: float) -> float:
+    return time.time() + seconds
+
+
+def _late(message: Any, deadline: float) -> bool:
+    """Whether ``message`` was sent after the review's deadline (while no worker waited)."""
+    sent = message.get("sent_at") if isinstance(message, dict) else None
+    return isinstance(sent, int | float) and sent > deadline
 
 
 __all__ = ["REVIEWS_KEY", "DurableReviewHandler", "review_key"]
