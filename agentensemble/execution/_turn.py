@@ -14,6 +14,8 @@ import threading
 from collections.abc import Callable, Coroutine, Sequence
 from typing import Any, TypeVar
 
+from agentensemble._interrupts import Interrupted, reraise_interrupt
+
 T = TypeVar("T")
 
 
@@ -23,7 +25,8 @@ async def run_turn(calls: Sequence[Coroutine[Any, Any, T]], stopped: threading.E
     When one raises, or this turn is cancelled, ``stopped`` is set, the calls still running are
     cancelled and awaited, and the first error (in call order) is raised.
     """
-    tasks = [asyncio.ensure_future(call) for call in calls]
+    # a tool's KeyboardInterrupt crosses the task boundary as Interrupted (see _interrupts)
+    tasks = [asyncio.ensure_future(_carried(call)) for call in calls]
     if not tasks:
         return []
     try:
@@ -34,7 +37,9 @@ async def run_turn(calls: Sequence[Coroutine[Any, Any, T]], stopped: threading.E
     failed = [task for task in tasks if task.done() and _raised(task)]
     if failed:
         await _stop(tasks, stopped)
-        raise failed[0].exception()  # type: ignore[misc]  # checked by _raised
+        error = failed[0].exception()
+        reraise_interrupt(error)  # Ctrl-C raised by a tool: stops the run as Ctrl-C does
+        raise error  # type: ignore[misc]  # checked by _raised
     return [task.result() for task in tasks]
 
 
@@ -54,6 +59,13 @@ async def run_in_order(
             stopped.set()
             raise
     return results
+
+
+async def _carried(call: Coroutine[Any, Any, T]) -> T:
+    try:
+        return await call
+    except KeyboardInterrupt as exc:
+        raise Interrupted(exc) from None
 
 
 def _raised(task: asyncio.Future[Any]) -> bool:

@@ -20,7 +20,13 @@ from collections.abc import Mapping, Sequence
 from datetime import timedelta
 from typing import Any
 
-from agentensemble._interrupts import EscapedError, contained
+from agentensemble._interrupts import (
+    EscapedError,
+    Interrupted,
+    contained,
+    keep_outputs,
+    reraise_interrupt,
+)
 from agentensemble.errors import ExitEarlyError, ParallelExecutionError, TaskExecutionError
 from agentensemble.events import TaskFailed
 from agentensemble.execution.agent_executor import ExecutionEnv
@@ -55,6 +61,10 @@ class ParallelRunner:
         fail_fast = self.error_strategy is ParallelErrorStrategy.FAIL_FAST
         try:
             await run.until_done(fail_fast)
+        except BaseException as stop:  # Ctrl-C or cancellation: what finished is kept on it
+            await run.cancel_running()
+            keep_outputs(stop, run.ordered_outputs()[0])
+            raise
         finally:
             await run.cancel_running()
         outputs, tasks = run.ordered_outputs()
@@ -119,6 +129,9 @@ class _GraphRun:
         index = self.index[id(item.task)]
         try:
             keep_going = finished.result()
+        except Interrupted as carried:  # Ctrl-C raised by a tool or handler: the run stops
+            reraise_interrupt(carried)
+            raise
         except ExitEarlyError as stop:
             self.stop = ExitReason.TIMEOUT if stop.timed_out else ExitReason.USER_EXIT_EARLY
             _log.info("run exited early", task_index=index, reason=stop.reason)

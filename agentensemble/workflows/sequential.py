@@ -11,7 +11,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from agentensemble._interrupts import ends_the_run
+from agentensemble._interrupts import ends_the_run, keep_outputs
 from agentensemble.errors import ExitEarlyError, OutputParsingError, TaskExecutionError
 from agentensemble.events import TaskCompleted, TaskFailed, TaskStarted
 from agentensemble.execution.agent_executor import AgentExecutor, ExecutionEnv
@@ -59,6 +59,7 @@ async def run_sequential(
             break
         except BaseException as error:  # a nested run's TaskExecutionError is this task's too
             if ends_the_run(error):
+                keep_outputs(error, state.outputs)
                 raise
             env.emitter.emit(TaskFailed(index, total, item.description, error))
             _log.error(
