@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import contextvars
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Awaitable, Callable, Iterator, Mapping
 from typing import Any
 
 PATTERN_TIMEOUT = 0.05
@@ -142,4 +142,37 @@ def schema_errors(validator: Any, arguments: object) -> list[str]:
     return lines
 
 
-__all__ = ["CHECK_BUDGET", "PATTERN_TIMEOUT", "schema_errors", "schema_validator"]
+def bounded_result_check(tools: list[Any]) -> Callable[[str, Any], Awaitable[None]]:
+    """A replacement for the MCP SDK's ``ClientSession.validate_tool_result``: the server's
+    structured content checked against its output schema with this module's validator (no
+    reference fetched, every regex bounded) instead of the SDK's (unbounded ``re``, on the event
+    loop, with a pattern and a value both chosen by the server). A mismatch raises
+    ``RuntimeError``, as the SDK does."""
+    schemas = {
+        str(tool.name): tool.output_schema
+        for tool in tools
+        if isinstance(getattr(tool, "output_schema", None), Mapping)
+    }
+    validators: dict[str, Any] = {}
+
+    async def validate_tool_result(name: str, result: Any) -> None:
+        schema = schemas.get(name)
+        structured = getattr(result, "structured_content", None)
+        if schema is None or structured is None:
+            return
+        if name not in validators:
+            validators[name] = schema_validator(schema)
+        problems = schema_errors(validators[name], structured)
+        if problems:
+            raise RuntimeError(f"Invalid structured content returned by tool {name}: {problems[0]}")
+
+    return validate_tool_result
+
+
+__all__ = [
+    "CHECK_BUDGET",
+    "PATTERN_TIMEOUT",
+    "bounded_result_check",
+    "schema_errors",
+    "schema_validator",
+]
