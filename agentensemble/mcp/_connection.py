@@ -103,7 +103,8 @@ class Connection(OpenedSource):
                 listed = await _list_all(session)
                 # the SDK checks results against the server's output schemas with unbounded
                 # regexes, on this loop: the server's own pattern and output could freeze it
-                session.validate_tool_result = bounded_result_check(listed)  # type: ignore[method-assign]
+                checked: Any = bounded_result_check(listed)
+                session.validate_tool_result = checked  # type: ignore[method-assign]
                 self._session = session
                 if not ready.done():
                     ready.set_result(listed)

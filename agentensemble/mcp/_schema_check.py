@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import contextvars
 import time
-from collections.abc import Awaitable, Callable, Iterator, Mapping
+from collections.abc import Callable, Coroutine, Iterator, Mapping
 from typing import Any
 
 PATTERN_TIMEOUT = 0.05
@@ -142,7 +142,7 @@ def schema_errors(validator: Any, arguments: object) -> list[str]:
     return lines
 
 
-def bounded_result_check(tools: list[Any]) -> Callable[[str, Any], Awaitable[None]]:
+def bounded_result_check(tools: list[Any]) -> Callable[[str, Any], Coroutine[Any, Any, None]]:
     """A replacement for the MCP SDK's ``ClientSession.validate_tool_result``: the server's
     structured content checked against its output schema with this module's validator (no
     reference fetched, every regex bounded) instead of the SDK's (unbounded ``re``, on the event
