@@ -39,7 +39,7 @@ WORKFLOW_NAME = "agentensemble.run"
 # Which checkpoints a run's code can resume: bumped when step numbers or names change. DBOS
 # would otherwise hash its workflows' source and its own version, so that upgrading DBOS or
 # this package left every unfinished run waiting, unresumed and unreported.
-CHECKPOINT_FORMAT = "agentensemble-durable-2"
+CHECKPOINT_FORMAT = "agentensemble-durable-3"  # 3: a review fixes its deadline as a step
 FAILURE_KEY = "failure"  # the event holding a failed run's error and completed outputs
 _APP_NAME = re.compile(r"^[a-z0-9_-]{3,256}$")
 
