@@ -26,6 +26,7 @@ from agentensemble.errors import (
     ToolArgumentsError,
     ToolExecutionError,
     ToolNameError,
+    UntrustedInputError,
 )
 from agentensemble.events import (
     DelegationCompleted,
@@ -199,6 +200,7 @@ __all__ = [
     "ToolResolver",
     "ToolResult",
     "TypedAgentTool",
+    "UntrustedInputError",
     "Workflow",
     "__version__",
     "configure_logging",

@@ -21,15 +21,17 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import contextlib
 import contextvars
 import os
 import signal
 import threading
 import types
-from collections.abc import Coroutine
+from collections.abc import Coroutine, Iterator
 from pathlib import Path
 from typing import Any, Generic, TypeVar
 
+from agentensemble._interrupts import keep_outputs
 from agentensemble.tools._pool import daemon_pool
 
 T = TypeVar("T")
@@ -111,14 +113,42 @@ def run_on_background_loop(coro: Coroutine[Any, Any, T]) -> T:
 
     loop.call_soon_threadsafe(start, context=contextvars.copy_context())
     try:
-        finished.acquire()  # a plain lock: the cheapest hand-back, and Ctrl-C interrupts it
-    except BaseException:  # Ctrl-C (or another exception raised into this thread): stop the run
+        with _interruptible(running):
+            finished.acquire()  # a plain lock: the cheapest hand-back, Ctrl-C interrupts it
+    except BaseException as stop:  # Ctrl-C (or another exception raised into this thread)
         loop.call_soon_threadsafe(_cancel, tasks)
-        finished.acquire(timeout=CANCEL_GRACE_SECONDS)
+        if finished.acquire(timeout=CANCEL_GRACE_SECONDS) and outcome.stopped_with is not None:
+            keep_outputs(stop, outcome.stopped_with)  # what the cancelled run had finished
         raise
     if tasks[0].cancelled():
         raise asyncio.CancelledError
     return outcome.get()
+
+
+@contextlib.contextmanager
+def _interruptible(running: asyncio.AbstractEventLoop | None) -> Iterator[None]:
+    """Ctrl-C raises KeyboardInterrupt in this thread while it waits for the run.
+
+    Called from a coroutine of a loop run by ``asyncio.run`` (a notebook cell, an async main),
+    asyncio's own SIGINT handler is installed: it only cancels that loop's main task, which is
+    blocked right here, so the first Ctrl-C did nothing and the run went on to its end. While
+    the run is waited for, the main thread's SIGINT raises KeyboardInterrupt instead.
+    """
+    if running is None or threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    try:
+        current = signal.getsignal(signal.SIGINT)
+    except (ValueError, AttributeError):
+        current = None
+    if current in (None, signal.SIG_IGN, signal.SIG_DFL, signal.default_int_handler):
+        yield
+        return
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, current)
 
 
 def _cancel(tasks: list[asyncio.Task[Any]]) -> None:
@@ -132,6 +162,7 @@ class _Outcome(Generic[T]):
     def __init__(self) -> None:
         self.value: T | None = None
         self.error: BaseException | None = None
+        self.stopped_with: list[Any] | None = None  # outputs finished before a cancellation
 
     def get(self) -> T:
         if self.error is not None:
@@ -147,7 +178,8 @@ async def _capture(coro: Coroutine[Any, Any, T], outcome: _Outcome[T]) -> None:
     cancellation ends the task."""
     try:
         outcome.value = await coro
-    except asyncio.CancelledError:
+    except asyncio.CancelledError as cancelled:
+        outcome.stopped_with = getattr(cancelled, "completed_outputs", None)
         raise
     except BaseException as error:
         outcome.error = error

@@ -67,6 +67,14 @@ def escape_for_display(text: str, *, encoding: str | None = None) -> str:
     return pattern.sub(lambda match: table[match.group()], text)
 
 
+def escape_for_row(text: str, *, encoding: str | None = None) -> str:
+    """``escape_for_display`` for one field of a one-line, tab-separated listing: newlines and
+    tabs are escaped too (``\\n``, ``\\t``), so a value can never print as a fake row or
+    column."""
+    shown = escape_for_display(text, encoding=encoding)
+    return shown.replace("\n", "\\n").replace("\t", "\\t")
+
+
 def _encodable(char: str, encoding: str) -> bool:
     try:
         char.encode(encoding)
@@ -75,4 +83,4 @@ def _encodable(char: str, encoding: str) -> bool:
     return True
 
 
-__all__ = ["escape_for_display"]
+__all__ = ["escape_for_display", "escape_for_row"]

@@ -5,13 +5,20 @@ Tools and handlers are user code: ``argparse`` raises ``SystemExit`` (even with
 library may raise a stray ``asyncio.CancelledError``. None of them is a request to stop the run;
 letting them through would lose every finished output. Only Ctrl-C (``KeyboardInterrupt``) and a
 real cancellation of the running task end a run that way.
+
+A ``KeyboardInterrupt`` raised by user code (a tool, a handler) inside an asyncio task of its
+own would be re-raised by asyncio out of the event loop itself: ``run()``'s shared loop thread
+died and the caller waited forever. Tasks therefore carry it out as ``Interrupted`` (an ordinary
+exception), and whoever awaits the task raises the ``KeyboardInterrupt`` again, in the run's own
+task, where it stops the run as Ctrl-C does.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections.abc import Awaitable
-from typing import TypeVar
+from typing import Any, TypeVar
 
 T = TypeVar("T")
 
@@ -53,20 +60,57 @@ class EscapedError(Exception):
         self.error = error
 
 
-async def contained(awaitable: Awaitable[T]) -> T:
-    """Await ``awaitable`` as the body of a task of its own, such as one task of a parallel run.
+class Interrupted(Exception):  # a carrier, not an error of its own
+    """Carries a ``KeyboardInterrupt`` out of a task of its own (see the module's docstring);
+    ``interrupt`` is the original, raised again by ``reraise_interrupt``."""
 
-    asyncio re-raises a SystemExit from a task out of the event loop itself, ending every
-    other task's work: such exceptions come out as ``EscapedError`` instead.
+    def __init__(self, interrupt: KeyboardInterrupt) -> None:
+        super().__init__("KeyboardInterrupt")
+        self.interrupt = interrupt
+
+
+def keep_outputs(stop: BaseException, outputs: list[Any]) -> None:
+    """Attach the run's completed task outputs to the exception that stops it (Ctrl-C, a
+    cancellation): ``except KeyboardInterrupt as stop: stop.completed_outputs``. The innermost
+    runner's list wins (a nested run's outer runner does not overwrite it)."""
+    if not hasattr(stop, "completed_outputs"):
+        with contextlib.suppress(AttributeError, TypeError):
+            stop.completed_outputs = list(outputs)  # type: ignore[attr-defined]
+
+
+def reraise_interrupt(exc: BaseException | None) -> None:
+    """Raise the carried ``KeyboardInterrupt`` if ``exc`` is an ``Interrupted``."""
+    if isinstance(exc, Interrupted):
+        raise exc.interrupt.with_traceback(exc.interrupt.__traceback__)
+
+
+async def contained(awaitable: Awaitable[T]) -> T:
+    """Await ``awaitable`` as the body of a task of its own, such as one task of a parallel run
+    or one tool call of a model turn.
+
+    asyncio re-raises a SystemExit or a KeyboardInterrupt from a task out of the event loop
+    itself, ending every other task's work (and ``run()``'s shared loop): a KeyboardInterrupt
+    comes out as ``Interrupted`` (the awaiting code raises it again), the others as
+    ``EscapedError``. Real cancellation goes through as it is.
     """
     try:
         return await awaitable
     except Exception:
         raise
+    except KeyboardInterrupt as exc:
+        raise Interrupted(exc) from None
     except BaseException as exc:
         if ends_the_run(exc):
             raise
         raise EscapedError(exc) from exc
 
 
-__all__ = ["EscapedError", "contained", "ends_the_run", "escaped_message"]
+__all__ = [
+    "EscapedError",
+    "Interrupted",
+    "contained",
+    "ends_the_run",
+    "escaped_message",
+    "keep_outputs",
+    "reraise_interrupt",
+]

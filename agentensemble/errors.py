@@ -165,6 +165,20 @@ class OutputParsingError(AgentEnsembleError):
         self.raw = raw
 
 
+class UntrustedInputError(AgentEnsembleError, ValueError):
+    """Input from outside the process (model output, tool output, a server's answer) is too
+    large, nested too deeply, too slow to parse or not valid; the message says which, briefly
+    enough to show a model in a correction turn. Raised by ``agentensemble.untrusted``.
+
+    ``reason`` is the message without the input's name (``not valid JSON (…)``), for callers
+    that name the input themselves."""
+
+    def __init__(self, what: str, reason: str) -> None:
+        super().__init__(f"{what} is {reason}")
+        self.what = what
+        self.reason = reason
+
+
 class GuardrailViolationError(AgentEnsembleError):
     """A guardrail failed: an input guardrail (before any model call), or an output guardrail
     still failing after the agent's corrections. Names the guardrail; the cause of a
@@ -204,4 +218,5 @@ __all__ = [
     "ToolArgumentsError",
     "ToolExecutionError",
     "ToolNameError",
+    "UntrustedInputError",
 ]

@@ -22,6 +22,8 @@ import hmac
 import json
 from typing import Any
 
+from agentensemble.errors import UntrustedInputError
+from agentensemble.untrusted import parse_json
 from agentensemble_review.errors import ReviewProtocolError
 from agentensemble_review.models import Continue, Edit, ExitEarly, ReviewDecision, ReviewRequest
 
@@ -91,15 +93,10 @@ def decision_from_json(data: object) -> ReviewDecision:
             raise ReviewProtocolError(f"decision body is not UTF-8: {exc}") from exc
     if isinstance(data, str):
         try:
-            data = json.loads(data)
-        except RecursionError:
-            raise ReviewProtocolError(
-                "decision body is nested too deeply to be a decision"
-            ) from None
-        except ValueError as exc:
-            raise ReviewProtocolError(
-                f"decision body is not valid JSON ({exc}): {_snippet(data)}"
-            ) from exc
+            data = parse_json(data, what="decision body")
+        except UntrustedInputError as exc:
+            shown = f": {_snippet(data)}" if exc.reason.startswith("not valid JSON") else ""
+            raise ReviewProtocolError(f"{exc}{shown}") from exc
     if not isinstance(data, dict):
         raise ReviewProtocolError(
             f'decision must be a JSON object like {{"decision": "continue"}}, got {_snippet(data)}'

@@ -26,7 +26,6 @@ identity provider before anyone else can reach it.
 
 from __future__ import annotations
 
-import json
 import secrets
 import socket
 import sys
@@ -40,6 +39,7 @@ from types import TracebackType
 from typing import Any
 
 from agentensemble.logging import redact_text, register_secret
+from agentensemble.untrusted import UntrustedInputError, parse_json
 from agentensemble_review._server_guard import Guard, is_json, lower_headers
 from agentensemble_review._server_http import MAX_BODY_BYTES, JSONRequestHandler
 from agentensemble_review._server_page import page_csp, render_page
@@ -193,9 +193,9 @@ class _Handler(JSONRequestHandler):
         if body is None:
             return
         try:
-            request = json.loads(body)
-        except (ValueError, RecursionError) as exc:
-            self._error(HTTPStatus.BAD_REQUEST, f"body is not valid JSON: {type(exc).__name__}")
+            request = parse_json(body, what="body")
+        except UntrustedInputError as exc:
+            self._error(HTTPStatus.BAD_REQUEST, str(exc))
             return
         if not isinstance(request, dict):
             self._error(HTTPStatus.BAD_REQUEST, "body must be a JSON object")
@@ -240,8 +240,8 @@ class _Handler(JSONRequestHandler):
         if body is None:
             return
         try:
-            given = json.loads(body)
-        except (ValueError, RecursionError):
+            given = parse_json(body, what="body")
+        except UntrustedInputError:
             given = None
         reason = given.get("reason") if isinstance(given, dict) else None
         try:

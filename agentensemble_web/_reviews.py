@@ -16,13 +16,13 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import time
 from collections import OrderedDict
 from dataclasses import dataclass, field
 from http import HTTPStatus
 from typing import Any
 
+from agentensemble.untrusted import UntrustedInputError, parse_json
 from agentensemble_review.errors import ReviewProtocolError
 from agentensemble_review.protocol import decision_from_json, decision_to_json
 from agentensemble_web._hub import Hub
@@ -92,11 +92,9 @@ class PendingReview:
 
 def _check_tool_edit(revised: str) -> None:
     try:
-        value = json.loads(revised)
-    except ValueError as exc:
-        raise ReviewRefused(
-            HTTPStatus.BAD_REQUEST, f"the edited tool arguments are not valid JSON: {exc}"
-        ) from None
+        value = parse_json(revised, what="the edited tool arguments")
+    except UntrustedInputError as exc:
+        raise ReviewRefused(HTTPStatus.BAD_REQUEST, str(exc)) from None
     if not isinstance(value, dict):
         raise ReviewRefused(
             HTTPStatus.BAD_REQUEST,

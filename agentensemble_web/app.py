@@ -30,6 +30,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
+from agentensemble.untrusted import UntrustedInputError, aparse_json
 from agentensemble_review._server_guard import Guard
 from agentensemble_web._guard import SecurityMiddleware, Sessions
 from agentensemble_web._hub import Hub
@@ -96,9 +97,9 @@ def _error(status: HTTPStatus, message: str, **extra: Any) -> JSONResponse:
 
 async def _json_body(request: Request) -> Any:
     try:
-        return json.loads(await request.body())
-    except (ValueError, RecursionError) as exc:
-        raise ReviewRefused(HTTPStatus.BAD_REQUEST, f"body is not valid JSON: {exc}") from None
+        return await aparse_json(await request.body(), what="body")
+    except UntrustedInputError as exc:
+        raise ReviewRefused(HTTPStatus.BAD_REQUEST, str(exc)) from None
 
 
 def _static_file(name: str) -> bytes:

@@ -357,6 +357,8 @@ CHILD = textwrap.dedent(
     try:
         if sys.argv[2] == "running-loop":
             asyncio.new_event_loop().run_until_complete(cell())
+        elif sys.argv[2] == "asyncio-run":  # asyncio's own SIGINT handler is installed
+            asyncio.run(cell())
         else:
             ensemble.run()
     except KeyboardInterrupt:
@@ -370,7 +372,7 @@ CHILD = textwrap.dedent(
 
 
 @pytest.mark.skipif(sys.platform == "win32", reason="sends SIGINT")
-@pytest.mark.parametrize("caller", ["script", "running-loop"])
+@pytest.mark.parametrize("caller", ["script", "running-loop", "asyncio-run"])
 @pytest.mark.parametrize("slow", ["tool", "model"])
 def test_ctrl_c_during_run_stops_without_waiting_for_the_slow_step(
     slow: str, caller: str, tmp_path: Path

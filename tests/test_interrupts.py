@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import threading
 from collections.abc import Callable
 from typing import Any
 
@@ -244,3 +245,69 @@ def test_a_listener_raising_a_base_exception_never_breaks_the_run(raiser: str) -
     first = Task(description="First", handler=lambda ctx: "kept")
     output = Ensemble(tasks=[first], listeners=[Listener()]).run()
     assert output.raw == "kept"
+
+
+# -- a tool raising KeyboardInterrupt stops the run as Ctrl-C does ----------------------------
+
+BOUND = 30.0  # a bound on a hang (the run() caller used to wait forever), not a speed target
+
+
+@tool
+def interrupting_sync() -> str:
+    """Raises Ctrl-C from a sync body (in a worker thread)."""
+    raise KeyboardInterrupt
+
+
+@tool
+async def interrupting_async() -> str:
+    """Raises Ctrl-C from an async body (on the run's loop)."""
+    raise KeyboardInterrupt
+
+
+def _two_tasks(tool_name: str, workflow: str = "sequential") -> Ensemble:
+    model = ScriptedChatModel(["first done", tool_call(tool_name), "never"])
+    agent = Agent(
+        role="Worker", goal="Work", tools=[interrupting_sync, interrupting_async], llm=model
+    )
+    first = Task(description="one", agent=agent)
+    second = Task(description="two", agent=agent, context=[first])
+    return Ensemble(tasks=[first, second], workflow=workflow)
+
+
+def _bounded(call: Callable[[], Any]) -> BaseException:
+    caught: list[BaseException] = []
+
+    def target() -> None:
+        try:
+            call()
+        except BaseException as exc:
+            caught.append(exc)
+
+    worker = threading.Thread(target=target, daemon=True)
+    worker.start()
+    worker.join(BOUND)
+    assert caught, f"the run neither stopped nor raised within {BOUND} s"
+    return caught[0]
+
+
+@pytest.mark.parametrize("tool_name", ["interrupting_sync", "interrupting_async"])
+@pytest.mark.parametrize("workflow", ["sequential", "parallel"])
+@pytest.mark.parametrize("entry", ["run", "arun"])
+def test_a_tool_raising_keyboard_interrupt_stops_the_run_keeping_completed_outputs(
+    tool_name: str, workflow: str, entry: str
+) -> None:
+    ensemble = _two_tasks(tool_name, workflow)
+    if entry == "run":
+        stop = _bounded(ensemble.run)
+    else:
+        stop = _bounded(lambda: asyncio.run(ensemble.arun()))
+
+    assert isinstance(stop, KeyboardInterrupt)
+    assert [o.raw for o in stop.completed_outputs] == ["first done"]  # type: ignore[attr-defined]
+
+
+def test_after_a_tool_s_keyboard_interrupt_the_next_run_works() -> None:
+    _bounded(_two_tasks("interrupting_sync").run)
+    model = ScriptedChatModel(["fine"])
+    agent = Agent(role="Worker", goal="Work", llm=model)
+    assert Ensemble(tasks=[Task(description="again", agent=agent)]).run().raw == "fine"

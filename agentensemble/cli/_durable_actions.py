@@ -13,8 +13,8 @@ import signal
 import sys
 import threading
 
-from agentensemble._display import escape_for_display
-from agentensemble.durable._client import DurableClient, ReviewClosedError
+from agentensemble._display import escape_for_row
+from agentensemble.durable._client import DurableClient, ReviewClosedError, past_deadline
 from agentensemble.durable._runtime import DurableRuntime
 from agentensemble.errors import ConfigurationError
 from agentensemble.logging import LOGGER_NAME, configure_logging, redact_text
@@ -107,13 +107,33 @@ def _runs(database: str | None, status: str | None) -> int:
     return EXIT_OK
 
 
+def review_row(review: dict[str, Any]) -> str:
+    """One pending review as one tab-separated line: id, timing, what is to be approved (the
+    tool and its arguments, or the task and its output), the prompt, and whether its deadline
+    has passed. Every field is escaped: a newline or tab in a model's text is shown as ``\\n`` /
+    ``\\t``, never as a row or column of its own."""
+    request = review.get("request")
+    request = request if isinstance(request, dict) else {}
+    fields = [str(review.get("review_id", "")), str(request.get("timing", ""))]
+    if request.get("tool_name"):
+        fields += [f"tool: {request['tool_name']}", f"arguments: {request.get('output', '')}"]
+    else:
+        fields += [
+            f"task: {request.get('task_description', '')}",
+            f"output: {request.get('output', '')}",
+        ]
+    if request.get("prompt"):
+        fields.append(f"prompt: {request['prompt']}")
+    if past_deadline(review):
+        fields.append("TIMED OUT: can no longer be decided")
+    return "\t".join(_shown(field) for field in fields)
+
+
 def _reviews(run_id: str, database: str | None) -> int:
     client = DurableClient(database, prepare=False)
     try:
         for review in client.pending_reviews(run_id):
-            request = review["request"]
-            shown = escape_for_display(str(request.get("output", "")))
-            print(f"{review['review_id']}\t{request.get('timing')}\t{shown}")
+            print(review_row(review))
     finally:
         client.close()
     return EXIT_OK
@@ -217,8 +237,7 @@ def _pairs(items: list[str]) -> dict[str, str]:
 
 def _shown(text: str) -> str:
     """A field of a listing: secrets masked, and never a tab or newline that would fake a row."""
-    shown = escape_for_display(redact_text(text))
-    return shown.replace("\n", "\\n").replace("\t", "\\t")
+    return escape_for_row(redact_text(text))
 
 
 def _prune(args: argparse.Namespace) -> int:

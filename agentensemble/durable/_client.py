@@ -138,6 +138,13 @@ class DurableClient:
                 f"review {review_id!r} of run {run_id!r} is no longer pending "
                 f"({found.get('state')}): the decision was not applied"
             )
+        now = time.time()
+        if past_deadline(found, now):
+            raise ReviewClosedError(
+                f"review {review_id!r} of run {run_id!r} timed out (its deadline passed while "
+                "no worker held the run): the decision was not applied; the review's on_timeout "
+                "applies when the run resumes"
+            )
         queued_at = _queued_decision_time(self._client, run_id, review_id)
         if queued_at is not None:
             raise ReviewClosedError(
@@ -151,6 +158,7 @@ class DurableClient:
             "revised_output": revised_output,
             "reason": reason,
             "decision_id": decision_id,
+            "sent_at": now,  # the run refuses it if that is past the deadline (clock of record)
         }
         self._client.send(run_id, message, topic=review_id)
         deadline = time.monotonic() + confirm_within
@@ -263,6 +271,12 @@ class DurableClient:
     def close(self) -> None:
         """Release the database connections."""
         self._client.destroy()
+
+
+def past_deadline(review: Mapping[str, Any], now: float | None = None) -> bool:
+    """Whether a listed review's deadline has passed (it can no longer be decided)."""
+    deadline = review.get("deadline")
+    return isinstance(deadline, int | float) and (time.time() if now is None else now) > deadline
 
 
 class ReviewClosedError(AgentEnsembleError):

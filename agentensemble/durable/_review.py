@@ -6,11 +6,17 @@ The process may die meanwhile: the run resumes in whichever worker recovers it a
 waiting. ``DurableClient.decide`` (from a web app, a CLI, another worker) sends the decision;
 a decision for a review that is no longer pending is refused, and a review id is never reused,
 so a late decision can never be applied to another review.
+
+A deadline is a deadline whoever is running: the review's deadline (wall clock, fixed once as
+a step) is published with it. A decision made after it is refused by the client
+(``ReviewClosedError``), and one that reaches the run stamped after it is not applied: the
+review times out and ``on_timeout`` applies, as when a worker was waiting all along.
 """
 
 from __future__ import annotations
 
 import contextlib
+import time
 from typing import Any
 
 from agentensemble.durable._step_review import wait_in_step
@@ -54,6 +60,7 @@ class DurableReviewHandler:
                 "that answers within the call, such as WebhookReviewHandler"
             )
         timeout = request.timeout_seconds or 10 * 365 * 86400
+        late = False
         if DBOS.step_id is not None:  # inside a step (an ensemble nested in a tool's body)
             review_id = str(request.id)  # the step's key: the same when the step runs again
             pending = _pending(review_id, request)
@@ -62,7 +69,10 @@ class DurableReviewHandler:
             context = get_local_dbos_context()
             assert context is not None
             review_id = f"{run_id}:{context.function_id}"  # the same when a recovery replays it
-            pending = _pending(review_id, request)
+            deadline = await DBOS.run_step_async(  # fixed once: a recovery keeps the first one
+                {"name": "review_deadline"}, _deadline_in, timeout
+            )
+            pending = {**_pending(review_id, request), "deadline": deadline}
             # the run's own list, read back (checkpointed): nothing kept in memory between
             # runs; tasks running at once take turns, so no review drops another's from the list
             async with reviews_lock() or contextlib.nullcontext():
@@ -71,7 +81,8 @@ class DurableReviewHandler:
                 await DBOS.set_event_async(REVIEWS_KEY, list(listed))
             await DBOS.set_event_async(review_key(review_id), pending)
             message = await DBOS.recv_async(topic=review_id, timeout_seconds=timeout)
-        if message is None:
+            late = _late(message, deadline)
+        if message is None or late:
             await DBOS.set_event_async(review_key(review_id), {**pending, "state": "timed_out"})
             return apply_on_timeout(request)
         applied = message.get("decision_id") if isinstance(message, dict) else None
@@ -97,6 +108,16 @@ def _pending(review_id: str, request: Any) -> dict[str, Any]:
         "state": "pending",
         "request": request.model_dump(mode="json", exclude={"id"}),
     }
+
+
+def _deadline_in(seconds: float) -> float:
+    return time.time() + seconds
+
+
+def _late(message: Any, deadline: float) -> bool:
+    """Whether ``message`` was sent after the review's deadline (while no worker waited)."""
+    sent = message.get("sent_at") if isinstance(message, dict) else None
+    return isinstance(sent, int | float) and sent > deadline
 
 
 __all__ = ["REVIEWS_KEY", "DurableReviewHandler", "review_key"]

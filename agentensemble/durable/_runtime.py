@@ -54,7 +54,9 @@ WORKFLOW_NAME = "agentensemble.run"
 # Which checkpoints a run's code can resume: bumped when step numbers or names change. DBOS
 # would otherwise hash its workflows' source and its own version, so that upgrading DBOS or
 # this package left every unfinished run waiting, unresumed and unreported.
-CHECKPOINT_FORMAT = "agentensemble-durable-3"
+# 4: a review fixes its deadline as a step of its own, and the calls of one turn that run at once
+# number their steps in ranges of their own (3 was either, on its own)
+CHECKPOINT_FORMAT = "agentensemble-durable-4"
 _APP_NAME = re.compile(r"^[a-z0-9_-]{3,256}$")
 
 T = TypeVar("T")

@@ -21,6 +21,9 @@ from __future__ import annotations
 
 import asyncio
 import copy
+import dataclasses
+import json
+import pickle
 from collections.abc import Awaitable, Callable, Iterator
 from contextlib import AbstractContextManager, contextmanager
 from contextvars import ContextVar
@@ -28,10 +31,12 @@ from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 from agentensemble.errors import AgentEnsembleError, ConfigurationError
+from agentensemble.logging import get_logger
 from agentensemble.run_context import current_task_index
 from agentensemble.steps import StepKind
 
 T = TypeVar("T")
+_log = get_logger()
 
 TASK_RANGE_BITS = 20  # steps per task: 2**20; the run's own (task-less) steps count from 1
 MAX_TASKS = 2047  # step numbers are 32-bit on Postgres: task 2047 ends at 2**31 - 1
@@ -215,7 +220,7 @@ class DBOSSteps:
             name = f"task{task}:{name}"
 
         async def step() -> Any:
-            return await call()
+            return checkpointable(await call(), name)
 
         try:
             with _in_task_range():  # DBOS numbers the step as it starts, in this task's range
@@ -260,6 +265,50 @@ class DBOSSteps:
         from agentensemble.durable._step_keys import durable_step_key
 
         return durable_step_key(_run_steps.get())
+
+
+def checkpointable(value: T, step: str) -> T:
+    """``value`` as DBOS can checkpoint it (pickle). A step's side effect has happened by now:
+    a tool's ``structured_output`` that cannot be pickled (a lock, a connection, a generator)
+    must not fail the run, which would do the effect again on retry. Each field that cannot be
+    pickled is replaced by its JSON form (``repr`` for what JSON cannot hold), in this run and in
+    every replay alike."""
+    try:
+        pickle.dumps(value)
+    except Exception as error:
+        if not dataclasses.is_dataclass(value) or isinstance(value, type):
+            _log.warning(
+                "step %s: its result cannot be checkpointed (%s); kept as text", step, error
+            )
+            return _plain(value)  # type: ignore[no-any-return]
+        changes = {}
+        for item in dataclasses.fields(value):
+            current = getattr(value, item.name)
+            if not _pickles(current):
+                changes[item.name] = checkpointable(current, step)
+        _log.warning(
+            "step result cannot be checkpointed; kept as plain JSON",
+            step=step,
+            fields=", ".join(changes) or "its result",
+            error=str(error),
+        )
+        return dataclasses.replace(value, **changes)
+    return value
+
+
+def _pickles(value: Any) -> bool:
+    try:
+        pickle.dumps(value)
+    except Exception:
+        return False
+    return True
+
+
+def _plain(value: Any) -> Any:
+    try:
+        return json.loads(json.dumps(value, default=repr))
+    except (TypeError, ValueError, RecursionError):
+        return repr(value)
 
 
 __all__ = [

@@ -15,6 +15,8 @@ from collections.abc import Awaitable, Callable, Coroutine, Sequence
 from contextlib import AbstractContextManager
 from typing import Any, TypeVar
 
+from agentensemble._interrupts import Interrupted, reraise_interrupt
+
 T = TypeVar("T")
 
 
@@ -24,7 +26,8 @@ async def run_turn(calls: Sequence[Coroutine[Any, Any, T]], stopped: threading.E
     When one raises, or this turn is cancelled, ``stopped`` is set, the calls still running are
     cancelled and awaited, and the first error (in call order) is raised.
     """
-    tasks = [asyncio.ensure_future(call) for call in calls]
+    # a tool's KeyboardInterrupt crosses the task boundary as Interrupted (see _interrupts)
+    tasks = [asyncio.ensure_future(_carried(call)) for call in calls]
     if not tasks:
         return []
     try:
@@ -35,7 +38,9 @@ async def run_turn(calls: Sequence[Coroutine[Any, Any, T]], stopped: threading.E
     failed = [task for task in tasks if task.done() and _raised(task)]
     if failed:
         await _stop(tasks, stopped)
-        raise failed[0].exception()  # type: ignore[misc]  # checked by _raised
+        error = failed[0].exception()
+        reraise_interrupt(error)  # Ctrl-C raised by a tool: stops the run as Ctrl-C does
+        raise error  # type: ignore[misc]  # checked by _raised
     return [task.result() for task in tasks]
 
 
@@ -61,6 +66,13 @@ async def in_scope(scope: AbstractContextManager[Any], call: Callable[[], Awaita
     """Run ``call`` inside ``scope`` (a branch of a durable run: see ``steps.branches``)."""
     with scope:
         return await call()
+
+
+async def _carried(call: Coroutine[Any, Any, T]) -> T:
+    try:
+        return await call
+    except KeyboardInterrupt as exc:
+        raise Interrupted(exc) from None
 
 
 def _raised(task: asyncio.Future[Any]) -> bool:

@@ -16,11 +16,13 @@ from typing import Any
 
 from pydantic import TypeAdapter, ValidationError
 
-from agentensemble.errors import OutputParsingError
+from agentensemble.errors import OutputParsingError, UntrustedInputError
 from agentensemble.llm.response_format import ResponseFormat
+from agentensemble.untrusted import parse_json
 
 DEFAULT_OUTPUT_RETRIES = 2
-_FENCE = re.compile(r"```(?:json|JSON)?\s*\n?(.*?)```", re.S)
+MAX_ANSWER_CHARS = 2_000_000
+_FENCE = "```"
 _QUALIFIED = re.compile(r"\b(?:[A-Za-z_][\w]*\.)+([A-Za-z_]\w*)")
 WRAP_KEY = "result"
 
@@ -94,12 +96,29 @@ def response_format(output_type: Any) -> ResponseFormat:
     return ResponseFormat(name=spec.name, schema=spec.schema)
 
 
+def _fenced(text: str) -> str | None:
+    """The body of the first code fence (an optional ``json`` tag dropped), or None. Found with
+    ``str.find``: linear, whatever follows the opening fence (a backtracking regex took minutes
+    on a fence followed by 300,000 spaces)."""
+    start = text.find(_FENCE)
+    if start == -1:
+        return None
+    start += len(_FENCE)
+    end = text.find(_FENCE, start)
+    if end == -1:
+        return None
+    body = text[start:end]
+    if body[:4] in ("json", "JSON"):
+        body = body[4:]
+    return body.strip()
+
+
 def _candidates(text: str) -> list[str]:
     stripped = text.strip()
     found = [stripped]
-    fenced = _FENCE.search(text)
-    if fenced:
-        found.append(fenced.group(1).strip())
+    fenced = _fenced(text)
+    if fenced is not None:
+        found.append(fenced)
     for opener, closer in (("{", "}"), ("[", "]")):
         start, end = text.find(opener), text.rfind(closer)
         if start != -1 and end > start:
@@ -115,13 +134,27 @@ def _problems(error: ValidationError) -> str:
 
 
 def parse_output(text: str, output_type: Any) -> Any:
-    """Parse the model's answer into ``output_type``; tolerant of fences and surrounding prose."""
+    """Parse the model's answer into ``output_type``; tolerant of fences and surrounding prose.
+
+    The answer is untrusted input: parsed linearly, bounded in size and depth
+    (``agentensemble.untrusted``); every failure is an OutputParsingError, which the executor
+    turns into a correction turn.
+    """
     spec = output_spec(output_type)
     first_error: ValidationError | None = None
+    unusable: UntrustedInputError | None = None
+    if len(text) > MAX_ANSWER_CHARS:
+        raise OutputParsingError(
+            f"Answer does not match {spec.name}: the answer is too large ({len(text)} "
+            f"characters; at most {MAX_ANSWER_CHARS})",
+            raw=text,
+        )
     for candidate in _candidates(text):
         try:
-            value = json.loads(candidate)
-        except ValueError:
+            value = parse_json(candidate, what="the answer", max_chars=MAX_ANSWER_CHARS)
+        except UntrustedInputError as exc:
+            if not exc.reason.startswith("not valid JSON"):
+                unusable = unusable or exc  # too deep, a giant number: say so, not "no JSON"
             continue
         if spec.wrapped and isinstance(value, dict) and set(value) == {WRAP_KEY}:
             value = value[WRAP_KEY]
@@ -134,7 +167,12 @@ def parse_output(text: str, output_type: Any) -> Any:
             return spec.adapter.validate_python(text.strip())
         except ValidationError as exc:
             first_error = exc
-    problems = _problems(first_error) if first_error else "(root): the answer holds no JSON"
+    if first_error:
+        problems = _problems(first_error)
+    elif unusable:
+        problems = f"(root): {unusable}"
+    else:
+        problems = "(root): the answer holds no JSON"
     raise OutputParsingError(f"Answer does not match {spec.name}: {problems}", raw=text)
 
 

@@ -18,6 +18,9 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+from agentensemble.errors import UntrustedInputError
+from agentensemble.untrusted import parse_json
+
 #: Status codes worth another try: timeout, rate limit, server errors, Anthropic's "overloaded".
 RETRYABLE_STATUS = frozenset({408, 429, 500, 502, 503, 504, 529})
 
@@ -230,7 +233,7 @@ def _error_body(chain: list[BaseException]) -> Any:
             except Exception:
                 continue
             try:
-                data = json.loads(text)
+                data = parse_json(text, what="the error body")
             except ValueError:
                 return text
             return data.get("error", data) if isinstance(data, dict) else data
@@ -252,7 +255,7 @@ def _provider_message(chain: list[BaseException]) -> str:
     text = str(chain[0])
     stripped = _LITELLM_PREFIX.sub("", text, count=1) if text.startswith("litellm.") else text
     try:
-        parsed = json.loads(stripped)
+        parsed = parse_json(stripped, what="the error body")
     except ValueError:
         return stripped
     error = parsed.get("error") if isinstance(parsed, dict) else None
@@ -302,7 +305,7 @@ def classify(exc: BaseException) -> Failure:
         transport = _transport_failure(chain)
         if transport is not None:
             return transport
-        if any(isinstance(e, json.JSONDecodeError) for e in chain):
+        if any(isinstance(e, json.JSONDecodeError | UntrustedInputError) for e in chain):
             detail = "the server's answer was not valid JSON"
             return Failure("InvalidResponseError", None, detail, True)
         local = next((e for e in reversed(chain) if isinstance(e, _LOCAL_ERRORS)), None)

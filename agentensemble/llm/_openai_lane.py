@@ -34,6 +34,8 @@ from collections.abc import AsyncGenerator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from agentensemble.untrusted import aparse_json
+
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
 #: The API version litellm 1.106.2 sends to Azure when none is set (``AZURE_DEFAULT_API_VERSION``).
 AZURE_DEFAULT_API_VERSION = "2025-02-01-preview"
@@ -262,7 +264,7 @@ async def send(request: OpenAIRequest) -> dict[str, Any]:
             request=response.request,
             response=response,
         )
-    answer = json.loads(response.content)
+    answer = await aparse_json(response.content, what="the model server's answer")
     if not isinstance(answer, dict):
         raise json.JSONDecodeError("the answer is not a JSON object", response.text[:200], 0)
     return answer

@@ -17,6 +17,7 @@ from agentensemble.llm._litellm_stream import StreamAttempts, StreamDeadline, ne
 from agentensemble.llm._openai_lane import OpenAIRequest, finish_reason, loop_clients
 from agentensemble.llm.stream_assembly import StreamAssembler
 from agentensemble.llm.types import ChatResponse
+from agentensemble.untrusted import parse_json
 
 
 def streaming_request(request: OpenAIRequest) -> OpenAIRequest:
@@ -66,7 +67,7 @@ async def stream_turn(request: OpenAIRequest, state: StreamAttempts, guard: floa
                 data = line[5:].strip()
                 if data == "[DONE]":
                     break
-                piece = assembler.add(json.loads(data))
+                piece = assembler.add(parse_json(data, what="a streamed chunk"))
                 if piece:
                     state.showed_text = True
                     state.sink.text(piece)

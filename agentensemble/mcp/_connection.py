@@ -17,6 +17,7 @@ from typing import IO, Any
 
 from agentensemble.errors import ConfigurationError, ToolExecutionError
 from agentensemble.logging import get_logger
+from agentensemble.mcp._schema_check import bounded_result_check
 from agentensemble.mcp._stderr import StderrCapture
 from agentensemble.tools.source import OpenedSource
 
@@ -100,6 +101,10 @@ class Connection(OpenedSource):
             ):
                 await session.initialize()
                 listed = await _list_all(session)
+                # the SDK checks results against the server's output schemas with unbounded
+                # regexes, on this loop: the server's own pattern and output could freeze it
+                checked: Any = bounded_result_check(listed)
+                session.validate_tool_result = checked  # type: ignore[method-assign]
                 self._session = session
                 if not ready.done():
                     ready.set_result(listed)

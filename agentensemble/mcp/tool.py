@@ -13,6 +13,7 @@ from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
 from agentensemble.errors import ToolArgumentsError
+from agentensemble.mcp._schema_check import schema_errors, schema_validator
 from agentensemble.tools.base import ToolResult
 from agentensemble.tools.instrumented import InstrumentedTool
 from agentensemble.tools.schema import load_arguments_json
@@ -43,36 +44,6 @@ def object_schema(schema: object) -> dict[str, Any]:
     if not isinstance(result.get("properties"), Mapping):
         result["properties"] = {}
     return result
-
-
-def schema_validator(schema: Mapping[str, Any]) -> Any:
-    """A JSON Schema validator for ``schema`` (its declared draft, else 2020-12), or None when
-    the server's schema is itself invalid (then arguments are not checked here)."""
-    import jsonschema
-
-    try:
-        validator_type = jsonschema.validators.validator_for(
-            schema, jsonschema.Draft202012Validator
-        )
-        validator_type.check_schema(schema)
-        return validator_type(schema)
-    except (jsonschema.SchemaError, RecursionError):
-        return None
-
-
-def _schema_errors(validator: Any, arguments: object) -> list[str]:
-    """Every way ``arguments`` break the schema, as ``path: message`` lines (at most 10)."""
-    if validator is None:
-        return []
-    try:
-        errors = sorted(validator.iter_errors(arguments), key=lambda e: list(e.absolute_path))
-    except Exception:  # an unknown type or format deep in the server's schema
-        return []
-    lines: list[str] = []
-    for error in errors[:10]:
-        where = ".".join(str(part) for part in error.absolute_path) or "arguments"
-        lines.append(f"{where}: {error.message[:300]}")
-    return lines
 
 
 class MCPTool(InstrumentedTool[dict[str, Any]]):
@@ -115,7 +86,7 @@ class MCPTool(InstrumentedTool[dict[str, Any]]):
             raise ToolArgumentsError(f"{prefix}: expected a JSON object. {expected}")
         if self._validator is _UNBUILT:
             self._validator = schema_validator(self.input_schema)
-        problems = _schema_errors(self._validator, data)
+        problems = schema_errors(self._validator, data)
         if problems:
             raise ToolArgumentsError(f"{prefix}: " + "; ".join(problems))
         return data

@@ -89,7 +89,7 @@ def canonical_json(text: str, name: str) -> str:
             f"Invalid arguments for '{name}': duplicate key {exc.key!r} in a JSON object; "
             "send each argument once."
         ) from exc
-    except (ValueError, RecursionError):
+    except ValueError:  # not JSON, or too large/deep to be arguments: shown as it is
         return text
     return json.dumps(value, ensure_ascii=False)
 

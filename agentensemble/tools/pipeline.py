@@ -343,7 +343,7 @@ def _arguments_builder(definition: ToolDefinition) -> Callable[[str], str]:
             value = loads_unique(text)
         except DuplicateKeyError:  # validation then tells the step what is wrong
             return text
-        except (ValueError, RecursionError):  # not JSON, too long a number, or nested too deeply
+        except ValueError:  # not JSON, too long a number, or nested too deeply
             return json.dumps(as_text, ensure_ascii=False)
         as_value = {target: value}
         if not _fits(model, as_value) and isinstance(value, dict) and _fits(model, value):

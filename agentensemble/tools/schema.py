@@ -10,7 +10,6 @@ Schemas are pydantic's JSON schema, cleaned for function calling: ``title`` nois
 from __future__ import annotations
 
 import inspect
-import json
 import operator
 import re
 import typing
@@ -21,7 +20,8 @@ from typing import Annotated, Any, get_args, get_origin
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
 from pydantic.fields import FieldInfo
 
-from agentensemble.errors import ConfigurationError, ToolArgumentsError
+from agentensemble.errors import ConfigurationError, ToolArgumentsError, UntrustedInputError
+from agentensemble.untrusted import DuplicateKeyError, parse_json
 
 _SKIPPED_FIRST_PARAMETERS = ("self", "cls")
 _SECTION = re.compile(
@@ -272,55 +272,32 @@ def format_validation_error(error: ValidationError) -> str:
 ModelT = typing.TypeVar("ModelT", bound=BaseModel)
 
 
-class DuplicateKeyError(ValueError):
-    """A JSON object names the same key twice (``json.loads`` would silently keep the last)."""
-
-    def __init__(self, key: str) -> None:
-        super().__init__(f"duplicate key {key!r} in a JSON object")
-        self.key = key
-
-
-def _unique_pairs(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    result: dict[str, Any] = {}
-    for key, value in pairs:
-        if key in result:
-            raise DuplicateKeyError(key)
-        result[key] = value
-    return result
-
-
 def loads_unique(text: str) -> Any:
-    """``json.loads`` that refuses an object naming a key twice, at any depth.
+    """Untrusted JSON that refuses an object naming a key twice, at any depth.
 
     With ``{"to": "alice", "to": "mallory"}`` a reviewer reading the text and a tool reading the
-    parsed value would see different calls; such input is refused (DuplicateKeyError).
+    parsed value would see different calls; such input is refused (DuplicateKeyError). Size and
+    depth are bounded as for all untrusted input (``agentensemble.untrusted``).
     """
-    return json.loads(text, object_pairs_hook=_unique_pairs)
+    return parse_json(text, what="the JSON", unique_keys=True)
 
 
 def load_arguments_json(text: str, prefix: str, hint: str) -> Any:
-    """``json.loads`` for a model's arguments: every failure is a ToolArgumentsError.
+    """A model's JSON arguments, parsed as untrusted input: every failure is a ToolArgumentsError.
 
     A key named twice in one object is refused: the reviewer and the tool must see one call.
-
-    Besides syntax errors, ``json.loads`` raises RecursionError for deeply nested input and
-    ValueError for an integer longer than Python converts (4300 digits); neither may escape a
-    tool call, where it would end the run instead of going back to the model.
+    Input too large, nested too deeply (never a RecursionError) or holding an integer longer
+    than Python converts is refused too; none of it may escape a tool call, where it would end
+    the run instead of going back to the model.
     """
     try:
-        return loads_unique(text)
+        return parse_json(text, what="the arguments", unique_keys=True)
     except DuplicateKeyError as exc:
         raise ToolArgumentsError(
             f"{prefix}: duplicate key {exc.key!r} in a JSON object; send each argument once. {hint}"
         ) from exc
-    except (ValueError, RecursionError) as exc:  # JSONDecodeError is a ValueError
-        if isinstance(exc, json.JSONDecodeError):
-            reason = f"{exc.msg} at line {exc.lineno} column {exc.colno}"
-        elif isinstance(exc, RecursionError):
-            reason = "nested too deeply"
-        else:
-            reason = str(exc).split(":")[0]  # "Exceeds the limit (4300 digits) for integer..."
-        raise ToolArgumentsError(f"{prefix}: not valid JSON ({reason}). {hint}") from exc
+    except UntrustedInputError as exc:
+        raise ToolArgumentsError(f"{prefix}: {exc.reason}. {hint}") from exc
 
 
 def validate_arguments(model: type[ModelT], arguments: str, tool_name: str) -> ModelT:

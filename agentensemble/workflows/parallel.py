@@ -21,7 +21,13 @@ import time
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from agentensemble._interrupts import EscapedError, contained
+from agentensemble._interrupts import (
+    EscapedError,
+    Interrupted,
+    contained,
+    keep_outputs,
+    reraise_interrupt,
+)
 from agentensemble.errors import ExitEarlyError, ParallelExecutionError, TaskExecutionError
 from agentensemble.execution.agent_executor import ExecutionEnv
 from agentensemble.logging import get_logger
@@ -102,6 +108,10 @@ class StepsRun:
     async def run(self, fail_fast: bool) -> None:
         try:
             await self._until_done(fail_fast)
+        except BaseException as stop:  # Ctrl-C or cancellation: what finished is kept on it
+            await self._cancel_running()
+            keep_outputs(stop, self.call.state.ordered()[0])
+            raise
         finally:
             await self._cancel_running()
         if self.stop is not None:
@@ -134,6 +144,9 @@ class StepsRun:
     def _settle(self, finished: asyncio.Task[StepResult], step: Step) -> None:
         try:
             result = finished.result()
+        except Interrupted as carried:  # Ctrl-C raised by a tool or handler: the run stops
+            reraise_interrupt(carried)
+            raise
         except ExitEarlyError as stop:
             self.stop = ExitReason.TIMEOUT if stop.timed_out else ExitReason.USER_EXIT_EARLY
             _log.info("run exited early", step=self.position[id(step.source)], reason=stop.reason)

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from datetime import timedelta
 from typing import Any
 
-from agentensemble._interrupts import ends_the_run
+from agentensemble._interrupts import ends_the_run, keep_outputs
 from agentensemble.errors import ExitEarlyError, TaskExecutionError
 from agentensemble.logging import get_logger
 from agentensemble.outputs import EnsembleOutput, ExitReason
@@ -79,7 +79,8 @@ async def run_sequential(steps: Sequence[Step], call: StepCall) -> EnsembleOutpu
             _log.info("run exited early", step=position, reason=stop.reason)
             break
         except BaseException as error:  # a nested run's TaskExecutionError is this task's too
-            if ends_the_run(error):
+            if ends_the_run(error):  # Ctrl-C, cancellation: what finished is kept on it
+                keep_outputs(error, state.ordered()[0])
                 raise
             failure = run_error(error, step, position, state)
             if failure is error:

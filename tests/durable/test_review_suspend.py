@@ -95,6 +95,47 @@ def test_a_decision_for_a_timed_out_review_is_refused(tmp_path: Path) -> None:
         client.close()
 
 
+def test_a_decision_after_the_deadline_while_no_worker_runs_is_refused_and_times_out(
+    tmp_path: Path,
+) -> None:
+    db = f"sqlite:///{tmp_path}/runs.sqlite"
+    first = start(db, "start", "announce-late", REVIEW_TIMEOUT="2")
+    client = DurableClient(db)
+    try:
+        review = wait_for_review(client, "announce-late")
+        first.kill()  # nobody holds the run when the deadline passes
+        first.wait(timeout=30)
+        while time.time() <= review["deadline"]:  # wait for the deadline itself, no guess
+            time.sleep(0.1)
+
+        with pytest.raises(ReviewClosedError, match="timed out"):
+            client.decide("announce-late", review["review_id"], "continue")
+        resumed = finished(start(db, "resume", "announce-late"))
+    finally:
+        client.close()
+
+    assert resumed["exit"] == "timeout"  # on_timeout=EXIT_EARLY applies, not an approval
+
+
+def test_a_late_decision_that_reaches_the_database_anyway_is_not_applied(tmp_path: Path) -> None:
+    """A decision stamped after the deadline (sent by a client whose check it slipped past)
+    times the review out when the run resumes."""
+    db = f"sqlite:///{tmp_path}/runs.sqlite"
+    first = start(db, "start", "announce-stamp", REVIEW_TIMEOUT="2")
+    client = DurableClient(db)
+    try:
+        review = wait_for_review(client, "announce-stamp")
+        first.kill()
+        first.wait(timeout=30)
+        late = {"decision": "continue", "decision_id": "x", "sent_at": review["deadline"] + 1}
+        client._client.send("announce-stamp", late, topic=review["review_id"])
+        resumed = finished(start(db, "resume", "announce-stamp"))
+    finally:
+        client.close()
+
+    assert resumed["exit"] == "timeout"
+
+
 def test_reviews_are_listed_and_decided_from_the_command_line(tmp_path: Path) -> None:
     db = f"sqlite:///{tmp_path}/runs.sqlite"
     run = start(db, "start", "announce-3")
@@ -114,7 +155,10 @@ def test_reviews_are_listed_and_decided_from_the_command_line(tmp_path: Path) ->
         client.close()
     listed = command("reviews", "announce-3")
     assert listed.returncode == 0, listed.stderr
-    assert f"{review['review_id']}\tafter_execution\tDraft: we ship on Monday" in listed.stdout
+    assert (
+        f"{review['review_id']}\tafter_execution\ttask: Draft the announcement"
+        "\toutput: Draft: we ship on Monday"
+    ) in listed.stdout
 
     decided = command("decide", "announce-3", review["review_id"], "exit_early", "--text", "no")
     assert decided.returncode == 0, decided.stderr

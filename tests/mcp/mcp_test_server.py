@@ -13,6 +13,7 @@ import time
 
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
+from pydantic import BaseModel, Field
 
 server = MCPServer("agentensemble-test")
 
@@ -45,6 +46,16 @@ def shout_text(text: str) -> str:
 def big(size: int) -> str:
     """Return ``size`` characters."""
     return "x" * size
+
+
+class Word(BaseModel):
+    word: str = Field(pattern="^(a|a)+$")  # backtracks for hours on "aaa...a!"
+
+
+@server.tool()
+def hostile_word() -> Word:
+    """Structured content that breaks its own schema's catastrophic pattern."""
+    return Word.model_construct(word="a" * 40 + "!")
 
 
 @server.tool()

@@ -36,7 +36,7 @@ async def test_a_stdio_server_s_tools_are_offered_called_and_fed_back() -> None:
     output = await one_task(stdio_server(), model).arun()
 
     specs = {spec["function"]["name"]: spec["function"] for spec in model.requests[0].tools or []}
-    assert set(specs) == {"add", "pid", "fail", "shout_text", "big", "die"}
+    assert set(specs) == {"add", "pid", "fail", "shout_text", "big", "hostile_word", "die"}
     assert specs["add"]["description"] == "Add two integers."
     assert specs["add"]["parameters"]["required"] == ["a", "b"]
     assert model.requests[1].tool_results == ["42"]
@@ -83,6 +83,17 @@ async def test_a_tool_error_from_the_server_reaches_the_model_as_an_error() -> N
     assert output.task_outputs[0].tool_calls[0].is_success is False
 
 
+async def test_a_server_s_own_output_pattern_cannot_freeze_the_event_loop() -> None:
+    """The SDK checked structured content against the server's output schema with ``re`` on the
+    event loop: a server choosing both the pattern and the value froze the process for hours."""
+    model = ScriptedChatModel([tool_call("hostile_word"), "noted"])
+    output = await asyncio.wait_for(one_task(stdio_server(), model).arun(), 60)
+
+    (result,) = model.requests[1].tool_results  # undecided in time: not refused on that account
+    assert "a" * 40 + "!" in result
+    assert output.raw == "noted"
+
+
 async def test_names_are_made_safe_prefixed_and_filtered() -> None:
     server = stdio_server(prefix="calc", include=["add", "shout-text"])
     model = ScriptedChatModel([tool_call("calc_shout_text", {"text": "hi"}), "done"])
@@ -95,7 +106,7 @@ async def test_names_are_made_safe_prefixed_and_filtered() -> None:
 
 async def test_exclude_drops_tools() -> None:
     model = ScriptedChatModel(["nothing to do"])
-    await one_task(stdio_server(exclude=["die", "big", "pid"]), model).arun()
+    await one_task(stdio_server(exclude=["die", "big", "pid", "hostile_word"]), model).arun()
 
     names = [spec["function"]["name"] for spec in model.requests[0].tools or []]
     assert names == ["add", "fail", "shout_text"]

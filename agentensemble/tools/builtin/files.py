@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import stat
+from pathlib import Path
 from typing import Annotated
 
 from pydantic import BaseModel, Field
@@ -52,6 +53,42 @@ def _regular(fd: int, label: str, directory_hint: str = "") -> int:
     if stat.S_ISDIR(mode):
         refuse(f"{label!r} is a directory{directory_hint}")
     refuse(f"{label!r} is not a regular file")
+
+
+MAX_LINK_SCAN = 20_000
+"""Entries of the root looked at, at most, to find a hard-linked file's other names."""
+
+
+def _not_linked_outside(fd: int, root: Path, label: str) -> None:
+    """Refuse (closing ``fd``) a file with hard links unless all of them lie inside the root.
+
+    A hard link has no target to check as a symlink has: the same file simply has another name,
+    maybe outside the root (``~/.bashrc`` linked in as ``notes.txt``), and writing one name
+    writes them all. A file with more names than can be found under the root is refused.
+    """
+    info = os.fstat(fd)
+    if info.st_nlink <= 1:
+        return
+    found, seen = 0, 0
+    for folder, directories, files in os.walk(root):  # symlinks are not followed
+        for name in (*directories, *files):
+            seen += 1
+            if seen > MAX_LINK_SCAN:
+                break
+            try:
+                other = os.stat(os.path.join(folder, name), follow_symlinks=False)
+            except OSError:
+                continue
+            if (other.st_dev, other.st_ino) == (info.st_dev, info.st_ino):
+                found += 1
+        if seen > MAX_LINK_SCAN:
+            break
+    if found < info.st_nlink:
+        os.close(fd)
+        refuse(
+            f"{label!r} is a hard link to a file with {info.st_nlink} names, not all of them "
+            "inside the working folder: writing it could change a file outside; refused"
+        )
 
 
 def _is_binary(data: bytes) -> bool:
@@ -138,6 +175,7 @@ class FileWrite(BuiltinTool[FileWriteInput]):
         flags = os.O_WRONLY | os.O_CREAT | (os.O_APPEND if input.append else 0)
         fd = open_file(self.root, parts, flags, create_directories=self.create_directories)
         _regular(fd, label)
+        _not_linked_outside(fd, self.root, label)
         if not input.append:
             os.ftruncate(fd, 0)  # only now that it is known to be a regular file
         with os.fdopen(fd, "wb") as handle:

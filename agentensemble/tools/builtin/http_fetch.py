@@ -25,7 +25,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from agentensemble.errors import ConfigurationError
 from agentensemble.tools.builtin._base import BuiltinTool, refuse
-from agentensemble.tools.builtin._html import html_to_text
+from agentensemble.tools.builtin._html import ConversionTimeout, html_to_text
 
 DEFAULT_TIMEOUT = 15.0
 DEFAULT_MAX_BYTES = 1_000_000
@@ -135,7 +135,7 @@ class HttpFetch(BuiltinTool[HttpGetInput]):
                 if status == 303 or (status in (301, 302) and method != "HEAD"):
                     method, body = "GET", None
                 continue
-            return self._render(url, status, reason, headers, data, truncated)
+            return self._render(url, status, reason, headers, data, truncated, deadline)
         refuse(f"too many redirects (more than {MAX_REDIRECTS})")
 
     # -- one hop --------------------------------------------------------------------------
@@ -227,6 +227,7 @@ class HttpFetch(BuiltinTool[HttpGetInput]):
         headers: dict[str, str],
         data: bytes,
         truncated: bool,
+        deadline: float,
     ) -> str:
         content_type = headers.get("content-type", "text/plain")
         mime = content_type.split(";")[0].strip().lower()
@@ -242,7 +243,10 @@ class HttpFetch(BuiltinTool[HttpGetInput]):
         except LookupError:
             text = data.decode("utf-8", errors="replace")
         if mime in ("text/html", "application/xhtml+xml"):
-            text = html_to_text(text)
+            try:  # within the call's timeout, like the fetch itself
+                text = html_to_text(text, deadline=deadline)
+            except ConversionTimeout:
+                refuse(f"timed out after {self.timeout:g} s while converting the page to text")
         note = f"\n[cut at {self.max_bytes} bytes]" if truncated else ""
         if status >= 400:
             refuse(f"{url} answered HTTP {status} {reason}: {text[:2000]}")

@@ -14,6 +14,7 @@ from typing import Annotated, Any
 from pydantic import BaseModel, Field
 
 from agentensemble.tools.builtin._base import BuiltinTool, refuse
+from agentensemble.untrusted import UntrustedInputError, parse_json
 
 MAX_DOCUMENT_CHARS = 2_000_000
 MAX_PATH_CHARS = 1_000
@@ -112,9 +113,9 @@ class JsonQuery(BuiltinTool[JsonQueryInput]):
         if len(input.document) > MAX_DOCUMENT_CHARS:
             refuse(f"document is {len(input.document)} characters; at most {MAX_DOCUMENT_CHARS}")
         try:
-            document = json.loads(input.document)
-        except (ValueError, RecursionError) as error:
-            refuse(f"document is not valid JSON: {error}")
+            document = parse_json(input.document, what="document", max_chars=MAX_DOCUMENT_CHARS)
+        except UntrustedInputError as error:
+            refuse(str(error))
         value = query(document, parse_path(input.path))
         text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
         if len(text) > self.max_output_chars:

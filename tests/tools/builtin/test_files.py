@@ -191,3 +191,24 @@ def test_a_system_without_o_nofollow_and_dir_fd_refuses_the_tools_at_constructio
     for tool in (FileRead, FileWrite, ListDirectory):
         with pytest.raises(ConfigurationError, match=f"{tool.__name__} needs O_NOFOLLOW"):
             tool(tmp_path)
+
+
+@pytest.mark.parametrize("append", [False, True])
+def test_file_write_refuses_a_hard_link_to_a_file_outside_the_root(
+    tree: Path, append: bool
+) -> None:
+    secret = tree.parent / "outside" / "secret.txt"
+    os.link(secret, tree / "linked.txt")  # the same file, a second name inside the root
+    writer = FileWrite(tree, requires_approval=False)
+
+    result = call(writer, path="linked.txt", content="overwritten", append=append)
+
+    assert refused(result, "'linked.txt' is a hard link", "not all of them inside")
+    assert secret.read_text() == "TOP SECRET"
+
+
+def test_file_write_may_write_a_file_whose_every_name_is_inside_the_root(tree: Path) -> None:
+    os.link(tree / "notes.txt", tree / "sub" / "same_notes.txt")
+    writer = FileWrite(tree, requires_approval=False)
+    assert call(writer, path="sub/same_notes.txt", content="new").is_success
+    assert (tree / "notes.txt").read_text() == "new"

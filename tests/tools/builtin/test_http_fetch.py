@@ -15,6 +15,7 @@ import pytest
 from builtin_helpers import call, refused
 
 from agentensemble.errors import ConfigurationError
+from agentensemble.tools import ToolResult
 from agentensemble.tools.builtin import HttpFetch
 from agentensemble.tools.builtin.http_fetch import is_public
 
@@ -86,6 +87,8 @@ class Public(_Quiet):
             self.send_header("Location", "/loop")
             self.send_header("Content-Length", "0")
             self.end_headers()
+        elif parts.path == "/hostile-html":  # quadratic or worse for html.parser: hours
+            self._send(200, ("<!--" * 250_000).encode(), "text/html")
         elif parts.path == "/big":
             self._send(200, b"y" * 3_000_000)
         elif parts.path == "/binary":
@@ -292,3 +295,17 @@ def test_an_allow_list_is_required() -> None:
 )
 def test_which_addresses_count_as_public(address: str, public: bool) -> None:
     assert is_public(ipaddress.ip_address(address)) is public
+
+
+def test_a_hostile_html_page_is_converted_within_the_call_s_bound(public_port: int) -> None:
+    outcome: list[ToolResult] = []
+    worker = threading.Thread(
+        target=lambda: outcome.append(
+            call(fetcher(timeout=10), url=f"http://127.0.0.2:{public_port}/hostile-html")
+        ),
+        daemon=True,
+    )
+    worker.start()
+    worker.join(60)  # a bound on a hang, not a speed target: html.parser took hours
+    assert outcome, "HttpFetch still converting a 1 MB page after 60 s"
+    assert outcome[0].is_success and outcome[0].output == ""  # one unclosed comment: no text

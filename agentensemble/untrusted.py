@@ -1,0 +1,190 @@
+"""Structured input from outside the process, parsed one way: bounded in size, depth and time.
+
+Model output, tool output, an MCP server's data, a webhook's answer and a remote HTTP body are
+hostile input. Every place that turns such text into Python values calls this module, so a new
+surface inherits the defences instead of re-implementing them::
+
+    from agentensemble.untrusted import UntrustedInputError, aparse_json, parse_json
+
+    value = parse_json(text, what="the webhook's answer")          # sync, small inputs
+    value = await aparse_json(body, what="the response", timeout=5)  # async: off the event loop
+
+- **Size**: text longer than ``max_chars`` (bytes: longer than ``max_chars`` bytes) is refused
+  before any parsing.
+- **Depth**: a value nested deeper than ``max_depth`` arrays/objects is refused; Python's
+  ``RecursionError`` never escapes (it is a parse error like any other).
+- **Time**: parsing is linear in the size (the C JSON scanner); ``aparse_json`` parses large
+  inputs in a daemon thread, so the event loop never waits on them, and gives up after
+  ``timeout`` seconds.
+- **Errors**: every failure is one ``UntrustedInputError`` (a ``ValueError``) whose message says
+  what was wrong and where, short enough to show a model in a correction turn. Giant integers
+  (over Python's 4300 digits), invalid UTF-8 and, with ``unique_keys=True``, an object naming a
+  key twice (``DuplicateKeyError``) are refused the same way.
+
+The module imports only the standard library; importing it is cheap.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import threading
+from typing import Any
+
+from agentensemble.errors import UntrustedInputError
+
+MAX_CHARS = 8_000_000
+"""Default size bound, in characters (or bytes for ``bytes`` input)."""
+MAX_DEPTH = 100
+"""Default depth bound: arrays and objects nested inside each other."""
+OFF_LOOP_CHARS = 256_000
+"""``aparse_json`` parses input larger than this in a worker thread (smaller: a millisecond)."""
+DEFAULT_TIMEOUT = 10.0
+"""``aparse_json``'s default deadline, in seconds."""
+
+
+class DuplicateKeyError(UntrustedInputError):
+    """A JSON object names the same key twice (plain ``json.loads`` silently keeps the last).
+
+    With ``{"to": "alice", "to": "mallory"}`` a reviewer reading the text and a tool reading the
+    parsed value would see different calls; where that matters, parse with ``unique_keys=True``.
+    """
+
+    def __init__(self, key: str, what: str = "the input") -> None:
+        super().__init__(what, f"not usable (duplicate key {key!r} in a JSON object)")
+        self.key = key
+
+
+def _unique_pairs(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    result: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in result:
+            raise DuplicateKeyError(key)
+        result[key] = value
+    return result
+
+
+def parse_json(
+    text: str | bytes | bytearray,
+    *,
+    what: str = "the input",
+    max_chars: int = MAX_CHARS,
+    max_depth: int = MAX_DEPTH,
+    unique_keys: bool = False,
+) -> Any:
+    """Parse untrusted JSON ``text``; raise ``UntrustedInputError`` for anything unusable.
+
+    ``what`` names the input in error messages ("the model's answer", "the server's body").
+    Runs on the calling thread: use ``aparse_json`` from async code for input that may be large.
+    """
+    if len(text) > max_chars:
+        unit = "characters" if isinstance(text, str) else "bytes"
+        raise UntrustedInputError(
+            what, f"too large ({len(text)} {unit}; at most {max_chars} are accepted)"
+        )
+    if not isinstance(text, str):
+        try:
+            text = bytes(text).decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise UntrustedInputError(what, f"not valid UTF-8 (at byte {exc.start})") from exc
+    hook = _unique_pairs if unique_keys else None
+    try:
+        value = json.loads(text, object_pairs_hook=hook)
+    except DuplicateKeyError as exc:
+        raise DuplicateKeyError(exc.key, what) from None
+    except json.JSONDecodeError as exc:
+        raise UntrustedInputError(
+            what, f"not valid JSON ({exc.msg} at line {exc.lineno} column {exc.colno})"
+        ) from exc
+    except RecursionError as exc:
+        raise UntrustedInputError(what, _too_deep(max_depth)) from exc
+    except ValueError as exc:  # "Exceeds the limit (4300 digits) for integer string conversion"
+        reason = str(exc).split(":")[0]
+        raise UntrustedInputError(what, f"not usable JSON ({reason})") from exc
+    if depth_exceeds(value, max_depth):
+        raise UntrustedInputError(what, _too_deep(max_depth))
+    return value
+
+
+async def aparse_json(
+    text: str | bytes | bytearray,
+    *,
+    what: str = "the input",
+    max_chars: int = MAX_CHARS,
+    max_depth: int = MAX_DEPTH,
+    unique_keys: bool = False,
+    timeout: float = DEFAULT_TIMEOUT,
+) -> Any:
+    """``parse_json`` for async code: large input is parsed in a daemon thread (the event loop
+    keeps serving other runs) and the parse is abandoned after ``timeout`` seconds."""
+    if len(text) <= OFF_LOOP_CHARS or len(text) > max_chars:  # instant either way
+        return parse_json(
+            text, what=what, max_chars=max_chars, max_depth=max_depth, unique_keys=unique_keys
+        )
+    loop = asyncio.get_running_loop()
+    future: asyncio.Future[Any] = loop.create_future()
+
+    def settle(outcome: tuple[bool, Any]) -> None:
+        if not future.done():
+            if outcome[0]:
+                future.set_result(outcome[1])
+            else:
+                future.set_exception(outcome[1])
+
+    def target() -> None:
+        try:
+            outcome: tuple[bool, Any] = (
+                True,
+                parse_json(
+                    text,
+                    what=what,
+                    max_chars=max_chars,
+                    max_depth=max_depth,
+                    unique_keys=unique_keys,
+                ),
+            )
+        except BaseException as exc:  # delivered to the awaiting coroutine
+            outcome = (False, exc)
+        with contextlib.suppress(RuntimeError):  # the loop is closed: nobody waits any more
+            loop.call_soon_threadsafe(settle, outcome)
+
+    threading.Thread(target=target, name="agentensemble-parse", daemon=True).start()
+    try:
+        return await asyncio.wait_for(future, timeout)
+    except asyncio.TimeoutError:
+        raise UntrustedInputError(what, f"too slow to parse (over {timeout:g} s)") from None
+
+
+def depth_exceeds(value: Any, max_depth: int) -> bool:
+    """Whether ``value`` nests lists/dicts deeper than ``max_depth`` (iterative: no recursion)."""
+    stack: list[tuple[Any, int]] = [(value, 1)]
+    while stack:
+        node, depth = stack.pop()
+        if isinstance(node, dict):
+            children: Any = node.values()
+        elif isinstance(node, list):
+            children = node
+        else:
+            continue
+        if depth > max_depth:
+            return True
+        stack.extend((child, depth + 1) for child in children if isinstance(child, dict | list))
+    return False
+
+
+def _too_deep(max_depth: int) -> str:
+    return f"nested too deeply (more than {max_depth} levels of arrays/objects)"
+
+
+__all__ = [
+    "DEFAULT_TIMEOUT",
+    "MAX_CHARS",
+    "MAX_DEPTH",
+    "OFF_LOOP_CHARS",
+    "DuplicateKeyError",
+    "UntrustedInputError",
+    "aparse_json",
+    "depth_exceeds",
+    "parse_json",
+]
