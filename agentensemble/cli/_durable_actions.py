@@ -12,6 +12,7 @@ import os
 import signal
 import sys
 import threading
+from typing import Any
 
 from agentensemble._display import escape_for_row
 from agentensemble.durable._client import DurableClient, ReviewClosedError, past_deadline
