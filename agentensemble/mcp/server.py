@@ -24,7 +24,7 @@ from agentensemble.mcp.tool import (
     exposed_name,
     object_schema,
 )
-from agentensemble.tools._secrets import is_secret_name
+from agentensemble.redaction import is_secret_name
 from agentensemble.tools.source import OpenedSource, ToolSource
 
 DEFAULT_CALL_TIMEOUT = 60.0

@@ -6,7 +6,7 @@ import pytest
 
 from agentensemble.logging import redact_text
 from agentensemble.mcp import MCPServerHTTP, MCPServerStdio
-from agentensemble.tools._secrets import is_secret_name
+from agentensemble.redaction import is_secret_name
 
 
 @pytest.mark.parametrize(

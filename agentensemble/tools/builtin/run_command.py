@@ -24,7 +24,7 @@ from pydantic import BaseModel, Field
 
 from agentensemble.errors import ConfigurationError
 from agentensemble.logging import redact_text
-from agentensemble.tools._secrets import is_secret_name
+from agentensemble.redaction import is_secret_name
 from agentensemble.tools.builtin._base import BuiltinTool, refuse
 
 DEFAULT_TIMEOUT = 30.0

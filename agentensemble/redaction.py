@@ -1,0 +1,275 @@
+"""The one outward-redaction policy: what of a text must never leave the process.
+
+Every channel that carries text out of the process (model-visible tool results, log lines, the
+trace, OpenTelemetry spans and events, error messages, CLI output, web console payloads,
+durable records) passes it through ``redact_text`` / ``redact``. The policy hides:
+
+- secrets registered by value (``register_secret``): API keys read from the environment,
+  webhook and MCP credentials, every ``env=`` value of an MCP server, tokens of our servers;
+- credentials recognised by their shape, whatever name they travel under: key-shaped strings
+  (``sk-...``, ``AIza...``, ``ghp_...``, ``xoxb-...``, ``AKIA...``), ``Bearer``/``Basic``
+  credentials, ``api_key=...``-style assignments, the password of ``scheme://user:pw@host`` and
+  token-named query parameters (``?access_token=...``);
+- by key name, in structured values: whatever sits under ``api_key``, ``password``, ``token``...
+
+A new surface calls ``redact_text`` (or ``redact`` for structured data) on what it sends out and
+inherits every rule here. Stdlib only: importable from every layer and package, cheap to import.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import threading
+import urllib.parse
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+REDACTED = "***"
+MIN_SECRET_LENGTH = 6
+"""Registered values shorter than this are ignored: redacting them would mangle ordinary text."""
+
+SECRET_NAME = re.compile(
+    r"(?<![a-z])(?:api[_-]?)?key(?![a-z])|cookie|credential|secret|passw|passphrase|signature|"
+    r"session|private|auth|token(?!s)|bearer|(?<![a-z])dsn(?![a-z])|database_ur[li]",
+    re.IGNORECASE,
+)
+"""Names (environment variables, headers, settings, log fields) whose values are credentials.
+``max_tokens`` and other ``*tokens`` are counts, ``KEYBOARD`` is not a key."""
+
+_NOT_SECRET_NAMES = frozenset(
+    {"prompt_tokens", "completion_tokens", "total_tokens", "max_tokens", "session_id"}
+)
+
+_SHAPES: tuple[tuple[re.Pattern[str], str], ...] = (
+    # scheme://user:password@host -> scheme://user:***@host (database, broker, proxy URLs)
+    (re.compile(r"(\b[a-zA-Z][a-zA-Z0-9+.\-]*://[^\s/?#@:\"'<>]*:)([^\s/?#@\"'<>]+)(@)"), r"\1***\3"),
+    # Authorization credentials: "Bearer <token>", "Basic <base64>"
+    (re.compile(r"\b((?i:bearer|basic)\s+)[A-Za-z0-9._\-~+/=]{6,}"), r"\1***"),
+    # provider key shapes
+    (re.compile(r"\bsk-[A-Za-z0-9_\-]{6,}"), REDACTED),
+    (re.compile(r"\bAIza[0-9A-Za-z_\-]{20,}"), REDACTED),
+    (re.compile(r"\b(?:gh[pousr]_[A-Za-z0-9]{20,}|github_pat_[A-Za-z0-9_]{20,})"), REDACTED),
+    (re.compile(r"\bxox[abprs]-[A-Za-z0-9\-]{10,}"), REDACTED),
+    (re.compile(r"\b(?:AKIA|ASIA)[0-9A-Z]{16}\b"), REDACTED),
+    # api_key=..., "authorization": "...", access_token: ..., password=...
+    (
+        re.compile(
+            r"((?i:api[_-]?key|x-api-key|authorization|access[_-]?token|refresh[_-]?token|"
+            r"client[_-]?secret|secret|password|passwd)[\"']?\s*[:=]\s*[\"']?)"
+            r"(?!\*\*\*)[^\s\"',;}&]{4,}"
+        ),
+        r"\1***",
+    ),
+    # token-named query parameters of any URL: ?token=..., &sig=..., &key=...
+    (
+        re.compile(
+            r"([?&](?i:[\w.\-]*(?:token|key|secret|sig|signature|password|auth|code)[\w.\-]*)=)"
+            r"(?!\*\*\*)[^&\s#\"'<>]+"
+        ),
+        r"\1***",
+    ),
+)
+
+_known: set[str] = set()
+_known_sorted: tuple[str, ...] = ()
+_lock = threading.Lock()
+
+
+def register_secret(value: str | None) -> None:
+    """Remember a secret by value, so it is redacted wherever it shows up, whatever its shape.
+
+    Credentials are registered where they are first held (keys read from the environment, webhook
+    and MCP credentials, server tokens); an echo of one (a provider's error, a server's stderr, a
+    traceback) is then hidden on every channel. Values shorter than six characters are ignored.
+    """
+    global _known_sorted
+    if value and isinstance(value, str) and len(value) >= MIN_SECRET_LENGTH:
+        with _lock:
+            if value not in _known:
+                _known.add(value)
+                _known_sorted = tuple(sorted(_known, key=len, reverse=True))
+
+
+def redact_text(text: str, extra: Iterable[str] = ()) -> str:
+    """``text`` with registered secrets (and ``extra`` ones), then credential shapes, as ``***``."""
+    for secret in extra:
+        if secret and len(secret) >= 4:
+            text = text.replace(secret, REDACTED)
+    for secret in _known_sorted:
+        if secret in text:
+            text = text.replace(secret, REDACTED)
+    for pattern, replacement in _SHAPES:
+        text = pattern.sub(replacement, text)
+    return text
+
+
+def is_secret_name(name: str) -> bool:
+    """Whether a variable, header, setting or field called ``name`` holds a credential
+    (``OPENAI_API_KEY``, ``GITHUB_TOKEN``, ``Authorization``, ``DB_PASSWORD``, ``SENTRY_DSN``)."""
+    return name.lower() not in _NOT_SECRET_NAMES and bool(SECRET_NAME.search(name))
+
+
+def looks_like_credential(value: str) -> bool:
+    """Whether ``value`` holds a credential by the policy (registered, or credential-shaped):
+    how ``RunCommand`` recognises ``MONGODB_URI=mongodb://app:pw@db`` whatever its name."""
+    return redact_text(value) != value
+
+
+def redact(value: Any, key: str | None = None) -> Any:
+    """``value`` redacted at any depth: strings by the policy, anything under a secret-looking
+    key (``api_key``, ``authorization``, ``password``...) replaced whole."""
+    if key is not None and is_secret_name(key):
+        return REDACTED if value not in (None, "") else value
+    if isinstance(value, str):
+        return redact_text(value)
+    if isinstance(value, Mapping):
+        return {k: redact(v, str(k)) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return type(value)(redact(v) for v in value)
+    return value
+
+
+# -- URLs ----------------------------------------------------------------------------------------
+
+_TOKEN_LIKE = re.compile(r"^(?=.*[0-9])(?=.*[A-Za-z])[A-Za-z0-9._~%+=-]{8,}$")
+
+
+def looks_like_token(segment: str) -> bool:
+    """A URL path segment that may be a credential: long, or letters mixed with digits."""
+    return len(segment) >= 24 or bool(_TOKEN_LIKE.match(segment))
+
+
+def safe_url(url: str) -> str:
+    """``url`` for messages: no user info, query or fragment (they may carry tokens), and every
+    path segment that looks like a token masked."""
+    try:
+        parts = urllib.parse.urlsplit(str(url))
+        host, port = parts.hostname, parts.port
+    except ValueError:
+        return "<invalid URL>"
+    if not parts.scheme or not host:
+        return "<invalid URL>"
+    shown_host = f"[{host}]" if ":" in host else host
+    segments = [REDACTED if looks_like_token(s) else s for s in parts.path.split("/")]
+    return f"{parts.scheme}://{shown_host}{f':{port}' if port else ''}{'/'.join(segments)}"
+
+
+def register_url_secrets(url: str) -> None:
+    """Register the credentials a URL may carry: user info, the query and its values, and
+    token-like path segments (raw and percent-decoded). Hosted services (MCP, webhooks) issue
+    URLs whose path or query is the credential."""
+    try:
+        parts = urllib.parse.urlsplit(str(url))
+        values = [parts.username, parts.password]
+    except ValueError:
+        return
+    values += [v for _, v in urllib.parse.parse_qsl(parts.query, keep_blank_values=False)]
+    values += [parts.query, urllib.parse.unquote(parts.query)]
+    for segment in parts.path.split("/"):
+        if looks_like_token(segment):
+            values += [segment, urllib.parse.unquote(segment)]
+    for value in values:
+        register_secret(value)
+
+
+_PLAIN_HEADERS = frozenset(
+    {"accept", "accept-encoding", "accept-language", "content-type", "user-agent"}
+)
+"""Headers that never carry a credential: registering ``application/json`` would only mangle
+every message that mentions it."""
+
+
+def register_header_secrets(headers: Mapping[str, str]) -> None:
+    """Register every header value (but those of ``_PLAIN_HEADERS``) and the credential part of
+    ``Scheme credential`` values (``Bearer <token>``)."""
+    for name, value in headers.items():
+        if str(name).lower() in _PLAIN_HEADERS or not isinstance(value, str):
+            continue
+        register_secret(value)
+        register_secret(value.strip().partition(" ")[2].strip())
+
+
+def register_argument_secrets(arguments: Iterable[str]) -> None:
+    """Register the credentials in a command line: each argument that holds one by shape
+    (``postgresql://app:pw@db``, ``--password=hunter2...``), the argument whole and its
+    secret part, and the values of URLs' queries and user info."""
+    for argument in arguments:
+        if not looks_like_credential(argument):
+            continue
+        register_secret(argument)
+        _, sep, value = argument.partition("=")
+        if sep and not value.startswith(("http://", "https://")):
+            register_secret(value)
+        for word in re.findall(r"[a-zA-Z][a-zA-Z0-9+.\-]*://\S+", argument):
+            register_url_secrets(word)
+
+
+def redact_command(command: Iterable[str]) -> str:
+    """A command line for messages, each argument redacted by the policy."""
+    return " ".join(redact_text(part) for part in command)
+
+
+# -- stdlib loggers of the libraries we drive ----------------------------------------------------
+
+
+class RedactingFilter(logging.Filter):
+    """Rewrites a record's message (and its exception text) with the policy applied."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        try:
+            message = record.getMessage()
+        except (TypeError, ValueError):
+            return True
+        cleaned = redact_text(message)
+        if cleaned != message:
+            record.msg, record.args = cleaned, None
+        return True
+
+
+THIRD_PARTY_LOGGERS = (
+    "httpx",
+    "httpx2",
+    "httpcore",
+    "httpcore.connection",
+    "httpcore.http11",
+    "httpcore.http2",
+    "httpcore.proxy",
+    "client",  # mcp's ClientSession
+    "mcp.client.stdio",
+    "mcp.client.sse",
+    "mcp.client.streamable_http",
+)
+"""Loggers that print request URLs or server messages (httpx logs each URL at INFO). A filter
+on a logger sees only that logger's own records, so each one is named."""
+
+_FILTER = RedactingFilter()
+
+
+def install_log_redaction(names: Iterable[str] = THIRD_PARTY_LOGGERS) -> None:
+    """Add the redacting filter to the named stdlib loggers (idempotent)."""
+    for name in names:
+        logger = logging.getLogger(name)
+        if _FILTER not in logger.filters:
+            logger.addFilter(_FILTER)
+
+
+__all__ = [
+    "MIN_SECRET_LENGTH",
+    "REDACTED",
+    "SECRET_NAME",
+    "THIRD_PARTY_LOGGERS",
+    "RedactingFilter",
+    "install_log_redaction",
+    "is_secret_name",
+    "looks_like_credential",
+    "looks_like_token",
+    "redact",
+    "redact_command",
+    "redact_text",
+    "register_argument_secrets",
+    "register_header_secrets",
+    "register_secret",
+    "register_url_secrets",
+    "safe_url",
+]
