@@ -190,19 +190,28 @@ def register_header_secrets(headers: Mapping[str, str]) -> None:
         register_secret(value.strip().partition(" ")[2].strip())
 
 
+_URL_IN_TEXT = re.compile(r"[a-zA-Z][a-zA-Z0-9+.\-]*://\S+")
+
+
 def register_argument_secrets(arguments: Iterable[str]) -> None:
-    """Register the credentials in a command line: each argument that holds one by shape
-    (``postgresql://app:pw@db``, ``--password=hunter2...``), the argument whole and its
-    secret part, and the values of URLs' queries and user info."""
+    """Register the credentials in a command line: URLs' passwords, queries and path tokens
+    (``postgresql://app:pw@db``), ``--password=...`` values, the argument after a secret-named
+    flag (``--token VALUE``) and any other credential-shaped argument whole."""
+    previous = ""
     for argument in arguments:
-        if not looks_like_credential(argument):
-            continue
-        register_secret(argument)
-        _, sep, value = argument.partition("=")
-        if sep and not value.startswith(("http://", "https://")):
-            register_secret(value)
-        for word in re.findall(r"[a-zA-Z][a-zA-Z0-9+.\-]*://\S+", argument):
-            register_url_secrets(word)
+        flag = previous.lstrip("-")
+        if previous.startswith("-") and "=" not in previous and is_secret_name(flag):
+            register_secret(argument)
+        elif looks_like_credential(argument):
+            urls = _URL_IN_TEXT.findall(argument)
+            for url in urls:
+                register_url_secrets(url)
+            _, sep, value = argument.partition("=")
+            if sep and "://" not in value:
+                register_secret(value)
+            if not urls and not sep:
+                register_secret(argument)
+        previous = argument
 
 
 def redact_command(command: Iterable[str]) -> str:

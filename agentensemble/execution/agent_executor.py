@@ -45,6 +45,7 @@ from agentensemble.llm.cost import add_costs, cost_usd
 from agentensemble.llm.response_format import ResponseFormat, supports_response_format
 from agentensemble.llm.types import ChatModel, ChatResponse, Message, ToolCall, model_label
 from agentensemble.logging import get_logger
+from agentensemble.redaction import redact_text
 from agentensemble.outputs import ReturnBehavior, TaskOutput, TokenUsage, ToolCallRecord
 from agentensemble.run_context import model_call_scope
 from agentensemble.steps import as_step, checkpointing
@@ -374,6 +375,10 @@ class AgentExecutor:
         content = result.output if result.is_success else f"Error: {result.error_message or ''}"
         if not outcome.executed:
             content = result.error_message or ""
+        # the model's provider is outside the process: what a tool, a server's stderr or a
+        # reviewer's rejection carries passes the redaction policy (and so do the record, the
+        # events, the trace and durable records made from it)
+        content = redact_text(content)
         self.messages.append({"role": "tool", "tool_call_id": outcome.call.id, "content": content})
         record = ToolCallRecord(
             name=outcome.call.name,
