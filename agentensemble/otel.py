@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import threading
 import time
+import traceback
 from typing import Any
 
 from agentensemble.events import (
@@ -38,7 +39,7 @@ from agentensemble.events import (
     ToolCallCompleted,
     ToolCallStarted,
 )
-from agentensemble.logging import redact_text
+from agentensemble.redaction import redact, redact_text
 
 try:
     from opentelemetry import context as otel_context
@@ -80,7 +81,7 @@ class OpenTelemetryListener:
             name,
             context=context if context is not None else otel_context.get_current(),
             kind=kind if kind is not None else SpanKind.INTERNAL,
-            attributes={k: v for k, v in attributes.items() if v is not None},
+            attributes={k: redact(v) for k, v in attributes.items() if v is not None},
         )
 
     def _parent(
@@ -96,7 +97,18 @@ class OpenTelemetryListener:
     @staticmethod
     def _fail(span: Span, error: BaseException) -> None:
         span.set_attribute("error.type", type(error).__name__)
-        span.record_exception(error)
+        # the exception event as the SDK's record_exception writes it, but its message and
+        # traceback pass the redaction policy: an exporter sends them out of the process
+        stack = "".join(traceback.format_exception(type(error), error, error.__traceback__))
+        span.add_event(
+            "exception",
+            {
+                "exception.type": type(error).__name__,
+                "exception.message": redact_text(str(error)),
+                "exception.stacktrace": redact_text(stack),
+                "exception.escaped": "False",
+            },
+        )
         span.set_status(Status(StatusCode.ERROR, redact_text(str(error))[:500]))
 
     # -- events -------------------------------------------------------------------------------
