@@ -54,6 +54,12 @@ SYSTEM = "agentensemble"
 _INSTRUMENTATION = "agentensemble"
 
 
+def _qualified(kind: type) -> str:
+    """An exception type's name as OpenTelemetry writes it (module-qualified unless built in)."""
+    module = kind.__module__
+    return kind.__qualname__ if module == "builtins" else f"{module}.{kind.__qualname__}"
+
+
 def _provider_of(model: str) -> str | None:
     return model.split("/", 1)[0] if "/" in model else None
 
@@ -103,7 +109,7 @@ class OpenTelemetryListener:
         span.add_event(
             "exception",
             {
-                "exception.type": type(error).__name__,
+                "exception.type": _qualified(type(error)),
                 "exception.message": redact_text(str(error)),
                 "exception.stacktrace": redact_text(stack),
                 "exception.escaped": "False",

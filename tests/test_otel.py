@@ -248,7 +248,13 @@ def test_the_exported_exception_event_is_redacted_like_the_status(
     spans = exporter.get_finished_spans()
     events = [event for span in spans for event in span.events if event.name == "exception"]
     assert events, "the failure is recorded as an exception event"
-    exported = repr([(span.status.description, span.attributes, span.events) for span in spans])
+    exported = repr(
+        [
+            (span.status.description, dict(span.attributes or {}))
+            + tuple(dict(event.attributes or {}) for event in span.events)
+            for span in spans
+        ]
+    )
     assert "provider echoed" in exported
     assert registered not in exported and key not in exported
     assert all("exception.stacktrace" in (event.attributes or {}) for event in events)
