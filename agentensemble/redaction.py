@@ -244,6 +244,11 @@ THIRD_PARTY_LOGGERS = (
     "httpcore.http11",
     "httpcore.http2",
     "httpcore.proxy",
+    "httpcore2",
+    "httpcore2.connection",
+    "httpcore2.http11",
+    "httpcore2.http2",
+    "httpcore2.proxy",
     "client",  # mcp's ClientSession
     "mcp.client.stdio",
     "mcp.client.sse",
