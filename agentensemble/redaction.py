@@ -132,17 +132,25 @@ def redact(value: Any, key: str | None = None) -> Any:
 
 # -- URLs ----------------------------------------------------------------------------------------
 
-_TOKEN_LIKE = re.compile(r"^(?=.*[0-9])(?=.*[A-Za-z])[A-Za-z0-9._~%+=-]{8,}$")
+_PLAIN_SEGMENT = re.compile(
+    r"^(?:|v\d{1,2}|api|apis|mcp|sse|rpc|rest|json|messages?|events?|stream|hooks?|webhooks?|"
+    r"services?|catch|triggers?|callbacks?|incoming|review|reviews|approvals?|approve|decide|"
+    r"decisions?|withdraw|status|health|in|out)$",
+    re.IGNORECASE,
+)
+"""Path segments shown in messages as they are: words every service uses. Any other segment of
+a URL we hold a credential for may be the credential (``/hooks/catch/123456/opensesame``)."""
 
 
 def looks_like_token(segment: str) -> bool:
-    """A URL path segment that may be a credential: long, or letters mixed with digits."""
-    return len(segment) >= 24 or bool(_TOKEN_LIKE.match(segment))
+    """A URL path segment that may be a credential: anything but a common plain word."""
+    return not _PLAIN_SEGMENT.match(segment)
 
 
 def safe_url(url: str) -> str:
     """``url`` for messages: no user info, query or fragment (they may carry tokens), and every
-    path segment that looks like a token masked."""
+    path segment but common plain words (``api``, ``mcp``, ``hooks``, ``v1``...) masked: hosted
+    services put the credential in the path, and nothing tells a word from a token."""
     try:
         parts = urllib.parse.urlsplit(str(url))
         host, port = parts.hostname, parts.port
