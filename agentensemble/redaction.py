@@ -43,7 +43,10 @@ _NOT_SECRET_NAMES = frozenset(
 
 _SHAPES: tuple[tuple[re.Pattern[str], str], ...] = (
     # scheme://user:password@host -> scheme://user:***@host (database, broker, proxy URLs)
-    (re.compile(r"(\b[a-zA-Z][a-zA-Z0-9+.\-]*://[^\s/?#@:\"'<>]*:)([^\s/?#@\"'<>]+)(@)"), r"\1***\3"),
+    (
+        re.compile(r"(\b[a-zA-Z][a-zA-Z0-9+.\-]*://[^\s/?#@:\"'<>]*:)([^\s/?#@\"'<>]+)(@)"),
+        r"\1***\3",
+    ),
     # Authorization credentials: "Bearer <token>", "Basic <base64>"
     (re.compile(r"\b((?i:bearer|basic)\s+)[A-Za-z0-9._\-~+/=]{6,}"), r"\1***"),
     # provider key shapes

@@ -250,8 +250,11 @@ def test_the_exported_exception_event_is_redacted_like_the_status(
     assert events, "the failure is recorded as an exception event"
     exported = repr(
         [
-            (span.status.description, dict(span.attributes or {}))
-            + tuple(dict(event.attributes or {}) for event in span.events)
+            (
+                span.status.description,
+                dict(span.attributes or {}),
+                *(dict(event.attributes or {}) for event in span.events),
+            )
             for span in spans
         ]
     )

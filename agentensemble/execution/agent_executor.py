@@ -45,8 +45,8 @@ from agentensemble.llm.cost import add_costs, cost_usd
 from agentensemble.llm.response_format import ResponseFormat, supports_response_format
 from agentensemble.llm.types import ChatModel, ChatResponse, Message, ToolCall, model_label
 from agentensemble.logging import get_logger
-from agentensemble.redaction import redact_text
 from agentensemble.outputs import ReturnBehavior, TaskOutput, TokenUsage, ToolCallRecord
+from agentensemble.redaction import redact_text
 from agentensemble.run_context import model_call_scope
 from agentensemble.steps import as_step, checkpointing
 from agentensemble.tools.base import ToolResult

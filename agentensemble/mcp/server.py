@@ -17,8 +17,8 @@ from typing import IO, Any, Literal
 
 from agentensemble._naming import tool_name_problem
 from agentensemble.errors import ConfigurationError
-from agentensemble.mcp._group import end_group, find_leader
 from agentensemble.mcp._connection import Connection, MCPServerError
+from agentensemble.mcp._group import end_group, find_leader
 from agentensemble.mcp.tool import (
     DEFAULT_MAX_OUTPUT_CHARS,
     MCPTool,

@@ -60,7 +60,7 @@ def test_a_trace_path_that_cannot_be_written_is_refused_before_the_run(
 ) -> None:
     missing = tmp_path / "no-such-folder" / "trace.json"
     code = main(["run", str(crew_file(CREW)), "--model", "scripted", "--trace", str(missing)])
-    out, err = capsys.readouterr()
+    err = capsys.readouterr().err
     assert code == EXIT_USAGE
     assert "--trace" in err and "does not exist" in err
     assert "completed:" not in err  # nothing was run (and paid for) to be lost

@@ -59,7 +59,7 @@ def test_a_relative_root_missing_beside_the_crew_file_is_an_error_even_if_cwd_ha
     (tmp_path / "data").mkdir()  # only in the working directory
     (tmp_path / "work").mkdir()
     monkeypatch.chdir(tmp_path)
-    with pytest.raises(ConfigurationError, match="crew.yaml:"):
+    with pytest.raises(ConfigurationError, match=r"crew\.yaml:"):
         Ensemble.from_yaml(crew)
 
 

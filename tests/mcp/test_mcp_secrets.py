@@ -73,7 +73,8 @@ async def test_an_http_url_token_never_reaches_the_model_the_logs_or_the_trace(
 
 async def test_a_password_in_a_stdio_command_line_is_not_in_errors_or_the_repr() -> None:
     password = "hunter2-db-password"
-    args = [str(SERVER), "crash", f"postgresql://app:{password}@db/prod", "--token", "tk-0a9b8c7d6e"]
+    database = f"postgresql://app:{password}@db/prod"
+    args = [str(SERVER), "crash", database, "--token", "tk-0a9b8c7d6e"]
     server = MCPServerStdio(sys.executable, args)
     with pytest.raises(MCPServerError) as caught:
         await one_task(server, ScriptedChatModel(["never"])).arun()

@@ -333,9 +333,12 @@ async def test_a_plain_looking_path_token_never_reaches_the_rejection_text(
     from agentensemble import Agent, Ensemble, Task, TaskExecutionError, tool
     from agentensemble.testing import ScriptedChatModel, tool_call
 
-    with caplog.at_level(logging.DEBUG), adhoc_server(lambda _: json_reply(status, {})) as (
-        base,
-        _,
+    with (
+        caplog.at_level(logging.DEBUG),
+        adhoc_server(lambda _: json_reply(status, {})) as (
+            base,
+            _,
+        ),
     ):
         handler = WebhookReviewHandler(f"{base}/hooks/catch/734512/opensesame/", max_retries=0)
 
