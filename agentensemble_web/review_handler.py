@@ -16,7 +16,7 @@ from typing import Any
 import httpx
 
 from agentensemble.logging import get_logger
-from agentensemble.redaction import redact, register_secret
+from agentensemble.redaction import register_secret
 from agentensemble.run_context import current_run_id
 from agentensemble_review._asking import apply_on_timeout
 from agentensemble_review.errors import ReviewProtocolError
@@ -74,9 +74,8 @@ class WebReviewHandler:
         return POLL_SECONDS if deadline is None else max(0.0, deadline - time.monotonic())
 
     def _post(self, client: httpx.Client, request: ReviewRequest, deadline: float | None) -> None:
-        # the card is redacted like the run's events: a secret the model put into a tool's
-        # arguments shows as ``***`` (telling the reviewer one is leaving), never in clear
-        body = {"run_id": current_run_id(), "request": redact(request_to_json(request))}
+        # request_to_json redacts the card like the run's events (``***``: a secret is leaving)
+        body = {"run_id": current_run_id(), "request": request_to_json(request)}
         answer = client.post(
             f"{self.url}/api/reviews",
             json=body,

@@ -9,7 +9,6 @@ echoing it, a traceback, a log line), and ``LLM.model_dump()`` shows it as ``***
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterator, Mapping
 from typing import Any
 
@@ -21,16 +20,16 @@ from agentensemble.redaction import (
     register_secret,
 )
 
-_SCHEME = re.compile(r"^(?:bearer|basic|token|key)\s+(\S+)$", re.IGNORECASE)
+_SCHEMES = ("bearer", "basic", "token", "key")
 _MIN_LENGTH = MIN_SECRET_LENGTH
 
 
 def _leaves(value: Any) -> Iterator[str]:
     if isinstance(value, str):
         yield value
-        match = _SCHEME.match(value.strip())
-        if match:  # "Bearer abc": the token alone may be echoed too
-            yield match.group(1)
+        scheme, _, credential = value.strip().partition(" ")
+        if credential.strip() and scheme.lower() in _SCHEMES:  # "Bearer abc": the token alone
+            yield credential.strip()  # may be echoed too
     elif isinstance(value, Mapping):
         for item in value.values():
             yield from _leaves(item)
