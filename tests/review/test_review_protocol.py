@@ -138,7 +138,8 @@ def test_the_request_every_review_service_receives_is_redacted() -> None:
     request = ReviewRequest(
         timing=ReviewTiming.DURING_EXECUTION,
         task_description="Deploy with sk-live-task0123456789abcd",
-        output='{"dsn": "postgresql://app:pw-in-args-99@db/x", "note": "registered-review-secret-31"}',
+        output='{"dsn": "postgresql://app:pw-in-args-99@db/x", '
+        '"note": "registered-review-secret-31"}',
         prompt="Approve Bearer abcdefgh12345678?",
         tool_name="deploy",
     )
