@@ -12,6 +12,7 @@ import html
 import urllib.parse
 
 from agentensemble._display import escape_for_display
+from agentensemble.redaction import redact_text
 from agentensemble_review._server_store import Record
 
 _CSS = """
@@ -44,7 +45,9 @@ for (const button of document.querySelectorAll("button[data-decision]")) {
 
 
 def _esc(value: object) -> str:
-    return html.escape(escape_for_display(str(value)), quote=True)
+    """Every text the page shows: redacted (the one policy), invisible characters escaped,
+    then HTML-escaped."""
+    return html.escape(escape_for_display(redact_text(str(value))), quote=True)
 
 
 def _deadline(record: Record, now: float) -> str:
@@ -83,7 +86,7 @@ def render_page(records: list[Record], secret_set: bool, token: str, nonce: str,
             f"<h3>{_esc(req.get('task_description', ''))}</h3>",
             f"<p><b>{_esc(req.get('prompt'))}</b></p>" if req.get("prompt") else "",
             f"<pre>{_esc(req.get('output', ''))}</pre>",
-            f"<textarea name='revised_output'>{html.escape(str(req.get('output', '')))}</textarea>",
+            f"<textarea name='revised_output'>{html.escape(redact_text(str(req.get('output', ''))))}</textarea>",
             "<p><input name='reason' placeholder='Reason (for Exit)' size='40'></p>",
             "<button data-decision='continue'>Approve</button>",
             "<button data-decision='edit'>Edit (send the text above)</button>",
