@@ -78,6 +78,7 @@ def render_page(records: list[Record], secret_set: bool, token: str, nonce: str,
     ]
     for record in pending:
         req = record.request
+        editable = html.escape(redact_text(str(req.get("output", ""))))  # edited as sent, redacted
         tool = f" &middot; tool <b>{_esc(req.get('tool_name'))}</b>" if req.get("tool_name") else ""
         out += [
             f"<div class='review' data-id='{html.escape(record.id, quote=True)}'>",
@@ -86,7 +87,7 @@ def render_page(records: list[Record], secret_set: bool, token: str, nonce: str,
             f"<h3>{_esc(req.get('task_description', ''))}</h3>",
             f"<p><b>{_esc(req.get('prompt'))}</b></p>" if req.get("prompt") else "",
             f"<pre>{_esc(req.get('output', ''))}</pre>",
-            f"<textarea name='revised_output'>{html.escape(redact_text(str(req.get('output', ''))))}</textarea>",
+            f"<textarea name='revised_output'>{editable}</textarea>",
             "<p><input name='reason' placeholder='Reason (for Exit)' size='40'></p>",
             "<button data-decision='continue'>Approve</button>",
             "<button data-decision='edit'>Edit (send the text above)</button>",
