@@ -19,7 +19,7 @@ from types import TracebackType
 
 import uvicorn
 
-from agentensemble.logging import register_secret
+from agentensemble.redaction import register_secret
 from agentensemble_review._server_guard import is_loopback
 from agentensemble_web.app import ConsoleState, create_app
 
