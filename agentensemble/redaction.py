@@ -42,11 +42,9 @@ _NOT_SECRET_NAMES = frozenset(
 )
 
 _SHAPES: tuple[tuple[re.Pattern[str], str], ...] = (
-    # scheme://user:password@host -> scheme://user:***@host (database, broker, proxy URLs)
-    (
-        re.compile(r"(\b[a-zA-Z][a-zA-Z0-9+.\-]*://[^\s/?#@:\"'<>]*:)([^\s/?#@\"'<>]+)(@)"),
-        r"\1***\3",
-    ),
+    # scheme://user:password@host -> scheme://user:***@host (database, broker, proxy URLs).
+    # Anchored on the literal "://", every class excluding what ends it: linear on any text
+    (re.compile(r"(://[^\s/?#@:\"'<>]*:)[^\s/?#@\"'<>]+(@)"), r"\1***\2"),
     # Authorization credentials: "Bearer <token>", "Basic <base64>"
     (re.compile(r"\b((?i:bearer|basic)\s+)[A-Za-z0-9._\-~+/=]{6,}"), r"\1***"),
     # provider key shapes
@@ -64,15 +62,19 @@ _SHAPES: tuple[tuple[re.Pattern[str], str], ...] = (
         ),
         r"\1***",
     ),
-    # token-named query parameters of any URL: ?token=..., &sig=..., &key=...
-    (
-        re.compile(
-            r"([?&](?i:[\w.\-]*(?:token|key|secret|sig|signature|password|auth|code)[\w.\-]*)=)"
-            r"(?!\*\*\*)[^&\s#\"'<>]+"
-        ),
-        r"\1***",
-    ),
+    # token-named query parameters (``?token=``, ``&X-Amz-Signature=``): see _query_value
 )
+
+_QUERY_PARAMETER = re.compile(r"([?&])([\w.\-]{1,64})=(?!\*\*\*)([^&\s#\"'<>]+)")
+_QUERY_SECRET = re.compile(r"token|key|secret|sig|password|auth|code", re.IGNORECASE)
+
+
+def _query_value(match: re.Match[str]) -> str:
+    """A query parameter, its value hidden when its name says it is a credential (the name is
+    bounded in length, so the scan stays linear)."""
+    separator, name, value = match.groups()
+    return f"{separator}{name}={REDACTED if _QUERY_SECRET.search(name) else value}"
+
 
 _known: set[str] = set()
 _known_sorted: tuple[str, ...] = ()
@@ -104,7 +106,7 @@ def redact_text(text: str, extra: Iterable[str] = ()) -> str:
             text = text.replace(secret, REDACTED)
     for pattern, replacement in _SHAPES:
         text = pattern.sub(replacement, text)
-    return text
+    return _QUERY_PARAMETER.sub(_query_value, text)
 
 
 def is_secret_name(name: str) -> bool:

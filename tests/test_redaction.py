@@ -189,3 +189,24 @@ def test_no_other_module_keeps_its_own_copy_of_the_rules() -> None:
             ):
                 offenders.append(str(path.relative_to(REPO)))
     assert offenders == []
+
+
+@pytest.mark.parametrize(
+    "hostile",
+    [
+        "a." * 500_000,  # a word boundary at every character
+        "a+" * 500_000,  # a URL scheme's characters, never "://"
+        "?" + "key" * 300_000,  # a query parameter name that never ends
+        "://" + "a:" * 300_000,  # user info that never reaches "@"
+        "&a" * 300_000,
+        "Bearer " + " " * 500_000,
+    ],
+)
+def test_redaction_is_linear_on_hostile_text(hostile: str) -> None:
+    """Tool outputs and model text reach the policy unbounded in shape: no rule may backtrack
+    quadratically (on a megabyte, that is hours; each of these takes well under a second)."""
+    import time
+
+    started = time.monotonic()
+    redact_text(hostile)
+    assert time.monotonic() - started < 20  # a bound for a frozen process, not a speed target
