@@ -78,6 +78,8 @@ def _query_value(match: re.Match[str]) -> str:
 
 _known: set[str] = set()
 _known_sorted: tuple[str, ...] = ()
+_known_urls: dict[str, str] = {}  # a credential URL as written -> as shown (``safe_url``)
+_urls_sorted: tuple[tuple[str, str], ...] = ()
 _lock = threading.Lock()
 
 
@@ -101,6 +103,9 @@ def redact_text(text: str, extra: Iterable[str] = ()) -> str:
     for secret in extra:
         if secret and len(secret) >= 4:
             text = text.replace(secret, REDACTED)
+    for url, shown in _urls_sorted:
+        if url in text:
+            text = text.replace(url, shown)
     for secret in _known_sorted:
         if secret in text:
             text = text.replace(secret, REDACTED)
@@ -137,6 +142,7 @@ def redact(value: Any, key: str | None = None) -> Any:
 
 # -- URLs ----------------------------------------------------------------------------------------
 
+_TOKEN_LIKE = re.compile(r"^(?=.*[0-9])(?=.*[A-Za-z])[A-Za-z0-9._~%+=-]{8,}$")
 _PLAIN_SEGMENT = re.compile(
     r"^(?:|v\d{1,2}|api|apis|mcp|sse|rpc|rest|json|messages?|events?|stream|hooks?|webhooks?|"
     r"services?|catch|triggers?|callbacks?|incoming|review|reviews|approvals?|approve|decide|"
@@ -148,8 +154,15 @@ a URL we hold a credential for may be the credential (``/hooks/catch/123456/open
 
 
 def looks_like_token(segment: str) -> bool:
-    """A URL path segment that may be a credential: anything but a common plain word."""
-    return not _PLAIN_SEGMENT.match(segment)
+    """A URL path segment that is a credential by its look: long, or letters mixed with
+    digits. Registered on its own; every other segment but common words is only masked where
+    the URL is shown (registering ``agentensemble`` from ``/hooks/agentensemble`` would mask
+    the word in every message)."""
+    return len(segment) >= 24 or bool(_TOKEN_LIKE.match(segment))
+
+
+def _plain(segment: str) -> bool:
+    return bool(_PLAIN_SEGMENT.match(segment))
 
 
 def safe_url(url: str) -> str:
@@ -164,19 +177,28 @@ def safe_url(url: str) -> str:
     if not parts.scheme or not host:
         return "<invalid URL>"
     shown_host = f"[{host}]" if ":" in host else host
-    segments = [REDACTED if looks_like_token(s) else s for s in parts.path.split("/")]
+    segments = [s if _plain(s) else REDACTED for s in parts.path.split("/")]
     return f"{parts.scheme}://{shown_host}{f':{port}' if port else ''}{'/'.join(segments)}"
 
 
 def register_url_secrets(url: str) -> None:
     """Register the credentials a URL may carry: user info, the query and its values, and
-    token-like path segments (raw and percent-decoded). Hosted services (MCP, webhooks) issue
-    URLs whose path or query is the credential."""
+    token-like path segments (raw and percent-decoded); and the URL itself, so wherever it is
+    written out (httpx's request log line, an error) it reads as ``safe_url`` shows it. Hosted
+    services (MCP, webhooks) issue URLs whose path or query is the credential."""
+    global _urls_sorted
     try:
         parts = urllib.parse.urlsplit(str(url))
         values = [parts.username, parts.password]
     except ValueError:
         return
+    base = urllib.parse.urlunsplit((parts.scheme, parts.netloc, parts.path, "", ""))
+    shown = safe_url(base)
+    if shown != base and len(base) >= MIN_SECRET_LENGTH:
+        with _lock:
+            for written in (base, urllib.parse.unquote(base)):
+                _known_urls[written] = shown
+            _urls_sorted = tuple(sorted(_known_urls.items(), key=lambda i: -len(i[0])))
     values += [v for _, v in urllib.parse.parse_qsl(parts.query, keep_blank_values=False)]
     values += [parts.query, urllib.parse.unquote(parts.query)]
     for segment in parts.path.split("/"):

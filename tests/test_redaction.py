@@ -210,3 +210,14 @@ def test_redaction_is_linear_on_hostile_text(hostile: str) -> None:
     started = time.monotonic()
     redact_text(hostile)
     assert time.monotonic() - started < 20  # a bound for a frozen process, not a speed target
+
+
+def test_a_credential_url_is_masked_where_written_without_masking_its_words_elsewhere() -> None:
+    """``/hooks/agentensemble`` holds no token: registering the word would mask it in every
+    message. The URL itself, wherever it is written out (httpx's log line), reads as shown."""
+    register_url_secrets("https://reviews.example.com/hooks/agentensemble")
+    text = "agentensemble: POST https://reviews.example.com/hooks/agentensemble/r-1/withdraw"
+    assert (
+        redact_text(text)
+        == "agentensemble: POST https://reviews.example.com/hooks/***/r-1/withdraw"
+    )
