@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from agentensemble.redaction import redact_text
 from agentensemble.run_context import current_run_id
 
 if TYPE_CHECKING:
@@ -11,7 +12,15 @@ if TYPE_CHECKING:
 
 
 class AgentEnsembleError(Exception):
-    """Base of every error raised by agentensemble."""
+    """Base of every error raised by agentensemble.
+
+    Its message passes the redaction policy when the error is made: errors are printed, logged,
+    exported and shown to models, so a secret quoted by a cause (a provider's echo, a server's
+    URL or stderr) is ``***`` in every one of them by construction.
+    """
+
+    def __init__(self, *args: Any) -> None:
+        super().__init__(*(redact_text(arg) if isinstance(arg, str) else arg for arg in args))
 
 
 class ConfigurationError(AgentEnsembleError):

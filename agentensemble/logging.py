@@ -1,5 +1,8 @@
 """Structured logging under the ``agentensemble`` logger name, with secrets always redacted.
 
+Every field and message passes the one redaction policy (``agentensemble.redaction``); its
+``register_secret`` / ``redact_text`` / ``redact`` are re-exported here, where they always were.
+
 Importing the library configures nothing and prints nothing: records go to the stdlib logger
 ``agentensemble`` (which holds a NullHandler), so the application's own logging setup decides
 what is shown. ``configure_logging()`` is the opt-in for a quick console or JSON setup.
@@ -8,64 +11,17 @@ what is shown. ``configure_logging()`` is the opt-in for a quick console or JSON
 from __future__ import annotations
 
 import logging
-import re
 import sys
-import threading
-from collections.abc import Mapping, MutableMapping
+from collections.abc import MutableMapping
 from typing import Any
 
 import structlog
 
-LOGGER_NAME = "agentensemble"
-REDACTED = "***"
+from agentensemble.redaction import REDACTED, redact, redact_text, register_secret
 
-_SECRET_KEY = re.compile(r"(api[_-]?key|secret|authorization|password|token|signature)", re.I)
-_SECRET_VALUE = re.compile(
-    r"(sk-[A-Za-z0-9_\-]{6,}|(?i:bearer)\s+[A-Za-z0-9._\-~+/=]{6,}|"
-    r"(?i:api[_-]?key)[\"']?\s*[:=]\s*[\"']?[A-Za-z0-9._\-]{6,})"
-)
-_TOKEN_COUNT_KEYS = {"prompt_tokens", "completion_tokens", "total_tokens", "max_tokens"}
-_MIN_SECRET_LENGTH = 6
-_known_secrets: set[str] = set()
-_known_lock = threading.Lock()
+LOGGER_NAME = "agentensemble"
 
 logging.getLogger(LOGGER_NAME).addHandler(logging.NullHandler())
-
-
-def register_secret(value: str | None) -> None:
-    """Remember a secret by value, so it is redacted wherever it shows up, whatever its shape.
-
-    Keys read from the environment, webhook secrets and tokens are registered where they are
-    first used; a provider or webhook echoing one back then cannot leak it. Values shorter than
-    six characters are ignored: redacting them would mangle ordinary text.
-    """
-    if value and len(value) >= _MIN_SECRET_LENGTH:
-        with _known_lock:
-            _known_secrets.add(value)
-
-
-def redact_text(text: str) -> str:
-    """Replace registered secrets and anything that looks like an API key or bearer token."""
-    if _known_secrets:
-        with _known_lock:
-            known = sorted(_known_secrets, key=len, reverse=True)
-        for secret in known:
-            if secret in text:
-                text = text.replace(secret, REDACTED)
-    return _SECRET_VALUE.sub(REDACTED, text)
-
-
-def redact(value: Any, key: str | None = None) -> Any:
-    """Redact secrets in a value: by key name (api_key, secret, authorization...) or by shape."""
-    if key is not None and key not in _TOKEN_COUNT_KEYS and _SECRET_KEY.search(key):
-        return REDACTED if value not in (None, "") else value
-    if isinstance(value, str):
-        return redact_text(value)
-    if isinstance(value, Mapping):
-        return {k: redact(v, str(k)) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return type(value)(redact(v) for v in value)
-    return value
 
 
 def _redact_processor(
@@ -137,6 +93,7 @@ def configure_logging(level: str | int = "INFO", json: bool = False) -> None:
 
 __all__ = [
     "LOGGER_NAME",
+    "REDACTED",
     "configure_logging",
     "get_logger",
     "redact",

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import threading
 import time
+import traceback
 from typing import Any
 
 from agentensemble.events import (
@@ -40,7 +41,7 @@ from agentensemble.events import (
     ToolCallCompleted,
     ToolCallStarted,
 )
-from agentensemble.logging import redact_text
+from agentensemble.redaction import redact, redact_text
 
 try:
     from opentelemetry import context as otel_context
@@ -53,6 +54,12 @@ except ImportError as error:  # pragma: no cover - exercised only without the ex
 
 SYSTEM = "agentensemble"
 _INSTRUMENTATION = "agentensemble"
+
+
+def _qualified(kind: type) -> str:
+    """An exception type's name as OpenTelemetry writes it (module-qualified unless built in)."""
+    module = kind.__module__
+    return kind.__qualname__ if module == "builtins" else f"{module}.{kind.__qualname__}"
 
 
 def _provider_of(model: str) -> str | None:
@@ -82,7 +89,7 @@ class OpenTelemetryListener:
             name,
             context=context if context is not None else otel_context.get_current(),
             kind=kind if kind is not None else SpanKind.INTERNAL,
-            attributes={k: v for k, v in attributes.items() if v is not None},
+            attributes={k: redact(v) for k, v in attributes.items() if v is not None},
         )
 
     def _parent(
@@ -98,7 +105,18 @@ class OpenTelemetryListener:
     @staticmethod
     def _fail(span: Span, error: BaseException) -> None:
         span.set_attribute("error.type", type(error).__name__)
-        span.record_exception(error)
+        # the exception event as the SDK's record_exception writes it, but its message and
+        # traceback pass the redaction policy: an exporter sends them out of the process
+        stack = "".join(traceback.format_exception(type(error), error, error.__traceback__))
+        span.add_event(
+            "exception",
+            {
+                "exception.type": _qualified(type(error)),
+                "exception.message": redact_text(str(error)),
+                "exception.stacktrace": redact_text(stack),
+                "exception.escaped": "False",
+            },
+        )
         span.set_status(Status(StatusCode.ERROR, redact_text(str(error))[:500]))
 
     # -- events -------------------------------------------------------------------------------

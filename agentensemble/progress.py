@@ -20,7 +20,7 @@ from agentensemble.events import (
     TaskStarted,
     ToolCallCompleted,
 )
-from agentensemble.logging import redact_text
+from agentensemble.redaction import redact_text
 
 _WIDTH = 200
 

@@ -12,6 +12,7 @@ import html
 import urllib.parse
 
 from agentensemble._display import escape_for_display
+from agentensemble.redaction import redact_text
 from agentensemble_review._server_store import Record
 
 _CSS = """
@@ -44,7 +45,9 @@ for (const button of document.querySelectorAll("button[data-decision]")) {
 
 
 def _esc(value: object) -> str:
-    return html.escape(escape_for_display(str(value)), quote=True)
+    """Every text the page shows: redacted (the one policy), invisible characters escaped,
+    then HTML-escaped."""
+    return html.escape(escape_for_display(redact_text(str(value))), quote=True)
 
 
 def _deadline(record: Record, now: float) -> str:
@@ -75,6 +78,7 @@ def render_page(records: list[Record], secret_set: bool, token: str, nonce: str,
     ]
     for record in pending:
         req = record.request
+        editable = html.escape(redact_text(str(req.get("output", ""))))  # edited as sent, redacted
         tool = f" &middot; tool <b>{_esc(req.get('tool_name'))}</b>" if req.get("tool_name") else ""
         out += [
             f"<div class='review' data-id='{html.escape(record.id, quote=True)}'>",
@@ -83,7 +87,7 @@ def render_page(records: list[Record], secret_set: bool, token: str, nonce: str,
             f"<h3>{_esc(req.get('task_description', ''))}</h3>",
             f"<p><b>{_esc(req.get('prompt'))}</b></p>" if req.get("prompt") else "",
             f"<pre>{_esc(req.get('output', ''))}</pre>",
-            f"<textarea name='revised_output'>{html.escape(str(req.get('output', '')))}</textarea>",
+            f"<textarea name='revised_output'>{editable}</textarea>",
             "<p><input name='reason' placeholder='Reason (for Exit)' size='40'></p>",
             "<button data-decision='continue'>Approve</button>",
             "<button data-decision='edit'>Edit (send the text above)</button>",

@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any
 
+from agentensemble.redaction import redact
 from agentensemble_review.models import ReviewDecision
 from agentensemble_review.protocol import decision_to_json
 
@@ -103,7 +104,8 @@ class Record:
         return {
             "id": self.id,
             "status": self.status(time.monotonic() if now is None else now),
-            "request": self.request,
+            # what the page and the listing show passes the redaction policy, whoever sent it
+            "request": redact(self.request),
             "decision": None if self.decision is None else decision_to_json(self.decision),
         }
 

@@ -32,6 +32,7 @@ import time
 from typing import TextIO
 
 from agentensemble._display import escape_for_display
+from agentensemble.redaction import redact_text
 from agentensemble_review._asking import apply_on_timeout
 from agentensemble_review._console_input import TIMED_OUT, review_input_for
 from agentensemble_review._format import clock
@@ -57,7 +58,7 @@ _THIN_RULE = "-" * 64
 def shown(text: str, stream: object = None) -> str:
     """``text`` safe for the terminal: every invisible or unencodable character as a visible
     escape (see ``agentensemble._display.escape_for_display``). Newlines and tabs are kept."""
-    return escape_for_display(text, encoding=getattr(stream, "encoding", None))
+    return escape_for_display(redact_text(text), encoding=getattr(stream, "encoding", None))
 
 
 def _is_tty(stream: object) -> bool:

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 
 from agentensemble._display import escape_for_display
 from agentensemble.errors import AgentEnsembleError
-from agentensemble.logging import redact_text
+from agentensemble.redaction import redact_text
 
 if TYPE_CHECKING:
     from agentensemble_review.models import ReviewRequest

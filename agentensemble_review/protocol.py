@@ -23,6 +23,7 @@ import json
 from typing import Any
 
 from agentensemble.errors import UntrustedInputError
+from agentensemble.redaction import redact_text
 from agentensemble.untrusted import parse_json
 from agentensemble_review.errors import ReviewProtocolError
 from agentensemble_review.models import Continue, Edit, ExitEarly, ReviewDecision, ReviewRequest
@@ -32,13 +33,15 @@ DECISIONS = ("continue", "edit", "exit_early")
 
 
 def request_to_json(request: ReviewRequest) -> dict[str, Any]:
-    """The JSON object a webhook receives for ``request``."""
+    """The JSON object a webhook (or the web console) receives for ``request``. Its texts pass
+    the redaction policy: a secret a model put into an output or a tool's arguments shows as
+    ``***``, which tells the reviewer one is leaving, and never reaches the reviewing service."""
     return {
         "id": request.id,
         "timing": request.timing.value,
-        "task_description": request.task_description,
-        "output": request.output,
-        "prompt": request.prompt,
+        "task_description": redact_text(request.task_description),
+        "output": redact_text(request.output),
+        "prompt": None if request.prompt is None else redact_text(request.prompt),
         "tool_name": request.tool_name,
         "timeout_seconds": request.timeout.total_seconds(),
         "on_timeout": request.on_timeout.value,

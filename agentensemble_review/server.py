@@ -38,7 +38,7 @@ from http.server import ThreadingHTTPServer
 from types import TracebackType
 from typing import Any
 
-from agentensemble.logging import redact_text, register_secret
+from agentensemble.redaction import redact_text, register_secret
 from agentensemble.untrusted import UntrustedInputError, parse_json
 from agentensemble_review._server_guard import Guard, is_json, lower_headers
 from agentensemble_review._server_http import MAX_BODY_BYTES, JSONRequestHandler

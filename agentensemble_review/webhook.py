@@ -20,7 +20,7 @@ from datetime import timedelta
 
 import httpx
 
-from agentensemble.logging import redact_text
+from agentensemble.redaction import redact_text
 from agentensemble_review._asking import apply_on_timeout, run_coroutine_sync, run_within
 from agentensemble_review._format import format_duration
 from agentensemble_review._log import get_logger

@@ -1,7 +1,9 @@
 """Incoming JSON made safe to keep and show: every string escaped, every size bounded.
 
 Events and reviews arrive over HTTP from any process holding the token, and carry model and
-tool text, so they are hostile. ``clean`` copies a decoded JSON value keeping at most
+tool text, so they are hostile. Senders redact what they post (``wire``, ``WebReviewHandler``);
+the console applies the redaction policy again to every string it keeps, a second line for a
+sender that did not. ``clean`` copies a decoded JSON value keeping at most
 ``MAX_DEPTH`` levels, ``MAX_ITEMS`` entries per container and ``MAX_TEXT`` characters per string,
 each string passed through ``escape_for_display`` (controls, bidi overrides and zero-width
 characters become visible escapes). Markup is made inert by the page, which only ever sets
@@ -14,6 +16,7 @@ import math
 from typing import Any
 
 from agentensemble._display import escape_for_display
+from agentensemble.redaction import redact_text
 
 MAX_TEXT = 20_000
 MAX_ITEMS = 200
@@ -22,8 +25,9 @@ TRUNCATED = " …[truncated]"
 
 
 def clean_text(value: str, limit: int = MAX_TEXT) -> str:
-    """``value`` escaped for display and cut to ``limit`` characters."""
-    text = escape_for_display(value)
+    """``value`` redacted (the one policy: credential shapes, secrets registered in this
+    process), escaped for display and cut to ``limit`` characters."""
+    text = escape_for_display(redact_text(value))
     return text if len(text) <= limit else text[:limit] + TRUNCATED
 
 

@@ -16,7 +16,8 @@ from typing import Any
 
 import httpx
 
-from agentensemble.logging import get_logger, register_secret
+from agentensemble.logging import get_logger
+from agentensemble.redaction import register_secret
 from agentensemble.run_context import current_run_id
 from agentensemble_review._asking import apply_on_timeout
 from agentensemble_review.errors import ReviewProtocolError
@@ -74,6 +75,7 @@ class WebReviewHandler:
         return POLL_SECONDS if deadline is None else max(0.0, deadline - time.monotonic())
 
     def _post(self, client: httpx.Client, request: ReviewRequest, deadline: float | None) -> None:
+        # request_to_json redacts the card like the run's events (``***``: a secret is leaving)
         body = {"run_id": current_run_id(), "request": request_to_json(request)}
         # ASCII JSON: a lone surrogate in model text is written as an escape (the console shows
         # it escaped) instead of failing to encode, so the human is asked whatever the model wrote

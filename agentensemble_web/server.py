@@ -20,7 +20,7 @@ from types import TracebackType
 
 import uvicorn
 
-from agentensemble.logging import register_secret
+from agentensemble.redaction import register_secret
 from agentensemble_review._server_guard import is_loopback
 from agentensemble_web.app import ConsoleState, create_app
 from agentensemble_web.store import DEFAULT_KEEP_DAYS, DEFAULT_KEEP_RUNS, MEMORY, Store

@@ -17,7 +17,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from agentensemble.logging import redact_text
+from agentensemble.redaction import redact_text
 
 MAX_TEXT = 20_000
 MAX_ITEMS = 200

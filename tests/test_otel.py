@@ -223,3 +223,41 @@ def test_a_delegation_is_an_agent_span_holding_the_workers_own_calls(
     assert worker_chats[0].parent.span_id == worker.context.span_id
     assert worker.parent is not None
     assert by_id[worker.parent.span_id].name.startswith("invoke_agent")  # the manager's task
+
+
+def test_the_exported_exception_event_is_redacted_like_the_status(
+    exporter: InMemorySpanExporter,
+) -> None:
+    from agentensemble.logging import register_secret
+
+    registered = "registered-otel-secret-0042"
+    register_secret(registered)
+    key = "sk-live-0123456789abcdefOTEL"
+
+    def failing(messages: object, tools: object) -> object:
+        raise RuntimeError(f"provider echoed {registered} and {key}")
+
+    ensemble = Ensemble(
+        tasks=[Task(description="Say it")],
+        llm=FunctionChatModel(failing),  # type: ignore[arg-type]
+        listeners=[listener_for(exporter)],
+    )
+    with pytest.raises(TaskExecutionError):
+        ensemble.run()
+
+    spans = exporter.get_finished_spans()
+    events = [event for span in spans for event in span.events if event.name == "exception"]
+    assert events, "the failure is recorded as an exception event"
+    exported = repr(
+        [
+            (
+                span.status.description,
+                dict(span.attributes or {}),
+                *(dict(event.attributes or {}) for event in span.events),
+            )
+            for span in spans
+        ]
+    )
+    assert "provider echoed" in exported
+    assert registered not in exported and key not in exported
+    assert all("exception.stacktrace" in (event.attributes or {}) for event in events)

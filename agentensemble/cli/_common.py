@@ -7,10 +7,11 @@ import argparse
 import json
 import os
 import sys
-from typing import Any
+from typing import Any, TextIO
 
 from agentensemble.cli import EXIT_USAGE
 from agentensemble.ensemble import Ensemble
+from agentensemble.redaction import redact_text
 from agentensemble.workflows.step import step_kind, walk
 
 MODEL_ENV = "AGENTENSEMBLE_MODEL"
@@ -108,7 +109,7 @@ def check_before_any_call(ensemble: Ensemble, inputs: dict[str, Any]) -> None:
 
 def report_error(args: argparse.Namespace, error: BaseException, code: int) -> int:
     """Say what went wrong on stderr (or as JSON on stdout with ``--json``); return ``code``."""
-    message = str(error)
+    message = redact_text(str(error))
     if getattr(args, "json", False):
         payload: dict[str, Any] = {
             "ok": False,
@@ -118,9 +119,15 @@ def report_error(args: argparse.Namespace, error: BaseException, code: int) -> i
         completed = getattr(error, "completed_outputs", None)
         if completed:
             payload["completed_tasks"] = [output_json(o) for o in completed]
-        print(json.dumps(payload, indent=2, default=str))
-    print(f"agentensemble: {message}", file=sys.stderr)
+        print_out(json.dumps(payload, indent=2, default=str))
+    print_out(f"agentensemble: {message}", sys.stderr)
     return code
+
+
+def print_out(text: str, stream: TextIO | None = None) -> None:
+    """Print what the CLI shows (results, errors, JSON) through the redaction policy: a secret
+    the run met (a provider's echo, a server's URL token) never reaches the terminal or a pipe."""
+    print(redact_text(text), file=stream if stream is not None else sys.stdout)
 
 
 def usage_failure(args: argparse.Namespace, error: BaseException) -> int:
@@ -159,6 +166,7 @@ __all__ = [
     "load_crew",
     "output_json",
     "parse_inputs",
+    "print_out",
     "report_error",
     "usage_failure",
     "use_model",

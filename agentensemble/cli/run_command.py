@@ -15,6 +15,7 @@ from agentensemble.cli._common import (
     load_crew,
     output_json,
     parse_inputs,
+    print_out,
     report_error,
     usage_failure,
 )
@@ -84,6 +85,8 @@ def run(args: argparse.Namespace) -> int:
                 "--trace needs run traces (EnsembleOutput.trace), which this version of "
                 "agentensemble does not record yet"
             )
+        if args.trace:
+            _check_trace_path(args.trace)  # before paying for the run, not after it
         ensemble = load_crew(args)
         _apply_review(ensemble, review)
     except (UsageError, ConfigurationError) as error:
@@ -103,9 +106,31 @@ def run(args: argparse.Namespace) -> int:
         if trace is None:
             _print_result(args, output)
             return report_error(args, UsageError("the run recorded no trace to save"), EXIT_FAILED)
-        trace.save(args.trace)
+        _print_result(args, output)  # the result first: a failing save must not lose it
+        try:
+            trace.save(args.trace)
+        except OSError as error:
+            reason = error.strerror or type(error).__name__
+            return report_error(
+                args, UsageError(f"--trace: cannot write {args.trace!r}: {reason}"), EXIT_FAILED
+            )
+        return EXIT_OK
     _print_result(args, output)
     return EXIT_OK
+
+
+def _check_trace_path(path: str) -> None:
+    """``--trace FILE`` must be writable: a folder that exists, a file (not a folder) we may
+    write. Checked before the run; the save after it still reports its own failure."""
+    target = os.path.abspath(path)
+    folder = os.path.dirname(target)
+    if os.path.isdir(target):
+        raise UsageError(f"--trace: {path!r} is a folder; give a file name")
+    if not os.path.isdir(folder):
+        raise UsageError(f"--trace: the folder {folder!r} does not exist")
+    writable = os.access(target, os.W_OK) if os.path.exists(target) else os.access(folder, os.W_OK)
+    if not writable:
+        raise UsageError(f"--trace: {path!r} is not writable")
 
 
 def _print_result(args: argparse.Namespace, output: EnsembleOutput) -> None:
@@ -122,14 +147,14 @@ def _print_result(args: argparse.Namespace, output: EnsembleOutput) -> None:
             "usage": output.usage.model_dump(),
             "duration_s": round(output.total_duration.total_seconds(), 3),
         }
-        print(json.dumps(payload, indent=2, default=str))
+        print_out(json.dumps(payload, indent=2, default=str))
         return
     if args.verbose and len(output.task_outputs) > 1:
         for task_output in output.task_outputs:
             title = task_output.task_name or task_output.task_description.splitlines()[0]
-            print(f"## {title} ({task_output.agent_role})\n\n{task_output.raw}\n")
+            print_out(f"## {title} ({task_output.agent_role})\n\n{task_output.raw}\n")
     else:
-        print(output.raw)
+        print_out(output.raw)
     seconds = output.total_duration.total_seconds()
     print(
         f"{output.exit_reason.value}: {len(output.task_outputs)} task(s) in {seconds:.2f}s, "

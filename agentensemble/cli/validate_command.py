@@ -15,6 +15,7 @@ from agentensemble.cli._common import (
     load_crew,
     parse_inputs,
     placeholder_inputs,
+    print_out,
     usage_failure,
 )
 from agentensemble.errors import ConfigurationError
@@ -44,12 +45,12 @@ def run(args: argparse.Namespace) -> int:
             "inputs": needed,
             "warnings": notes,
         }
-        print(json.dumps(payload, indent=2))
+        print_out(json.dumps(payload, indent=2))
     else:
         inputs_text = f"; inputs: {', '.join(needed)}" if needed else ""
-        print(f"{args.crew}: OK, {len(ensemble.tasks)} task(s){inputs_text}")
+        print_out(f"{args.crew}: OK, {len(ensemble.tasks)} task(s){inputs_text}")
         for note in notes:
-            print(f"warning: {note}", file=sys.stderr)
+            print_out(f"warning: {note}", sys.stderr)
     return EXIT_OK
 
 

@@ -28,6 +28,11 @@ def crew_folder(folder: str) -> Iterator[None]:
         _folder.reset(token)
 
 
+def current_crew_folder() -> str | None:
+    """The folder of the crew file being read (None for a dict)."""
+    return _folder.get()
+
+
 @contextmanager
 def importable_crew_folder() -> Iterator[None]:
     """The current crew folder first on ``sys.path`` for this block (nothing for a dict)."""
@@ -43,4 +48,4 @@ def importable_crew_folder() -> Iterator[None]:
             sys.path.remove(folder)
 
 
-__all__ = ["crew_folder", "importable_crew_folder"]
+__all__ = ["crew_folder", "current_crew_folder", "importable_crew_folder"]

@@ -124,6 +124,12 @@ def _scalar(node: Any, path: Path, located: Located, constructor: Any, yaml: Any
         return constructor.construct_object(node, deep=True)
     except yaml.YAMLError as error:
         raise located.error(path, f"cannot read this value: {error}") from error
+    except (ValueError, OverflowError):  # a 5,000-digit integer, a float out of range
+        shown = str(node.value)
+        shown = shown if len(shown) <= 40 else f"{shown[:20]}…({len(shown)} characters)"
+        raise located.error(
+            path, f"cannot read the value {shown!r}: a number this long is not allowed"
+        ) from None
 
 
 __all__ = ["ConfigFileError", "Located", "Path", "dotted", "load_located"]

@@ -4,12 +4,13 @@ import paths, output types, task reviews)."""
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping
 from typing import Any
 
 from pydantic import ValidationError
 
-from agentensemble.config._crew_imports import importable_crew_folder
+from agentensemble.config._crew_imports import current_crew_folder, importable_crew_folder
 from agentensemble.config._positions import Located, Path
 from agentensemble.config._refs import BadReference, import_object, make_tool
 from agentensemble.errors import ConfigurationError
@@ -51,13 +52,32 @@ def tools_from(doc: Located, path: Path, value: Any) -> list[Any]:
                 where, "a tool is a name, an import path package.module:name, or {name: {args}}"
             )
         try:
-            with importable_crew_folder():
-                made = make_tool(str(reference), dict(arguments or {}))
+            made = _made_tool(str(reference), dict(arguments or {}))
             ToolResolver().resolve([made])  # one entry at a time: errors name their line
         except (BadReference, ConfigurationError) as error:
             raise doc.error(where, str(error)) from None
         tools.append(made)
     return tools
+
+
+_SANDBOX_ARGUMENTS = ("root", "cwd")
+"""Built-in tools' folder arguments: relative ones are the crew file's folder's, as imports are."""
+
+
+def _made_tool(reference: str, arguments: dict[str, Any]) -> Any:
+    """An import path is imported with the crew folder on ``sys.path``; a built-in tool name
+    without it (an ``html.py`` beside the crew must not shadow the standard library), its
+    ``root:`` / ``cwd:`` resolved against the crew file's folder, not the working directory."""
+    if ":" in reference:
+        with importable_crew_folder():
+            return make_tool(reference, arguments)
+    folder = current_crew_folder()
+    if folder is not None:
+        for name in _SANDBOX_ARGUMENTS:
+            value = arguments.get(name)
+            if isinstance(value, str) and value and not os.path.isabs(os.path.expanduser(value)):
+                arguments[name] = os.path.join(folder, value)
+    return make_tool(reference, arguments)
 
 
 def imported(doc: Located, path: Path, reference: Any) -> Any:

@@ -15,7 +15,7 @@ from typing import Any, TextIO
 
 from agentensemble._display import escape_for_display
 from agentensemble.llm.types import ChatResponse, Message
-from agentensemble.logging import redact_text
+from agentensemble.redaction import redact_text
 
 
 def visible(text: str, encoding: str | None = None) -> str:

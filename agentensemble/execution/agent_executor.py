@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import time
 import uuid
 from collections.abc import Mapping, Sequence
@@ -46,8 +47,10 @@ from agentensemble.llm.response_format import ResponseFormat, supports_response_
 from agentensemble.llm.types import ChatModel, ChatResponse, Message, ToolCall, model_label
 from agentensemble.logging import get_logger
 from agentensemble.outputs import ReturnBehavior, TaskOutput, TokenUsage, ToolCallRecord
+from agentensemble.redaction import redact_text
 from agentensemble.run_context import model_call_scope
 from agentensemble.steps import as_step, branches, checkpointing, replaced_output
+from agentensemble.tools._gate import ToolCallResult
 from agentensemble.tools.base import ToolResult
 from agentensemble.tools.context import ToolContext, in_tool_call, use_tool_context
 from agentensemble.tools.metrics import ToolMetricsRegistry
@@ -381,10 +384,17 @@ class AgentExecutor:
             result = ToolResult.failure(f"Unknown tool '{call.name}'. Available tools: {available}")
             behavior = ReturnBehavior.TO_LLM
         else:
+
+            async def redacted_call() -> ToolCallResult:
+                # what a durable run checkpoints (a record outside the process) and what an
+                # IMMEDIATE tool returns pass the redaction policy, as the model's text does
+                called = await tool.call(call.arguments)
+                return dataclasses.replace(called, result=_redacted(called.result))
+
             called = await as_step(
                 "tool",
                 f"tool:{call.name}",
-                lambda: tool.call(call.arguments),
+                redacted_call,
                 durable_itself=self._checkpoints_itself(call.name),
             )
             result, ran_with = called.result, called.ran_with
@@ -398,6 +408,10 @@ class AgentExecutor:
         content = result.output if result.is_success else f"Error: {result.error_message or ''}"
         if not outcome.executed:
             content = result.error_message or ""
+        # the model's provider is outside the process: what a tool, a server's stderr or a
+        # reviewer's rejection carries passes the redaction policy (and so do the record, the
+        # events, the trace and durable records made from it)
+        content = redact_text(content)
         self.messages.append({"role": "tool", "tool_call_id": outcome.call.id, "content": content})
         record = ToolCallRecord(
             name=outcome.call.name,
@@ -443,6 +457,16 @@ class AgentExecutor:
             task_name=self.task.task_name,
             cost_usd=add_costs(self._costs),
         )
+
+
+def _redacted(result: ToolResult) -> ToolResult:
+    """``result`` with its texts through the redaction policy (``structured_output`` is the
+    tool's own value: it travels to records and listeners, never to the model)."""
+    error = None if result.error_message is None else redact_text(result.error_message)
+    output = redact_text(result.output)
+    if output == result.output and error == result.error_message:
+        return result
+    return dataclasses.replace(result, output=output, error_message=error)
 
 
 __all__ = ["AgentExecutor", "AgentTask", "ExecutionEnv"]

@@ -25,7 +25,7 @@ from urllib.parse import urlsplit
 
 from agentensemble.errors import ConfigurationError
 from agentensemble.llm._litellm import is_loaded, load_litellm
-from agentensemble.logging import register_secret
+from agentensemble.redaction import register_secret
 
 #: Provider → environment variables any one of which holds its key (litellm reads these).
 KEY_VARIABLES: dict[str, tuple[str, ...]] = {

@@ -9,28 +9,27 @@ echoing it, a traceback, a log line), and ``LLM.model_dump()`` shows it as ``***
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterator, Mapping
 from typing import Any
 
-from agentensemble.logging import REDACTED, redact, register_secret
-
-#: Setting and header names whose values are credentials. ``tokens`` (max_tokens) is a count.
-SECRET_NAME = re.compile(
-    r"(?<![a-z])(?:api[_-]?)?key(?![a-z])|cookie|credential|secret|passw|signature|session|"
-    r"private|auth|token(?!s)|bearer",
-    re.IGNORECASE,
+from agentensemble.redaction import (
+    MIN_SECRET_LENGTH,
+    REDACTED,
+    is_secret_name,
+    redact,
+    register_secret,
 )
-_SCHEME = re.compile(r"^(?:bearer|basic|token|key)\s+(\S+)$", re.IGNORECASE)
-_MIN_LENGTH = 6
+
+_SCHEMES = ("bearer", "basic", "token", "key")
+_MIN_LENGTH = MIN_SECRET_LENGTH
 
 
 def _leaves(value: Any) -> Iterator[str]:
     if isinstance(value, str):
         yield value
-        match = _SCHEME.match(value.strip())
-        if match:  # "Bearer abc": the token alone may be echoed too
-            yield match.group(1)
+        scheme, _, credential = value.strip().partition(" ")
+        if credential.strip() and scheme.lower() in _SCHEMES:  # "Bearer abc": the token alone
+            yield credential.strip()  # may be echoed too
     elif isinstance(value, Mapping):
         for item in value.values():
             yield from _leaves(item)
@@ -43,7 +42,7 @@ def secret_values(settings: Mapping[str, Any]) -> list[str]:
     """Every string held under a secret-looking name, at any depth (e.g. inside headers)."""
     found: list[str] = []
     for key, value in settings.items():
-        if SECRET_NAME.search(str(key)):
+        if is_secret_name(str(key)):
             found += [leaf for leaf in _leaves(value) if len(leaf) >= _MIN_LENGTH]
         elif isinstance(value, Mapping):
             found += secret_values(value)
@@ -66,7 +65,7 @@ def masked(settings: Any) -> Any:
     if isinstance(settings, Mapping):
         return {
             key: (REDACTED if value not in (None, "") else value)
-            if SECRET_NAME.search(str(key))
+            if is_secret_name(str(key))
             else masked(value)
             for key, value in settings.items()
         }
@@ -75,4 +74,4 @@ def masked(settings: Any) -> Any:
     return redact(settings)
 
 
-__all__ = ["SECRET_NAME", "masked", "register_setting_secrets", "secret_values"]
+__all__ = ["masked", "register_setting_secrets", "secret_values"]

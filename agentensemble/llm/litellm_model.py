@@ -33,8 +33,8 @@ from agentensemble.llm.response_format import ResponseFormat, litellm_supports_s
 from agentensemble.llm.retry import RetryPolicy
 from agentensemble.llm.streaming import current_sink
 from agentensemble.llm.types import ChatResponse, Message, ToolCall, ToolSpec
-from agentensemble.logging import register_secret
 from agentensemble.outputs import TokenUsage
+from agentensemble.redaction import register_secret
 
 #: Extra seconds past ``timeout`` before our own guard cancels a call litellm did not time out.
 _GUARD_SECONDS = 5.0

@@ -12,7 +12,6 @@ import contextlib
 import email.utils
 import math
 import random
-import re
 from collections.abc import Awaitable, Callable, Iterable
 from datetime import datetime, timezone
 from typing import Any, TypeVar
@@ -98,32 +97,11 @@ def retry_after_seconds(exc: BaseException, *, now: datetime | None = None) -> f
     return None
 
 
-_SECRET_PATTERNS = (
-    (re.compile(r"\bBearer\s+[^\s\"',;}]+", re.IGNORECASE), "Bearer ***"),
-    (re.compile(r"\bsk-[A-Za-z0-9_\-*.]{4,}"), "sk-***"),
-    (re.compile(r"\bAIza[0-9A-Za-z_\-]{20,}"), "***"),
-    (
-        re.compile(
-            r"((?:api[_-]?key|x-api-key|authorization|access[_-]?token|secret)[\"']?\s*[:=]\s*[\"']?)"
-            r"[^\s\"',;}]+",
-            re.IGNORECASE,
-        ),
-        r"\1***",
-    ),
-)
-
-
 def redact_secrets(text: str, secrets: Iterable[str] = ()) -> str:
-    """Hide API keys and Authorization values: the given secrets, every secret registered with
-    ``agentensemble.logging.register_secret`` (keys read from the environment, secret-looking
-    headers), and key shapes: ``sk-...``, ``Bearer ...``, ``api_key=...``."""
-    for secret in secrets:
-        if secret and len(secret) >= 4:
-            text = text.replace(secret, "***")
-    text = redact_text(text)
-    for pattern, replacement in _SECRET_PATTERNS:
-        text = pattern.sub(replacement, text)
-    return text
+    """Hide API keys and Authorization values: the given secrets, then the one redaction policy
+    (``agentensemble.redaction``: registered secrets and key shapes, ``sk-...``, ``Bearer ...``,
+    ``api_key=...``)."""
+    return redact_text(text, secrets)
 
 
 def describe_error(exc: BaseException, secrets: Iterable[str] = ()) -> str:

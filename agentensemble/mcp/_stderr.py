@@ -14,7 +14,7 @@ import select
 import threading
 from typing import IO
 
-from agentensemble.logging import redact_text
+from agentensemble.redaction import redact_text
 
 HEAD_BYTES = 1_000
 TAIL_BYTES = 2_000

@@ -9,6 +9,7 @@ naming the command or URL.
 
 from __future__ import annotations
 
+import asyncio
 import os
 from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import asynccontextmanager
@@ -16,15 +17,23 @@ from typing import IO, Any, Literal
 
 from agentensemble._naming import tool_name_problem
 from agentensemble.errors import ConfigurationError
-from agentensemble.logging import register_secret
 from agentensemble.mcp._connection import Connection, MCPServerError
+from agentensemble.mcp._group import end_group, find_leader
 from agentensemble.mcp.tool import (
     DEFAULT_MAX_OUTPUT_CHARS,
     MCPTool,
     exposed_name,
     object_schema,
 )
-from agentensemble.tools._secrets import is_secret_name
+from agentensemble.redaction import (
+    install_log_redaction,
+    redact_command,
+    register_argument_secrets,
+    register_header_secrets,
+    register_secret,
+    register_url_secrets,
+    safe_url,
+)
 from agentensemble.tools.source import OpenedSource, ToolSource
 
 DEFAULT_CALL_TIMEOUT = 60.0
@@ -139,7 +148,10 @@ class MCPServerStdio(_MCPServer):
     """An MCP server run as a subprocess speaking over stdin/stdout.
 
     ``env`` is added to a minimal safe environment (PATH, HOME, ...; the ``mcp`` package's
-    default), so the parent's API keys do not leak to the server unless passed here. The
+    default), so the parent's API keys do not leak to the server unless passed here. Every
+    ``env`` value is registered as a secret, and so are credentials in the command line
+    (``postgresql://app:pw@db``, ``--token=...``): the server's stderr, errors, logs and the
+    model's text show them as ``***``. The
     server's stderr is kept and quoted when it fails; pass ``stderr=`` (a real file) to send
     it elsewhere. ``requires_approval``: True for every tool, or a list of the server's tool
     names.
@@ -183,12 +195,12 @@ class MCPServerStdio(_MCPServer):
         self.env = dict(env) if env is not None else None
         self.cwd = cwd
         self.stderr = stderr
-        for key, value in (self.env or {}).items():
-            if is_secret_name(key):  # tokens passed to a server must not show up in logs
-                register_secret(value)
+        for value in (self.env or {}).values():  # every value: the server's config is secret
+            register_secret(value)
+        register_argument_secrets([self.command, *self.args])  # postgresql://app:pw@db, --token=
 
     def describe(self) -> str:
-        return f"MCP server {' '.join([self.command, *self.args])!r}"
+        return f"MCP server {redact_command([self.command, *self.args])!r}"
 
     @asynccontextmanager
     async def _transport(self, stderr: IO[bytes]) -> AsyncIterator[Any]:
@@ -200,19 +212,29 @@ class MCPServerStdio(_MCPServer):
             env=self.env,
             cwd=None if self.cwd is None else os.fspath(self.cwd),
         )
-        # errlog passed explicitly: the default was bound to sys.stderr at mcp's first import
-        async with stdio_client(parameters, errlog=self.stderr or stderr) as streams:  # type: ignore[arg-type]
-            yield streams
+        errlog = self.stderr or stderr
+        leader: int | None = None
+        try:
+            # errlog passed explicitly: the default was bound to sys.stderr at mcp's first import
+            async with stdio_client(parameters, errlog=errlog) as streams:  # type: ignore[arg-type]
+                leader = find_leader(errlog)
+                yield streams
+        finally:
+            # the leader may have exited politely and left its children: end its whole group
+            await asyncio.shield(asyncio.to_thread(end_group, leader))
 
     def __repr__(self) -> str:
-        return f"MCPServerStdio(command={self.command!r}, args={self.args!r})"
+        shown = [redact_command([arg]) for arg in self.args]
+        return f"MCPServerStdio(command={redact_command([self.command])!r}, args={shown!r})"
 
 
 class MCPServerHTTP(_MCPServer):
     """An MCP server reached over HTTP: streamable HTTP (the default) or the older SSE.
 
-    ``headers`` (e.g. ``{"Authorization": "Bearer ..."}``) go with every request; their values
-    are registered as secrets so they never reach the logs.
+    ``headers`` (e.g. ``{"Authorization": "Bearer ..."}``) go with every request. Their values
+    and the URL's credentials (user info, query values, token-like path segments, as hosted
+    services issue them) are registered as secrets: redacted from the model's text, logs,
+    trace and errors, where the URL is shown without its query and with tokens masked.
     """
 
     def __init__(
@@ -247,12 +269,14 @@ class MCPServerHTTP(_MCPServer):
         self.url = url
         self.headers = dict(headers or {})
         self.transport = transport
-        for key, value in self.headers.items():
-            if is_secret_name(key):
-                register_secret(value)
+        # hosted MCP services put the credential in the URL's path or query: registered, so
+        # it is redacted wherever it shows up (httpx's own request log lines included)
+        register_url_secrets(url)
+        register_header_secrets(self.headers)
+        install_log_redaction()
 
     def describe(self) -> str:
-        return f"MCP server {self.url!r}"
+        return f"MCP server {safe_url(self.url)!r}"
 
     @asynccontextmanager
     async def _transport(self, stderr: IO[bytes]) -> AsyncIterator[Any]:
@@ -273,7 +297,7 @@ class MCPServerHTTP(_MCPServer):
             yield streams
 
     def __repr__(self) -> str:
-        return f"MCPServerHTTP(url={self.url!r})"
+        return f"MCPServerHTTP(url={safe_url(self.url)!r})"
 
 
 __all__ = ["MCPServerError", "MCPServerHTTP", "MCPServerStdio"]

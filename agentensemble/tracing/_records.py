@@ -14,8 +14,8 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from agentensemble.logging import redact, redact_text
 from agentensemble.outputs import TokenUsage
+from agentensemble.redaction import redact, redact_text
 from agentensemble.tracing.trace import ErrorInfo
 
 Record = dict[str, Any]

@@ -225,3 +225,31 @@ def test_tool_metrics_add_up_over_the_whole_run() -> None:
     assert (metrics["add"].successes, metrics["add"].failures) == (2, 0)
     assert metrics["fail"].failures == 1
     assert metrics["boom"].errors == 1
+
+
+def test_secrets_in_tool_results_never_reach_the_model_records_or_an_immediate_output() -> None:
+    """Attack: a tool's output or error quotes a credential (a connection string in a
+    traceback, a key from its config). The model (a provider outside the process), the records
+    (durable checkpoints, events, trace) and an IMMEDIATE tool's output get ``***``."""
+    secret_url = "postgresql://app:Pg-pass-0xC0FFEE@db/prod"
+
+    @tool
+    def connect() -> str:
+        """Connects to the database."""
+        raise RuntimeError(f"cannot connect to {secret_url}")
+
+    class Config(AgentTool):
+        name = "config"
+        description = "Reads the configuration."
+        return_behavior = ReturnBehavior.IMMEDIATE
+
+        def execute(self, input: str) -> ToolResult:
+            return ToolResult.success("OPENAI_API_KEY=sk-live-exec0123456789abcdef")
+
+    model = ScriptedChatModel([tool_call("connect"), tool_call("config", {"input": "x"})])
+    output = run(model, connect, Config()).task_outputs[0]
+    (failed,) = model.requests[1].tool_results
+    assert failed == "Error: cannot connect to postgresql://app:***@db/prod"
+    assert output.raw == "OPENAI_API_KEY=***"
+    dumped = output.model_dump_json()
+    assert "Pg-pass-0xC0FFEE" not in dumped and "sk-live-exec" not in dumped

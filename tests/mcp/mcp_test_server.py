@@ -62,6 +62,9 @@ def hostile_word() -> Word:
 def die() -> str:
     """Exit the server process at once, mid-call."""
     sys.stderr.write("test server: dying on request\n")
+    for name in ("MODE_SETTING", "DATABASE_URI"):  # a server printing its configuration
+        if name in os.environ:
+            sys.stderr.write(f"config {name}={os.environ[name]}\n")
     sys.stderr.flush()
     os._exit(3)
 
@@ -71,6 +74,13 @@ def main() -> None:
     if pid_file:
         with open(pid_file, "w") as handle:
             handle.write(str(os.getpid()))
+    child_pid_file = os.environ.get("MCP_TEST_CHILD_PID_FILE")
+    if child_pid_file:  # a worker child in the server's process group, outliving a polite exit
+        import subprocess
+
+        child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)"])
+        with open(child_pid_file, "w") as handle:
+            handle.write(str(child.pid))
     if len(sys.argv) > 1 and sys.argv[1] == "hang":
         time.sleep(120)  # never answers the handshake
     if len(sys.argv) > 2 and sys.argv[1] == "noisy":  # megabytes of stderr, then serves

@@ -543,3 +543,12 @@ def test_a_newline_in_the_task_cannot_fake_a_banner_line() -> None:
     lines = out.getvalue().splitlines()
     assert "         Timeout: none" in lines
     assert not any(line.startswith("Timeout: none") for line in lines)
+
+
+def test_the_console_shows_secrets_under_review_as_stars() -> None:
+    """The terminal is a channel out of the process too: what is reviewed there is redacted
+    like the web card (the ``***`` tells the reviewer a secret is leaving)."""
+    text = 'send_email({"body": "key sk-live-console0123456789 and redis://:pa55word9@cache"})'
+    shown = console_module.shown(text)
+    assert "sk-live-console" not in shown and "pa55word9" not in shown
+    assert "key *** and redis://:***@cache" in shown

@@ -127,3 +127,31 @@ def test_decision_from_json_rejects_clearly(data: Any, message: str) -> None:
 @pytest.mark.parametrize("decision", [Continue(), Edit("x\ny"), ExitEarly("why"), ExitEarly()])
 def test_decision_json_round_trips(decision: ReviewDecision) -> None:
     assert decision_from_json(json.dumps(decision_to_json(decision))) == decision
+
+
+def test_the_request_every_review_service_receives_is_redacted() -> None:
+    """A secret a model put into an output or a tool's arguments never reaches a webhook, the
+    review server or the web console in clear: it reads ``***`` (a secret is leaving)."""
+    from agentensemble.logging import register_secret
+
+    register_secret("registered-review-secret-31")
+    request = ReviewRequest(
+        timing=ReviewTiming.DURING_EXECUTION,
+        task_description="Deploy with sk-live-task0123456789abcd",
+        output='{"dsn": "postgresql://app:pw-in-args-99@db/x", '
+        '"note": "registered-review-secret-31"}',
+        prompt="Approve Bearer abcdefgh12345678?",
+        tool_name="deploy",
+    )
+    data = request_to_json(request)
+    body = encode_request(request).decode()
+    for text in (json.dumps(data), body):
+        for secret in (
+            "sk-live-task",
+            "pw-in-args-99",
+            "registered-review-secret-31",
+            "abcdefgh1234",
+        ):
+            assert secret not in text
+    assert data["output"] == '{"dsn": "postgresql://app:***@db/x", "note": "***"}'
+    assert data["prompt"] == "Approve Bearer ***?"

@@ -274,3 +274,31 @@ def test_many_concurrent_reviews_round_trip(review_server: ReviewServer) -> None
         answers = [http.get(f"/reviews/r{index}").json() for index in range(20)]
     assert [a["revised_output"] for a in answers] == [str(i) for i in range(20)]
     assert json.dumps(answers)
+
+
+def test_a_secret_in_a_request_from_any_sender_is_shown_redacted(
+    client: httpx.Client,
+) -> None:
+    """A sender that does not redact (another framework, a script) posts a tool call with a
+    credential in it: the listing and the page show ``***``."""
+    body = json.dumps(
+        {
+            "id": "leaky",
+            "timing": "during_execution",
+            "task_description": "Deploy",
+            "output": '{"url": "redis://:R3dis-pass-771@cache:6379"}',
+            "prompt": "Run it?",
+            "tool_name": "deploy",
+            "timeout_seconds": 60,
+            "on_timeout": "exit_early",
+        }
+    ).encode()
+    assert post_review(client, body).status_code == 202
+    listing = client.get("/reviews").text
+    page = client.get("/", headers={"Accept": "text/html"}).text
+    for shown in (listing, page):
+        assert "R3dis-pass-771" not in shown
+    assert (
+        "redis://:***@cache:6379"
+        in client.get("/reviews").json()["reviews"][0]["request"]["output"]
+    )

@@ -355,7 +355,7 @@ async def test_garbage_on_a_poll_is_an_error_too() -> None:
     with adhoc_server(lambda seen: next(answers)) as (url, _):
         handler = WebhookReviewHandler(url, poll_interval=0.05)
         with pytest.raises(
-            ReviewProtocolError, match="/r/1 answered 200 with an unusable decision"
+            ReviewProtocolError, match=r"/\*\*\*/\*\*\* answered 200 with an unusable decision"
         ):
             await handler.areview(make_request(5))
 

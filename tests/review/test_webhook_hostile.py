@@ -322,6 +322,50 @@ def test_a_token_in_the_url_path_is_masked_in_messages() -> None:
     assert repr(handler) == "WebhookReviewHandler(url='https://hooks.example/services/***')"
 
 
+@pytest.mark.anyio
+@pytest.mark.parametrize("status", [404, 503])
+async def test_a_plain_looking_path_token_never_reaches_the_rejection_text(
+    status: int, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Hosted webhooks (``/hooks/catch/<account>/<token>/``) carry the credential in the path,
+    and it need not look like one: the text the model gets when the webhook fails, the logs and
+    the error never show it."""
+    from agentensemble import Agent, Ensemble, Task, TaskExecutionError, tool
+    from agentensemble.testing import ScriptedChatModel, tool_call
+
+    with (
+        caplog.at_level(logging.DEBUG),
+        adhoc_server(lambda _: json_reply(status, {})) as (
+            base,
+            _,
+        ),
+    ):
+        handler = WebhookReviewHandler(f"{base}/hooks/catch/734512/opensesame/", max_retries=0)
+
+        @tool(requires_approval=True)
+        def deploy(target: str) -> str:
+            """Deploy.
+
+            Args:
+                target: where
+            """
+            return "deployed"
+
+        model = ScriptedChatModel([tool_call("deploy", {"target": "prod"}), "stopped"])
+        agent = Agent(role="Ops", goal="Deploy", tools=[deploy], llm=model)
+        ensemble = Ensemble(tasks=[Task(description="Deploy", agent=agent)], review_handler=handler)
+        texts: list[str] = [repr(handler)]
+        try:
+            output = await ensemble.arun()
+            texts += [str(model.requests[1].tool_results), output.model_dump_json()]
+        except TaskExecutionError as exc:  # a 404 is a broken webhook: the run stops
+            texts.append("".join(traceback.format_exception(exc)))
+    texts += [caplog.text, " ".join(str(r.__dict__) for r in caplog.records)]
+    everything = "\n".join(texts)
+    assert "hooks/catch/***/***" in everything
+    assert "opensesame" not in everything and "734512" not in everything
+
+
 # -- what the model sends is always sendable ---------------------------------------------------
 
 

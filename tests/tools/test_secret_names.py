@@ -6,7 +6,7 @@ import pytest
 
 from agentensemble.logging import redact_text
 from agentensemble.mcp import MCPServerHTTP, MCPServerStdio
-from agentensemble.tools._secrets import is_secret_name
+from agentensemble.redaction import is_secret_name
 
 
 @pytest.mark.parametrize(
@@ -31,14 +31,14 @@ def test_secret_names(name: str, secret: bool) -> None:
     assert is_secret_name(name) is secret
 
 
-def test_only_secret_looking_settings_of_an_mcp_server_are_registered_as_secrets() -> None:
+def test_every_env_value_and_every_credential_header_of_an_mcp_server_is_a_secret() -> None:
     MCPServerStdio(
         "srv", env={"SERVICE_TOKEN": "tok-registered-by-mcp-env", "MODE": "plain-mode-value"}
     )
     MCPServerHTTP(
         "http://127.0.0.1:9/mcp",
-        headers={"Authorization": "Bearer-hdr-registered-value", "X-Trace": "plain-trace-value"},
+        headers={"X-Trace": "plain-trace-value", "Accept": "application/json"},
     )
-    assert redact_text("tok-registered-by-mcp-env") == "***"
-    assert redact_text("Bearer-hdr-registered-value") == "***"
-    assert redact_text("plain-mode-value plain-trace-value") == "plain-mode-value plain-trace-value"
+    assert redact_text("tok-registered-by-mcp-env plain-mode-value") == "*** ***"
+    assert redact_text("plain-trace-value") == "***"
+    assert redact_text("application/json") == "application/json"  # a plain header's value

@@ -23,8 +23,7 @@ from typing import Annotated, cast
 from pydantic import BaseModel, Field
 
 from agentensemble.errors import ConfigurationError
-from agentensemble.logging import redact_text
-from agentensemble.tools._secrets import is_secret_name
+from agentensemble.redaction import is_secret_name, looks_like_credential
 from agentensemble.tools.builtin._base import BuiltinTool, refuse
 
 DEFAULT_TIMEOUT = 30.0
@@ -44,11 +43,14 @@ class RunCommandInput(BaseModel):
 def scrubbed_environment(
     environ: Mapping[str, str], extra: Mapping[str, str] | None = None
 ) -> dict[str, str]:
-    """``environ`` without secrets (by name or by value), plus ``extra`` as given."""
+    """``environ`` without secrets, plus ``extra`` as given. A secret is recognised by its name
+    (``*_TOKEN``, ``*_PASSWORD``...) or by its value, whatever it is called: a registered secret
+    or a credential shape of the redaction policy (``scheme://user:PASSWORD@host`` in
+    ``MONGODB_URI`` or ``HTTPS_PROXY``, ``Bearer ...``, ``?sig=...``, ``sk-...``)."""
     kept = {
         key: value
         for key, value in environ.items()
-        if not is_secret_name(key) and redact_text(value) == value
+        if not is_secret_name(key) and not looks_like_credential(value)
     }
     kept.update(extra or {})
     return kept

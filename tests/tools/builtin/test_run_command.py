@@ -138,6 +138,28 @@ def test_secrets_are_scrubbed_from_the_environment(
     assert "PATH=" in output
 
 
+@pytest.mark.parametrize(
+    ("name", "value"),
+    [
+        ("SQLALCHEMY_DATABASE_URI", "postgresql+psycopg://app:PASSWORD123@db:5432/app"),
+        ("MONGODB_URI", "mongodb+srv://reader:PASSWORD123@cluster0.example.net/db"),
+        ("REDIS_URL", "redis://:PASSWORD123@cache:6379/0"),
+        ("CELERY_BROKER_URL", "amqp://worker:PASSWORD123@rabbit:5672//"),
+        ("HTTPS_PROXY", "http://proxyuser:PASSWORD123@proxy.corp:3128"),
+        ("SERVICE_ENDPOINT", "https://hooks.example.com/in?sig=PASSWORD123abc"),
+        ("SLACK_HOOK", "Bearer PASSWORD123abcdef"),
+    ],
+)
+def test_credentials_are_recognised_by_value_whatever_the_variable_is_called(
+    name: str, value: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv(name, value)
+    monkeypatch.setenv("PLAIN_URL", "https://example.com/docs")
+    output = call(runner(tmp_path), command=["env"]).output
+    assert "PASSWORD123" not in output and f"{name}=" not in output
+    assert "PLAIN_URL=https://example.com/docs" in output  # a URL without a credential stays
+
+
 def test_extra_environment_is_passed_as_given() -> None:
     env = scrubbed_environment({"PATH": "/bin", "API_KEY": "x"}, {"MY_TOOL_TOKEN": "given"})
     assert env == {"PATH": "/bin", "MY_TOOL_TOKEN": "given"}

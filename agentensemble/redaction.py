@@ -1,0 +1,324 @@
+"""The one outward-redaction policy: what of a text must never leave the process.
+
+Every channel that carries text out of the process (model-visible tool results, log lines, the
+trace, OpenTelemetry spans and events, error messages, CLI output, web console payloads,
+durable records) passes it through ``redact_text`` / ``redact``. The policy hides:
+
+- secrets registered by value (``register_secret``): API keys read from the environment,
+  webhook and MCP credentials, every ``env=`` value of an MCP server, tokens of our servers;
+- credentials recognised by their shape, whatever name they travel under: key-shaped strings
+  (``sk-...``, ``AIza...``, ``ghp_...``, ``xoxb-...``, ``AKIA...``), ``Bearer``/``Basic``
+  credentials, ``api_key=...``-style assignments, the password of ``scheme://user:pw@host`` and
+  token-named query parameters (``?access_token=...``);
+- by key name, in structured values: whatever sits under ``api_key``, ``password``, ``token``...
+
+A new surface calls ``redact_text`` (or ``redact`` for structured data) on what it sends out and
+inherits every rule here. Stdlib only: importable from every layer and package, cheap to import.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import threading
+import urllib.parse
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+REDACTED = "***"
+MIN_SECRET_LENGTH = 6
+"""Registered values shorter than this are ignored: redacting them would mangle ordinary text."""
+
+SECRET_NAME = re.compile(
+    r"(?<![a-z])(?:api[_-]?)?key(?![a-z])|cookie|credential|secret|passw|passphrase|signature|"
+    r"session|private|auth|token(?!s)|bearer|(?<![a-z])dsn(?![a-z])|database_ur[li]",
+    re.IGNORECASE,
+)
+"""Names (environment variables, headers, settings, log fields) whose values are credentials.
+``max_tokens`` and other ``*tokens`` are counts, ``KEYBOARD`` is not a key."""
+
+_NOT_SECRET_NAMES = frozenset(
+    {"prompt_tokens", "completion_tokens", "total_tokens", "max_tokens", "session_id"}
+)
+
+_SHAPES: tuple[tuple[re.Pattern[str], str], ...] = (
+    # scheme://user:password@host -> scheme://user:***@host (database, broker, proxy URLs).
+    # Anchored on the literal "://", every class excluding what ends it: linear on any text
+    (re.compile(r"(://[^\s/?#@:\"'<>]*:)[^\s/?#@\"'<>]+(@)"), r"\1***\2"),
+    # Authorization credentials: "Bearer <token>", "Basic <base64>"
+    (re.compile(r"\b((?i:bearer|basic)\s+)[A-Za-z0-9._\-~+/=]{6,}"), r"\1***"),
+    # provider key shapes
+    (re.compile(r"\bsk-[A-Za-z0-9_\-]{6,}"), REDACTED),
+    (re.compile(r"\bAIza[0-9A-Za-z_\-]{20,}"), REDACTED),
+    (re.compile(r"\b(?:gh[pousr]_[A-Za-z0-9]{20,}|github_pat_[A-Za-z0-9_]{20,})"), REDACTED),
+    (re.compile(r"\bxox[abprs]-[A-Za-z0-9\-]{10,}"), REDACTED),
+    (re.compile(r"\b(?:AKIA|ASIA)[0-9A-Z]{16}\b"), REDACTED),
+    # api_key=..., "authorization": "...", access_token: ..., password=...
+    (
+        re.compile(
+            r"((?i:api[_-]?key|x-api-key|authorization|access[_-]?token|refresh[_-]?token|"
+            r"client[_-]?secret|secret|password|passwd)[\"']?\s*[:=]\s*[\"']?)"
+            r"(?!\*\*\*|(?i:bearer|basic)\s)[^\s\"',;}&]{4,}"
+        ),
+        r"\1***",
+    ),
+    # token-named query parameters (``?token=``, ``&X-Amz-Signature=``): see _query_value
+)
+
+_QUERY_PARAMETER = re.compile(r"([?&])([\w.\-]{1,64})=(?!\*\*\*)([^&\s#\"'<>]+)")
+_QUERY_SECRET = re.compile(r"token|key|secret|sig|password|auth|code", re.IGNORECASE)
+
+
+def _query_value(match: re.Match[str]) -> str:
+    """A query parameter, its value hidden when its name says it is a credential (the name is
+    bounded in length, so the scan stays linear)."""
+    separator, name, value = match.groups()
+    return f"{separator}{name}={REDACTED if _QUERY_SECRET.search(name) else value}"
+
+
+_known: set[str] = set()
+_known_sorted: tuple[str, ...] = ()
+_known_urls: dict[str, str] = {}  # a credential URL as written -> as shown (``safe_url``)
+_urls_sorted: tuple[tuple[str, str], ...] = ()
+_lock = threading.Lock()
+
+
+def register_secret(value: str | None) -> None:
+    """Remember a secret by value, so it is redacted wherever it shows up, whatever its shape.
+
+    Credentials are registered where they are first held (keys read from the environment, webhook
+    and MCP credentials, server tokens); an echo of one (a provider's error, a server's stderr, a
+    traceback) is then hidden on every channel. Values shorter than six characters are ignored.
+    """
+    global _known_sorted
+    if value and isinstance(value, str) and len(value) >= MIN_SECRET_LENGTH:
+        with _lock:
+            if value not in _known:
+                _known.add(value)
+                _known_sorted = tuple(sorted(_known, key=len, reverse=True))
+
+
+def redact_text(text: str, extra: Iterable[str] = ()) -> str:
+    """``text`` with registered secrets (and ``extra`` ones), then credential shapes, as ``***``."""
+    for secret in extra:
+        if secret and len(secret) >= 4:
+            text = text.replace(secret, REDACTED)
+    for url, shown in _urls_sorted:
+        if url in text:
+            text = text.replace(url, shown)
+    for secret in _known_sorted:
+        if secret in text:
+            text = text.replace(secret, REDACTED)
+    for pattern, replacement in _SHAPES:
+        text = pattern.sub(replacement, text)
+    return _QUERY_PARAMETER.sub(_query_value, text)
+
+
+def is_secret_name(name: str) -> bool:
+    """Whether a variable, header, setting or field called ``name`` holds a credential
+    (``OPENAI_API_KEY``, ``GITHUB_TOKEN``, ``Authorization``, ``DB_PASSWORD``, ``SENTRY_DSN``)."""
+    return name.lower() not in _NOT_SECRET_NAMES and bool(SECRET_NAME.search(name))
+
+
+def looks_like_credential(value: str) -> bool:
+    """Whether ``value`` holds a credential by the policy (registered, or credential-shaped):
+    how ``RunCommand`` recognises ``MONGODB_URI=mongodb://app:pw@db`` whatever its name."""
+    return redact_text(value) != value
+
+
+def redact(value: Any, key: str | None = None) -> Any:
+    """``value`` redacted at any depth: strings by the policy, anything under a secret-looking
+    key (``api_key``, ``authorization``, ``password``...) replaced whole."""
+    if key is not None and is_secret_name(key):
+        return REDACTED if value not in (None, "") else value
+    if isinstance(value, str):
+        return redact_text(value)
+    if isinstance(value, Mapping):
+        return {k: redact(v, str(k)) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return type(value)(redact(v) for v in value)
+    return value
+
+
+# -- URLs ----------------------------------------------------------------------------------------
+
+_TOKEN_LIKE = re.compile(r"^(?=.*[0-9])(?=.*[A-Za-z])[A-Za-z0-9._~%+=-]{8,}$")
+_PLAIN_SEGMENT = re.compile(
+    r"^(?:|v\d{1,2}|api|apis|mcp|sse|rpc|rest|json|messages?|events?|stream|hooks?|webhooks?|"
+    r"services?|catch|triggers?|callbacks?|incoming|review|reviews|approvals?|approve|decide|"
+    r"decisions?|withdraw|status|health|in|out)$",
+    re.IGNORECASE,
+)
+"""Path segments shown in messages as they are: words every service uses. Any other segment of
+a URL we hold a credential for may be the credential (``/hooks/catch/123456/opensesame``)."""
+
+
+def looks_like_token(segment: str) -> bool:
+    """A URL path segment that is a credential by its look: long, or letters mixed with
+    digits. Registered on its own; every other segment but common words is only masked where
+    the URL is shown (registering ``agentensemble`` from ``/hooks/agentensemble`` would mask
+    the word in every message)."""
+    return len(segment) >= 24 or bool(_TOKEN_LIKE.match(segment))
+
+
+def _plain(segment: str) -> bool:
+    return bool(_PLAIN_SEGMENT.match(segment))
+
+
+def safe_url(url: str) -> str:
+    """``url`` for messages: no user info, query or fragment (they may carry tokens), and every
+    path segment but common plain words (``api``, ``mcp``, ``hooks``, ``v1``...) masked: hosted
+    services put the credential in the path, and nothing tells a word from a token."""
+    try:
+        parts = urllib.parse.urlsplit(str(url))
+        host, port = parts.hostname, parts.port
+    except ValueError:
+        return "<invalid URL>"
+    if not parts.scheme or not host:
+        return "<invalid URL>"
+    shown_host = f"[{host}]" if ":" in host else host
+    segments = [s if _plain(s) else REDACTED for s in parts.path.split("/")]
+    return f"{parts.scheme}://{shown_host}{f':{port}' if port else ''}{'/'.join(segments)}"
+
+
+def register_url_secrets(url: str) -> None:
+    """Register the credentials a URL may carry: user info, the query and its values, and
+    token-like path segments (raw and percent-decoded); and the URL itself, so wherever it is
+    written out (httpx's request log line, an error) it reads as ``safe_url`` shows it. Hosted
+    services (MCP, webhooks) issue URLs whose path or query is the credential."""
+    global _urls_sorted
+    try:
+        parts = urllib.parse.urlsplit(str(url))
+        values = [parts.username, parts.password]
+    except ValueError:
+        return
+    base = urllib.parse.urlunsplit((parts.scheme, parts.netloc, parts.path, "", ""))
+    shown = safe_url(base)
+    if shown != base and len(base) >= MIN_SECRET_LENGTH:
+        with _lock:
+            for written in (base, urllib.parse.unquote(base)):
+                _known_urls[written] = shown
+            _urls_sorted = tuple(sorted(_known_urls.items(), key=lambda i: -len(i[0])))
+    values += [v for _, v in urllib.parse.parse_qsl(parts.query, keep_blank_values=False)]
+    values += [parts.query, urllib.parse.unquote(parts.query)]
+    for segment in parts.path.split("/"):
+        if looks_like_token(segment):
+            values += [segment, urllib.parse.unquote(segment)]
+    for value in values:
+        register_secret(value)
+
+
+_PLAIN_HEADERS = frozenset(
+    {"accept", "accept-encoding", "accept-language", "content-type", "user-agent"}
+)
+"""Headers that never carry a credential: registering ``application/json`` would only mangle
+every message that mentions it."""
+
+
+def register_header_secrets(headers: Mapping[str, str]) -> None:
+    """Register every header value (but those of ``_PLAIN_HEADERS``) and the credential part of
+    ``Scheme credential`` values (``Bearer <token>``)."""
+    for name, value in headers.items():
+        if str(name).lower() in _PLAIN_HEADERS or not isinstance(value, str):
+            continue
+        register_secret(value)
+        register_secret(value.strip().partition(" ")[2].strip())
+
+
+_URL_IN_TEXT = re.compile(r"[a-zA-Z][a-zA-Z0-9+.\-]*://\S+")
+
+
+def register_argument_secrets(arguments: Iterable[str]) -> None:
+    """Register the credentials in a command line: URLs' passwords, queries and path tokens
+    (``postgresql://app:pw@db``), ``--password=...`` values, the argument after a secret-named
+    flag (``--token VALUE``) and any other credential-shaped argument whole."""
+    previous = ""
+    for argument in arguments:
+        flag = previous.lstrip("-")
+        if previous.startswith("-") and "=" not in previous and is_secret_name(flag):
+            register_secret(argument)
+        elif looks_like_credential(argument):
+            urls = _URL_IN_TEXT.findall(argument)
+            for url in urls:
+                register_url_secrets(url)
+            _, sep, value = argument.partition("=")
+            if sep and "://" not in value:
+                register_secret(value)
+            if not urls and not sep:
+                register_secret(argument)
+        previous = argument
+
+
+def redact_command(command: Iterable[str]) -> str:
+    """A command line for messages, each argument redacted by the policy."""
+    return " ".join(redact_text(part) for part in command)
+
+
+# -- stdlib loggers of the libraries we drive ----------------------------------------------------
+
+
+class RedactingFilter(logging.Filter):
+    """Rewrites a record's message (and its exception text) with the policy applied."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        try:
+            message = record.getMessage()
+        except (TypeError, ValueError):
+            return True
+        cleaned = redact_text(message)
+        if cleaned != message:
+            record.msg, record.args = cleaned, None
+        return True
+
+
+THIRD_PARTY_LOGGERS = (
+    "httpx",
+    "httpx2",
+    "httpcore",
+    "httpcore.connection",
+    "httpcore.http11",
+    "httpcore.http2",
+    "httpcore.proxy",
+    "httpcore2",
+    "httpcore2.connection",
+    "httpcore2.http11",
+    "httpcore2.http2",
+    "httpcore2.proxy",
+    "client",  # mcp's ClientSession
+    "mcp.client.stdio",
+    "mcp.client.sse",
+    "mcp.client.streamable_http",
+)
+"""Loggers that print request URLs or server messages (httpx logs each URL at INFO). A filter
+on a logger sees only that logger's own records, so each one is named."""
+
+_FILTER = RedactingFilter()
+
+
+def install_log_redaction(names: Iterable[str] = THIRD_PARTY_LOGGERS) -> None:
+    """Add the redacting filter to the named stdlib loggers (idempotent)."""
+    for name in names:
+        logger = logging.getLogger(name)
+        if _FILTER not in logger.filters:
+            logger.addFilter(_FILTER)
+
+
+__all__ = [
+    "MIN_SECRET_LENGTH",
+    "REDACTED",
+    "SECRET_NAME",
+    "THIRD_PARTY_LOGGERS",
+    "RedactingFilter",
+    "install_log_redaction",
+    "is_secret_name",
+    "looks_like_credential",
+    "looks_like_token",
+    "redact",
+    "redact_command",
+    "redact_text",
+    "register_argument_secrets",
+    "register_header_secrets",
+    "register_secret",
+    "register_url_secrets",
+    "safe_url",
+]

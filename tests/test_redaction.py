@@ -1,0 +1,223 @@
+"""The one outward-redaction policy (``agentensemble.redaction``): its rules as tables, and the
+guarantee that no other module keeps a copy of them (so a new surface inherits every rule)."""
+
+from __future__ import annotations
+
+import logging
+import re
+from pathlib import Path
+
+import pytest
+
+import agentensemble
+from agentensemble.redaction import (
+    REDACTED,
+    install_log_redaction,
+    is_secret_name,
+    looks_like_credential,
+    redact,
+    redact_command,
+    redact_text,
+    register_argument_secrets,
+    register_url_secrets,
+    safe_url,
+)
+
+REPO = Path(agentensemble.__file__).absolute().parent.parent
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("postgresql://app:s3cret@db:5432/x", "postgresql://app:***@db:5432/x"),
+        (
+            "mongodb+srv://reader:pw9@c0.example.net/db",
+            "mongodb+srv://reader:***@c0.example.net/db",
+        ),
+        ("redis://:hunter2@cache:6379/0", "redis://:***@cache:6379/0"),
+        ("proxy http://u:p%40ss@proxy:3128 set", "proxy http://u:***@proxy:3128 set"),
+        ("Authorization: Bearer abc.def-123456", "Authorization: Bearer ***"),
+        ("Basic dXNlcjpwYXNzd29yZA==", "Basic ***"),
+        ("key sk-proj-0123456789abcdef", "key ***"),
+        ("AIzaSyA0123456789abcdefghijklmnopq", "***"),
+        ("ghp_0123456789abcdefghijABCDEFGHIJ", "***"),
+        ("xoxb-1234567890-abcdefghij", "***"),
+        ("AKIAABCDEFGHIJKLMNOP", "***"),
+        ('{"api_key": "zzzz1234"}', '{"api_key": "***"}'),
+        ("password=hunter22 user=bob", "password=*** user=bob"),
+        ("GET /hook?token=abc123&x=1", "GET /hook?token=***&x=1"),
+        ("https://h/p?X-Amz-Signature=deadbeef", "https://h/p?X-Amz-Signature=***"),
+    ],
+)
+def test_credentials_are_recognised_by_their_shape(text: str, expected: str) -> None:
+    assert redact_text(text) == expected
+    assert looks_like_credential(text)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "https://example.com/docs?page=2",
+        "mailto:someone@example.com",
+        "the tokens used: 1200, max_tokens=4096",
+        "ssh user@host",
+        "http://localhost:8000/v1",
+        "a basic idea",
+        "***",
+    ],
+)
+def test_ordinary_text_is_left_alone(text: str) -> None:
+    assert redact_text(text) == text
+    assert not looks_like_credential(text)
+
+
+def test_extra_secrets_and_registered_ones_are_replaced_longest_first() -> None:
+    from agentensemble.redaction import register_secret
+
+    register_secret("abcdef-registered")
+    register_secret("abcdef-registered-longer")
+    assert redact_text("x abcdef-registered-longer y") == "x *** y"
+    assert redact_text("one-off value", extra=["one-off"]) == "*** value"
+    register_secret("short")  # under six characters: ignored, it would mangle text
+    assert redact_text("a short text") == "a short text"
+
+
+@pytest.mark.parametrize(
+    ("name", "secret"),
+    [
+        ("OPENAI_API_KEY", True),
+        ("x-api-key", True),
+        ("Authorization", True),
+        ("SENTRY_DSN", True),
+        ("SQLALCHEMY_DATABASE_URI", True),
+        ("session_cookie", True),
+        ("max_tokens", False),
+        ("total_tokens", False),
+        ("KEYBOARD_LAYOUT", False),
+        ("session_id", False),
+        ("PATH", False),
+    ],
+)
+def test_secret_names(name: str, secret: bool) -> None:
+    assert is_secret_name(name) is secret
+
+
+def test_structured_values_are_redacted_by_key_and_by_shape() -> None:
+    value = {
+        "api_key": "anything",
+        "headers": {"Authorization": "Bearer zzzzzzzz"},
+        "urls": ["postgresql://a:b1234@h/d"],
+        "usage": {"total_tokens": 12},
+    }
+    assert redact(value) == {
+        "api_key": REDACTED,
+        "headers": {"Authorization": REDACTED},
+        "urls": ["postgresql://a:***@h/d"],
+        "usage": {"total_tokens": 12},
+    }
+
+
+@pytest.mark.parametrize(
+    ("url", "shown"),
+    [
+        (
+            "https://u:p@hooks.example.com/hooks/catch/123456/opensesame/?k=v#f",
+            "https://hooks.example.com/hooks/catch/***/***/",
+        ),
+        ("http://127.0.0.1:8080/mcp", "http://127.0.0.1:8080/mcp"),
+        ("https://mcp.example.com/v1/tenant-42/sse", "https://mcp.example.com/v1/***/sse"),
+        ("not a url", "<invalid URL>"),
+    ],
+)
+def test_urls_are_shown_without_credentials(url: str, shown: str) -> None:
+    assert safe_url(url) == shown
+
+
+def test_a_url_s_credentials_are_registered_wherever_they_sit() -> None:
+    register_url_secrets("https://user:pw-url-123@h.example/t/tenant-url-777/mcp?key=q-url-555")
+    echoed = "echo pw-url-123 tenant-url-777 q-url-555 mcp"
+    assert redact_text(echoed) == "echo *** *** *** mcp"
+
+
+def test_a_command_line_s_credentials_are_registered() -> None:
+    register_argument_secrets(
+        ["server", "--db=postgresql://app:pw-arg-0001@db/x", "--password", "plainpw-arg-02", "-v"]
+    )
+    assert redact_text("pw-arg-0001 plainpw-arg-02") == "*** ***"
+    shown = redact_command(["server", "--password", "plainpw-arg-02", "-v"])
+    assert shown == "server --password *** -v"
+
+
+def test_third_party_log_lines_are_redacted(caplog: pytest.LogCaptureFixture) -> None:
+    install_log_redaction(["agentensemble-test-thirdparty"])
+    install_log_redaction(["agentensemble-test-thirdparty"])  # idempotent
+    logger = logging.getLogger("agentensemble-test-thirdparty")
+    assert len(logger.filters) == 1
+    with caplog.at_level(logging.INFO, logger="agentensemble-test-thirdparty"):
+        logger.info("HTTP Request: POST %s", "https://h/x?token=tok-in-log-9")
+    assert "tok-in-log-9" not in caplog.text and "token=***" in caplog.text
+
+
+def test_the_policy_is_stdlib_only_so_every_package_and_layer_may_import_it() -> None:
+    source = (REPO / "agentensemble" / "redaction.py").read_text(encoding="utf-8")
+    imported = set(re.findall(r"^(?:from|import) ([\w.]+)", source, re.MULTILINE))
+    assert imported <= {
+        "__future__",
+        "logging",
+        "re",
+        "threading",
+        "urllib.parse",
+        "collections.abc",
+        "typing",
+    }
+
+
+# Rules of the policy that must live in one place: a second copy is how one channel came to mask
+# a secret its neighbour leaked.
+_COPIES = re.compile(r"re\.compile\([^)]*(?:[Bb]earer|sk-|AIza|api\[_-\]\?key)")
+
+
+def test_no_other_module_keeps_its_own_copy_of_the_rules() -> None:
+    offenders = []
+    for package in ("agentensemble", "agentensemble_review", "agentensemble_web"):
+        for path in (REPO / package).rglob("*.py"):
+            if path.name == "redaction.py":
+                continue
+            text = path.read_text(encoding="utf-8")
+            if _COPIES.search(text) or re.search(
+                r"^def (register_secret|redact_text)\(", text, re.M
+            ):
+                offenders.append(str(path.relative_to(REPO)))
+    assert offenders == []
+
+
+@pytest.mark.parametrize(
+    "hostile",
+    [
+        "a." * 500_000,  # a word boundary at every character
+        "a+" * 500_000,  # a URL scheme's characters, never "://"
+        "?" + "key" * 300_000,  # a query parameter name that never ends
+        "://" + "a:" * 300_000,  # user info that never reaches "@"
+        "&a" * 300_000,
+        "Bearer " + " " * 500_000,
+    ],
+)
+def test_redaction_is_linear_on_hostile_text(hostile: str) -> None:
+    """Tool outputs and model text reach the policy unbounded in shape: no rule may backtrack
+    quadratically (on a megabyte, that is hours; each of these takes well under a second)."""
+    import time
+
+    started = time.monotonic()
+    redact_text(hostile)
+    assert time.monotonic() - started < 20  # a bound for a frozen process, not a speed target
+
+
+def test_a_credential_url_is_masked_where_written_without_masking_its_words_elsewhere() -> None:
+    """``/hooks/agentensemble`` holds no token: registering the word would mask it in every
+    message. The URL itself, wherever it is written out (httpx's log line), reads as shown."""
+    register_url_secrets("https://reviews.example.com/hooks/agentensemble")
+    text = "agentensemble: POST https://reviews.example.com/hooks/agentensemble/r-1/withdraw"
+    assert (
+        redact_text(text)
+        == "agentensemble: POST https://reviews.example.com/hooks/***/r-1/withdraw"
+    )
