@@ -23,6 +23,8 @@ COMMAND_MODULES: tuple[str, ...] = (
     "agentensemble.cli.run_command",
     "agentensemble.cli.validate_command",
     "agentensemble.cli.serve_command",
+    "agentensemble.cli.serve_mcp_command",
+    "agentensemble.cli.serve_a2a_command",
 )
 
 

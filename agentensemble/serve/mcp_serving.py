@@ -1,0 +1,140 @@
+"""``mcp_server``: ensembles as the tools of an MCP server (the ``mcp`` package's own ``Server``).
+
+One tool per ensemble. A call checks its arguments before anything runs, builds a fresh ensemble
+when given a factory, runs it with a listener that turns task events into progress
+notifications, and answers with the final output (and ``structuredContent`` when the last task
+is typed). A failure is a tool result with ``isError`` and the redacted error text; a client's
+cancellation cancels the run (the SDK cancels the handler's task). Calls run concurrently.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import mcp_types as types
+from mcp.server import Server, ServerRequestContext
+
+from agentensemble.ensemble import Ensemble
+from agentensemble.errors import ConfigurationError
+from agentensemble.logging import redact, redact_text
+from agentensemble.serve._progress import ProgressPump
+from agentensemble.serve._shape import (
+    BadArguments,
+    EnsembleSource,
+    check_arguments,
+    check_name,
+    description,
+    ensemble_of,
+    error_text,
+    input_schema,
+    input_variables,
+    output_schema,
+    structured_result,
+)
+from agentensemble.serve.mcp_review import ServedCall, current_call
+
+
+@dataclass(frozen=True)
+class _Served:
+    name: str
+    source: EnsembleSource
+    variables: list[str]
+    tool: types.Tool
+
+
+def _describe(name: str, source: EnsembleSource) -> _Served:
+    check_name(name)
+    try:
+        ensemble = ensemble_of(source)
+        # refused setups fail here, at start, not at the first call: gated tools or reviews
+        # with no review handler (an ensemble changed after it was built is checked again)
+        ensemble._check_tools_and_reviews()
+    except ConfigurationError as error:
+        raise ConfigurationError(f"cannot serve {name!r}: {error}") from error
+    tool = types.Tool(
+        name=name,
+        description=description(ensemble),
+        input_schema=input_schema(ensemble),
+        output_schema=output_schema(ensemble),
+    )
+    return _Served(name, source, input_variables(ensemble), tool)
+
+
+def _error_result(text: str) -> types.CallToolResult:
+    return types.CallToolResult(content=[types.TextContent(text=text)], is_error=True)
+
+
+async def _run(served: _Served, ctx: ServerRequestContext[Any], arguments: Any) -> Any:
+    try:
+        inputs = check_arguments(served.variables, arguments)
+        ensemble = ensemble_of(served.source)
+    except BadArguments as error:
+        return _error_result(f"{served.name}: {error}")
+    except Exception as error:
+        return _error_result(f"{served.name}: the ensemble could not be built: {error_text(error)}")
+    progress = ProgressPump(ctx.session.report_progress)
+    token = current_call.set(ServedCall(ctx.session, ctx.request_id))
+    try:
+        output = await ensemble._execute(inputs, [progress])
+    except Exception as error:
+        await progress.close()
+        return _error_result(f"{served.name} failed: {error_text(error)}")
+    except BaseException:  # cancelled by the client (or the server shutting down)
+        progress.abandon()
+        raise
+    finally:
+        current_call.reset(token)
+    await progress.close()
+    structured = structured_result(ensemble, output)
+    return types.CallToolResult(
+        content=[types.TextContent(text=redact_text(output.raw))],
+        structured_content=redact(structured) if structured is not None else None,
+    )
+
+
+def mcp_server(ensembles: Mapping[str, Ensemble | Any], name: str = "agentensemble") -> Server[Any]:
+    """An MCP server (``mcp.server.Server``) with one tool per ensemble, named by its key.
+
+    A value is an ``Ensemble`` or a zero-argument factory returning one (called once here to
+    describe the tool and check it, then once per call, so every call is a fresh run). Raises
+    ``ConfigurationError`` for a bad name or a setup that must not be served (a gated tool or
+    a review with no review handler): the server refuses to start rather than run unreviewed.
+    Serve it over stdio (``server.run(...)``) or streamable HTTP (``streamable_http_app()``),
+    or use ``agentensemble serve-mcp``.
+    """
+    if not isinstance(ensembles, Mapping) or not ensembles:
+        raise ConfigurationError(
+            'mcp_server needs a mapping of tool names to ensembles: {"name": ensemble}'
+        )
+    served = {key: _describe(key, source) for key, source in ensembles.items()}
+    tools = [entry.tool for entry in served.values()]
+
+    async def list_tools(
+        ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
+    ) -> types.ListToolsResult:
+        return types.ListToolsResult(tools=tools)
+
+    async def call_tool(
+        ctx: ServerRequestContext[Any], params: types.CallToolRequestParams
+    ) -> types.CallToolResult:
+        entry = served.get(params.name)
+        if entry is None:
+            known = ", ".join(served)
+            return _error_result(f"unknown tool {params.name[:80]!r}; this server has: {known}")
+        result: types.CallToolResult = await _run(entry, ctx, params.arguments)
+        return result
+
+    from agentensemble import __version__
+
+    return Server(
+        name,
+        version=__version__,
+        instructions="Each tool runs a team of agents (agentensemble) and returns its result.",
+        on_list_tools=list_tools,
+        on_call_tool=call_tool,
+    )
+
+
+__all__ = ["mcp_server"]
