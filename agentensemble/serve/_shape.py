@@ -128,6 +128,18 @@ def output_schema(ensemble: Ensemble) -> dict[str, Any] | None:
     return dict(output_spec(output_type).schema)
 
 
+def stopped(output: EnsembleOutput) -> str | None:
+    """Why a run that ended early returns nothing (None when it completed). A review that
+    stopped a run (or timed out) must not let the unapproved output out: fail closed."""
+    reason = output.exit_reason.value
+    if reason == "completed":
+        return None
+    return (
+        f"the run stopped before completing (exit reason: {reason}), e.g. a reviewer said "
+        "stop or did not answer in time; no result is returned"
+    )
+
+
 def structured_result(ensemble: Ensemble, output: EnsembleOutput) -> dict[str, Any] | None:
     """The last task's parsed value shaped by ``output_schema`` (None when untyped)."""
     output_type = ensemble.tasks[-1].output_type
@@ -181,7 +193,7 @@ def error_text(error: BaseException) -> str:
     message = str(error) or type(error).__name__
     text = redact_text(f"{type(error).__name__}: {message}")
     if len(text) > MAX_ERROR_CHARS:
-        text = text[: MAX_ERROR_CHARS - 15] + " ... (truncated)"
+        text = text[: MAX_ERROR_CHARS - 16] + " ... (truncated)"
     return text
 
 
@@ -197,6 +209,7 @@ __all__ = [
     "input_schema",
     "input_variables",
     "output_schema",
+    "stopped",
     "structured_result",
     "tool_name_for_file",
 ]

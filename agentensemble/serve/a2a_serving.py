@@ -49,6 +49,7 @@ from agentensemble.serve._shape import (
     ensemble_of,
     error_text,
     input_variables,
+    stopped,
     structured_result,
 )
 
@@ -155,6 +156,10 @@ class EnsembleExecutor(AgentExecutor):
             pump.abandon()
             raise
         await pump.close()
+        why = stopped(output)
+        if why is not None:
+            await updater.failed(say(why))
+            return
         parts = [new_text_part(redact_text(output.raw), media_type=TEXT)]
         structured = structured_result(ensemble, output)
         if structured is not None:

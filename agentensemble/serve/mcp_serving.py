@@ -31,6 +31,7 @@ from agentensemble.serve._shape import (
     input_schema,
     input_variables,
     output_schema,
+    stopped,
     structured_result,
 )
 from agentensemble.serve.mcp_review import ServedCall, current_call
@@ -87,6 +88,9 @@ async def _run(served: _Served, ctx: ServerRequestContext[Any], arguments: Any) 
     finally:
         current_call.reset(token)
     await progress.close()
+    why = stopped(output)
+    if why is not None:
+        return _error_result(f"{served.name}: {why}")
     structured = structured_result(ensemble, output)
     return types.CallToolResult(
         content=[types.TextContent(text=redact_text(output.raw))],
