@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import socket
 import sys
 from pathlib import Path
 from typing import Any
@@ -81,12 +82,8 @@ def serving_token(args: argparse.Namespace) -> str | None:
     return token
 
 
-def serve_app(app: Any, args: argparse.Namespace, what: str) -> None:
-    """Serve ``app`` with uvicorn; the bound address goes to stderr (stdout stays clean)."""
-    import socket
-
-    import uvicorn
-
+def bind(args: argparse.Namespace) -> tuple[socket.socket, str]:
+    """A listening socket on ``--host``/``--port`` (0: any free port) and its base URL."""
     family = socket.AF_INET6 if ":" in args.host else socket.AF_INET
     sock = socket.socket(family, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
@@ -97,7 +94,14 @@ def serve_app(app: Any, args: argparse.Namespace, what: str) -> None:
         raise UsageError(f"cannot listen on {args.host}:{args.port}: {error}") from None
     port = sock.getsockname()[1]
     shown = f"[{args.host}]" if ":" in args.host else args.host
-    print(f"agentensemble {what} on http://{shown}:{port}", file=sys.stderr, flush=True)
+    return sock, f"http://{shown}:{port}"
+
+
+def serve_app(app: Any, sock: socket.socket, url: str, what: str) -> None:
+    """Serve ``app`` with uvicorn on ``sock``; the address goes to stderr (stdout stays clean)."""
+    import uvicorn
+
+    print(f"agentensemble {what} on {url}", file=sys.stderr, flush=True)
     config = uvicorn.Config(app, log_level="warning", lifespan="on", timeout_graceful_shutdown=5)
     uvicorn.Server(config).run(sockets=[sock])
 
@@ -105,6 +109,7 @@ def serve_app(app: Any, args: argparse.Namespace, what: str) -> None:
 __all__ = [
     "TOKEN_ENV",
     "add_serving_arguments",
+    "bind",
     "crew_factory",
     "serve_app",
     "serving_token",

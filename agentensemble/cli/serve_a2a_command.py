@@ -11,6 +11,7 @@ from agentensemble.cli import EXIT_OK, EXIT_USAGE, Command
 from agentensemble.cli._common import UsageError, usage_failure
 from agentensemble.cli._serving import (
     add_serving_arguments,
+    bind,
     crew_factory,
     serve_app,
     serving_token,
@@ -24,7 +25,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_serving_arguments(parser, default_port=DEFAULT_PORT)
     parser.add_argument(
         "--url",
-        help="the address clients use, put on the agent card (default: http://HOST:PORT/)",
+        help="the address clients use, put on the agent card (default: the bound http://HOST:PORT/)",
     )
     parser.add_argument("--name", help="the agent's name on its card (default: the file's stem)")
     parser.add_argument("--description", help="the agent's description on its card")
@@ -43,10 +44,8 @@ def run(args: argparse.Namespace) -> int:
     try:
         factory = crew_factory(args)
         token = serving_token(args)
-        if args.port == 0 and not args.url:
-            raise UsageError("--port 0 needs --url (the card must name the address clients use)")
-        shown = f"[{args.host}]" if ":" in args.host else args.host
-        url = args.url or f"http://{shown}:{args.port}/"
+        sock, bound = bind(args)
+        url = args.url or f"{bound}/"
         stem = Path(args.crew).stem
         app = a2a_app(
             factory,
@@ -57,7 +56,7 @@ def run(args: argparse.Namespace) -> int:
             allowed_hosts=args.allow_host,
             max_body_bytes=args.max_body,
         )
-        serve_app(app, args, f"A2A agent {url}")
+        serve_app(app, sock, bound, f"A2A agent {url}")
     except (UsageError, ConfigurationError) as error:
         return usage_failure(args, error)
     return EXIT_OK

@@ -10,6 +10,7 @@ from agentensemble.cli import EXIT_OK, EXIT_USAGE, Command
 from agentensemble.cli._common import UsageError, usage_failure
 from agentensemble.cli._serving import (
     add_serving_arguments,
+    bind,
     crew_factory,
     serve_app,
     serving_token,
@@ -51,9 +52,10 @@ def run(args: argparse.Namespace) -> int:
         anyio.run(_serve_stdio, server)
         return EXIT_OK
     try:
-        serve_app(_http_app(server, args, token), args, "MCP server (streamable HTTP at /mcp)")
+        sock, url = bind(args)
     except UsageError as error:
         return usage_failure(args, error)
+    serve_app(_http_app(server, args, token), sock, url, "MCP server (streamable HTTP at /mcp)")
     return EXIT_OK
 
 
