@@ -153,7 +153,8 @@ def test_a_gated_tool_without_a_reviewer_refuses_to_start(tmp_path: Path) -> Non
     )
     crew = crew_file(
         tmp_path,
-        "model: openai/x\ntasks:\n  t:\n    description: Do {x}\n    tools: [gated_tools:publish]\n",
+        "model: openai/x\ntasks:\n  t:\n    description: Do {x}\n"
+        "    tools: [gated_tools:publish]\n",
     )
     done = subprocess.run(
         [*AGENTENSEMBLE, "serve-mcp", str(crew), "--model", "scripted"],
