@@ -92,6 +92,7 @@ def bind(args: argparse.Namespace) -> tuple[socket.socket, str]:
     except OSError as error:
         sock.close()
         raise UsageError(f"cannot listen on {args.host}:{args.port}: {error}") from None
+    sock.listen(128)  # connections wait in the backlog until uvicorn accepts them
     port = sock.getsockname()[1]
     shown = f"[{args.host}]" if ":" in args.host else args.host
     return sock, f"http://{shown}:{port}"
