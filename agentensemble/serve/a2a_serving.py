@@ -140,7 +140,7 @@ class EnsembleExecutor(AgentExecutor):
         except Exception as error:
             await updater.failed(say(f"the ensemble could not be built: {error_text(error)}"))
             return
-        await updater.start_work()
+        await updater.start_work(say(f"running {len(ensemble.tasks)} task(s)"))
 
         async def send(progress: float, total: float | None, line: str) -> None:
             await updater.update_status(TaskState.TASK_STATE_WORKING, say(line))
