@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextvars
 import re
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -22,10 +23,12 @@ _CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f\u202a-\u202e\u2066-\u206
 
 @dataclass(frozen=True)
 class ServedCall:
-    """The MCP request a served run belongs to: its session and request id."""
+    """The MCP request a served run belongs to: its session, its request id and how to ask its
+    client's user (``ask(message, schema) -> ElicitResult``; None when the client cannot)."""
 
     session: Any
     request_id: Any
+    ask: Callable[[str, dict[str, Any]], Awaitable[Any]] | None = None
 
 
 current_call: contextvars.ContextVar[ServedCall | None] = contextvars.ContextVar(
@@ -60,14 +63,6 @@ def shown(text: str, limit: int = MAX_SHOWN_CHARS) -> str:
     return cleaned
 
 
-def client_can_elicit(session: Any) -> bool:
-    """Whether this client declared elicitation and the transport can ask it now."""
-    capabilities = getattr(session, "client_capabilities", None)
-    if capabilities is None or getattr(capabilities, "elicitation", None) is None:
-        return False
-    return bool(getattr(session, "can_send_request", True))
-
-
 class MCPReviewHandler:
     """Asks the user of the MCP client that called the served tool (``review: mcp``)."""
 
@@ -77,15 +72,13 @@ class MCPReviewHandler:
         call = current_call.get()
         if call is None:
             return ExitEarly("review: mcp asks the MCP client of a served call; there is none")
-        if not client_can_elicit(call.session):
+        if call.ask is None:
             return ExitEarly(
                 "review: mcp needs a client that supports MCP elicitation; this one does not, "
                 "so the gated step was refused"
             )
         try:
-            result = await call.session.elicit_form(
-                _question(request), DECISION_SCHEMA, related_request_id=call.request_id
-            )
+            result = await call.ask(_question(request), DECISION_SCHEMA)
         except Exception as error:  # a broken or vanished client never approves
             return ExitEarly(f"review: mcp could not ask the client ({type(error).__name__})")
         content = result.content or {}
@@ -118,4 +111,4 @@ def _question(request: Any) -> str:
     return "\n\n".join(lines)
 
 
-__all__ = ["MCPReviewHandler", "ServedCall", "client_can_elicit", "current_call", "shown"]
+__all__ = ["MCPReviewHandler", "ServedCall", "current_call", "shown"]

@@ -19,6 +19,7 @@ from mcp.server import Server, ServerRequestContext
 from agentensemble.ensemble import Ensemble
 from agentensemble.errors import ConfigurationError
 from agentensemble.logging import redact, redact_text
+from agentensemble.serve._mcp_rounds import ServedRun
 from agentensemble.serve._progress import ProgressPump
 from agentensemble.serve._shape import (
     BadArguments,
@@ -34,7 +35,7 @@ from agentensemble.serve._shape import (
     stopped,
     structured_result,
 )
-from agentensemble.serve.mcp_review import ServedCall, current_call
+from agentensemble.serve.mcp_review import current_call
 
 
 @dataclass(frozen=True)
@@ -67,7 +68,13 @@ def _error_result(text: str) -> types.CallToolResult:
     return types.CallToolResult(content=[types.TextContent(text=text)], is_error=True)
 
 
-async def _run(served: _Served, ctx: ServerRequestContext[Any], arguments: Any) -> Any:
+async def _start(
+    served: _Served,
+    ctx: ServerRequestContext[Any],
+    arguments: Any,
+    parked: dict[str, ServedRun],
+) -> Any:
+    """A new call: arguments checked and the ensemble built before anything runs."""
     try:
         inputs = check_arguments(served.variables, arguments)
         ensemble = ensemble_of(served.source)
@@ -75,27 +82,33 @@ async def _run(served: _Served, ctx: ServerRequestContext[Any], arguments: Any) 
         return _error_result(f"{served.name}: {error}")
     except Exception as error:
         return _error_result(f"{served.name}: the ensemble could not be built: {error_text(error)}")
-    progress = ProgressPump(ctx.session.report_progress)
-    token = current_call.set(ServedCall(ctx.session, ctx.request_id))
-    try:
-        output = await ensemble._execute(inputs, [progress])
-    except Exception as error:
-        await progress.close()
-        return _error_result(f"{served.name} failed: {error_text(error)}")
-    except BaseException:  # cancelled by the client (or the server shutting down)
-        progress.abandon()
-        raise
-    finally:
-        current_call.reset(token)
-    await progress.close()
-    why = stopped(output)
-    if why is not None:
-        return _error_result(f"{served.name}: {why}")
-    structured = structured_result(ensemble, output)
-    return types.CallToolResult(
-        content=[types.TextContent(text=redact_text(output.raw))],
-        structured_content=redact(structured) if structured is not None else None,
-    )
+    run = ServedRun(ctx.session, ctx.request_id, parked)
+
+    async def report(progress: float, total: float | None, message: str) -> None:
+        await run.session.report_progress(progress, total, message)
+
+    async def work() -> types.CallToolResult:
+        current_call.set(run.call)  # this task's own context: the review handler reads it
+        pump = ProgressPump(report)
+        try:
+            output = await ensemble._execute(inputs, [pump])
+        except Exception as error:
+            await pump.close()
+            return _error_result(f"{served.name} failed: {error_text(error)}")
+        except BaseException:  # cancelled by the client (or the server shutting down)
+            pump.abandon()
+            raise
+        await pump.close()
+        why = stopped(output)
+        if why is not None:
+            return _error_result(f"{served.name}: {why}")
+        structured = structured_result(ensemble, output)
+        return types.CallToolResult(
+            content=[types.TextContent(text=redact_text(output.raw))],
+            structured_content=redact(structured) if structured is not None else None,
+        )
+
+    return await run.start(work)
 
 
 def mcp_server(ensembles: Mapping[str, Ensemble | Any], name: str = "agentensemble") -> Server[Any]:
@@ -120,15 +133,23 @@ def mcp_server(ensembles: Mapping[str, Ensemble | Any], name: str = "agentensemb
     ) -> types.ListToolsResult:
         return types.ListToolsResult(tools=tools)
 
+    parked: dict[str, ServedRun] = {}  # runs waiting for their client's answer (2026-07-28)
+
     async def call_tool(
         ctx: ServerRequestContext[Any], params: types.CallToolRequestParams
-    ) -> types.CallToolResult:
+    ) -> types.CallToolResult | types.InputRequiredResult:
         entry = served.get(params.name)
         if entry is None:
             known = ", ".join(served)
             return _error_result(f"unknown tool {params.name[:80]!r}; this server has: {known}")
-        result: types.CallToolResult = await _run(entry, ctx, params.arguments)
-        return result
+        if params.request_state is not None:  # the client answers a question of a parked run
+            run = parked.pop(params.request_state, None)
+            if run is None:
+                return _error_result(f"{entry.name}: unknown or expired request_state")
+            result: Any = await run.resume(ctx.session, params.input_responses)
+        else:
+            result = await _start(entry, ctx, params.arguments, parked)
+        return result  # type: ignore[no-any-return]
 
     from agentensemble import __version__
 

@@ -215,7 +215,11 @@ def reviewed_by_mcp(*replies: str) -> Ensemble:
     return writer(model, review_handler=MCPReviewHandler(), review_policy="after_last_task")
 
 
-async def test_review_mcp_asks_the_clients_user_by_elicitation() -> None:
+ERAS = pytest.mark.parametrize("mode", ["legacy", "auto"])  # a request mid-call; round trips
+
+
+@ERAS
+async def test_review_mcp_asks_the_clients_user_by_elicitation(mode: Any) -> None:
     asked: list[str] = []
 
     async def user(context: Any, params: types.ElicitRequestParams) -> types.ElicitResult:
@@ -224,12 +228,13 @@ async def test_review_mcp_asks_the_clients_user_by_elicitation() -> None:
         return types.ElicitResult(action="accept", content=content)
 
     server = mcp_server({"writer": reviewed_by_mcp("facts", "the draft")})
-    async with Client(server, elicitation_callback=user, mode="legacy") as client:
+    async with Client(server, elicitation_callback=user, mode=mode) as client:
         result = await client.call_tool("writer", {"topic": "AI"})
     assert result.content == [types.TextContent(text="approved by the user")]
     assert "the draft" in asked[0] and "Review (after_execution)" in asked[0]
 
 
+@ERAS
 @pytest.mark.parametrize(
     "answer",
     [
@@ -239,21 +244,24 @@ async def test_review_mcp_asks_the_clients_user_by_elicitation() -> None:
         types.ElicitResult(action="accept", content={"decision": "maybe"}),
     ],
 )
-async def test_review_mcp_fails_closed_on_anything_but_approval(answer: types.ElicitResult) -> None:
+async def test_review_mcp_fails_closed_on_anything_but_approval(
+    answer: types.ElicitResult, mode: Any
+) -> None:
     async def user(context: Any, params: types.ElicitRequestParams) -> types.ElicitResult:
         return answer
 
     server = mcp_server({"writer": reviewed_by_mcp("facts", "the unapproved draft")})
-    async with Client(server, elicitation_callback=user, mode="legacy") as client:
+    async with Client(server, elicitation_callback=user, mode=mode) as client:
         result = await client.call_tool("writer", {"topic": "AI"})
     assert result.is_error
     assert "stopped before completing" in result.content[0].text  # type: ignore[union-attr]
     assert "unapproved" not in result.content[0].text  # type: ignore[union-attr]
 
 
-async def test_review_mcp_with_a_client_without_elicitation_fails_closed() -> None:
+@ERAS
+async def test_review_mcp_with_a_client_without_elicitation_fails_closed(mode: Any) -> None:
     server = mcp_server({"writer": reviewed_by_mcp("facts", "the unapproved draft")})
-    async with Client(server, mode="legacy") as client:  # no elicitation_callback
+    async with Client(server, mode=mode) as client:  # no elicitation_callback
         result = await client.call_tool("writer", {"topic": "AI"})
     assert result.is_error
     assert "stopped before completing" in result.content[0].text  # type: ignore[union-attr]
@@ -262,3 +270,13 @@ async def test_review_mcp_with_a_client_without_elicitation_fails_closed() -> No
 async def test_review_mcp_outside_a_served_call_stops_the_run() -> None:
     output = await reviewed_by_mcp("facts", "draft").arun({"topic": "AI"})
     assert output.exit_reason.value == "user_exit_early"
+
+
+async def test_a_forged_request_state_is_an_error_and_approves_nothing() -> None:
+    server = mcp_server({"writer": reviewed_by_mcp("facts", "draft")})
+    async with Client(server) as client:
+        forged = await client.session.call_tool(
+            "writer", {"topic": "AI"}, request_state="guessed-state"
+        )
+    assert forged.is_error
+    assert "unknown or expired request_state" in forged.content[0].text  # type: ignore[union-attr]

@@ -166,3 +166,36 @@ def test_a_gated_tool_without_a_reviewer_refuses_to_start(tmp_path: Path) -> Non
     )
     assert done.returncode == 2
     assert "publish" in done.stderr and "review" in done.stderr
+
+
+REVIEWED = """\
+model: openai/test-model
+review: {policy: after_last_task, handler: mcp}
+tasks:
+  draft:
+    description: Draft a note on {topic}.
+"""
+
+
+@pytest.mark.parametrize("mode", ["auto", "legacy"])  # 2026-07-28 round trips; a mid-call request
+async def test_review_mcp_asks_the_user_of_a_stdio_client(
+    tmp_path: Path, model_server: OpenAICompatibleServer, mode: Any
+) -> None:
+    model_server.push_text("The draft note.")
+    asked: list[str] = []
+
+    async def user(context: Any, params: types.ElicitRequestParams) -> types.ElicitResult:
+        asked.append(params.message)
+        return types.ElicitResult(action="accept", content={"decision": "approve"})
+
+    crew = crew_file(tmp_path, REVIEWED, "note.yaml")
+    with anyio.fail_after(WAIT):
+        parameters = stdio(crew, model_env(model_server.base_url))
+        async with Client(parameters, elicitation_callback=user, mode=mode) as client:
+            approved = await client.call_tool("note", {"topic": "tides"})
+        async with Client(parameters, mode=mode) as client:  # cannot be asked: fails closed
+            model_server.push_text("Another draft.")
+            refused = await client.call_tool("note", {"topic": "tides"})
+    assert approved.content == [types.TextContent(text="The draft note.")]
+    assert "The draft note." in asked[0]
+    assert refused.is_error and "Another draft." not in refused.content[0].text  # type: ignore[union-attr]
