@@ -11,7 +11,7 @@ from agentensemble.cli import EXIT_OK, EXIT_USAGE, Command
 from agentensemble.cli._common import UsageError, usage_failure
 from agentensemble.cli._serving import (
     add_serving_arguments,
-    bind,
+    choose_port,
     crew_factory,
     serve_app,
     serving_token,
@@ -44,7 +44,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         factory = crew_factory(args)
         token = serving_token(args)
-        sock, bound = bind(args)
+        port, bound = choose_port(args)
         url = args.url or f"{bound}/"
         stem = Path(args.crew).stem
         app = a2a_app(
@@ -56,7 +56,7 @@ def run(args: argparse.Namespace) -> int:
             allowed_hosts=args.allow_host,
             max_body_bytes=args.max_body,
         )
-        serve_app(app, sock, bound, f"A2A agent {url}")
+        serve_app(app, args, port, bound, f"A2A agent {url}")
     except (UsageError, ConfigurationError) as error:
         return usage_failure(args, error)
     return EXIT_OK

@@ -10,7 +10,7 @@ from agentensemble.cli import EXIT_OK, EXIT_USAGE, Command
 from agentensemble.cli._common import UsageError, usage_failure
 from agentensemble.cli._serving import (
     add_serving_arguments,
-    bind,
+    choose_port,
     crew_factory,
     serve_app,
     serving_token,
@@ -52,10 +52,11 @@ def run(args: argparse.Namespace) -> int:
         anyio.run(_serve_stdio, server)
         return EXIT_OK
     try:
-        sock, url = bind(args)
+        port, url = choose_port(args)
+        app = _http_app(server, args, token)
+        serve_app(app, args, port, url, "MCP server (streamable HTTP at /mcp)")
     except UsageError as error:
         return usage_failure(args, error)
-    serve_app(_http_app(server, args, token), sock, url, "MCP server (streamable HTTP at /mcp)")
     return EXIT_OK
 
 
