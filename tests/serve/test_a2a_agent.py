@@ -206,3 +206,41 @@ def test_an_ensemble_asks_a_served_crew_over_a2a(tmp_path: Path) -> None:
     first, second = (str(request.messages[-1]) for request in model.requests[1:])
     assert "The remote article." in first
     assert "Error:" in second and "task failed" in second
+
+
+async def test_a_hierarchical_manager_delegates_to_a_worker_that_asks_the_remote(
+    remote: FakeRemote,
+) -> None:
+    """The documented way to make a remote A2A agent a delegation target: a worker whose tool
+    it is. The remote's answer reaches the manager through the delegation."""
+    from agentensemble import Workflow
+
+    remote.answers("TASK_STATE_COMPLETED", "Tides follow the moon (remote).")
+    manager = ScriptedChatModel(
+        [
+            tool_call(
+                "delegate_task",
+                {"agent_role": "Remote explainer", "instructions": "Explain tides"},
+            ),
+            text("Report: tides follow the moon."),
+        ]
+    )
+    worker_model = ScriptedChatModel(
+        [tool_call("explainer", {"input": "Explain tides"}), text("The remote says: moon.")]
+    )
+    worker = Agent(
+        role="Remote explainer",
+        goal="Ask the explainer agent and report its answer",
+        llm=worker_model,
+        tools=[A2AAgent(remote.url, name="explainer")],
+    )
+    ensemble = Ensemble(
+        tasks=[Task(description="Write a report on tides", expected_output="A report")],
+        agents=[worker],
+        workflow=Workflow.HIERARCHICAL,
+        manager_llm=manager,
+    )
+    output = await ensemble.arun()
+    assert output.raw == "Report: tides follow the moon."
+    assert "Tides follow the moon (remote)." in str(worker_model.requests[1].messages)
+    assert "The remote says: moon." in str(manager.requests[1].messages)
