@@ -9,6 +9,9 @@ cancellation cancels the run (the SDK cancels the handler's task). Calls run con
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
+import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -18,6 +21,7 @@ from mcp.server import Server, ServerRequestContext
 
 from agentensemble.ensemble import Ensemble
 from agentensemble.errors import ConfigurationError
+from agentensemble.events import EnsembleCompleted
 from agentensemble.logging import redact, redact_text
 from agentensemble.serve._mcp_rounds import ServedRun
 from agentensemble.serve._progress import ProgressPump
@@ -64,6 +68,18 @@ def _describe(name: str, source: EnsembleSource) -> _Served:
     return _Served(name, source, input_variables(ensemble), tool)
 
 
+def _check_registered(runtime: Any, names: list[str]) -> None:
+    from agentensemble.durable._runtime import _build
+
+    for key in names:
+        try:
+            _build(key)
+        except ConfigurationError as error:
+            raise ConfigurationError(
+                f"cannot serve {key!r} durably: {error} (runtime.register({key!r}, ...))"
+            ) from error
+
+
 def _error_result(text: str) -> types.CallToolResult:
     return types.CallToolResult(content=[types.TextContent(text=text)], is_error=True)
 
@@ -73,6 +89,7 @@ async def _start(
     ctx: ServerRequestContext[Any],
     arguments: Any,
     parked: dict[str, ServedRun],
+    durable: Any = None,
 ) -> Any:
     """A new call: arguments checked and the ensemble built before anything runs."""
     try:
@@ -91,7 +108,10 @@ async def _start(
         current_call.set(run.call)  # this task's own context: the review handler reads it
         pump = ProgressPump(report)
         try:
-            output = await ensemble._execute(inputs, [pump])
+            if durable is None:
+                output = await ensemble._execute(inputs, [pump])
+            else:
+                output = await _run_durably(durable, served.name, inputs, pump)
         except Exception as error:
             await pump.close()
             return _error_result(f"{served.name} failed: {error_text(error)}")
@@ -111,7 +131,31 @@ async def _start(
     return await run.start(work)
 
 
-def mcp_server(ensembles: Mapping[str, Ensemble | Any], name: str = "agentensemble") -> Server[Any]:
+async def _run_durably(runtime: Any, name: str, inputs: dict[str, str], pump: ProgressPump) -> Any:
+    """The run as a durable run of ``runtime`` (registered as ``name``): it survives a crash of
+    the server and resumes on recovery; a cancelled call cancels the durable run."""
+    run_id = str(uuid.uuid4())
+    output: Any = None
+    try:
+        async for event in runtime.astream(name, inputs, run_id=run_id):
+            pump.on_event(event)
+            if isinstance(event, EnsembleCompleted):
+                output = event.output
+    except asyncio.CancelledError:
+        with contextlib.suppress(Exception):
+            await asyncio.to_thread(runtime.cancel, run_id)
+        raise
+    if output is None:  # a run already finished elsewhere streams nothing: ask for its result
+        output = await runtime.aresult(run_id)
+    return output
+
+
+def mcp_server(
+    ensembles: Mapping[str, Ensemble | Any],
+    name: str = "agentensemble",
+    *,
+    durable: Any = None,
+) -> Server[Any]:
     """An MCP server (``mcp.server.Server``) with one tool per ensemble, named by its key.
 
     A value is an ``Ensemble`` or a zero-argument factory returning one (called once here to
@@ -120,12 +164,17 @@ def mcp_server(ensembles: Mapping[str, Ensemble | Any], name: str = "agentensemb
     a review with no review handler): the server refuses to start rather than run unreviewed.
     Serve it over stdio (``server.run(...)``) or streamable HTTP (``streamable_http_app()``),
     or use ``agentensemble serve-mcp``.
+
+    ``durable``: a launched ``DurableRuntime`` in which every key is registered (with the same
+    ensemble or factory); each call is then a durable run of it (docs/durable.md).
     """
     if not isinstance(ensembles, Mapping) or not ensembles:
         raise ConfigurationError(
             'mcp_server needs a mapping of tool names to ensembles: {"name": ensemble}'
         )
     served = {key: _describe(key, source) for key, source in ensembles.items()}
+    if durable is not None:
+        _check_registered(durable, list(served))
     tools = [entry.tool for entry in served.values()]
 
     async def list_tools(
@@ -148,7 +197,7 @@ def mcp_server(ensembles: Mapping[str, Ensemble | Any], name: str = "agentensemb
                 return _error_result(f"{entry.name}: unknown or expired request_state")
             result: Any = await run.resume(ctx.session, params.input_responses)
         else:
-            result = await _start(entry, ctx, params.arguments, parked)
+            result = await _start(entry, ctx, params.arguments, parked, durable)
         return result  # type: ignore[no-any-return]
 
     from agentensemble import __version__
