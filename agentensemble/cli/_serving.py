@@ -74,6 +74,11 @@ def serving_token(args: argparse.Namespace) -> str | None:
         if len(token) < 16:
             raise UsageError(f"${TOKEN_ENV} is too short: use at least 16 random characters")
         register_secret(token)
+    if args.host in ("0.0.0.0", "::") and not args.allow_host:
+        raise UsageError(
+            f"--host {args.host} listens on every address, so no Host name is known: name the "
+            "ones clients use with --allow-host NAME (a request with any other is refused)"
+        )
     if token is None and not is_loopback(args.host):
         raise UsageError(
             f"--host {args.host} is reachable from other machines: set ${TOKEN_ENV} to a "

@@ -125,7 +125,8 @@ async def test_http_on_loopback_needs_no_token_but_refuses_a_foreign_host(
 @pytest.mark.parametrize(
     ("args", "message"),
     [
-        (["--http", "--host", "0.0.0.0"], "AGENTENSEMBLE_SERVE_TOKEN"),
+        (["--http", "--host", "10.0.0.2"], "AGENTENSEMBLE_SERVE_TOKEN"),
+        (["--http", "--host", "0.0.0.0"], "--allow-host NAME"),
         ([], "console review handler cannot work over stdio"),
     ],
 )
