@@ -28,6 +28,23 @@ class Run:
 
 
 RUNS = {
+    "serve_mcp.py": Run(
+        expected=(
+            "Tool: crew(topic)",
+            "  progress 1/4: task 1/2 started: Research tides and write a brief for the writer.",
+            "Result: (scripted answer) Write a short article about tides from the brief.",
+            "Without its argument: is_error=True: crew: missing argument(s): topic",
+        )
+    ),
+    "serve_a2a.py": Run(
+        expected=(
+            "Agent card: crew; skills: research, write",
+            "  TASK_STATE_WORKING: task 2/2 done",
+            "Artifact: (scripted answer) Write a short article about tides from the brief.",
+            "  TASK_STATE_COMPLETED",
+            "Through A2AAgent: (scripted answer) Write a short article about volcanoes",
+        )
+    ),
     "research_writer.py": Run(expected=(OFFLINE, "== Task 2: Writer", "exit: completed")),
     "streaming_chat.py": Run(
         expected=(

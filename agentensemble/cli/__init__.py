@@ -26,6 +26,8 @@ COMMAND_MODULES: tuple[str, ...] = (
     "agentensemble.cli.reviewers_command",
     "agentensemble.cli.eval_command",
     "agentensemble.cli.durable_command",
+    "agentensemble.cli.serve_mcp_command",
+    "agentensemble.cli.serve_a2a_command",
 )
 
 

@@ -125,7 +125,12 @@ def _review(doc: Located, value: Any) -> dict[str, Any]:
 def review_handler(
     kind: str, url: str | None = None, secret_env: str | None = None, timeout: Any = None
 ) -> Any:
-    """``console``, ``auto`` or ``webhook`` (with ``url``; the secret read from ``secret_env``)."""
+    """``console``, ``auto``, ``webhook`` (with ``url``; the secret read from ``secret_env``) or
+    ``mcp`` (the user of the MCP client calling a served ensemble; see docs/serve.md)."""
+    if kind == "mcp":
+        from agentensemble.serve.mcp_review import MCPReviewHandler  # no mcp import: cheap
+
+        return MCPReviewHandler()
     import agentensemble_review as review
 
     if kind == "console":
@@ -141,7 +146,7 @@ def review_handler(
             if secret is None:
                 raise ValueError(f"secret_env names {secret_env!r}, which is not set")
         return review.WebhookReviewHandler(url, secret=secret, timeout=timeout)
-    raise ValueError(f"unknown review handler {kind!r}: use console, auto or webhook")
+    raise ValueError(f"unknown review handler {kind!r}: use console, auto, webhook or mcp")
 
 
 __all__ = ["build_ensemble", "ensemble_from_dict", "ensemble_from_yaml", "review_handler"]

@@ -1,0 +1,140 @@
+"""What ``serve-mcp`` and ``serve-a2a`` share: the crew file as one served ensemble, the bind
+address rules (loopback unless told otherwise, a token required off loopback) and uvicorn."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import socket
+import sys
+from pathlib import Path
+from typing import Any
+
+from agentensemble.cli._common import MODEL_ENV, UsageError, use_model
+from agentensemble.ensemble import Ensemble
+
+TOKEN_ENV = "AGENTENSEMBLE_SERVE_TOKEN"
+
+
+def add_serving_arguments(parser: argparse.ArgumentParser, *, default_port: int) -> None:
+    parser.add_argument("crew", help="the crew file (YAML)")
+    parser.add_argument(
+        "--model",
+        help=f"use this model for every agent (a litellm name, or 'scripted' for an offline "
+        f"dry run); default: ${MODEL_ENV}, else the file's settings",
+    )
+    parser.add_argument("--host", default="127.0.0.1", help="address to bind (127.0.0.1)")
+    parser.add_argument(
+        "--port", type=int, default=default_port, help=f"port ({default_port}; 0: any free one)"
+    )
+    parser.add_argument(
+        "--allow-host",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="another Host name clients may use to reach the server (repeatable)",
+    )
+    parser.add_argument(
+        "--max-body",
+        type=int,
+        default=1024 * 1024,
+        metavar="BYTES",
+        help="the largest request body accepted (1 MiB)",
+    )
+
+
+def crew_factory(args: argparse.Namespace) -> Any:
+    """A factory building the crew afresh for every call (fresh tools and state per run);
+    built once here so a bad file fails at start (ConfigurationError: exit 2)."""
+    model_name = args.model or os.environ.get(MODEL_ENV)
+
+    def build() -> Ensemble:
+        ensemble = Ensemble.from_yaml(args.crew)
+        if model_name:
+            use_model(ensemble, model_name)
+        return ensemble
+
+    build()
+    return build
+
+
+def tool_name(args: argparse.Namespace) -> str:
+    from agentensemble.serve._shape import tool_name_for_file
+
+    return tool_name_for_file(Path(args.crew).stem)
+
+
+def serving_token(args: argparse.Namespace) -> str | None:
+    """The bearer token: ``$AGENTENSEMBLE_SERVE_TOKEN``; required when not bound to loopback."""
+    from agentensemble.logging import register_secret
+    from agentensemble.serve._http_guard import is_loopback
+
+    token = os.environ.get(TOKEN_ENV) or None
+    if token is not None:
+        if len(token) < 16:
+            raise UsageError(f"${TOKEN_ENV} is too short: use at least 16 random characters")
+        register_secret(token)
+    if args.host in ("0.0.0.0", "::") and not args.allow_host:
+        raise UsageError(
+            f"--host {args.host} listens on every address, so no Host name is known: name the "
+            "ones clients use with --allow-host NAME (a request with any other is refused)"
+        )
+    if token is None and not is_loopback(args.host):
+        raise UsageError(
+            f"--host {args.host} is reachable from other machines: set ${TOKEN_ENV} to a "
+            "bearer token clients must send (and put the server behind TLS)"
+        )
+    return token
+
+
+def choose_port(args: argparse.Namespace) -> tuple[int, str]:
+    """The port to serve on (``--port 0``: a free one, found now so the address is known before
+    the app is built) and the base URL."""
+    port = args.port
+    if port == 0:
+        family = socket.AF_INET6 if ":" in args.host else socket.AF_INET
+        with socket.socket(family, socket.SOCK_STREAM) as probe:
+            try:
+                probe.bind((args.host, 0))
+            except OSError as error:
+                raise UsageError(f"cannot listen on {args.host}: {error}") from None
+            port = probe.getsockname()[1]
+    shown = f"[{args.host}]" if ":" in args.host else args.host
+    return port, f"http://{shown}:{port}"
+
+
+def serve_app(app: Any, args: argparse.Namespace, port: int, url: str, what: str) -> None:
+    """Serve ``app`` with uvicorn; once it accepts connections the address goes to stderr
+    (stdout stays clean). uvicorn binds the address itself: handing it a socket made every
+    request some 40 ms slower."""
+    import uvicorn
+
+    class Announcing(uvicorn.Server):
+        async def startup(self, sockets: Any = None) -> None:
+            await super().startup(sockets)
+            if not self.should_exit:
+                print(f"agentensemble {what} on {url}", file=sys.stderr, flush=True)
+
+    config = uvicorn.Config(
+        app,
+        host=args.host,
+        port=port,
+        log_level="warning",
+        lifespan="on",
+        timeout_graceful_shutdown=5,
+    )
+    server = Announcing(config)
+    server.run()
+    if not server.started:
+        raise UsageError(f"cannot listen on {args.host}:{port}")
+
+
+__all__ = [
+    "TOKEN_ENV",
+    "add_serving_arguments",
+    "choose_port",
+    "crew_factory",
+    "serve_app",
+    "serving_token",
+    "tool_name",
+]

@@ -1,0 +1,38 @@
+"""Serving ensembles to callers outside the process: an MCP server and an A2A app, and remote
+A2A agents used as tools. Each part lives behind its extra (``[mcp]``, ``[a2a]``) and is loaded
+only when its name is used, so ``import agentensemble.serve`` loads neither."""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from agentensemble.serve.a2a_remote import A2AAgent
+    from agentensemble.serve.a2a_serving import a2a_app
+    from agentensemble.serve.mcp_review import MCPReviewHandler
+    from agentensemble.serve.mcp_serving import mcp_server
+
+_WHERE = {
+    "mcp_server": ("agentensemble.serve.mcp_serving", "mcp"),
+    "MCPReviewHandler": ("agentensemble.serve.mcp_review", "mcp"),
+    "a2a_app": ("agentensemble.serve.a2a_serving", "a2a"),
+    "A2AAgent": ("agentensemble.serve.a2a_remote", "a2a"),
+}
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _WHERE:
+        raise AttributeError(f"module 'agentensemble.serve' has no attribute {name!r}")
+    module_name, extra = _WHERE[name]
+    try:
+        module = importlib.import_module(module_name)
+    except ImportError as error:
+        raise ImportError(
+            f"agentensemble.serve.{name} needs the {extra} extra: "
+            f"pip install 'agentensemble[{extra}]' ({error})"
+        ) from error
+    return getattr(module, name)
+
+
+__all__ = ["A2AAgent", "MCPReviewHandler", "a2a_app", "mcp_server"]

@@ -1,0 +1,215 @@
+"""What a served ensemble looks like from outside: its inputs, its description, its result.
+
+Pure functions shared by the MCP server and the A2A app, so both describe an ensemble the same
+way: the template variables are the inputs (required strings), the tasks make the description
+(and the A2A skills), the last task's output type (if any) is the structured result.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from agentensemble.ensemble import Ensemble
+from agentensemble.errors import ConfigurationError
+from agentensemble.logging import redact_text
+from agentensemble.outputs import EnsembleOutput
+from agentensemble.templates import template_variables
+
+#: A served ensemble: the object itself, or a factory called once per call (a fresh ensemble).
+EnsembleSource = Ensemble | Callable[[], Ensemble]
+
+#: MCP tool names: letters, digits, ``_``, ``-`` and ``.``, at most 64 characters.
+_NAME = re.compile(r"^[A-Za-z0-9_.\-]{1,64}$")
+#: The longest argument value accepted (characters); a longer one is refused before any run.
+MAX_ARGUMENT_CHARS = 100_000
+#: The longest error text sent back to a caller.
+MAX_ERROR_CHARS = 4_000
+
+
+def ensemble_of(source: EnsembleSource) -> Ensemble:
+    """The ensemble to run: the instance itself, or a fresh one from the factory."""
+    if isinstance(source, Ensemble):
+        return source
+    made = source()
+    if not isinstance(made, Ensemble):
+        raise ConfigurationError(
+            f"the ensemble factory {getattr(source, '__name__', source)!r} returned "
+            f"{type(made).__name__}, not an Ensemble"
+        )
+    return made
+
+
+def check_name(name: str) -> str:
+    if not isinstance(name, str) or not _NAME.match(name):
+        raise ConfigurationError(
+            f"cannot serve an ensemble as {name!r}: a tool name is 1 to 64 letters, digits, "
+            "'_', '-' or '.'"
+        )
+    return name
+
+
+def tool_name_for_file(stem: str) -> str:
+    """A crew file's stem as a tool name (other characters become ``_``)."""
+    cleaned = re.sub(r"[^A-Za-z0-9_.\-]", "_", stem)[:64]
+    return cleaned or "crew"
+
+
+def _texts_by_variable(ensemble: Ensemble) -> dict[str, list[str]]:
+    """Each template variable and where it is used (for its description)."""
+    places: dict[str, list[str]] = {}
+
+    def note(text: str | None, where: str) -> None:
+        for name in template_variables(text or ""):
+            used = places.setdefault(name, [])
+            if where not in used:
+                used.append(where)
+
+    for task in ensemble.tasks:
+        note(task.description, f"task {task.label!r}")
+        note(task.expected_output, f"task {task.label!r}")
+        agent = task.agent
+        if agent is not None:
+            for text in (agent.role, agent.goal, agent.background):
+                note(text, f"agent {agent.role!r}")
+    for agent in ensemble.agents:
+        for text in (agent.role, agent.goal, agent.background):
+            note(text, f"agent {agent.role!r}")
+    return places
+
+
+def input_variables(ensemble: Ensemble) -> list[str]:
+    """The ensemble's template variables, in order of first use."""
+    return list(_texts_by_variable(ensemble))
+
+
+def input_schema(ensemble: Ensemble) -> dict[str, Any]:
+    """A JSON schema with one required string per template variable, each described."""
+    properties = {
+        name: {
+            "type": "string",
+            "description": f"fills {{{name}}} in " + ", ".join(places),
+            "maxLength": MAX_ARGUMENT_CHARS,
+        }
+        for name, places in _texts_by_variable(ensemble).items()
+    }
+    return {
+        "type": "object",
+        "properties": properties,
+        "required": list(properties),
+        "additionalProperties": False,
+    }
+
+
+def description(ensemble: Ensemble) -> str:
+    """What the ensemble does, from its tasks, and what it returns."""
+    lines = [f"Runs a team of agents ({ensemble.workflow.value} workflow) through these tasks:"]
+    for index, task in enumerate(ensemble.tasks, start=1):
+        who = f" ({task.agent.role})" if task.agent is not None else ""
+        lines.append(f"{index}. {_first_line(task.description)}{who}")
+    lines.append(f"Returns: {_first_line(ensemble.tasks[-1].expected_output)}")
+    return "\n".join(lines)
+
+
+def _first_line(text: str) -> str:
+    first = text.strip().splitlines()[0] if text.strip() else ""
+    return first if len(first) <= 200 else first[:197] + "..."
+
+
+def output_schema(ensemble: Ensemble) -> dict[str, Any] | None:
+    """The last task's output type as an object schema, or None when it is untyped."""
+    output_type = ensemble.tasks[-1].output_type
+    if output_type is None:
+        return None
+    from agentensemble.execution.structured import output_spec
+
+    return dict(output_spec(output_type).schema)
+
+
+def stopped(output: EnsembleOutput) -> str | None:
+    """Why a run that ended early returns nothing (None when it completed). A review that
+    stopped a run (or timed out) must not let the unapproved output out: fail closed."""
+    reason = output.exit_reason.value
+    if reason == "completed":
+        return None
+    return (
+        f"the run stopped before completing (exit reason: {reason}), e.g. a reviewer said "
+        "stop or did not answer in time; no result is returned"
+    )
+
+
+def structured_result(ensemble: Ensemble, output: EnsembleOutput) -> dict[str, Any] | None:
+    """The last task's parsed value shaped by ``output_schema`` (None when untyped)."""
+    output_type = ensemble.tasks[-1].output_type
+    if output_type is None or not output.task_outputs:
+        return None
+    from agentensemble.execution.structured import WRAP_KEY, output_spec
+
+    spec = output_spec(output_type)
+    value = spec.adapter.dump_python(output.task_outputs[-1].parsed, mode="json")
+    return {WRAP_KEY: value} if spec.wrapped else dict(value)
+
+
+@dataclass(frozen=True)
+class BadArguments(Exception):
+    """Arguments a caller sent that the ensemble cannot take; found before any model call."""
+
+    message: str
+
+    def __str__(self) -> str:
+        return self.message
+
+
+def check_arguments(names: list[str], arguments: Mapping[str, Any] | None) -> dict[str, str]:
+    """The inputs of one call: every variable present, each a bounded string, nothing else."""
+    given = dict(arguments or {})
+    missing = [name for name in names if name not in given]
+    unknown = sorted(set(given) - set(names))
+    problems: list[str] = []
+    if missing:
+        problems.append("missing argument(s): " + ", ".join(missing))
+    if unknown:
+        shown = ", ".join(repr(name)[:80] for name in unknown[:10])
+        accepted = ", ".join(names) or "none"
+        problems.append(f"unknown argument(s): {shown} (accepted: {accepted})")
+    for name in names:
+        value = given.get(name)
+        if name in given and not isinstance(value, str):
+            problems.append(f"argument {name!r} must be a string, got {type(value).__name__}")
+        elif isinstance(value, str) and len(value) > MAX_ARGUMENT_CHARS:
+            problems.append(
+                f"argument {name!r} is {len(value)} characters long; "
+                f"the limit is {MAX_ARGUMENT_CHARS}"
+            )
+    if problems:
+        raise BadArguments("; ".join(problems))
+    return {name: given[name] for name in names}
+
+
+def error_text(error: BaseException) -> str:
+    """An error as a caller may see it: its message, redacted and bounded."""
+    message = str(error) or type(error).__name__
+    text = redact_text(f"{type(error).__name__}: {message}")
+    if len(text) > MAX_ERROR_CHARS:
+        text = text[: MAX_ERROR_CHARS - 16] + " ... (truncated)"
+    return text
+
+
+__all__ = [
+    "MAX_ARGUMENT_CHARS",
+    "BadArguments",
+    "EnsembleSource",
+    "check_arguments",
+    "check_name",
+    "description",
+    "ensemble_of",
+    "error_text",
+    "input_schema",
+    "input_variables",
+    "output_schema",
+    "stopped",
+    "structured_result",
+    "tool_name_for_file",
+]

@@ -1,0 +1,246 @@
+"""A2AAgent: a remote A2A agent as a tool; its answer is the tool result, its failure the
+call's failure, and a hostile remote cannot redirect calls, flood the model or leak secrets."""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+import pytest
+from serve_helpers import crew_file, model_env, serving
+
+from agentensemble import Agent, Ensemble, Task
+from agentensemble.logging import register_secret
+from agentensemble.serve import A2AAgent
+from agentensemble.testing import OpenAICompatibleServer, ScriptedChatModel, text, tool_call
+
+pytestmark = pytest.mark.anyio
+
+
+class FakeRemote:
+    """A scripted A2A agent on 127.0.0.1: serves ``card`` and answers every call with
+    ``answer`` (a SendMessage result); records the requests it got."""
+
+    def __init__(self) -> None:
+        self.card: dict[str, Any] = {}
+        self.answer: dict[str, Any] = {}
+        self.raw_card: bytes | None = None
+        self.posts: list[dict[str, Any]] = []
+        remote = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, *args: Any) -> None:
+                pass
+
+            def do_GET(self) -> None:
+                self._reply(remote.raw_card or json.dumps(remote.card).encode())
+
+            def do_POST(self) -> None:
+                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+                remote.posts.append(body)
+                reply = {"jsonrpc": "2.0", "id": body["id"], "result": remote.answer}
+                self._reply(json.dumps(reply).encode())
+
+            def _reply(self, data: bytes) -> None:
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/"
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+        self.thread.start()
+        self.point_at(self.url)
+
+    def point_at(self, url: str) -> None:
+        self.card = {
+            "name": "remote",
+            "description": "a remote agent",
+            "version": "1",
+            "supportedInterfaces": [
+                {"url": url, "protocolBinding": "JSONRPC", "protocolVersion": "1.0"}
+            ],
+            "capabilities": {"streaming": False},
+            "defaultInputModes": ["text/plain"],
+            "defaultOutputModes": ["text/plain"],
+            "skills": [],
+        }
+
+    def answers(self, state: str, text: str, *, message: str | None = None) -> None:
+        task: dict[str, Any] = {"id": "t1", "contextId": "c1", "status": {"state": state}}
+        if message is not None:
+            task["status"]["message"] = {
+                "messageId": "m1",
+                "role": "ROLE_AGENT",
+                "parts": [{"text": message}],
+            }
+        if text:
+            task["artifacts"] = [{"artifactId": "a1", "parts": [{"text": text}]}]
+        self.answer = {"task": task}
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
+@pytest.fixture
+def remote() -> Iterator[FakeRemote]:
+    server = FakeRemote()
+    yield server
+    server.close()
+
+
+async def test_the_remote_answer_is_the_tool_result(remote: FakeRemote) -> None:
+    remote.answers("TASK_STATE_COMPLETED", "forty-two")
+    result = await A2AAgent(remote.url).aexecute("what is the answer?")
+    assert (result.is_success, result.output) == (True, "forty-two")
+    sent = remote.posts[0]
+    assert sent["method"] == "SendMessage"
+    assert sent["params"]["message"]["parts"] == [{"text": "what is the answer?"}]
+
+
+@pytest.mark.parametrize(
+    ("state", "message", "expected"),
+    [
+        ("TASK_STATE_FAILED", "the database is down", "task failed: the database is down"),
+        ("TASK_STATE_REJECTED", None, "task rejected"),
+        ("TASK_STATE_CANCELED", None, "task canceled"),
+        ("TASK_STATE_INPUT_REQUIRED", "which city?", "needs more input (input_required)"),
+        ("TASK_STATE_WORKING", None, "stopped without an answer"),
+    ],
+)
+async def test_a_remote_failure_is_the_calls_failure(
+    remote: FakeRemote, state: str, message: str | None, expected: str
+) -> None:
+    remote.answers(state, "", message=message)
+    result = await A2AAgent(remote.url).aexecute("go")
+    assert not result.is_success
+    assert expected in (result.error_message or "")
+
+
+async def test_a_card_pointing_elsewhere_is_never_followed_without_the_allow_list(
+    remote: FakeRemote,
+) -> None:
+    elsewhere = FakeRemote()
+    try:
+        elsewhere.answers("TASK_STATE_COMPLETED", "from elsewhere")
+        remote.point_at(elsewhere.url)
+        refused = await A2AAgent(remote.url).aexecute("go")
+        allowed = await A2AAgent(remote.url, allowed_urls=[elsewhere.url]).aexecute("go")
+    finally:
+        elsewhere.close()
+    assert not refused.is_success and "another origin" in (refused.error_message or "")
+    assert "allowed_urls" in (refused.error_message or "")
+    assert (allowed.is_success, allowed.output) == (True, "from elsewhere")
+    assert len(elsewhere.posts) == 1  # only the allowed call reached it
+
+
+async def test_hostile_remote_text_is_bounded_cleaned_and_redacted(remote: FakeRemote) -> None:
+    register_secret("remote-leaked-secret-1")
+    hostile = "\x1b[31mred\u202e evil remote-leaked-secret-1 sk-abcdefghijklmnop " + "x" * 50_000
+    remote.answers("TASK_STATE_COMPLETED", hostile)
+    result = await A2AAgent(remote.url, max_answer_chars=1_000).aexecute("go")
+    output = result.output
+    assert "\x1b" not in output and "\u202e" not in output
+    assert "remote-leaked-secret-1" not in output and "sk-abcdefghijklmnop" not in output
+    assert len(output) < 1_100 and output.endswith("exceeded 1000 chars]")
+
+
+@pytest.mark.parametrize(
+    ("card", "expected"),
+    [
+        (b"x" * (300 * 1024), "over 262144 bytes"),
+        (b"not json", "unreadable agent card"),
+    ],
+)
+async def test_a_bad_card_is_a_failure(remote: FakeRemote, card: bytes, expected: str) -> None:
+    remote.raw_card = card
+    result = await A2AAgent(remote.url).aexecute("go")
+    assert not result.is_success and expected in (result.error_message or "")
+
+
+async def test_an_unreachable_agent_is_a_failure() -> None:
+    from serve_helpers import free_port
+
+    result = await A2AAgent(f"http://127.0.0.1:{free_port()}/").aexecute("go")
+    assert not result.is_success and "calling the remote agent failed" in (
+        result.error_message or ""
+    )
+
+
+@pytest.mark.parametrize("url", ["ftp://x/", "not a url", "http:///nohost"])
+def test_a_bad_url_is_refused_at_once(url: str) -> None:
+    with pytest.raises(ValueError, match="http"):
+        A2AAgent(url)
+
+
+@pytest.mark.e2e
+def test_an_ensemble_asks_a_served_crew_over_a2a(tmp_path: Path) -> None:
+    """Our model calls the tool; the remote crew (serve-a2a, its own model on the local
+    OpenAI-compatible server) answers; the answer goes back to our model; a remote failure
+    reaches our model as an error it can work with."""
+    with OpenAICompatibleServer() as remote_model:
+        remote_model.push_text("Facts.")
+        remote_model.push_text("The remote article.")
+        for _ in range(6):
+            remote_model.push_fault(500)
+        env = model_env(remote_model.base_url)
+        with serving(["serve-a2a", str(crew_file(tmp_path))], env) as base:
+            agent = A2AAgent(base + "/", name="remote_writer")
+            model = ScriptedChatModel(
+                [
+                    tool_call("remote_writer", {"input": "tides"}),
+                    tool_call("remote_writer", {"input": "tides again"}),
+                    text("done"),
+                ]
+            )
+            local = Agent(role="Editor", goal="Edit", llm=model, tools=[agent])
+            output = Ensemble(tasks=[Task(description="Get an article", agent=local)]).run()
+    assert output.raw == "done"
+    first, second = (str(request.messages[-1]) for request in model.requests[1:])
+    assert "The remote article." in first
+    assert "Error:" in second and "task failed" in second
+
+
+async def test_a_hierarchical_manager_delegates_to_a_worker_that_asks_the_remote(
+    remote: FakeRemote,
+) -> None:
+    """The documented way to make a remote A2A agent a delegation target: a worker whose tool
+    it is. The remote's answer reaches the manager through the delegation."""
+    from agentensemble import Workflow
+
+    remote.answers("TASK_STATE_COMPLETED", "Tides follow the moon (remote).")
+    manager = ScriptedChatModel(
+        [
+            tool_call(
+                "delegate_task",
+                {"agent_role": "Remote explainer", "instructions": "Explain tides"},
+            ),
+            text("Report: tides follow the moon."),
+        ]
+    )
+    worker_model = ScriptedChatModel(
+        [tool_call("explainer", {"input": "Explain tides"}), text("The remote says: moon.")]
+    )
+    worker = Agent(
+        role="Remote explainer",
+        goal="Ask the explainer agent and report its answer",
+        llm=worker_model,
+        tools=[A2AAgent(remote.url, name="explainer")],
+    )
+    ensemble = Ensemble(
+        tasks=[Task(description="Write a report on tides", expected_output="A report")],
+        agents=[worker],
+        workflow=Workflow.HIERARCHICAL,
+        manager_llm=manager,
+    )
+    output = await ensemble.arun()
+    assert output.raw == "Report: tides follow the moon."
+    assert "Tides follow the moon (remote)." in str(worker_model.requests[1].messages)
+    assert "The remote says: moon." in str(manager.requests[1].messages)

@@ -1,0 +1,27 @@
+"""mcp_server(..., durable=runtime): a served call is a durable run of the runtime (recorded in
+its database like any durable run), with the same progress and result."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+APP = Path(__file__).with_name("_durable_served.py")
+
+
+def test_a_served_call_is_a_durable_run(tmp_path: Path) -> None:
+    done = subprocess.run(
+        [sys.executable, str(APP), str(tmp_path)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        stdin=subprocess.DEVNULL,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    lines = done.stdout.splitlines()
+    assert "RESULT False durable answer" in lines
+    assert "PROGRESS ['task 1/1 started: Explain tides.', 'task 1/1 done']" in lines
+    assert "RUNS [('explain', 'SUCCESS')]" in lines
+    refused = [line for line in lines if line.startswith("REFUSED")]
+    assert refused and "cannot serve 'unregistered' durably" in refused[0]
