@@ -126,9 +126,14 @@ class Ensemble(BaseModel):
     @model_validator(mode="after")
     def _structure(self) -> Ensemble:
         check_structure(self.tasks, self.workflow)
-        resolve_tools(leaf_tasks(self.tasks), self.review_handler, self.review_policy)
+        self._check_tools_and_reviews()
         check_team(self.workflow, self.agents, leaf_tasks(self.tasks))
         return self
+
+    def _check_tools_and_reviews(self) -> None:
+        """Every task's tools resolve and every gate has a reviewer (also asked again by servers
+        before they serve an ensemble that may have changed since it was built)."""
+        resolve_tools(leaf_tasks(self.tasks), self.review_handler, self.review_policy)
 
     @property
     def label(self) -> str:
