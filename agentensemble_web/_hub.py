@@ -29,13 +29,16 @@ class Hub:
 
     def __init__(self) -> None:
         self._subs: set[Subscription] = set()
+        self.closed = False
+        """Set once the server stops: a page reconnecting then gets no new stream, which would
+        otherwise hold the shutdown until uvicorn cancels it (a CancelledError on stderr)."""
 
     def __len__(self) -> int:
         return len(self._subs)
 
     def subscribe(self) -> Subscription | None:
-        """A new subscription, or None when too many pages are open."""
-        if len(self._subs) >= MAX_SUBSCRIBERS:
+        """A new subscription, or None when too many pages are open or the server is stopping."""
+        if self.closed or len(self._subs) >= MAX_SUBSCRIBERS:
             return None
         sub = Subscription()
         self._subs.add(sub)
@@ -53,7 +56,8 @@ class Hub:
                 sub.queue.put_nowait(message)
 
     def close_all(self) -> None:
-        """End every stream (the server is stopping)."""
+        """End every stream, and open no new one (the server is stopping)."""
+        self.closed = True
         for sub in list(self._subs):
             self._drop(sub)
 

@@ -163,7 +163,8 @@ def create_app(token: str, host: str, port: int, allowed_hosts: tuple[str, ...] 
     async def stream(request: Request) -> Response:
         sub = state.hub.subscribe()
         if sub is None:
-            return _error(HTTPStatus.SERVICE_UNAVAILABLE, "too many open pages")
+            busy = "the console is stopping" if state.hub.closed else "too many open pages"
+            return _error(HTTPStatus.SERVICE_UNAVAILABLE, busy)
 
         async def messages() -> AsyncIterator[str]:
             try:
