@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 import warnings
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, get_args, get_origin
 
 _BACKGROUND = "use background=... (CrewAI's backstory is agentensemble's background)"
 _ON_TASK = "{name} belongs on Task: Task(description=..., expected_output=..., agent=...)"
@@ -22,9 +22,17 @@ _RATE_LIMIT = (
     "shared by every agent given that LLM object"
 )
 
+_ON_MODEL = (
+    "{name} is a setting of the model, not of the {owner}: "
+    "{owner}(llm=LLM('openai/gpt-4o-mini', {name}=...)) (from agentensemble import LLM)"
+)
+#: Sampling settings users pass where CrewAI or PydanticAI take them: they belong on ``LLM``.
+MODEL_SETTINGS = ("temperature", "max_tokens", "top_p", "seed", "stop", "frequency_penalty")
+
 #: Keyword arguments users bring from CrewAI, PydanticAI or the OpenAI Agents SDK.
 FOREIGN_NAMES: dict[str, dict[str, str]] = {
     "Agent": {
+        **{name: _ON_MODEL.replace("{owner}", "Agent") for name in MODEL_SETTINGS},
         "backstory": _BACKGROUND,
         "expected_output": _ON_TASK,
         "description": "an Agent has role= and goal=; the work goes in Task(description=...)",
@@ -37,6 +45,11 @@ FOREIGN_NAMES: dict[str, dict[str, str]] = {
         "output_type": _ON_TASK,
     },
     "Task": {
+        **{
+            name: "{name} is a setting of the model: give the task's agent "
+            "Agent(..., llm=LLM('openai/gpt-4o-mini', {name}=...)) (from agentensemble import LLM)"
+            for name in MODEL_SETTINGS
+        },
         "backstory": _ON_AGENT,
         "background": _ON_AGENT,
         "role": _ON_AGENT,
@@ -54,6 +67,7 @@ FOREIGN_NAMES: dict[str, dict[str, str]] = {
         "model": "set the model on the agent (Agent(llm=...)) or the ensemble (Ensemble(llm=...))",
     },
     "Ensemble": {
+        **{name: _ON_MODEL.replace("{owner}", "Ensemble") for name in MODEL_SETTINGS},
         "process": "use workflow=Workflow.SEQUENTIAL (the default), PARALLEL or HIERARCHICAL",
         "max_rpm": _RATE_LIMIT,
         "manager_agent": "the manager is built in: give it a model with manager_llm=... and "
@@ -85,9 +99,11 @@ class ToolDescriptionWarning(AgentEnsembleWarning):
 
 
 def reject_foreign_names(model: type[Any], data: Any) -> Any:
-    """For a ``mode="before"`` validator: a known foreign keyword raises with what to write."""
+    """For a ``mode="before"`` validator: a known foreign keyword, or one value where a setting
+    takes a list (``context=task``), raises one error saying what to write."""
     if not isinstance(data, Mapping):
         return data
+    reject_single_values(model, data)
     table = FOREIGN_NAMES.get(model.__name__, {})
     fields = getattr(model, "model_fields", {})
     hints = [
@@ -98,6 +114,39 @@ def reject_foreign_names(model: type[Any], data: Any) -> Any:
     if hints:
         raise ValueError("; ".join(hints))
     return data
+
+
+def _takes_a_list(annotation: Any) -> bool:
+    if get_origin(annotation) is list or annotation is list:
+        return True
+    return any(_takes_a_list(arg) for arg in get_args(annotation) if arg is not type(None))
+
+
+def _label(value: Any) -> str:
+    """How to show ``value`` inside ``[...]``: its name when it has one."""
+    if isinstance(value, str):
+        return repr(value[:40])
+    for attribute in ("name", "__name__", "role"):
+        label = getattr(value, attribute, None)
+        if isinstance(label, str) and label.isidentifier():
+            return label
+    return "..."
+
+
+def reject_single_values(model: type[Any], data: Mapping[str, Any]) -> None:
+    """``Task(context=research)`` gives pydantic a dozen errors about tuples; say it once: a
+    setting that takes a list got one value, and how to write it."""
+    fields = getattr(model, "model_fields", {})
+    for name, value in data.items():
+        field = fields.get(name) if isinstance(name, str) else None
+        if field is None or value is None or isinstance(value, (list, tuple, set, frozenset)):
+            continue
+        if _takes_a_list(field.annotation):
+            shown = _label(value)
+            raise ValueError(
+                f"{model.__name__}({name}=...) takes a list, got one {type(value).__name__}: "
+                f"write {name}=[{shown}]"
+            )
 
 
 def method_hint(owner: str, name: str) -> str | None:
@@ -184,6 +233,7 @@ def warn_undescribed_tool(name: str, kind: str) -> None:
 __all__ = [
     "FOREIGN_METHODS",
     "FOREIGN_NAMES",
+    "MODEL_SETTINGS",
     "AgentEnsembleWarning",
     "MissingContextWarning",
     "ToolDescriptionWarning",
@@ -191,6 +241,7 @@ __all__ = [
     "method_hint",
     "missing_context",
     "reject_foreign_names",
+    "reject_single_values",
     "warn_missing_context",
     "warn_undescribed_tool",
 ]

@@ -1,4 +1,4 @@
-"""OpenTelemetry spans for runs, tasks, model calls and tool calls (extra ``agentensemble-py[otel]``).
+"""OpenTelemetry spans for runs, tasks, model calls and tool calls (``agentensemble-py[otel]``).
 
 ``OpenTelemetryListener()`` goes into ``Ensemble(listeners=[...])``. It turns the run's events
 into spans named and attributed per the OpenTelemetry GenAI semantic conventions:

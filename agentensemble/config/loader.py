@@ -27,7 +27,7 @@ from agentensemble.config._crew_imports import crew_folder, importable_crew_fold
 from agentensemble.config._positions import ConfigFileError, Located, Path, load_located
 from agentensemble.config._refs import BadReference, import_object, make_tool
 from agentensemble.errors import ConfigurationError
-from agentensemble.hints import FOREIGN_NAMES
+from agentensemble.hints import FOREIGN_NAMES, MODEL_SETTINGS
 from agentensemble.task import Task
 from agentensemble.tools.resolver import ToolResolver
 
@@ -86,10 +86,42 @@ def build_ensemble(doc: Located) -> Ensemble:
     for key, field in names.items():
         if data.get(key) is not None:
             settings[field] = data[key]
+    for key in ("model", "manager_model"):
+        if data.get(key) is not None:
+            settings[names[key]] = _model(doc, (key,), data[key])
     if data.get("review") is not None:
         settings.update(_review(doc, data["review"]))
+    _check_assigned(doc, data, agents, tasks)
     ensemble: Ensemble = _construct(doc, (), Ensemble, settings, whole=("tasks",))
     return ensemble
+
+
+def _check_assigned(
+    doc: Located, data: Mapping[str, Any], agents: dict[str, Agent], tasks: list[Task]
+) -> None:
+    """Ensemble's check for tasks beside unused agents (the CrewAI habit), in the file's words."""
+    from agentensemble.workflows import Workflow
+    from agentensemble.workflows.team import unassigned_tasks
+
+    try:
+        workflow = Workflow(data.get("workflow") or Workflow.SEQUENTIAL)
+    except ValueError:
+        return  # the Ensemble's own validation names the bad workflow
+    orphans, idle = unassigned_tasks(workflow, list(agents.values()), tasks)
+    if not orphans:
+        return
+    number, task = orphans[0]
+    idle_ids = {id(agent) for agent in idle}
+    names = [name for name, agent in agents.items() if id(agent) in idle_ids]
+    by_name = isinstance(data.get("tasks"), Mapping) and task.name is not None
+    where: Path = ("tasks", str(task.name)) if by_name else ("tasks", number - 1)
+    raise doc.error(
+        where,
+        f"this task has no agent:, and agents: lists {', '.join(names)}, which no task uses; "
+        f"with workflow: {workflow.value}, agents: hands out no work (the task would run as a "
+        f"synthesised 'Assistant' with no tools). Add `agent: {names[0]}` to the task, or set "
+        "`workflow: hierarchical` (with `manager_model:`) to let a manager hand tasks out",
+    )
 
 
 # -- sections -----------------------------------------------------------------------------------
@@ -118,6 +150,8 @@ def _agents(doc: Located, section: Any) -> dict[str, Agent]:
         _known_keys(doc, path, spec, (*Agent.model_fields, *_YAML_ONLY), "Agent")
         fields = {k: v for k, v in spec.items() if k not in _YAML_ONLY}
         fields["tools"] = _tools(doc, (*path, "tools"), fields.get("tools"))
+        if "llm" in fields:
+            fields["llm"] = _model(doc, (*path, "llm"), fields["llm"])
         agent = _construct(doc, path, Agent, fields)
         agents[name or agent.role] = agent
     return agents
@@ -186,6 +220,18 @@ def _tools(doc: Located, path: Path, value: Any) -> list[Any]:
             raise doc.error(where, str(error)) from None
         tools.append(made)
     return tools
+
+
+def _model(doc: Located, path: Path, value: Any) -> Any:
+    """A model name, or a mapping of LLM settings: ``{model: openai/gpt-4o, temperature: 0}``."""
+    if not isinstance(value, Mapping):
+        return value
+    from agentensemble.llm.litellm_model import LLM
+
+    if "model" not in value:
+        raise doc.error(path, "a model written as a mapping needs model: (a litellm model name)")
+    settings = {str(key): item for key, item in value.items()}
+    return _construct(doc, path, LLM, settings)
 
 
 def _imported(doc: Located, path: Path, reference: Any) -> Any:
@@ -263,8 +309,18 @@ def review_handler(
 # -- helpers ------------------------------------------------------------------------------------
 
 
+#: Model settings written beside an agent's or a task's settings, with the crew file's fix.
+_MODEL_SETTING_IN_FILE = (
+    "{name} is a setting of the model: write the model as a mapping, "
+    "`llm: {model: openai/gpt-4o-mini, {name}: ...}` (on the agent; `model:` at the top level)"
+)
+
+
 def _known_keys(doc: Located, path: Path, spec: Mapping[str, Any], known: Any, what: str) -> None:
-    foreign = FOREIGN_NAMES.get(what, {})
+    foreign = {
+        **FOREIGN_NAMES.get(what, {}),
+        **{name: _MODEL_SETTING_IN_FILE for name in MODEL_SETTINGS},
+    }
     for key in spec:
         if key in known:
             continue
