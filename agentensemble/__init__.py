@@ -49,7 +49,12 @@ from agentensemble.events import (
     ToolCallStarted,
 )
 from agentensemble.guardrails import GuardrailInput, GuardrailResult
-from agentensemble.hints import AgentEnsembleWarning, MissingContextWarning, ToolDescriptionWarning
+from agentensemble.hints import (
+    AgentEnsembleWarning,
+    MissingContextWarning,
+    ToolDescriptionWarning,
+    ToolExceptionWarning,
+)
 from agentensemble.llm import (
     LLM,
     ChatModel,
@@ -172,6 +177,7 @@ __all__ = [
     "ToolCallStarted",
     "ToolContext",
     "ToolDescriptionWarning",
+    "ToolExceptionWarning",
     "ToolExecutionError",
     "ToolMetrics",
     "ToolMetricsRegistry",

@@ -94,6 +94,12 @@ class MissingContextWarning(AgentEnsembleWarning):
     """A task seems to use an earlier task's output but lists no ``context``."""
 
 
+class ToolExceptionWarning(AgentEnsembleWarning):
+    """A tool raised an unexpected exception; the model got it as an error and the run went on.
+    Shown once per raising line, located at the tool's line. Silence with
+    ``warnings.filterwarnings("ignore", category=ToolExceptionWarning)``."""
+
+
 class ToolDescriptionWarning(AgentEnsembleWarning):
     """A tool has no description, so the model is told nothing about when to use it."""
 
@@ -237,6 +243,7 @@ __all__ = [
     "AgentEnsembleWarning",
     "MissingContextWarning",
     "ToolDescriptionWarning",
+    "ToolExceptionWarning",
     "check_inputs",
     "method_hint",
     "missing_context",
