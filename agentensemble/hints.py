@@ -6,9 +6,14 @@ probably a mistake. Silence a warning class with the ``warnings`` module:
 
 from __future__ import annotations
 
+import os
 import re
+import sys
+import sysconfig
 import warnings
 from collections.abc import Mapping, Sequence
+from contextvars import ContextVar
+from pathlib import Path
 from typing import Any, get_args, get_origin
 
 _BACKGROUND = "use background=... (CrewAI's backstory is agentensemble's background)"
@@ -214,29 +219,74 @@ def missing_context(tasks: Sequence[Any]) -> list[str]:
     return found
 
 
+_OURS = tuple(
+    str(Path(__file__).resolve().parents[1] / name) + os.sep
+    for name in ("agentensemble", "agentensemble_review", "agentensemble_web")
+)
+_LIBRARIES = tuple(
+    str(Path(path).resolve()) + os.sep
+    for path in {sysconfig.get_paths()[key] for key in ("stdlib", "platstdlib", "purelib")}
+)
+
+
+UserLine = tuple[str, int, dict[str, Any]]
+#: The user's line that called ``Ensemble.run()``, for warnings raised on the background loop.
+CALLER: ContextVar[UserLine | None] = ContextVar("agentensemble_caller", default=None)
+
+
+def user_line(skip: int = 1) -> UserLine | None:
+    """(file, line, module globals) of the innermost caller outside agentensemble, the standard
+    library and installed packages (asyncio, pydantic); None when there is none in this thread."""
+    frame: Any = sys._getframe(skip)
+    while frame is not None:
+        filename = frame.f_code.co_filename
+        if not filename.startswith(("<frozen", *_OURS, *_LIBRARIES)):
+            return filename, frame.f_lineno, frame.f_globals
+        frame = frame.f_back
+    return None
+
+
+def warn_at_user(message: str, category: type[Warning]) -> None:
+    """Warn located at the user's line, not at our own code: the caller in this thread, or the
+    line that called ``run()`` when the run goes on the background loop."""
+    where = user_line(2) or CALLER.get()
+    if where is None:
+        warnings.warn(message, category, stacklevel=2)
+        return
+    filename, lineno, module_globals = where
+    warnings.warn_explicit(
+        message,
+        category,
+        filename=filename,
+        lineno=lineno,
+        module=str(module_globals.get("__name__", "<unknown>")),
+        registry=module_globals.setdefault("__warningregistry__", {}),
+        module_globals=module_globals,
+    )
+
+
 def warn_missing_context(tasks: Sequence[Any]) -> None:
     """One ``MissingContextWarning`` at run start listing every such task."""
     found = missing_context(tasks)
     if found:
-        warnings.warn(
+        warn_at_user(
             "; ".join(found) + ". (Silence with warnings.filterwarnings('ignore', "
             "category=MissingContextWarning) when this is intended.)",
             MissingContextWarning,
-            stacklevel=3,
         )
 
 
 def warn_undescribed_tool(name: str, kind: str) -> None:
     """A ``ToolDescriptionWarning`` naming the tool with an empty description."""
-    warnings.warn(
+    warn_at_user(
         f"Tool {name!r} ({kind}) has no description, so the model is not told what it does: "
         "give the function a docstring, or pass @tool(description=...) / set description",
         ToolDescriptionWarning,
-        stacklevel=2,
     )
 
 
 __all__ = [
+    "CALLER",
     "FOREIGN_METHODS",
     "FOREIGN_NAMES",
     "MODEL_SETTINGS",
@@ -249,6 +299,8 @@ __all__ = [
     "missing_context",
     "reject_foreign_names",
     "reject_single_values",
+    "user_line",
+    "warn_at_user",
     "warn_missing_context",
     "warn_undescribed_tool",
 ]
