@@ -7,7 +7,7 @@ STAMP := $(VENV)/.installed
 CHROMIUM ?= /usr/bin/chromium
 CHROMEDRIVER ?= /usr/bin/chromedriver
 
-.PHONY: demo test lint bench bench-peers clean browser
+.PHONY: demo test lint docs bench bench-peers clean browser
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -42,6 +42,10 @@ lint: $(STAMP)
 	$(PY) -m ruff format --check agentensemble agentensemble_review agentensemble_web tests examples benchmarks
 	$(PY) -m mypy
 
+# The docs site (MkDocs + mkdocstrings) into site/, offline; CI builds it with --strict.
+docs: $(STAMP)
+	$(VENV)/bin/mkdocs build --strict
+
 bench: $(STAMP)
 	$(PY) benchmarks/run.py
 	$(PY) benchmarks/workflows.py
@@ -51,4 +55,4 @@ bench-peers: $(STAMP)  # installs each peer into benchmarks/.peers/ (git-ignored
 	$(PY) benchmarks/peers.py --install
 
 clean:
-	rm -rf $(VENV) build *.egg-info
+	rm -rf $(VENV) build site *.egg-info
