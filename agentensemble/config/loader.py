@@ -52,9 +52,13 @@ _SCALARS: dict[str, Any] = {"str": str, "int": int, "float": float, "bool": bool
 _YAML_ONLY = {"name"}  # the entry's name in list form
 
 
-def ensemble_from_yaml(path: str | os.PathLike[str]) -> Ensemble:
+def ensemble_from_yaml(
+    path: str | os.PathLike[str], overrides: Mapping[str, Any] | None = None
+) -> Ensemble:
     """Read a crew file. ``mytools:search`` may name ``mytools.py`` beside it: the file's folder
-    is on ``sys.path`` while such references are imported, and only then (``_crew_imports``)."""
+    is on ``sys.path`` while such references are imported, and only then (``_crew_imports``).
+    ``overrides``: Ensemble settings the command line gives (``--review``), applied before the
+    ensemble is checked, so a crew asking for reviews can get its reviewer there."""
     file = FilePath(path)
     try:
         text = file.read_text(encoding="utf-8")
@@ -63,7 +67,7 @@ def ensemble_from_yaml(path: str | os.PathLike[str]) -> Ensemble:
             f"cannot read the file: {error}", file=str(file), line=None, key=""
         ) from None
     with crew_folder(str(file.resolve().parent)):
-        return build_ensemble(load_located(text, str(file)))
+        return build_ensemble(load_located(text, str(file)), overrides)
 
 
 def ensemble_from_dict(data: Mapping[str, Any], source: str = "<dict>") -> Ensemble:
@@ -71,7 +75,7 @@ def ensemble_from_dict(data: Mapping[str, Any], source: str = "<dict>") -> Ensem
     return build_ensemble(Located(data=data, source=source))
 
 
-def build_ensemble(doc: Located) -> Ensemble:
+def build_ensemble(doc: Located, overrides: Mapping[str, Any] | None = None) -> Ensemble:
     from agentensemble.ensemble import Ensemble  # the facade sits above this module's users
 
     data = doc.data
@@ -91,6 +95,7 @@ def build_ensemble(doc: Located) -> Ensemble:
             settings[names[key]] = _model(doc, (key,), data[key])
     if data.get("review") is not None:
         settings.update(_review(doc, data["review"]))
+    settings.update(overrides or {})
     _check_assigned(doc, data, agents, tasks)
     ensemble: Ensemble = _construct(doc, (), Ensemble, settings, whole=("tasks",))
     return ensemble
