@@ -68,10 +68,11 @@ def warn_tool_exception(tool: str, exc: BaseException) -> None:
     )
 
 
-_REGISTRIES: dict[str, dict[object, object]] = {}
+_Registry = dict[str | tuple[str, type[Warning], int], int]
+_REGISTRIES: dict[str, _Registry] = {}
 
 
-def _registry(filename: str) -> dict[object, object]:
+def _registry(filename: str) -> _Registry:
     """The "once per location" memory ``warnings`` keeps for a file we did not import."""
     return _REGISTRIES.setdefault(filename, {})
 
