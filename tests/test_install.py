@@ -97,3 +97,9 @@ def test_a_script_saved_beside_the_clone_imports_this_package(tmp_path: Path) ->
 def test_the_makefile_puts_the_clone_on_sys_path() -> None:
     makefile = (REPO / "Makefile").read_text()
     assert "'agentensemble-clone.pth').write_text(str(pathlib.Path.cwd())" in makefile
+
+
+def test_the_readme_says_how_to_reach_the_command_after_make_demo() -> None:
+    readme = (REPO / "README.md").read_text()
+    assert "source .venv/bin/activate" in readme
+    assert ".venv/bin/agentensemble run examples/crew.yaml" in readme
