@@ -202,7 +202,7 @@ def test_a_tools_exception_reaches_the_model_with_its_type_and_the_developer_at_
     assert len(found) == 1
     assert Path(found[0].filename) == HERE
     assert "return orders[order_id]" in HERE.read_text().splitlines()[found[0].lineno - 1]
-    assert "tool 'lookup_order' raised KeyError: 'O-9'" in str(found[0].message)
+    assert "the call to tool 'lookup_order' raised KeyError: 'O-9'" in str(found[0].message)
 
 
 # -- warnings point at the user's line ---------------------------------------------------------

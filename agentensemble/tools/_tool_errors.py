@@ -52,8 +52,8 @@ def warn_tool_exception(tool: str, exc: BaseException) -> None:
     where = ours[-1] if ours else (frames[-1] if frames else None)
     text = model_text(exc)
     message = (
-        f"tool {tool!r} raised {text}; the model was told 'Error: {text}' and the run went on "
-        "(the traceback is in the WARNING log)"
+        f"the call to tool {tool!r} raised {text}; the model was told 'Error: {text}' and the "
+        "run went on (the traceback is in the WARNING log)"
     )
     if where is None:
         warnings.warn(message, ToolExceptionWarning, stacklevel=2)
