@@ -19,6 +19,7 @@ from agentensemble.errors import (
     LLMError,
     LoopMaxIterationsError,
     MaxIterationsExceededError,
+    ModelSettingsError,
     OutputParsingError,
     ParallelExecutionError,
     PromptTemplateError,
@@ -54,7 +55,12 @@ from agentensemble.events import (
     ToolCallStarted,
 )
 from agentensemble.guardrails import GuardrailInput, GuardrailResult
-from agentensemble.hints import AgentEnsembleWarning, MissingContextWarning, ToolDescriptionWarning
+from agentensemble.hints import (
+    AgentEnsembleWarning,
+    MissingContextWarning,
+    ToolDescriptionWarning,
+    ToolExceptionWarning,
+)
 from agentensemble.llm import (
     LLM,
     ChatModel,
@@ -161,6 +167,7 @@ __all__ = [
     "LoopState",
     "MaxIterationsExceededError",
     "MissingContextWarning",
+    "ModelSettingsError",
     "OutputParsingError",
     "ParallelErrorStrategy",
     "ParallelExecutionError",
@@ -192,6 +199,7 @@ __all__ = [
     "ToolCallStarted",
     "ToolContext",
     "ToolDescriptionWarning",
+    "ToolExceptionWarning",
     "ToolExecutionError",
     "ToolMetrics",
     "ToolMetricsRegistry",

@@ -24,9 +24,12 @@ from agentensemble.events import (
 )
 from agentensemble.execution.agent_executor import ExecutionEnv
 from agentensemble.hints import (
+    CALLER,
+    UserLine,
     check_inputs,
     method_hint,
     reject_foreign_names,
+    user_line,
     warn_missing_context,
 )
 from agentensemble.llm.streaming import EventSink, use_sink
@@ -263,7 +266,17 @@ class Ensemble(BaseModel):
         The run goes on one long-lived background event loop shared by every ``run()``, so HTTP
         connections are reused across runs; Ctrl-C cancels it at once.
         """
-        return run_on_background_loop(self.arun(inputs))
+        return run_on_background_loop(self._arun_for(user_line(), inputs))
+
+    async def _arun_for(
+        self, caller: UserLine | None, inputs: Mapping[str, Any] | None
+    ) -> EnsembleOutput:
+        """``arun`` on the background loop, with warnings located at ``run()``'s caller."""
+        token = CALLER.set(caller)
+        try:
+            return await self.arun(inputs)
+        finally:
+            CALLER.reset(token)
 
     if not TYPE_CHECKING:  # type checkers keep reporting unknown attributes as errors
 

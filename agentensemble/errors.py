@@ -34,6 +34,24 @@ class ToolNameError(ConfigurationError, ValueError):
     """
 
 
+class ModelSettingsError(ConfigurationError):
+    """A model that cannot be called as configured: no model at all, a name without a provider,
+    a missing API key or a bad base URL. Found before the first request; the message names the
+    fix (the command line words it as options: ``--model``)."""
+
+    def __init__(self, message: str, *, missing_key: bool = False) -> None:
+        super().__init__(message)
+        self.missing_key = missing_key
+        """True when only an API key is missing (the rest of the settings may be right)."""
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (_rebuild_model_settings_error, (str(self), self.missing_key))
+
+
+def _rebuild_model_settings_error(message: str, missing_key: bool) -> ModelSettingsError:
+    return ModelSettingsError(message, missing_key=missing_key)
+
+
 class PromptTemplateError(ConfigurationError):
     """One or more template variables have no value; ``missing`` lists every one of them."""
 
@@ -220,6 +238,7 @@ __all__ = [
     "LLMError",
     "LoopMaxIterationsError",
     "MaxIterationsExceededError",
+    "ModelSettingsError",
     "OutputParsingError",
     "ParallelExecutionError",
     "PromptTemplateError",

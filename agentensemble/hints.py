@@ -6,10 +6,15 @@ probably a mistake. Silence a warning class with the ``warnings`` module:
 
 from __future__ import annotations
 
+import os
 import re
+import sys
+import sysconfig
 import warnings
 from collections.abc import Mapping, Sequence
-from typing import Any
+from contextvars import ContextVar
+from pathlib import Path
+from typing import Any, get_args, get_origin
 
 _BACKGROUND = "use background=... (CrewAI's backstory is agentensemble's background)"
 _ON_TASK = "{name} belongs on Task: Task(description=..., expected_output=..., agent=...)"
@@ -22,9 +27,17 @@ _RATE_LIMIT = (
     "shared by every agent given that LLM object"
 )
 
+_ON_MODEL = (
+    "{name} is a setting of the model, not of the {owner}: "
+    "{owner}(llm=LLM('openai/gpt-4o-mini', {name}=...)) (from agentensemble import LLM)"
+)
+#: Sampling settings users pass where CrewAI or PydanticAI take them: they belong on ``LLM``.
+MODEL_SETTINGS = ("temperature", "max_tokens", "top_p", "seed", "stop", "frequency_penalty")
+
 #: Keyword arguments users bring from CrewAI, PydanticAI or the OpenAI Agents SDK.
 FOREIGN_NAMES: dict[str, dict[str, str]] = {
     "Agent": {
+        **{name: _ON_MODEL.replace("{owner}", "Agent") for name in MODEL_SETTINGS},
         "backstory": _BACKGROUND,
         "expected_output": _ON_TASK,
         "description": "an Agent has role= and goal=; the work goes in Task(description=...)",
@@ -37,6 +50,11 @@ FOREIGN_NAMES: dict[str, dict[str, str]] = {
         "output_type": _ON_TASK,
     },
     "Task": {
+        **{
+            name: "{name} is a setting of the model: give the task's agent "
+            "Agent(..., llm=LLM('openai/gpt-4o-mini', {name}=...)) (from agentensemble import LLM)"
+            for name in MODEL_SETTINGS
+        },
         "backstory": _ON_AGENT,
         "background": _ON_AGENT,
         "role": _ON_AGENT,
@@ -54,6 +72,7 @@ FOREIGN_NAMES: dict[str, dict[str, str]] = {
         "model": "set the model on the agent (Agent(llm=...)) or the ensemble (Ensemble(llm=...))",
     },
     "Ensemble": {
+        **{name: _ON_MODEL.replace("{owner}", "Ensemble") for name in MODEL_SETTINGS},
         "process": "use workflow=Workflow.SEQUENTIAL (the default), PARALLEL or HIERARCHICAL",
         "max_rpm": _RATE_LIMIT,
         "manager_agent": "the manager is built in: give it a model with manager_llm=... and "
@@ -80,14 +99,22 @@ class MissingContextWarning(AgentEnsembleWarning):
     """A task seems to use an earlier task's output but lists no ``context``."""
 
 
+class ToolExceptionWarning(AgentEnsembleWarning):
+    """A tool raised an unexpected exception; the model got it as an error and the run went on.
+    Shown once per raising line, located at the tool's line. Silence with
+    ``warnings.filterwarnings("ignore", category=ToolExceptionWarning)``."""
+
+
 class ToolDescriptionWarning(AgentEnsembleWarning):
     """A tool has no description, so the model is told nothing about when to use it."""
 
 
 def reject_foreign_names(model: type[Any], data: Any) -> Any:
-    """For a ``mode="before"`` validator: a known foreign keyword raises with what to write."""
+    """For a ``mode="before"`` validator: a known foreign keyword, or one value where a setting
+    takes a list (``context=task``), raises one error saying what to write."""
     if not isinstance(data, Mapping):
         return data
+    reject_single_values(model, data)
     table = FOREIGN_NAMES.get(model.__name__, {})
     fields = getattr(model, "model_fields", {})
     hints = [
@@ -98,6 +125,39 @@ def reject_foreign_names(model: type[Any], data: Any) -> Any:
     if hints:
         raise ValueError("; ".join(hints))
     return data
+
+
+def _takes_a_list(annotation: Any) -> bool:
+    if get_origin(annotation) is list or annotation is list:
+        return True
+    return any(_takes_a_list(arg) for arg in get_args(annotation) if arg is not type(None))
+
+
+def _label(value: Any) -> str:
+    """How to show ``value`` inside ``[...]``: its name when it has one."""
+    if isinstance(value, str):
+        return repr(value[:40])
+    for attribute in ("name", "__name__", "role"):
+        label = getattr(value, attribute, None)
+        if isinstance(label, str) and label.isidentifier():
+            return label
+    return "..."
+
+
+def reject_single_values(model: type[Any], data: Mapping[str, Any]) -> None:
+    """``Task(context=research)`` gives pydantic a dozen errors about tuples; say it once: a
+    setting that takes a list got one value, and how to write it."""
+    fields = getattr(model, "model_fields", {})
+    for name, value in data.items():
+        field = fields.get(name) if isinstance(name, str) else None
+        if field is None or value is None or isinstance(value, (list, tuple, set, frozenset)):
+            continue
+        if _takes_a_list(field.annotation):
+            shown = _label(value)
+            raise ValueError(
+                f"{model.__name__}({name}=...) takes a list, got one {type(value).__name__}: "
+                f"write {name}=[{shown}]"
+            )
 
 
 def method_hint(owner: str, name: str) -> str | None:
@@ -159,38 +219,88 @@ def missing_context(tasks: Sequence[Any]) -> list[str]:
     return found
 
 
+_OURS = tuple(
+    str(Path(__file__).resolve().parents[1] / name) + os.sep
+    for name in ("agentensemble", "agentensemble_review", "agentensemble_web")
+)
+_LIBRARIES = tuple(
+    str(Path(path).resolve()) + os.sep
+    for path in {sysconfig.get_paths()[key] for key in ("stdlib", "platstdlib", "purelib")}
+)
+
+
+UserLine = tuple[str, int, dict[str, Any]]
+#: The user's line that called ``Ensemble.run()``, for warnings raised on the background loop.
+CALLER: ContextVar[UserLine | None] = ContextVar("agentensemble_caller", default=None)
+
+
+def user_line(skip: int = 1) -> UserLine | None:
+    """(file, line, module globals) of the innermost caller outside agentensemble, the standard
+    library and installed packages (asyncio, pydantic); None when there is none in this thread."""
+    frame: Any = sys._getframe(skip)
+    while frame is not None:
+        filename = frame.f_code.co_filename
+        if not filename.startswith(("<frozen", *_OURS, *_LIBRARIES)):
+            return filename, frame.f_lineno, frame.f_globals
+        frame = frame.f_back
+    return None
+
+
+def warn_at_user(message: str, category: type[Warning]) -> None:
+    """Warn located at the user's line, not at our own code: the caller in this thread, or the
+    line that called ``run()`` when the run goes on the background loop."""
+    where = user_line(2) or CALLER.get()
+    if where is None:
+        warnings.warn(message, category, stacklevel=2)
+        return
+    filename, lineno, module_globals = where
+    warnings.warn_explicit(
+        message,
+        category,
+        filename=filename,
+        lineno=lineno,
+        module=str(module_globals.get("__name__", "<unknown>")),
+        registry=module_globals.setdefault("__warningregistry__", {}),
+        module_globals=module_globals,
+    )
+
+
 def warn_missing_context(tasks: Sequence[Any]) -> None:
     """One ``MissingContextWarning`` at run start listing every such task."""
     found = missing_context(tasks)
     if found:
-        warnings.warn(
+        warn_at_user(
             "; ".join(found) + ". (Silence with warnings.filterwarnings('ignore', "
             "category=MissingContextWarning) when this is intended.)",
             MissingContextWarning,
-            stacklevel=3,
         )
 
 
 def warn_undescribed_tool(name: str, kind: str) -> None:
     """A ``ToolDescriptionWarning`` naming the tool with an empty description."""
-    warnings.warn(
+    warn_at_user(
         f"Tool {name!r} ({kind}) has no description, so the model is not told what it does: "
         "give the function a docstring, or pass @tool(description=...) / set description",
         ToolDescriptionWarning,
-        stacklevel=2,
     )
 
 
 __all__ = [
+    "CALLER",
     "FOREIGN_METHODS",
     "FOREIGN_NAMES",
+    "MODEL_SETTINGS",
     "AgentEnsembleWarning",
     "MissingContextWarning",
     "ToolDescriptionWarning",
+    "ToolExceptionWarning",
     "check_inputs",
     "method_hint",
     "missing_context",
     "reject_foreign_names",
+    "reject_single_values",
+    "user_line",
+    "warn_at_user",
     "warn_missing_context",
     "warn_undescribed_tool",
 ]

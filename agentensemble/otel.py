@@ -1,4 +1,4 @@
-"""OpenTelemetry spans for runs, tasks, model calls and tool calls (extra ``agentensemble[otel]``).
+"""OpenTelemetry spans for runs, tasks, model calls and tool calls (``agentensemble-py[otel]``).
 
 ``OpenTelemetryListener()`` goes into ``Ensemble(listeners=[...])``. It turns the run's events
 into spans named and attributed per the OpenTelemetry GenAI semantic conventions:
@@ -49,7 +49,7 @@ try:
     from opentelemetry.trace import Span, SpanKind, Status, StatusCode
 except ImportError as error:  # pragma: no cover - exercised only without the extra
     raise ImportError(
-        "agentensemble.otel needs OpenTelemetry: pip install 'agentensemble[otel]'"
+        'agentensemble.otel needs OpenTelemetry: pip install "agentensemble-py[otel]"'
     ) from error
 
 SYSTEM = "agentensemble"

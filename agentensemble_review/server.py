@@ -74,6 +74,12 @@ class _HTTPServer(ThreadingHTTPServer):
         conn.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         return conn, address
 
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        """A client hanging up (a killed worker, a closed tab) is normal: no traceback for it."""
+        if isinstance(sys.exc_info()[1], (ConnectionError, TimeoutError)):
+            return
+        super().handle_error(request, client_address)
+
 
 class _Handler(JSONRequestHandler):
     protocol_version = "HTTP/1.1"

@@ -1,4 +1,4 @@
-"""The agentensemble web console (extra ``agentensemble[web]``): watch runs, decide reviews.
+"""The agentensemble web console (extra ``agentensemble-py[web]``): watch runs, decide reviews.
 
 Start it with ``agentensemble serve`` (it prints a login address with a one-time token), then
 connect an ensemble in one line::

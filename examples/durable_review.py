@@ -1,7 +1,7 @@
 """A run waits for a webhook decision across a restart, offline: examples/durable_review.py.
 
 A writer drafts an announcement, and the draft must be reviewed before it is published. The run
-is durable (``agentensemble.durable``, extra ``agentensemble[durable]``, SQLite in a temporary
+is durable (``agentensemble.durable``, extra ``agentensemble-py[durable]``, SQLite in a temporary
 folder) and its review goes to a webhook: the reference review server
 (``agentensemble_review.ReviewServer``), started here on 127.0.0.1.
 

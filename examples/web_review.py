@@ -1,6 +1,6 @@
 """Watch a run and decide its reviews in the web console, on one machine.
 
-Run it with ``python examples/web_review.py`` (needs ``pip install 'agentensemble[web]'``). It
+Run it with ``python examples/web_review.py`` (needs ``pip install "agentensemble-py[web]"``). It
 starts the web console in this process on a free port of 127.0.0.1, prints the address to open
 (with its login token), and runs an agent whose ``delete_files`` tool (simulated: nothing on
 your disk is touched) needs approval and whose report is reviewed after the task. The run shows

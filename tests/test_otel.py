@@ -184,7 +184,7 @@ def test_without_the_extra_the_listener_says_how_to_install_it() -> None:
     result = subprocess.run(
         [sys.executable, "-c", BLOCKED], capture_output=True, text=True, timeout=60
     )
-    assert "pip install 'agentensemble[otel]'" in result.stdout
+    assert 'pip install "agentensemble-py[otel]"' in result.stdout
 
 
 def test_a_delegation_is_an_agent_span_holding_the_workers_own_calls(

@@ -6,7 +6,9 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import sys
+from pathlib import Path
 from typing import Any, TextIO
 
 from agentensemble.cli import EXIT_USAGE
@@ -50,9 +52,83 @@ def parse_inputs(pairs: list[str]) -> dict[str, str]:
     return inputs
 
 
+WEBHOOK_SECRET_ENV = "AGENTENSEMBLE_WEBHOOK_SECRET"
+
+
+def add_run_arguments(parser: argparse.ArgumentParser) -> None:
+    """The options of ``run``; ``validate`` takes the same, so a checked command line runs."""
+    add_crew_arguments(parser, crew_optional=True)
+    parser.add_argument(
+        "--review",
+        nargs="+",
+        metavar="HANDLER",
+        help="who reviews: 'console', 'auto' or 'webhook URL' (the secret from "
+        f"${WEBHOOK_SECRET_ENV}); with no policy in the file, reviews the last task",
+    )
+    parser.add_argument("--trace", metavar="FILE", help="save the run's trace as JSON")
+    parser.add_argument(
+        "--verbose", "-v", action="store_true", help="show every task's output and each step"
+    )
+
+
+def parse_review(args: argparse.Namespace) -> tuple[str, str | None] | None:
+    """``--review`` as (kind, url); also finds the crew file the option's nargs swallowed."""
+    if args.review and args.crew is None:
+        # "--review console crew.yaml": the option's nargs took the crew file; give it back
+        takes = 2 if args.review[0] == "webhook" else 1
+        if len(args.review) > takes:
+            args.crew = args.review.pop()
+    if args.crew is None:
+        raise UsageError(
+            f"the crew file is missing: agentensemble {args.command} CREW.yaml [options]"
+        )
+    if not args.review:
+        return None
+    kind, *rest = args.review
+    if kind == "webhook" and len(rest) == 1:
+        return kind, rest[0]
+    if kind in ("console", "auto") and not rest:
+        return kind, None
+    raise UsageError("--review takes 'console', 'auto' or 'webhook URL'")
+
+
+def _review_settings(review: tuple[str, str | None] | None, file: str) -> dict[str, Any]:
+    if review is None:
+        return {}
+    from agentensemble.config.loader import review_handler
+
+    kind, url = review
+    signed = kind == "webhook" and bool(os.environ.get(WEBHOOK_SECRET_ENV))
+    try:
+        handler = review_handler(kind, url, WEBHOOK_SECRET_ENV if signed else None)
+    except ValueError as error:
+        raise UsageError(f"--review: {error}") from None
+    settings: dict[str, Any] = {"review_handler": handler}
+    if not _file_sets_a_policy(file):
+        settings["review_policy"] = "after_last_task"
+    return settings
+
+
+def _file_sets_a_policy(file: str) -> bool:
+    import yaml
+
+    try:
+        data = yaml.safe_load(Path(file).read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, yaml.YAMLError):  # the loader says it in its words
+        return False
+    review = data.get("review") if isinstance(data, dict) else None
+    policy = review.get("policy") if isinstance(review, dict) else None
+    return policy not in (None, "never")
+
+
 def load_crew(args: argparse.Namespace) -> Ensemble:
-    """The ensemble of ``args.crew`` with ``--model`` (or ``$AGENTENSEMBLE_MODEL``) applied."""
-    ensemble = Ensemble.from_yaml(args.crew)  # ConfigurationError: the caller exits with 2
+    """The ensemble of ``args.crew`` with ``--review`` and ``--model`` (or
+    ``$AGENTENSEMBLE_MODEL``) applied."""
+    review = parse_review(args) if hasattr(args, "review") else None
+    overrides = _review_settings(review, args.crew)
+    from agentensemble.config.loader import ensemble_from_yaml
+
+    ensemble = ensemble_from_yaml(args.crew, overrides)  # ConfigurationError: exit code 2
     model_name = args.model or os.environ.get(MODEL_ENV)
     if model_name:
         use_model(ensemble, model_name)
@@ -107,9 +183,45 @@ def check_before_any_call(ensemble: Ensemble, inputs: dict[str, Any]) -> None:
         ensemble._run_settings(ensemble._team(prepared, values))  # workers, peers, manager
 
 
+#: The library's Python fixes, and what a crew file or the command line writes instead.
+_CLI_FIXES: tuple[tuple[re.Pattern[str], str], ...] = (
+    (
+        re.compile(
+            r"Pass Ensemble\(review_handler=\.\.\.\)(, e\.g\. ConsoleReviewHandler\(\) "
+            r"from agentensemble_review)?"
+        ),
+        "Add `review: {handler: console}` to the crew file, or pass --review console",
+    ),
+    (
+        re.compile(
+            r"Set Agent\(llm=\.\.\.\) or Ensemble\(llm=\.\.\.\) to a model name such as "
+            r"'openai/gpt-4o-mini', an LLM or a ChatModel"
+        ),
+        "Add `model: openai/gpt-4o-mini` to the crew file (or `llm:` on the agent), or pass "
+        "--model NAME (--model scripted for an offline dry run)",
+    ),
+    (
+        re.compile(r" or pass LLM\('[^']*', api_key=\.\.\.\)"),
+        ", or run offline with --model scripted (no key needed)",
+    ),
+    (re.compile(r" Pass them in inputs=\."), ""),
+    (re.compile(r"has (review|before_review)=Review\.required\(\.\.\.\)"), r"has `\1: required`"),
+    (re.compile(r"review_policy='(\w+)' asks"), r"`review: {policy: \1}` asks"),
+    (re.compile(r"the ensemble has no review_handler"), "the crew has no reviewer"),
+)
+
+
+def in_cli_words(message: str) -> str:
+    """``message`` with its Python fixes replaced by crew-file or command-line ones."""
+    for pattern, fix in _CLI_FIXES:
+        message = pattern.sub(fix, message)
+    return message
+
+
 def report_error(args: argparse.Namespace, error: BaseException, code: int) -> int:
-    """Say what went wrong on stderr (or as JSON on stdout with ``--json``); return ``code``."""
-    message = redact_text(str(error))
+    """Say what went wrong on stderr (or as JSON on stdout with ``--json``), in the words of a
+    crew file and the command line, secrets redacted; return ``code``."""
+    message = in_cli_words(redact_text(str(error)))
     if getattr(args, "json", False):
         payload: dict[str, Any] = {
             "ok": False,

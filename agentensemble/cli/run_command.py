@@ -6,12 +6,12 @@ import argparse
 import json
 import os
 import sys
-from typing import Any
 
 from agentensemble.cli import EXIT_FAILED, EXIT_OK, Command
 from agentensemble.cli._common import (
+    WEBHOOK_SECRET_ENV,
     UsageError,
-    add_crew_arguments,
+    add_run_arguments,
     load_crew,
     output_json,
     parse_inputs,
@@ -22,56 +22,9 @@ from agentensemble.cli._common import (
 from agentensemble.errors import AgentEnsembleError, ConfigurationError, PromptTemplateError
 from agentensemble.outputs import EnsembleOutput
 
-WEBHOOK_SECRET_ENV = "AGENTENSEMBLE_WEBHOOK_SECRET"
-
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    add_crew_arguments(parser, crew_optional=True)
-    parser.add_argument(
-        "--review",
-        nargs="+",
-        metavar="HANDLER",
-        help="who reviews: 'console', 'auto' or 'webhook URL' (the secret from "
-        "$AGENTENSEMBLE_WEBHOOK_SECRET); with no policy in the file, reviews the last task",
-    )
-    parser.add_argument("--trace", metavar="FILE", help="save the run's trace as JSON")
-    parser.add_argument(
-        "--verbose", "-v", action="store_true", help="show every task's output and each step"
-    )
-
-
-def _review(args: argparse.Namespace) -> tuple[str, str | None] | None:
-    if args.review and args.crew is None:
-        # "--review console crew.yaml": the option's nargs took the crew file; give it back
-        takes = 2 if args.review[0] == "webhook" else 1
-        if len(args.review) > takes:
-            args.crew = args.review.pop()
-    if args.crew is None:
-        raise UsageError("the crew file is missing: agentensemble run CREW.yaml [options]")
-    if not args.review:
-        return None
-    kind, *rest = args.review
-    if kind == "webhook" and len(rest) == 1:
-        return kind, rest[0]
-    if kind in ("console", "auto") and not rest:
-        return kind, None
-    raise UsageError("--review takes 'console', 'auto' or 'webhook URL'")
-
-
-def _apply_review(ensemble: Any, review: tuple[str, str | None] | None) -> None:
-    if review is None:
-        return
-    from agentensemble.config.loader import review_handler
-
-    kind, url = review
-    signed = kind == "webhook" and bool(os.environ.get(WEBHOOK_SECRET_ENV))
-    try:
-        ensemble.review_handler = review_handler(kind, url, WEBHOOK_SECRET_ENV if signed else None)
-    except ValueError as error:
-        raise UsageError(f"--review: {error}") from None
-    policy = getattr(ensemble.review_policy, "value", ensemble.review_policy)
-    if policy in (None, "never"):
-        ensemble.review_policy = "after_last_task"
+    add_run_arguments(parser)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -79,7 +32,6 @@ def run(args: argparse.Namespace) -> int:
 
     try:
         inputs = parse_inputs(args.input)
-        review = _review(args)
         if args.trace and "trace" not in EnsembleOutput.model_fields:
             raise UsageError(
                 "--trace needs run traces (EnsembleOutput.trace), which this version of "
@@ -87,8 +39,7 @@ def run(args: argparse.Namespace) -> int:
             )
         if args.trace:
             _check_trace_path(args.trace)  # before paying for the run, not after it
-        ensemble = load_crew(args)
-        _apply_review(ensemble, review)
+        ensemble = load_crew(args)  # with --review and --model
     except (UsageError, ConfigurationError) as error:
         return usage_failure(args, error)
     ensemble.listeners = [*ensemble.listeners, CliProgress(verbose=args.verbose)]

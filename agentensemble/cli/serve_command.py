@@ -1,4 +1,4 @@
-"""``agentensemble serve``: start the web console (needs the extra ``agentensemble[web]``).
+"""``agentensemble serve``: start the web console (needs the extra ``agentensemble-py[web]``).
 
 It binds 127.0.0.1 unless ``--host`` says otherwise and prints the login address with its token,
 once. ``AGENTENSEMBLE_WEB_TOKEN`` sets the token (so another process can know it in advance).
@@ -62,7 +62,7 @@ def _run(args: argparse.Namespace) -> int:
         from agentensemble_web.server import WebConsoleServer
     except ImportError as exc:
         print(
-            f"agentensemble serve needs the web extra: pip install 'agentensemble[web]' ({exc})",
+            f'agentensemble serve needs the web extra: pip install "agentensemble-py[web]" ({exc})',
             file=sys.stderr,
         )
         return EXIT_USAGE

@@ -14,7 +14,7 @@ from agentensemble.config._crew_imports import current_crew_folder, importable_c
 from agentensemble.config._positions import Located, Path
 from agentensemble.config._refs import BadReference, import_object, make_tool
 from agentensemble.errors import ConfigurationError
-from agentensemble.hints import FOREIGN_NAMES
+from agentensemble.hints import FOREIGN_NAMES, MODEL_SETTINGS
 from agentensemble.tools.resolver import ToolResolver
 
 _SCALARS: dict[str, Any] = {"str": str, "int": int, "float": float, "bool": bool}
@@ -111,8 +111,18 @@ def task_review(doc: Located, path: Path, value: Any) -> Any:
     raise doc.error(path, "expected required, skip or {prompt, timeout, on_timeout}")
 
 
+#: Model settings written beside an agent's or a task's settings, with the crew file's fix.
+_MODEL_SETTING_IN_FILE = (
+    "{name} is a setting of the model: write the model as a mapping, "
+    "`llm: {model: openai/gpt-4o-mini, {name}: ...}` (on the agent; `model:` at the top level)"
+)
+
+
 def known_keys(doc: Located, path: Path, spec: Mapping[str, Any], known: Any, what: str) -> None:
-    foreign = FOREIGN_NAMES.get(what, {})
+    foreign = {
+        **FOREIGN_NAMES.get(what, {}),
+        **{name: _MODEL_SETTING_IN_FILE for name in MODEL_SETTINGS},
+    }
     for key in spec:
         if key in known:
             continue

@@ -46,9 +46,13 @@ REVIEW_KEYS = ("policy", "handler", "url", "secret_env", "timeout")
 _YAML_ONLY = {"name"}  # the entry's name in list form
 
 
-def ensemble_from_yaml(path: str | os.PathLike[str]) -> Ensemble:
+def ensemble_from_yaml(
+    path: str | os.PathLike[str], overrides: Mapping[str, Any] | None = None
+) -> Ensemble:
     """Read a crew file. ``mytools:search`` may name ``mytools.py`` beside it: the file's folder
-    is on ``sys.path`` while such references are imported, and only then (``_crew_imports``)."""
+    is on ``sys.path`` while such references are imported, and only then (``_crew_imports``).
+    ``overrides``: Ensemble settings the command line gives (``--review``), applied before the
+    ensemble is checked, so a crew asking for reviews can get its reviewer there."""
     file = FilePath(path)
     try:
         text = file.read_text(encoding="utf-8")
@@ -57,7 +61,7 @@ def ensemble_from_yaml(path: str | os.PathLike[str]) -> Ensemble:
             f"cannot read the file: {error}", file=str(file), line=None, key=""
         ) from None
     with crew_folder(str(file.resolve().parent)):
-        return build_ensemble(load_located(text, str(file)))
+        return build_ensemble(load_located(text, str(file)), overrides)
 
 
 def ensemble_from_dict(data: Mapping[str, Any], source: str = "<dict>") -> Ensemble:
@@ -65,7 +69,7 @@ def ensemble_from_dict(data: Mapping[str, Any], source: str = "<dict>") -> Ensem
     return build_ensemble(Located(data=data, source=source))
 
 
-def build_ensemble(doc: Located) -> Ensemble:
+def build_ensemble(doc: Located, overrides: Mapping[str, Any] | None = None) -> Ensemble:
     from agentensemble.ensemble import Ensemble  # the facade sits above this module's users
 
     data = doc.data
@@ -80,10 +84,46 @@ def build_ensemble(doc: Located) -> Ensemble:
     for key, field in names.items():
         if data.get(key) is not None:
             settings[field] = data[key]
+    for key in ("model", "manager_model"):
+        if data.get(key) is not None:
+            settings[names[key]] = _model(doc, (key,), data[key])
     if data.get("review") is not None:
         settings.update(_review(doc, data["review"]))
+    settings.update(overrides or {})
+    _check_assigned(doc, data, agents, tasks)
     ensemble: Ensemble = construct(doc, (), Ensemble, settings, whole=("tasks",))
     return ensemble
+
+
+def _check_assigned(
+    doc: Located, data: Mapping[str, Any], agents: dict[str, Agent], steps: list[Any]
+) -> None:
+    """Ensemble's check for tasks beside unused agents (the CrewAI habit), in the file's words."""
+    from agentensemble.workflows import Workflow
+    from agentensemble.workflows.step import step_kind
+    from agentensemble.workflows.team import unassigned_tasks
+
+    try:
+        workflow = Workflow(data.get("workflow") or Workflow.SEQUENTIAL)
+    except ValueError:
+        return  # the Ensemble's own validation names the bad workflow
+    tasks = [step for step in steps if step_kind(step) == "task"]
+    orphans, idle = unassigned_tasks(workflow, list(agents.values()), tasks)
+    if not orphans:
+        return
+    _, task = orphans[0]
+    idle_ids = {id(agent) for agent in idle}
+    names = [name for name, agent in agents.items() if id(agent) in idle_ids]
+    by_name = isinstance(data.get("tasks"), Mapping) and task.name is not None
+    position = next(i for i, step in enumerate(steps) if step is task)
+    where: Path = ("tasks", str(task.name)) if by_name else ("tasks", position)
+    raise doc.error(
+        where,
+        f"this task has no agent:, and agents: lists {', '.join(names)}, which no task uses; "
+        f"with workflow: {workflow.value}, agents: hands out no work (the task would run as a "
+        f"synthesised 'Assistant' with no tools). Add `agent: {names[0]}` to the task, or set "
+        "`workflow: hierarchical` (with `manager_model:`) to let a manager hand tasks out",
+    )
 
 
 # -- sections -----------------------------------------------------------------------------------
@@ -95,12 +135,26 @@ def _agents(doc: Located, section: Any) -> dict[str, Agent]:
         known_keys(doc, path, spec, (*Agent.model_fields, *_YAML_ONLY), "Agent")
         fields = {k: v for k, v in spec.items() if k not in _YAML_ONLY}
         fields["tools"] = tools_from(doc, (*path, "tools"), fields.get("tools"))
+        if "llm" in fields:
+            fields["llm"] = _model(doc, (*path, "llm"), fields["llm"])
         agent = construct(doc, path, Agent, fields)
         agents[name or agent.role] = agent
     return agents
 
 
 # -- values -------------------------------------------------------------------------------------
+
+
+def _model(doc: Located, path: Path, value: Any) -> Any:
+    """A model name, or a mapping of LLM settings: ``{model: openai/gpt-4o, temperature: 0}``."""
+    if not isinstance(value, Mapping):
+        return value
+    from agentensemble.llm.litellm_model import LLM
+
+    if "model" not in value:
+        raise doc.error(path, "a model written as a mapping needs model: (a litellm model name)")
+    settings = {str(key): item for key, item in value.items()}
+    return construct(doc, path, LLM, settings)
 
 
 def _review(doc: Located, value: Any) -> dict[str, Any]:

@@ -1,4 +1,4 @@
-"""Durable runs on DBOS (extra ``agentensemble[durable]``): survive a crash without paying twice.
+"""Durable runs on DBOS (extra ``agentensemble-py[durable]``): survive a crash without paying twice.
 
 ```python
 from agentensemble.durable import DurableRuntime
@@ -17,7 +17,7 @@ try:
     import dbos  # noqa: F401
 except ImportError as error:  # pragma: no cover - depends on the installed extras
     raise ImportError(
-        "agentensemble.durable needs the durable extra: pip install 'agentensemble[durable]'"
+        'agentensemble.durable needs the durable extra: pip install "agentensemble-py[durable]"'
     ) from error
 
 from agentensemble.durable._client import DurableClient, ReviewClosedError

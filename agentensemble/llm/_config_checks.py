@@ -20,11 +20,13 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
+from difflib import get_close_matches
 from typing import Any
 from urllib.parse import urlsplit
 
-from agentensemble.errors import ConfigurationError
+from agentensemble.errors import ModelSettingsError
 from agentensemble.llm._litellm import is_loaded, load_litellm
+from agentensemble.llm.cost import price_table
 from agentensemble.redaction import register_secret
 
 #: Provider → environment variables any one of which holds its key (litellm reads these).
@@ -163,16 +165,55 @@ def register_environment_keys(model: str, environ: Mapping[str, str] | None = No
         register_secret(env.get(name))
 
 
+def model_name_problem(model: str, extra: Mapping[str, Any]) -> str | None:
+    """A name with no ``provider/`` that litellm's model table does not know either (``gpt4o``,
+    ``claude-3``): litellm would refuse it seconds into the run. Suggests close spellings."""
+    if "/" in model or extra.get("custom_llm_provider"):
+        return None
+    table = price_table()
+    if isinstance(table.get(model), Mapping):
+        return None
+    known = {
+        name: str(entry.get("litellm_provider"))
+        for name, entry in table.items()
+        if isinstance(name, str)
+        and "/" not in name
+        and isinstance(entry, Mapping)
+        and entry.get("mode") in (None, "chat", "responses")
+        and entry.get("litellm_provider")
+    }
+    squashed = _squash(model)
+    close = sorted((n for n in known if _squash(n).startswith(squashed)), key=len)[:3]
+    close += [n for n in get_close_matches(model, list(known), n=3, cutoff=0.6) if n not in close]
+    provider = provider_of(model)
+    suggestions = [f"'{known[name]}/{name}'" for name in close[:3]]
+    if not suggestions and provider:
+        suggestions = [f"'{provider}/{model}'"]
+    advice = f"; did you mean {' or '.join(suggestions)}?" if suggestions else ""
+    return (
+        f"model {model!r} names no provider, and litellm's model table has no model of that "
+        f"name: write it as 'provider/model', such as 'openai/gpt-4o-mini' or "
+        f"'anthropic/claude-3-5-sonnet-latest'{advice}"
+    )
+
+
+def _squash(name: str) -> str:
+    return "".join(ch for ch in name.lower() if ch.isalnum())
+
+
 def check_model_settings(
     model: str, *, has_key: bool, extra: Mapping[str, Any], api_base: str | None
 ) -> None:
-    """Raise ``ConfigurationError`` for settings that cannot work; register environment keys."""
+    """Raise ``ModelSettingsError`` for settings that cannot work; register environment keys."""
     register_environment_keys(model)
-    problem = (
+    problem = model_name_problem(model, extra) or (
         api_base_problem(api_base) if api_base is not None else base_url_problem(model)
-    ) or missing_key_problem(model, has_key=has_key, extra=extra, api_base=api_base)
+    )
     if problem:
-        raise ConfigurationError(problem)
+        raise ModelSettingsError(problem)
+    problem = missing_key_problem(model, has_key=has_key, extra=extra, api_base=api_base)
+    if problem:
+        raise ModelSettingsError(problem, missing_key=True)
 
 
 __all__ = [
@@ -183,6 +224,7 @@ __all__ = [
     "check_model_settings",
     "key_variables",
     "missing_key_problem",
+    "model_name_problem",
     "provider_of",
     "register_environment_keys",
 ]

@@ -40,6 +40,16 @@ from agentensemble.redaction import register_secret
 _GUARD_SECONDS = 5.0
 
 
+def with_content(message: Message) -> dict[str, Any]:
+    """A copy of ``message`` whose assistant turn carries ``content`` even with only tool calls:
+    ``""``, never missing or null, which chat templates of local servers (llama.cpp,
+    llama-cpp-python, vLLM) require; providers that drop empty text (Anthropic) drop it."""
+    copy = dict(message)
+    if copy.get("role") == "assistant" and copy.get("content") is None:
+        copy["content"] = ""
+    return copy
+
+
 class LLM(BaseModel):
     """A chat model reached through litellm: ``LLM("openai/gpt-4o-mini")``.
 
@@ -160,12 +170,14 @@ class LLM(BaseModel):
         kwargs: dict[str, Any] = dict(self.extra)
         kwargs.update(
             model=self.model,
-            messages=sendable([dict(message) for message in messages]),
+            messages=sendable([with_content(message) for message in messages]),
             timeout=self.timeout,
             max_retries=0,  # the openai SDK retries twice by default; ours is the only layer
         )
         if tools:
             kwargs["tools"] = sendable(list(tools))
+            # said explicitly: some OpenAI-compatible servers ignore tools without it
+            kwargs.setdefault("tool_choice", "auto")
         if response_format is not None:
             kwargs["response_format"] = response_format.to_openai()
         if self.temperature is not None:

@@ -37,8 +37,9 @@ class ChatResponse:
     attempts: int = 1  # tries it took, retries included (set by LLM; 1 for other models)
 
     def to_message(self) -> Message:
-        """The assistant message to append to the conversation history."""
-        message: Message = {"role": "assistant", "content": self.content}
+        """The assistant message to append to the conversation history. ``content`` is ``""``
+        for a turn of only tool calls, never null: local servers' chat templates require it."""
+        message: Message = {"role": "assistant", "content": self.content or ""}
         if self.tool_calls:
             message["tool_calls"] = [
                 {

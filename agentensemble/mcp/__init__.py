@@ -1,4 +1,4 @@
-"""MCP servers as tool sources (extra ``agentensemble[mcp]``).
+"""MCP servers as tool sources (extra ``agentensemble-py[mcp]``).
 
 ``MCPServerStdio`` runs a server as a subprocess; ``MCPServerHTTP`` connects to one over
 streamable HTTP (or SSE). Put either in ``tools=[...]``: the run starts it once, lists its tools,

@@ -98,7 +98,7 @@ class _MCPServer(ToolSource):
             import mcp  # noqa: F401
         except ImportError as error:
             raise MCPServerError(
-                f"{self.describe()} needs the 'mcp' package: pip install 'agentensemble[mcp]'"
+                f"{self.describe()} needs the 'mcp' package: pip install \"agentensemble-py[mcp]\""
             ) from error
         connection = Connection(self.describe(), self._transport, self.timeout)
         listed = await connection.start(self.startup_timeout)

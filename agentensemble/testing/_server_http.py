@@ -127,7 +127,7 @@ class _Handler(BaseHTTPRequestHandler):
             with owner._lock:
                 owner.errors.append(f"responder raised {exc!r}")
             owner._record(path, headers, body, "error")
-            self._send_error(400, f"openai_server: responder raised {exc!r}")
+            self._send_error(400, f"openai_server: {type(exc).__name__}: {exc}")
             return
         if reply is None:
             owner._record(path, headers, body, "error")

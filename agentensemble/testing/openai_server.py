@@ -195,7 +195,10 @@ class OpenAICompatibleServer:
 
     def set_responder(self, responder: Responder | None) -> None:
         """Answer with ``responder(request_json)`` when the queue is empty (called on handler
-        threads, possibly concurrently). It returns a Reply or a str (a text answer)."""
+        threads, possibly concurrently). It returns what a script holds: a str (a text answer),
+        a ChatResponse (``text(...)`` / ``tool_call(...)``), a ``TextReply``, a
+        ``ToolCallsReply`` or a ``Fault``. Anything else, or an exception, answers HTTP 400 with
+        the reason (the client's error then says it) and is kept in ``errors``."""
         with self._lock:
             self._responder = responder
 
@@ -284,7 +287,14 @@ class OpenAICompatibleServer:
         if responder is None:
             return None
         reply = responder(body)
-        return TextReply(reply) if isinstance(reply, str) else reply
+        try:
+            return as_reply(reply)
+        except TypeError:
+            raise TypeError(
+                f"set_responder: the responder returned {type(reply).__name__}; it must return "
+                "a str (a text answer), a ChatResponse (agentensemble.testing.text / tool_call), "
+                "a TextReply, a ToolCallsReply or a Fault"
+            ) from None
 
     def _sleep(self, seconds: float) -> bool:
         """Sleep unless the server stops; True when it is stopping."""

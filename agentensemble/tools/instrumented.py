@@ -21,6 +21,7 @@ from agentensemble.errors import (
 )
 from agentensemble.tools import _approval, _gate
 from agentensemble.tools._sync import in_worker_thread, run_coroutine_sync
+from agentensemble.tools._tool_errors import model_text, warn_tool_exception
 from agentensemble.tools.base import AgentTool, ToolResult, as_tool_result, implements_body
 from agentensemble.tools.context import ToolContext, current_tool_context
 from agentensemble.tools.metrics import CallOutcome, ToolMetrics
@@ -45,13 +46,14 @@ def stops_the_run(exc: BaseException) -> bool:
 
 
 def exception_message(exc: BaseException) -> str:
-    """What the model sees for an exception: its message (API: ``Error: <message>``); the type
-    name only when the message is empty. The type and traceback go to the WARNING log. A
-    BaseException that is no Exception (SystemExit, ...) is named: "raised SystemExit: 2".
+    """What the model sees for an exception (API: ``Error: <message>``): an unexpected one with
+    its type, ``KeyError: 'O-9'``; a ToolExecutionError's own message. The traceback goes to the
+    WARNING log. A BaseException that is no Exception (SystemExit, ...) is named: "raised
+    SystemExit: 2". See ``_tool_errors``.
     """
     if not isinstance(exc, Exception):
         return escaped_message(exc)
-    return str(exc) or type(exc).__name__
+    return model_text(exc)
 
 
 class InstrumentedTool(AgentTool, Generic[InputT]):
@@ -282,6 +284,8 @@ def log_call(
         unexpected = exc is not None and not isinstance(exc, ToolExecutionError)
         outcome = CallOutcome.ERROR if unexpected else CallOutcome.FAILURE
         error = result.error_message or ""
+        if exc is not None and unexpected:
+            warn_tool_exception(name, exc)
         context.logger.warning(
             f"{name}({preview(raw)}) -> Error: {preview(error)}",
             tool=name,

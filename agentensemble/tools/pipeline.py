@@ -90,7 +90,10 @@ class _Stage:
 
 class _AdapterFailed(Exception):
     """An adapter raised or returned no str: ends the pipeline with a failure (never escapes
-    the pipeline's instrumented execute, which logs it at WARNING with the traceback)."""
+    the pipeline's instrumented execute, which logs it at WARNING with the traceback). Its
+    message already names what raised, so the model sees it as is."""
+
+    names_its_cause = True
 
 
 class ToolPipeline(AbstractAgentTool):
@@ -226,9 +229,7 @@ class ToolPipeline(AbstractAgentTool):
         except Exception as exc:
             if stops_the_run(exc):
                 raise
-            raise _AdapterFailed(
-                f"{where} raised {type(exc).__name__}: {exception_message(exc)}"
-            ) from exc
+            raise _AdapterFailed(f"{where} raised {exception_message(exc)}") from exc
         if not isinstance(adapted, str):
             raise _AdapterFailed(f"{where} returned {type(adapted).__name__}, expected str")
         return adapted

@@ -10,21 +10,19 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from agentensemble.agent import Agent
-from agentensemble.errors import ConfigurationError, PromptTemplateError
+from agentensemble.errors import ConfigurationError, ModelSettingsError, PromptTemplateError
 from agentensemble.execution.agent_executor import AgentTask
 from agentensemble.llm.types import ChatModel
+from agentensemble.task import Task
 from agentensemble.templates import fill_template, missing_variables
 from agentensemble.tools._no_reviewer import approval_without_reviewer, gated_tool_names
 from agentensemble.tools.resolver import ToolResolver
 from agentensemble.workflows import Workflow
 from agentensemble.workflows.base import PreparedTask
 from agentensemble.workflows.delegation import DelegateTool, Team, Worker
-
-if TYPE_CHECKING:
-    from agentensemble.task import Task
 
 MANAGER_ROLE = "Manager"
 
@@ -40,8 +38,44 @@ def team_agents(agents: Sequence[Agent], tasks: Sequence[Task]) -> list[Agent]:
     return team
 
 
+def unassigned_tasks(
+    workflow: Workflow, agents: Sequence[Agent], tasks: Sequence[Any]
+) -> tuple[list[tuple[int, Any]], list[Agent]]:
+    """The CrewAI habit: tasks with no agent (and no handler) beside listed agents no task uses,
+    in a workflow where ``agents`` assigns nothing. Returns ([(number, task)], [idle agents]);
+    both empty when the habit is not there (a peer for delegating agents is not idle)."""
+    if workflow is Workflow.HIERARCHICAL or not agents:
+        return [], []
+    if any(agent.allow_delegation for agent in team_agents(agents, tasks)):
+        return [], []
+    used = {id(getattr(task, "agent", None)) for task in tasks}
+    idle = [agent for agent in agents if id(agent) not in used]
+    orphans = [
+        (number, task)
+        for number, task in enumerate(tasks, start=1)
+        if isinstance(task, Task) and task.agent is None and task.handler is None
+    ]
+    return (orphans, idle) if orphans and idle else ([], [])
+
+
+def _check_assigned(workflow: Workflow, agents: Sequence[Agent], tasks: Sequence[Any]) -> None:
+    orphans, idle = unassigned_tasks(workflow, agents, tasks)
+    if not orphans:
+        return
+    number, task = orphans[0]
+    roles = ", ".join(repr(agent.role) for agent in idle)
+    raise ValueError(
+        f"task {number} ({task.label!r}) has no agent, and agents=[...] lists {roles}, which "
+        f"no task uses: in workflow {workflow.value.upper()}, agents=[...] hands out no work "
+        "(tasks without an agent would run as a synthesised 'Assistant' with no tools). Give "
+        "each task its agent: Task(..., agent=researcher); or let a manager hand the tasks "
+        "out: Ensemble(..., workflow=Workflow.HIERARCHICAL, manager_llm=...)"
+    )
+
+
 def check_team(workflow: Workflow, agents: Sequence[Agent], tasks: Sequence[Task]) -> None:
     """The rules of delegation and of the hierarchical workflow (ValueError naming the rule)."""
+    _check_assigned(workflow, agents, tasks)
     team = team_agents(agents, tasks)
     hierarchical = workflow is Workflow.HIERARCHICAL
     if hierarchical:
@@ -137,7 +171,7 @@ def model_resolver(default: Any, prepared: Sequence[PreparedTask]) -> ModelFor:
 def resolve_model(chosen: Any, who: str, by_name: dict[str, ChatModel]) -> ChatModel:
     """``chosen`` as a ChatModel; ConfigurationError naming ``who`` when there is none."""
     if chosen is None:
-        raise ConfigurationError(
+        raise ModelSettingsError(
             f"{who} has no model. Set Agent(llm=...) or Ensemble(llm=...) to a model name such "
             "as 'openai/gpt-4o-mini', an LLM or a ChatModel"
         )
@@ -151,7 +185,8 @@ def resolve_model(chosen: Any, who: str, by_name: dict[str, ChatModel]) -> ChatM
         try:  # a missing key or a bad base URL fails here, before any model call
             chosen.check_settings()
         except ConfigurationError as error:
-            raise ConfigurationError(f"{who}: {error}") from None
+            missing_key = getattr(error, "missing_key", False)
+            raise ModelSettingsError(f"{who}: {error}", missing_key=missing_key) from None
     model: ChatModel = chosen
     return model
 

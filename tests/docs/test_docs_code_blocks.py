@@ -59,6 +59,17 @@ def provider() -> Iterator[OpenAICompatibleServer]:
 _namespaces: dict[Path, dict[str, Any]] = {}
 
 
+def test_a_block_with_hidden_setup_says_so_to_its_reader() -> None:
+    # a reader copies the block as it is: one that needs definitions it does not show starts
+    # with a visible "# fragment: <what it assumes>" line (the scaffold is only for the test)
+    hidden = [
+        block.where
+        for block in BLOCKS
+        if block.scaffold is not None and not block.code.lstrip().startswith("# fragment: ")
+    ]
+    assert not hidden, f"start these blocks with '# fragment: <what they assume>': {hidden}"
+
+
 def test_the_docs_have_python_blocks() -> None:
     assert any(block.file.name == "README.md" for block in BLOCKS)
     assert len({block.file for block in BLOCKS}) >= 5

@@ -139,6 +139,9 @@ def test_a_failing_step_reaches_the_model_as_the_pipelines_error(
     output = run(openai_server, [invoice_pipeline()])
 
     tool_message = openai_server.requests[1]["messages"][-1]
-    assert tool_message["content"] == "Error: Expecting value: line 1 column 1 (char 0)"
+    assert (
+        tool_message["content"]
+        == "Error: JSONDecodeError: Expecting value: line 1 column 1 (char 0)"
+    )
     assert output.tool_calls[0].is_success is False
     assert output.raw == "The order could not be read."

@@ -186,7 +186,7 @@ def test_failures_reach_the_model_and_the_run_recovers(openai_server: OpenAIServ
 
     results = [m["content"] for m in openai_server.requests[1]["messages"] if m["role"] == "tool"]
     assert results[0] == "Error: refused a"
-    assert results[1] == "Error: exploded on 1"
+    assert results[1] == "Error: RuntimeError: exploded on 1"
     assert results[2].startswith(
         "Error: Unknown tool 'no_such_tool'. Available tools: refuse, explode"
     )

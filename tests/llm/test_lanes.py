@@ -79,7 +79,7 @@ def test_build_request_sends_what_litellm_sends() -> None:
         "model": "test-model",
         "messages": [
             {"role": "user", "content": "hi \ufffd"},
-            {"role": "assistant", "tool_calls": []},  # None fields dropped, as litellm does
+            {"role": "assistant", "content": "", "tool_calls": []},  # local servers need content
         ],
         "temperature": 0.2,
         "max_tokens": 50,

@@ -5,10 +5,11 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any
 
 import pytest
+from _quiet_http import QuietHTTPServer
 
 from agentensemble import LLM, LLMError, RetryPolicy
 
@@ -39,9 +40,9 @@ class _Recorder(BaseHTTPRequestHandler):
         pass
 
 
-def _serve(location: str | None) -> tuple[ThreadingHTTPServer, list[dict[str, str]]]:
+def _serve(location: str | None) -> tuple[QuietHTTPServer, list[dict[str, str]]]:
     handler = type("Handler", (_Recorder,), {"seen": [], "location": location})
-    server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    server = QuietHTTPServer(("127.0.0.1", 0), handler)
     threading.Thread(target=server.serve_forever, daemon=True).start()
     return server, handler.seen  # type: ignore[attr-defined]
 

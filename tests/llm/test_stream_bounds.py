@@ -6,9 +6,10 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 
 import pytest
+from _quiet_http import QuietHTTPServer
 
 from agentensemble import LLM
 from agentensemble.errors import LLMError
@@ -41,7 +42,7 @@ class KeepAliveForever(BaseHTTPRequestHandler):
 
 @pytest.fixture
 def keep_alive_server() -> Iterator[str]:
-    server = ThreadingHTTPServer(("127.0.0.1", 0), KeepAliveForever)
+    server = QuietHTTPServer(("127.0.0.1", 0), KeepAliveForever)
     server.daemon_threads = True
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()

@@ -380,7 +380,7 @@ async def test_without_the_mcp_package_the_run_says_which_extra_to_install(
 ) -> None:
     monkeypatch.setitem(sys.modules, "mcp", None)  # import mcp now raises ImportError
     model = ScriptedChatModel(["never"])
-    with pytest.raises(MCPServerError, match=re.escape("pip install 'agentensemble[mcp]'")):
+    with pytest.raises(MCPServerError, match=re.escape('pip install "agentensemble-py[mcp]"')):
         await one_task(stdio_server(), model).arun()
     assert model.requests == []
 

@@ -10,9 +10,11 @@ import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 from typing import Any
+
+from _quiet_http import QuietHTTPServer
 
 import agentensemble_review
 
@@ -91,7 +93,7 @@ def adhoc_server(respond: Responder) -> Iterator[tuple[str, list[Seen]]]:
 
         do_GET = do_POST = _handle
 
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    server = QuietHTTPServer(("127.0.0.1", 0), Handler)
     server.daemon_threads = True
     thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05})
     thread.daemon = True

@@ -302,3 +302,29 @@ def test_a_secret_in_a_request_from_any_sender_is_shown_redacted(
         "redis://:***@cache:6379"
         in client.get("/reviews").json()["reviews"][0]["request"]["output"]
     )
+
+
+@pytest.mark.parametrize("error", [ConnectionResetError(104, "reset"), BrokenPipeError(32, "pipe")])
+def test_a_client_hanging_up_prints_no_traceback(
+    review_server: ReviewServer, capsys: pytest.CaptureFixture[str], error: OSError
+) -> None:
+    # a durable worker killed while it polls its review resets the connection: part of the story
+    httpd = review_server._httpd
+    assert httpd is not None
+    try:
+        raise error
+    except OSError:
+        httpd.handle_error(None, ("127.0.0.1", 1))
+    assert capsys.readouterr().err == ""
+
+
+def test_a_real_bug_in_a_request_still_prints_its_traceback(
+    review_server: ReviewServer, capsys: pytest.CaptureFixture[str]
+) -> None:
+    httpd = review_server._httpd
+    assert httpd is not None
+    try:
+        raise KeyError("a bug")
+    except KeyError:
+        httpd.handle_error(None, ("127.0.0.1", 1))
+    assert "KeyError: 'a bug'" in capsys.readouterr().err

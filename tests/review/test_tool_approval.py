@@ -484,7 +484,7 @@ def test_a_reviewer_that_raises_fails_the_call_without_running_it() -> None:
     model = ScriptedChatModel([tool_call("transfer", ARGS), "could not pay"])
     result = run(model, [transfer], CrashingReviewer())
     assert LEDGER == []
-    assert seen(model) == ["Error: review service down"]
+    assert seen(model) == ["Error: RuntimeError: review service down"]
     assert result.raw == "could not pay"
 
 

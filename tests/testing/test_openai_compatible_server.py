@@ -116,3 +116,41 @@ def test_openai_base_url_points_a_model_string_at_it(monkeypatch: pytest.MonkeyP
         output = Ensemble(tasks=[Task(description="Say something", agent=agent)]).run()
     assert output.raw == "From the environment."
     assert len(server.requests) == 1
+
+
+@pytest.mark.parametrize("wrong", [{"content": "hi"}, None, 42], ids=["dict", "None", "int"])
+def test_a_responder_returning_the_wrong_type_tells_the_test_author(wrong: object) -> None:
+    # the client gets one 400 naming the types a responder may return, not a dropped connection
+    with OpenAICompatibleServer() as server:
+        server.set_responder(lambda request: wrong)  # type: ignore[arg-type, return-value]
+        response = post(server)
+        assert len(server.requests) == 1
+    assert response.status_code == 400
+    message = response.json()["error"]["message"]
+    assert f"the responder returned {type(wrong).__name__}" in message
+    assert "a str (a text answer), a ChatResponse" in message
+
+
+def test_a_responder_may_return_what_a_script_holds() -> None:
+    replies = iter([text("from text()"), tool_call("add", {"a": 1}), TextReply("a TextReply")])
+    with OpenAICompatibleServer() as server:
+        server.set_responder(lambda request: next(replies))
+        answers = [post(server).json()["choices"][0]["message"] for _ in range(3)]
+    assert answers[0]["content"] == "from text()"
+    assert answers[1]["tool_calls"][0]["function"]["name"] == "add"
+    assert answers[2]["content"] == "a TextReply"
+
+
+def test_through_an_llm_the_wrong_type_fails_at_once_with_the_reason() -> None:
+    from agentensemble.errors import LLMError
+
+    with OpenAICompatibleServer() as server:
+        server.set_responder(lambda request: {"role": "assistant"})  # type: ignore[arg-type, return-value]
+        llm = LLM("openai/test-model", api_base=server.base_url, api_key="sk-test")
+        agent = Agent(role="R", goal="G", llm=llm)
+        with pytest.raises(Exception) as caught:
+            Ensemble(tasks=[Task(description="d", expected_output="e", agent=agent)]).run()
+        assert len(server.requests) == 1  # not retried into the same mistake
+    chain = [caught.value, caught.value.__cause__]
+    assert any(isinstance(error, LLMError) for error in chain)
+    assert "the responder returned dict" in str(chain)

@@ -169,7 +169,9 @@ def test_exceptions_become_failures() -> None:
     def explode(x: int) -> int:
         return 1 // x
 
-    assert _run(explode, '{"x": 0}') == ToolResult.failure("integer division or modulo by zero")
+    assert _run(explode, '{"x": 0}') == ToolResult.failure(
+        "ZeroDivisionError: integer division or modulo by zero"
+    )
 
 
 def test_metrics_are_shared_by_every_binding_of_a_definition() -> None:

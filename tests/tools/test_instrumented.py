@@ -146,7 +146,7 @@ def reviewed() -> Iterator[FakeHandler]:
     [
         ("4", ToolResult.success("25")),
         ("four", ToolResult.failure("'four' is not a number")),
-        ("0", ToolResult.failure("integer division or modulo by zero")),
+        ("0", ToolResult.failure("ZeroDivisionError: integer division or modulo by zero")),
     ],
 )
 async def test_results_and_exceptions_never_escape(tool_input: str, expected: ToolResult) -> None:
@@ -267,7 +267,7 @@ def test_logs_failures_and_exceptions_at_warning(tool_logs: pytest.LogCaptureFix
     Divide().execute("0")
     assert _lines(tool_logs, logging.WARNING) == [
         "divide(four) -> Error: 'four' is not a number",
-        "divide(0) -> Error: integer division or modulo by zero",
+        "divide(0) -> Error: ZeroDivisionError: integer division or modulo by zero",
     ]
     crash = [r for r in tool_logs.records if r.levelno == logging.WARNING][1]
     assert crash.exc_info is not None  # the traceback of an unexpected exception is kept

@@ -292,7 +292,11 @@ def test_sync_execute_runs_the_same_pipeline() -> None:
             FAIL_FAST, Fails(), ToolResult.failure("cannot handle 'x'"), None, id="fail-fast"
         ),
         pytest.param(
-            FAIL_FAST, Raises(), ToolResult.failure("the disk is full"), None, id="fail-fast-raise"
+            FAIL_FAST,
+            Raises(),
+            ToolResult.failure("ValueError: the disk is full"),
+            None,
+            id="fail-fast-raise",
         ),
         pytest.param(
             FAIL_FAST,
@@ -314,8 +318,8 @@ def test_sync_execute_runs_the_same_pipeline() -> None:
         pytest.param(
             CONTINUE,
             Raises(),
-            ToolResult.success("the disk is full"),
-            "the disk is full",
+            ToolResult.success("ValueError: the disk is full"),
+            "ValueError: the disk is full",
             id="continue-passes-the-exception-message",
         ),
         pytest.param(

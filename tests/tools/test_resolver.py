@@ -473,7 +473,7 @@ async def test_plain_agent_tools_are_made_safe_logged_and_counted(
 ) -> None:
     flaky = ToolResolver().resolve([Flaky()]).get("flaky")
     assert flaky is not None
-    assert await flaky.run('{"input": "raise"}') == ToolResult.failure("disk on fire")
+    assert await flaky.run('{"input": "raise"}') == ToolResult.failure("RuntimeError: disk on fire")
     assert await flaky.run('{"input": "none"}') == ToolResult.success("")
     assert await flaky.run('{"input": "str"}') == ToolResult.success("plain text")
     assert await flaky.run("oops") == ToolResult.failure(
@@ -481,7 +481,7 @@ async def test_plain_agent_tools_are_made_safe_logged_and_counted(
         'Send {"input": "<text>"}.'
     )
     warnings = [r.getMessage() for r in tool_logs.records if r.levelno == logging.WARNING]
-    assert warnings[0] == "flaky(raise) -> Error: disk on fire"
+    assert warnings[0] == "flaky(raise) -> Error: RuntimeError: disk on fire"
     crash = next(r for r in tool_logs.records if r.levelno == logging.WARNING)
     assert crash.exc_info is not None and crash.exc_info[0] is RuntimeError
     metrics = tool_context.metrics["flaky"]

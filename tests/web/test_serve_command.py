@@ -142,4 +142,4 @@ def test_serve_without_the_web_extra_says_how_to_install_it(
 
     monkeypatch.setitem(sys.modules, "agentensemble_web.server", None)  # as if not installed
     assert main(["serve", "--port", "0"]) == EXIT_USAGE
-    assert "pip install 'agentensemble[web]'" in capsys.readouterr().err
+    assert 'pip install "agentensemble-py[web]"' in capsys.readouterr().err

@@ -1,4 +1,4 @@
-"""The console in headless Chromium (Debian's ``chromium`` + ``chromedriver``; ``make browser``).
+"""The console in headless Chromium (Debian's ``chromium`` + ``chromedriver``; see ``_browser.py``).
 
 One scripted run is watched live while a reviewer approves one email, edits another and rejects
 a third in the page; each outcome must reach the run. Screenshots of the runs page, a run page,
@@ -18,14 +18,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from _browser import find_browser
 from _web_support import SENT, api_client, mailer_ensemble
 
 from agentensemble_web import WebConsoleServer
 
 pytestmark = pytest.mark.browser
 
-CHROMIUM = "/usr/bin/chromium"
-CHROMEDRIVER = "/usr/bin/chromedriver"
 # docs/images/ is refreshed on request only (AGENTENSEMBLE_WRITE_SCREENSHOTS=1), so a test run
 # leaves the working tree clean; otherwise the screenshots go to a temporary folder
 IMAGES = (
@@ -36,8 +35,10 @@ IMAGES = (
 WAIT = 20.0
 
 webdriver = pytest.importorskip("selenium.webdriver")
-if not (Path(CHROMIUM).exists() and Path(CHROMEDRIVER).exists()):
-    pytest.skip("chromium is not installed: run `make browser`", allow_module_level=True)
+BROWSER = find_browser()
+if isinstance(BROWSER, str):
+    pytest.skip(BROWSER, allow_module_level=True)
+CHROMIUM, CHROMEDRIVER = BROWSER
 
 from selenium.common.exceptions import StaleElementReferenceException  # noqa: E402
 from selenium.webdriver.common.by import By  # noqa: E402
@@ -79,6 +80,16 @@ def _wait(driver: Any, condition: Any, what: str) -> Any:
     ).until(lambda d: condition(d), message=f"timed out waiting for {what}")
 
 
+def _click(driver: Any, selector: str, what: str) -> None:
+    """Click what the selector finds, finding it again if a re-render replaced it meanwhile."""
+
+    def click(d: Any) -> bool:
+        d.find_element(By.CSS_SELECTOR, selector).click()
+        return True
+
+    _wait(driver, click, what)
+
+
 def _pending_card(driver: Any, seen: set[str]) -> Any:
     def find(d: Any) -> Any:
         for card in d.find_elements(By.CSS_SELECTOR, "#reviews .review"):
@@ -106,10 +117,11 @@ def test_watch_a_run_and_decide_its_tool_calls_in_the_browser(
         target=lambda: box.setdefault("output", mailer_ensemble(console).run()), daemon=True
     )
     run.start()
+    # the runs table is re-rendered as events arrive: read a row only inside a wait
     _wait(
         driver,
         lambda d: d.find_element(By.CSS_SELECTOR, "#runs tbody tr .status").text == "running",
-        "the run, running",
+        "the run, shown as running",
     )
     seen: set[str] = set()
 
@@ -179,7 +191,7 @@ def test_watch_a_run_and_decide_its_tool_calls_in_the_browser(
     )
     driver.save_screenshot(str(IMAGES / "web-console-runs.png"))
 
-    driver.find_element(By.CSS_SELECTOR, "#runs tbody tr a").click()
+    _click(driver, "#runs tbody tr a", "the run's link")
     _wait(
         driver,
         # one item per call (arguments shown once): two ran, one was rejected
@@ -204,7 +216,11 @@ def test_watch_a_run_and_decide_its_tool_calls_in_the_browser(
     saved = output.trace.save(tmp_path / "trace.json")
     driver.get(console.url + "/#/trace")
     _wait(driver, lambda d: d.find_elements(By.ID, "trace-file"), "the trace viewer")
-    driver.find_element(By.ID, "trace-file").send_keys(str(saved))
+    _wait(
+        driver,
+        lambda d: d.find_element(By.ID, "trace-file").send_keys(str(saved)) or True,
+        "the trace file to be chosen",
+    )
     _wait(driver, lambda d: d.find_elements(By.ID, "trace-summary"), "the trace to render")
     _wait(
         driver,
@@ -329,7 +345,8 @@ def test_hostile_run_text_is_shown_as_text(driver: Any, console: WebConsoleServe
     _wait(driver, lambda d: len(d.find_elements(By.CSS_SELECTOR, "#decided .review")) == 2, "dec")
     driver.get(console.url + "/#/run/run-hostile")
     _wait(driver, lambda d: d.find_elements(By.CSS_SELECTOR, "#timeline .task"), "the task")
-    text = driver.find_element(By.ID, "timeline").text
+    assert not driver.find_elements(By.ID, "pwned")
+    text = _wait(driver, lambda d: d.find_element(By.ID, "timeline").text, "the timeline's text")
     assert "<img src=x" in text and "\\u202eevil" in text and "\u202e" not in text
     driver.get(console.url + "/#/audit")
     _wait(driver, lambda d: len(d.find_elements(By.CSS_SELECTOR, "#audit tbody tr")) == 2, "audit")

@@ -43,3 +43,15 @@ def test_the_stream_carries_events_and_run_summaries(console: WebConsoleServer) 
     reader.join(timeout=10)
     assert [m["kind"] for m in received] == ["event", "run"]
     assert received[1]["run"]["tasks_total"] == 2
+
+
+def test_a_stopping_console_opens_no_new_stream() -> None:
+    # a page reconnecting while the server stops would hold the shutdown until uvicorn cancels it
+    from agentensemble_web._hub import Hub
+
+    hub = Hub()
+    first = hub.subscribe()
+    assert first is not None
+    hub.close_all()
+    assert first.closed and first.queue.get_nowait() is None
+    assert hub.subscribe() is None

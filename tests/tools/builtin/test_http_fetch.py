@@ -8,10 +8,11 @@ import ipaddress
 import threading
 import time
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from urllib.parse import parse_qs, urlsplit
 
 import pytest
+from _quiet_http import QuietHTTPServer
 from builtin_helpers import call, refused
 
 from agentensemble.errors import ConfigurationError
@@ -103,7 +104,7 @@ class Public(_Quiet):
 
 
 def _serve(host: str, handler: type[BaseHTTPRequestHandler]) -> Iterator[int]:
-    server = ThreadingHTTPServer((host, 0), handler)
+    server = QuietHTTPServer((host, 0), handler)
     server.daemon_threads = True
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
