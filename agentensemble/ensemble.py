@@ -6,10 +6,12 @@ import asyncio
 import os
 from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import nullcontext
+from functools import partial
 from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from agentensemble import _memory_wiring as memory_wiring
 from agentensemble._background_loop import run_on_background_loop
 from agentensemble._validation import check_model, refuse_class
 from agentensemble.agent import Agent
@@ -34,6 +36,7 @@ from agentensemble.llm.types import ChatModel
 from agentensemble.outputs import EnsembleOutput
 from agentensemble.run_context import current_run_id, new_run_id, run_scope
 from agentensemble.task import Task
+from agentensemble.task_memory import use_run_memory_store
 from agentensemble.templates import fill_template, missing_variables
 from agentensemble.tools._no_reviewer import (
     approval_without_reviewer,
@@ -79,6 +82,8 @@ class Ensemble(BaseModel):
     manager_max_iterations: int = Field(default=20, gt=0, description="manager's tool calls")
     max_delegation_depth: int = Field(default=3, ge=0, description="nested peer hand-offs")
     capture: Literal["off", "standard", "full"] = "standard"
+    memory: Any = Field(default=None, description="a MemoryStore (agentensemble.memory)")
+    knowledge: list[Any] = Field(default_factory=list, description="Knowledge for every task")
 
     @model_validator(mode="before")
     @classmethod
@@ -89,6 +94,16 @@ class Ensemble(BaseModel):
     @classmethod
     def _model(cls, value: Any) -> Any:
         return check_model(value)
+
+    @field_validator("memory")
+    @classmethod
+    def _memory(cls, value: Any) -> Any:
+        return memory_wiring.check_store(value)
+
+    @field_validator("knowledge")
+    @classmethod
+    def _knowledge(cls, value: list[Any]) -> list[Any]:
+        return memory_wiring.check_knowledge(value)
 
     @field_validator("review_policy")
     @classmethod
@@ -124,6 +139,7 @@ class Ensemble(BaseModel):
         self._check_context_order()
         self._check_tools_and_reviews()
         check_team(self.workflow, self.agents, self.tasks)
+        memory_wiring.check_wiring(self.memory, self.tasks)
         return self
 
     # -- validation ---------------------------------------------------------------------------
@@ -208,7 +224,9 @@ class Ensemble(BaseModel):
             texts += [agent.role, agent.goal, agent.background or ""]
         return texts
 
-    def _prepare(self, inputs: Mapping[str, Any]) -> list[PreparedTask]:
+    def _prepare(
+        self, inputs: Mapping[str, Any], session: str | None = None
+    ) -> list[PreparedTask]:
         """Everything that can fail before the first model call fails here, all at once."""
         self._check_context_order()
         tools_of_task = self._check_tools_and_reviews()  # resolved once per task per run
@@ -258,6 +276,15 @@ class Ensemble(BaseModel):
                     output_guardrails=task.output_guardrails,
                     inputs=inputs,
                 )
+            item.memory = memory_wiring.task_memory(
+                role=item.agent_role if task.handler is None else "handler",
+                task=task,
+                memory=self.memory,
+                ensemble_knowledge=self.knowledge,
+                session=session,
+            )
+            if item.agent_task is not None:
+                item.agent_task.memory = item.memory
             prepared.append(item)
         return prepared
 
@@ -270,23 +297,33 @@ class Ensemble(BaseModel):
 
     # -- running ------------------------------------------------------------------------------
 
-    async def arun(self, inputs: Mapping[str, Any] | None = None) -> EnsembleOutput:
-        """Run the ensemble. Validation failures raise before any model call."""
-        return await self._execute(inputs, ())
+    async def arun(
+        self, inputs: Mapping[str, Any] | None = None, *, session: str | None = None
+    ) -> EnsembleOutput:
+        """Run the ensemble. Validation failures raise before any model call.
 
-    def astream(self, inputs: Mapping[str, Any] | None = None) -> AsyncIterator[EnsembleEvent]:
+        ``session``: continue that conversation (kept in ``memory``): each agent sees its
+        earlier exchanges of the session, bounded, oldest dropped first (docs/memory.md)."""
+        return await self._execute(inputs, (), session=session)
+
+    def astream(
+        self, inputs: Mapping[str, Any] | None = None, *, session: str | None = None
+    ) -> AsyncIterator[EnsembleEvent]:
         """Run and yield the run's events as they happen, model text as ``TokenDelta``s; ends
         with ``EnsembleCompleted``. Closing the iterator (``aclose()``, ``contextlib.aclosing``)
         cancels the run; a bare ``break`` leaves that to Python's finalizer."""
         from agentensemble.streaming import astream
 
-        return astream(self._execute, inputs)
+        memory_wiring.check_session(session, self.memory)
+        return astream(partial(self._execute, session=session), inputs)
 
     async def _execute(
         self,
         inputs: Mapping[str, Any] | None,
         extra_listeners: Sequence[EnsembleListener],
         stream: bool = False,
+        *,
+        session: str | None = None,
     ) -> EnsembleOutput:
         """One run. Tool sources (MCP servers) are started first, once for the whole run, and
         closed when it ends, whatever way it ends; bad inputs fail before anything starts."""
@@ -294,22 +331,28 @@ class Ensemble(BaseModel):
         missing = missing_variables(self._template_texts(), values)
         if missing:
             raise PromptTemplateError(missing)
+        session = memory_wiring.check_session(session, self.memory)
+        knowledge = memory_wiring.knowledge_of(self.knowledge, self.tasks)
+        if knowledge:
+            await memory_wiring.sync_knowledge(knowledge, self.memory)
         agents = [*self.agents, *(task.agent for task in self.tasks if task.agent is not None)]
         sources = tool_sources_in(
             [*(agent.tools for agent in agents), *(t.tools for t in self.tasks)]
         )
         async with open_tool_sources(sources):
-            return await self._run_once(inputs, extra_listeners, stream)
+            with use_run_memory_store(self.memory) if self.memory is not None else nullcontext():
+                return await self._run_once(inputs, extra_listeners, stream, session)
 
     async def _run_once(
         self,
         inputs: Mapping[str, Any] | None,
         extra_listeners: Sequence[EnsembleListener],
         stream: bool,
+        session: str | None = None,
     ) -> EnsembleOutput:
         """One run under its own run id (bound for events, logs and errors)."""
         values = check_inputs(inputs)
-        prepared = self._prepare(values)
+        prepared = self._prepare(values, session)
         from agentensemble.tracing.recorder import TraceRecorder  # loaded by the first run
 
         warn_missing_context(self.tasks)
@@ -384,13 +427,16 @@ class Ensemble(BaseModel):
             manager=manager,
         )
 
-    def run(self, inputs: Mapping[str, Any] | None = None) -> EnsembleOutput:
+    def run(
+        self, inputs: Mapping[str, Any] | None = None, *, session: str | None = None
+    ) -> EnsembleOutput:
         """Run synchronously; works from plain scripts and inside a running loop (Jupyter).
 
         The run goes on one long-lived background event loop shared by every ``run()``, so HTTP
         connections are reused across runs; Ctrl-C cancels it at once.
         """
-        return run_on_background_loop(self.arun(inputs))
+        memory_wiring.check_session(session, self.memory)
+        return run_on_background_loop(self.arun(inputs, session=session))
 
     if not TYPE_CHECKING:  # type checkers keep reporting unknown attributes as errors
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import time
 import uuid
 from collections.abc import Mapping, Sequence
@@ -21,6 +22,7 @@ from agentensemble.events import (
     LLMCallCompleted,
     LLMCallFailed,
     LLMCallStarted,
+    MemoryRetrieved,
     ToolCallCompleted,
     ToolCallStarted,
 )
@@ -48,6 +50,7 @@ from agentensemble.logging import get_logger
 from agentensemble.outputs import ReturnBehavior, TaskOutput, TokenUsage, ToolCallRecord
 from agentensemble.run_context import model_call_scope
 from agentensemble.steps import as_step, checkpointing
+from agentensemble.task_memory import Recollection, TaskMemory
 from agentensemble.tools.base import ToolResult
 from agentensemble.tools.context import ToolContext, use_tool_context
 from agentensemble.tools.metrics import ToolMetricsRegistry
@@ -86,6 +89,7 @@ class AgentTask:
     input_guardrails: Sequence[Any] = ()
     output_guardrails: Sequence[Any] = ()
     inputs: Mapping[str, Any] = field(default_factory=dict)
+    memory: TaskMemory | None = None  # memory, knowledge, session: shown before the task
 
 
 @dataclass
@@ -122,6 +126,7 @@ class AgentExecutor:
             },
             {"role": "user", "content": self._user_prompt(schema_in_prompt=True)},
         ]
+        self._prompt_at = 1  # the task's own user message (after any session history)
         self._format: ResponseFormat | None = None
         self.records: list[ToolCallRecord] = []
         self.llm_calls = 0
@@ -154,9 +159,33 @@ class AgentExecutor:
                 context=tuple(item.output for item in task.context),
             )
             await check_input(task.input_guardrails, seen, self.env.emitter)
+        if task.memory is not None:
+            self._show(await task.memory.recall(task.description))
         if task.output_type is not None and await supports_response_format(task.model):
             self._format = response_format(task.output_type)
-            self.messages[1]["content"] = self._user_prompt(schema_in_prompt=False)
+            self.messages[self._prompt_at]["content"] = self._user_prompt(schema_in_prompt=False)
+
+    def _show(self, recalled: Recollection) -> None:
+        """Session history between the system prompt and the task; retrieved memory as a
+        user-role message of untrusted data just before the task (never in the system prompt)."""
+        shown: list[Message] = [dict(message) for message in recalled.history]
+        if recalled.context is not None:
+            shown.append({"role": "user", "content": recalled.context})
+        self.messages[1:1] = shown
+        self._prompt_at = 1 + len(shown)
+        if self.env.emitter:
+            self.env.emitter.emit(
+                MemoryRetrieved(
+                    agent_role=self.task.role,
+                    task_name=self.task.task_name,
+                    task_description=self.task.description,
+                    query=recalled.query,
+                    scopes=list(recalled.scopes),
+                    items=[dataclasses.asdict(item) for item in recalled.items],
+                    session=recalled.session,
+                    history_messages=len(recalled.history),
+                )
+            )
 
     async def _finish(
         self, text: str, started: float, attempt: int

@@ -14,6 +14,7 @@ from typing import Any, Protocol
 from agentensemble.execution.agent_executor import AgentTask, ExecutionEnv
 from agentensemble.outputs import EnsembleOutput
 from agentensemble.task import Task
+from agentensemble.task_memory import TaskMemory
 
 
 @dataclass
@@ -34,6 +35,9 @@ class PreparedTask:
     """The Review in force after the task (task setting or ensemble policy), if any."""
     before_review: Any = None
     """The Review asked before the task starts, if any."""
+    memory: TaskMemory | None = None
+    """Memory, knowledge and session of the task (also on ``agent_task``); its final output is
+    handed to ``memory.remember`` once any review is done."""
 
 
 class WorkflowRunner(Protocol):

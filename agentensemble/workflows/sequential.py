@@ -145,6 +145,11 @@ async def _run_one(
         if verdict.stop:
             stop = ExitReason.TIMEOUT if verdict.timed_out else ExitReason.USER_EXIT_EARLY
 
+    if item.memory is not None:  # the final output, after any reviewer's edit
+        try:
+            await item.memory.remember(description, output.raw)
+        except Exception as error:  # the output is kept; only its memory is lost
+            _log.error("memory write failed", task_index=index, error=str(error))
     state.outputs.append(output)
     state.by_task[id(item.task)] = output
     state.context_items[id(item.task)] = ContextItem(
