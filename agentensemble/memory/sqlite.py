@@ -117,15 +117,16 @@ class SQLiteMemory(AsyncStoreMethods):
                 raise OSError(
                     f"memory store {str(self.path)!r} cannot be opened: {error}"
                 ) from error
-        connection.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
-        if self._memory_uri is None:
-            connection.execute("PRAGMA journal_mode = WAL")
-            connection.execute("PRAGMA synchronous = NORMAL")
         try:
+            connection.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+            if self._memory_uri is None:
+                connection.execute("PRAGMA journal_mode = WAL")
+                connection.execute("PRAGMA synchronous = NORMAL")
             connection.executescript(f"BEGIN IMMEDIATE;{_SCHEMA}COMMIT;")
         except sqlite3.Error as error:
             if connection.in_transaction:
                 connection.execute("ROLLBACK")
+            connection.close()
             raise OSError(f"memory store {str(self.path)!r} cannot be used: {error}") from error
         self._local.connection = connection
         self._local.pid = os.getpid()
