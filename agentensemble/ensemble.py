@@ -224,9 +224,7 @@ class Ensemble(BaseModel):
             texts += [agent.role, agent.goal, agent.background or ""]
         return texts
 
-    def _prepare(
-        self, inputs: Mapping[str, Any], session: str | None = None
-    ) -> list[PreparedTask]:
+    def _prepare(self, inputs: Mapping[str, Any], session: str | None = None) -> list[PreparedTask]:
         """Everything that can fail before the first model call fails here, all at once."""
         self._check_context_order()
         tools_of_task = self._check_tools_and_reviews()  # resolved once per task per run

@@ -23,6 +23,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "agentensemble.cli.run_command",
     "agentensemble.cli.validate_command",
     "agentensemble.cli.serve_command",
+    "agentensemble.cli.memory_command",
 )
 
 
