@@ -23,7 +23,7 @@ def check_store(value: Any) -> Any:
     return value
 
 
-def check_scopes(value: list[Any]) -> list[str]:
+def check_scopes(value: list[Any] | str) -> list[str]:
     """``Task(memory=[...])``: non-blank scope names, each once."""
     if isinstance(value, str):
         raise ValueError(f"memory takes a list of scope names, e.g. memory=[{value!r}]")

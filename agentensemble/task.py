@@ -90,7 +90,7 @@ class Task(BaseModel):
     @field_validator("memory", mode="before")
     @classmethod
     def _memory(cls, value: Any) -> Any:
-        return check_scopes(value) if isinstance(value, (list, tuple, str)) else value
+        return check_scopes(value) if isinstance(value, (list, str)) else value
 
     @field_validator("knowledge")
     @classmethod

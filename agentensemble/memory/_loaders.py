@@ -88,7 +88,9 @@ def csv_text(raw: str) -> str:
         return "; ".join(header)
     out = []
     for row in body:
-        pairs = [f"{name}: {value}" for name, value in zip(header, row) if value.strip()]
+        pairs = [
+            f"{name}: {value}" for name, value in zip(header, row, strict=False) if value.strip()
+        ]
         out.append("; ".join(pairs))
     return "\n\n".join(out)
 

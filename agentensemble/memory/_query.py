@@ -10,11 +10,12 @@ _WORD = re.compile(r"\w+", re.UNICODE)
 #: At most this many distinct terms of a query are searched (a task description can be long).
 MAX_TERMS = 32
 #: Very common English words: they match nearly everything and only slow the search down.
-STOPWORDS = frozenset(
+_COMMON = (
     "a an and are as at be but by can do does for from has have how i in into is it its me my "
     "not of on or our so than that the their them then there these they this to was we were "
-    "what when where which who why will with you your".split()
+    "what when where which who why will with you your"
 )
+STOPWORDS = frozenset(_COMMON.split())
 
 
 def query_terms(query: str) -> list[str]:

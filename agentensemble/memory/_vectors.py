@@ -9,6 +9,7 @@ Lexical and vector scores are combined by ``fuse``.
 from __future__ import annotations
 
 import heapq
+import importlib
 import operator
 from array import array
 from collections.abc import Sequence
@@ -32,10 +33,9 @@ def unpack(blob: bytes) -> array[float]:
 
 def _numpy() -> Any:
     try:
-        import numpy
+        return importlib.import_module("numpy")
     except ImportError:
         return None
-    return numpy
 
 
 class VectorIndex:
@@ -71,7 +71,10 @@ class VectorIndex:
             mul = operator.mul
             pairs = heapq.nlargest(
                 count,
-                ((key, sum(map(mul, q, v))) for key, v in zip(self.keys, self._vectors)),
+                (
+                    (key, sum(map(mul, q, v)))
+                    for key, v in zip(self.keys, self._vectors, strict=False)
+                ),
                 key=operator.itemgetter(1),
             )
         return sorted((p for p in pairs if p[1] >= MIN_SIMILARITY), key=lambda p: -p[1])

@@ -245,7 +245,7 @@ class PostgresMemory(AsyncStoreMethods):
         weights = [
             math.log(1 + (total - df + 0.5) / (df + 0.5)) if df else 0.0 for df in frequencies
         ]
-        used = [(q, w) for q, w in zip(queries, weights) if w > 0]
+        used = [(q, w) for q, w in zip(queries, weights, strict=False) if w > 0]
         if not used:
             return []
         weighted = " + ".join(
@@ -287,7 +287,7 @@ class PostgresMemory(AsyncStoreMethods):
             batch = missing[start : start + 256]
             embedded = self.embedder.embed([text for _, text in batch])
             with connection.transaction():
-                for (seq, _), raw in zip(batch, embedded):
+                for (seq, _), raw in zip(batch, embedded, strict=False):
                     vector = unpack(pack(normalised([float(x) for x in raw])))
                     connection.execute(
                         f"UPDATE {_TABLE} SET embedding = %s WHERE seq = %s",

@@ -15,7 +15,7 @@ import threading
 import time
 import uuid
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
@@ -163,10 +163,8 @@ class SQLiteMemory(AsyncStoreMethods):
         with self._lock:
             connections, self._connections = self._connections, []
         for connection in connections:
-            try:
+            with suppress(sqlite3.Error):
                 connection.close()
-            except sqlite3.Error:
-                pass
         self._local = threading.local()
 
     def __enter__(self) -> SQLiteMemory:
@@ -335,7 +333,7 @@ class SQLiteMemory(AsyncStoreMethods):
             batch = missing[start : start + 256]
             embedded = self.embedder.embed([text for _, text in batch])
             with self._write(connection):  # not a scope change: no version bump
-                for (rowid, _), raw in zip(batch, embedded):
+                for (rowid, _), raw in zip(batch, embedded, strict=False):
                     vector = unpack(pack(normalised([float(x) for x in raw])))
                     connection.execute(
                         "UPDATE memory_entries SET embedding = ? WHERE rowid = ?",

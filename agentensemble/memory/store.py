@@ -149,7 +149,7 @@ class AsyncStoreMethods:
         keep_last: int | None = None,
         older_than: timedelta | None = None,
     ) -> int:
-        return await asyncio.to_thread(  # type: ignore[no-any-return]
+        return await asyncio.to_thread(
             self.prune,  # type: ignore[attr-defined]
             scope,
             keep_last=keep_last,

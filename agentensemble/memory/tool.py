@@ -34,7 +34,7 @@ class MemoryTool:
                 f"MemoryTool({self.scope!r}) has no store: pass store=... or run it in an "
                 "Ensemble(memory=...)"
             )
-        return store  # type: ignore[no-any-return]
+        return store
 
     @tool
     async def remember(self, text: str) -> str:

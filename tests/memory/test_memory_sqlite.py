@@ -27,7 +27,7 @@ def python(*args: str) -> subprocess.CompletedProcess[str]:
 
 
 def test_a_path_in_a_missing_folder_is_a_clear_error(tmp_path: Path) -> None:
-    with pytest.raises(FileNotFoundError, match="folder .*nowhere.* does not exist"):
+    with pytest.raises(FileNotFoundError, match=r"folder .*nowhere.* does not exist"):
         SQLiteMemory(tmp_path / "nowhere" / "memory.sqlite")
 
 
@@ -39,7 +39,7 @@ def test_a_folder_is_not_a_store_path(tmp_path: Path) -> None:
 def test_a_file_that_is_no_database_is_a_clear_error(tmp_path: Path) -> None:
     path = tmp_path / "notes.txt"
     path.write_text("just text, not SQLite " * 100)
-    with pytest.raises(OSError, match="notes.txt"):
+    with pytest.raises(OSError, match=r"notes\.txt"):
         SQLiteMemory(path)
 
 
