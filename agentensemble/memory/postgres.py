@@ -1,7 +1,7 @@
 """PostgresMemory: memory in a shared Postgres (extra ``postgres``: psycopg 3).
 
-Full-text search with a ``tsvector`` column (the ``simple`` configuration: no language-specific
-stemming, any script) and a GIN index. Postgres' own ``ts_rank`` ignores how rare a word is, so
+Full-text search with a ``tsvector`` column (the ``english`` configuration: English stemming,
+as the SQLite store's porter tokenizer) and a GIN index. Postgres' own ``ts_rank`` ignores how rare a word is, so
 candidates are ranked by the summed inverse document frequency of the query words they hold
 (rare words first, like BM25), with ``ts_rank_cd`` as a tie-breaker, then weighted by recency.
 With an embedder, vectors are stored beside the entries and fused with the lexical ranking.
@@ -44,7 +44,7 @@ CREATE TABLE IF NOT EXISTS {_TABLE} (
     metadata JSONB NOT NULL DEFAULT '{{}}',
     created_at DOUBLE PRECISION NOT NULL,
     embedding BYTEA,
-    tsv TSVECTOR GENERATED ALWAYS AS (to_tsvector('simple', text)) STORED
+    tsv TSVECTOR GENERATED ALWAYS AS (to_tsvector('english', text)) STORED
 );
 CREATE INDEX IF NOT EXISTS {_TABLE}_tsv ON {_TABLE} USING GIN (tsv);
 CREATE INDEX IF NOT EXISTS {_TABLE}_scope ON {_TABLE} (scope, created_at);
@@ -235,7 +235,7 @@ class PostgresMemory(AsyncStoreMethods):
         queries = [f"'{term}'" for term in terms]  # \w+ words: no quote, no operator
         any_term = " | ".join(queries)
         counts = ", ".join(
-            "COUNT(*) FILTER (WHERE tsv @@ to_tsquery('simple', %s))" for _ in queries
+            "COUNT(*) FILTER (WHERE tsv @@ to_tsquery('english', %s))" for _ in queries
         )
         row = connection.execute(
             f"SELECT COUNT(*), {counts} FROM {_TABLE} WHERE scope = %s",
@@ -249,12 +249,12 @@ class PostgresMemory(AsyncStoreMethods):
         if not used:
             return []
         weighted = " + ".join(
-            "CASE WHEN tsv @@ to_tsquery('simple', %s) THEN %s ELSE 0 END" for _ in used
+            "CASE WHEN tsv @@ to_tsquery('english', %s) THEN %s ELSE 0 END" for _ in used
         )
         params: list[Any] = [value for pair in used for value in pair]
         rows = connection.execute(
-            f"SELECT seq, ({weighted}) + 0.1 * ts_rank_cd(tsv, to_tsquery('simple', %s)) AS s "
-            f"FROM {_TABLE} WHERE scope = %s AND tsv @@ to_tsquery('simple', %s) "
+            f"SELECT seq, ({weighted}) + 0.1 * ts_rank_cd(tsv, to_tsquery('english', %s)) AS s "
+            f"FROM {_TABLE} WHERE scope = %s AND tsv @@ to_tsquery('english', %s) "
             "ORDER BY s DESC LIMIT %s",
             (*params, any_term, scope, any_term, pool),
         ).fetchall()

@@ -1,4 +1,5 @@
-"""SQLiteMemory: the embedded default store. One file, FTS5 with BM25 plus recency, stdlib only.
+"""SQLiteMemory: the embedded default store. One file, FTS5 (BM25, English stemming) plus recency,
+stdlib only.
 
 Safe for several threads (a connection per thread) and several processes (WAL journal, a busy
 timeout, writes in ``BEGIN IMMEDIATE`` transactions): concurrent writers wait their turn and
@@ -50,7 +51,7 @@ CREATE TABLE IF NOT EXISTS memory_entries (
 CREATE INDEX IF NOT EXISTS memory_entries_scope ON memory_entries (scope, created_at);
 CREATE TABLE IF NOT EXISTS memory_scopes (scope TEXT PRIMARY KEY, version INTEGER NOT NULL);
 CREATE VIRTUAL TABLE IF NOT EXISTS memory_fts USING fts5 (
-    text, content='memory_entries', content_rowid='rowid', tokenize='unicode61 remove_diacritics 2'
+    text, content='memory_entries', content_rowid='rowid', tokenize='porter unicode61 remove_diacritics 2'
 );
 CREATE TRIGGER IF NOT EXISTS memory_entries_ai AFTER INSERT ON memory_entries BEGIN
     INSERT INTO memory_fts (rowid, text) VALUES (new.rowid, new.text);
