@@ -39,25 +39,33 @@ def _numpy() -> Any:
 
 
 class VectorIndex:
-    """One scope's vectors (keys and rows), scanned for the best cosine matches."""
+    """One scope's vectors (keys and rows), scanned for the best cosine matches.
+
+    Without numpy the vectors are kept by column, and only the query's non-zero dimensions are
+    scanned (one C-level ``map`` pass over all entries per dimension): a short query embedded
+    by ``HashingEmbedder`` touches a few dozen of its 256 dimensions.
+    """
 
     def __init__(
         self, keys: list[Any], vectors: list[array[float]], use_numpy: bool = True
     ) -> None:
         self.keys = keys
-        self._vectors = vectors
         self._matrix: Any = None
+        self._columns: list[array[float]] = []
         numpy = _numpy() if use_numpy else None
         if numpy is not None and vectors:
             self._matrix = numpy.frombuffer(
                 b"".join(v.tobytes() for v in vectors), dtype=numpy.float32
             ).reshape(len(vectors), -1)
+        elif vectors:
+            self._columns = [array("f", column) for column in zip(*vectors, strict=True)]
 
     def __len__(self) -> int:
         return len(self.keys)
 
     def top(self, query: Sequence[float], count: int) -> list[tuple[Any, float]]:
-        """The ``count`` keys most similar to ``query`` (cosine above zero), best first."""
+        """The ``count`` keys most similar to ``query`` (cosine at least ``MIN_SIMILARITY``),
+        best first."""
         if not self.keys:
             return []
         if self._matrix is not None:
@@ -67,16 +75,13 @@ class VectorIndex:
             best = numpy.argpartition(-scores, count - 1)[:count]
             pairs = [(self.keys[i], float(scores[i])) for i in best]
         else:
-            q = array("f", query)
-            mul = operator.mul
-            pairs = heapq.nlargest(
-                count,
-                (
-                    (key, sum(map(mul, q, v)))
-                    for key, v in zip(self.keys, self._vectors, strict=False)
-                ),
-                key=operator.itemgetter(1),
-            )
+            totals: list[float] = [0.0] * len(self.keys)
+            add = operator.add
+            for dim, weight in enumerate(query):
+                if weight != 0.0 and dim < len(self._columns):
+                    totals = list(map(add, totals, map(weight.__mul__, self._columns[dim])))
+            best = heapq.nlargest(count, range(len(totals)), key=totals.__getitem__)
+            pairs = [(self.keys[i], totals[i]) for i in best]
         return sorted((p for p in pairs if p[1] >= MIN_SIMILARITY), key=lambda p: -p[1])
 
 

@@ -1,10 +1,11 @@
 """PostgresMemory: memory in a shared Postgres (extra ``postgres``: psycopg 3).
 
 Full-text search with a ``tsvector`` column (the ``english`` configuration: English stemming,
-as the SQLite store's porter tokenizer) and a GIN index. Postgres' own ``ts_rank`` ignores how rare a word is, so
-candidates are ranked by the summed inverse document frequency of the query words they hold
-(rare words first, like BM25), with ``ts_rank_cd`` as a tie-breaker, then weighted by recency.
-With an embedder, vectors are stored beside the entries and fused with the lexical ranking.
+as the SQLite store's porter tokenizer) and a GIN index. Postgres' own ``ts_rank`` ignores
+how rare a word is, so candidates are ranked by the summed inverse document frequency of the
+query words they hold (rare words first, like BM25), with ``ts_rank_cd`` as a tie-breaker,
+then weighted by recency. With an embedder, vectors are stored beside the entries and fused
+with the lexical ranking.
 """
 
 from __future__ import annotations
