@@ -47,8 +47,17 @@ def uses_ensemble_memory(tools: Sequence[Any]) -> bool:
     return any(getattr(tool, "uses_ensemble_memory", False) is True for tool in tools)
 
 
-def check_wiring(memory: Any, tasks: Sequence[Any]) -> None:
-    """Memory scopes and store-less MemoryTools need ``Ensemble(memory=...)``."""
+def check_wiring(memory: Any, tasks: Sequence[Any], hierarchical: bool = False) -> None:
+    """Memory scopes and store-less MemoryTools need ``Ensemble(memory=...)``; a manager's
+    delegations do not show task memory or knowledge (refused rather than ignored)."""
+    if hierarchical:
+        for index, task in enumerate(tasks, start=1):
+            if task.memory or task.knowledge:
+                raise ValueError(
+                    f"task {index} ({task.label!r}) has memory or knowledge, which the "
+                    "hierarchical workflow does not show its workers; use a sequential or "
+                    "parallel workflow, or give the workers a MemoryTool"
+                )
     if memory is not None:
         return
     for index, task in enumerate(tasks, start=1):
@@ -65,10 +74,15 @@ def check_wiring(memory: Any, tasks: Sequence[Any]) -> None:
             )
 
 
-def check_session(session: Any, memory: Any) -> str | None:
+def check_session(session: Any, memory: Any, hierarchical: bool = False) -> str | None:
     """``run(..., session=...)``: a non-blank string, and a store to keep the session in."""
     if session is None:
         return None
+    if hierarchical:
+        raise ConfigurationError(
+            "run(session=...) is not supported with the hierarchical workflow (the manager's "
+            "workers would not see the conversation); use a sequential or parallel workflow"
+        )
     if not isinstance(session, str) or not session.strip():
         raise ValueError(f"session must be a non-blank string such as 'user-42'; got {session!r}")
     if memory is None:

@@ -139,10 +139,14 @@ class Ensemble(BaseModel):
         self._check_context_order()
         self._check_tools_and_reviews()
         check_team(self.workflow, self.agents, self.tasks)
-        memory_wiring.check_wiring(self.memory, self.tasks)
+        memory_wiring.check_wiring(self.memory, self.tasks, self._hierarchical)
         return self
 
     # -- validation ---------------------------------------------------------------------------
+
+    @property
+    def _hierarchical(self) -> bool:
+        return self.workflow is Workflow.HIERARCHICAL
 
     def _check_context_order(self) -> None:
         if self.workflow is not Workflow.SEQUENTIAL:  # any list order; no cycle, none outside
@@ -312,7 +316,7 @@ class Ensemble(BaseModel):
         cancels the run; a bare ``break`` leaves that to Python's finalizer."""
         from agentensemble.streaming import astream
 
-        memory_wiring.check_session(session, self.memory)
+        memory_wiring.check_session(session, self.memory, self._hierarchical)
         return astream(partial(self._execute, session=session), inputs)
 
     async def _execute(
@@ -329,7 +333,7 @@ class Ensemble(BaseModel):
         missing = missing_variables(self._template_texts(), values)
         if missing:
             raise PromptTemplateError(missing)
-        session = memory_wiring.check_session(session, self.memory)
+        session = memory_wiring.check_session(session, self.memory, self._hierarchical)
         knowledge = memory_wiring.knowledge_of(self.knowledge, self.tasks)
         if knowledge:
             await memory_wiring.sync_knowledge(knowledge, self.memory)
@@ -433,7 +437,7 @@ class Ensemble(BaseModel):
         The run goes on one long-lived background event loop shared by every ``run()``, so HTTP
         connections are reused across runs; Ctrl-C cancels it at once.
         """
-        memory_wiring.check_session(session, self.memory)
+        memory_wiring.check_session(session, self.memory, self._hierarchical)
         return run_on_background_loop(self.arun(inputs, session=session))
 
     if not TYPE_CHECKING:  # type checkers keep reporting unknown attributes as errors

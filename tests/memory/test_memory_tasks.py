@@ -279,6 +279,16 @@ def test_a_handler_task_writes_its_output_to_memory(tmp_path: Path) -> None:
             "memory store",
         ),
         (lambda: MemoryTool(" "), ValueError, "blank"),
+        (
+            lambda: Ensemble(
+                tasks=[Task(description="x", memory=["n"])],
+                agents=[Agent(role="a", goal="b")],
+                workflow="hierarchical",
+                memory=SQLiteMemory(":memory:"),
+            ),
+            ValidationError,
+            "hierarchical workflow does not show",
+        ),
     ],
 )
 def test_bad_memory_wiring_fails_when_built(
