@@ -57,8 +57,10 @@ class VectorIndex:
             self._matrix = numpy.frombuffer(
                 b"".join(v.tobytes() for v in vectors), dtype=numpy.float32
             ).reshape(len(vectors), -1)
-        elif vectors:
-            self._columns = [array("f", column) for column in zip(*vectors, strict=True)]
+        elif vectors:  # one flat array, then every dims-th value: no float objects per value
+            flat = array("f", b"".join(v.tobytes() for v in vectors))
+            dims = len(vectors[0])
+            self._columns = [flat[dim::dims] for dim in range(dims)]
 
     def __len__(self) -> int:
         return len(self.keys)
@@ -79,7 +81,7 @@ class VectorIndex:
             add = operator.add
             for dim, weight in enumerate(query):
                 if weight != 0.0 and dim < len(self._columns):
-                    totals = list(map(add, totals, map(weight.__mul__, self._columns[dim])))
+                    totals = list(map(add, totals, map(float(weight).__mul__, self._columns[dim])))
             best = heapq.nlargest(count, range(len(totals)), key=totals.__getitem__)
             pairs = [(self.keys[i], totals[i]) for i in best]
         return sorted((p for p in pairs if p[1] >= MIN_SIMILARITY), key=lambda p: -p[1])
