@@ -50,9 +50,13 @@ CREATE TABLE IF NOT EXISTS {_TABLE} (
 CREATE INDEX IF NOT EXISTS {_TABLE}_tsv ON {_TABLE} USING GIN (tsv);
 CREATE INDEX IF NOT EXISTS {_TABLE}_scope ON {_TABLE} (scope, created_at);
 CREATE TABLE IF NOT EXISTS {_TABLE}_scopes (scope TEXT PRIMARY KEY, version BIGINT NOT NULL);
+ALTER TABLE {_TABLE}_scopes ADD COLUMN IF NOT EXISTS entries BIGINT NOT NULL DEFAULT 0;
 """
 _COLUMNS = "seq, id, scope, text, metadata, created_at"
 _PASSWORD = re.compile(r"(://[^:/@]*:)[^@]*@")
+#: A query word found in at least this many entries of the scope is left out of the search
+#: when the query has rarer words (counting stops there, so a count costs at most this much).
+COMMON_CAP = 1_000
 CANDIDATES_PER_RESULT = 4
 MIN_CANDIDATES = 20
 
@@ -104,11 +108,13 @@ class PostgresMemory(AsyncStoreMethods):
             self._connections.append(connection)
         return connection
 
-    def _bump(self, connection: Any, scope: str) -> None:
+    def _bump(self, connection: Any, scope: str, added: int) -> None:
+        """Mark ``scope`` changed (vector caches go stale) and keep its entry count."""
         connection.execute(
-            f"INSERT INTO {_TABLE}_scopes (scope, version) VALUES (%s, 1) "
-            f"ON CONFLICT (scope) DO UPDATE SET version = {_TABLE}_scopes.version + 1",
-            (scope,),
+            f"INSERT INTO {_TABLE}_scopes AS s (scope, version, entries) "
+            "VALUES (%s, 1, GREATEST(%s, 0)) ON CONFLICT (scope) DO UPDATE "
+            "SET version = s.version + 1, entries = GREATEST(s.entries + %s, 0)",
+            (scope, added, added),
         )
 
     def close(self) -> None:
@@ -139,7 +145,7 @@ class PostgresMemory(AsyncStoreMethods):
                 "VALUES (%s, %s, %s, %s::jsonb, %s, %s)",
                 (entry_id, scope, text, meta, created, vector),
             )
-            self._bump(connection, scope)
+            self._bump(connection, scope, 1)
         return _entry((0, entry_id, scope, text, json.loads(meta), created))
 
     def delete(self, entry_id: str) -> bool:
@@ -149,7 +155,7 @@ class PostgresMemory(AsyncStoreMethods):
                 f"DELETE FROM {_TABLE} WHERE id = %s RETURNING scope", (str(entry_id),)
             ).fetchone()
             if row is not None:
-                self._bump(connection, row[0])
+                self._bump(connection, row[0], -1)
         return row is not None
 
     def clear(self, scope: str) -> int:
@@ -157,7 +163,7 @@ class PostgresMemory(AsyncStoreMethods):
         connection = self._connection()
         with connection.transaction():
             removed = connection.execute(f"DELETE FROM {_TABLE} WHERE scope = %s", (scope,))
-            self._bump(connection, scope)
+            self._bump(connection, scope, -removed.rowcount)
         return int(removed.rowcount)
 
     def prune(
@@ -184,7 +190,7 @@ class PostgresMemory(AsyncStoreMethods):
                     "ORDER BY created_at DESC, seq DESC LIMIT %s)",
                     (scope, scope, keep_last),
                 ).rowcount
-            self._bump(connection, scope)
+            self._bump(connection, scope, -removed)
         return removed
 
     # -- reading ------------------------------------------------------------------------------
@@ -232,32 +238,39 @@ class PostgresMemory(AsyncStoreMethods):
     def _lexical(
         self, connection: Any, scope: str, terms: list[str], pool: int
     ) -> list[tuple[int, float]]:
-        """Candidates ranked by the summed IDF of the query words they contain."""
+        """Candidates ranked by the summed IDF of the query words they contain.
+
+        Each word's document count is read from the GIN index, capped at ``COMMON_CAP``: a word
+        found in more entries than that is left out when rarer words remain (as in SQLite), so
+        no search scores every entry of a large scope."""
         queries = [f"'{term}'" for term in terms]  # \w+ words: no quote, no operator
-        any_term = " | ".join(queries)
-        counts = ", ".join(
-            "COUNT(*) FILTER (WHERE tsv @@ to_tsquery('english', %s))" for _ in queries
+        counted = " UNION ALL ".join(
+            f"SELECT {n}, COUNT(*) FROM (SELECT 1 FROM {_TABLE} WHERE scope = %s "
+            f"AND tsv @@ to_tsquery('english', %s) LIMIT {COMMON_CAP}) AS t{n}"
+            for n in range(len(queries))
         )
+        params: list[Any] = [value for query in queries for value in (scope, query)]
+        frequencies = dict(connection.execute(counted, params).fetchall())
         row = connection.execute(
-            f"SELECT COUNT(*), {counts} FROM {_TABLE} WHERE scope = %s",
-            (*queries, scope),
+            f"SELECT entries FROM {_TABLE}_scopes WHERE scope = %s", (scope,)
         ).fetchone()
-        total, frequencies = int(row[0]), [int(x) for x in row[1:]]
-        weights = [
-            math.log(1 + (total - df + 0.5) / (df + 0.5)) if df else 0.0 for df in frequencies
-        ]
-        used = [(q, w) for q, w in zip(queries, weights, strict=False) if w > 0]
+        total = max(int(row[0]) if row else 0, *frequencies.values(), 1)
+        found = [(queries[n], int(df)) for n, df in sorted(frequencies.items()) if df]
+        rare = [(query, df) for query, df in found if df < COMMON_CAP]
+        used = rare or found
         if not used:
             return []
+        weights = [(q, math.log(1 + (total - df + 0.5) / (df + 0.5))) for q, df in used]
+        any_term = " | ".join(q for q, _ in used)
         weighted = " + ".join(
-            "CASE WHEN tsv @@ to_tsquery('english', %s) THEN %s ELSE 0 END" for _ in used
+            "CASE WHEN tsv @@ to_tsquery('english', %s) THEN %s ELSE 0 END" for _ in weights
         )
-        params: list[Any] = [value for pair in used for value in pair]
+        values: list[Any] = [value for pair in weights for value in pair]
         rows = connection.execute(
             f"SELECT seq, ({weighted}) + 0.1 * ts_rank_cd(tsv, to_tsquery('english', %s)) AS s "
             f"FROM {_TABLE} WHERE scope = %s AND tsv @@ to_tsquery('english', %s) "
             "ORDER BY s DESC LIMIT %s",
-            (*params, any_term, scope, any_term, pool),
+            (*values, any_term, scope, any_term, pool),
         ).fetchall()
         return [(int(seq), float(score)) for seq, score in rows]
 
