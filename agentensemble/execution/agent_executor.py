@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 import time
 import uuid
 from collections.abc import Mapping, Sequence
@@ -22,10 +21,10 @@ from agentensemble.events import (
     LLMCallCompleted,
     LLMCallFailed,
     LLMCallStarted,
-    MemoryRetrieved,
     ToolCallCompleted,
     ToolCallStarted,
 )
+from agentensemble.execution._recall import show_recollection
 from agentensemble.execution._turn import run_in_order, run_turn
 from agentensemble.execution._verbose import Transcript
 from agentensemble.execution.guardrails import (
@@ -50,7 +49,7 @@ from agentensemble.logging import get_logger
 from agentensemble.outputs import ReturnBehavior, TaskOutput, TokenUsage, ToolCallRecord
 from agentensemble.run_context import model_call_scope
 from agentensemble.steps import as_step, checkpointing
-from agentensemble.task_memory import Recollection, TaskMemory
+from agentensemble.task_memory import TaskMemory
 from agentensemble.tools.base import ToolResult
 from agentensemble.tools.context import ToolContext, use_tool_context
 from agentensemble.tools.metrics import ToolMetricsRegistry
@@ -160,32 +159,11 @@ class AgentExecutor:
             )
             await check_input(task.input_guardrails, seen, self.env.emitter)
         if task.memory is not None:
-            self._show(await task.memory.recall(task.description))
+            recalled = await task.memory.recall(task.description)
+            self._prompt_at = show_recollection(self.messages, recalled, task, self.env.emitter)
         if task.output_type is not None and await supports_response_format(task.model):
             self._format = response_format(task.output_type)
             self.messages[self._prompt_at]["content"] = self._user_prompt(schema_in_prompt=False)
-
-    def _show(self, recalled: Recollection) -> None:
-        """Session history between the system prompt and the task; retrieved memory as a
-        user-role message of untrusted data just before the task (never in the system prompt)."""
-        shown: list[Message] = [dict(message) for message in recalled.history]
-        if recalled.context is not None:
-            shown.append({"role": "user", "content": recalled.context})
-        self.messages[1:1] = shown
-        self._prompt_at = 1 + len(shown)
-        if self.env.emitter:
-            self.env.emitter.emit(
-                MemoryRetrieved(
-                    agent_role=self.task.role,
-                    task_name=self.task.task_name,
-                    task_description=self.task.description,
-                    query=recalled.query,
-                    scopes=list(recalled.scopes),
-                    items=[dataclasses.asdict(item) for item in recalled.items],
-                    session=recalled.session,
-                    history_messages=len(recalled.history),
-                )
-            )
 
     async def _finish(
         self, text: str, started: float, attempt: int
