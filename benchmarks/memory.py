@@ -91,11 +91,12 @@ def measure(store: Any, sizes: list[int], label: str, rows: list[list[str]]) -> 
         started = time.perf_counter()
         store.search(SCOPE, queries[0])
         first = time.perf_counter() - started
-        searches = []
+        searches, cpu = [], []
         for query in queries:
-            started = time.perf_counter()
+            started, used = time.perf_counter(), time.process_time()
             hits = store.search(SCOPE, query)
             searches.append(time.perf_counter() - started)
+            cpu.append(time.process_time() - used)
             assert hits, f"{label}: no hit for {query!r}"
         rows.append(
             [
@@ -103,6 +104,7 @@ def measure(store: Any, sizes: list[int], label: str, rows: list[list[str]]) -> 
                 f"{size:,}",
                 f"{median_ms(adds):.2f}",
                 f"{median_ms(searches):.2f}",
+                "server" if label.startswith("postgres") else f"{median_ms(cpu):.2f}",
                 f"{max(searches) * 1000:.1f}",
                 f"{first * 1000:.1f}",
             ]
@@ -140,7 +142,7 @@ def overhead(rows: list[list[str]], folder: Path) -> None:
     for name in ("memory", "session"):
         extra = median_ms(runs[name]) - base
         rows.append(
-            [f"task overhead: {name}", "1,000", "", f"{extra:.2f}", "", f"(base {base:.2f})"]
+            [f"task overhead: {name}", "1,000", "", f"{extra:.2f}", "", "", f"(base {base:.2f})"]
         )
         print(" | ".join(rows[-1]), flush=True)
 
@@ -151,6 +153,7 @@ def table(rows: list[list[str]]) -> str:
         "entries",
         "add median ms",
         "search median ms",
+        "search CPU ms",
         "search max ms",
         "first search ms",
     ]
@@ -202,8 +205,10 @@ def main() -> int:
             if server is not None:
                 server.cleanup()
     numpy = "numpy" if _has_numpy() else "pure Python"
+    load = ", ".join(f"{x:.1f}" for x in os.getloadavg())
     text = (
-        f"Measured {date.today()} on {platform.machine()}, {os.cpu_count()} cores (shared), "
+        f"Measured {date.today()} on {platform.machine()}, {os.cpu_count()} cores shared with "
+        f"other work (load average at the end {load}), "
         f"Python {platform.python_version()}, SQLite {_sqlite()}; vector scan: {numpy}.\n\n"
         + table(rows)
     )
