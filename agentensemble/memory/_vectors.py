@@ -72,7 +72,9 @@ class VectorIndex:
             return []
         if self._matrix is not None:
             numpy = _numpy()
-            scores = self._matrix @ numpy.asarray(query, dtype=numpy.float32)
+            # einsum runs in this thread; BLAS (``@``) starts a thread pool that, on a busy
+            # machine, made the same product four times slower (benchmarks/RESULTS.md)
+            scores = numpy.einsum("ij,j->i", self._matrix, numpy.asarray(query, numpy.float32))
             count = min(count, len(scores))
             best = numpy.argpartition(-scores, count - 1)[:count]
             pairs = [(self.keys[i], float(scores[i])) for i in best]
