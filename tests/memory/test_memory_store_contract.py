@@ -4,13 +4,15 @@ from __future__ import annotations
 
 import asyncio
 import threading
+from collections.abc import Callable
 from datetime import timedelta
 from typing import Any
 
 import pytest
-from conftest import StoreFactory
 
 from agentensemble.memory import MemoryEntry, MemoryStore
+
+StoreFactory = Callable[..., Any]  # the make_store fixture (conftest.py)
 
 
 def test_a_store_is_a_memory_store(store: Any) -> None:
