@@ -308,3 +308,18 @@ def test_a_session_without_a_store_or_blank_fails_before_any_model_call(
     with pytest.raises(ValueError, match="non-blank"):
         support(server, SQLiteMemory(tmp_path / "m.sqlite")).run({"question": "q"}, session=" ")
     assert server.requests == []
+
+
+def test_a_session_in_a_hierarchical_run_is_refused_before_any_model_call(
+    server: OpenAICompatibleServer, tmp_path: Path
+) -> None:
+    ensemble = Ensemble(
+        tasks=[Task(description="Plan the launch")],
+        agents=[Agent(role="Planner", goal="Plan")],
+        workflow="hierarchical",
+        llm=model(server),
+        memory=SQLiteMemory(tmp_path / "m.sqlite"),
+    )
+    with pytest.raises(ConfigurationError, match="hierarchical"):
+        ensemble.run(session="user-42")
+    assert server.requests == []
