@@ -6,10 +6,12 @@ import asyncio
 import os
 from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import nullcontext
+from functools import partial
 from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from agentensemble import _memory_wiring as memory_wiring
 from agentensemble._background_loop import run_on_background_loop
 from agentensemble._validation import check_model, refuse_class
 from agentensemble.agent import Agent
@@ -35,6 +37,7 @@ from agentensemble.hints import (
 from agentensemble.llm.streaming import EventSink, use_sink
 from agentensemble.outputs import EnsembleOutput
 from agentensemble.run_context import current_run_id, new_run_id, run_scope
+from agentensemble.task_memory import use_run_memory_store
 from agentensemble.tools.source import open_tool_sources, tool_sources_in
 from agentensemble.workflows import ParallelErrorStrategy, Workflow
 from agentensemble.workflows._review_gates import policy_value
@@ -75,6 +78,8 @@ class Ensemble(BaseModel):
     max_delegation_depth: int = Field(default=3, ge=0, description="nested peer hand-offs")
     capture: Literal["off", "standard", "full"] = "standard"
     name: str | None = Field(default=None, description="as a step of another ensemble")
+    memory: Any = Field(default=None, description="a MemoryStore (agentensemble.memory)")
+    knowledge: list[Any] = Field(default_factory=list, description="Knowledge for every task")
 
     @model_validator(mode="before")
     @classmethod
@@ -85,6 +90,16 @@ class Ensemble(BaseModel):
     @classmethod
     def _model(cls, value: Any) -> Any:
         return check_model(value)
+
+    @field_validator("memory")
+    @classmethod
+    def _memory(cls, value: Any) -> Any:
+        return memory_wiring.check_store(value)
+
+    @field_validator("knowledge")
+    @classmethod
+    def _knowledge(cls, value: list[Any]) -> list[Any]:
+        return memory_wiring.check_knowledge(value)
 
     @field_validator("review_policy")
     @classmethod
@@ -131,7 +146,12 @@ class Ensemble(BaseModel):
         check_structure(self.tasks, self.workflow)
         self._check_tools_and_reviews()
         check_team(self.workflow, self.agents, leaf_tasks(self.tasks))
+        memory_wiring.check_wiring(self.memory, leaf_tasks(self.tasks), self._hierarchical)
         return self
+
+    @property
+    def _hierarchical(self) -> bool:
+        return self.workflow is Workflow.HIERARCHICAL
 
     def _check_tools_and_reviews(self) -> None:
         """Every task's tools resolve and every gate has a reviewer (also asked again by servers
@@ -149,35 +169,50 @@ class Ensemble(BaseModel):
 
     # -- running ------------------------------------------------------------------------------
 
-    async def arun(self, inputs: Mapping[str, Any] | None = None) -> EnsembleOutput:
-        """Run the ensemble. Validation failures raise before any model call."""
-        return await self._execute(inputs, ())
+    async def arun(
+        self, inputs: Mapping[str, Any] | None = None, *, session: str | None = None
+    ) -> EnsembleOutput:
+        """Run the ensemble. Validation failures raise before any model call.
 
-    def astream(self, inputs: Mapping[str, Any] | None = None) -> AsyncIterator[EnsembleEvent]:
+        ``session``: continue that conversation (kept in ``memory``): each agent sees its
+        earlier exchanges of the session, bounded, oldest dropped first (docs/memory.md)."""
+        return await self._execute(inputs, (), session=session)
+
+    def astream(
+        self, inputs: Mapping[str, Any] | None = None, *, session: str | None = None
+    ) -> AsyncIterator[EnsembleEvent]:
         """Run and yield the run's events as they happen, model text as ``TokenDelta``s; ends
         with ``EnsembleCompleted``. Closing the iterator (``aclose()``, ``contextlib.aclosing``)
         cancels the run; a bare ``break`` leaves that to Python's finalizer."""
         from agentensemble.streaming import astream
 
-        return astream(self._execute, inputs)
+        memory_wiring.check_session(session, self.memory, self._hierarchical)
+        return astream(partial(self._execute, session=session), inputs)
 
     async def _execute(
         self,
         inputs: Mapping[str, Any] | None,
         extra_listeners: Sequence[EnsembleListener],
         stream: bool = False,
+        *,
+        session: str | None = None,
     ) -> EnsembleOutput:
         """One run. Bad inputs fail before anything starts; tool sources (MCP servers) are
         started next, once for the whole run, and closed when it ends, whatever way it ends;
         then the run is prepared, once (``workflows/prepare.py``), and handed to its runner."""
         values = check_inputs(inputs)
         check_inputs_for(self, values)
+        session = memory_wiring.check_session(session, self.memory, self._hierarchical)
         agents = team_and_task_agents(self)
         tasks = leaf_tasks(self.tasks)
+        knowledge = memory_wiring.knowledge_of(self.knowledge, tasks)
+        if knowledge:
+            await memory_wiring.sync_knowledge(knowledge, self.memory)
         sources = tool_sources_in([*(agent.tools for agent in agents), *(t.tools for t in tasks)])
         async with open_tool_sources(sources):
-            prepared = prepare_run(self, values, inputs_checked=True)
-            return await self._run_prepared(prepared, values, extra_listeners, stream)
+            prepared = prepare_run(self, values, inputs_checked=True, session=session)
+            with use_run_memory_store(self.memory) if self.memory is not None else nullcontext():
+                return await self._run_prepared(prepared, values, extra_listeners, stream)
 
     async def _run_prepared(
         self,
@@ -260,21 +295,24 @@ class Ensemble(BaseModel):
             manager=manager,
         )
 
-    def run(self, inputs: Mapping[str, Any] | None = None) -> EnsembleOutput:
+    def run(
+        self, inputs: Mapping[str, Any] | None = None, *, session: str | None = None
+    ) -> EnsembleOutput:
         """Run synchronously; works from plain scripts and inside a running loop (Jupyter).
 
         The run goes on one long-lived background event loop shared by every ``run()``, so HTTP
-        connections are reused across runs; Ctrl-C cancels it at once.
+        connections are reused across runs; Ctrl-C cancels it at once. ``session``: as ``arun``.
         """
-        return run_on_background_loop(self._arun_for(user_line(), inputs))
+        memory_wiring.check_session(session, self.memory, self._hierarchical)
+        return run_on_background_loop(self._arun_for(user_line(), inputs, session))
 
     async def _arun_for(
-        self, caller: UserLine | None, inputs: Mapping[str, Any] | None
+        self, caller: UserLine | None, inputs: Mapping[str, Any] | None, session: str | None
     ) -> EnsembleOutput:
         """``arun`` on the background loop, with warnings located at ``run()``'s caller."""
         token = CALLER.set(caller)
         try:
-            return await self.arun(inputs)
+            return await self.arun(inputs, session=session)
         finally:
             CALLER.reset(token)
 

@@ -304,6 +304,27 @@ class GraphStepCompleted:
         }
 
 
+@dataclass(frozen=True)
+class MemoryRetrieved:
+    """What memory, knowledge and the session showed an agent before its task.
+
+    ``items`` are the retrieved entries (source, scope, id, text, score, metadata), best first;
+    ``history_messages`` counts the session messages replayed. A run page shows these beside the
+    task: everything it needs is here (texts are redacted in the trace like any other field).
+    """
+
+    agent_role: str
+    task_name: str | None
+    task_description: str
+    query: str
+    scopes: list[str]
+    items: list[Any]
+    session: str | None = None
+    history_messages: int = 0
+    run_id: str = _run_id()
+    task_index: int | None = _task_index()
+
+
 EnsembleEvent = (
     EnsembleStarted
     | EnsembleCompleted
@@ -326,6 +347,7 @@ EnsembleEvent = (
     | DelegationFailed
     | LoopIterationCompleted
     | GraphStepCompleted
+    | MemoryRetrieved
 )
 
 
@@ -376,6 +398,7 @@ __all__ = [
     "LLMCallFailed",
     "LLMCallStarted",
     "LoopIterationCompleted",
+    "MemoryRetrieved",
     "ReviewDecided",
     "ReviewRequested",
     "StreamRestarted",

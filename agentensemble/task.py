@@ -8,6 +8,7 @@ from typing import Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from agentensemble._memory_wiring import check_knowledge, check_scopes
 from agentensemble._validation import check_review, check_tools, require_text
 from agentensemble.agent import Agent
 from agentensemble.guardrails import check_guardrails
@@ -55,6 +56,10 @@ class Task(BaseModel):
     for_each: str | None = Field(
         default=None, description="one run per item of inputs[for_each]; {item} and {index}"
     )
+    memory: list[str] = Field(
+        default_factory=list, description="scopes searched before the task, written after it"
+    )
+    knowledge: list[Any] = Field(default_factory=list, description="Knowledge(paths=[...])")
 
     @model_validator(mode="before")
     @classmethod
@@ -106,6 +111,16 @@ class Task(BaseModel):
                 "list[...], dict[str, ...], int, float, bool, str or Literal[...]"
             ) from error
         return value
+
+    @field_validator("memory", mode="before")
+    @classmethod
+    def _memory(cls, value: Any) -> Any:
+        return check_scopes(value) if isinstance(value, (list, str)) else value
+
+    @field_validator("knowledge")
+    @classmethod
+    def _knowledge(cls, value: list[Any]) -> list[Any]:
+        return check_knowledge(value)
 
     @field_validator("input_guardrails", "output_guardrails")
     @classmethod

@@ -55,6 +55,16 @@ RUNS = {
             "Trace saved and loaded back: True",
         )
     ),
+    "support_memory.py": Run(
+        expected=(
+            OFFLINE,
+            "Agent: Sorry about the leak, Ada. I opened a replacement request for order 1042.",
+            "Agent: Welcome back, Ada. A replacement for order 1042 was approved",
+            "Memory shown: 2 entr(y/ies), 1 earlier exchange(s) of the session",
+            "(day 2 ran in a new process on the same memory file)",
+            "Entries remembered for Ada: 3",
+        )
+    ),
     "tool_pipeline.py": Run(expected=(OFFLINE, "Invoice: Subtotal 14.00 + tax 2.80 = total 16.80")),
     "mcp_tools.py": Run(
         expected=(

@@ -28,6 +28,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "agentensemble.cli.durable_command",
     "agentensemble.cli.serve_mcp_command",
     "agentensemble.cli.serve_a2a_command",
+    "agentensemble.cli.memory_command",
 )
 
 

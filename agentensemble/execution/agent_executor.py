@@ -25,6 +25,7 @@ from agentensemble.events import (
     ToolCallCompleted,
     ToolCallStarted,
 )
+from agentensemble.execution._recall import show_recollection
 from agentensemble.execution._turn import in_scope, run_in_order, run_turn
 from agentensemble.execution._verbose import Transcript
 from agentensemble.execution.guardrails import (
@@ -50,6 +51,7 @@ from agentensemble.outputs import ReturnBehavior, TaskOutput, TokenUsage, ToolCa
 from agentensemble.redaction import redact_text
 from agentensemble.run_context import model_call_scope
 from agentensemble.steps import as_step, branches, checkpointing, replaced_output
+from agentensemble.task_memory import TaskMemory
 from agentensemble.tools._gate import ToolCallResult
 from agentensemble.tools.base import ToolResult
 from agentensemble.tools.context import ToolContext, in_tool_call, use_tool_context
@@ -89,6 +91,7 @@ class AgentTask:
     input_guardrails: Sequence[Any] = ()
     output_guardrails: Sequence[Any] = ()
     inputs: Mapping[str, Any] = field(default_factory=dict)
+    memory: TaskMemory | None = None  # memory, knowledge, session: shown before the task
 
 
 @dataclass
@@ -125,6 +128,7 @@ class AgentExecutor:
             },
             {"role": "user", "content": self._user_prompt(schema_in_prompt=True)},
         ]
+        self._prompt_at = 1  # the task's own user message (after any session history)
         self._format: ResponseFormat | None = None
         self.records: list[ToolCallRecord] = []
         self.llm_calls = 0
@@ -157,9 +161,12 @@ class AgentExecutor:
                 context=tuple(item.output for item in task.context),
             )
             await check_input(task.input_guardrails, seen, self.env.emitter)
+        if task.memory is not None:
+            recalled = await task.memory.recall(task.description)
+            self._prompt_at = show_recollection(self.messages, recalled, task, self.env.emitter)
         if task.output_type is not None and await supports_response_format(task.model):
             self._format = response_format(task.output_type)
-            self.messages[1]["content"] = self._user_prompt(schema_in_prompt=False)
+            self.messages[self._prompt_at]["content"] = self._user_prompt(schema_in_prompt=False)
 
     async def _finish(
         self, text: str, started: float, attempt: int

@@ -15,6 +15,7 @@ from typing import Any, Protocol
 from agentensemble.execution.agent_executor import AgentTask, ExecutionEnv
 from agentensemble.outputs import EnsembleOutput
 from agentensemble.task import Task
+from agentensemble.task_memory import TaskMemory
 from agentensemble.workflows.step import RunState, Scope, StepCall
 
 
@@ -39,6 +40,9 @@ class PreparedTask:
     inputs: Mapping[str, Any] | None = None
     """The inputs its templates were filled from when they differ from the run's (a
     ``for_each`` item's: the run's inputs plus ``item`` and ``index``)."""
+    memory: TaskMemory | None = None
+    """Memory, knowledge and session of the task (also on ``agent_task``); its final output is
+    handed to ``memory.remember`` once any review is done."""
 
 
 @dataclass

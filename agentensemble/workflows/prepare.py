@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from agentensemble._memory_wiring import task_memory
 from agentensemble.agent import Agent
 from agentensemble.errors import ConfigurationError, PromptTemplateError
 from agentensemble.execution.agent_executor import AgentTask
@@ -167,8 +168,13 @@ def final_task(step: Any) -> Any:
 class _Preparation:
     """One run's preparation: models resolved once per name, tools once per task."""
 
-    def __init__(self, ensemble: Any, inputs: Mapping[str, Any]) -> None:
+    def __init__(
+        self, ensemble: Any, inputs: Mapping[str, Any], session: str | None = None
+    ) -> None:
         self.inputs = inputs
+        self.memory = ensemble.memory
+        self.knowledge = list(ensemble.knowledge)
+        self.session = session
         self.tasks = leaf_tasks(ensemble.tasks)
         self.number = {id(task): i for i, task in enumerate(self.tasks, start=1)}
         self.tools = resolve_tools(self.tasks, ensemble.review_handler, ensemble.review_policy)
@@ -248,20 +254,34 @@ class _Preparation:
                 output_guardrails=task.output_guardrails,
                 inputs=inputs,
             )
+        item.memory = task_memory(
+            role=item.agent_role,
+            task=task,
+            memory=self.memory,
+            ensemble_knowledge=self.knowledge,
+            session=self.session,
+        )
+        if item.agent_task is not None:
+            item.agent_task.memory = item.memory
         self.prepared.append(item)
         return item
 
 
 def prepare_run(
-    ensemble: Any, inputs: Mapping[str, Any], *, inputs_checked: bool = False
+    ensemble: Any,
+    inputs: Mapping[str, Any],
+    *,
+    inputs_checked: bool = False,
+    session: str | None = None,
 ) -> PreparedRun:
     """The whole run, prepared: steps with their slots, every task run resolved. The structure
     is checked again: context lists may have changed since the ensemble was built.
-    ``inputs_checked``: ``check_inputs_for`` already ran on these inputs (not again)."""
+    ``inputs_checked``: ``check_inputs_for`` already ran on these inputs (not again);
+    ``session``: the conversation each task's memory continues (``run(session=...)``)."""
     check_structure(ensemble.tasks, ensemble.workflow)
     if not inputs_checked:
         check_inputs_for(ensemble, inputs)
-    preparation = _Preparation(ensemble, inputs)
+    preparation = _Preparation(ensemble, inputs, session)
     steps = preparation.steps(ensemble.tasks, ensemble.llm, ensemble.max_concurrency)
     return PreparedRun(
         steps=steps,

@@ -143,6 +143,11 @@ async def _run(item: PreparedTask, slot: int, call: StepCall) -> tuple[TaskOutpu
         if verdict.stop:
             stop = ExitReason.TIMEOUT if verdict.timed_out else ExitReason.USER_EXIT_EARLY
 
+    if item.memory is not None:  # the final output, after any reviewer's edit
+        try:
+            await item.memory.remember(description, output.raw)
+        except Exception as error:  # the output is kept; only its memory is lost
+            _log.error("memory write failed", task_index=slot, error=str(error))
     state.record(slot, item.task, output)
     env.emitter.emit(TaskCompleted(slot, state.total, output))
     if stop is not None:

@@ -1,0 +1,145 @@
+"""How the facade wires memory, knowledge and sessions into a run (``agentensemble.memory`` is
+imported only when one of them is configured, so ``import agentensemble`` stays cheap)."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Sequence
+from typing import Any
+
+from agentensemble.errors import ConfigurationError
+
+_STORE_METHODS = ("add", "search", "entries")
+_USE = "Ensemble(memory=SQLiteMemory('memory.sqlite')) from agentensemble.memory"
+
+
+def check_store(value: Any) -> Any:
+    """``Ensemble(memory=...)``: a memory store or None."""
+    if value is None:
+        return None
+    missing = [name for name in _STORE_METHODS if not callable(getattr(value, name, None))]
+    if isinstance(value, type) or missing:
+        raise ValueError(f"memory must be a memory store such as {_USE}; got {value!r}")
+    return value
+
+
+def check_scopes(value: list[Any] | str) -> list[str]:
+    """``Task(memory=[...])``: non-blank scope names, each once."""
+    if isinstance(value, str):
+        raise ValueError(f"memory takes a list of scope names, e.g. memory=[{value!r}]")
+    for scope in value:
+        if not isinstance(scope, str) or not scope.strip():
+            raise ValueError(f"memory scopes must be non-blank strings; got {scope!r}")
+    return list(dict.fromkeys(value))
+
+
+def check_knowledge(value: list[Any]) -> list[Any]:
+    for item in value:
+        if isinstance(item, type) or not callable(getattr(item, "sync", None)):
+            raise ValueError(
+                "knowledge takes Knowledge(paths=[...]) objects from agentensemble.memory; "
+                f"got {item!r}"
+            )
+    return list(value)
+
+
+def uses_ensemble_memory(tools: Sequence[Any]) -> bool:
+    return any(getattr(tool, "uses_ensemble_memory", False) is True for tool in tools)
+
+
+def check_wiring(memory: Any, tasks: Sequence[Any], hierarchical: bool = False) -> None:
+    """Memory scopes and store-less MemoryTools need ``Ensemble(memory=...)``; a manager's
+    delegations do not show task memory or knowledge (refused rather than ignored)."""
+    if hierarchical:
+        for index, task in enumerate(tasks, start=1):
+            if task.memory or task.knowledge:
+                raise ValueError(
+                    f"task {index} ({task.label!r}) has memory or knowledge, which the "
+                    "hierarchical workflow does not show its workers; use a sequential or "
+                    "parallel workflow, or give the workers a MemoryTool"
+                )
+    if memory is not None:
+        return
+    for index, task in enumerate(tasks, start=1):
+        if task.memory:
+            raise ValueError(
+                f"task {index} ({task.label!r}) has memory={task.memory!r}, but the ensemble "
+                f"has no memory store. Pass {_USE}"
+            )
+        tools = [*task.tools, *(task.agent.tools if task.agent is not None else [])]
+        if uses_ensemble_memory(tools):
+            raise ValueError(
+                f"task {index} ({task.label!r}) has a MemoryTool without a store, and the "
+                f"ensemble has no memory store. Pass {_USE}, or MemoryTool(scope, store=...)"
+            )
+
+
+def check_session(session: Any, memory: Any, hierarchical: bool = False) -> str | None:
+    """``run(..., session=...)``: a non-blank string, and a store to keep the session in."""
+    if session is None:
+        return None
+    if hierarchical:
+        raise ConfigurationError(
+            "run(session=...) is not supported with the hierarchical workflow (the manager's "
+            "workers would not see the conversation); use a sequential or parallel workflow"
+        )
+    if not isinstance(session, str) or not session.strip():
+        raise ValueError(f"session must be a non-blank string such as 'user-42'; got {session!r}")
+    if memory is None:
+        raise ConfigurationError(
+            f"run(session={session!r}) needs a store to keep the conversation in. Pass {_USE}"
+        )
+    return session
+
+
+def knowledge_of(ensemble_knowledge: Sequence[Any], tasks: Sequence[Any]) -> list[Any]:
+    """Every distinct Knowledge of the run."""
+    seen: dict[int, Any] = {}
+    for item in [*ensemble_knowledge, *(k for task in tasks for k in task.knowledge)]:
+        seen.setdefault(id(item), item)
+    return list(seen.values())
+
+
+async def sync_knowledge(knowledge: Sequence[Any], memory: Any) -> None:
+    """Index new or changed files before the run; an unreadable file fails the run here,
+    before any model call."""
+    for item in knowledge:
+        try:
+            await asyncio.to_thread(item.sync, memory)
+        except (OSError, ValueError) as error:
+            raise ConfigurationError(f"knowledge {item!r} could not be indexed: {error}") from error
+
+
+def task_memory(
+    *,
+    role: str,
+    task: Any,
+    memory: Any,
+    ensemble_knowledge: Sequence[Any],
+    session: str | None,
+) -> Any:
+    """The ``TaskMemory`` for one task, or None when it has no memory of any kind."""
+    knowledge = [*ensemble_knowledge, *task.knowledge]
+    if not task.memory and not knowledge and session is None:
+        return None
+    from agentensemble.memory._task_memory import StoreTaskMemory
+
+    return StoreTaskMemory(
+        role=role,
+        store=memory,
+        scopes=list(task.memory),
+        knowledge=[(item.store_for(memory), item.scope) for item in knowledge],
+        session=session,
+    )
+
+
+__all__ = [
+    "check_knowledge",
+    "check_scopes",
+    "check_session",
+    "check_store",
+    "check_wiring",
+    "knowledge_of",
+    "sync_knowledge",
+    "task_memory",
+]

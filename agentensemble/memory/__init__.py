@@ -1,0 +1,57 @@
+"""Memory across runs, sessions and knowledge from files (docs/memory.md).
+
+Names are loaded on first use, so ``import agentensemble.memory`` stays cheap and never imports
+a driver (psycopg) or litellm until a store or embedder that needs one is built.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from agentensemble.memory.embedders import Embedder, HashingEmbedder, LiteLLMEmbedder
+    from agentensemble.memory.entry import MemoryEntry
+    from agentensemble.memory.knowledge import Knowledge
+    from agentensemble.memory.postgres import PostgresMemory
+    from agentensemble.memory.sqlite import SQLiteMemory
+    from agentensemble.memory.store import MemoryStore
+    from agentensemble.memory.tool import MemoryTool
+
+_WHERE = {
+    "Embedder": "agentensemble.memory.embedders",
+    "HashingEmbedder": "agentensemble.memory.embedders",
+    "LiteLLMEmbedder": "agentensemble.memory.embedders",
+    "MemoryEntry": "agentensemble.memory.entry",
+    "Knowledge": "agentensemble.memory.knowledge",
+    "PostgresMemory": "agentensemble.memory.postgres",
+    "SQLiteMemory": "agentensemble.memory.sqlite",
+    "MemoryStore": "agentensemble.memory.store",
+    "MemoryTool": "agentensemble.memory.tool",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _WHERE.get(name)
+    if module is None:
+        raise AttributeError(f"module 'agentensemble.memory' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted([*globals(), *_WHERE])
+
+
+__all__ = [
+    "Embedder",
+    "HashingEmbedder",
+    "Knowledge",
+    "LiteLLMEmbedder",
+    "MemoryEntry",
+    "MemoryStore",
+    "MemoryTool",
+    "PostgresMemory",
+    "SQLiteMemory",
+]

@@ -1,0 +1,108 @@
+"""Vectors stored beside entries and searched by brute-force cosine (no vector database).
+
+Vectors are normalised when stored, so cosine is a dot product. Stdlib only: a scope's vectors
+are kept in memory (invalidated when the scope changes) and scanned with ``sum(map(mul, ...))``;
+when numpy is importable it does the scan instead (see benchmarks/RESULTS.md for both).
+Lexical and vector scores are combined by ``fuse``.
+"""
+
+from __future__ import annotations
+
+import heapq
+import importlib
+import operator
+from array import array
+from collections.abc import Sequence
+from typing import Any
+
+#: Share of the lexical ranking in a hybrid score (the rest is vector similarity).
+LEXICAL_WEIGHT = 0.6
+#: Vector matches below this cosine are noise (hash collisions, unrelated texts) and dropped.
+MIN_SIMILARITY = 0.1
+
+
+def pack(vector: Sequence[float]) -> bytes:
+    return array("f", vector).tobytes()
+
+
+def unpack(blob: bytes) -> array[float]:
+    values = array("f")
+    values.frombytes(blob)
+    return values
+
+
+def _numpy() -> Any:
+    try:
+        return importlib.import_module("numpy")
+    except ImportError:
+        return None
+
+
+class VectorIndex:
+    """One scope's vectors (keys and rows), scanned for the best cosine matches.
+
+    Without numpy the vectors are kept by column, and only the query's non-zero dimensions are
+    scanned (one C-level ``map`` pass over all entries per dimension): a short query embedded
+    by ``HashingEmbedder`` touches a few dozen of its 256 dimensions.
+    """
+
+    def __init__(
+        self, keys: list[Any], vectors: list[array[float]], use_numpy: bool = True
+    ) -> None:
+        self.keys = keys
+        self._matrix: Any = None
+        self._columns: list[array[float]] = []
+        numpy = _numpy() if use_numpy else None
+        if numpy is not None and vectors:
+            self._matrix = numpy.frombuffer(
+                b"".join(v.tobytes() for v in vectors), dtype=numpy.float32
+            ).reshape(len(vectors), -1)
+        elif vectors:  # one flat array, then every dims-th value: no float objects per value
+            flat = array("f", b"".join(v.tobytes() for v in vectors))
+            dims = len(vectors[0])
+            self._columns = [flat[dim::dims] for dim in range(dims)]
+
+    def __len__(self) -> int:
+        return len(self.keys)
+
+    def top(self, query: Sequence[float], count: int) -> list[tuple[Any, float]]:
+        """The ``count`` keys most similar to ``query`` (cosine at least ``MIN_SIMILARITY``),
+        best first."""
+        if not self.keys:
+            return []
+        if self._matrix is not None:
+            numpy = _numpy()
+            # einsum runs in this thread; BLAS (``@``) starts a thread pool that, on a busy
+            # machine, made the same product four times slower (benchmarks/RESULTS.md)
+            scores = numpy.einsum("ij,j->i", self._matrix, numpy.asarray(query, numpy.float32))
+            count = min(count, len(scores))
+            best = numpy.argpartition(-scores, count - 1)[:count]
+            pairs = [(self.keys[i], float(scores[i])) for i in best]
+        else:
+            totals: list[float] = [0.0] * len(self.keys)
+            add = operator.add
+            for dim, weight in enumerate(query):
+                if weight != 0.0 and dim < len(self._columns):
+                    totals = list(map(add, totals, map(float(weight).__mul__, self._columns[dim])))
+            best = heapq.nlargest(count, range(len(totals)), key=totals.__getitem__)
+            pairs = [(self.keys[i], totals[i]) for i in best]
+        return sorted((p for p in pairs if p[1] >= MIN_SIMILARITY), key=lambda p: -p[1])
+
+
+def fuse(
+    lexical: Sequence[tuple[Any, float]], semantic: Sequence[tuple[Any, float]]
+) -> dict[Any, float]:
+    """Lexical and vector scores combined: ``LEXICAL_WEIGHT * lexical / best lexical +
+    (1 - LEXICAL_WEIGHT) * cosine``. Relative lexical scores keep BM25's knowledge of which
+    words are rare; an entry sharing no word with the query still scores by similarity."""
+    best = max((score for _, score in lexical), default=0.0)
+    scores: dict[Any, float] = {}
+    if best > 0:
+        for key, score in lexical:
+            scores[key] = LEXICAL_WEIGHT * score / best
+    for key, cosine in semantic:
+        scores[key] = scores.get(key, 0.0) + (1.0 - LEXICAL_WEIGHT) * max(0.0, cosine)
+    return scores
+
+
+__all__ = ["LEXICAL_WEIGHT", "MIN_SIMILARITY", "VectorIndex", "fuse", "pack", "unpack"]

@@ -1,0 +1,151 @@
+"""Knowledge: files and folders chunked into a scope and retrieved for tasks like memory.
+
+``sync`` (run before every run that uses the knowledge) indexes new files, re-indexes a file
+whose content changed (size or modification time first, then its SHA-256) and drops the chunks
+of files that are gone. Without a store of its own, a ``Knowledge`` uses the ensemble's memory
+store, or else an in-process SQLite database.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import threading
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from agentensemble.memory._loaders import SUFFIXES, chunks, read_text
+from agentensemble.memory.store import MemoryStore, as_store, check_scope
+
+MAX_FILES = 10_000
+DEFAULT_CHUNK_CHARS = 1_200
+
+
+@dataclass(frozen=True)
+class SyncReport:
+    """What one ``sync`` did, file by file."""
+
+    added: list[str]
+    updated: list[str]
+    removed: list[str]
+    unchanged: int
+
+
+class Knowledge:
+    """Files (text, Markdown, HTML, JSON, CSV; PDF with the ``pdf`` extra) as retrievable chunks."""
+
+    def __init__(
+        self,
+        paths: Sequence[str | os.PathLike[str]],
+        scope: str = "knowledge",
+        *,
+        store: MemoryStore | None = None,
+        chunk_chars: int = DEFAULT_CHUNK_CHARS,
+    ) -> None:
+        if isinstance(paths, (str, os.PathLike)):
+            paths = [paths]
+        if not paths:
+            raise ValueError("Knowledge needs at least one file or folder in paths")
+        self.paths = [Path(p).expanduser().absolute() for p in paths]
+        for path in self.paths:
+            if not path.exists():
+                raise ValueError(f"Knowledge path {str(path)!r} does not exist")
+        self.scope = check_scope(scope)
+        if chunk_chars < 200:
+            raise ValueError(f"chunk_chars must be at least 200; got {chunk_chars}")
+        self.chunk_chars = chunk_chars
+        self.store = as_store(store, "Knowledge(store=...)") if store is not None else None
+        self._own: MemoryStore | None = None
+        self._lock = threading.Lock()
+
+    def store_for(self, fallback: MemoryStore | None) -> MemoryStore:
+        """Where the chunks live: this knowledge's store, the ensemble's, or its own."""
+        if self.store is not None:
+            return self.store
+        if fallback is not None:
+            return fallback
+        with self._lock:
+            if self._own is None:
+                from agentensemble.memory.sqlite import SQLiteMemory
+
+                self._own = SQLiteMemory(":memory:")
+            return self._own
+
+    def files(self) -> list[Path]:
+        """Every readable file under the paths (hidden files and folders skipped), sorted."""
+        found: list[Path] = []
+        for path in self.paths:
+            if path.is_file():
+                found.append(path)
+                continue
+            for folder, folders, names in os.walk(path):
+                folders[:] = sorted(f for f in folders if not f.startswith("."))
+                for name in sorted(names):
+                    file = Path(folder) / name
+                    if not name.startswith(".") and file.suffix.lower() in SUFFIXES:
+                        found.append(file)
+                if len(found) > MAX_FILES:
+                    raise ValueError(f"Knowledge: more than {MAX_FILES} files under {path}")
+        return sorted(set(found))
+
+    def sync(self, store: MemoryStore | None = None) -> SyncReport:
+        """Bring the scope up to date with the files; what changed."""
+        target = self.store_for(store)
+        indexed: dict[str, list[Any]] = {}
+        for entry in target.entries(self.scope):
+            source = entry.metadata.get("source")
+            if entry.metadata.get("kind") == "knowledge" and isinstance(source, str):
+                indexed.setdefault(source, []).append(entry)
+        report = SyncReport([], [], [], 0)
+        current = self.files()
+        for file in current:
+            key = str(file)
+            old = indexed.get(key, [])
+            stat = file.stat()
+            stamp = f"{stat.st_size}:{stat.st_mtime_ns}"
+            if old and old[0].metadata.get("stamp") == stamp:
+                report = _count_unchanged(report)
+                continue
+            data = file.read_bytes()
+            digest = hashlib.sha256(data).hexdigest()
+            if old and old[0].metadata.get("sha256") == digest:
+                report = _count_unchanged(report)
+                continue
+            text = read_text(file)
+            for entry in old:
+                target.delete(entry.id)
+            for number, chunk in enumerate(chunks(text, self.chunk_chars)):
+                target.add(
+                    self.scope,
+                    chunk,
+                    metadata={
+                        "kind": "knowledge",
+                        "source": key,
+                        "sha256": digest,
+                        "stamp": stamp,
+                        "chunk": number,
+                    },
+                )
+            (report.updated if old else report.added).append(key)
+        present = {str(f) for f in current}
+        for source, entries in indexed.items():
+            if source not in present and self._covers(Path(source)):
+                for entry in entries:
+                    target.delete(entry.id)
+                report.removed.append(source)
+        return report
+
+    def _covers(self, file: Path) -> bool:
+        return any(file == p or p in file.parents for p in self.paths)
+
+    def __repr__(self) -> str:
+        return f"Knowledge(paths={[str(p) for p in self.paths]!r}, scope={self.scope!r})"
+
+
+def _count_unchanged(report: SyncReport) -> SyncReport:
+    return SyncReport(report.added, report.updated, report.removed, report.unchanged + 1)
+
+
+__all__ = ["Knowledge", "SyncReport"]

@@ -1,0 +1,417 @@
+"""SQLiteMemory: the embedded default store. One file, FTS5 (BM25, English stemming) plus recency,
+stdlib only.
+
+Safe for several threads (a connection per thread) and several processes (WAL journal, a busy
+timeout, writes in ``BEGIN IMMEDIATE`` transactions): concurrent writers wait their turn and
+lose nothing. With an embedder, each entry's vector is stored beside it and search fuses the
+lexical and the vector ranking (``_vectors.py``).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+import threading
+import time
+import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager, suppress
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+from agentensemble.memory._query import fts5_match, query_terms
+from agentensemble.memory._vectors import VectorIndex, fuse, pack, unpack
+from agentensemble.memory.embedders import Embedder, embed_one, normalised
+from agentensemble.memory.entry import MemoryEntry
+from agentensemble.memory.store import (
+    AsyncStoreMethods,
+    check_limit,
+    check_prune,
+    check_scope,
+    freshness,
+    stored_metadata,
+    stored_text,
+    utc,
+)
+
+DEFAULT_PATH = "agentensemble-memory.sqlite"
+BUSY_TIMEOUT_MS = 30_000
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS memory_entries (
+    rowid INTEGER PRIMARY KEY AUTOINCREMENT,
+    id TEXT NOT NULL UNIQUE,
+    scope TEXT NOT NULL,
+    text TEXT NOT NULL,
+    metadata TEXT NOT NULL DEFAULT '{}',
+    created_at REAL NOT NULL,
+    embedding BLOB
+);
+CREATE INDEX IF NOT EXISTS memory_entries_scope ON memory_entries (scope, created_at);
+CREATE TABLE IF NOT EXISTS memory_scopes (scope TEXT PRIMARY KEY, version INTEGER NOT NULL);
+CREATE VIRTUAL TABLE IF NOT EXISTS memory_fts USING fts5 (
+    text, content='memory_entries', content_rowid='rowid',
+    tokenize='porter unicode61 remove_diacritics 2'
+);
+CREATE VIRTUAL TABLE IF NOT EXISTS memory_vocab USING fts5vocab (memory_fts, 'row');
+CREATE TRIGGER IF NOT EXISTS memory_entries_ai AFTER INSERT ON memory_entries BEGIN
+    INSERT INTO memory_fts (rowid, text) VALUES (new.rowid, new.text);
+END;
+CREATE TRIGGER IF NOT EXISTS memory_entries_ad AFTER DELETE ON memory_entries BEGIN
+    INSERT INTO memory_fts (memory_fts, rowid, text) VALUES ('delete', old.rowid, old.text);
+END;
+"""
+_COLUMNS = "rowid, id, scope, text, metadata, created_at"
+#: A query word found in more than this share of all entries is left out of the search when
+#: the query has rarer words: it adds almost nothing to BM25 and costs a score for every entry.
+COMMON_SHARE = 0.2
+#: Lexical candidates read per result asked for, before recency and fusion re-rank them.
+CANDIDATES_PER_RESULT = 4
+MIN_CANDIDATES = 20
+
+
+class SQLiteMemory(AsyncStoreMethods):
+    """A memory store in one SQLite file (created on first use; its folder must exist)."""
+
+    def __init__(
+        self, path: str | os.PathLike[str] = DEFAULT_PATH, embedder: Embedder | None = None
+    ) -> None:
+        if embedder is not None and not callable(getattr(embedder, "embed", None)):
+            raise ValueError(f"embedder needs an embed(texts) method; got {embedder!r}")
+        self.embedder = embedder
+        self._memory_uri: str | None = None
+        if str(path) == ":memory:":  # one database shared by this store's threads
+            self._memory_uri = f"file:agentensemble-{uuid.uuid4().hex}?mode=memory&cache=shared"
+            self.path = Path(":memory:")
+        else:
+            self.path = Path(path).expanduser()
+            folder = self.path.absolute().parent
+            if not folder.is_dir():
+                raise FileNotFoundError(
+                    f"memory store {str(path)!r}: the folder {str(folder)!r} does not exist; "
+                    "create it first"
+                )
+            if self.path.is_dir():
+                raise IsADirectoryError(
+                    f"memory store {str(path)!r} is a folder; give a file path such as "
+                    f"{str(self.path / DEFAULT_PATH)!r}"
+                )
+        self._local = threading.local()
+        self._connections: list[sqlite3.Connection] = []
+        self._lock = threading.Lock()
+        self._indexes: dict[str, tuple[int, VectorIndex]] = {}
+        self._common: dict[str, str] = {}  # query word -> "common", "rare" or "absent"
+        self._common_total = 0
+        self.use_numpy = True
+        self._anchor = self._connection()  # creates the schema now: a bad path fails here
+
+    # -- connections --------------------------------------------------------------------------
+
+    def _connection(self) -> sqlite3.Connection:
+        connection: sqlite3.Connection | None = getattr(self._local, "connection", None)
+        if connection is not None and getattr(self._local, "pid", None) == os.getpid():
+            return connection
+        if self._memory_uri is not None:
+            connection = sqlite3.connect(
+                self._memory_uri, uri=True, isolation_level=None, check_same_thread=False
+            )
+        else:
+            try:
+                connection = sqlite3.connect(
+                    self.path, isolation_level=None, check_same_thread=False
+                )
+            except sqlite3.Error as error:
+                raise OSError(
+                    f"memory store {str(self.path)!r} cannot be opened: {error}"
+                ) from error
+        try:
+            connection.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+            if self._memory_uri is None:
+                connection.execute("PRAGMA journal_mode = WAL")
+                connection.execute("PRAGMA synchronous = NORMAL")
+            connection.executescript(f"BEGIN IMMEDIATE;{_SCHEMA}COMMIT;")
+        except sqlite3.Error as error:
+            if connection.in_transaction:
+                connection.execute("ROLLBACK")
+            connection.close()
+            raise OSError(f"memory store {str(self.path)!r} cannot be used: {error}") from error
+        self._local.connection = connection
+        self._local.pid = os.getpid()
+        with self._lock:
+            self._connections.append(connection)
+        return connection
+
+    @staticmethod
+    @contextmanager
+    def _write(connection: sqlite3.Connection) -> Iterator[None]:
+        connection.execute("BEGIN IMMEDIATE")
+        try:
+            yield
+        except BaseException:
+            connection.execute("ROLLBACK")
+            raise
+        connection.execute("COMMIT")
+
+    @contextmanager
+    def _writing(self, *scopes: str) -> Iterator[sqlite3.Connection]:
+        """A write transaction that marks ``scopes`` as changed (their vector caches go stale)."""
+        connection = self._connection()
+        with self._write(connection):
+            yield connection
+            for scope in scopes:
+                connection.execute(
+                    "INSERT INTO memory_scopes (scope, version) VALUES (?, 1) "
+                    "ON CONFLICT (scope) DO UPDATE SET version = version + 1",
+                    (scope,),
+                )
+
+    def close(self) -> None:
+        """Close every connection this store opened (other processes are not affected)."""
+        with self._lock:
+            connections, self._connections = self._connections, []
+        for connection in connections:
+            with suppress(sqlite3.Error):
+                connection.close()
+        self._local = threading.local()
+
+    def __enter__(self) -> SQLiteMemory:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    # -- writing ------------------------------------------------------------------------------
+
+    def add(self, scope: str, text: str, *, metadata: dict[str, Any] | None = None) -> MemoryEntry:
+        """Store ``text`` in ``scope`` (secrets redacted first) and return the new entry."""
+        check_scope(scope)
+        text = stored_text(text)
+        meta = stored_metadata(metadata)
+        vector = pack(embed_one(self.embedder, text)) if self.embedder is not None else None
+        entry_id, created = uuid.uuid4().hex, time.time()
+        with self._writing(scope) as connection:
+            connection.execute(
+                "INSERT INTO memory_entries (id, scope, text, metadata, created_at, embedding) "
+                "VALUES (?, ?, ?, ?, ?, ?)",
+                (entry_id, scope, text, meta, created, vector),
+            )
+        return MemoryEntry(
+            id=entry_id, scope=scope, text=text, metadata=json.loads(meta), created_at=utc(created)
+        )
+
+    def delete(self, entry_id: str) -> bool:
+        """Remove one entry; whether it existed."""
+        connection = self._connection()
+        row = connection.execute(
+            "SELECT scope FROM memory_entries WHERE id = ?", (str(entry_id),)
+        ).fetchone()
+        if row is None:
+            return False
+        with self._writing(row[0]) as connection:
+            cursor = connection.execute("DELETE FROM memory_entries WHERE id = ?", (str(entry_id),))
+        return cursor.rowcount > 0
+
+    def clear(self, scope: str) -> int:
+        """Remove every entry of ``scope``; how many there were."""
+        check_scope(scope)
+        with self._writing(scope) as connection:
+            cursor = connection.execute("DELETE FROM memory_entries WHERE scope = ?", (scope,))
+        return cursor.rowcount
+
+    def prune(
+        self,
+        scope: str,
+        *,
+        keep_last: int | None = None,
+        older_than: timedelta | None = None,
+    ) -> int:
+        """Remove entries older than ``older_than`` and all but the newest ``keep_last``;
+        how many were removed."""
+        check_scope(scope)
+        check_prune(keep_last, older_than)
+        removed = 0
+        with self._writing(scope) as connection:
+            if older_than is not None:
+                cutoff = time.time() - older_than.total_seconds()
+                removed += connection.execute(
+                    "DELETE FROM memory_entries WHERE scope = ? AND created_at < ?",
+                    (scope, cutoff),
+                ).rowcount
+            if keep_last is not None:
+                removed += connection.execute(
+                    "DELETE FROM memory_entries WHERE scope = ? AND rowid NOT IN ("
+                    "SELECT rowid FROM memory_entries WHERE scope = ? "
+                    "ORDER BY created_at DESC, rowid DESC LIMIT ?)",
+                    (scope, scope, keep_last),
+                ).rowcount
+        return removed
+
+    # -- reading ------------------------------------------------------------------------------
+
+    def entries(self, scope: str) -> list[MemoryEntry]:
+        """Every entry of ``scope``, oldest first."""
+        check_scope(scope)
+        rows = self._connection().execute(
+            f"SELECT {_COLUMNS} FROM memory_entries WHERE scope = ? ORDER BY created_at, rowid",
+            (scope,),
+        )
+        return [_entry(row) for row in rows]
+
+    def scopes(self) -> list[tuple[str, int]]:
+        """Every scope holding entries, with its entry count (for a person inspecting a store)."""
+        rows = self._connection().execute(
+            "SELECT scope, COUNT(*) FROM memory_entries GROUP BY scope ORDER BY scope"
+        )
+        return [(str(scope), int(count)) for scope, count in rows]
+
+    def search(self, scope: str, query: str, *, limit: int = 5) -> list[MemoryEntry]:
+        """The entries of ``scope`` that best match ``query``, best first, each with a score."""
+        check_scope(scope)
+        check_limit(limit)
+        terms = query_terms(query)
+        pool = max(MIN_CANDIDATES, limit * CANDIDATES_PER_RESULT)
+        connection = self._connection()
+        lexical: list[tuple[int, float]] = []
+        terms = self._without_common(connection, terms)
+        if terms:
+            lexical = [
+                (int(rowid), float(score))
+                for rowid, score in connection.execute(
+                    "SELECT e.rowid, -bm25(memory_fts) FROM memory_fts "  # FTS drives the join
+                    "CROSS JOIN memory_entries e ON e.rowid = memory_fts.rowid "
+                    "WHERE memory_fts MATCH ? AND e.scope = ? "
+                    "ORDER BY bm25(memory_fts) LIMIT ?",
+                    (fts5_match(terms), scope, pool),
+                )
+            ]
+        if self.embedder is None:
+            scores = dict(lexical)
+        else:
+            semantic: list[tuple[int, float]] = []
+            if query.strip():
+                vector = embed_one(self.embedder, query)
+                semantic = self._vector_index(scope, len(vector)).top(vector, pool)
+            scores = fuse(lexical, semantic)
+        if not scores:
+            return []
+        rows = _fetch(connection, list(scores))
+        now = time.time()
+        ranked = sorted(
+            ((scores[row[0]] * freshness(row[5], now), row) for row in rows),
+            key=lambda pair: (-pair[0], -pair[1][5]),
+        )
+        return [_entry(row, score) for score, row in ranked[:limit]]
+
+    def _without_common(self, connection: sqlite3.Connection, terms: list[str]) -> list[str]:
+        """``terms`` without those most entries contain, when rarer ones remain.
+
+        Document counts come from the FTS5 vocabulary (stemmed words: a word's count is its
+        longest indexed prefix's, its porter stem in nearly every case). Whether a word is
+        common changes slowly: the answer is kept until the store has grown or shrunk by 10%.
+        """
+        if len(terms) < 2:
+            return terms
+        total = connection.execute("SELECT max(rowid) FROM memory_entries").fetchone()[0] or 0
+        known = self._common
+        if abs(total - self._common_total) > 0.1 * max(total, 1):
+            known = self._common = {}
+            self._common_total = total
+        unknown = [term for term in terms if term not in known]
+        if unknown:
+            prefixes = sorted(
+                {t[:k] for t in unknown for k in range(max(2, len(t) - 4), len(t) + 1)}
+            )
+            marks = ",".join("?" * len(prefixes))
+            counts = dict(
+                connection.execute(
+                    f"SELECT term, doc FROM memory_vocab WHERE term IN ({marks})", prefixes
+                )
+            )
+            for term in unknown:
+                stems = [term[:k] for k in range(len(term), max(1, len(term) - 5), -1)]
+                found = [counts[stem] for stem in stems if stem in counts]
+                if not found:
+                    known[term] = "absent"  # or a stem that is no prefix: kept, costs nothing
+                else:
+                    known[term] = "common" if found[0] > COMMON_SHARE * total else "rare"
+        if not any(known.get(term) == "rare" for term in terms):
+            return terms
+        return [term for term in terms if known.get(term) != "common"]
+
+    def _vector_index(self, scope: str, dims: int) -> VectorIndex:
+        """The scope's vectors, read once and kept until the scope changes (any process)."""
+        connection = self._connection()
+        row = connection.execute(
+            "SELECT version FROM memory_scopes WHERE scope = ?", (scope,)
+        ).fetchone()
+        version = int(row[0]) if row else 0
+        with self._lock:
+            cached = self._indexes.get(scope)
+        if cached is not None and cached[0] == version:
+            return cached[1]
+        keys: list[Any] = []
+        vectors = []
+        missing: list[tuple[int, str]] = []
+        for rowid, text, blob in connection.execute(
+            "SELECT rowid, text, embedding FROM memory_entries WHERE scope = ?", (scope,)
+        ):
+            vector = unpack(blob) if blob is not None else None
+            if vector is None or len(vector) != dims:
+                missing.append((rowid, text))  # written without this embedder: embed it now
+                continue
+            keys.append(rowid)
+            vectors.append(vector)
+        if missing:
+            self._backfill(missing, keys, vectors)
+        index = VectorIndex(keys, vectors, use_numpy=self.use_numpy)
+        with self._lock:
+            self._indexes[scope] = (version, index)
+        return index
+
+    def _backfill(
+        self, missing: list[tuple[int, str]], keys: list[Any], vectors: list[Any]
+    ) -> None:
+        assert self.embedder is not None
+        connection = self._connection()
+        for start in range(0, len(missing), 256):
+            batch = missing[start : start + 256]
+            embedded = self.embedder.embed([text for _, text in batch])
+            with self._write(connection):  # not a scope change: no version bump
+                for (rowid, _), raw in zip(batch, embedded, strict=False):
+                    vector = unpack(pack(normalised([float(x) for x in raw])))
+                    connection.execute(
+                        "UPDATE memory_entries SET embedding = ? WHERE rowid = ?",
+                        (vector.tobytes(), rowid),
+                    )
+                    keys.append(rowid)
+                    vectors.append(vector)
+
+    def __repr__(self) -> str:
+        return f"SQLiteMemory({str(self.path)!r}, embedder={self.embedder!r})"
+
+
+def _fetch(connection: sqlite3.Connection, rowids: list[int]) -> list[Any]:
+    rows: list[Any] = []
+    for start in range(0, len(rowids), 500):
+        chunk = rowids[start : start + 500]
+        marks = ",".join("?" * len(chunk))
+        rows += connection.execute(
+            f"SELECT {_COLUMNS} FROM memory_entries WHERE rowid IN ({marks})", chunk
+        ).fetchall()
+    return rows
+
+
+def _entry(row: Any, score: float | None = None) -> MemoryEntry:
+    _, entry_id, scope, text, metadata, created = row
+    return MemoryEntry(
+        id=entry_id,
+        scope=scope,
+        text=text,
+        metadata=json.loads(metadata),
+        created_at=utc(created),
+        score=score,
+    )
+
+
+__all__ = ["DEFAULT_PATH", "SQLiteMemory"]

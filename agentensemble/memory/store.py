@@ -1,0 +1,185 @@
+"""The MemoryStore protocol and the rules every store shares (checks, redaction, async).
+
+A store keeps entries in scopes (any non-blank string, matched exactly) and finds them again
+by natural-language query. Stores do blocking I/O; their ``a``-prefixed twins run the same
+call in a worker thread so an event loop never waits on a disk or a socket.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import math
+from datetime import datetime, timedelta, timezone
+from typing import Any, Protocol, runtime_checkable
+
+from agentensemble.logging import redact, redact_text
+from agentensemble.memory.entry import MemoryEntry
+
+#: Longest text a store accepts in one entry (characters); longer text is an error, not a cut.
+MAX_ENTRY_CHARS = 100_000
+#: Recency: an entry's relevance is weighted by ``FRESH_WEIGHT + (1 - FRESH_WEIGHT) * f`` where
+#: ``f`` halves every ``HALF_LIFE``: among equally relevant entries the newer wins, but a fresh
+#: entry never outranks a clearly better match.
+FRESH_WEIGHT = 0.8
+HALF_LIFE = timedelta(days=30)
+
+
+@runtime_checkable
+class MemoryStore(Protocol):
+    """What ``Ensemble(memory=...)``, ``MemoryTool`` and ``Knowledge`` need from a store."""
+
+    def add(
+        self, scope: str, text: str, *, metadata: dict[str, Any] | None = None
+    ) -> MemoryEntry: ...
+
+    def search(self, scope: str, query: str, *, limit: int = 5) -> list[MemoryEntry]: ...
+
+    def entries(self, scope: str) -> list[MemoryEntry]: ...
+
+    def delete(self, entry_id: str) -> bool: ...
+
+    def clear(self, scope: str) -> int: ...
+
+    def prune(
+        self,
+        scope: str,
+        *,
+        keep_last: int | None = None,
+        older_than: timedelta | None = None,
+    ) -> int: ...
+
+    async def aadd(
+        self, scope: str, text: str, *, metadata: dict[str, Any] | None = None
+    ) -> MemoryEntry: ...
+
+    async def asearch(self, scope: str, query: str, *, limit: int = 5) -> list[MemoryEntry]: ...
+
+
+def check_scope(scope: object) -> str:
+    """The scope, or ``ValueError`` naming what is wrong with it."""
+    if not isinstance(scope, str):
+        raise ValueError(f"a memory scope must be a string; got {type(scope).__name__}")
+    if not scope.strip():
+        raise ValueError("a memory scope must be a non-blank string; got a blank one")
+    return scope
+
+
+def check_limit(limit: object) -> int:
+    if isinstance(limit, bool) or not isinstance(limit, int):
+        raise ValueError(f"limit must be an integer of at least 1; got {limit!r}")
+    if limit < 1:
+        raise ValueError(f"limit must be at least 1; got {limit}")
+    return limit
+
+
+def check_prune(keep_last: object, older_than: object) -> None:
+    if keep_last is None and older_than is None:
+        raise ValueError("prune needs keep_last=N, older_than=timedelta(...) or both")
+    if keep_last is not None and (
+        isinstance(keep_last, bool) or not isinstance(keep_last, int) or keep_last < 0
+    ):
+        raise ValueError(f"keep_last must be an integer of at least 0; got {keep_last!r}")
+    if older_than is not None and (
+        not isinstance(older_than, timedelta) or older_than < timedelta(0)
+    ):
+        raise ValueError(f"older_than must be a non-negative timedelta; got {older_than!r}")
+
+
+def stored_text(text: object) -> str:
+    """The text as stored: a string, non-blank, bounded, with secrets redacted."""
+    if not isinstance(text, str):
+        raise ValueError(f"memory text must be a string; got {type(text).__name__}")
+    if not text.strip():
+        raise ValueError("memory text must not be blank")
+    if len(text) > MAX_ENTRY_CHARS:
+        raise ValueError(
+            f"memory text is {len(text)} characters; at most {MAX_ENTRY_CHARS} fit in one entry"
+        )
+    return redact_text(text)
+
+
+def stored_metadata(metadata: dict[str, Any] | None) -> str:
+    """Metadata as stored: JSON text, secrets redacted (by key and by shape)."""
+    if metadata is None:
+        return "{}"
+    if not isinstance(metadata, dict):
+        raise ValueError(f"metadata must be a dict; got {type(metadata).__name__}")
+    try:
+        return json.dumps(redact(metadata), ensure_ascii=False, sort_keys=True)
+    except (TypeError, ValueError) as error:
+        raise ValueError(f"metadata must be JSON data: {error}") from error
+
+
+def utc(seconds: float) -> datetime:
+    return datetime.fromtimestamp(seconds, timezone.utc)
+
+
+def freshness(created: float, now: float) -> float:
+    """The recency weight of an entry written at ``created`` (epoch seconds)."""
+    age = max(0.0, now - created)
+    decay = math.pow(0.5, age / HALF_LIFE.total_seconds())
+    return FRESH_WEIGHT + (1.0 - FRESH_WEIGHT) * decay
+
+
+class AsyncStoreMethods:
+    """``aadd``, ``asearch``, ... for a store whose methods block: each runs in a thread."""
+
+    async def aadd(
+        self, scope: str, text: str, *, metadata: dict[str, Any] | None = None
+    ) -> MemoryEntry:
+        return await asyncio.to_thread(self.add, scope, text, metadata=metadata)  # type: ignore[attr-defined]
+
+    async def asearch(self, scope: str, query: str, *, limit: int = 5) -> list[MemoryEntry]:
+        return await asyncio.to_thread(self.search, scope, query, limit=limit)  # type: ignore[attr-defined]
+
+    async def aentries(self, scope: str) -> list[MemoryEntry]:
+        return await asyncio.to_thread(self.entries, scope)  # type: ignore[attr-defined]
+
+    async def adelete(self, entry_id: str) -> bool:
+        return await asyncio.to_thread(self.delete, entry_id)  # type: ignore[attr-defined]
+
+    async def aclear(self, scope: str) -> int:
+        return await asyncio.to_thread(self.clear, scope)  # type: ignore[attr-defined]
+
+    async def aprune(
+        self,
+        scope: str,
+        *,
+        keep_last: int | None = None,
+        older_than: timedelta | None = None,
+    ) -> int:
+        return await asyncio.to_thread(
+            self.prune,  # type: ignore[attr-defined]
+            scope,
+            keep_last=keep_last,
+            older_than=older_than,
+        )
+
+
+def as_store(value: Any, what: str) -> MemoryStore:
+    """``value`` if it has a store's methods, else a ``ValueError`` naming ``what``."""
+    missing = [
+        name for name in ("add", "search", "entries") if not callable(getattr(value, name, None))
+    ]
+    if isinstance(value, type) or missing:
+        raise ValueError(
+            f"{what} must be a memory store such as SQLiteMemory(path) from agentensemble.memory; "
+            f"got {value!r}"
+        )
+    return value  # type: ignore[no-any-return]
+
+
+__all__ = [
+    "MAX_ENTRY_CHARS",
+    "AsyncStoreMethods",
+    "MemoryStore",
+    "as_store",
+    "check_limit",
+    "check_prune",
+    "check_scope",
+    "freshness",
+    "stored_metadata",
+    "stored_text",
+    "utc",
+]

@@ -1,0 +1,184 @@
+"""Knowledge from files: formats, folders, re-indexing on change, retrieval for tasks."""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from agentensemble import LLM, Agent, ConfigurationError, Ensemble, Task
+from agentensemble.memory import Knowledge, SQLiteMemory
+from agentensemble.testing import OpenAICompatibleServer
+
+
+@pytest.fixture
+def server() -> Iterator[OpenAICompatibleServer]:
+    with OpenAICompatibleServer() as running:
+        yield running
+
+
+def docs(tmp_path: Path) -> Path:
+    folder = tmp_path / "docs"
+    (folder / "faq").mkdir(parents=True)
+    (folder / "returns.md").write_text("# Returns\n\nItems can be returned within 30 days.\n")
+    (folder / "faq" / "shipping.txt").write_text("Shipping to Norway takes five days.")
+    (folder / "hours.html").write_text(
+        "<html><head><style>p{color:red}</style><script>alert('x')</script></head>"
+        "<body><h1>Opening hours</h1><p>We open at 9&nbsp;am on Saturdays.</p></body></html>"
+    )
+    (folder / "prices.json").write_text(json.dumps({"plans": [{"name": "pro", "price": 12}]}))
+    (folder / "stores.csv").write_text("city,address\nOslo,Karl Johans gate 1\nBergen,Bryggen 3\n")
+    (folder / ".hidden.md").write_text("secret plans")
+    (folder / "image.png").write_bytes(b"\x89PNG")
+    return folder
+
+
+def texts(store: SQLiteMemory, scope: str = "knowledge") -> list[str]:
+    return [e.text for e in store.entries(scope)]
+
+
+def test_every_format_is_read_as_text(tmp_path: Path) -> None:
+    store = SQLiteMemory(tmp_path / "m.sqlite")
+    report = Knowledge([docs(tmp_path)]).sync(store)
+    assert len(report.added) == 5
+    joined = "\n".join(texts(store))
+    assert "Items can be returned within 30 days." in joined
+    assert "Shipping to Norway takes five days." in joined
+    assert "We open at 9\xa0am on Saturdays." in joined or "We open at 9 am" in joined
+    assert "alert" not in joined and "color" not in joined
+    assert 'plans[0].name: "pro"' in joined and "plans[0].price: 12" in joined
+    assert "city: Oslo; address: Karl Johans gate 1" in joined
+    assert "secret plans" not in joined
+    hit = store.search("knowledge", "how long does shipping to Norway take?")[0]
+    assert hit.metadata["source"].endswith("shipping.txt")
+
+
+def test_a_changed_file_is_reindexed_and_a_removed_one_dropped(tmp_path: Path) -> None:
+    store = SQLiteMemory(tmp_path / "m.sqlite")
+    folder = docs(tmp_path)
+    knowledge = Knowledge([folder])
+    knowledge.sync(store)
+    again = knowledge.sync(store)
+    assert (again.added, again.updated, again.removed, again.unchanged) == ([], [], [], 5)
+
+    shipping = folder / "faq" / "shipping.txt"
+    shipping.write_text("Shipping to Norway now takes two days.")
+    os.utime(shipping, ns=(1, 1))  # a new stamp even on coarse clocks
+    (folder / "stores.csv").unlink()
+    report = knowledge.sync(store)
+    assert report.updated == [str(shipping)] and report.removed == [str(folder / "stores.csv")]
+    joined = "\n".join(texts(store))
+    assert "two days" in joined and "five days" not in joined and "Oslo" not in joined
+
+
+def test_long_files_are_chunked(tmp_path: Path) -> None:
+    paragraphs = [f"Paragraph {n}: " + "tide " * 60 for n in range(40)]
+    (tmp_path / "long.md").write_text("\n\n".join(paragraphs))
+    store = SQLiteMemory(tmp_path / "m.sqlite")
+    Knowledge([tmp_path / "long.md"], chunk_chars=800).sync(store)
+    chunks = texts(store)
+    assert len(chunks) > 10 and all(len(c) <= 800 for c in chunks)
+
+
+@pytest.mark.parametrize(
+    ("name", "content", "message"),
+    [("broken.json", "{not json", "cannot be read as JSON")],
+)
+def test_a_file_that_cannot_be_read_fails_the_run_before_any_model_call(
+    server: OpenAICompatibleServer, tmp_path: Path, name: str, content: str, message: str
+) -> None:
+    (tmp_path / name).write_text(content)
+    llm = LLM(model="openai/test-model", api_base=server.base_url, api_key="sk-test-1234567")
+    task = Task(description="x", agent=Agent(role="a", goal="b", llm=llm))
+    ensemble = Ensemble(tasks=[task], knowledge=[Knowledge([tmp_path / name])])
+    with pytest.raises(ConfigurationError, match=message):
+        ensemble.run()
+    assert server.requests == []
+
+
+@pytest.mark.parametrize(
+    ("build", "message"),
+    [
+        (lambda p: Knowledge([p / "missing"]), "does not exist"),
+        (lambda p: Knowledge([]), "at least one"),
+        (lambda p: Knowledge([p], scope=" "), "blank"),
+        (lambda p: Task(description="x", knowledge=["docs/"]), "Knowledge"),
+    ],
+)
+def test_bad_knowledge_is_refused_when_built(tmp_path: Path, build: Any, message: str) -> None:
+    with pytest.raises(ValueError, match=message):
+        build(tmp_path)
+
+
+def test_knowledge_is_retrieved_for_the_task_as_data(
+    server: OpenAICompatibleServer, tmp_path: Path
+) -> None:
+    folder = docs(tmp_path)
+    llm = LLM(model="openai/test-model", api_base=server.base_url, api_key="sk-test-1234567")
+    agent = Agent(role="Support", goal="Answer from the docs", llm=llm)
+    task = Task(description="A customer asks: {q}", agent=agent, knowledge=[Knowledge([folder])])
+    server.push_text("Five days.")
+
+    Ensemble(tasks=[task]).run({"q": "How long is shipping to Norway?"})  # no store: in memory
+
+    messages = server.requests[0]["messages"]
+    assert [m["role"] for m in messages] == ["system", "user", "user"]
+    shown = messages[1]["content"]
+    assert 'source="knowledge"' in shown and "shipping.txt" in shown
+    assert "Shipping to Norway takes five days." in shown
+    assert "Norway" not in messages[0]["content"]
+
+
+def test_ensemble_knowledge_lives_in_the_ensemble_store_and_reaches_every_task(
+    server: OpenAICompatibleServer, tmp_path: Path
+) -> None:
+    store = SQLiteMemory(tmp_path / "m.sqlite")
+    llm = LLM(model="openai/test-model", api_base=server.base_url, api_key="sk-test-1234567")
+    agent = Agent(role="Support", goal="Answer", llm=llm)
+    tasks = [
+        Task(description="Returns policy?", agent=agent),
+        Task(description="Returns?", agent=agent),
+    ]
+    server.push_text("30 days.")
+    server.push_text("Yes, 30 days.")
+    Ensemble(tasks=tasks, memory=store, knowledge=[Knowledge([docs(tmp_path)], scope="docs")]).run()
+    assert len(store.entries("docs")) == 5
+    assert all("within 30 days" in r["messages"][1]["content"] for r in server.requests)
+
+
+def tiny_pdf(text: str) -> bytes:
+    """A one-page PDF showing ``text`` (built by hand: no PDF writer needed)."""
+    content = f"BT /F1 12 Tf 72 720 Td ({text}) Tj ET".encode()
+    objects = [
+        b"<< /Type /Catalog /Pages 2 0 R >>",
+        b"<< /Type /Pages /Kids [3 0 R] /Count 1 >>",
+        b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Contents 4 0 R "
+        b"/Resources << /Font << /F1 5 0 R >> >> >>",
+        b"<< /Length %d >>\nstream\n" % len(content) + content + b"\nendstream",
+        b"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>",
+    ]
+    out, offsets = b"%PDF-1.4\n", []
+    for number, body in enumerate(objects, start=1):
+        offsets.append(len(out))
+        out += b"%d 0 obj\n" % number + body + b"\nendobj\n"
+    xref = len(out)
+    out += b"xref\n0 %d\n0000000000 65535 f \n" % (len(objects) + 1)
+    out += b"".join(b"%010d 00000 n \n" % offset for offset in offsets)
+    out += b"trailer\n<< /Size %d /Root 1 0 R >>\nstartxref\n%d\n%%%%EOF\n" % (
+        len(objects) + 1,
+        xref,
+    )
+    return out
+
+
+def test_pdf_files_are_read_with_the_pdf_extra(tmp_path: Path) -> None:
+    (tmp_path / "policy.pdf").write_bytes(tiny_pdf("Refunds take ten days."))
+    store = SQLiteMemory(tmp_path / "m.sqlite")
+    Knowledge([tmp_path]).sync(store)
+    assert store.search("knowledge", "how long do refunds take")[0].text == (
+        "Refunds take ten days."
+    )
