@@ -1,10 +1,8 @@
-"""Stores for the memory tests: SQLite files in a temporary folder and a real Postgres started
-from the pgserver wheel (once per session; a fresh database per test)."""
+"""Stores for the memory tests: SQLite files in a temporary folder and the session's real
+Postgres (tests/conftest.py: one pgserver for every suite, a fresh database per test)."""
 
 from __future__ import annotations
 
-import itertools
-import tempfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -12,33 +10,6 @@ from typing import Any
 import pytest
 
 from agentensemble.memory import HashingEmbedder, PostgresMemory, SQLiteMemory
-
-_databases = itertools.count(1)
-
-
-@pytest.fixture(scope="session")
-def postgres_server() -> Iterator[str]:
-    import pgserver
-
-    with tempfile.TemporaryDirectory(prefix="agentensemble-memory-pg-") as directory:
-        server = pgserver.get_server(directory, cleanup_mode="stop")
-        try:
-            yield str(server.get_uri())
-        finally:
-            server.cleanup()
-
-
-@pytest.fixture
-def postgres_url(postgres_server: str) -> str:
-    """A fresh, empty database on the session's server."""
-    import psycopg
-
-    name = f"memory_test_{next(_databases)}"
-    with psycopg.connect(postgres_server, autocommit=True) as connection:
-        connection.execute(f"DROP DATABASE IF EXISTS {name}")
-        connection.execute(f"CREATE DATABASE {name}")
-    return postgres_server.replace("/postgres?", f"/{name}?", 1)
-
 
 StoreFactory = Callable[..., Any]
 
