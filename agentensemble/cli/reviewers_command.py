@@ -42,7 +42,7 @@ def _run(args: argparse.Namespace) -> int:
     except ImportError as exc:
         print(
             "agentensemble reviewers needs the web extra: "
-            f"pip install 'agentensemble[web]' ({exc})",
+            f"pip install 'agentensemble-py[web]' ({exc})",
             file=sys.stderr,
         )
         return EXIT_USAGE

@@ -1,5 +1,5 @@
 """``agentensemble serve-a2a crew.yaml --port N``: the crew file as an A2A agent (agent card at
-``/.well-known/agent-card.json``, JSON-RPC at ``/``). Needs the extra ``agentensemble[a2a]``."""
+``/.well-known/agent-card.json``, JSON-RPC at ``/``). Needs the extra ``agentensemble-py[a2a]``."""
 
 from __future__ import annotations
 
@@ -36,7 +36,7 @@ def run(args: argparse.Namespace) -> int:
         from agentensemble.serve.a2a_serving import a2a_app
     except ImportError as error:
         print(
-            f"agentensemble serve-a2a needs the a2a extra: pip install 'agentensemble[a2a]' "
+            f"agentensemble serve-a2a needs the a2a extra: pip install 'agentensemble-py[a2a]' "
             f"({error})",
             file=sys.stderr,
         )

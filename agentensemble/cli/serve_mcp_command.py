@@ -1,5 +1,5 @@
 """``agentensemble serve-mcp crew.yaml``: the crew file as one MCP tool (stdio, or streamable
-HTTP at ``/mcp`` with ``--http``). Needs the extra ``agentensemble[mcp]``."""
+HTTP at ``/mcp`` with ``--http``). Needs the extra ``agentensemble-py[mcp]``."""
 
 from __future__ import annotations
 
@@ -33,7 +33,7 @@ def run(args: argparse.Namespace) -> int:
         from agentensemble.serve.mcp_serving import mcp_server
     except ImportError as error:
         print(
-            f"agentensemble serve-mcp needs the mcp extra: pip install 'agentensemble[mcp]' "
+            f"agentensemble serve-mcp needs the mcp extra: pip install 'agentensemble-py[mcp]' "
             f"({error})",
             file=sys.stderr,
         )

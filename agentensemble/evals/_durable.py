@@ -1,4 +1,4 @@
-"""Case runs on a durable runtime's workers (extra ``agentensemble[durable]``, DBOS queues).
+"""Case runs on a durable runtime's workers (extra ``agentensemble-py[durable]``, DBOS queues).
 
 Each run of each case is queued under a run id made of the evaluation's id, the case's name
 and the attempt: queuing again under the same id is a no-op (DBOS keys a run by its id), so an

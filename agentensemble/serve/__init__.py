@@ -30,7 +30,7 @@ def __getattr__(name: str) -> Any:
     except ImportError as error:
         raise ImportError(
             f"agentensemble.serve.{name} needs the {extra} extra: "
-            f"pip install 'agentensemble[{extra}]' ({error})"
+            f"pip install 'agentensemble-py[{extra}]' ({error})"
         ) from error
     return getattr(module, name)
 
