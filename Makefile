@@ -51,6 +51,10 @@ bench: $(STAMP)
 	$(PY) benchmarks/workflows.py
 	$(PY) benchmarks/durable.py
 	$(PY) benchmarks/evals.py
+	$(PY) benchmarks/loops.py
+	$(PY) benchmarks/memory.py
+	$(PY) benchmarks/serve_overhead.py
+	$(PY) benchmarks/durable_ops.py
 
 bench-peers: $(STAMP)  # installs each peer into benchmarks/.peers/ (git-ignored) first
 	$(PY) benchmarks/peers.py --install
