@@ -258,7 +258,11 @@ def test_a_handler_task_writes_its_output_to_memory(tmp_path: Path) -> None:
     ("build", "error", "message"),
     [
         (lambda: Task(description="x", memory=["   "]), ValidationError, "non-blank"),
-        (lambda: Task(description="x", memory="notes"), ValidationError, "list of scope names"),
+        (
+            lambda: Task(description="x", memory="notes"),
+            ValidationError,
+            r"write memory=\[.notes.\]",
+        ),
         (
             lambda: Ensemble(tasks=[Task(description="x", memory=["notes"])]),
             ValidationError,
