@@ -58,7 +58,7 @@ _SHAPES: tuple[tuple[re.Pattern[str], str], ...] = (
         re.compile(
             r"((?i:api[_-]?key|x-api-key|authorization|access[_-]?token|refresh[_-]?token|"
             r"client[_-]?secret|secret|password|passwd)[\"']?\s*[:=]\s*[\"']?)"
-            r"(?!\*\*\*|(?i:bearer|basic)\s)[^\s\"',;}&]{4,}"
+            r"(?!\*\*\*|\.\.\.|(?i:bearer|basic)\s)[^\s\"',;}&]{4,}"  # "..." is a placeholder
         ),
         r"\1***",
     ),

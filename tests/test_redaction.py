@@ -64,6 +64,7 @@ def test_credentials_are_recognised_by_their_shape(text: str, expected: str) -> 
         "http://localhost:8000/v1",
         "a basic idea",
         "***",
+        "pass LLM('openai/gpt-4o-mini', api_key=...) to set it",  # a placeholder in advice
     ],
 )
 def test_ordinary_text_is_left_alone(text: str) -> None:

@@ -249,7 +249,7 @@ def test_secrets_in_tool_results_never_reach_the_model_records_or_an_immediate_o
     model = ScriptedChatModel([tool_call("connect"), tool_call("config", {"input": "x"})])
     output = run(model, connect, Config()).task_outputs[0]
     (failed,) = model.requests[1].tool_results
-    assert failed == "Error: cannot connect to postgresql://app:***@db/prod"
+    assert failed == "Error: RuntimeError: cannot connect to postgresql://app:***@db/prod"
     assert output.raw == "OPENAI_API_KEY=***"
     dumped = output.model_dump_json()
     assert "Pg-pass-0xC0FFEE" not in dumped and "sk-live-exec" not in dumped
