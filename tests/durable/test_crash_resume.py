@@ -20,6 +20,7 @@ from typing import Any
 
 import pytest
 
+from agentensemble.durable._runtime import CHECKPOINT_FORMAT
 from agentensemble.testing import OpenAICompatibleServer
 from agentensemble.testing.openai_server import TextReply, ToolCallsReply
 
@@ -241,7 +242,7 @@ def test_a_run_started_with_another_checkpoint_format_is_named_at_launch(tmp_pat
             ((version,),) = connection.execute(
                 "SELECT application_version FROM workflow_status WHERE workflow_uuid = 'old-run'"
             )
-            assert version == "agentensemble-durable-3"
+            assert version == CHECKPOINT_FORMAT
             connection.execute("UPDATE workflow_status SET application_version = 'format-0'")
 
         server.set_responder(KillOnArrival(tmp_path, kill_at=None))
