@@ -149,8 +149,8 @@ class DurableClient:
         if queued_at is not None:
             raise ReviewClosedError(
                 f"review {review_id!r} of run {run_id!r} already has a decision queued (sent "
-                f"{queued_at:%Y-%m-%d %H:%M:%S} UTC); it applies when a worker resumes the run, "
-                "and this one was not sent"
+                f"{queued_at:%Y-%m-%d %H:%M:%S} UTC), the one that applies: this one was not "
+                "sent and is not applied"
             )
         decision_id = uuid.uuid4().hex
         message = {
