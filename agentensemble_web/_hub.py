@@ -41,12 +41,18 @@ class Hub:
 
     def __init__(self) -> None:
         self._subs: set[Subscription] = set()
+        self.closed = False
+        """Set once the server stops: a page reconnecting then gets no new stream, which would
+        otherwise hold the shutdown until uvicorn cancels it (a CancelledError on stderr)."""
 
     def __len__(self) -> int:
         return len(self._subs)
 
-    def subscribe(self, session: str | None = None) -> Subscription:
-        """A new subscription for ``session`` (None: an API client), evicting as documented."""
+    def subscribe(self, session: str | None = None) -> Subscription | None:
+        """A new subscription for ``session`` (None: an API client), evicting as documented;
+        None once the server is stopping."""
+        if self.closed:
+            return None
         if session is not None:
             mine = sorted((s for s in self._subs if s.session == session), key=lambda s: s.opened)
             for old in mine[: max(0, len(mine) - MAX_PER_SESSION + 1)]:
@@ -71,7 +77,8 @@ class Hub:
                 sub.last_active = now
 
     def close_all(self) -> None:
-        """End every stream (the server is stopping)."""
+        """End every stream, and open no new one (the server is stopping)."""
+        self.closed = True
         for sub in list(self._subs):
             self._drop(sub)
 

@@ -235,6 +235,8 @@ def create_app(
 
     async def stream(request: Request) -> Response:
         sub = state.hub.subscribe(request.state.session_id)
+        if sub is None:
+            return _error(HTTPStatus.SERVICE_UNAVAILABLE, "the console is stopping")
 
         async def messages() -> AsyncIterator[str]:
             try:
