@@ -18,7 +18,8 @@ from agentensemble._display import escape_for_row
 from agentensemble.durable._client import DurableClient, ReviewClosedError, past_deadline
 from agentensemble.durable._runtime import DurableRuntime
 from agentensemble.errors import ConfigurationError
-from agentensemble.logging import LOGGER_NAME, configure_logging, redact_text
+from agentensemble.logging import LOGGER_NAME, configure_logging
+from agentensemble.redaction import redact_text
 
 EXIT_OK, EXIT_USAGE, EXIT_LEASE_LOST = 0, 2, 3
 

@@ -10,15 +10,15 @@ traceback, and a read-only command never creates a file.
 from __future__ import annotations
 
 import os
-from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+from urllib.parse import urlsplit
 
 from agentensemble.errors import ConfigurationError
+from agentensemble.redaction import redact_text
 
 DATABASE_ENV = "AGENTENSEMBLE_DATABASE_URL"
 DEFAULT_DATABASE_URL = "sqlite:///agentensemble.sqlite"
 _SCHEMES = ("sqlite", "postgresql", "postgres")
 _WHERE = f"the database_url argument, --database, or ${DATABASE_ENV}"
-_SECRET_QUERY_KEYS = ("password", "sslpassword", "passfile", "token")
 
 
 class DatabaseUnavailableError(ConfigurationError):
@@ -26,26 +26,10 @@ class DatabaseUnavailableError(ConfigurationError):
 
 
 def mask_url(url: str) -> str:
-    """``url`` with its password (and secret query values) replaced by ``***``; scheme, user,
-    host and database kept, so the reader can tell which database is meant."""
-    try:
-        parts = urlsplit(url)
-    except ValueError:
-        return "<unparsable URL>"
-    netloc = parts.netloc
-    if "@" in netloc:
-        credentials, _, host = netloc.rpartition("@")
-        user, has_password, _ = credentials.partition(":")
-        netloc = f"{user}:***@{host}" if has_password else f"{user}@{host}"
-    query = parts.query
-    if query:
-        pairs = parse_qsl(query, keep_blank_values=True)
-        query = urlencode(
-            [(k, "***" if k.lower() in _SECRET_QUERY_KEYS else v) for k, v in pairs], safe="/*"
-        )
-    if netloc == parts.netloc and query == parts.query:
-        return url  # nothing secret (and sqlite:/// keeps its three slashes)
-    return urlunsplit((parts.scheme, netloc, parts.path, query, parts.fragment))
+    """``url`` as errors show it: the outward-redaction policy masks its password and secret
+    query values, and keeps scheme, user, host and database, so the reader can tell which
+    database is meant."""
+    return redact_text(url)
 
 
 def sqlite_path(url: str) -> str | None:
@@ -116,7 +100,7 @@ def _check_postgres(url: str) -> None:
     except Exception as error:  # any driver failure: one line, credentials masked
         first = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
         raise DatabaseUnavailableError(
-            f"cannot reach the Postgres database {mask_url(url)!r}: {_mask_in(first, url)}"
+            f"cannot reach the Postgres database {mask_url(url)!r}: {_masked(first, url)}"
         ) from None
 
 
@@ -135,9 +119,10 @@ def is_missing_schema(error: BaseException) -> bool:
     return "no such table" in text or ("relation" in text and "does not exist" in text)
 
 
-def _mask_in(text: str, url: str) -> str:
+def _masked(text: str, url: str) -> str:
+    """A driver's message with the URL's password (should it repeat it) masked too."""
     password = urlsplit(url).password
-    return text.replace(password, "***") if password else text
+    return redact_text(text, extra=[password] if password else [])
 
 
 __all__ = [
