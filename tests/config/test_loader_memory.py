@@ -95,6 +95,21 @@ def test_a_postgres_url_comes_from_the_environment(
     assert "hunter2-secret" not in message
 
 
+def test_url_env_opens_a_real_postgres(
+    crew_file: CrewFile, folder: Path, monkeypatch: pytest.MonkeyPatch, postgres_url: str
+) -> None:
+    from agentensemble.memory import PostgresMemory
+
+    monkeypatch.setenv("CREW_MEMORY_URL", postgres_url)
+    text = CREW.replace("memory: data/memory.sqlite", "memory: {url_env: CREW_MEMORY_URL}")
+    ensemble = Ensemble.from_yaml(crew_file(text))
+
+    assert isinstance(ensemble.memory, PostgresMemory)
+    ensemble.memory.add("customer-42", "Prefers email")
+    assert [e.text for e in ensemble.memory.entries("customer-42")] == ["Prefers email"]
+    ensemble.memory.close()
+
+
 BAD = [
     ("memory: missing/memory.sqlite", ":2: memory: memory store ", "does not exist"),
     ("memory: [a, b]", ":2: memory: ", "expected a SQLite file or a mapping"),
