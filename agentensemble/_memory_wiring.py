@@ -48,16 +48,8 @@ def uses_ensemble_memory(tools: Sequence[Any]) -> bool:
 
 
 def check_wiring(memory: Any, tasks: Sequence[Any], hierarchical: bool = False) -> None:
-    """Memory scopes and store-less MemoryTools need ``Ensemble(memory=...)``; a manager's
-    delegations do not show task memory or knowledge (refused rather than ignored)."""
-    if hierarchical:
-        for index, task in enumerate(tasks, start=1):
-            if task.memory or task.knowledge:
-                raise ValueError(
-                    f"task {index} ({task.label!r}) has memory or knowledge, which the "
-                    "hierarchical workflow does not show its workers; use a sequential or "
-                    "parallel workflow, or give the workers a MemoryTool"
-                )
+    """Memory scopes and store-less MemoryTools need ``Ensemble(memory=...)``. (``hierarchical``
+    is accepted for callers of earlier versions: a manager's delegations now show memory.)"""
     if memory is not None:
         return
     for index, task in enumerate(tasks, start=1):
@@ -75,14 +67,10 @@ def check_wiring(memory: Any, tasks: Sequence[Any], hierarchical: bool = False) 
 
 
 def check_session(session: Any, memory: Any, hierarchical: bool = False) -> str | None:
-    """``run(..., session=...)``: a non-blank string, and a store to keep the session in."""
+    """``run(..., session=...)``: a non-blank string, and a store to keep the session in (any
+    workflow; ``hierarchical`` is accepted for callers of earlier versions)."""
     if session is None:
         return None
-    if hierarchical:
-        raise ConfigurationError(
-            "run(session=...) is not supported with the hierarchical workflow (the manager's "
-            "workers would not see the conversation); use a sequential or parallel workflow"
-        )
     if not isinstance(session, str) or not session.strip():
         raise ValueError(f"session must be a non-blank string such as 'user-42'; got {session!r}")
     if memory is None:
@@ -133,6 +121,31 @@ def task_memory(
     )
 
 
+def team_memory(items: Sequence[Any]) -> Any:
+    """For the hierarchical workflow: ``memory_for(role, manager=False)`` giving the
+    ``TaskMemory`` of one delegation (or of the manager), or None when the run has no memory.
+
+    The manager hands out work in its own words, not task by task, so a delegation is shown
+    (and writes to) every memory scope and knowledge of the run's tasks, and the worker's own
+    session history; the manager sees its own session history (its earlier answers)."""
+    found = [item.memory for item in items if item.memory is not None]
+    if not found:
+        return None
+    from dataclasses import replace
+
+    first = found[0]
+    scopes = list(dict.fromkeys(scope for m in found for scope in m.scopes))
+    knowledge = list(dict.fromkeys(pair for m in found for pair in m.knowledge))
+
+    def memory_for(role: str, manager: bool = False) -> Any:
+        if manager:
+            session_only = replace(first, role=role, scopes=[], knowledge=[])
+            return session_only if first.session is not None else None
+        return replace(first, role=role, scopes=scopes, knowledge=knowledge)
+
+    return memory_for
+
+
 __all__ = [
     "check_knowledge",
     "check_scopes",
@@ -142,4 +155,5 @@ __all__ = [
     "knowledge_of",
     "sync_knowledge",
     "task_memory",
+    "team_memory",
 ]

@@ -182,6 +182,7 @@ def main() -> int:
     args = parser.parse_args()
     sizes = [int(s) for s in args.sizes.split(",")]
     rows: list[list[str]] = []
+    load_before = ", ".join(f"{x:.1f}" for x in os.getloadavg())
     with tempfile.TemporaryDirectory() as directory:
         folder = Path(directory)
         builders: dict[str, Callable[[], Any]] = {
@@ -208,7 +209,7 @@ def main() -> int:
     load = ", ".join(f"{x:.1f}" for x in os.getloadavg())
     text = (
         f"Measured {date.today()} on {platform.machine()}, {os.cpu_count()} cores shared with "
-        f"other work (load average at the end {load}), "
+        f"other work (load average {load_before} at the start, {load} at the end), "
         f"Python {platform.python_version()}, SQLite {_sqlite()}; vector scan: {numpy}.\n\n"
         + table(rows)
     )

@@ -25,6 +25,11 @@ from agentensemble.outputs import EnsembleOutput
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_run_arguments(parser)
+    parser.add_argument(
+        "--session",
+        metavar="NAME",
+        help="continue the conversation NAME (kept in the crew file's memory: store)",
+    )
 
 
 def run(args: argparse.Namespace) -> int:
@@ -39,12 +44,20 @@ def run(args: argparse.Namespace) -> int:
             )
         if args.trace:
             _check_trace_path(args.trace)  # before paying for the run, not after it
+        session = getattr(args, "session", None)
+        if session is not None and not session.strip():
+            raise UsageError("--session needs a non-blank name such as user-42")
         ensemble = load_crew(args)  # with --review and --model
+        if session is not None and ensemble.memory is None:
+            raise UsageError(
+                f"--session {session} needs a store to keep the conversation in: add "
+                "`memory: memory.sqlite` (or `memory: {url_env: VAR}`) to the crew file"
+            )
     except (UsageError, ConfigurationError) as error:
         return usage_failure(args, error)
     ensemble.listeners = [*ensemble.listeners, CliProgress(verbose=args.verbose)]
     try:
-        output = ensemble.run(inputs)
+        output = ensemble.run(inputs, session=session) if session else ensemble.run(inputs)
     except PromptTemplateError as error:
         names = " ".join(f"--input {name}=..." for name in error.missing)
         return usage_failure(args, UsageError(f"{error} On the command line: {names}"))

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 from agentensemble.agent import Agent
 from agentensemble.config._crew_imports import crew_folder
+from agentensemble.config._memory import MEMORY_SECTIONS, memory_settings
 from agentensemble.config._positions import ConfigFileError, Located, Path, load_located
 from agentensemble.config._steps import task_steps
 from agentensemble.config._values import construct, entries, known_keys, tools_from
@@ -38,9 +39,11 @@ WORKFLOW_SETTINGS = {
     "max_delegation_depth": "max_delegation_depth",
 }
 TOP_LEVEL = ("model", "workflow", "verbose", "review", "agents", "tasks", *WORKFLOW_SETTINGS)
+TOP_LEVEL += MEMORY_SECTIONS  # memory:, knowledge: (config/_memory.py)
 #: Ensemble fields a file sets otherwise (model:, review:, the sections) or never (objects).
 _NOT_PLAIN = frozenset(
     {"tasks", "agents", "llm", "manager_llm", "review_handler", "review_policy", "listeners"}
+    | set(MEMORY_SECTIONS)
 )
 REVIEW_KEYS = ("policy", "handler", "url", "secret_env", "timeout")
 _YAML_ONLY = {"name"}  # the entry's name in list form
@@ -89,6 +92,7 @@ def build_ensemble(doc: Located, overrides: Mapping[str, Any] | None = None) -> 
             settings[names[key]] = _model(doc, (key,), data[key])
     if data.get("review") is not None:
         settings.update(_review(doc, data["review"]))
+    settings.update(memory_settings(doc, data))
     settings.update(overrides or {})
     _check_assigned(doc, data, agents, tasks)
     ensemble: Ensemble = construct(doc, (), Ensemble, settings, whole=("tasks",))

@@ -18,6 +18,7 @@ from typing import Any
 from agentensemble.memory.entry import MemoryEntry
 from agentensemble.memory.store import MemoryStore
 from agentensemble.run_context import current_run_id
+from agentensemble.steps import as_step
 from agentensemble.task_memory import RecalledItem, Recollection
 
 MAX_ITEMS = 6
@@ -90,6 +91,11 @@ class StoreTaskMemory:
     session: str | None = None
 
     async def recall(self, description: str) -> Recollection:
+        """A step of the run: a durable run checkpoints what was recalled, so a resumed run
+        shows the agent the same context as before the crash (not what the store holds now)."""
+        return await as_step("tool", "memory:recall", lambda: self._recall(description))
+
+    async def _recall(self, description: str) -> Recollection:
         rankings: list[list[RecalledItem]] = []
         if self.store is not None:
             for scope in self.scopes:
@@ -128,8 +134,12 @@ class StoreTaskMemory:
         return [message for pair in reversed(exchanges) for message in pair]
 
     async def remember(self, description: str, output: str) -> None:
-        if not output.strip():
+        """A step of the run: a resumed durable run skips a write it already made."""
+        if not output.strip() or (self.store is None or (not self.scopes and not self.session)):
             return
+        await as_step("tool", "memory:remember", lambda: self._remember(description, output))
+
+    async def _remember(self, description: str, output: str) -> None:
         metadata = {
             "task": description[:MAX_TASK_CHARS],
             "agent_role": self.role,

@@ -2,8 +2,10 @@
 
 ``sync`` (run before every run that uses the knowledge) indexes new files, re-indexes a file
 whose content changed (size or modification time first, then its SHA-256) and drops the chunks
-of files that are gone. Without a store of its own, a ``Knowledge`` uses the ensemble's memory
-store, or else an in-process SQLite database.
+of files that are gone. Several processes may sync the same knowledge at once: a file's chunks
+are replaced in one transaction that writes nothing if they are already current (``_sync.py``).
+Without a store of its own, a ``Knowledge`` uses the ensemble's memory store, or else an
+in-process SQLite database.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from agentensemble.memory._loaders import SUFFIXES, chunks, read_text
+from agentensemble.memory._sync import replace_source
 from agentensemble.memory.store import MemoryStore, as_store, check_scope
 
 MAX_FILES = 10_000
@@ -114,20 +117,13 @@ class Knowledge:
                 report = _count_unchanged(report)
                 continue
             text = read_text(file)
-            for entry in old:
-                target.delete(entry.id)
-            for number, chunk in enumerate(chunks(text, self.chunk_chars)):
-                target.add(
-                    self.scope,
-                    chunk,
-                    metadata={
-                        "kind": "knowledge",
-                        "source": key,
-                        "sha256": digest,
-                        "stamp": stamp,
-                        "chunk": number,
-                    },
-                )
+            meta = {"kind": "knowledge", "source": key, "sha256": digest, "stamp": stamp}
+            pieces = [
+                (c, {**meta, "chunk": n}) for n, c in enumerate(chunks(text, self.chunk_chars))
+            ]
+            if not replace_source(target, self.scope, key, digest, pieces, old):
+                report = _count_unchanged(report)  # another process indexed it meanwhile
+                continue
             (report.updated if old else report.added).append(key)
         present = {str(f) for f in current}
         for source, entries in indexed.items():

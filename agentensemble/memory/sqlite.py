@@ -21,7 +21,8 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
-from agentensemble.memory._query import fts5_match, query_terms
+from agentensemble.memory._lexical import LexicalRanking
+from agentensemble.memory._query import query_terms
 from agentensemble.memory._vectors import VectorIndex, fuse, pack, unpack
 from agentensemble.memory.embedders import Embedder, embed_one, normalised
 from agentensemble.memory.entry import MemoryEntry
@@ -63,9 +64,6 @@ CREATE TRIGGER IF NOT EXISTS memory_entries_ad AFTER DELETE ON memory_entries BE
 END;
 """
 _COLUMNS = "rowid, id, scope, text, metadata, created_at"
-#: A query word found in more than this share of all entries is left out of the search when
-#: the query has rarer words: it adds almost nothing to BM25 and costs a score for every entry.
-COMMON_SHARE = 0.2
 #: Lexical candidates read per result asked for, before recency and fusion re-rank them.
 CANDIDATES_PER_RESULT = 4
 MIN_CANDIDATES = 20
@@ -101,8 +99,7 @@ class SQLiteMemory(AsyncStoreMethods):
         self._connections: list[sqlite3.Connection] = []
         self._lock = threading.Lock()
         self._indexes: dict[str, tuple[int, VectorIndex]] = {}
-        self._common: dict[str, str] = {}  # query word -> "common", "rare" or "absent"
-        self._common_total = 0
+        self._lexical = LexicalRanking()
         self.use_numpy = True
         self._anchor = self._connection()  # creates the schema now: a bad path fails here
 
@@ -272,19 +269,7 @@ class SQLiteMemory(AsyncStoreMethods):
         terms = query_terms(query)
         pool = max(MIN_CANDIDATES, limit * CANDIDATES_PER_RESULT)
         connection = self._connection()
-        lexical: list[tuple[int, float]] = []
-        terms = self._without_common(connection, terms)
-        if terms:
-            lexical = [
-                (int(rowid), float(score))
-                for rowid, score in connection.execute(
-                    "SELECT e.rowid, -bm25(memory_fts) FROM memory_fts "  # FTS drives the join
-                    "CROSS JOIN memory_entries e ON e.rowid = memory_fts.rowid "
-                    "WHERE memory_fts MATCH ? AND e.scope = ? "
-                    "ORDER BY bm25(memory_fts) LIMIT ?",
-                    (fts5_match(terms), scope, pool),
-                )
-            ]
+        lexical = self._lexical.ranked(connection, scope, terms, pool)
         if self.embedder is None:
             scores = dict(lexical)
         else:
@@ -302,42 +287,6 @@ class SQLiteMemory(AsyncStoreMethods):
             key=lambda pair: (-pair[0], -pair[1][5]),
         )
         return [_entry(row, score) for score, row in ranked[:limit]]
-
-    def _without_common(self, connection: sqlite3.Connection, terms: list[str]) -> list[str]:
-        """``terms`` without those most entries contain, when rarer ones remain.
-
-        Document counts come from the FTS5 vocabulary (stemmed words: a word's count is its
-        longest indexed prefix's, its porter stem in nearly every case). Whether a word is
-        common changes slowly: the answer is kept until the store has grown or shrunk by 10%.
-        """
-        if len(terms) < 2:
-            return terms
-        total = connection.execute("SELECT max(rowid) FROM memory_entries").fetchone()[0] or 0
-        known = self._common
-        if abs(total - self._common_total) > 0.1 * max(total, 1):
-            known = self._common = {}
-            self._common_total = total
-        unknown = [term for term in terms if term not in known]
-        if unknown:
-            prefixes = sorted(
-                {t[:k] for t in unknown for k in range(max(2, len(t) - 4), len(t) + 1)}
-            )
-            marks = ",".join("?" * len(prefixes))
-            counts = dict(
-                connection.execute(
-                    f"SELECT term, doc FROM memory_vocab WHERE term IN ({marks})", prefixes
-                )
-            )
-            for term in unknown:
-                stems = [term[:k] for k in range(len(term), max(1, len(term) - 5), -1)]
-                found = [counts[stem] for stem in stems if stem in counts]
-                if not found:
-                    known[term] = "absent"  # or a stem that is no prefix: kept, costs nothing
-                else:
-                    known[term] = "common" if found[0] > COMMON_SHARE * total else "rare"
-        if not any(known.get(term) == "rare" for term in terms):
-            return terms
-        return [term for term in terms if known.get(term) != "common"]
 
     def _vector_index(self, scope: str, dims: int) -> VectorIndex:
         """The scope's vectors, read once and kept until the scope changes (any process)."""

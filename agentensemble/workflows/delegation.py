@@ -15,7 +15,7 @@ each count their own chain.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from contextvars import ContextVar
 from dataclasses import dataclass, replace
 from typing import Any, Literal, cast
@@ -25,7 +25,9 @@ from pydantic import BaseModel, Field, create_model, field_validator
 from agentensemble.errors import ConfigurationError, ExitEarlyError, ToolExecutionError
 from agentensemble.events import DelegationCompleted, DelegationFailed, DelegationStarted
 from agentensemble.execution.agent_executor import AgentExecutor, AgentTask, ExecutionEnv
+from agentensemble.logging import get_logger
 from agentensemble.outputs import TaskOutput
+from agentensemble.task_memory import TaskMemory
 from agentensemble.tools.typed import TypedAgentTool
 
 MANAGER_TOOL = "delegate_task"
@@ -33,6 +35,15 @@ PEER_TOOL = "delegate_to_agent"
 DELEGATED_EXPECTED_OUTPUT = "A complete answer to the instructions, ready to hand back."
 
 _depth: ContextVar[int] = ContextVar("agentensemble_delegation_depth", default=0)
+_log = get_logger()
+
+
+async def remember(memory: TaskMemory, description: str, output: str) -> None:
+    """Keep a delegation's (or the manager's) output; a failed write loses only the memory."""
+    try:
+        await memory.remember(description, output)
+    except Exception as error:
+        _log.error("memory write failed", error=str(error))
 
 
 @dataclass
@@ -53,6 +64,9 @@ class Team:
         self.max_depth = max_depth
         self.env: ExecutionEnv | None = None
         """Set by the facade when the run starts: events, review handler, metrics."""
+        self.memory_for: Callable[..., TaskMemory | None] | None = None
+        """Set by the hierarchical workflow when the run has memory: the memory of a manager's
+        delegation to a role (shown to the worker before it, written after it)."""
         self._slots: list[TaskOutput | None] = []
 
     @property
@@ -95,11 +109,13 @@ class Team:
         if slot is not None:
             self._slots.append(None)  # reserved now: the record keeps the order asked
         env.emitter.emit(DelegationStarted(from_role, worker.role, instructions, depth))
+        memory = self.memory_for(worker.role) if manager and self.memory_for else None
         task = replace(
             worker.agent_task,
             description=instructions,
             expected_output=DELEGATED_EXPECTED_OUTPUT,
             context=(),
+            memory=memory,
         )
         token = _depth.set(depth)
         try:
@@ -113,6 +129,8 @@ class Team:
             raise ToolExecutionError(message) from error
         finally:
             _depth.reset(token)
+        if memory is not None:
+            await remember(memory, instructions, output.raw)
         if slot is not None:
             self._slots[slot] = output
         env.emitter.emit(DelegationCompleted(from_role, worker.role, output, depth))

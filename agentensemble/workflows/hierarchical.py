@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
 
+from agentensemble._memory_wiring import team_memory
 from agentensemble.errors import ExitEarlyError, TaskExecutionError
 from agentensemble.events import TaskCompleted, TaskFailed, TaskStarted
 from agentensemble.execution.agent_executor import AgentExecutor, AgentTask, ExecutionEnv
@@ -27,7 +28,7 @@ from agentensemble.outputs import EnsembleOutput, ExitReason, TaskOutput
 from agentensemble.tools.resolver import ToolResolver
 from agentensemble.workflows._review_gates import ask_reviewer, is_enabled
 from agentensemble.workflows.base import PreparedRun, PreparedTask
-from agentensemble.workflows.delegation import MANAGER_TOOL, DelegateTool, Team
+from agentensemble.workflows.delegation import MANAGER_TOOL, DelegateTool, Team, remember
 from agentensemble.workflows.team import MANAGER_ROLE
 
 MANAGER_GOAL = (
@@ -84,6 +85,7 @@ class HierarchicalRunner:
         started = time.perf_counter()
         team = self.setup.team
         team.env = env
+        team.memory_for = team_memory(prepared)
         last = prepared[-1]
         manager = AgentTask(
             role=MANAGER_ROLE,
@@ -94,6 +96,7 @@ class HierarchicalRunner:
             model=self.setup.model,
             max_iterations=self.setup.max_iterations,
             tools=ToolResolver().resolve([DelegateTool(team, MANAGER_ROLE, manager=True)]),
+            memory=team.memory_for(MANAGER_ROLE, manager=True) if team.memory_for else None,
         )
         env.emitter.emit(TaskStarted(1, 1, manager.description, MANAGER_ROLE))
         exit_reason = ExitReason.COMPLETED
@@ -126,6 +129,8 @@ class HierarchicalRunner:
                 exit_reason = (
                     ExitReason.TIMEOUT if verdict.timed_out else ExitReason.USER_EXIT_EARLY
                 )
+        if manager.memory is not None:  # the session: the manager's answer, after any edit
+            await remember(manager.memory, manager.description, final.raw)
         env.emitter.emit(TaskCompleted(1, 1, final))
         return self._output(team.recorded, final, started, exit_reason)
 

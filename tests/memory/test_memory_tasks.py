@@ -283,16 +283,6 @@ def test_a_handler_task_writes_its_output_to_memory(tmp_path: Path) -> None:
             "memory store",
         ),
         (lambda: MemoryTool(" "), ValueError, "blank"),
-        (
-            lambda: Ensemble(
-                tasks=[Task(description="x", memory=["n"])],
-                agents=[Agent(role="a", goal="b")],
-                workflow="hierarchical",
-                memory=SQLiteMemory(":memory:"),
-            ),
-            ValidationError,
-            "hierarchical workflow does not show",
-        ),
     ],
 )
 def test_bad_memory_wiring_fails_when_built(
@@ -311,19 +301,4 @@ def test_a_session_without_a_store_or_blank_fails_before_any_model_call(
         bare.run(session="user-42")
     with pytest.raises(ValueError, match="non-blank"):
         support(server, SQLiteMemory(tmp_path / "m.sqlite")).run({"question": "q"}, session=" ")
-    assert server.requests == []
-
-
-def test_a_session_in_a_hierarchical_run_is_refused_before_any_model_call(
-    server: OpenAICompatibleServer, tmp_path: Path
-) -> None:
-    ensemble = Ensemble(
-        tasks=[Task(description="Plan the launch")],
-        agents=[Agent(role="Planner", goal="Plan")],
-        workflow="hierarchical",
-        llm=model(server),
-        memory=SQLiteMemory(tmp_path / "m.sqlite"),
-    )
-    with pytest.raises(ConfigurationError, match="hierarchical"):
-        ensemble.run(session="user-42")
     assert server.requests == []
