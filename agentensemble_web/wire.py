@@ -3,8 +3,9 @@
 Any event (a frozen dataclass of ``agentensemble.events``) becomes ``{"type": <class name>,
 "ts": <unix seconds>, <its fields>...}``: durations in seconds, errors as ``"Type: message"``,
 pydantic models dumped, the final ``EnsembleOutput`` reduced to its summary (the console shows
-its tasks from their own events), a memory retrieval's entries with their whole sizes. Strings are redacted (registered secrets, key-like text) and
-every size is bounded, so posting an event can neither leak a key nor carry megabytes.
+its tasks from their own events), a memory retrieval's entries with their whole sizes. Strings
+are redacted (registered secrets, key-like text) and every size is bounded, so posting an event
+can neither leak a key nor carry megabytes.
 """
 
 from __future__ import annotations

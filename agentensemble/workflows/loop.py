@@ -128,11 +128,12 @@ async def call_predicate(predicate: Callable[[Any], Any], state: Any) -> bool:
 
 
 def predicate_name(predicate: Callable[..., Any] | None) -> str | None:
-    """A predicate's name as events show it (``until`` / ``when``): its qualified name."""
+    """A predicate's name as events show it (``until`` / ``when``): its qualified name without
+    the function it was defined in (``Policy.approved``, ``needs_more``, ``<lambda>``)."""
     if predicate is None:
         return None
     name = getattr(predicate, "__qualname__", None) or getattr(predicate, "__name__", None)
-    return str(name) if name else type(predicate).__name__
+    return str(name).rsplit("<locals>.", 1)[-1] if name else type(predicate).__name__
 
 
 def predicate_failure(what: str, error: Exception, source: Any, call: StepCall) -> Exception:

@@ -98,9 +98,7 @@ def workflow_ensemble(
         agent=helper,
         for_each="documents",
     )
-    audit = Ensemble(
-        name="audit", tasks=[Task(description="Check the numbers", agent=helper)]
-    )
+    audit = Ensemble(name="audit", tasks=[Task(description="Check the numbers", agent=helper)])
     return Ensemble(
         name="Kettle support",
         tasks=[recall, polish, desk, fan_out, audit],
