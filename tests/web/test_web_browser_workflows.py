@@ -105,7 +105,11 @@ def test_a_real_run_shows_its_loop_graph_fan_out_nested_ensemble_and_memory(
     ]
     assert "Graph · support" in labels and "Step 3 · answer" in labels
     assert len(driver.find_elements(By.CSS_SELECTOR, "#gantt .group-bar")) == 13
-    driver.save_screenshot(str(IMAGES / "web-console-workflows.png"))
+    driver.save_screenshot(str(IMAGES / "web-console-workflow-chart.png"))
+    driver.execute_script("arguments[0].scrollIntoView()", loop)
+    driver.save_screenshot(str(IMAGES / "web-console-loop.png"))
+    driver.execute_script("arguments[0].scrollIntoView()", graph)
+    driver.save_screenshot(str(IMAGES / "web-console-graph.png"))
 
     # memory: under the task that read it, the scope, the counts and sizes, each entry's text;
     # the long entry is folded to its start
