@@ -9,6 +9,7 @@ import sys
 import time
 from pathlib import Path
 
+import httpx
 import pytest
 from _web_support import api_client, logged_in
 from test_web_history import _review, _run_events
@@ -172,3 +173,41 @@ def test_an_unreachable_postgres_is_one_line_without_its_password(tmp_path: Path
         assert "cannot reach the console's database" in done.stderr
         assert "s3cret-pass" not in done.stderr + done.stdout
         assert "Traceback" not in done.stderr
+
+
+def test_serve_on_postgres_prints_where_history_is_kept_without_the_password(
+    postgres_url: str,
+) -> None:
+    url = postgres_url.replace("postgres:@", "postgres:pw-s3cret-9@", 1)
+    assert "pw-s3cret-9" in url  # the local server trusts any password: this one is ignored
+    env = dict(os.environ, PYTHONUNBUFFERED="1", AGENTENSEMBLE_WEB_TOKEN="tok-pg")
+    process = subprocess.Popen(
+        [sys.executable, "-m", "agentensemble", "serve", "--port", "0", "--db", url],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        cwd=REPO_ROOT,
+        env=env,
+    )
+    assert process.stdout is not None
+    printed: list[str] = []
+    try:
+        while not any("history kept in:" in line for line in printed):
+            line = process.stdout.readline()
+            assert line, "serve ended before saying where the history is kept"
+            printed.append(line)
+        login = next(line for line in printed if "open in a browser:" in line)
+        base = login.split("open in a browser:", 1)[1].strip().split("/login", 1)[0]
+        with httpx.Client(timeout=10.0, headers={"Authorization": "Bearer tok-pg"}) as api:
+            posted = api.post(f"{base}/api/events", json={"events": _run_events("run-cli")})
+            assert posted.status_code == 200
+    finally:
+        process.terminate()
+        _, errors = process.communicate(timeout=20)
+    assert "postgresql://postgres:***@" in printed[-1]
+    assert "pw-s3cret-9" not in "".join(printed) + errors
+    store = Store(postgres_url)  # what serve wrote is in Postgres
+    try:
+        assert [r["run_id"] for r in store.runs()[0]] == ["run-cli"]
+    finally:
+        store.close()
