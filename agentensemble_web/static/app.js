@@ -188,7 +188,8 @@ function renderRun(main) {
         : "task output") + ": " + decisionText(r))))));
   }
   const tasks = foldEvents(state.runEvents);
-  const tree = workflowTree(tasks, state.runEvents);  // first: it names where each task ran
+  // first: it names where each task ran (the time chart's labels)
+  const tree = workflowTree(tasks, state.runEvents, Boolean(run && run.status !== "running"));
   const times = eventTimes(state.runEvents);
   const gantt = renderGantt(tasks, times, ganttGroups(tree, times));
   if (gantt) main.append(gantt);
@@ -244,7 +245,7 @@ function renderTrace(main) {
     // the trace keeps loop iterations and graph steps among its run-level events
     const events = (t.events || []).map((r) => Object.assign({}, r.fields || {},
       {type: r.type, ts: Date.parse(r.at) / 1000}));
-    const tree = workflowTree(tasks, events);
+    const tree = workflowTree(tasks, events, true);
     main.append(el("div", {class: "summary", id: "trace-summary"},
       el("span", {}, "run " + shortId(t.run_id)),
       el("span", {class: "status status-" + t.status}, t.status),

@@ -56,7 +56,9 @@ function childNode(parent, key, fields) {
 
 // The timeline as a tree: groups (loops, iterations, graphs, steps, fan-outs, ensembles) holding
 // tasks, in the order they started. Sets task.where, the short path the time chart labels with.
-function workflowTree(tasks, events) {
+// `finished`: the run is over, so a group with no completion event did not finish (a task failed,
+// a reviewer stopped the run) rather than still running.
+function workflowTree(tasks, events, finished) {
   const done = new Map();  // JSON of a completion's path -> its event
   const fallback = new Map();  // task index -> path, for runs whose tasks carry no `within`
   for (const e of events) {
@@ -76,14 +78,15 @@ function workflowTree(tasks, events) {
       const seg = segmentOf(text);
       if (MEMBER_KINDS.has(seg.kind)) {
         node = childNode(node, JSON.stringify([...path, seg.kind + ":" + seg.name]),
-                         {kind: seg.kind, name: seg.name});
+                         {kind: seg.kind, name: seg.name, over: Boolean(finished)});
       }
       path.push(text);
       const key = JSON.stringify(path);
-      const finished = done.get(key) || null;
-      if (finished) used.add(key);
+      const completion = done.get(key) || null;
+      if (completion) used.add(key);
       node = childNode(node, key, MEMBER_KINDS.has(seg.kind)
-        ? {kind: seg.kind + "-member", seg, done: finished} : {kind: seg.kind, name: seg.name});
+        ? {kind: seg.kind + "-member", seg, done: completion, over: Boolean(finished)}
+        : {kind: seg.kind, name: seg.name, over: Boolean(finished)});
       where.push(shortWhere(seg));
     }
     task.where = where.join(" › ");
@@ -117,7 +120,7 @@ function spanOf(node) {
 function spanText(node) {
   const span = spanOf(node);
   if (span.start === null) return "";
-  if (span.running && !(node.done)) return "running";
+  if (span.running && !node.done) return node.over ? "" : "running";
   return span.end === null ? "" : fmtDuration(Math.max(0, span.end - span.start));
 }
 
@@ -132,7 +135,11 @@ function loopSummary(node) {
   const last = its.length ? its[its.length - 1].done : null;
   const cond = its.map((m) => m.done && m.done.condition).find(Boolean);
   const count = its.length + (its.length === 1 ? " iteration" : " iterations");
-  if (!last || !last.stopped_by) return [count + " · running (iteration " + its.length + ")"];
+  const over = its.length && its[its.length - 1].over;
+  if (!last || !last.stopped_by) {
+    return [count + (over ? " · ended in iteration " + its.length + " (the run stopped there)"
+                          : " · running (iteration " + its.length + ")")];
+  }
   if (last.stopped_by === "until") {
     return [count + " · stopped: until ", condition(cond || "until"),
             " held after iteration " + last.iteration];
@@ -144,7 +151,7 @@ function loopSummary(node) {
 function iterationSummary(member) {
   const e = member.done;
   const head = "Iteration " + member.seg.number;
-  if (!e) return [head + " · running"];
+  if (!e) return [head + (member.over ? " · did not finish" : " · running")];
   const took = spanText(member);
   const parts = [head + (took ? " · " + took : "")];
   if (e.stopped_by === "until") parts.push(" · until ", condition(e.condition || "until"),
@@ -164,6 +171,7 @@ function graphSummary(node) {
   let tail = " → …";
   if (last) tail = last.next_state ? (last.next_state === END_STATE ? " → END" : " → …")
                                    : " → (stopped: no edge matched)";
+  if (steps.length && !last && steps[steps.length - 1].over) tail = " (the run stopped here)";
   return [steps.length + (steps.length === 1 ? " step" : " steps") + " · path: ",
           el("span", {class: "graph-path"}, path.join(" → ") + tail)];
 }
@@ -172,7 +180,7 @@ function stepSummary(member) {
   const e = member.done;
   const state = e ? e.state : member.seg.state;
   const head = "Step " + member.seg.number + " · " + stateName(state);
-  if (!e) return [head + " · running"];
+  if (!e) return [head + (member.over ? " · did not finish" : " · running")];
   const took = spanText(member);
   const parts = [head];
   if (e.next_state) {

@@ -311,3 +311,32 @@ def test_runs_stored_before_tasks_said_where_they_ran_still_render(
         top = driver.find_elements(By.CSS_SELECTOR, "#timeline > section.task")
         assert [t.get_attribute("data-task") for t in top] == ["3", "0"]
         assert "LOOP ITERATION COMPLETED" in top[1].text and '"loop_name": "gone"' in top[1].text
+
+
+def test_a_loop_whose_run_failed_says_where_it_ended(
+    driver: Any, console: WebConsoleServer
+) -> None:
+    from agentensemble import Ensemble, Loop, Task, TaskExecutionError
+
+    calls: list[int] = []
+
+    def flaky(ctx: Any) -> str:
+        calls.append(1)
+        if len(calls) == 2:
+            raise RuntimeError("the second try broke")
+        return "fine"
+
+    listener = WebConsole(console.url, console.token)
+    loop = Loop(name="retry", body=[Task(name="t", description="Try", handler=flaky)])
+    with pytest.raises(TaskExecutionError) as failed:
+        Ensemble(tasks=[loop], listeners=[listener]).run()
+    assert listener.flush(WAIT)
+    _open_run(driver, console, failed.value.run_id)
+    _wait(driver, lambda d: len(_groups(d, "loop-member")) == 2, "both iterations")
+    (loop_group,) = _groups(driver, "loop")
+    assert _head(loop_group) == (
+        "Loop · retry · 2 iterations · ended in iteration 2 (the run stopped there)"
+    )
+    second = _groups(driver, "loop-member")[1]
+    assert _head(second) == "Iteration 2 · did not finish"
+    assert "the second try broke" in second.text
