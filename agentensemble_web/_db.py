@@ -5,13 +5,15 @@ a ``postgresql://`` URL (psycopg 3, the ``postgres`` extra, imported only then),
 tables. The store writes one SQL for both: ``?`` placeholders (``%s`` for Postgres),
 ``INSERT ... ON CONFLICT`` upserts, ``REAL`` columns (``DOUBLE PRECISION`` in Postgres, so
 timestamps keep their precision). A database that cannot be opened is a ``StoreUnavailableError``
-whose message names it without its password.
+whose message names it without its password. A Postgres connection that breaks (the server
+restarted, an administrator ended it) is opened again on the next statement, which is retried
+once; the writes of the transaction that broke (at most one batch of events) are lost.
 """
 
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -40,9 +42,28 @@ class Database:
     """One connection and its dialect (``"sqlite"`` or ``"postgres"``), used on one thread at a
     time (the server's event loop, or a command)."""
 
-    def __init__(self, conn: Any, dialect: str) -> None:
+    def __init__(self, conn: Any, dialect: str, reopen: Callable[[], Any] | None = None) -> None:
         self._conn = conn
         self.dialect = dialect
+        self._reopen = reopen
+
+    def _broken(self) -> bool:
+        return bool(getattr(self._conn, "broken", False) or getattr(self._conn, "closed", False))
+
+    def _renew(self) -> None:
+        """A new connection for a broken one (see the module docstring)."""
+        assert self._reopen is not None
+        old, self._conn = self._conn, self._reopen()
+        old.close()
+
+    def _run(self, sql: str, args: Sequence[Any]) -> Any:
+        try:
+            return self._conn.execute(self._sql(sql), self._args(args))
+        except Exception:
+            if self._reopen is None or not self._broken():
+                raise
+        self._renew()
+        return self._conn.execute(self._sql(sql), self._args(args))
 
     def _sql(self, sql: str) -> str:
         return sql.replace("?", "%s") if self.dialect == "postgres" else sql
@@ -55,17 +76,17 @@ class Database:
 
     def execute(self, sql: str, args: Sequence[Any] = ()) -> Any:
         """Run one statement (a write); its cursor (``rowcount``)."""
-        return self._conn.execute(self._sql(sql), self._args(args))
+        return self._run(sql, args)
 
     def all(self, sql: str, args: Sequence[Any] = ()) -> list[Any]:
         """The rows of a query."""
-        rows = list(self._conn.execute(self._sql(sql), self._args(args)).fetchall())
+        rows = list(self._run(sql, args).fetchall())
         self._end_read()
         return rows
 
     def one(self, sql: str, args: Sequence[Any] = ()) -> Any:
         """The first row of a query, or None."""
-        row = self._conn.execute(self._sql(sql), self._args(args)).fetchone()
+        row = self._run(sql, args).fetchone()
         self._end_read()
         return row
 
@@ -73,10 +94,15 @@ class Database:
         # a Postgres read opens a transaction: end it, or the connection idles inside one (and
         # holds back vacuum); the writes of a batch in progress are committed with it, harmlessly
         if self.dialect == "postgres":
-            self._conn.commit()
+            self.commit()
 
     def commit(self) -> None:
-        self._conn.commit()
+        try:
+            self._conn.commit()
+        except Exception:
+            if self._reopen is None or not self._broken():
+                raise
+            self._renew()  # what the broken transaction wrote is lost; what follows is kept
 
     def close(self) -> None:
         try:
@@ -111,12 +137,22 @@ def _sqlite(path: str, schema: str) -> Database:
 
 def _postgres(url: str, schema: str) -> Database:
     try:
-        import psycopg
+        import psycopg  # noqa: F401  (here only to name the missing extra)
     except ImportError as exc:
         raise StoreUnavailableError(
             f"the console's database {shown(url)} is Postgres, which needs the postgres extra: "
             "pip install 'agentensemble-py[postgres]'"
         ) from exc
+    return Database(
+        _postgres_connection(url, schema),
+        "postgres",
+        reopen=lambda: _postgres_connection(url, schema),
+    )
+
+
+def _postgres_connection(url: str, schema: str) -> Any:
+    import psycopg
+
     try:
         conn = psycopg.connect(url, connect_timeout=10)
     except psycopg.Error as exc:
@@ -136,7 +172,7 @@ def _postgres(url: str, schema: str) -> Database:
         raise StoreUnavailableError(
             f"cannot create the console's tables in {shown(url)}: {redact_text(str(exc))}"
         ) from None
-    return Database(conn, "postgres")
+    return conn
 
 
 def open_database(target: str | Path, schema: str) -> Database:

@@ -211,3 +211,27 @@ def test_serve_on_postgres_prints_where_history_is_kept_without_the_password(
         assert [r["run_id"] for r in store.runs()[0]] == ["run-cli"]
     finally:
         store.close()
+
+
+def test_a_store_whose_postgres_connection_broke_opens_a_new_one(postgres_url: str) -> None:
+    """As when the database restarts: an administrator ends the console's connection."""
+    import psycopg
+
+    store = Store(postgres_url)
+    try:
+        store.save_run(_summary("before", time.time()), "before")
+        store.commit()
+        backend = store.connection.one("SELECT pg_backend_pid()")[0]
+        with psycopg.connect(postgres_url, autocommit=True) as admin:
+            admin.execute("SELECT pg_terminate_backend(%s)", (backend,))
+        assert [r["run_id"] for r in store.runs()[0]] == ["before"]  # read on a new connection
+        assert store.connection.one("SELECT pg_backend_pid()")[0] != backend
+        store.save_run(_summary("after", time.time() + 1), "after")
+        store.commit()
+    finally:
+        store.close()
+    reopened = Store(postgres_url)
+    try:
+        assert [r["run_id"] for r in reopened.runs()[0]] == ["after", "before"]
+    finally:
+        reopened.close()
