@@ -260,6 +260,8 @@ class LoopIterationCompleted:
     stopped_by: str | None = field(default=None, kw_only=True)
     within: tuple[str, ...] = field(default=(), kw_only=True)
     """Where the loop sits (as ``TaskStarted.within``): empty for a top-level loop."""
+    condition: str | None = field(default=None, kw_only=True)
+    """The name of the loop's ``until`` (None without one): what a run page says was checked."""
 
     def trace_fields(self) -> dict[str, Any]:
         """What the trace and spans keep: the outputs are there already, under their tasks."""
@@ -270,6 +272,7 @@ class LoopIterationCompleted:
             "task_indices": list(self.task_indices),
             "stopped_by": self.stopped_by,
             "within": list(self.within),
+            "condition": self.condition,
         }
 
 
@@ -291,6 +294,9 @@ class GraphStepCompleted:
     task_indices: tuple[int, ...] = field(default=(), kw_only=True)
     within: tuple[str, ...] = field(default=(), kw_only=True)
     """Where the graph sits (as ``TaskStarted.within``): empty for a top-level graph."""
+    condition: str | None = field(default=None, kw_only=True)
+    """The name of the ``when`` of the edge taken (None for an edge without ``when``, or when
+    no edge matched): what a run page says chose the next state."""
 
     def trace_fields(self) -> dict[str, Any]:
         """What the trace and spans keep: the output is there already, under its task."""
@@ -301,6 +307,7 @@ class GraphStepCompleted:
             "next_state": self.next_state,
             "task_indices": list(self.task_indices),
             "within": list(self.within),
+            "condition": self.condition,
         }
 
 

@@ -48,6 +48,8 @@ RECENT_DECIDED = 50
 _STATIC = {
     "app.js": "text/javascript",
     "timeline.js": "text/javascript",
+    "memory.js": "text/javascript",
+    "workflow.js": "text/javascript",
     "reviews.js": "text/javascript",
     "live.js": "text/javascript",
     "app.css": "text/css",

@@ -10,11 +10,11 @@ from __future__ import annotations
 
 import re
 import secrets
-import sqlite3
 import time
 from pathlib import Path
 from typing import Any
 
+from agentensemble_web._db import Database
 from agentensemble_web.store import connect, digest
 
 RESERVED = frozenset({"api", "console"})
@@ -40,15 +40,17 @@ def add_reviewer(path: str | Path, name: str) -> str:
     token = secrets.token_urlsafe(24)
     conn = connect(path)
     try:
-        with conn:
+        with conn.transaction():
             row = conn.execute(
                 "SELECT revoked_at FROM reviewers WHERE name = ?", (name,)
             ).fetchone()
             if row is not None and row[0] is None:
                 raise ReviewerError(f"reviewer {name!r} already exists (revoke them first)")
             conn.execute(
-                "INSERT OR REPLACE INTO reviewers (name, token_sha256, created_at, revoked_at) "
-                "VALUES (?, ?, ?, NULL)",
+                "INSERT INTO reviewers (name, token_sha256, created_at, revoked_at) "
+                "VALUES (?, ?, ?, NULL) ON CONFLICT (name) DO UPDATE SET "
+                "token_sha256 = excluded.token_sha256, created_at = excluded.created_at, "
+                "revoked_at = NULL",
                 (name, digest(token), time.time()),
             )
     finally:
@@ -60,9 +62,7 @@ def list_reviewers(path: str | Path) -> list[dict[str, Any]]:
     """Every reviewer: name, when added, when revoked (or None)."""
     conn = connect(path)
     try:
-        rows = conn.execute(
-            "SELECT name, created_at, revoked_at FROM reviewers ORDER BY name"
-        ).fetchall()
+        rows = conn.all("SELECT name, created_at, revoked_at FROM reviewers ORDER BY name")
     finally:
         conn.close()
     return [{"name": r[0], "created_at": r[1], "revoked_at": r[2]} for r in rows]
@@ -72,7 +72,7 @@ def revoke_reviewer(path: str | Path, name: str) -> None:
     """End ``name``'s access (new logins and open sessions)."""
     conn = connect(path)
     try:
-        with conn:
+        with conn.transaction():
             done = conn.execute(
                 "UPDATE reviewers SET revoked_at = ? WHERE name = ? AND revoked_at IS NULL",
                 (time.time(), name),
@@ -86,21 +86,19 @@ def revoke_reviewer(path: str | Path, name: str) -> None:
 class ReviewerBook:
     """The console's view of the reviewers table (on the server's loop)."""
 
-    def __init__(self, conn: sqlite3.Connection) -> None:
+    def __init__(self, conn: Database) -> None:
         self._conn = conn
 
     def who(self, token: str) -> str | None:
         """The active reviewer this login token names, or None."""
-        row = self._conn.execute(
+        row = self._conn.one(
             "SELECT name FROM reviewers WHERE token_sha256 = ? AND revoked_at IS NULL",
             (digest(token),),
-        ).fetchone()
+        )
         return str(row[0]) if row else None
 
     def revoked(self, name: str) -> bool:
-        row = self._conn.execute(
-            "SELECT revoked_at FROM reviewers WHERE name = ?", (name,)
-        ).fetchone()
+        row = self._conn.one("SELECT revoked_at FROM reviewers WHERE name = ?", (name,))
         return row is None or row[0] is not None
 
 

@@ -43,8 +43,9 @@ class _Server(uvicorn.Server):
 
 class WebConsoleServer:
     """The web console. ``port=0`` picks a free port; ``token`` defaults to a random one;
-    ``db`` is the SQLite file keeping runs, reviews and sessions across restarts (None: kept
-    in memory only), with retention by age (``keep_days``) and count (``keep_runs``)."""
+    ``db`` is the SQLite file or ``postgresql://`` URL keeping runs, reviews and sessions across
+    restarts (None: kept in memory only), with retention by age (``keep_days``) and count
+    (``keep_runs``)."""
 
     def __init__(
         self,

@@ -1,7 +1,9 @@
 """The console's memory on disk: runs, their events, reviews, sessions and named reviewers.
 
 One SQLite file (stdlib ``sqlite3``, WAL), so history survives a restart of the console:
-``agentensemble serve --db PATH`` (``:memory:`` keeps nothing). Retention is by age
+``agentensemble serve --db PATH`` (``:memory:`` keeps nothing); or a Postgres database shared by
+a team's consoles, ``--db postgresql://...`` (the ``postgres`` extra; same tables, same
+retention; see ``_db``). Retention is by age
 (``keep_days``) and by count (``keep_runs``): older finished runs, their events and their
 decided reviews are deleted when the console starts and as new runs arrive. Written on the
 server's event loop only (a write is an indexed insert; a batch of events is one commit).
@@ -14,12 +16,14 @@ from __future__ import annotations
 
 import hashlib
 import json
-import sqlite3
 import time
 from pathlib import Path
 from typing import Any
 
-MEMORY = ":memory:"
+from agentensemble_web._db import MEMORY, Database, StoreUnavailableError, open_database
+
+_ALL = 2**62
+"""A LIMIT that keeps every row (SQLite needs a LIMIT before an OFFSET)."""
 DEFAULT_KEEP_DAYS = 30.0
 DEFAULT_KEEP_RUNS = 10_000
 PAGE_SIZE_MAX = 200
@@ -49,18 +53,10 @@ def digest(secret: str) -> str:
     return hashlib.sha256(secret.encode("utf-8", "replace")).hexdigest()
 
 
-def connect(path: str | Path) -> sqlite3.Connection:
-    """A connection to the console's database at ``path``, its tables created."""
-    if str(path) != MEMORY:
-        Path(path).expanduser().parent.mkdir(parents=True, exist_ok=True)
-        path = Path(path).expanduser()
-    conn = sqlite3.connect(str(path), check_same_thread=False, timeout=5.0)
-    if str(path) != MEMORY:
-        conn.execute("PRAGMA journal_mode=WAL")
-        conn.execute("PRAGMA synchronous=NORMAL")
-    conn.executescript(_SCHEMA)
-    conn.commit()
-    return conn
+def connect(path: str | Path) -> Database:
+    """A connection to the console's database (a SQLite path or a Postgres URL), its tables
+    created; ``StoreUnavailableError`` when it cannot be opened."""
+    return open_database(path, _SCHEMA)
 
 
 def _dumps(value: Any) -> str:
@@ -87,11 +83,10 @@ class Store:
         self.prune()
 
     @property
-    def connection(self) -> sqlite3.Connection:
+    def connection(self) -> Database:
         return self._conn
 
     def close(self) -> None:
-        self._conn.commit()
         self._conn.close()
 
     def commit(self) -> None:
@@ -123,7 +118,8 @@ class Store:
 
     def add_event(self, run_id: str, seq: int, event: dict[str, Any]) -> None:
         self._conn.execute(
-            "INSERT OR REPLACE INTO events (run_id, seq, body) VALUES (?, ?, ?)",
+            "INSERT INTO events (run_id, seq, body) VALUES (?, ?, ?) "
+            "ON CONFLICT (run_id, seq) DO UPDATE SET body = excluded.body",
             (run_id, seq, _dumps(event)),
         )
 
@@ -140,21 +136,19 @@ class Store:
             where.append("status = ?")
             args.append(status)
         clause = " AND ".join(where)
-        total = self._conn.execute(f"SELECT COUNT(*) FROM runs WHERE {clause}", args).fetchone()[0]
-        rows = self._conn.execute(
+        total = self._conn.one(f"SELECT COUNT(*) FROM runs WHERE {clause}", args)[0]
+        rows = self._conn.all(
             f"SELECT summary FROM runs WHERE {clause} ORDER BY started_at DESC LIMIT ? OFFSET ?",
             [*args, max(1, min(limit, PAGE_SIZE_MAX)), max(0, offset)],
-        ).fetchall()
+        )
         return [json.loads(row[0]) for row in rows], int(total)
 
     def run(self, run_id: str) -> tuple[dict[str, Any], list[dict[str, Any]]] | None:
         """A run's summary and its events, or None."""
-        row = self._conn.execute("SELECT summary FROM runs WHERE run_id = ?", (run_id,)).fetchone()
+        row = self._conn.one("SELECT summary FROM runs WHERE run_id = ?", (run_id,))
         if row is None:
             return None
-        events = self._conn.execute(
-            "SELECT body FROM events WHERE run_id = ? ORDER BY seq", (run_id,)
-        ).fetchall()
+        events = self._conn.all("SELECT body FROM events WHERE run_id = ? ORDER BY seq", (run_id,))
         return json.loads(row[0]), [json.loads(e[0]) for e in events]
 
     # ---- reviews ---------------------------------------------------------------------------
@@ -165,8 +159,10 @@ class Store:
         if view["status"] == "expired":
             decided_at = view.get("deadline") or time.time()
         self._conn.execute(
-            "INSERT OR REPLACE INTO reviews (id, run_id, created_at, status, decided_at, body) "
-            "VALUES (?, ?, ?, ?, ?, ?)",
+            "INSERT INTO reviews (id, run_id, created_at, status, decided_at, body) "
+            "VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO UPDATE SET run_id = excluded.run_id, "
+            "created_at = excluded.created_at, status = excluded.status, "
+            "decided_at = excluded.decided_at, body = excluded.body",
             (
                 view["id"],
                 view["run_id"],
@@ -180,19 +176,19 @@ class Store:
 
     def reviews(self, limit: int = 1_000) -> list[dict[str, Any]]:
         """The most recent reviews (pending ones first), oldest first."""
-        rows = self._conn.execute(
+        rows = self._conn.all(
             "SELECT body FROM reviews ORDER BY status = 'pending' DESC, created_at DESC LIMIT ?",
             (limit,),
-        ).fetchall()
+        )
         return sorted((json.loads(r[0]) for r in rows), key=lambda v: v["created_at"])
 
     def decisions(self, *, limit: int = 100, offset: int = 0) -> list[dict[str, Any]]:
         """Decided and expired reviews, the most recent first: the audit list."""
-        rows = self._conn.execute(
+        rows = self._conn.all(
             "SELECT body FROM reviews WHERE status != 'pending' "
             "ORDER BY decided_at DESC LIMIT ? OFFSET ?",
             (max(1, min(limit, PAGE_SIZE_MAX)), max(0, offset)),
-        ).fetchall()
+        )
         return [json.loads(r[0]) for r in rows]
 
     # ---- sessions --------------------------------------------------------------------------
@@ -201,17 +197,20 @@ class Store:
         self, session_id: str, key: str, csrf: str, reviewer: str, created: float
     ) -> None:
         self._conn.execute(
-            "INSERT OR REPLACE INTO sessions VALUES (?, ?, ?, ?, ?)",
+            "INSERT INTO sessions (id_sha256, key_sha256, csrf, reviewer, created_at) "
+            "VALUES (?, ?, ?, ?, ?) ON CONFLICT (id_sha256) DO UPDATE SET "
+            "key_sha256 = excluded.key_sha256, csrf = excluded.csrf, "
+            "reviewer = excluded.reviewer, created_at = excluded.created_at",
             (digest(session_id), digest(key), csrf, reviewer, created),
         )
         self._conn.commit()
 
     def session(self, session_id: str) -> tuple[str, str, str, float] | None:
         """``(key digest, csrf, reviewer, created)`` of a stored session, or None."""
-        row = self._conn.execute(
+        row = self._conn.one(
             "SELECT key_sha256, csrf, reviewer, created_at FROM sessions WHERE id_sha256 = ?",
             (digest(session_id),),
-        ).fetchone()
+        )
         return (row[0], row[1], row[2], float(row[3])) if row else None
 
     def forget_sessions(self, older_than: float) -> None:
@@ -227,15 +226,15 @@ class Store:
         c = self._conn
         old = {
             r[0]
-            for r in c.execute(
+            for r in c.all(
                 "SELECT run_id FROM runs WHERE ended_at IS NOT NULL AND started_at < ?", (cutoff,)
             )
         }
         old |= {
             r[0]
-            for r in c.execute(
-                "SELECT run_id FROM runs ORDER BY started_at DESC LIMIT -1 OFFSET ?",
-                (self.keep_runs,),
+            for r in c.all(
+                "SELECT run_id FROM runs ORDER BY started_at DESC LIMIT ? OFFSET ?",
+                (_ALL, self.keep_runs),
             )
         }
         for run_id in old:
@@ -245,4 +244,12 @@ class Store:
         c.commit()
 
 
-__all__ = ["DEFAULT_KEEP_DAYS", "DEFAULT_KEEP_RUNS", "MEMORY", "Store", "connect", "digest"]
+__all__ = [
+    "DEFAULT_KEEP_DAYS",
+    "DEFAULT_KEEP_RUNS",
+    "MEMORY",
+    "Store",
+    "StoreUnavailableError",
+    "connect",
+    "digest",
+]

@@ -3,8 +3,9 @@
 Any event (a frozen dataclass of ``agentensemble.events``) becomes ``{"type": <class name>,
 "ts": <unix seconds>, <its fields>...}``: durations in seconds, errors as ``"Type: message"``,
 pydantic models dumped, the final ``EnsembleOutput`` reduced to its summary (the console shows
-its tasks from their own events). Strings are redacted (registered secrets, key-like text) and
-every size is bounded, so posting an event can neither leak a key nor carry megabytes.
+its tasks from their own events), a memory retrieval's entries with their whole sizes. Strings
+are redacted (registered secrets, key-like text) and every size is bounded, so posting an event
+can neither leak a key nor carry megabytes.
 """
 
 from __future__ import annotations
@@ -75,6 +76,19 @@ def _ensemble_output(output: Any) -> dict[str, Any]:
     }
 
 
+def _recalled_items(items: Any) -> list[Any]:
+    """A memory retrieval's entries, each with ``chars``: the size of its whole text (the text
+    sent may be cut to ``MAX_TEXT``; the page says how much there was)."""
+    shown: list[Any] = []
+    for item in list(items or [])[:MAX_ITEMS]:
+        data = to_json_value(item, 2)
+        if isinstance(data, dict):
+            text = item.get("text") if isinstance(item, dict) else getattr(item, "text", None)
+            data["chars"] = len(text) if isinstance(text, str) else 0
+        shown.append(data)
+    return shown
+
+
 def event_to_json(event: Any) -> dict[str, Any]:
     """The console's JSON for one run event (see the module docstring)."""
     data: dict[str, Any] = {"type": type(event).__name__, "ts": time.time()}
@@ -87,6 +101,8 @@ def event_to_json(event: Any) -> dict[str, Any]:
             data["output"] = _ensemble_output(value)
         elif f.name == "messages" and isinstance(value, list | tuple):
             data["messages"] = to_json_value(list(value)[-MAX_MESSAGES:], 1)
+        elif type(event).__name__ == "MemoryRetrieved" and f.name == "items":
+            data["items"] = _recalled_items(value)
         else:
             data[f.name] = to_json_value(value, 1)
     return data

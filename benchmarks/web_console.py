@@ -1,7 +1,9 @@
 """The web console under load: 20 runs at once streaming their events to one console, with
 an empty history and with 1,000 persisted runs.
 
-Usage: ``python benchmarks/web_console.py [--runs 20] [--persisted 1000] [--write]``.
+Usage: ``python benchmarks/web_console.py [--runs 20] [--persisted 1000] [--postgres] [--write]``.
+``--postgres`` measures the same load and page loads again with the history in Postgres (a local
+server from the ``pgserver`` package, over its unix socket).
 The console runs in its own
 process (``agentensemble serve``) so its CPU time can be read from /proc; this process runs the
 ensembles (each in a thread, through ``astream``, so every word is a ``TokenDelta``), each with
@@ -18,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import multiprocessing
 import os
@@ -29,6 +32,7 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Iterator
 from datetime import date
 from pathlib import Path
 from typing import Any
@@ -74,7 +78,24 @@ def _cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-def _seed(db: Path, runs: int) -> None:
+@contextlib.contextmanager
+def _postgres(work: Path) -> Iterator[str]:
+    """A Postgres server (pgserver) in ``work`` and a fresh database on it; that database's URL."""
+    import pgserver
+    import psycopg
+
+    server = pgserver.get_server(work / "pg", cleanup_mode="stop")
+    try:
+        admin = str(server.get_uri())
+        with psycopg.connect(admin, autocommit=True) as connection:
+            connection.execute("DROP DATABASE IF EXISTS web_console_bench")
+            connection.execute("CREATE DATABASE web_console_bench")
+        yield admin.replace("/postgres?", "/web_console_bench?", 1)
+    finally:
+        server.cleanup()
+
+
+def _seed(db: Path | str, runs: int) -> None:
     """``runs`` finished runs of 20 events each, written to the console's database."""
     from agentensemble_web.store import Store
 
@@ -143,6 +164,8 @@ def _page_load(url: str, token: str) -> dict[str, float]:
             "/",
             "/static/app.js",
             "/static/timeline.js",
+            "/static/memory.js",
+            "/static/workflow.js",
             "/static/reviews.js",
             "/static/live.js",
             "/static/app.css",
@@ -169,7 +192,7 @@ def _page_load(url: str, token: str) -> dict[str, float]:
     return medians
 
 
-def _start_console(token: str, db: Path) -> tuple[subprocess.Popen[str], str]:
+def _start_console(token: str, db: Path | str) -> tuple[subprocess.Popen[str], str]:
     env = dict(os.environ, AGENTENSEMBLE_WEB_TOKEN=token, PYTHONUNBUFFERED="1")
     process = subprocess.Popen(
         [sys.executable, "-m", "agentensemble", "serve", "--port", "0", "--db", str(db)],
@@ -227,7 +250,9 @@ def _run_all(url: str, token: str, runs: int, results: Any) -> None:
     )
 
 
-def measure(runs: int, db: Path) -> tuple[list[tuple[str, str, str]], float, dict[str, float]]:
+def measure(
+    runs: int, db: Path | str
+) -> tuple[list[tuple[str, str, str]], float, dict[str, float]]:
     token = secrets.token_urlsafe(16)
     process, url = _start_console(token, db)
     loads = _page_load(url, token)
@@ -285,13 +310,20 @@ def main() -> None:
     parser = argparse.ArgumentParser(description="web console load benchmark")
     parser.add_argument("--runs", type=int, default=20)
     parser.add_argument("--persisted", type=int, default=1_000)
+    parser.add_argument("--postgres", action="store_true", help="also with Postgres (pgserver)")
     parser.add_argument("--write", action="store_true")
     args = parser.parse_args()
+    rows_pg: list[tuple[str, str, str]] = []
+    loads_pg: dict[str, float] = {}
     with tempfile.TemporaryDirectory() as folder:
         empty, full = Path(folder) / "empty.sqlite3", Path(folder) / "full.sqlite3"
         _seed(full, args.persisted)
         rows_empty, _, loads_empty = measure(args.runs, empty)
         rows, wall, loads = measure(args.runs, full)
+        if args.postgres:
+            with _postgres(Path(folder)) as url:
+                _seed(url, args.persisted)
+                rows_pg, _, loads_pg = measure(args.runs, url)
     rows.insert(
         2,
         (
@@ -313,12 +345,29 @@ def main() -> None:
         )
         for name, ms in loads.items()
     ]
+    if rows_pg:
+        rows.append(
+            (
+                f"event delivery latency, p50, {args.persisted} runs in Postgres",
+                rows_pg[1][1],
+                f"p95 {rows_pg[2][1]}; the same load with `--db postgresql://...` (pgserver, "
+                "unix socket)",
+            )
+        )
+        rows += [
+            (
+                f"{name}, {args.persisted} persisted runs in Postgres",
+                f"{ms:.1f} ms",
+                f"SQLite: {loads[name]:.1f} ms (x{ms / max(0.001, loads[name]):.2f})",
+            )
+            for name, ms in loads_pg.items()
+        ]
     table = "\n".join(
         [
             BEGIN,
             "## Web console",
             "",
-            "Recorded by `python benchmarks/web_console.py --write`.",
+            "Recorded by `python benchmarks/web_console.py --postgres --write`.",
             "",
             f"Measured {date.today()} on {platform.machine()}, Python "
             f"{platform.python_version()}, {os.cpu_count()} cores; {args.runs} runs of "

@@ -39,6 +39,7 @@ def _run(args: argparse.Namespace) -> int:
             list_reviewers,
             revoke_reviewer,
         )
+        from agentensemble_web.store import StoreUnavailableError
     except ImportError as exc:
         print(
             "agentensemble reviewers needs the web extra: "
@@ -66,7 +67,7 @@ def _run(args: argparse.Namespace) -> int:
             for row in rows:
                 state = "revoked " + _when(row["revoked_at"]) if row["revoked_at"] else "active"
                 print(f"{row['name']:<24} added {_when(row['created_at'])}  {state}")
-    except ReviewerError as exc:
+    except (ReviewerError, StoreUnavailableError) as exc:
         print(f"agentensemble reviewers: {exc}", file=sys.stderr)
         return EXIT_USAGE
     return EXIT_OK

@@ -2,9 +2,10 @@
 
 It binds 127.0.0.1 unless ``--host`` says otherwise and prints the login address with its token,
 once. ``AGENTENSEMBLE_WEB_TOKEN`` sets the token (so another process can know it in advance).
-Runs, reviews and sessions are kept in a SQLite file (``--db``, by default
-``~/.agentensemble/web-console.sqlite3`` or ``$AGENTENSEMBLE_WEB_DB``; ``--db :memory:`` keeps
-nothing), pruned by ``--keep-days`` and ``--keep-runs``. Named reviewers: ``agentensemble
+Runs, reviews and sessions are kept in a SQLite file or a Postgres database (``--db PATH`` or
+``--db postgresql://...``; by default ``~/.agentensemble/web-console.sqlite3`` or
+``$AGENTENSEMBLE_WEB_DB``; ``--db :memory:`` keeps nothing), pruned by ``--keep-days`` and
+``--keep-runs``. Named reviewers: ``agentensemble
 reviewers``.
 """
 
@@ -16,6 +17,7 @@ import os
 import sys
 
 from agentensemble.cli import EXIT_OK, EXIT_USAGE, Command
+from agentensemble.redaction import redact_text
 
 DEFAULT_PORT = 8766
 TOKEN_VARIABLE = "AGENTENSEMBLE_WEB_TOKEN"
@@ -34,9 +36,10 @@ def add_db_argument(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--db",
         default=None,
-        metavar="PATH",
-        help=f"SQLite file keeping runs, reviews and reviewers (${DB_VARIABLE} or "
-        "~/.agentensemble/web-console.sqlite3; ':memory:' keeps nothing)",
+        metavar="PATH_OR_URL",
+        help=f"SQLite file or postgresql:// URL keeping runs, reviews and reviewers "
+        f"(${DB_VARIABLE} or ~/.agentensemble/web-console.sqlite3; ':memory:' keeps nothing; "
+        "Postgres needs the postgres extra)",
     )
 
 
@@ -60,6 +63,7 @@ def _add_arguments(parser: argparse.ArgumentParser) -> None:
 def _run(args: argparse.Namespace) -> int:
     try:
         from agentensemble_web.server import WebConsoleServer
+        from agentensemble_web.store import StoreUnavailableError, connect
     except ImportError as exc:
         print(
             f'agentensemble serve needs the web extra: pip install "agentensemble-py[web]" ({exc})',
@@ -69,12 +73,18 @@ def _run(args: argparse.Namespace) -> int:
     if args.keep_days <= 0 or args.keep_runs <= 0:
         print("agentensemble serve: --keep-days and --keep-runs must be positive", file=sys.stderr)
         return EXIT_USAGE
+    db = args.db or default_db()
+    try:  # a database that cannot be opened is one line, before anything is served
+        connect(db).close()
+    except StoreUnavailableError as exc:
+        print(f"agentensemble serve: {exc}", file=sys.stderr)
+        return EXIT_USAGE
     server = WebConsoleServer(
         args.host,
         args.port,
         token=os.environ.get(TOKEN_VARIABLE) or None,
         allowed_hosts=args.allow_host,
-        db=args.db or default_db(),
+        db=db,
         keep_days=args.keep_days,
         keep_runs=args.keep_runs,
     )
@@ -98,7 +108,7 @@ def _run(args: argparse.Namespace) -> int:
         f"(or set {TOKEN_VARIABLE})",
         flush=True,
     )
-    print(f"  history kept in: {server.db}", flush=True)
+    print(f"  history kept in: {redact_text(server.db)}", flush=True)
     with contextlib.suppress(KeyboardInterrupt):  # a second Ctrl-C while stopping: quietly
         server.serve_forever()
     return EXIT_OK

@@ -20,7 +20,13 @@ from agentensemble.errors import ConfigurationError, GraphMaxStepsError, GraphNo
 from agentensemble.events import GraphStepCompleted
 from agentensemble.hints import reject_foreign_names
 from agentensemble.outputs import GraphResult, TaskOutput
-from agentensemble.workflows.loop import call_predicate, check_cap, check_steps, predicate_failure
+from agentensemble.workflows.loop import (
+    call_predicate,
+    check_cap,
+    check_steps,
+    predicate_failure,
+    predicate_name,
+)
 from agentensemble.workflows.step import Feedback, Step, StepCall, StepResult, step_failure
 
 END = "__end__"
@@ -195,7 +201,8 @@ class GraphStep:
             output = result.final or _empty(current)
             latest[current] = last = output
             state = GraphState(number, current, output, dict(latest), list(path))
-            target = await self._next(state, call)
+            edge = await self._next(state, call)
+            target = edge.target if edge is not None else None
             call.env.emitter.emit(
                 GraphStepCompleted(
                     graph.name,
@@ -205,6 +212,7 @@ class GraphStep:
                     next_state=target,
                     task_indices=tuple(result.task_indices),
                     within=call.within,
+                    condition=predicate_name(edge.when) if edge is not None else None,
                 )
             )
             if target is None:
@@ -239,15 +247,16 @@ class GraphStep:
             )
         return StepResult([last] if last is not None else [], False, indices)
 
-    async def _next(self, state: GraphState, call: StepCall) -> str | None:
+    async def _next(self, state: GraphState, call: StepCall) -> Edge | None:
+        """The first edge out of ``state`` whose ``when`` holds (None when none does)."""
         for edge in self.graph.edges:
             if edge.source != state.state:
                 continue
             if edge.when is None:
-                return edge.target
+                return edge
             try:
                 if await call_predicate(edge.when, state):
-                    return edge.target
+                    return edge
             except Exception as error:
                 raise predicate_failure(
                     f"Graph {self.graph.name!r}: the when of edge {edge.source!r} -> "

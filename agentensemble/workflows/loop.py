@@ -127,6 +127,15 @@ async def call_predicate(predicate: Callable[[Any], Any], state: Any) -> bool:
     return bool(result)
 
 
+def predicate_name(predicate: Callable[..., Any] | None) -> str | None:
+    """A predicate's name as events show it (``until`` / ``when``): its qualified name without
+    the function it was defined in (``Policy.approved``, ``needs_more``, ``<lambda>``)."""
+    if predicate is None:
+        return None
+    name = getattr(predicate, "__qualname__", None) or getattr(predicate, "__name__", None)
+    return str(name).rsplit("<locals>.", 1)[-1] if name else type(predicate).__name__
+
+
 def predicate_failure(what: str, error: Exception, source: Any, call: StepCall) -> Exception:
     """The run's error when a predicate raised: names it, keeps every completed output."""
     failure = TaskExecutionError(
@@ -208,6 +217,7 @@ class LoopStep:
                     task_indices=tuple(result.task_indices),
                     stopped_by=ending,
                     within=call.within,
+                    condition=predicate_name(loop.until),
                 )
             )
             if done:

@@ -188,9 +188,12 @@ function renderRun(main) {
         : "task output") + ": " + decisionText(r))))));
   }
   const tasks = foldEvents(state.runEvents);
-  const gantt = renderGantt(tasks, eventTimes(state.runEvents));
+  // first: it names where each task ran (the time chart's labels)
+  const tree = workflowTree(tasks, state.runEvents, Boolean(run && run.status !== "running"));
+  const times = eventTimes(state.runEvents);
+  const gantt = renderGantt(tasks, times, ganttGroups(tree, times));
   if (gantt) main.append(gantt);
-  main.append(el("div", {id: "timeline"}, renderTasks(tasks)));
+  main.append(el("div", {id: "timeline"}, renderTimeline(tree)));
 }
 
 // ---- audit -------------------------------------------------------------------------------
@@ -238,13 +241,18 @@ function renderTrace(main) {
     input, note);
   const t = state.trace;
   if (t) {
+    const tasks = traceTasks(t);
+    // the trace keeps loop iterations and graph steps among its run-level events
+    const events = (t.events || []).map((r) => Object.assign({}, r.fields || {},
+      {type: r.type, ts: Date.parse(r.at) / 1000}));
+    const tree = workflowTree(tasks, events, true);
     main.append(el("div", {class: "summary", id: "trace-summary"},
       el("span", {}, "run " + shortId(t.run_id)),
       el("span", {class: "status status-" + t.status}, t.status),
       el("span", {}, ((t.usage || {}).total_tokens || 0) + " tokens"),
       el("span", {}, fmtCost(t.cost_usd)), el("span", {}, t.workflow || "")),
-      renderGantt(traceTasks(t), traceTimes(t)) || el("div", {}),
-      el("div", {id: "timeline"}, renderTasks(traceTasks(t))));
+      renderGantt(tasks, traceTimes(t), ganttGroups(tree, traceTimes(t))) || el("div", {}),
+      el("div", {id: "timeline"}, renderTimeline(tree)));
   }
 }
 

@@ -1,10 +1,12 @@
 // How a run is shown: its events (live) or its saved trace folded into tasks, each task's
 // items (prompts, model turns, tool calls, reviews, streamed text, errors), and a timeline of
-// when each task ran, so parallel branches show as overlapping bars. Loaded before app.js,
-// whose clean() and el() it uses; like app.js it only ever sets text, never markup.
+// when each task ran, so parallel branches show as overlapping bars. Loops, graph steps and
+// nested tasks are grouped by workflow.js, memory retrievals shown by memory.js. Loaded before
+// app.js, whose clean() and el() it uses; like app.js it only ever sets text, never markup.
 "use strict";
 
-const QUIET = new Set(["EnsembleStarted", "EnsembleCompleted", "TaskStarted", "TaskCompleted"]);
+const QUIET = new Set(["EnsembleStarted", "EnsembleCompleted", "TaskStarted", "TaskCompleted",
+                       "LoopIterationCompleted", "GraphStepCompleted"]);  // these: workflow.js
 const GENERIC_SKIP = new Set(["type", "run_id", "ts", "task_index", "agent_role",
                               "task_description", "parent_run_id"]);
 
@@ -50,7 +52,9 @@ function foldEvents(events) {
       case "EnsembleStarted": case "EnsembleCompleted": break;
       case "TaskStarted":
         Object.assign(task, {description: e.task_description, agent: e.agent_role,
-                             status: "running", total: e.total_tasks, start: e.ts}); break;
+                             status: "running", total: e.total_tasks, start: e.ts});
+        if (Array.isArray(e.within)) task.within = e.within;  // absent in runs saved before it
+        break;
       case "TaskCompleted": {
         task.status = "completed"; task.end = e.ts;
         const raw = e.output && e.output.raw;
@@ -119,6 +123,8 @@ function foldEvents(events) {
       case "GuardrailChecked":
         if (!e.passed) task.items.push({kind: "failure", label: "Guardrail " + e.guardrail,
           text: e.message || ""}); break;
+      case "MemoryRetrieved":
+        task.items.push(memoryItem(e)); break;
       case "EnsembleFailed":
         task.items.push({kind: "failure", label: "Run failed", text: e.error}); break;
       default:
@@ -129,8 +135,8 @@ function foldEvents(events) {
     .sort((a, b) => a.index - b.index);
 }
 
-function renderTasks(tasks) {
-  return tasks.map((task) => el("section", {class: "task", dataset: {task: String(task.index)}},
+function renderTask(task) {
+  return el("section", {class: "task", dataset: {task: String(task.index)}},
     el("h3", {}, (task.index ? "Task " + task.index + " · " : "Run · ") + task.agent + " ",
       el("span", {class: "status status-" + task.status}, task.status),
       task.start && task.end ? el("span", {class: "took"}, fmtDuration(task.end - task.start))
@@ -138,11 +144,11 @@ function renderTasks(tasks) {
       task.cost ? el("span", {class: "took"}, fmtCost(task.cost)) : null),
     task.description ? el("div", {class: "meta"}, task.description) : null,
     task.items.map((item) => {
-      const body = item.text ? el("pre", {}, item.text) : null;
+      const body = item.view ? item.view() : item.text ? el("pre", {}, item.text) : null;
       return el("div", {class: "item " + item.kind, dataset: item.type ? {type: item.type} : {}},
         item.folded ? el("details", {}, el("summary", {class: "label"}, item.label), body)
                     : [el("div", {class: "label"}, item.label), body]);
-    })));
+    }));
 }
 
 function traceTasks(trace) {
@@ -165,6 +171,11 @@ function traceTasks(trace) {
         label: "Tool call · " + c.name, text: "arguments: " + c.arguments + "\noutput: " +
         (c.output || "")}]);
     }
+    for (const record of t.events || []) {
+      if (record.type === "MemoryRetrieved") {
+        timed.push([record.at || "", memoryItem(Object.assign({}, record.fields || {}))]);
+      }
+    }
     for (const r of t.reviews || []) {
       timed.push([r.requested_at, {kind: "review-item", label: "Review · " + r.timing + " · " +
         (r.decision || "pending"), text: r.output || ""}]);
@@ -174,8 +185,10 @@ function traceTasks(trace) {
     if (t.output) items.push({kind: "output", label: "Output", text: t.output});
     if (t.error) items.push({kind: "failure", label: "Task failed",
                              text: t.error.type + ": " + t.error.message});
+    const start = Date.parse(t.started_at) / 1000;
+    const end = t.ended_at ? Date.parse(t.ended_at) / 1000 : NaN;
     return {index: t.index, description: t.description, agent: t.agent_role, status: t.status,
-            items};
+            items, start: isNaN(start) ? null : start, end: isNaN(end) ? null : end};
   });
 }
 
@@ -214,7 +227,22 @@ function niceStep(span) {
   return 10 * power;
 }
 
-function renderGantt(tasks, times) {
+function ganttBar(cls, start, end, first, span, title) {
+  const bar = el("div", {class: cls, title});
+  bar.style.left = ((start - first) / span * 100).toFixed(2) + "%";
+  bar.style.width = Math.max(0.5, (end - start) / span * 100).toFixed(2) + "%";
+  return bar;
+}
+
+function ganttLabel(text, depth, title) {
+  const label = el("span", {class: "gantt-label", title: title || ""}, text);
+  if (depth) label.style.paddingLeft = (depth * 0.8).toFixed(1) + "rem";
+  return label;
+}
+
+// One row per task; with `groups` (workflow.js: rows of loops, iterations, graph steps... by the
+// index of the task they open), each group's row comes before its first task, its bar spanning it.
+function renderGantt(tasks, times, groups) {
   const known = tasks.filter((t) => times.has(t.index) && times.get(t.index).start !== null);
   if (!known.length) return null;
   const now = Date.now() / 1000;
@@ -232,7 +260,14 @@ function renderGantt(tasks, times) {
       tick.style.left = (t / span * 100).toFixed(2) + "%";
       return tick;
     })));
-  return el("div", {id: "gantt"}, axis, known.map((task) => {
+  const groupRows = (task) => ((groups && groups.get(task.index)) || []).map((g) =>
+    el("div", {class: "gantt-row group-row", dataset: {group: g.kind}},
+      ganttLabel(g.label, g.depth, g.label),
+      el("div", {class: "track"}, g.start === null ? null : ganttBar("bar group-bar group-bar-" +
+        g.kind, g.start, g.end || now, first, span, fmtDuration((g.end || now) - g.start))),
+      el("span", {class: "gantt-took"}, g.start === null ? "" :
+        fmtDuration((g.end || now) - g.start))));
+  return el("div", {id: "gantt"}, axis, known.flatMap((task) => {
     const time = times.get(task.index);
     const bar = el("div", {class: "bar status-bg-" + task.status, dataset: {task: String(task.index)},
       title: fmtDuration((time.end || now) - time.start)});
@@ -245,9 +280,9 @@ function renderGantt(tasks, times) {
       mark.style.width = Math.max(0.3, (seg.end - seg.start) / span * 100).toFixed(2) + "%";
       return mark;
     });
-    return el("div", {class: "gantt-row"},
-      el("span", {class: "gantt-label"}, "Task " + task.index + " · " + task.agent),
+    return [...groupRows(task), el("div", {class: "gantt-row"},
+      ganttLabel("Task " + task.index + " · " + task.agent, task.depth || 0, task.where),
       el("div", {class: "track"}, bar, segments),
-      el("span", {class: "gantt-took"}, fmtDuration((time.end || now) - time.start)));
+      el("span", {class: "gantt-took"}, fmtDuration((time.end || now) - time.start)))];
   }));
 }

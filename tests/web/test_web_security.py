@@ -19,6 +19,8 @@ ROUTES = [
     ("GET", "/"),
     ("GET", "/static/app.js"),
     ("GET", "/static/timeline.js"),
+    ("GET", "/static/memory.js"),
+    ("GET", "/static/workflow.js"),
     ("GET", "/static/app.css"),
     ("GET", "/static/reviews.js"),
     ("GET", "/static/live.js"),
