@@ -340,3 +340,49 @@ def test_a_loop_whose_run_failed_says_where_it_ended(
     second = _groups(driver, "loop-member")[1]
     assert _head(second) == "Iteration 2 · did not finish"
     assert "the second try broke" in second.text
+
+
+def test_a_running_loop_and_graph_say_where_they_are(
+    driver: Any, console: WebConsoleServer
+) -> None:
+    t0 = time.time() - 5
+
+    def started(index: int, within: list[str]) -> dict[str, Any]:
+        return {
+            "type": "TaskStarted",
+            "run_id": "live",
+            "ts": t0 + index,
+            "task_index": index,
+            "total_tasks": 9,
+            "task_description": f"Step {index}",
+            "agent_role": "Writer",
+            "within": within,
+        }
+
+    events = [
+        {"type": "EnsembleStarted", "run_id": "live", "total_tasks": 9, "ts": t0},
+        started(1, ["loop:drafts:1"]),
+        {"type": "TaskCompleted", "run_id": "live", "ts": t0 + 1.5, "task_index": 1},
+        {
+            "type": "LoopIterationCompleted",
+            "run_id": "live",
+            "ts": t0 + 1.6,
+            "loop_name": "drafts",
+            "iteration": 1,
+            "task_indices": [1],
+            "stopped_by": None,
+            "within": [],
+            "condition": "good_enough",
+        },
+        started(2, ["loop:drafts:2", "graph:desk:1:triage"]),
+    ]
+    with api_client(console) as api:
+        api.post("/api/events", json={"events": events})
+    _open_run(driver, console, "live")
+    loop = _wait(driver, lambda d: _groups(d, "loop"), "the running loop")[0]
+    assert _head(loop) == "Loop · drafts · 2 iterations · running (iteration 2)"
+    assert _head(_groups(driver, "loop-member")[1]) == "Iteration 2 · running"
+    (graph,) = _groups(driver, "graph")  # nested in the second iteration
+    assert _head(graph) == "Graph · desk · 1 step · path: triage → …"
+    assert _head(_groups(driver, "graph-member")[0]) == "Step 1 · triage · running"
+    assert _tasks(_groups(driver, "loop-member")[1]) == ["2"]
