@@ -27,6 +27,7 @@ from agentensemble.durable._database import (
     database_url,
 )
 from agentensemble.durable._forks import fork_edits
+from agentensemble.durable._fresh import fresh_execution, install, read_run_start
 from agentensemble.durable._liveness import Liveness, recover_pending_runs
 from agentensemble.durable._retention import PruneTimer, Retention, prune
 from agentensemble.durable._reuse import refuse_changed_reuse
@@ -77,8 +78,14 @@ async def _durable_run(name: str, inputs: dict[str, Any]) -> dict[str, Any]:
     """One durable run: the ensemble rebuilt from its factory, every call a checkpointed step."""
     ensemble = _build(name)
     watchers = _watchers.get(DBOS.workflow_id or "")
-    edits = fork_edits(DBOS.workflow_id or "")  # a fork's edited output: see _forks.py
-    with use_step_runner(_STEPS), numbering_per_task(edits):
+    # one read as the run starts: a fork's edited output (_forks.py), and whether any step of
+    # the run is checkpointed yet (a fresh execution skips DBOS's read before each step)
+    attributes, fresh = await read_run_start(DBOS.workflow_id or "")
+    with (
+        use_step_runner(_STEPS),
+        numbering_per_task(fork_edits(attributes)),
+        fresh_execution(fresh),
+    ):
         try:
             if watchers is None:
                 output = await ensemble.arun(inputs)
@@ -232,6 +239,7 @@ class DurableRuntime:
         _quiet_dbos_logs()
         with self.liveness.launching():  # the lease first: see _liveness.py
             DBOS.launch()
+            install(_dbos_instance()._sys_db)
             self._queue = DBOS.register_queue(
                 QUEUE_NAME,
                 polling_interval_sec=self.poll_interval,
@@ -420,6 +428,12 @@ def _report_other_formats() -> list[RunInfo]:
             "them, or cancel them"
         )
     return [run_info(w) for w in other]
+
+
+def _dbos_instance() -> Any:
+    from dbos._dbos import _get_dbos_instance
+
+    return _get_dbos_instance()
 
 
 def _quiet_dbos_logs() -> None:
