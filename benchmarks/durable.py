@@ -42,13 +42,15 @@ from typing import IO, Any
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
-sys.path.insert(0, str(ROOT))
+# the code measured: this checkout's, or a baseline source tree's (--baseline) in its variants
+sys.path.insert(0, os.environ.get("DURABLE_BENCH_SRC") or str(ROOT))
 sys.path.insert(0, str(HERE))
 
 from _durable_queue import bench_recovery, bench_throughput, fresh_database, postgres  # noqa: E402
 
 START, END = "<!-- durable:start -->", "<!-- durable:end -->"
 BACKENDS = ("plain", "sqlite", "sqlite-full", "postgres")
+BASELINED = ("sqlite", "postgres")  # the variants also measured on --baseline's code
 MODES = ("scripted", "http")
 PARTS = ("overhead", "throughput", "recovery")
 Row = tuple[str, str, str]
@@ -132,10 +134,14 @@ def _variant_process(backend: str, url: str, turns: int) -> int:
 class _Variant:
     """The parent's handle on a variant process; killed if it does not answer in time."""
 
-    def __init__(self, backend: str, url: str, turns: int, logs: Path) -> None:
-        self.backend = backend
-        self._log = open(logs / f"variant-{backend}.log", "w")  # noqa: SIM115 - closed in close()
+    def __init__(
+        self, backend: str, url: str, turns: int, logs: Path, source: str | None = None
+    ) -> None:
+        self.backend = backend + (" (baseline)" if source else "")
+        name = backend + ("-baseline" if source else "")
+        self._log = open(logs / f"variant-{name}.log", "w")  # noqa: SIM115 - closed in close()
         command = [sys.executable, __file__, "--variant", backend, "--url", url]
+        env = {**os.environ, "DURABLE_BENCH_SRC": source or str(ROOT)}
         self.process = subprocess.Popen(
             [*command, "--turns", str(turns)],
             stdin=subprocess.PIPE,
@@ -143,6 +149,7 @@ class _Variant:
             stderr=self._log,
             text=True,
             cwd=logs,
+            env=env,
         )
 
     def wait_ready(self, timeout: float = 120) -> None:
@@ -181,8 +188,11 @@ class _Variant:
         self._log.close()
 
 
-def bench_overhead(admin_url: str, work: Path, rounds: int, turns: int, runs: int) -> list[Row]:
-    """Per-turn time of plain, SQLite and Postgres runs, interleaved round by round."""
+def bench_overhead(
+    admin_url: str, work: Path, rounds: int, turns: int, runs: int, baseline: str | None = None
+) -> list[Row]:
+    """Per-turn time of plain, SQLite and Postgres runs, interleaved round by round (and of
+    the ``baseline`` source tree's SQLite and Postgres runs, if given)."""
     urls = {
         "plain": "",
         "sqlite": f"sqlite:///{work / 'bench.sqlite'}",
@@ -193,6 +203,14 @@ def bench_overhead(admin_url: str, work: Path, rounds: int, turns: int, runs: in
     try:
         for backend in BACKENDS:  # started side by side, then waited for
             variants.append(_Variant(backend, urls[backend], turns, work))
+        if baseline is not None:
+            for backend in BASELINED:
+                url = (
+                    f"sqlite:///{work / 'bench-baseline.sqlite'}"
+                    if backend == "sqlite"
+                    else fresh_database(admin_url)
+                )
+                variants.append(_Variant(backend, url, turns, work, baseline))
         for variant in variants:
             variant.wait_ready()
         for variant in variants:  # warm-up: imports, connections, caches
@@ -209,7 +227,7 @@ def bench_overhead(admin_url: str, work: Path, rounds: int, turns: int, runs: in
     finally:
         for variant in variants:
             variant.close()
-    return _overhead_rows(samples)
+    return _overhead_rows(samples, [v.backend for v in variants])
 
 
 def _ms(seconds: float) -> str:
@@ -219,12 +237,12 @@ def _ms(seconds: float) -> str:
 Samples = dict[tuple[str, str], list[tuple[float, float]]]
 
 
-def _overhead_rows(samples: Samples) -> list[Row]:
+def _overhead_rows(samples: Samples, names: Sequence[str]) -> list[Row]:
     rows: list[Row] = []
     for mode in MODES:
         label = "scripted model" if mode == "scripted" else "local HTTP server"
         plain = samples[mode, "plain"]
-        for backend in BACKENDS:
+        for backend in names:
             walls = [w for w, _ in samples[mode, backend]]
             cpus = [c for _, c in samples[mode, backend]]
             rows.append((
@@ -232,11 +250,18 @@ def _overhead_rows(samples: Samples) -> list[Row]:
                 _ms(statistics.median(walls)),
                 f"min-max {_ms(min(walls))}-{_ms(max(walls))}; CPU {_ms(statistics.median(cpus))}",
             ))  # fmt: skip
-        for backend in BACKENDS[1:]:
+        for backend in names[1:]:
             # paired by round: each round's durable sample minus the same round's plain one
             extra = [d[0] - p[0] for d, p in zip(samples[mode, backend], plain, strict=True)]
             extra_cpu = [d[1] - p[1] for d, p in zip(samples[mode, backend], plain, strict=True)]
-            goal = "; goal <= 5 ms" if backend.startswith("sqlite") else ""
+            goal = "; goal <= 3 ms" if backend == "sqlite" else ""
+            base = samples.get((mode, f"{backend} (baseline)"))
+            if base:  # this branch's overhead over the baseline's, round by round
+                ratios = [
+                    (d[0] - p[0]) / max(b[0] - p[0], 1e-9)
+                    for d, b, p in zip(samples[mode, backend], base, plain, strict=True)
+                ]
+                goal += f"; {statistics.median(ratios):.2f}x the baseline's (same rounds)"
             rows.append((
                 f"{label}: durability overhead per turn, {backend}",
                 _ms(statistics.median(extra)),
@@ -281,10 +306,13 @@ def render(rows: list[Row], seconds: float, args: argparse.Namespace) -> str:
     head = (
         f"Measured {date.today().isoformat()} on {platform.machine()}, Python "
         f"{platform.python_version()}, {os.cpu_count()} cores, **shared with several developers "
-        f"running tests at the same time** (expect noise; the interleaved ratios hold better "
-        f"than the absolute times); run took {seconds:.0f} s (`python benchmarks/durable.py "
-        f"--rounds {args.rounds} --turns {args.turns} --queue-runs {args.queue_runs} "
-        "--write`).\n\n| measurement | median | note |\n|---|---|---|\n"
+        f"running tests at the same time** (load average {os.getloadavg()[0]:.1f} at the end; "
+        f"expect noise; the interleaved ratios hold better than the absolute times); run took "
+        f"{seconds:.0f} s (`python benchmarks/durable.py --rounds {args.rounds} --turns "
+        f"{args.turns} --queue-runs {args.queue_runs} --queue-rounds {args.queue_rounds} "
+        f"--concurrency {args.concurrency}"
+        + (" --baseline SRC" if args.baseline else "")
+        + " --write`).\n\n| measurement | median | note |\n|---|---|---|\n"
     )
     return head + "\n".join(f"| {a} | {b} | {c} |" for a, b, c in rows) + "\n" + NOTES
 
@@ -307,9 +335,19 @@ def run_all(args: argparse.Namespace) -> list[Row]:
         with postgres(work) as admin_url:
             rows: list[Row] = []
             if "overhead" in args.parts:
-                rows += bench_overhead(admin_url, work, args.rounds, args.turns, args.runs)
+                rows += bench_overhead(
+                    admin_url, work, args.rounds, args.turns, args.runs, args.baseline
+                )
             if "throughput" in args.parts:
-                rows += bench_throughput(admin_url, work, args.queue_runs, args.workers)
+                rows += bench_throughput(
+                    admin_url,
+                    work,
+                    args.queue_runs,
+                    args.workers,
+                    rounds=args.queue_rounds,
+                    concurrency=args.concurrency,
+                    baseline=args.baseline,
+                )
             if "recovery" in args.parts:
                 rows += bench_recovery(admin_url, work, args.held)
     return rows
@@ -321,7 +359,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--turns", type=int, default=20, help="model turns per run")
     parser.add_argument("--runs", type=int, default=3, help="runs per sample")
     parser.add_argument("--queue-runs", type=int, default=200)
-    parser.add_argument("--workers", type=int, nargs="+", default=[1, 2, 4])
+    parser.add_argument("--workers", type=int, nargs="+", default=[1, 4])
+    parser.add_argument("--queue-rounds", type=int, default=3, help="throughput rounds")
+    parser.add_argument("--concurrency", type=int, default=16, help="worker_concurrency")
+    parser.add_argument(
+        "--baseline",
+        metavar="SRC",
+        help="also measure the agentensemble source tree at SRC (e.g. `git archive` of main), "
+        "interleaved with this checkout's, for same-run before/after ratios",
+    )
     parser.add_argument("--held", type=int, default=4, help="runs the killed worker holds")
     parser.add_argument(
         "--parts",

@@ -8,6 +8,7 @@ in this process after a restart or in any worker sharing the database.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import os
 import re
@@ -27,7 +28,8 @@ from agentensemble.durable._database import (
     database_url,
 )
 from agentensemble.durable._forks import fork_edits
-from agentensemble.durable._fresh import fresh_execution, install, read_run_start
+from agentensemble.durable._fresh import fresh_execution, read_run_start
+from agentensemble.durable._fresh import install as skip_fresh_reads
 from agentensemble.durable._liveness import Liveness, recover_pending_runs
 from agentensemble.durable._retention import PruneTimer, Retention, prune
 from agentensemble.durable._reuse import refuse_changed_reuse
@@ -42,6 +44,8 @@ from agentensemble.durable._run_records import (
 )
 from agentensemble.durable._sqlite import SqliteSync, prepare_sqlite
 from agentensemble.durable._steps import DBOSSteps, numbering_per_task
+from agentensemble.durable._wake import Listener, notify, start_listener, stop_listener, wake
+from agentensemble.durable._wake import install as wake_on_work
 from agentensemble.ensemble import Ensemble
 from agentensemble.errors import ConfigurationError, TaskExecutionError
 from agentensemble.events import EnsembleEvent, EnsembleListener
@@ -188,6 +192,7 @@ class DurableRuntime:
             limit, period = max_runs_per_period
             self._queue_settings["limiter"] = {"limit": limit, "period": period}
         self._queue: Queue | None = None
+        self._listener: Listener | None = None
         self.retention = retention
         self._pruner = (
             None
@@ -239,13 +244,18 @@ class DurableRuntime:
         _quiet_dbos_logs()
         with self.liveness.launching():  # the lease first: see _liveness.py
             DBOS.launch()
-            install(_dbos_instance()._sys_db)
+            dbos = _dbos_instance()
+            skip_fresh_reads(dbos._sys_db)
             self._queue = DBOS.register_queue(
                 QUEUE_NAME,
                 polling_interval_sec=self.poll_interval,
                 on_conflict="always_update",
                 **self._queue_settings,
             )
+            # new work wakes the queue poll: runs finishing or submitted here, and on Postgres
+            # a notification from any process (_wake.py)
+            wake_on_work(dbos, QUEUE_NAME)
+            self._listener = start_listener(self.database_url, self.app_name)
         self._launched = True
         self.unresumable = _report_other_formats()
         if self._pruner is not None:
@@ -256,6 +266,8 @@ class DurableRuntime:
         if self._pruner is not None:
             self._pruner.stop()
         self.liveness.stop()
+        stop_listener(self._listener)
+        self._listener = None
         DBOS.destroy(destroy_registry=False)
         self._launched = False
 
@@ -288,6 +300,8 @@ class DurableRuntime:
         with SetWorkflowID(run_id) if run_id else contextlib.nullcontext():
             assert self._queue is not None
             handle = await self._queue.enqueue_async(_durable_run, name, dict(inputs or {}))
+        wake()  # this process's queue poll; others' through Postgres
+        await asyncio.to_thread(notify, _dbos_instance()._sys_db.engine, self.app_name)
         return handle.workflow_id
 
     async def aresult(self, run_id: str) -> EnsembleOutput:
