@@ -254,7 +254,7 @@ class DurableRuntime:
             )
             # new work wakes the queue poll: runs finishing or submitted here, and on Postgres
             # a notification from any process (_wake.py)
-            wake_on_work(dbos, QUEUE_NAME)
+            wake_on_work(dbos, QUEUE_NAME, self._queue_settings["worker_concurrency"])
             self._listener = start_listener(self.database_url, self.app_name)
         self._launched = True
         self.unresumable = _report_other_formats()

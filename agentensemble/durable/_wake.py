@@ -10,7 +10,9 @@ ends early when
 - on Postgres, any process submits, forks or recovers a run: it sends a notification
   (``NOTIFY``) that every worker of the application listens for.
 
-A wake only shortens the sleep: the poll that follows is DBOS's own (the DBOS queue stays the
+A worker with no free slot is not woken by new work (a finished run will wake it), and a burst
+of wakes makes one poll (at most one per 10 ms). A wake only shortens the sleep: the poll that
+follows is DBOS's own (the DBOS queue stays the
 source of truth, with its concurrency and rate limits), and a lost notification costs at most
 one ``poll_interval``. DBOS offers no hook for it (pinned minor: see pyproject), so the queue
 thread's stop event is given a ``wait`` that a wake can end early; every other thread's wait on
@@ -22,6 +24,8 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import threading
+import time
+from collections.abc import Callable
 from typing import Any
 
 from agentensemble.logging import get_logger
@@ -29,6 +33,7 @@ from agentensemble.logging import get_logger
 _log = get_logger()
 _cond = threading.Condition()
 _pending = [False]  # a wake not yet consumed by the queue thread's next wait
+_MIN_GAP = 0.01  # seconds between two woken polls, at least
 
 
 def _thread_name(queue_name: str) -> str:
@@ -37,9 +42,12 @@ def _thread_name(queue_name: str) -> str:
 
 class _WakeableEvent(threading.Event):
     """A DBOS stop event whose wait, in the queue thread of ``_queue_thread`` only, also ends on
-    a wake (returning False: not stopped). ``set`` still stops every waiter."""
+    a wake when the worker has a free slot (returning False: not stopped). ``set`` still stops
+    every waiter."""
 
     _queue_thread = ""
+    _has_room: Callable[[], bool] = staticmethod(lambda: True)
+    _last = 0.0  # when the queue thread last left its wait (polled)
 
     def set(self) -> None:
         super().set()
@@ -49,29 +57,45 @@ class _WakeableEvent(threading.Event):
     def wait(self, timeout: float | None = None) -> bool:
         if timeout is None or threading.current_thread().name != self._queue_thread:
             return super().wait(timeout)
+        deadline = time.monotonic() + timeout
         with _cond:
-            if not self.is_set() and not _pending[0]:
-                _cond.wait(timeout)
-            _pending[0] = False
+            while not self.is_set() and (left := deadline - time.monotonic()) > 0:
+                if not _pending[0]:
+                    _cond.wait(left)
+                    continue
+                _pending[0] = False
+                if self._has_room():  # else a finished run will wake it again
+                    # a burst of wakes (many submits at once) makes one poll, not one each
+                    gap = self._last + _MIN_GAP - time.monotonic()
+                    if gap > 0:
+                        _cond.wait(min(gap, left))
+                        _pending[0] = False
+                    break
+        self._last = time.monotonic()
         return self.is_set()
 
 
 def wake() -> None:
-    """End the queue thread's current sleep (or the next one) now."""
+    """End the queue thread's current sleep (or the next one) now, if it has a free slot."""
     with _cond:
         _pending[0] = True
         _cond.notify_all()
 
 
-def install(dbos: Any, queue_name: str) -> None:
+def install(dbos: Any, queue_name: str, worker_concurrency: int) -> None:
     """Make the launched ``dbos`` instance's queue thread of ``queue_name`` wakeable, and wake
     it whenever a run of that queue finishes in this process."""
+    active = dbos._active_workflows_set
+
+    def has_room() -> bool:
+        return int(active.count_for_queue(queue_name)) < worker_concurrency
+
     for event in list(getattr(dbos, "background_thread_stop_events", [])):
         if type(event) is threading.Event:
             event.__class__ = _WakeableEvent
         if isinstance(event, _WakeableEvent):
             event._queue_thread = _thread_name(queue_name)
-    active = dbos._active_workflows_set
+            event._has_room = has_room
     if getattr(active, "_agentensemble_wakes", False):
         return
     remove = active._remove
