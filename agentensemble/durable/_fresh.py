@@ -47,14 +47,23 @@ def _read(sys_db: Any, workflow_id: str) -> tuple[dict[str, Any] | None, bool]:
     import sqlalchemy as sa
 
     status, outputs = sys_db.tables.workflow_status, sys_db.tables.operation_outputs
-    with sys_db.engine.connect() as connection:
-        attributes = connection.execute(
-            sa.select(status.c.attributes).where(status.c.workflow_uuid == workflow_id)
-        ).scalar()
-        recorded = connection.execute(
-            sa.select(outputs.c.function_id).where(outputs.c.workflow_uuid == workflow_id).limit(1)
-        ).first()
-    return (attributes if isinstance(attributes, dict) else None), recorded is None
+    for attempt in range(3):
+        try:
+            with sys_db.engine.connect() as connection:
+                attributes = connection.execute(
+                    sa.select(status.c.attributes).where(status.c.workflow_uuid == workflow_id)
+                ).scalar()
+                recorded = connection.execute(
+                    sa.select(outputs.c.function_id)
+                    .where(outputs.c.workflow_uuid == workflow_id)
+                    .limit(1)
+                ).first()
+            return (attributes if isinstance(attributes, dict) else None), recorded is None
+        except sa.exc.DBAPIError as error:
+            # a pooled connection the server dropped (pools are not pinged): once more, anew
+            if not error.connection_invalidated or attempt == 2:
+                raise
+    raise AssertionError("unreachable")
 
 
 @contextmanager

@@ -181,6 +181,10 @@ class DurableRuntime:
                 "executor_id": self.worker_id,
                 # runs resume under the same checkpoint format, whatever else is upgraded
                 "application_version": CHECKPOINT_FORMAT,
+                # no round trip to test a pooled connection before every transaction (one per
+                # step): a connection the server dropped fails its statement instead, which
+                # DBOS retries on a new one, as for any lost connection
+                "db_engine_kwargs": {"pool_pre_ping": False},
             }
         )
         self._queue_settings: dict[str, Any] = {
