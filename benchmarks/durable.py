@@ -11,9 +11,10 @@ stopped and removed at the end, also on failure.
   benchmark; the parent asks them for a sample in turn, round after round, so load drift on a
   shared machine hits every variant alike. Once with the scripted model, once over HTTP.
   CPU time is the variant process's own (not the Postgres server's).
-- **Throughput**: ``--queue-runs`` short runs (a tool call and an answer) submitted with
-  ``DurableClient`` and awaited, with 1, 2 and 4 worker processes (the worker command) on a
-  fresh Postgres database each.
+- **Throughput**: ``--queue-runs`` runs of two tasks (``_durable_app.py``: three model turns
+  of 50 ms and a tool call) submitted with ``DurableClient`` and awaited, with 1 and 4 worker
+  processes (the worker command, ``--concurrency`` runs each) on a fresh Postgres and a fresh
+  SQLite database each, ``--queue-rounds`` interleaved rounds; worker CPU beside each figure.
 - **Recovery**: a worker holding ``--held`` runs in a slow tool is SIGKILLed; time until every
   run finished, taken over by the ``recover`` command, and by a live worker on its own (its
   lease gone stale after ``dead_after``).
@@ -280,20 +281,33 @@ NOTES = """
   (workflow row, inputs, output) are spread over its turns. Each variant is a process of its
   own, asked for a sample in turn, round after round; "overhead" pairs each round's durable
   sample with the same round's plain one. CPU is the variant process's own (for Postgres the
-  server's CPU is not in it).
-- **SQLite**: every step is a write transaction (`UPDATE workflow_status ... owner_xid` +
-  `INSERT operation_outputs`, after a read of both), about two commits per turn. `sqlite` is
-  what `DurableRuntime` does by default: the file in WAL mode and `synchronous=NORMAL`, so a
-  commit waits for no fsync and what is left is CPU: DBOS runs each database call on a thread
-  (`asyncio.to_thread`), through SQLAlchemy. `sqlite-full` is `sqlite_sync="full"`: one fsync
-  per commit. (As DBOS opens SQLite itself, with a rollback journal, a turn cost about 30 ms:
-  several fsyncs per commit on this disk.)
-- **Throughput**: each worker has `worker_concurrency=4` and DBOS polls the queue every 0.2 s,
-  taking at most 4 runs per poll: one worker tops out near 20 short runs/s. The machine has 2
-  cores for everything (Postgres, the workers, this script, other developers), so what 4
-  workers gain over 2 depends on the load of the moment (27 and 40 runs/s in two runs on
-  2026-11-22). "Contention back-offs" counts DBOS's warnings that it doubled a worker's polling
-  interval after a serialization conflict.
+  server's CPU is not in it). "(baseline)" rows run the code of `--baseline SRC` (here the
+  commit before issue 27's durable work) in the same rounds: "x the baseline's" is this
+  branch's overhead over the baseline's, round by round.
+- **What a step costs now** (SQLite, profiled with yappi and per-call timers): a run's first
+  execution skips DBOS's read before each step (two queries in a transaction, about 0.4 ms
+  of CPU each); what is left per turn is DBOS writing the two checkpoints (an `UPDATE` that
+  checks the run's owner, an `INSERT` of the pickled output, one commit: about 0.8 ms of CPU
+  each, most of it SQLAlchemy building the statements), three thread hops per step (DBOS runs
+  each stage of a step through `asyncio.to_thread`, two of them now with nothing to do:
+  about 80 us each), pickling each output twice (our check that it can be checkpointed, then DBOS's), and
+  the run's start and end spread over its turns. Every write is needed for the guarantee (a
+  completed step never runs again), so it cannot be deferred; the next step would be a step
+  runner of our own on DBOS's system database (one thread hop and one prepared statement per
+  checkpoint), which means owning DBOS internals that change between minors.
+- **SQLite**: the file in WAL mode and `synchronous=NORMAL` (what `DurableRuntime` does by
+  default), so a commit waits for no fsync and what is left is CPU. `sqlite-full` is
+  `sqlite_sync="full"`: one fsync per commit. On Postgres DBOS's pool no longer pings a
+  connection before each transaction (one round trip per step saved).
+- **Throughput**: runs of two tasks (three model turns answering after 50 ms each, and a tool
+  call), submitted from another process with `DurableClient`, workers with
+  `worker_concurrency` 16 (`--concurrency`). A worker's poll (every 0.2 s) is woken by new
+  work: a run finishing in it (a free slot), and on Postgres a notification from every submit,
+  fork or recover; a SQLite worker hears of another process's submits at its next poll, then
+  keeps itself busy through its own finished runs. The machine has 2 cores for everything
+  (Postgres, the workers, this script, other developers' tests), so the runs/s are CPU-bound:
+  see "worker CPU" and the load beside each figure. "Back-offs" counts DBOS's warnings that it
+  doubled a worker's polling interval after a serialization conflict.
 - **Recovery**: from the SIGKILL until every run the dead worker held has finished. By hand:
   the `recover` command, most of it the command starting (imports, DBOS launch), which the
   `runs` command shows on its own. By itself: another worker notices the dead worker's lease

@@ -269,7 +269,8 @@ class DurableClient:
         return forked
 
     def cancel(self, run_id: str) -> None:
-        """Stop ``run_id``: no further step of it starts."""
+        """Stop ``run_id``: no further step of it is checkpointed (a step running then is refused
+        at its write)."""
         self._client.cancel_workflow(run_id)
 
     def close(self) -> None:

@@ -395,7 +395,8 @@ class DurableRuntime:
         )
 
     def cancel(self, run_id: str) -> None:
-        """Stop ``run_id``: no further step starts; it can be resumed later with DBOS tools."""
+        """Stop ``run_id``: no further step of it is checkpointed (a step running then is refused
+        at its write); it can be resumed later with DBOS tools."""
         self._require_launched()
         DBOS.cancel_workflow(run_id)
 

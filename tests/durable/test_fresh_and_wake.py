@@ -145,3 +145,74 @@ def test_on_sqlite_a_worker_is_woken_by_its_own_submits_and_finished_runs(tmp_pa
     )
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout.strip().splitlines()[-1]) == [str(i) for i in range(6)]
+
+
+CANCEL_APP = """
+import json, os, sys, threading, time
+from agentensemble import Agent, Ensemble, Task, tool
+from agentensemble.durable import DurableRuntime
+from agentensemble.testing import FunctionChatModel, tool_call
+
+db, folder = sys.argv[1], sys.argv[2]
+log, go = os.path.join(folder, "log"), os.path.join(folder, "go")
+
+@tool
+def first() -> str:
+    \"\"\"The first call: waits until the test says go.\"\"\"
+    open(log, "a").write("first\\n")
+    deadline = time.monotonic() + 60
+    while not os.path.exists(go) and time.monotonic() < deadline:
+        time.sleep(0.01)
+    return "first done"
+
+@tool
+def second() -> str:
+    \"\"\"The second call.\"\"\"
+    open(log, "a").write("second\\n")
+    return "second done"
+
+def model(messages, tools):
+    done = sum(1 for m in messages if m["role"] == "tool")
+    return [tool_call("first", {}), tool_call("second", {}), "finished"][done]
+
+def build():
+    agent = Agent(role="Worker", goal="Work", tools=[first, second], llm=FunctionChatModel(model))
+    return Ensemble(tasks=[Task(description="Work", agent=agent)])
+
+runtime = DurableRuntime(db)
+runtime.register("work", build)
+runtime.launch()
+outcome = []
+def run():
+    try:
+        outcome.append(runtime.run("work", run_id="c1").raw)
+    except BaseException as error:
+        outcome.append(type(error).__name__)
+thread = threading.Thread(target=run)
+thread.start()
+deadline = time.monotonic() + 60
+while not (os.path.exists(log) and open(log).read()) and time.monotonic() < deadline:
+    time.sleep(0.01)
+runtime.cancel("c1")  # while the first tool call runs
+open(go, "w").close()
+thread.join(60)
+print(json.dumps({"outcome": outcome, "status": runtime.status("c1").status,
+                  "log": open(log).read().split()}))
+runtime.shutdown()
+"""
+
+
+def test_a_run_cancelled_during_a_step_makes_no_further_call(
+    any_database: str, tmp_path: Path
+) -> None:
+    done = subprocess.run(
+        [sys.executable, "-c", CANCEL_APP, any_database, str(tmp_path)],
+        capture_output=True,
+        text=True,
+        timeout=180,
+    )
+    assert done.returncode == 0, done.stderr
+    found = json.loads(done.stdout.strip().splitlines()[-1])
+    assert found["log"] == ["first"]  # the second tool never ran
+    assert found["status"] == "CANCELLED"
+    assert found["outcome"] != ["finished"]
