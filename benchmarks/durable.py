@@ -290,11 +290,12 @@ NOTES = """
   checks the run's owner, an `INSERT` of the pickled output, one commit: about 0.8 ms of CPU
   each, most of it SQLAlchemy building the statements), three thread hops per step (DBOS runs
   each stage of a step through `asyncio.to_thread`, two of them now with nothing to do:
-  about 80 us each), pickling each output twice (our check that it can be checkpointed, then DBOS's), and
-  the run's start and end spread over its turns. Every write is needed for the guarantee (a
-  completed step never runs again), so it cannot be deferred; the next step would be a step
-  runner of our own on DBOS's system database (one thread hop and one prepared statement per
-  checkpoint), which means owning DBOS internals that change between minors.
+  about 80 us each), pickling each output twice (our check that it can be checkpointed,
+  then DBOS's), and the run's start and end spread over its turns. Every write is needed for
+  the guarantee (a completed step never runs again), so it cannot be deferred; the next step
+  would be a step runner of our own on DBOS's system database (one thread hop and one
+  prepared statement per checkpoint), which means owning DBOS internals that change between
+  minors.
 - **SQLite**: the file in WAL mode and `synchronous=NORMAL` (what `DurableRuntime` does by
   default), so a commit waits for no fsync and what is left is CPU. `sqlite-full` is
   `sqlite_sync="full"`: one fsync per commit. On Postgres DBOS's pool no longer pings a
