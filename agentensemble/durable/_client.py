@@ -34,7 +34,7 @@ from agentensemble.durable._run_records import (
     run_info,
 )
 from agentensemble.durable._runtime import CHECKPOINT_FORMAT, QUEUE_NAME, WORKFLOW_NAME
-from agentensemble.durable._wake import notify
+from agentensemble.durable._wake import notify, wake
 from agentensemble.errors import AgentEnsembleError, ConfigurationError
 from agentensemble.outputs import EnsembleOutput
 from agentensemble.tracing.trace import ExecutionTrace
@@ -76,7 +76,7 @@ class DurableClient:
             refuse_changed_reuse(found, run_id, name, inputs)
             options["workflow_id"] = run_id
         handle: Any = self._client.enqueue(options, name, dict(inputs or {}))
-        notify(self._client._sys_db.engine, self.app_name)  # wakes the workers on Postgres
+        _wake_workers(self._client, self.app_name)
         return str(handle.get_workflow_id())
 
     def status(self, run_id: str) -> str:
@@ -265,7 +265,7 @@ class DurableClient:
             queue_name=QUEUE_NAME,
             edited_output=edited_output,
         )
-        notify(self._client._sys_db.engine, self.app_name)  # wakes the workers on Postgres
+        _wake_workers(self._client, self.app_name)
         return forked
 
     def cancel(self, run_id: str) -> None:
@@ -276,6 +276,12 @@ class DurableClient:
     def close(self) -> None:
         """Release the database connections."""
         self._client.destroy()
+
+
+def _wake_workers(client: DBOSClient, app_name: str) -> None:
+    """New work: wake a worker of this process, and on Postgres every worker (_wake.py)."""
+    wake()
+    notify(client._sys_db.engine, app_name)
 
 
 def past_deadline(review: Mapping[str, Any], now: float | None = None) -> bool:
