@@ -57,12 +57,26 @@ class Workers:
         return [sys.executable, "-m", "agentensemble.durable", *args]
 
     def env(self, **extra: str) -> dict[str, str]:
+        # the code measured: this checkout's (or DURABLE_BENCH_SRC's, a baseline), never
+        # whatever else the interpreter's path holds
+        source = os.environ.get("DURABLE_BENCH_SRC") or str(HERE.parent)
+        path = os.pathsep.join(p for p in (source, os.environ.get("PYTHONPATH", "")) if p)
         return {
             **os.environ,
+            "PYTHONPATH": path,
             "AGENTENSEMBLE_DATABASE_URL": self.database_url,
             **self.common,
             **extra,
         }
+
+    def cpu_seconds(self) -> float:
+        """User + system CPU seconds the live worker processes have used so far."""
+        total = 0.0
+        for process in self.processes.values():
+            with contextlib.suppress(OSError, IndexError, ValueError):
+                fields = Path(f"/proc/{process.pid}/stat").read_text().rsplit(")", 1)[1].split()
+                total += (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+        return total
 
     def start(self, worker_id: str, timeout: float = 120, **extra: str) -> float:
         """Start worker ``worker_id``; seconds from spawn until it says it is up."""
@@ -111,33 +125,92 @@ def _await_all(client: Any, run_ids: Sequence[str], timeout: float) -> list[str]
     ]
 
 
-def bench_throughput(admin_url: str, work: Path, runs: int, counts: Sequence[int]) -> list[Row]:
-    """``runs`` queued runs with each number of workers in ``counts``, on fresh databases."""
+def fresh_sqlite(work: Path) -> str:
+    """A new SQLite database file in ``work``; its URL."""
+    return f"sqlite:///{work / f'queue-{os.getpid()}-{next(_names)}.sqlite'}"
+
+
+def bench_throughput(
+    admin_url: str,
+    work: Path,
+    runs: int,
+    counts: Sequence[int],
+    *,
+    rounds: int = 3,
+    concurrency: int = 16,
+    baseline: str | None = None,
+) -> list[Row]:
+    """``runs`` queued runs with each number of workers in ``counts`` on Postgres and on SQLite
+    (fresh databases each time), ``rounds`` times, interleaved: every variant (and the
+    ``baseline`` source tree's, if given) measured once per round, so load drift hits all."""
     from agentensemble.durable import DurableClient
 
-    rows: list[Row] = []
+    versions = {"": None} if baseline is None else {"": None, " (baseline)": baseline}
+    variants = [
+        (backend, count, label)
+        for backend in ("postgres", "sqlite")
+        for count in counts
+        for label in versions
+    ]
+    samples: dict[tuple[str, int, str], list[tuple[float, float, float, str]]] = (
+        collections.defaultdict(list)
+    )
     starts: list[float] = []
-    for count in counts:
-        url = fresh_database(admin_url)
-        with Workers(url, work) as workers:
-            starts += [workers.start(f"w{n}") for n in range(1, count + 1)]
-            client = DurableClient(url)
+    common = {"DURABLE_BENCH_CONCURRENCY": str(concurrency)}
+    for _ in range(rounds):
+        for backend, count, label in variants:
+            url = fresh_database(admin_url) if backend == "postgres" else fresh_sqlite(work)
+            source = versions[label]
+            saved = os.environ.get("DURABLE_BENCH_SRC")
+            if source is not None:
+                os.environ["DURABLE_BENCH_SRC"] = source
             try:
-                began = time.perf_counter()
-                run_ids = [client.submit("stamp", {"item": str(n)}) for n in range(runs)]
-                submitted = time.perf_counter() - began
-                answers = _await_all(client, run_ids, timeout=300)
-                took = time.perf_counter() - began
+                with Workers(url, work, **common) as workers:
+                    starts += [workers.start(f"w{n}") for n in range(1, count + 1)]
+                    client = DurableClient(url)
+                    try:
+                        cpu = workers.cpu_seconds()
+                        began = time.perf_counter()
+                        run_ids = [client.submit("stamp", {"item": str(n)}) for n in range(runs)]
+                        answers = _await_all(client, run_ids, timeout=300)
+                        took = time.perf_counter() - began
+                        cpu = workers.cpu_seconds() - cpu
+                    finally:
+                        client.close()
             finally:
-                client.close()
-        spread = collections.Counter(answer.split()[-1] for answer in answers)
-        backoffs = sum(p.read_text(errors="replace").count("Contention") for p in workers.log_paths)
+                if source is not None:
+                    if saved is None:
+                        os.environ.pop("DURABLE_BENCH_SRC", None)
+                    else:
+                        os.environ["DURABLE_BENCH_SRC"] = saved
+            spread = collections.Counter(answer.split()[-1] for answer in answers)
+            backoffs = sum(
+                p.read_text(errors="replace").count("Contention") for p in workers.log_paths
+            )
+            shown = "/".join(str(spread[w]) for w in sorted(spread))
+            samples[backend, count, label].append(
+                (runs / took, cpu / runs, os.getloadavg()[0], f"{shown}, back-offs {backoffs}")
+            )
+    rows: list[Row] = []
+    for backend, count, label in variants:
+        found = samples[backend, count, label]
+        rates = [rate for rate, _, _, _ in found]
+        one = samples[backend, 1, label]
+        ratio = ""
+        if count != 1 and one:
+            paired = [r / o[0] for r, o in zip(rates, one, strict=True)]
+            ratio = f"; {statistics.median(paired):.2f}x one worker (same rounds)"
+        if label and baseline is not None:
+            new = [rate for rate, _, _, _ in samples[backend, count, ""]]
+            gain = statistics.median([n / b for n, b in zip(new, rates, strict=True)])
+            ratio += f"; this branch {gain:.2f}x"
         rows.append((
-            f"{runs} queued runs, {count} worker(s) (Postgres)",
-            f"{runs / took:.1f} runs/s",
-            f"{took:.2f} s submit-to-last-result; submit {submitted / runs * 1e3:.1f} ms/run; "
-            f"runs per worker {'/'.join(str(spread[w]) for w in sorted(spread))}; "
-            f"queue contention back-offs {backoffs}",
+            f"{runs} queued 2-task runs, {count} worker(s), {backend}{label}",
+            f"{statistics.median(rates):.1f} runs/s",
+            f"min-max {min(rates):.1f}-{max(rates):.1f} over {rounds} rounds; worker CPU "
+            f"{statistics.median(c for _, c, _, _ in found) * 1e3:.1f} ms/run; load "
+            f"{statistics.median(load for _, _, load, _ in found):.1f}; runs per worker, "
+            f"last round: {found[-1][3]}{ratio}",
         ))  # fmt: skip
     rows.append((
         "worker start (spawn to ready: imports, DBOS launch)",

@@ -11,9 +11,10 @@ stopped and removed at the end, also on failure.
   benchmark; the parent asks them for a sample in turn, round after round, so load drift on a
   shared machine hits every variant alike. Once with the scripted model, once over HTTP.
   CPU time is the variant process's own (not the Postgres server's).
-- **Throughput**: ``--queue-runs`` short runs (a tool call and an answer) submitted with
-  ``DurableClient`` and awaited, with 1, 2 and 4 worker processes (the worker command) on a
-  fresh Postgres database each.
+- **Throughput**: ``--queue-runs`` runs of two tasks (``_durable_app.py``: three model turns
+  of 50 ms and a tool call) submitted with ``DurableClient`` and awaited, with 1 and 4 worker
+  processes (the worker command, ``--concurrency`` runs each) on a fresh Postgres and a fresh
+  SQLite database each, ``--queue-rounds`` interleaved rounds; worker CPU beside each figure.
 - **Recovery**: a worker holding ``--held`` runs in a slow tool is SIGKILLed; time until every
   run finished, taken over by the ``recover`` command, and by a live worker on its own (its
   lease gone stale after ``dead_after``).
@@ -42,13 +43,15 @@ from typing import IO, Any
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
-sys.path.insert(0, str(ROOT))
+# the code measured: this checkout's, or a baseline source tree's (--baseline) in its variants
+sys.path.insert(0, os.environ.get("DURABLE_BENCH_SRC") or str(ROOT))
 sys.path.insert(0, str(HERE))
 
 from _durable_queue import bench_recovery, bench_throughput, fresh_database, postgres  # noqa: E402
 
 START, END = "<!-- durable:start -->", "<!-- durable:end -->"
 BACKENDS = ("plain", "sqlite", "sqlite-full", "postgres")
+BASELINED = ("sqlite", "postgres")  # the variants also measured on --baseline's code
 MODES = ("scripted", "http")
 PARTS = ("overhead", "throughput", "recovery")
 Row = tuple[str, str, str]
@@ -132,10 +135,14 @@ def _variant_process(backend: str, url: str, turns: int) -> int:
 class _Variant:
     """The parent's handle on a variant process; killed if it does not answer in time."""
 
-    def __init__(self, backend: str, url: str, turns: int, logs: Path) -> None:
-        self.backend = backend
-        self._log = open(logs / f"variant-{backend}.log", "w")  # noqa: SIM115 - closed in close()
+    def __init__(
+        self, backend: str, url: str, turns: int, logs: Path, source: str | None = None
+    ) -> None:
+        self.backend = backend + (" (baseline)" if source else "")
+        name = backend + ("-baseline" if source else "")
+        self._log = open(logs / f"variant-{name}.log", "w")  # noqa: SIM115 - closed in close()
         command = [sys.executable, __file__, "--variant", backend, "--url", url]
+        env = {**os.environ, "DURABLE_BENCH_SRC": source or str(ROOT)}
         self.process = subprocess.Popen(
             [*command, "--turns", str(turns)],
             stdin=subprocess.PIPE,
@@ -143,6 +150,7 @@ class _Variant:
             stderr=self._log,
             text=True,
             cwd=logs,
+            env=env,
         )
 
     def wait_ready(self, timeout: float = 120) -> None:
@@ -181,8 +189,11 @@ class _Variant:
         self._log.close()
 
 
-def bench_overhead(admin_url: str, work: Path, rounds: int, turns: int, runs: int) -> list[Row]:
-    """Per-turn time of plain, SQLite and Postgres runs, interleaved round by round."""
+def bench_overhead(
+    admin_url: str, work: Path, rounds: int, turns: int, runs: int, baseline: str | None = None
+) -> list[Row]:
+    """Per-turn time of plain, SQLite and Postgres runs, interleaved round by round (and of
+    the ``baseline`` source tree's SQLite and Postgres runs, if given)."""
     urls = {
         "plain": "",
         "sqlite": f"sqlite:///{work / 'bench.sqlite'}",
@@ -193,6 +204,14 @@ def bench_overhead(admin_url: str, work: Path, rounds: int, turns: int, runs: in
     try:
         for backend in BACKENDS:  # started side by side, then waited for
             variants.append(_Variant(backend, urls[backend], turns, work))
+        if baseline is not None:
+            for backend in BASELINED:
+                url = (
+                    f"sqlite:///{work / 'bench-baseline.sqlite'}"
+                    if backend == "sqlite"
+                    else fresh_database(admin_url)
+                )
+                variants.append(_Variant(backend, url, turns, work, baseline))
         for variant in variants:
             variant.wait_ready()
         for variant in variants:  # warm-up: imports, connections, caches
@@ -209,7 +228,7 @@ def bench_overhead(admin_url: str, work: Path, rounds: int, turns: int, runs: in
     finally:
         for variant in variants:
             variant.close()
-    return _overhead_rows(samples)
+    return _overhead_rows(samples, [v.backend for v in variants])
 
 
 def _ms(seconds: float) -> str:
@@ -219,12 +238,12 @@ def _ms(seconds: float) -> str:
 Samples = dict[tuple[str, str], list[tuple[float, float]]]
 
 
-def _overhead_rows(samples: Samples) -> list[Row]:
+def _overhead_rows(samples: Samples, names: Sequence[str]) -> list[Row]:
     rows: list[Row] = []
     for mode in MODES:
         label = "scripted model" if mode == "scripted" else "local HTTP server"
         plain = samples[mode, "plain"]
-        for backend in BACKENDS:
+        for backend in names:
             walls = [w for w, _ in samples[mode, backend]]
             cpus = [c for _, c in samples[mode, backend]]
             rows.append((
@@ -232,11 +251,18 @@ def _overhead_rows(samples: Samples) -> list[Row]:
                 _ms(statistics.median(walls)),
                 f"min-max {_ms(min(walls))}-{_ms(max(walls))}; CPU {_ms(statistics.median(cpus))}",
             ))  # fmt: skip
-        for backend in BACKENDS[1:]:
+        for backend in names[1:]:
             # paired by round: each round's durable sample minus the same round's plain one
             extra = [d[0] - p[0] for d, p in zip(samples[mode, backend], plain, strict=True)]
             extra_cpu = [d[1] - p[1] for d, p in zip(samples[mode, backend], plain, strict=True)]
-            goal = "; goal <= 5 ms" if backend.startswith("sqlite") else ""
+            goal = "; goal <= 3 ms" if backend == "sqlite" else ""
+            base = samples.get((mode, f"{backend} (baseline)"))
+            if base:  # this branch's overhead over the baseline's, round by round
+                ratios = [
+                    (d[0] - p[0]) / max(b[0] - p[0], 1e-9)
+                    for d, b, p in zip(samples[mode, backend], base, plain, strict=True)
+                ]
+                goal += f"; {statistics.median(ratios):.2f}x the baseline's (same rounds)"
             rows.append((
                 f"{label}: durability overhead per turn, {backend}",
                 _ms(statistics.median(extra)),
@@ -255,20 +281,34 @@ NOTES = """
   (workflow row, inputs, output) are spread over its turns. Each variant is a process of its
   own, asked for a sample in turn, round after round; "overhead" pairs each round's durable
   sample with the same round's plain one. CPU is the variant process's own (for Postgres the
-  server's CPU is not in it).
-- **SQLite**: every step is a write transaction (`UPDATE workflow_status ... owner_xid` +
-  `INSERT operation_outputs`, after a read of both), about two commits per turn. `sqlite` is
-  what `DurableRuntime` does by default: the file in WAL mode and `synchronous=NORMAL`, so a
-  commit waits for no fsync and what is left is CPU: DBOS runs each database call on a thread
-  (`asyncio.to_thread`), through SQLAlchemy. `sqlite-full` is `sqlite_sync="full"`: one fsync
-  per commit. (As DBOS opens SQLite itself, with a rollback journal, a turn cost about 30 ms:
-  several fsyncs per commit on this disk.)
-- **Throughput**: each worker has `worker_concurrency=4` and DBOS polls the queue every 0.2 s,
-  taking at most 4 runs per poll: one worker tops out near 20 short runs/s. The machine has 2
-  cores for everything (Postgres, the workers, this script, other developers), so what 4
-  workers gain over 2 depends on the load of the moment (27 and 40 runs/s in two runs on
-  2026-11-22). "Contention back-offs" counts DBOS's warnings that it doubled a worker's polling
-  interval after a serialization conflict.
+  server's CPU is not in it). "(baseline)" rows run the code of `--baseline SRC` (here the
+  commit before issue 27's durable work) in the same rounds: "x the baseline's" is this
+  branch's overhead over the baseline's, round by round.
+- **What a step costs now** (SQLite, profiled with yappi and per-call timers): a run's first
+  execution skips DBOS's read before each step (two queries in a transaction, about 0.4 ms
+  of CPU each); what is left per turn is DBOS writing the two checkpoints (an `UPDATE` that
+  checks the run's owner, an `INSERT` of the pickled output, one commit: about 0.8 ms of CPU
+  each, most of it SQLAlchemy building the statements), three thread hops per step (DBOS runs
+  each stage of a step through `asyncio.to_thread`, two of them now with nothing to do:
+  about 80 us each), pickling each output twice (our check that it can be checkpointed,
+  then DBOS's), and the run's start and end spread over its turns. Every write is needed for
+  the guarantee (a completed step never runs again), so it cannot be deferred; the next step
+  would be a step runner of our own on DBOS's system database (one thread hop and one
+  prepared statement per checkpoint), which means owning DBOS internals that change between
+  minors.
+- **SQLite**: the file in WAL mode and `synchronous=NORMAL` (what `DurableRuntime` does by
+  default), so a commit waits for no fsync and what is left is CPU. `sqlite-full` is
+  `sqlite_sync="full"`: one fsync per commit. On Postgres DBOS's pool no longer pings a
+  connection before each transaction (one round trip per step saved).
+- **Throughput**: runs of two tasks (three model turns answering after 50 ms each, and a tool
+  call), submitted from another process with `DurableClient`, workers with
+  `worker_concurrency` 16 (`--concurrency`). A worker's poll (every 0.2 s) is woken by new
+  work: a run finishing in it (a free slot), and on Postgres a notification from every submit,
+  fork or recover; a SQLite worker hears of another process's submits at its next poll, then
+  keeps itself busy through its own finished runs. The machine has 2 cores for everything
+  (Postgres, the workers, this script, other developers' tests), so the runs/s are CPU-bound:
+  see "worker CPU" and the load beside each figure. "Back-offs" counts DBOS's warnings that it
+  doubled a worker's polling interval after a serialization conflict.
 - **Recovery**: from the SIGKILL until every run the dead worker held has finished. By hand:
   the `recover` command, most of it the command starting (imports, DBOS launch), which the
   `runs` command shows on its own. By itself: another worker notices the dead worker's lease
@@ -281,10 +321,13 @@ def render(rows: list[Row], seconds: float, args: argparse.Namespace) -> str:
     head = (
         f"Measured {date.today().isoformat()} on {platform.machine()}, Python "
         f"{platform.python_version()}, {os.cpu_count()} cores, **shared with several developers "
-        f"running tests at the same time** (expect noise; the interleaved ratios hold better "
-        f"than the absolute times); run took {seconds:.0f} s (`python benchmarks/durable.py "
-        f"--rounds {args.rounds} --turns {args.turns} --queue-runs {args.queue_runs} "
-        "--write`).\n\n| measurement | median | note |\n|---|---|---|\n"
+        f"running tests at the same time** (load average {os.getloadavg()[0]:.1f} at the end; "
+        f"expect noise; the interleaved ratios hold better than the absolute times); run took "
+        f"{seconds:.0f} s (`python benchmarks/durable.py --rounds {args.rounds} --turns "
+        f"{args.turns} --queue-runs {args.queue_runs} --queue-rounds {args.queue_rounds} "
+        f"--concurrency {args.concurrency}"
+        + (" --baseline SRC" if args.baseline else "")
+        + " --write`).\n\n| measurement | median | note |\n|---|---|---|\n"
     )
     return head + "\n".join(f"| {a} | {b} | {c} |" for a, b, c in rows) + "\n" + NOTES
 
@@ -307,9 +350,19 @@ def run_all(args: argparse.Namespace) -> list[Row]:
         with postgres(work) as admin_url:
             rows: list[Row] = []
             if "overhead" in args.parts:
-                rows += bench_overhead(admin_url, work, args.rounds, args.turns, args.runs)
+                rows += bench_overhead(
+                    admin_url, work, args.rounds, args.turns, args.runs, args.baseline
+                )
             if "throughput" in args.parts:
-                rows += bench_throughput(admin_url, work, args.queue_runs, args.workers)
+                rows += bench_throughput(
+                    admin_url,
+                    work,
+                    args.queue_runs,
+                    args.workers,
+                    rounds=args.queue_rounds,
+                    concurrency=args.concurrency,
+                    baseline=args.baseline,
+                )
             if "recovery" in args.parts:
                 rows += bench_recovery(admin_url, work, args.held)
     return rows
@@ -321,7 +374,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--turns", type=int, default=20, help="model turns per run")
     parser.add_argument("--runs", type=int, default=3, help="runs per sample")
     parser.add_argument("--queue-runs", type=int, default=200)
-    parser.add_argument("--workers", type=int, nargs="+", default=[1, 2, 4])
+    parser.add_argument("--workers", type=int, nargs="+", default=[1, 4])
+    parser.add_argument("--queue-rounds", type=int, default=3, help="throughput rounds")
+    parser.add_argument("--concurrency", type=int, default=16, help="worker_concurrency")
+    parser.add_argument(
+        "--baseline",
+        metavar="SRC",
+        help="also measure the agentensemble source tree at SRC (e.g. `git archive` of main), "
+        "interleaved with this checkout's, for same-run before/after ratios",
+    )
     parser.add_argument("--held", type=int, default=4, help="runs the killed worker holds")
     parser.add_argument(
         "--parts",

@@ -41,6 +41,7 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "tests" / "e2e"))
 
 START, END = "<!-- lanes:start -->", "<!-- lanes:end -->"
+RAW_OPENAI = "raw openai.AsyncOpenAI"
 MESSAGES = [{"role": "user", "content": "Say hi"}]
 Row = tuple[str, str, str]
 
@@ -165,11 +166,14 @@ def bench_concurrent(rounds: int, ensembles: int = 50, runs: int = 4) -> list[Ro
     row) against a server taking 100 ms per answer (in its own process), on each lane, beside raw
     litellm making the same number of concurrent requests: where client CPU, not the provider,
     sets the limit."""
+    import openai
+
     from agentensemble import LLM, Agent, Ensemble, RetryPolicy, Task
     from agentensemble.llm._litellm import load_litellm
 
     litellm = load_litellm()
     rates: dict[str, list[float]] = {}
+    cpu: dict[str, list[float]] = {}
     with _server_process(delay=0.1) as server:
 
         def team(lane: str) -> Ensemble:
@@ -213,7 +217,22 @@ def bench_concurrent(rounds: int, ensembles: int = 50, runs: int = 4) -> list[Ro
 
             await asyncio.gather(*(one() for _ in range(ensembles)))
 
+        async def raw_openai() -> None:
+            # what a user of the OpenAI SDK writes: one client, shared by every request
+            client = openai.AsyncOpenAI(base_url=server.base_url, api_key="sk-bench", max_retries=0)
+            async with client:
+
+                async def one() -> None:
+                    for _ in range(runs):
+                        await client.chat.completions.create(
+                            model="test-model",
+                            messages=MESSAGES,  # type: ignore[arg-type]
+                        )
+
+                await asyncio.gather(*(one() for _ in range(ensembles)))
+
         variants: dict[str, Callable[[], Coroutine[Any, Any, None]]] = {
+            RAW_OPENAI: raw_openai,
             "raw litellm.acompletion": raw,
             "LLM.complete, openai lane": lambda: calls_on("openai"),
             "ensembles, openai lane": lambda: ensembles_on("openai"),
@@ -221,23 +240,31 @@ def bench_concurrent(rounds: int, ensembles: int = 50, runs: int = 4) -> list[Ro
         }
         for name, make in variants.items():  # warm-up
             asyncio.run(make())
-            rates[name] = []
+            rates[name], cpu[name] = [], []
         for _ in range(max(3, rounds // 3)):
-            for name, make in variants.items():
-                started = time.perf_counter()
+            for name, make in variants.items():  # interleaved: each variant once a round
+                started, used = time.perf_counter(), time.process_time()
                 asyncio.run(make())
                 rates[name].append(ensembles * runs / (time.perf_counter() - started))
+                cpu[name].append((time.process_time() - used) / (ensembles * runs))
     raw_rate = statistics.median(rates["raw litellm.acompletion"])
     rows: list[Row] = []
     for name, samples in rates.items():
         rate = statistics.median(samples)
         goal = " (goal >= 1.5x)" if name.endswith("openai lane") else ""
+        # paired by round: this variant's rate over the raw OpenAI SDK's in the same round
+        versus = statistics.median(a / b for a, b in zip(samples, rates[RAW_OPENAI], strict=True))
+        if name == "ensembles, openai lane":
+            goal += f"; {versus:.2f}x raw AsyncOpenAI, same rounds (goal >= 0.9x)"
+        elif name != RAW_OPENAI:
+            goal += f"; {versus:.2f}x raw AsyncOpenAI"
         rows.append(
             (
                 f"{ensembles} concurrent, 100 ms answers: {name}",
                 f"{rate:.0f} requests/s",
                 f"{rate / raw_rate:.2f}x raw litellm{goal}; min-max "
-                f"{min(samples):.0f}-{max(samples):.0f}",
+                f"{min(samples):.0f}-{max(samples):.0f}; client CPU "
+                f"{statistics.median(cpu[name]) * 1e3:.2f} ms/request",
             )
         )
     return rows
@@ -310,7 +337,8 @@ def render(rows: list[Row], seconds: float, args: argparse.Namespace) -> str:
         f"Measured {date.today().isoformat()} on {platform.machine()}, Python "
         f"{platform.python_version()}, {os.cpu_count()} cores, by `python benchmarks/lanes.py` "
         f"({args.rounds} interleaved rounds, {args.calls} requests per round and variant); "
-        f"run took {seconds:.0f} s.\n\n| measurement | median | note |\n|---|---|---|\n"
+        f"run took {seconds:.0f} s; load average {os.getloadavg()[0]:.1f} at the end."
+        "\n\n| measurement | median | note |\n|---|---|---|\n"
     )
     return head + "\n".join(f"| {a} | {b} | {c} |" for a, b, c in rows) + "\n"
 
@@ -331,13 +359,19 @@ def main() -> int:
     parser.add_argument("--rounds", type=int, default=9)
     parser.add_argument("--calls", type=int, default=200)
     parser.add_argument("--write", action="store_true", help="record in benchmarks/RESULTS.md")
-    args = parser.parse_args()
-    started = time.perf_counter()
-    rows = (
-        bench_requests(args.rounds, args.calls)
-        + bench_concurrent(args.rounds)
-        + bench_first_answer(args.rounds)
+    parser.add_argument(
+        "--only", choices=("requests", "concurrent", "first-answer"), help="one part (no --write)"
     )
+    args = parser.parse_args()
+    if args.only and args.write:
+        parser.error("--write records the whole section: measure every part (leave out --only)")
+    started = time.perf_counter()
+    parts: dict[str, Callable[[], list[Row]]] = {
+        "requests": lambda: bench_requests(args.rounds, args.calls),
+        "concurrent": lambda: bench_concurrent(args.rounds),
+        "first-answer": lambda: bench_first_answer(args.rounds),
+    }
+    rows = [row for name, part in parts.items() if args.only in (None, name) for row in part()]
     table = render(rows, time.perf_counter() - started, args)
     print(table)
     if args.write:

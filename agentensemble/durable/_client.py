@@ -34,6 +34,7 @@ from agentensemble.durable._run_records import (
     run_info,
 )
 from agentensemble.durable._runtime import CHECKPOINT_FORMAT, QUEUE_NAME, WORKFLOW_NAME
+from agentensemble.durable._wake import notify, wake
 from agentensemble.errors import AgentEnsembleError, ConfigurationError
 from agentensemble.outputs import EnsembleOutput
 from agentensemble.tracing.trace import ExecutionTrace
@@ -75,6 +76,7 @@ class DurableClient:
             refuse_changed_reuse(found, run_id, name, inputs)
             options["workflow_id"] = run_id
         handle: Any = self._client.enqueue(options, name, dict(inputs or {}))
+        _wake_workers(self._client, self.app_name)
         return str(handle.get_workflow_id())
 
     def status(self, run_id: str) -> str:
@@ -253,7 +255,7 @@ class DurableClient:
 
         ``edited_output``: task ``from_task - 1`` hands this text downstream instead of its
         recorded output, as a reviewer's Edit would (its steps are still reused)."""
-        return fork_run(
+        forked = fork_run(
             self._client,
             run_id,
             from_task=from_task,
@@ -263,14 +265,23 @@ class DurableClient:
             queue_name=QUEUE_NAME,
             edited_output=edited_output,
         )
+        _wake_workers(self._client, self.app_name)
+        return forked
 
     def cancel(self, run_id: str) -> None:
-        """Stop ``run_id``: no further step of it starts."""
+        """Stop ``run_id``: no further step of it is checkpointed (a step running then is refused
+        at its write)."""
         self._client.cancel_workflow(run_id)
 
     def close(self) -> None:
         """Release the database connections."""
         self._client.destroy()
+
+
+def _wake_workers(client: DBOSClient, app_name: str) -> None:
+    """New work: wake a worker of this process, and on Postgres every worker (_wake.py)."""
+    wake()
+    notify(client._sys_db.engine, app_name)
 
 
 def past_deadline(review: Mapping[str, Any], now: float | None = None) -> bool:

@@ -14,7 +14,6 @@ downstream instead of that task's recorded output, as a reviewer's Edit would.
 
 from __future__ import annotations
 
-import concurrent.futures
 import uuid
 from collections.abc import Mapping
 from typing import Any
@@ -112,21 +111,14 @@ def fork_record(status: Any) -> dict[str, Any] | None:
     return found if isinstance(found, dict) else None
 
 
-def fork_edits(run_id: str) -> dict[int, str]:
-    """The edited outputs run ``run_id`` must hand on instead of its tasks' own (empty for a run
-    that is no fork, or a fork without edits), by 1-based task.
+def fork_edits(attributes: dict[str, Any] | None) -> dict[int, str]:
+    """The edited outputs a run must hand on instead of its tasks' own, from its attributes
+    (empty for a run that is no fork, or a fork without edits), by 1-based task.
 
-    Read in a thread with no DBOS context, so the read is not checkpointed as a step of the
-    run (that would shift its step numbers); a fork's record is written before it is queued,
-    so every execution of the run reads the same."""
-    from dbos import DBOS
-
-    with concurrent.futures.ThreadPoolExecutor(1, "agentensemble-fork-edits") as pool:
-        found = pool.submit(
-            DBOS.list_workflows, workflow_ids=[run_id], load_input=False, load_output=False
-        ).result(timeout=60)
-    record = fork_record(found[0]) if found else None
-    edits = record.get("edited_outputs") if record else None
+    The run reads its attributes once as it starts, outside its steps (``_fresh.py``); a fork's
+    record is written before it is queued, so every execution of the run reads the same."""
+    found = attributes.get(FORK_ATTRIBUTE) if isinstance(attributes, dict) else None
+    edits = found.get("edited_outputs") if isinstance(found, dict) else None
     if not isinstance(edits, dict):
         return {}
     return {

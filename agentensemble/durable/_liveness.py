@@ -297,8 +297,15 @@ def recover_pending_runs(worker_id: str) -> list[str]:
     cannot both hand it back), and the queue's ENQUEUED->PENDING dequeue admits one runner.
     """
     from dbos import DBOS
+    from dbos._dbos import _get_dbos_instance
+
+    from agentensemble.durable._wake import notify, wake
 
     handles = DBOS._recover_pending_workflows([worker_id])
+    if handles:  # back on the queue: wake this worker's poll, and the others' on Postgres
+        wake()
+        sys_db = _get_dbos_instance()._sys_db
+        notify(sys_db.engine, str(sys_db.app_name))
     return [handle.workflow_id for handle in handles]
 
 

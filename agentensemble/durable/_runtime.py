@@ -8,6 +8,7 @@ in this process after a restart or in any worker sharing the database.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import os
 import re
@@ -27,6 +28,8 @@ from agentensemble.durable._database import (
     database_url,
 )
 from agentensemble.durable._forks import fork_edits
+from agentensemble.durable._fresh import fresh_execution, read_run_start
+from agentensemble.durable._fresh import install as skip_fresh_reads
 from agentensemble.durable._liveness import Liveness, recover_pending_runs
 from agentensemble.durable._retention import PruneTimer, Retention, prune
 from agentensemble.durable._reuse import refuse_changed_reuse
@@ -41,6 +44,8 @@ from agentensemble.durable._run_records import (
 )
 from agentensemble.durable._sqlite import SqliteSync, prepare_sqlite
 from agentensemble.durable._steps import DBOSSteps, numbering_per_task
+from agentensemble.durable._wake import Listener, notify, start_listener, stop_listener, wake
+from agentensemble.durable._wake import install as wake_on_work
 from agentensemble.ensemble import Ensemble
 from agentensemble.errors import ConfigurationError, TaskExecutionError
 from agentensemble.events import EnsembleEvent, EnsembleListener
@@ -77,8 +82,14 @@ async def _durable_run(name: str, inputs: dict[str, Any]) -> dict[str, Any]:
     """One durable run: the ensemble rebuilt from its factory, every call a checkpointed step."""
     ensemble = _build(name)
     watchers = _watchers.get(DBOS.workflow_id or "")
-    edits = fork_edits(DBOS.workflow_id or "")  # a fork's edited output: see _forks.py
-    with use_step_runner(_STEPS), numbering_per_task(edits):
+    # one read as the run starts: a fork's edited output (_forks.py), and whether any step of
+    # the run is checkpointed yet (a fresh execution skips DBOS's read before each step)
+    attributes, fresh = await read_run_start(DBOS.workflow_id or "")
+    with (
+        use_step_runner(_STEPS),
+        numbering_per_task(fork_edits(attributes)),
+        fresh_execution(fresh),
+    ):
         try:
             if watchers is None:
                 output = await ensemble.arun(inputs)
@@ -170,6 +181,10 @@ class DurableRuntime:
                 "executor_id": self.worker_id,
                 # runs resume under the same checkpoint format, whatever else is upgraded
                 "application_version": CHECKPOINT_FORMAT,
+                # no round trip to test a pooled connection before every transaction (one per
+                # step): a connection the server dropped fails its statement instead, which
+                # DBOS retries on a new one, as for any lost connection
+                "db_engine_kwargs": {"pool_pre_ping": False},
             }
         )
         self._queue_settings: dict[str, Any] = {
@@ -181,6 +196,7 @@ class DurableRuntime:
             limit, period = max_runs_per_period
             self._queue_settings["limiter"] = {"limit": limit, "period": period}
         self._queue: Queue | None = None
+        self._listener: Listener | None = None
         self.retention = retention
         self._pruner = (
             None
@@ -232,12 +248,18 @@ class DurableRuntime:
         _quiet_dbos_logs()
         with self.liveness.launching():  # the lease first: see _liveness.py
             DBOS.launch()
+            dbos = _dbos_instance()
+            skip_fresh_reads(dbos._sys_db)
             self._queue = DBOS.register_queue(
                 QUEUE_NAME,
                 polling_interval_sec=self.poll_interval,
                 on_conflict="always_update",
                 **self._queue_settings,
             )
+            # new work wakes the queue poll: runs finishing or submitted here, and on Postgres
+            # a notification from any process (_wake.py)
+            wake_on_work(dbos, QUEUE_NAME, self._queue_settings["worker_concurrency"])
+            self._listener = start_listener(self.database_url, self.app_name)
         self._launched = True
         self.unresumable = _report_other_formats()
         if self._pruner is not None:
@@ -248,6 +270,8 @@ class DurableRuntime:
         if self._pruner is not None:
             self._pruner.stop()
         self.liveness.stop()
+        stop_listener(self._listener)
+        self._listener = None
         DBOS.destroy(destroy_registry=False)
         self._launched = False
 
@@ -280,6 +304,8 @@ class DurableRuntime:
         with SetWorkflowID(run_id) if run_id else contextlib.nullcontext():
             assert self._queue is not None
             handle = await self._queue.enqueue_async(_durable_run, name, dict(inputs or {}))
+        wake()  # this process's queue poll; others' through Postgres
+        await asyncio.to_thread(notify, _dbos_instance()._sys_db.engine, self.app_name)
         return handle.workflow_id
 
     async def aresult(self, run_id: str) -> EnsembleOutput:
@@ -369,7 +395,8 @@ class DurableRuntime:
         )
 
     def cancel(self, run_id: str) -> None:
-        """Stop ``run_id``: no further step starts; it can be resumed later with DBOS tools."""
+        """Stop ``run_id``: no further step of it is checkpointed (a step running then is refused
+        at its write); it can be resumed later with DBOS tools."""
         self._require_launched()
         DBOS.cancel_workflow(run_id)
 
@@ -420,6 +447,12 @@ def _report_other_formats() -> list[RunInfo]:
             "them, or cancel them"
         )
     return [run_info(w) for w in other]
+
+
+def _dbos_instance() -> Any:
+    from dbos._dbos import _get_dbos_instance
+
+    return _get_dbos_instance()
 
 
 def _quiet_dbos_logs() -> None:

@@ -30,6 +30,7 @@ from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
+from agentensemble.durable._fresh import skipping_read
 from agentensemble.errors import AgentEnsembleError, ConfigurationError
 from agentensemble.logging import get_logger
 from agentensemble.run_context import current_task_index
@@ -220,10 +221,13 @@ class DBOSSteps:
             name = f"task{task}:{name}"
 
         async def step() -> Any:
-            return checkpointable(await call(), name)
+            with skipping_read(False):  # the body's own DBOS calls read as usual
+                return checkpointable(await call(), name)
 
         try:
-            with _in_task_range():  # DBOS numbers the step as it starts, in this task's range
+            # DBOS numbers the step as it starts, in this task's range; a fresh execution
+            # skips its read of the step's checkpoint (_fresh.py)
+            with _in_task_range(), skipping_read():
                 result: T = await DBOS.run_step_async({"name": name}, step)
         except DBOSUnexpectedStepError as error:
             raise DurableDivergenceError(

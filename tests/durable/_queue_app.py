@@ -2,7 +2,8 @@
 
 Workers: ``python -m agentensemble.durable worker _queue_app --worker-id w1`` with
 ``AGENTENSEMBLE_DATABASE_URL`` and ``QUEUE_APP_LOG`` (the file the tool appends to) set;
-``QUEUE_APP_MODEL_LOG``, if set, gets a line per model request (``turn item worker``).
+``QUEUE_APP_MODEL_LOG``, if set, gets a line per model request (``turn item worker``);
+``QUEUE_APP_POLL`` sets the worker's ``poll_interval`` (seconds).
 """
 
 from __future__ import annotations
@@ -44,5 +45,8 @@ def build() -> Ensemble:
     return Ensemble(tasks=[Task(description="Record {item}", agent=agent)])
 
 
-runtime = DurableRuntime(worker_concurrency=int(os.environ.get("QUEUE_APP_CONCURRENCY", "4")))
+runtime = DurableRuntime(
+    worker_concurrency=int(os.environ.get("QUEUE_APP_CONCURRENCY", "4")),
+    poll_interval=float(os.environ.get("QUEUE_APP_POLL", "0.2")),
+)
 runtime.register("record", build)

@@ -10,14 +10,18 @@ import sys
 from pathlib import Path
 
 HERE = Path(__file__).parent
+ROOT = HERE.parents[1]
 
 
 class Workers:
     """Worker processes on ``database_url``; ``env`` is for all, ``start(**env)`` for one."""
 
     def __init__(self, database_url: str, log: Path, **env: str) -> None:
+        # the workers import this checkout's package, whatever else the interpreter's path holds
+        path = os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH", "")) if p)
         self.env = {
             **os.environ,
+            "PYTHONPATH": path,
             "AGENTENSEMBLE_DATABASE_URL": database_url,
             "QUEUE_APP_LOG": str(log),
             "PYTHONUNBUFFERED": "1",

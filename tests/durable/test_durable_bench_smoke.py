@@ -53,12 +53,13 @@ def test_overhead_per_turn_is_measured_for_every_backend_and_mode(
 def test_queue_throughput_and_recovery_run_through_real_workers(
     bench: ModuleType, postgres_server: str, tmp_path: Path
 ) -> None:
-    rows = bench.bench_throughput(postgres_server, tmp_path, runs=2, counts=[1])
+    rows = bench.bench_throughput(postgres_server, tmp_path, runs=2, counts=[1], rounds=1)
     rows += bench.bench_recovery(postgres_server, tmp_path, held=1, rescuer=False)
 
     by_name = {name: (value, note) for name, value, note in rows}
-    value, note = by_name["2 queued runs, 1 worker(s) (Postgres)"]
-    assert _figure(value) > 0 and "runs per worker 2;" in note
+    for backend in ("postgres", "sqlite"):
+        value, note = by_name[f"2 queued 2-task runs, 1 worker(s), {backend}"]
+        assert _figure(value) > 0 and "last round: 2, back-offs" in note and "CPU" in note
     value, note = by_name["recovery: SIGKILL a worker holding 1 runs, `recover`, all finished"]
     assert _figure(value) > 0
     assert note == "finished by {'recoverer': 1}"  # the process running `recover`
@@ -69,7 +70,9 @@ def test_the_durable_section_of_results_is_replaced_and_the_rest_kept(
 ) -> None:
     results = tmp_path / "RESULTS.md"
     results.write_text(f"# Results\n\nbefore\n\n{bench.START}\nold\n{bench.END}\n\nafter\n")
-    args = argparse.Namespace(rounds=1, turns=2, queue_runs=2)
+    args = argparse.Namespace(
+        rounds=1, turns=2, queue_runs=2, queue_rounds=1, concurrency=4, baseline=None
+    )
 
     bench.record(bench.render([("a", "1 ms", "n")], 1.0, args), results)
     bench.record(bench.render([("b", "2 ms", "n")], 1.0, args), results)

@@ -47,9 +47,18 @@ def test_a_killed_workers_runs_are_taken_over_by_the_live_ones_without_recover(
     postgres_url: str, client: DurableClient, tmp_path: Path
 ) -> None:
     log, model_log = tmp_path / "log.txt", tmp_path / "model.txt"
-    workers = Workers(postgres_url, log, QUEUE_APP_MODEL_LOG=str(model_log), **FAST_LEASES)
+    # every worker with 3 slots: DBOS keeps worker_concurrency in the queue's row, which each
+    # worker's launch overwrites and every worker reloads at each poll, so w2 starting with 4
+    # would let w1 take a fourth run before it is killed
+    workers = Workers(
+        postgres_url,
+        log,
+        QUEUE_APP_MODEL_LOG=str(model_log),
+        QUEUE_APP_CONCURRENCY="3",
+        **FAST_LEASES,
+    )
     try:
-        workers.start("w1", QUEUE_APP_SLOW="600", QUEUE_APP_CONCURRENCY="3")
+        workers.start("w1", QUEUE_APP_SLOW="600")
         held = [client.submit("record", {"item": f"slow-{n}"}) for n in range(3)]
         wait_until_pending(client, held)  # w1 holds all three, inside the slow tool call
         workers.start("w2")
