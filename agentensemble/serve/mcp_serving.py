@@ -200,12 +200,19 @@ def mcp_server(
             result = await _start(entry, ctx, params.arguments, parked, durable)
         return result  # type: ignore[no-any-return]
 
+    def input_schema_of(tool: str) -> Mapping[str, Any] | None:
+        # given to the SDK, it checks a call's ``Mcp-Param-*`` headers against this schema;
+        # without it the SDK ran a whole ``tools/list`` dispatch inside every HTTP tool call
+        entry = served.get(tool)
+        return entry.tool.input_schema if entry is not None else None
+
     from agentensemble import __version__
 
     return Server(
         name,
         version=__version__,
         instructions="Each tool runs a team of agents (agentensemble) and returns its result.",
+        get_tool_input_schema=input_schema_of,
         on_list_tools=list_tools,
         on_call_tool=call_tool,
     )
