@@ -97,7 +97,9 @@ class Ensemble(BaseModel):
         # a remote agent (an A2AAgent) joins the team as the Agent it makes
         if not isinstance(value, list | tuple):
             return value
-        return [item.as_team_member() if hasattr(item, "as_team_member") else item for item in value]
+        return [
+            item.as_team_member() if hasattr(item, "as_team_member") else item for item in value
+        ]
 
     @field_validator("memory")
     @classmethod
