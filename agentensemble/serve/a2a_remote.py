@@ -25,7 +25,8 @@ from urllib.parse import urlsplit
 from pydantic import Field
 
 from agentensemble.agent import Agent
-from agentensemble.logging import redact_text, register_secret
+from agentensemble.logging import register_secret
+from agentensemble.serve._clean import cleaned
 from agentensemble.tools.base import AgentTool, ToolResult
 
 #: The largest agent card read (bytes).
@@ -33,7 +34,6 @@ MAX_CARD_BYTES = 256 * 1024
 #: The longest answer handed to the model (characters).
 MAX_ANSWER_CHARS = 20_000
 CARD_PATH = "/.well-known/agent-card.json"
-_CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f\u202a-\u202e\u2066-\u2069]")
 _NAME = re.compile(r"[^A-Za-z0-9_]+")
 
 
@@ -42,12 +42,12 @@ class RemoteAgentError(Exception):
 
 
 def untrusted(text: str, limit: int = MAX_ANSWER_CHARS) -> str:
-    """Remote text made safe for the model and the logs: redacted, no control characters,
-    bounded."""
-    cleaned = _CONTROL.sub("", redact_text(text))
-    if len(cleaned) > limit:
-        cleaned = cleaned[:limit] + f"\n[... truncated: the remote answer exceeded {limit} chars]"
-    return cleaned
+    """Remote text made safe for the model and the logs (``_clean``: no control, format or
+    bidi characters, secrets redacted), bounded."""
+    safe = cleaned(text)
+    if len(safe) > limit:
+        safe = safe[:limit] + f"\n[... truncated: the remote answer exceeded {limit} chars]"
+    return safe
 
 
 def _origin(url: str) -> tuple[str, str, int | None]:
