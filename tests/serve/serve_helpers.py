@@ -57,6 +57,15 @@ def model_env(base_url: str, **extra: str) -> dict[str, str]:
 def serving(args: list[str], env: dict[str, str]) -> Iterator[str]:
     """Start ``agentensemble ARGS`` (an HTTP server on port 0) and yield its base URL, read
     from the address it prints on stderr; stopped (SIGTERM, then kill) afterwards."""
+    with serving_process(args, env) as (base, _):
+        yield base
+
+
+@contextmanager
+def serving_process(
+    args: list[str], env: dict[str, str]
+) -> Iterator[tuple[str, subprocess.Popen[bytes]]]:
+    """``serving``, yielding the process too (its pid, its memory)."""
     process = subprocess.Popen(
         [*AGENTENSEMBLE, *args, "--port", "0"],
         stdin=subprocess.DEVNULL,
@@ -83,7 +92,7 @@ def serving(args: list[str], env: dict[str, str]) -> Iterator[str]:
                 raise RuntimeError(f"server did not start: {''.join(lines)}")
         match = re.search(r" on (http://\S+)", "".join(lines))
         assert match is not None
-        yield match.group(1).rstrip("/")
+        yield match.group(1).rstrip("/"), process
     finally:
         process.send_signal(signal.SIGTERM)
         try:
