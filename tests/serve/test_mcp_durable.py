@@ -25,3 +25,20 @@ def test_a_served_call_is_a_durable_run(tmp_path: Path) -> None:
     assert "RUNS [('explain', 'SUCCESS')]" in lines
     refused = [line for line in lines if line.startswith("REFUSED")]
     assert refused and "cannot serve 'unregistered' durably" in refused[0]
+
+
+def test_a_cancelled_call_cancels_its_durable_run_and_the_server_serves_on(
+    tmp_path: Path,
+) -> None:
+    done = subprocess.run(
+        [sys.executable, str(APP), str(tmp_path), "cancel"],
+        capture_output=True,
+        text=True,
+        timeout=180,
+        stdin=subprocess.DEVNULL,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    lines = done.stdout.splitlines()
+    assert "IN MODEL TURN True" in lines  # cancelled in the middle of a model turn
+    assert "SLOW RUN CANCELLED" in lines, done.stdout  # recorded as cancelled
+    assert "NEXT CALL False durable answer" in lines
