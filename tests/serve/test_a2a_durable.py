@@ -33,3 +33,19 @@ def test_an_a2a_task_is_a_durable_run(tmp_path: Path) -> None:
     assert "RUNS [('explainer', 'SUCCESS')]" in lines
     refused = [line for line in lines if line.startswith("REFUSED")]
     assert refused and "cannot serve 'unregistered' durably" in refused[0]
+
+
+def test_cancel_task_cancels_the_durable_run(tmp_path: Path) -> None:
+    done = subprocess.run(
+        [sys.executable, str(APP), str(tmp_path), "cancel"],
+        capture_output=True,
+        text=True,
+        timeout=180,
+        stdin=subprocess.DEVNULL,
+        env=ENV,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    lines = done.stdout.splitlines()
+    assert "IN MODEL TURN True" in lines, done.stdout
+    assert "TASK TASK_STATE_CANCELED" in lines
+    assert "SLOW RUN CANCELLED" in lines, done.stdout
