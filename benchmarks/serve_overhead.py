@@ -127,9 +127,17 @@ async def measure(crew: Path, calls: int, repeats: int) -> dict[str, float]:
 
     from agentensemble import Ensemble
     from agentensemble.cli._common import use_model
+    from agentensemble.cli._serving import crew_factory
+    from agentensemble.serve import mcp_server
 
     ensemble = Ensemble.from_yaml(crew)
     use_model(ensemble, "scripted")
+    # the same server objects in this process (the SDK's in-memory transport): what serving
+    # costs before any transport, ours against the SDK's own MCPServer
+    served = mcp_server({"crew": crew_factory(argparse.Namespace(crew=crew, model="scripted"))})
+    sys.path.insert(0, str(SDK_SERVER.parent))
+    import mcp_test_server  # type: ignore[import-not-found]
+
     stdio = StdioServerParameters(
         command=sys.executable,
         args=["-m", "agentensemble", "serve-mcp", str(crew), "--model", "scripted"],
@@ -140,6 +148,8 @@ async def measure(crew: Path, calls: int, repeats: int) -> dict[str, float]:
     sdk_process, sdk_url = _start_sdk_http()
     samples: dict[str, list[tuple[float, float]]] = {
         "in_process": [],
+        "in_memory": [],
+        "sdk_in_memory": [],
         "stdio": [],
         "http": [],
         "sdk_stdio": [],
@@ -147,6 +157,8 @@ async def measure(crew: Path, calls: int, repeats: int) -> dict[str, float]:
     }
     try:
         async with (
+            Client(served) as in_memory,
+            Client(mcp_test_server.server) as sdk_in_memory,
             Client(stdio) as over_stdio,
             Client(url) as over_http,
             Client(sdk_stdio) as sdk_over_stdio,
@@ -155,6 +167,14 @@ async def measure(crew: Path, calls: int, repeats: int) -> dict[str, float]:
 
             async def local() -> object:
                 return await ensemble.arun(INPUTS)
+
+            async def via_memory() -> object:
+                result = await in_memory.call_tool("crew", INPUTS)
+                assert not result.is_error, result
+                return result
+
+            async def sdk_via_memory() -> object:
+                return await sdk_in_memory.call_tool("add", {"a": 1, "b": 2})
 
             async def via_stdio() -> object:
                 result = await over_stdio.call_tool("crew", INPUTS)
@@ -174,6 +194,8 @@ async def measure(crew: Path, calls: int, repeats: int) -> dict[str, float]:
 
             servers = {
                 "in_process": None,
+                "in_memory": None,
+                "sdk_in_memory": None,
                 "stdio": _child_pid(stdio),
                 "http": process.pid,
                 "sdk_stdio": _child_pid(sdk_stdio),
@@ -181,6 +203,8 @@ async def measure(crew: Path, calls: int, repeats: int) -> dict[str, float]:
             }
             kinds = {
                 "in_process": local,
+                "in_memory": via_memory,
+                "sdk_in_memory": sdk_via_memory,
                 "stdio": via_stdio,
                 "http": via_http,
                 "sdk_stdio": sdk_via_stdio,
@@ -233,13 +257,15 @@ def main() -> None:
         print(f"| {label} | {wall * ms:.2f} ms | {cpu * ms:.2f} ms | {note} |")
 
     row("same crew in process, `await arun()`", "in_process", "baseline")
+    row("served in process (`Client(server)`, no transport)", "in_memory")
     row("served over stdio", "stdio")
     row("served over streamable HTTP", "http")
     added("added by serving, stdio", "stdio", "in_process", "target < 5 ms")
     added("added by serving, HTTP", "http", "in_process", "target < 5 ms")
+    row("`mcp` SDK's `MCPServer`, trivial tool, in process", "sdk_in_memory", "SDK floor")
     row("`mcp` SDK's `MCPServer`, trivial tool, stdio", "sdk_stdio", "floor set by the SDK")
     row("`mcp` SDK's `MCPServer`, trivial tool, HTTP", "sdk_http", "floor set by the SDK")
-    for transport in ("stdio", "http"):
+    for transport in ("in_memory", "stdio", "http"):
         wall = result[transport] - result["in_process"] - result[f"sdk_{transport}"]
         cpu = result[f"{transport}_cpu"] - result["in_process_cpu"] - result[f"sdk_{transport}_cpu"]
         print(
