@@ -48,8 +48,8 @@ def _send_chunked(base: str, path: str, extra_headers: str) -> tuple[int, int]:
                     break
                 sock.sendall(f"{len(CHUNK):x}\r\n".encode() + CHUNK + b"\r\n")
                 sent += len(CHUNK)
-        except (BrokenPipeError, ConnectionResetError):
-            pass  # refused and closed under our feet: the answer may still be readable
+        except (BrokenPipeError, ConnectionResetError, TimeoutError):
+            pass  # refused (closed, or no longer read): the answer may still be readable
         answer = b""
         try:
             while b"\r\n" not in answer:
