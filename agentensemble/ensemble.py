@@ -91,6 +91,16 @@ class Ensemble(BaseModel):
     def _model(cls, value: Any) -> Any:
         return check_model(value)
 
+    @field_validator("agents", mode="before")
+    @classmethod
+    def _team_members(cls, value: Any) -> Any:
+        # a remote agent (an A2AAgent) joins the team as the Agent it makes
+        if not isinstance(value, list | tuple):
+            return value
+        return [
+            item.as_team_member() if hasattr(item, "as_team_member") else item for item in value
+        ]
+
     @field_validator("memory")
     @classmethod
     def _memory(cls, value: Any) -> Any:

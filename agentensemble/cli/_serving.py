@@ -45,17 +45,45 @@ def add_serving_arguments(parser: argparse.ArgumentParser, *, default_port: int)
 
 def crew_factory(args: argparse.Namespace) -> Any:
     """A factory building the crew afresh for every call (fresh tools and state per run);
-    built once here so a bad file fails at start (ConfigurationError: exit 2)."""
+    built once here so a bad file fails at start (ConfigurationError: exit 2).
+
+    The file is read again for every call (an edit applies to the next call), but parsed again
+    only when its text changed: parsing the YAML cost more than the run of a small crew."""
     model_name = args.model or os.environ.get(MODEL_ENV)
+    parsed = _ParsedCrew(Path(args.crew))
 
     def build() -> Ensemble:
-        ensemble = Ensemble.from_yaml(args.crew)
+        ensemble = parsed.build()
         if model_name:
             use_model(ensemble, model_name)
         return ensemble
 
     build()
     return build
+
+
+class _ParsedCrew:
+    """A crew file's parsed document, kept while the file's text stays the same."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._text: str | None = None
+        self._doc: Any = None
+
+    def build(self) -> Ensemble:
+        from agentensemble.config._crew_imports import crew_folder
+        from agentensemble.config._positions import load_located
+        from agentensemble.config.loader import build_ensemble
+
+        try:
+            text = self.path.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError):
+            return Ensemble.from_yaml(self.path)  # its own error, naming the file
+        if text != self._text:
+            self._doc = load_located(text, str(self.path))  # raises before the text is kept
+            self._text = text
+        with crew_folder(str(self.path.resolve().parent)):
+            return build_ensemble(self._doc)
 
 
 def tool_name(args: argparse.Namespace) -> str:

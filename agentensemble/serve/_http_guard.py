@@ -50,10 +50,6 @@ def _host_name(value: str) -> str:
     return value.rsplit(":", 1)[0] if value.count(":") == 1 else value
 
 
-class _TooLarge(Exception):
-    pass
-
-
 class HTTPGuard:
     """Wraps an ASGI app; see the module docstring."""
 
@@ -92,27 +88,38 @@ class HTTPGuard:
             return
         seen = 0
         started = False
+        refused = False
 
         async def bounded_receive() -> Message:
-            nonlocal seen
+            # past the limit the 413 goes out at once and the app is told the client left: an
+            # exception here would be turned into a 500 by the app's own error handling
+            nonlocal seen, started, refused
+            if refused:
+                return {"type": "http.disconnect"}
             message = await receive()
             if message["type"] == "http.request":
                 seen += len(message.get("body", b""))
                 if seen > self.max_body_bytes:
-                    raise _TooLarge
+                    refused = True
+                    if not started:
+                        started = True
+                        await _refuse(send, 413, f"the body is over {self.max_body_bytes} bytes")
+                    return {"type": "http.disconnect"}
             return message
 
         async def tracking_send(message: Message) -> None:
             nonlocal started
+            if refused:
+                return  # the app's answer to a refused request goes nowhere
             if message["type"] == "http.response.start":
                 started = True
             await send(message)
 
         try:
             await self.app(scope, bounded_receive, tracking_send)
-        except _TooLarge:
-            if not started:
-                await _refuse(send, 413, f"the body is over {self.max_body_bytes} bytes")
+        except Exception:
+            if not refused:  # the app's failure on a refused body is the refusal's, not news
+                raise
 
 
 async def _refuse(send: Send, status: int, message: str) -> None:

@@ -7,6 +7,10 @@ fed back to the model. Everything the remote sends is untrusted: the card and th
 bounded in size and time, control and bidi characters are dropped, secrets redacted. The card
 is fetched from ``url`` only, without redirects, and the interface it names must be on ``url``'s
 own origin unless listed in ``allowed_urls``: a hostile card cannot send our calls elsewhere.
+
+Listed in ``Ensemble(agents=[...])`` it is a team member (``A2AWorker``) a hierarchical
+manager (or a delegating peer) hands work to: the instructions are the request, the answer the
+delegation's output, a failure the delegation's failure.
 """
 
 from __future__ import annotations
@@ -18,7 +22,11 @@ from collections.abc import Iterable
 from typing import Any
 from urllib.parse import urlsplit
 
-from agentensemble.logging import redact_text, register_secret
+from pydantic import Field
+
+from agentensemble.agent import Agent
+from agentensemble.logging import register_secret
+from agentensemble.serve._clean import cleaned
 from agentensemble.tools.base import AgentTool, ToolResult
 
 #: The largest agent card read (bytes).
@@ -26,7 +34,6 @@ MAX_CARD_BYTES = 256 * 1024
 #: The longest answer handed to the model (characters).
 MAX_ANSWER_CHARS = 20_000
 CARD_PATH = "/.well-known/agent-card.json"
-_CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f\u202a-\u202e\u2066-\u2069]")
 _NAME = re.compile(r"[^A-Za-z0-9_]+")
 
 
@@ -35,12 +42,12 @@ class RemoteAgentError(Exception):
 
 
 def untrusted(text: str, limit: int = MAX_ANSWER_CHARS) -> str:
-    """Remote text made safe for the model and the logs: redacted, no control characters,
-    bounded."""
-    cleaned = _CONTROL.sub("", redact_text(text))
-    if len(cleaned) > limit:
-        cleaned = cleaned[:limit] + f"\n[... truncated: the remote answer exceeded {limit} chars]"
-    return cleaned
+    """Remote text made safe for the model and the logs (``_clean``: no control, format or
+    bidi characters, secrets redacted), bounded."""
+    safe = cleaned(text)
+    if len(safe) > limit:
+        safe = safe[:limit] + f"\n[... truncated: the remote answer exceeded {limit} chars]"
+    return safe
 
 
 def _origin(url: str) -> tuple[str, str, int | None]:
@@ -84,6 +91,20 @@ class A2AAgent(AgentTool):
         self.timeout = timeout
         self.max_answer_chars = max_answer_chars
         self._card: Any = None
+        self._described = description
+
+    def as_team_member(self) -> A2AWorker:
+        """This agent as a member of a team (``Ensemble(agents=[...])`` calls it): its role is
+        ``name``, its goal ``description`` (what the manager reads to choose a worker)."""
+        goal = self._described or f"Answers requests as the remote agent at {self.url}"
+        return A2AWorker(role=self.name, goal=goal, remote=self)
+
+    async def answer(self, request: str) -> str:
+        """The remote answer (made safe) to ``request``; ``RemoteAgentError`` when it fails."""
+        result = await self.aexecute(request)
+        if not result.is_success:
+            raise RemoteAgentError(result.error_message or "the remote agent failed")
+        return result.output
 
     async def aexecute(self, input: str) -> ToolResult:
         import httpx
@@ -151,6 +172,17 @@ class A2AAgent(AgentTool):
                 await _cancel_quietly(client, answer.task_id)
             raise
         return answer.result()
+
+
+class A2AWorker(Agent):
+    """A remote A2A agent as a team member: it answers delegations itself (``ask_remote``),
+    with no model, tools or prompt of ours. Made by ``A2AAgent.as_team_member()``."""
+
+    remote: Any = Field(exclude=True, repr=False)
+
+    async def ask_remote(self, instructions: str) -> str:
+        answer: str = await self.remote.answer(instructions)
+        return answer
 
 
 async def _cancel_quietly(client: Any, task_id: str) -> None:
@@ -226,4 +258,4 @@ def _text_of(parts: Any) -> str:
     return "\n".join(texts)
 
 
-__all__ = ["MAX_ANSWER_CHARS", "A2AAgent", "RemoteAgentError", "untrusted"]
+__all__ = ["MAX_ANSWER_CHARS", "A2AAgent", "A2AWorker", "RemoteAgentError", "untrusted"]

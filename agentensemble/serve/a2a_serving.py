@@ -40,6 +40,7 @@ from starlette.applications import Starlette
 from agentensemble.ensemble import Ensemble
 from agentensemble.errors import ConfigurationError
 from agentensemble.logging import redact, redact_text
+from agentensemble.serve._durable_serving import check_registered, run_durably
 from agentensemble.serve._http_guard import MAX_BODY_BYTES, HTTPGuard, allowed_host_names
 from agentensemble.serve._progress import ProgressPump
 from agentensemble.serve._shape import (
@@ -116,9 +117,18 @@ def message_inputs(variables: list[str], context: RequestContext) -> dict[str, s
 class EnsembleExecutor(AgentExecutor):
     """Runs the ensemble for one A2A task (see the module docstring)."""
 
-    def __init__(self, source: EnsembleSource, variables: list[str]) -> None:
+    def __init__(
+        self,
+        source: EnsembleSource,
+        variables: list[str],
+        *,
+        durable: Any = None,
+        durable_name: str = "",
+    ) -> None:
         self._source = source
         self._variables = variables
+        self._durable = durable
+        self._durable_name = durable_name
 
     async def execute(self, context: RequestContext, event_queue: EventQueue) -> None:
         task = context.current_task
@@ -147,7 +157,10 @@ class EnsembleExecutor(AgentExecutor):
 
         pump = ProgressPump(send)
         try:
-            output = await ensemble._execute(inputs, [pump])
+            if self._durable is None:
+                output = await ensemble._execute(inputs, [pump])
+            else:
+                output = await run_durably(self._durable, self._durable_name, inputs, pump)
         except Exception as error:
             await pump.close()
             await updater.failed(say(error_text(error)))
@@ -183,12 +196,17 @@ def a2a_app(
     token: str | None = None,
     allowed_hosts: list[str] | None = None,
     max_body_bytes: int = MAX_BODY_BYTES,
+    durable: Any = None,
 ) -> Any:
     """An ASGI app serving ``ensemble`` (or a factory, called per task) as an A2A agent.
 
     ``url`` is the address clients use (it goes on the card). Requests whose ``Host`` is not
     ``url``'s host (or one of ``allowed_hosts``) are refused, bodies over ``max_body_bytes``
     too; with ``token`` every request but the card's needs ``Authorization: Bearer <token>``.
+
+    ``durable``: a launched ``DurableRuntime`` in which the ensemble is registered under
+    ``name``; each task is then a durable run of it (docs/durable.md), and ``CancelTask``
+    cancels that run.
     """
     parsed = urlsplit(url)
     if parsed.scheme not in ("http", "https") or not parsed.hostname:
@@ -197,9 +215,14 @@ def a2a_app(
         raise ConfigurationError("a2a_app needs a non-blank name and description")
     template = ensemble_of(ensemble)
     template._check_tools_and_reviews()  # a refused setup fails now, not at the first task
+    if durable is not None:
+        check_registered(durable, [name])
     card = agent_card(template, name=name, description=description, url=url)
+    executor = EnsembleExecutor(
+        ensemble, input_variables(template), durable=durable, durable_name=name
+    )
     handler = DefaultRequestHandler(
-        agent_executor=EnsembleExecutor(ensemble, input_variables(template)),
+        agent_executor=executor,
         task_store=InMemoryTaskStore(),
         agent_card=card,
     )

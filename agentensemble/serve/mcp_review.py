@@ -9,16 +9,15 @@ declines, cancels or sends an unreadable answer, the decision is ``ExitEarly`` w
 from __future__ import annotations
 
 import contextvars
-import re
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
-from agentensemble.logging import redact_text
+from agentensemble.serve._clean import cleaned
 
 #: The longest text shown to the client's user in one question.
 MAX_SHOWN_CHARS = 8_000
-_CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f\u202a-\u202e\u2066-\u2069]")
+_CUT = "\n... (truncated)"
 
 
 @dataclass(frozen=True)
@@ -56,11 +55,12 @@ DECISION_SCHEMA: dict[str, Any] = {
 
 
 def shown(text: str, limit: int = MAX_SHOWN_CHARS) -> str:
-    """Untrusted text made safe to show: secrets redacted, control characters out, bounded."""
-    cleaned = _CONTROL.sub("", redact_text(text))
-    if len(cleaned) > limit:
-        cleaned = cleaned[: limit - 20] + "\n... (truncated)"
-    return cleaned
+    """Untrusted text made safe to show (``_clean``: no character that drives a terminal or
+    hides what is shown, secrets redacted), then bounded to ``limit`` characters."""
+    safe = cleaned(text)
+    if len(safe) > limit:
+        safe = safe[: max(limit - len(_CUT), 0)] + _CUT
+    return safe
 
 
 class MCPReviewHandler:

@@ -9,9 +9,6 @@ cancellation cancels the run (the SDK cancels the handler's task). Calls run con
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
-import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -21,8 +18,8 @@ from mcp.server import Server, ServerRequestContext
 
 from agentensemble.ensemble import Ensemble
 from agentensemble.errors import ConfigurationError
-from agentensemble.events import EnsembleCompleted
 from agentensemble.logging import redact, redact_text
+from agentensemble.serve._durable_serving import check_registered, run_durably
 from agentensemble.serve._mcp_rounds import ServedRun
 from agentensemble.serve._progress import ProgressPump
 from agentensemble.serve._shape import (
@@ -68,18 +65,6 @@ def _describe(name: str, source: EnsembleSource) -> _Served:
     return _Served(name, source, input_variables(ensemble), tool)
 
 
-def _check_registered(runtime: Any, names: list[str]) -> None:
-    from agentensemble.durable._runtime import _build
-
-    for key in names:
-        try:
-            _build(key)
-        except ConfigurationError as error:
-            raise ConfigurationError(
-                f"cannot serve {key!r} durably: {error} (runtime.register({key!r}, ...))"
-            ) from error
-
-
 def _error_result(text: str) -> types.CallToolResult:
     return types.CallToolResult(content=[types.TextContent(text=text)], is_error=True)
 
@@ -111,7 +96,7 @@ async def _start(
             if durable is None:
                 output = await ensemble._execute(inputs, [pump])
             else:
-                output = await _run_durably(durable, served.name, inputs, pump)
+                output = await run_durably(durable, served.name, inputs, pump)
         except Exception as error:
             await pump.close()
             return _error_result(f"{served.name} failed: {error_text(error)}")
@@ -129,25 +114,6 @@ async def _start(
         )
 
     return await run.start(work)
-
-
-async def _run_durably(runtime: Any, name: str, inputs: dict[str, str], pump: ProgressPump) -> Any:
-    """The run as a durable run of ``runtime`` (registered as ``name``): it survives a crash of
-    the server and resumes on recovery; a cancelled call cancels the durable run."""
-    run_id = str(uuid.uuid4())
-    output: Any = None
-    try:
-        async for event in runtime.astream(name, inputs, run_id=run_id):
-            pump.on_event(event)
-            if isinstance(event, EnsembleCompleted):
-                output = event.output
-    except asyncio.CancelledError:
-        with contextlib.suppress(Exception):
-            await asyncio.to_thread(runtime.cancel, run_id)
-        raise
-    if output is None:  # a run already finished elsewhere streams nothing: ask for its result
-        output = await runtime.aresult(run_id)
-    return output
 
 
 def mcp_server(
@@ -174,7 +140,7 @@ def mcp_server(
         )
     served = {key: _describe(key, source) for key, source in ensembles.items()}
     if durable is not None:
-        _check_registered(durable, list(served))
+        check_registered(durable, served)
     tools = [entry.tool for entry in served.values()]
 
     async def list_tools(
@@ -200,12 +166,19 @@ def mcp_server(
             result = await _start(entry, ctx, params.arguments, parked, durable)
         return result  # type: ignore[no-any-return]
 
+    def input_schema_of(tool: str) -> Mapping[str, Any] | None:
+        # given to the SDK, it checks a call's ``Mcp-Param-*`` headers against this schema;
+        # without it the SDK ran a whole ``tools/list`` dispatch inside every HTTP tool call
+        entry = served.get(tool)
+        return entry.tool.input_schema if entry is not None else None
+
     from agentensemble import __version__
 
     return Server(
         name,
         version=__version__,
         instructions="Each tool runs a team of agents (agentensemble) and returns its result.",
+        get_tool_input_schema=input_schema_of,
         on_list_tools=list_tools,
         on_call_tool=call_tool,
     )

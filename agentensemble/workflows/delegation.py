@@ -7,6 +7,10 @@ output included). Two tools reach it: the manager's ``delegate_task`` and the pe
 ``instructions``. A delegation that cannot happen or that fails reaches the asking model as a
 tool error it can recover from; only ExitEarly and configuration errors stop the run.
 
+A worker may also be remote (``Worker.remote``: an A2A agent put in ``Ensemble(agents=[...])``,
+see ``agentensemble.serve.A2AAgent``): the instructions go to it as text and its answer is the
+delegation's output; its failure is the delegation's failure, a tool error for the asker.
+
 Peer hand-offs nest: A asks B is depth 1. ``max_delegation_depth`` of them are allowed; the
 next one is refused with an error telling the model to do the work itself, which also cuts a
 cycle (A asks B asks A ...). The depth travels in a context variable, so concurrent delegations
@@ -15,9 +19,11 @@ each count their own chain.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+import time
+from collections.abc import Awaitable, Callable, Sequence
 from contextvars import ContextVar
 from dataclasses import dataclass, replace
+from datetime import timedelta
 from typing import Any, Literal, cast
 
 from pydantic import BaseModel, Field, create_model, field_validator
@@ -54,6 +60,9 @@ class Worker:
     goal: str
     agent_task: AgentTask
     """Its executor settings; description and expected output are set per delegation."""
+    remote: Callable[[str], Awaitable[str]] | None = None
+    """A remote worker: answers the instructions (text, already made safe for the model) or
+    raises; its ``agent_task`` is then never run."""
 
 
 class Team:
@@ -119,7 +128,10 @@ class Team:
         )
         token = _depth.set(depth)
         try:
-            output = await AgentExecutor(task, env).run()
+            if worker.remote is None:
+                output = await AgentExecutor(task, env).run()
+            else:
+                output = await _ask_remote(worker, worker.remote, instructions)
         except (ExitEarlyError, ConfigurationError) as error:
             env.emitter.emit(DelegationFailed(from_role, worker.role, str(error), depth))
             raise
@@ -135,6 +147,20 @@ class Team:
             self._slots[slot] = output
         env.emitter.emit(DelegationCompleted(from_role, worker.role, output, depth))
         return output
+
+
+async def _ask_remote(
+    worker: Worker, remote: Callable[[str], Awaitable[str]], instructions: str
+) -> TaskOutput:
+    """A remote worker's answer as the delegation's output (no model or tool calls of ours)."""
+    started = time.perf_counter()
+    answer = await remote(instructions)
+    return TaskOutput(
+        raw=answer,
+        task_description=instructions,
+        agent_role=worker.role,
+        duration=timedelta(seconds=time.perf_counter() - started),
+    )
 
 
 def _request_model(name: str, roles: Sequence[str]) -> type[BaseModel]:

@@ -4,13 +4,15 @@ The team is ``Ensemble.agents`` followed by the agents of the tasks (each agent 
 who the hierarchical manager delegates to, and who an ``Agent(allow_delegation=True)`` may ask
 (every team member but itself). In SEQUENTIAL and PARALLEL, ``agents`` does not assign work:
 tasks are done by their own agents; ``agents`` only adds peers that delegating agents can ask.
+A remote agent (an ``A2AAgent`` in ``agents``: an ``Agent`` with ``ask_remote``) is a member
+that only answers delegations: it does no task of its own and takes none of our tools.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import replace
-from typing import Any
+from typing import Any, cast
 
 from agentensemble.agent import Agent
 from agentensemble.errors import ConfigurationError, ModelSettingsError, PromptTemplateError
@@ -76,6 +78,7 @@ def _check_assigned(workflow: Workflow, agents: Sequence[Agent], tasks: Sequence
 def check_team(workflow: Workflow, agents: Sequence[Agent], tasks: Sequence[Task]) -> None:
     """The rules of delegation and of the hierarchical workflow (ValueError naming the rule)."""
     _check_assigned(workflow, agents, tasks)
+    _check_remote(workflow, tasks)
     team = team_agents(agents, tasks)
     hierarchical = workflow is Workflow.HIERARCHICAL
     if hierarchical:
@@ -91,6 +94,31 @@ def check_team(workflow: Workflow, agents: Sequence[Agent], tasks: Sequence[Task
                     "role must be unique"
                 )
             seen[key] = agent.role
+
+
+def remote_of(agent: Any) -> Callable[[str], Awaitable[str]] | None:
+    """A remote team member's way to answer (``ask_remote``), else None."""
+    ask = getattr(agent, "ask_remote", None)
+    return ask if callable(ask) else None
+
+
+def _check_remote(workflow: Workflow, tasks: Sequence[Task]) -> None:
+    for index, task in enumerate(tasks, start=1):
+        if task.agent is None or remote_of(task.agent) is None:
+            continue
+        where = f"task {index} ({task.label!r})"
+        if workflow is not Workflow.HIERARCHICAL:
+            raise ValueError(
+                f"{where}: its agent {task.agent.role!r} is a remote agent, which answers "
+                "delegations only; list it in Ensemble(agents=[...]) of a HIERARCHICAL "
+                "ensemble (or beside an agent with allow_delegation=True), or give it as a "
+                "tool: Agent(tools=[A2AAgent(...)])"
+            )
+        if task.tools:
+            raise ValueError(
+                f"{where} has tools, but its agent {task.agent.role!r} is a remote agent, "
+                "which cannot use our tools; give the tools to a local agent"
+            )
 
 
 def _check_hierarchical(team: Sequence[Agent], tasks: Sequence[Task]) -> None:
@@ -250,6 +278,11 @@ def _worker(
 ) -> Worker:
     role = fill_template(agent.role, inputs)
     goal = fill_template(agent.goal, inputs)
+    remote = remote_of(agent)
+    if remote is not None:  # answers by itself: no model, tools or prompt of ours
+        unused = cast(ChatModel, None)
+        task = AgentTask(role=role, goal=goal, description="", expected_output="", model=unused)
+        return Worker(role=role, goal=goal, agent_task=task, remote=remote)
     background = fill_template(agent.background, inputs) if agent.background else None
     typed = [task.output_type for task in tasks if task.agent is agent and task.output_type]
     sources = _sources(agent, tasks, hierarchical)

@@ -4,7 +4,9 @@ MCP as durable runs of a DurableRuntime on SQLite. Prints what the test checks."
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import sys
+import threading
 from typing import Any
 
 from mcp import Client
@@ -21,6 +23,44 @@ def build() -> Ensemble:
         role="Writer", goal="Explain {topic}", llm=FunctionChatModel(lambda m, t: "durable answer")
     )
     return Ensemble(tasks=[Task(description="Explain {topic}.", agent=agent)])
+
+
+IN_MODEL_TURN = threading.Event()  # set by the slow model (DBOS may run it on another loop)
+
+
+async def _never_answers(messages: Any, tools: Any) -> str:
+    IN_MODEL_TURN.set()
+    await asyncio.Event().wait()  # until cancelled
+    return "never"
+
+
+def build_slow() -> Ensemble:
+    agent = Agent(role="Writer", goal="Explain {topic}", llm=FunctionChatModel(_never_answers))
+    return Ensemble(tasks=[Task(description="Explain {topic} slowly.", agent=agent)])
+
+
+async def cancel_then_call(runtime: DurableRuntime) -> None:
+    """The client cancels a call while its durable run is in a model turn; the run is recorded
+    cancelled, and the server goes on serving."""
+    server = mcp_server({"slow": build_slow, "explain": build}, durable=runtime)
+    async with Client(server) as client:
+        call = asyncio.ensure_future(client.call_tool("slow", {"topic": "tides"}))
+        entered = await asyncio.to_thread(IN_MODEL_TURN.wait, 60)
+        print("IN MODEL TURN", entered)
+        call.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await call
+        status = ""
+        for _ in range(1200):  # bounded: 60 s
+            runs = await asyncio.to_thread(runtime.list_runs)
+            slow = [run for run in runs if run.ensemble == "slow"]
+            status = slow[0].status if slow else ""
+            if status == "CANCELLED":
+                break
+            await asyncio.sleep(0.05)
+        print("SLOW RUN", status)
+        result = await client.call_tool("explain", {"topic": "tides"})
+        print("NEXT CALL", result.is_error, result.content[0].text)  # type: ignore[union-attr]
 
 
 async def call(runtime: DurableRuntime) -> None:
@@ -40,8 +80,12 @@ async def call(runtime: DurableRuntime) -> None:
 def main() -> None:
     runtime = DurableRuntime(f"sqlite:///{sys.argv[1]}/runs.sqlite")
     runtime.register("explain", build)
+    runtime.register("slow", build_slow)
     runtime.launch()
     try:
+        if sys.argv[2:] == ["cancel"]:
+            asyncio.run(cancel_then_call(runtime))
+            return
         try:
             mcp_server({"unregistered": build}, durable=runtime)
         except ConfigurationError as error:

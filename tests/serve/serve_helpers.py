@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import signal
@@ -12,7 +13,9 @@ import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
+from typing import Any
 
 STARTUP_SECONDS = 30.0
 KEY = "sk-serve-e2e-secret-key"
@@ -54,6 +57,15 @@ def model_env(base_url: str, **extra: str) -> dict[str, str]:
 def serving(args: list[str], env: dict[str, str]) -> Iterator[str]:
     """Start ``agentensemble ARGS`` (an HTTP server on port 0) and yield its base URL, read
     from the address it prints on stderr; stopped (SIGTERM, then kill) afterwards."""
+    with serving_process(args, env) as (base, _):
+        yield base
+
+
+@contextmanager
+def serving_process(
+    args: list[str], env: dict[str, str]
+) -> Iterator[tuple[str, subprocess.Popen[bytes]]]:
+    """``serving``, yielding the process too (its pid, its memory)."""
     process = subprocess.Popen(
         [*AGENTENSEMBLE, *args, "--port", "0"],
         stdin=subprocess.DEVNULL,
@@ -80,7 +92,7 @@ def serving(args: list[str], env: dict[str, str]) -> Iterator[str]:
                 raise RuntimeError(f"server did not start: {''.join(lines)}")
         match = re.search(r" on (http://\S+)", "".join(lines))
         assert match is not None
-        yield match.group(1).rstrip("/")
+        yield match.group(1).rstrip("/"), process
     finally:
         process.send_signal(signal.SIGTERM)
         try:
@@ -97,3 +109,71 @@ def free_port() -> int:
         sock.bind(("127.0.0.1", 0))
         port: int = sock.getsockname()[1]
         return port
+
+
+class FakeRemote:
+    """A scripted A2A agent on 127.0.0.1: serves ``card`` and answers every call with
+    ``answer`` (a SendMessage result); records the requests it got."""
+
+    def __init__(self) -> None:
+        self.card: dict[str, Any] = {}
+        self.answer: dict[str, Any] = {}
+        self.raw_card: bytes | None = None
+        self.posts: list[dict[str, Any]] = []
+        remote = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, *args: Any) -> None:
+                pass
+
+            def do_GET(self) -> None:
+                self._reply(remote.raw_card or json.dumps(remote.card).encode())
+
+            def do_POST(self) -> None:
+                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+                remote.posts.append(body)
+                reply = {"jsonrpc": "2.0", "id": body["id"], "result": remote.answer}
+                self._reply(json.dumps(reply).encode())
+
+            def _reply(self, data: bytes) -> None:
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/"
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+        self.thread.start()
+        self.point_at(self.url)
+
+    def point_at(self, url: str) -> None:
+        self.card = {
+            "name": "remote",
+            "description": "a remote agent",
+            "version": "1",
+            "supportedInterfaces": [
+                {"url": url, "protocolBinding": "JSONRPC", "protocolVersion": "1.0"}
+            ],
+            "capabilities": {"streaming": False},
+            "defaultInputModes": ["text/plain"],
+            "defaultOutputModes": ["text/plain"],
+            "skills": [],
+        }
+
+    def answers(self, state: str, text: str, *, message: str | None = None) -> None:
+        task: dict[str, Any] = {"id": "t1", "contextId": "c1", "status": {"state": state}}
+        if message is not None:
+            task["status"]["message"] = {
+                "messageId": "m1",
+                "role": "ROLE_AGENT",
+                "parts": [{"text": message}],
+            }
+        if text:
+            task["artifacts"] = [{"artifactId": "a1", "parts": [{"text": text}]}]
+        self.answer = {"task": task}
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()

@@ -3,15 +3,11 @@ call's failure, and a hostile remote cannot redirect calls, flood the model or l
 
 from __future__ import annotations
 
-import json
-import threading
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import Any
 
 import pytest
-from serve_helpers import crew_file, model_env, serving
+from serve_helpers import FakeRemote, crew_file, model_env, serving
 
 from agentensemble import Agent, Ensemble, Task
 from agentensemble.logging import register_secret
@@ -19,74 +15,6 @@ from agentensemble.serve import A2AAgent
 from agentensemble.testing import OpenAICompatibleServer, ScriptedChatModel, text, tool_call
 
 pytestmark = pytest.mark.anyio
-
-
-class FakeRemote:
-    """A scripted A2A agent on 127.0.0.1: serves ``card`` and answers every call with
-    ``answer`` (a SendMessage result); records the requests it got."""
-
-    def __init__(self) -> None:
-        self.card: dict[str, Any] = {}
-        self.answer: dict[str, Any] = {}
-        self.raw_card: bytes | None = None
-        self.posts: list[dict[str, Any]] = []
-        remote = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def log_message(self, *args: Any) -> None:
-                pass
-
-            def do_GET(self) -> None:
-                self._reply(remote.raw_card or json.dumps(remote.card).encode())
-
-            def do_POST(self) -> None:
-                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-                remote.posts.append(body)
-                reply = {"jsonrpc": "2.0", "id": body["id"], "result": remote.answer}
-                self._reply(json.dumps(reply).encode())
-
-            def _reply(self, data: bytes) -> None:
-                self.send_response(200)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/"
-        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
-        self.thread.start()
-        self.point_at(self.url)
-
-    def point_at(self, url: str) -> None:
-        self.card = {
-            "name": "remote",
-            "description": "a remote agent",
-            "version": "1",
-            "supportedInterfaces": [
-                {"url": url, "protocolBinding": "JSONRPC", "protocolVersion": "1.0"}
-            ],
-            "capabilities": {"streaming": False},
-            "defaultInputModes": ["text/plain"],
-            "defaultOutputModes": ["text/plain"],
-            "skills": [],
-        }
-
-    def answers(self, state: str, text: str, *, message: str | None = None) -> None:
-        task: dict[str, Any] = {"id": "t1", "contextId": "c1", "status": {"state": state}}
-        if message is not None:
-            task["status"]["message"] = {
-                "messageId": "m1",
-                "role": "ROLE_AGENT",
-                "parts": [{"text": message}],
-            }
-        if text:
-            task["artifacts"] = [{"artifactId": "a1", "parts": [{"text": text}]}]
-        self.answer = {"task": task}
-
-    def close(self) -> None:
-        self.server.shutdown()
-        self.server.server_close()
 
 
 @pytest.fixture
