@@ -21,6 +21,7 @@ from __future__ import annotations
 import logging
 import re
 import threading
+import unicodedata
 import urllib.parse
 from collections.abc import Iterable, Mapping
 from typing import Any
@@ -98,8 +99,41 @@ def register_secret(value: str | None) -> None:
                 _known_sorted = tuple(sorted(_known, key=len, reverse=True))
 
 
+_HIDDEN_CATEGORIES = frozenset({"Cc", "Cf", "Cs", "Co", "Cn", "Zl", "Zp"})
+_PLAIN = re.compile(r"[\x20-\x7e\n\t]*")  # nothing hidden: the common case, one quick scan
+
+
+def drop_hidden(text: str) -> str:
+    """``text`` without the characters that hide or reorder what is shown: controls but newline
+    and tab, format characters (bidi marks, zero-width spaces and joiners, the BOM), lone
+    surrogates, private-use and unassigned code points, line and paragraph separators."""
+    if _PLAIN.fullmatch(text):
+        return text
+    table = {
+        ord(char): None
+        for char in set(text)
+        if char not in "\n\t" and unicodedata.category(char) in _HIDDEN_CATEGORIES
+    }
+    return text.translate(table) if table else text
+
+
 def redact_text(text: str, extra: Iterable[str] = ()) -> str:
-    """``text`` with registered secrets (and ``extra`` ones), then credential shapes, as ``***``."""
+    """``text`` with registered secrets (and ``extra`` ones), then credential shapes, as ``***``.
+
+    A secret split by hidden characters (``sk-\u200bproj...``, a registered value with a bidi
+    mark inside) would pass the rules and be joined again by whoever reads the text: when the
+    text without its hidden characters is redacted otherwise than the text as written (a secret
+    crossed a hidden character), that text is the one redacted; otherwise the hidden characters
+    stay, for a display to escape."""
+    joined = drop_hidden(text)
+    if joined is text:  # nothing hidden: the common case
+        return _redacted(text, extra)
+    extra = tuple(extra)
+    as_written, as_read = _redacted(text, extra), _redacted(joined, extra)
+    return as_written if drop_hidden(as_written) == as_read else as_read
+
+
+def _redacted(text: str, extra: Iterable[str]) -> str:
     for secret in extra:
         if secret and len(secret) >= 4:
             text = text.replace(secret, REDACTED)
@@ -309,6 +343,7 @@ __all__ = [
     "SECRET_NAME",
     "THIRD_PARTY_LOGGERS",
     "RedactingFilter",
+    "drop_hidden",
     "install_log_redaction",
     "is_secret_name",
     "looks_like_credential",

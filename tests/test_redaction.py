@@ -19,6 +19,7 @@ from agentensemble.redaction import (
     redact_command,
     redact_text,
     register_argument_secrets,
+    register_secret,
     register_url_secrets,
     safe_url,
 )
@@ -167,6 +168,7 @@ def test_the_policy_is_stdlib_only_so_every_package_and_layer_may_import_it() ->
         "logging",
         "re",
         "threading",
+        "unicodedata",
         "urllib.parse",
         "collections.abc",
         "typing",
@@ -222,3 +224,61 @@ def test_a_credential_url_is_masked_where_written_without_masking_its_words_else
         redact_text(text)
         == "agentensemble: POST https://reviews.example.com/hooks/***/r-1/withdraw"
     )
+
+
+_KEY = "sk-proj-" + "A1b2C3d4E5f6G7h8J9k0"
+
+
+@pytest.mark.parametrize(
+    "hidden",
+    [
+        "\u200b",  # zero-width space
+        "\u200d",  # zero-width joiner
+        "\u202e",  # right-to-left override
+        "\u2066",  # left-to-right isolate
+        "\ufeff",  # byte order mark
+        "\x1b",  # ANSI escape
+        "\r",  # carriage return
+        "\x85",  # C1 next line
+        "\u2028",  # line separator
+    ],
+)
+def test_a_secret_split_by_a_hidden_character_is_still_redacted(hidden: str) -> None:
+    """The attack: a tool's output splits a key with an invisible character, so no rule sees it
+    whole, while a terminal, a web page or a model reads it whole again."""
+    registered = "hunter2-registered-value"
+    register_secret(registered)
+    split_key = _KEY[:6] + hidden + _KEY[6:]
+    split_registered = registered[:7] + hidden + registered[7:]
+    for text in (f"the key is {split_key}.", f"password: {split_registered} (keep it)"):
+        shown = redact_text(text)
+        assert REDACTED in shown
+        assert _KEY not in shown.replace(hidden, "")
+        assert registered not in shown.replace(hidden, "")
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "family: \U0001f468\u200d\U0001f469\u200d\U0001f467",  # emoji joined by ZWJ
+        "\u202eright to left\u202c and a tab\there",
+        "plain ascii with no secret",
+    ],
+)
+def test_hidden_characters_without_a_secret_behind_them_are_kept(text: str) -> None:
+    """Only a text that hides a secret loses its hidden characters; the others reach the
+    display untouched, which escapes them so a reader sees they are there."""
+    assert redact_text(text) == text
+
+
+def test_every_display_that_escapes_hidden_characters_redacts_the_joined_secret() -> None:
+    """The siblings: the verbose transcript and the console review escape hidden characters,
+    and escaping after a redaction that missed the secret showed it with one escape inside."""
+    from agentensemble.execution._verbose import visible
+    from agentensemble_review.console import shown
+
+    text = f"call with {_KEY[:10]}\u200b{_KEY[10:]}"
+    for display in (visible, shown):
+        out = display(text)
+        assert REDACTED in out
+        assert _KEY[10:] not in out
