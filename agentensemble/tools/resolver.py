@@ -214,6 +214,7 @@ class ResolvedTools:
     def __init__(self, tools: Sequence[ExecutableTool] = ()) -> None:
         self._tools = tuple(tools)
         self._by_name = {tool.name: tool for tool in self._tools}
+        self._specs: list[ToolSpec] | None = None
 
     @property
     def tools(self) -> tuple[ExecutableTool, ...]:
@@ -222,8 +223,11 @@ class ResolvedTools:
 
     @property
     def specs(self) -> list[ToolSpec]:
-        """OpenAI function-calling specs, in input order."""
-        return [tool.spec for tool in self._tools]
+        """OpenAI function-calling specs, in input order (built once: the same tools are
+        resolved once and kept between runs)."""
+        if self._specs is None:
+            self._specs = [tool.spec for tool in self._tools]
+        return list(self._specs)
 
     @property
     def names(self) -> list[str]:
