@@ -215,6 +215,7 @@ class ResolvedTools:
         self._tools = tuple(tools)
         self._by_name = {tool.name: tool for tool in self._tools}
         self._specs: list[ToolSpec] | None = None
+        self._gated: bool | None = None
 
     @property
     def tools(self) -> tuple[ExecutableTool, ...]:
@@ -237,7 +238,9 @@ class ResolvedTools:
     @property
     def approval_required(self) -> bool:
         """Whether some tool declares ``requires_approval`` (so a review handler is needed)."""
-        return any(tool.requires_approval for tool in self._tools)
+        if self._gated is None:  # fixed per tool: asked on every run of the kept resolution
+            self._gated = any(tool.requires_approval for tool in self._tools)
+        return self._gated
 
     def get(self, name: str) -> ExecutableTool | None:
         """The tool called ``name``, or None."""
