@@ -124,11 +124,12 @@ def bench_run(repeats: int, runs: int = 200) -> list[Row]:
     sync_batch(20)
     async_batch(20)  # warm-up: validators built, threads and loops started
     sync_s, async_s, sync_cpu, async_cpu = [], [], [], []
-    for _ in range(repeats):
-        sync_s.append(_per_run(sync_batch, runs))
-        async_s.append(_per_run(async_batch, runs))
-        sync_cpu.append(_cpu_per_run(sync_batch, runs))
-        async_cpu.append(_cpu_per_run(async_batch, runs))
+    for _ in range(repeats * 4):  # short batches, alternating: load drift hits both alike
+        for batch, wall, cpu in ((sync_batch, sync_s, sync_cpu), (async_batch, async_s, async_cpu)):
+            started, cpu_started = time.perf_counter(), time.process_time()
+            batch(runs // 4)
+            wall.append((time.perf_counter() - started) / (runs // 4))
+            cpu.append((time.process_time() - cpu_started) / (runs // 4))
     loop.close()
     ratios = [s / a for s, a in zip(sync_s, async_s, strict=True)]
     cpu_ratios = [s / a for s, a in zip(sync_cpu, async_cpu, strict=True)]
