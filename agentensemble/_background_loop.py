@@ -202,22 +202,35 @@ def run_sync(coro: Coroutine[Any, Any, T]) -> T:
     try:
         loop.run_until_complete(task)
     except BaseException as stop:
-        if not task.done():  # a second Ctrl-C, or the grace ran out: this loop is given up
+        if not task.done():
             task.cancel()
-            _local.holder = None
+            if not interrupted:  # raised from outside the run (a SIGINT handler of the user's
+                _unwind(loop, task)  # own): the run unwinds as on Ctrl-C, for a bounded time
+                if outcome.stopped_with is not None:
+                    keep_outputs(stop, outcome.stopped_with)
+            if not task.done():  # a second Ctrl-C, or the grace ran out: this loop is given up
+                _local.holder = None
             if interrupted and not isinstance(stop, KeyboardInterrupt):
                 raise KeyboardInterrupt from None
             raise
         if not interrupted:
             raise
+    finally:
+        if previous is not None:
+            _csignal.signal(signal.SIGINT, previous)
+    if interrupted:  # cancelled by Ctrl-C, whether the run ended cancelled or caught it
         interrupt = KeyboardInterrupt()
         if outcome.stopped_with is not None:
             keep_outputs(interrupt, outcome.stopped_with)  # what the cancelled run had finished
         raise interrupt from None
-    finally:
-        if previous is not None:
-            _csignal.signal(signal.SIGINT, previous)
     return outcome.get()
+
+
+def _unwind(loop: asyncio.AbstractEventLoop, task: asyncio.Task[None]) -> None:
+    """Let a cancelled ``task`` unwind on ``loop`` for at most the grace period (another
+    interrupt ends the wait at once)."""
+    with contextlib.suppress(BaseException):
+        loop.run_until_complete(asyncio.wait([task], timeout=CANCEL_GRACE_SECONDS))
 
 
 def _take_sigint(handler: Any) -> Any:

@@ -12,6 +12,9 @@ import asyncio
 import contextvars
 import gc
 import os
+import signal
+import subprocess
+import sys
 import threading
 import traceback
 from pathlib import Path
@@ -194,3 +197,64 @@ def test_a_run_ending_in_system_exit_leaves_the_loop_serving() -> None:
     with pytest.raises((SystemExit, TaskExecutionError)):
         Ensemble(tasks=[Task(description="Leave", handler=leave)]).run()
     assert loop_of_run() is loop
+
+
+# -- Ctrl-C on the calling thread's loop -----------------------------------------------------
+
+OWN_HANDLER_CHILD = """
+import asyncio, signal, sys
+from agentensemble import Ensemble, Task, TaskHandlerContext
+
+def own_handler(signum, frame):  # a handler of the user's own, raising as Python's does
+    raise KeyboardInterrupt
+
+signal.signal(signal.SIGINT, own_handler)
+
+def first(ctx: TaskHandlerContext) -> str:
+    return "first done"
+
+async def slow(ctx: TaskHandlerContext) -> str:
+    try:
+        print("slow started", flush=True)
+        await asyncio.sleep(30)
+        return "never"
+    finally:
+        print("slow unwound", flush=True)
+
+ensemble = Ensemble(tasks=[Task(description="First", handler=first),
+                           Task(description="Slow", handler=slow)])
+try:
+    ensemble.run()
+except KeyboardInterrupt as stop:
+    kept = [o.raw for o in getattr(stop, "completed_outputs", [])]
+    print(f"interrupted; kept: {kept}", flush=True)
+    sys.exit(130)
+"""
+
+
+@pytest.mark.skipif(not hasattr(signal, "SIGINT") or os.name == "nt", reason="sends SIGINT")
+def test_ctrl_c_under_a_handler_of_the_users_own_still_unwinds_the_run(tmp_path: Path) -> None:
+    # run() leaves a SIGINT handler it did not install alone; the KeyboardInterrupt that handler
+    # raises must still cancel the run, let it unwind, and keep what it had finished
+    script = tmp_path / "child.py"
+    script.write_text(OWN_HANDLER_CHILD)
+    child = subprocess.Popen(
+        [sys.executable, str(script)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        cwd=Path(__file__).parent.parent,
+    )
+    killer = threading.Timer(LIMIT * 3, child.kill)  # a bound, should the child never stop
+    killer.start()
+    try:
+        assert child.stdout is not None
+        assert child.stdout.readline().strip() == "slow started"
+        child.send_signal(signal.SIGINT)
+        output, _ = child.communicate(timeout=LIMIT * 2)
+    finally:
+        killer.cancel()
+        child.kill()
+    assert child.returncode == 130, output
+    assert "slow unwound" in output
+    assert "interrupted; kept: ['first done']" in output
