@@ -1,124 +1,256 @@
 """agentensemble: orchestrate teams of LLM agents with exact tool semantics and safe human review.
 
-Importing this package is cheap: litellm is imported on the first real model call, and
-``agentensemble_review`` only when a review is configured.
+Importing this package is cheap: every public name below is imported on first use (``from
+agentensemble import Agent`` imports what ``Agent`` needs, nothing else), litellm on the first
+real model call, and ``agentensemble_review`` only when a review is configured.
 """
 
-from typing import TYPE_CHECKING, Any
+from __future__ import annotations
 
-from agentensemble.agent import Agent
-from agentensemble.ensemble import Ensemble
-from agentensemble.errors import (
-    AgentEnsembleError,
-    AgentExecutionError,
-    ConfigurationError,
-    ExitEarlyError,
-    GraphMaxStepsError,
-    GraphNoEdgeError,
-    GuardrailViolationError,
-    LLMError,
-    LoopMaxIterationsError,
-    MaxIterationsExceededError,
-    ModelSettingsError,
-    OutputParsingError,
-    ParallelExecutionError,
-    PromptTemplateError,
-    TaskExecutionError,
-    ToolArgumentsError,
-    ToolExecutionError,
-    ToolNameError,
-    UntrustedInputError,
-)
-from agentensemble.events import (
-    DelegationCompleted,
-    DelegationFailed,
-    DelegationStarted,
-    EnsembleCompleted,
-    EnsembleEvent,
-    EnsembleFailed,
-    EnsembleListener,
-    EnsembleStarted,
-    GraphStepCompleted,
-    GuardrailChecked,
-    LLMCallCompleted,
-    LLMCallFailed,
-    LLMCallStarted,
-    LoopIterationCompleted,
-    MemoryRetrieved,
-    ReviewDecided,
-    ReviewRequested,
-    StreamRestarted,
-    TaskCompleted,
-    TaskFailed,
-    TaskStarted,
-    TokenDelta,
-    ToolCallCompleted,
-    ToolCallStarted,
-)
-from agentensemble.guardrails import GuardrailInput, GuardrailResult
-from agentensemble.hints import (
-    AgentEnsembleWarning,
-    MissingContextWarning,
-    ToolDescriptionWarning,
-    ToolExceptionWarning,
-)
-from agentensemble.llm import (
-    LLM,
-    ChatModel,
-    ChatResponse,
-    RateLimit,
-    RateLimitedModel,
-    RetryPolicy,
-    ToolCall,
-)
-from agentensemble.logging import configure_logging
-from agentensemble.outputs import (
-    EnsembleOutput,
-    ExitReason,
-    GraphResult,
-    LoopResult,
-    ReturnBehavior,
-    TaskMetrics,
-    TaskOutput,
-    TokenUsage,
-    ToolCallRecord,
-)
-from agentensemble.progress import ConsoleProgressListener
-from agentensemble.task import Task, TaskHandlerContext
-from agentensemble.tools import (
-    AbstractAgentTool,
-    AgentTool,
-    PipelineErrorStrategy,
-    PipelineStep,
-    ResolvedTools,
-    ToolContext,
-    ToolMetrics,
-    ToolMetricsRegistry,
-    ToolPipeline,
-    ToolResolver,
-    ToolResult,
-    TypedAgentTool,
-    current_tool_context,
-    should_return_immediately,
-    tool,
-)
-from agentensemble.workflows import ParallelErrorStrategy, Workflow
-from agentensemble.workflows.graph import Edge, Graph, GraphState
-from agentensemble.workflows.loop import Loop, LoopState
+import importlib
+from typing import TYPE_CHECKING, Any
 
 __version__ = "0.1.0"
 
 if TYPE_CHECKING:
-    from agentensemble.tracing.trace import ExecutionTrace
+    from agentensemble.agent import (
+        Agent,
+    )
+    from agentensemble.ensemble import (
+        Ensemble,
+    )
+    from agentensemble.errors import (
+        AgentEnsembleError,
+        AgentExecutionError,
+        ConfigurationError,
+        ExitEarlyError,
+        GraphMaxStepsError,
+        GraphNoEdgeError,
+        GuardrailViolationError,
+        LLMError,
+        LoopMaxIterationsError,
+        MaxIterationsExceededError,
+        ModelSettingsError,
+        OutputParsingError,
+        ParallelExecutionError,
+        PromptTemplateError,
+        TaskExecutionError,
+        ToolArgumentsError,
+        ToolExecutionError,
+        ToolNameError,
+        UntrustedInputError,
+    )
+    from agentensemble.events import (
+        DelegationCompleted,
+        DelegationFailed,
+        DelegationStarted,
+        EnsembleCompleted,
+        EnsembleEvent,
+        EnsembleFailed,
+        EnsembleListener,
+        EnsembleStarted,
+        GraphStepCompleted,
+        GuardrailChecked,
+        LLMCallCompleted,
+        LLMCallFailed,
+        LLMCallStarted,
+        LoopIterationCompleted,
+        MemoryRetrieved,
+        ReviewDecided,
+        ReviewRequested,
+        StreamRestarted,
+        TaskCompleted,
+        TaskFailed,
+        TaskStarted,
+        TokenDelta,
+        ToolCallCompleted,
+        ToolCallStarted,
+    )
+    from agentensemble.guardrails import (
+        GuardrailInput,
+        GuardrailResult,
+    )
+    from agentensemble.hints import (
+        AgentEnsembleWarning,
+        MissingContextWarning,
+        ToolDescriptionWarning,
+        ToolExceptionWarning,
+    )
+    from agentensemble.llm import (
+        LLM,
+        ChatModel,
+        ChatResponse,
+        RateLimit,
+        RateLimitedModel,
+        RetryPolicy,
+        ToolCall,
+    )
+    from agentensemble.logging import (
+        configure_logging,
+    )
+    from agentensemble.outputs import (
+        EnsembleOutput,
+        ExitReason,
+        GraphResult,
+        LoopResult,
+        ReturnBehavior,
+        TaskMetrics,
+        TaskOutput,
+        TokenUsage,
+        ToolCallRecord,
+    )
+    from agentensemble.progress import (
+        ConsoleProgressListener,
+    )
+    from agentensemble.task import (
+        Task,
+        TaskHandlerContext,
+    )
+    from agentensemble.tools import (
+        AbstractAgentTool,
+        AgentTool,
+        PipelineErrorStrategy,
+        PipelineStep,
+        ResolvedTools,
+        ToolContext,
+        ToolMetrics,
+        ToolMetricsRegistry,
+        ToolPipeline,
+        ToolResolver,
+        ToolResult,
+        TypedAgentTool,
+        current_tool_context,
+        should_return_immediately,
+        tool,
+    )
+    from agentensemble.tracing.trace import (
+        ExecutionTrace,
+    )
+    from agentensemble.workflows import (
+        ParallelErrorStrategy,
+        Workflow,
+    )
+    from agentensemble.workflows.graph import (
+        Edge,
+        Graph,
+        GraphState,
+    )
+    from agentensemble.workflows.loop import (
+        Loop,
+        LoopState,
+    )
+
+#: Where each public name lives: imported from there on first use (PEP 562).
+_LAZY: dict[str, str] = {
+    "Agent": "agentensemble.agent",
+    "Ensemble": "agentensemble.ensemble",
+    "AgentEnsembleError": "agentensemble.errors",
+    "AgentExecutionError": "agentensemble.errors",
+    "ConfigurationError": "agentensemble.errors",
+    "ExitEarlyError": "agentensemble.errors",
+    "GraphMaxStepsError": "agentensemble.errors",
+    "GraphNoEdgeError": "agentensemble.errors",
+    "GuardrailViolationError": "agentensemble.errors",
+    "LLMError": "agentensemble.errors",
+    "LoopMaxIterationsError": "agentensemble.errors",
+    "MaxIterationsExceededError": "agentensemble.errors",
+    "ModelSettingsError": "agentensemble.errors",
+    "OutputParsingError": "agentensemble.errors",
+    "ParallelExecutionError": "agentensemble.errors",
+    "PromptTemplateError": "agentensemble.errors",
+    "TaskExecutionError": "agentensemble.errors",
+    "ToolArgumentsError": "agentensemble.errors",
+    "ToolExecutionError": "agentensemble.errors",
+    "ToolNameError": "agentensemble.errors",
+    "UntrustedInputError": "agentensemble.errors",
+    "DelegationCompleted": "agentensemble.events",
+    "DelegationFailed": "agentensemble.events",
+    "DelegationStarted": "agentensemble.events",
+    "EnsembleCompleted": "agentensemble.events",
+    "EnsembleEvent": "agentensemble.events",
+    "EnsembleFailed": "agentensemble.events",
+    "EnsembleListener": "agentensemble.events",
+    "EnsembleStarted": "agentensemble.events",
+    "GraphStepCompleted": "agentensemble.events",
+    "GuardrailChecked": "agentensemble.events",
+    "LLMCallCompleted": "agentensemble.events",
+    "LLMCallFailed": "agentensemble.events",
+    "LLMCallStarted": "agentensemble.events",
+    "LoopIterationCompleted": "agentensemble.events",
+    "MemoryRetrieved": "agentensemble.events",
+    "ReviewDecided": "agentensemble.events",
+    "ReviewRequested": "agentensemble.events",
+    "StreamRestarted": "agentensemble.events",
+    "TaskCompleted": "agentensemble.events",
+    "TaskFailed": "agentensemble.events",
+    "TaskStarted": "agentensemble.events",
+    "TokenDelta": "agentensemble.events",
+    "ToolCallCompleted": "agentensemble.events",
+    "ToolCallStarted": "agentensemble.events",
+    "GuardrailInput": "agentensemble.guardrails",
+    "GuardrailResult": "agentensemble.guardrails",
+    "AgentEnsembleWarning": "agentensemble.hints",
+    "MissingContextWarning": "agentensemble.hints",
+    "ToolDescriptionWarning": "agentensemble.hints",
+    "ToolExceptionWarning": "agentensemble.hints",
+    "ChatModel": "agentensemble.llm",
+    "ChatResponse": "agentensemble.llm",
+    "LLM": "agentensemble.llm",
+    "RateLimit": "agentensemble.llm",
+    "RateLimitedModel": "agentensemble.llm",
+    "RetryPolicy": "agentensemble.llm",
+    "ToolCall": "agentensemble.llm",
+    "configure_logging": "agentensemble.logging",
+    "EnsembleOutput": "agentensemble.outputs",
+    "ExitReason": "agentensemble.outputs",
+    "GraphResult": "agentensemble.outputs",
+    "LoopResult": "agentensemble.outputs",
+    "ReturnBehavior": "agentensemble.outputs",
+    "TaskMetrics": "agentensemble.outputs",
+    "TaskOutput": "agentensemble.outputs",
+    "TokenUsage": "agentensemble.outputs",
+    "ToolCallRecord": "agentensemble.outputs",
+    "ConsoleProgressListener": "agentensemble.progress",
+    "Task": "agentensemble.task",
+    "TaskHandlerContext": "agentensemble.task",
+    "AbstractAgentTool": "agentensemble.tools",
+    "AgentTool": "agentensemble.tools",
+    "PipelineErrorStrategy": "agentensemble.tools",
+    "PipelineStep": "agentensemble.tools",
+    "ResolvedTools": "agentensemble.tools",
+    "ToolContext": "agentensemble.tools",
+    "ToolMetrics": "agentensemble.tools",
+    "ToolMetricsRegistry": "agentensemble.tools",
+    "ToolPipeline": "agentensemble.tools",
+    "ToolResolver": "agentensemble.tools",
+    "ToolResult": "agentensemble.tools",
+    "TypedAgentTool": "agentensemble.tools",
+    "current_tool_context": "agentensemble.tools",
+    "should_return_immediately": "agentensemble.tools",
+    "tool": "agentensemble.tools",
+    "ParallelErrorStrategy": "agentensemble.workflows",
+    "Workflow": "agentensemble.workflows",
+    "Edge": "agentensemble.workflows.graph",
+    "Graph": "agentensemble.workflows.graph",
+    "GraphState": "agentensemble.workflows.graph",
+    "Loop": "agentensemble.workflows.loop",
+    "LoopState": "agentensemble.workflows.loop",
+    "ExecutionTrace": "agentensemble.tracing.trace",
+}
 
 
 def __getattr__(name: str) -> Any:
-    """``ExecutionTrace`` is imported on first use: ``import agentensemble`` stays cheap."""
-    if name == "ExecutionTrace":
-        from agentensemble.tracing.trace import ExecutionTrace
+    """A public name, imported from its module on first use (``import agentensemble`` is cheap)."""
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'agentensemble' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value  # later lookups are plain attribute reads
+    return value
 
-        return ExecutionTrace
-    raise AttributeError(f"module 'agentensemble' has no attribute {name!r}")
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_LAZY})
 
 
 __all__ = [

@@ -20,6 +20,7 @@ Errors propagate with a traceback that starts at the caller and has no loop inte
 from __future__ import annotations
 
 import asyncio
+import atexit
 import concurrent.futures
 import contextlib
 import contextvars
@@ -30,6 +31,11 @@ import types
 from collections.abc import Coroutine, Iterator
 from pathlib import Path
 from typing import Any, Generic, TypeVar
+
+try:  # the C functions under signal's enum-converting wrappers: 1 us a run instead of 16
+    import _signal as _csignal  # type: ignore[import-not-found,unused-ignore]
+except ImportError:  # pragma: no cover - other Python implementations
+    _csignal = signal
 
 from agentensemble._interrupts import keep_outputs
 from agentensemble.tools._pool import daemon_pool
@@ -125,6 +131,121 @@ def run_on_background_loop(coro: Coroutine[Any, Any, T]) -> T:
     return outcome.get()
 
 
+class _ThreadLoop:
+    """One thread's own event loop, kept between ``run()`` calls of that thread (so HTTP clients
+    and their connections are reused) and closed when the thread ends."""
+
+    def __init__(self) -> None:
+        self.loop = asyncio.new_event_loop()
+        self.pid = os.getpid()
+
+    def __del__(self) -> None:  # the thread's locals are dropped: its loop goes with them
+        if self.pid == os.getpid() and not self.loop.is_running():
+            self.loop.close()
+
+
+_local = threading.local()
+
+
+def _thread_loop() -> _ThreadLoop:
+    holder: _ThreadLoop | None = getattr(_local, "holder", None)
+    if holder is None or holder.pid != os.getpid() or holder.loop.is_closed():
+        holder = _local.holder = _ThreadLoop()  # a forked child never touches the parent's
+    return holder
+
+
+def _close_main_thread_loop() -> None:
+    """At exit: the main thread's loop closes its clients' connections, then itself."""
+    holder: _ThreadLoop | None = getattr(_local, "holder", None)
+    if holder is None or holder.pid != os.getpid() or holder.loop.is_running():
+        return
+    _local.holder = None
+    with contextlib.suppress(Exception):
+        holder.loop.run_until_complete(holder.loop.shutdown_asyncgens())
+    holder.loop.close()
+
+
+atexit.register(_close_main_thread_loop)
+
+
+def run_sync(coro: Coroutine[Any, Any, T]) -> T:
+    """Run ``coro`` to its end for a sync caller; its result or its error.
+
+    With no event loop running in this thread (a script, a worker thread), the run goes on this
+    thread's own long-lived loop: no hand-off to another thread and back, which cost more than
+    the framework's own work on a short run. Inside a running loop (Jupyter, a coroutine) that
+    loop cannot wait for it, so it goes to the shared background loop
+    (``run_on_background_loop``). Ctrl-C cancels the run, waits a bounded moment for it to
+    unwind and raises ``KeyboardInterrupt`` carrying what it had finished; a second Ctrl-C
+    raises at once.
+    """
+    if asyncio._get_running_loop() is not None:
+        return run_on_background_loop(coro)
+    holder = _thread_loop()
+    loop = holder.loop
+    outcome = _Outcome[T]()
+    task = loop.create_task(_capture(coro, outcome))  # in a copy of the caller's context
+    interrupted: list[bool] = []
+
+    def on_sigint(signum: int, frame: types.FrameType | None) -> None:
+        if interrupted or task.done():
+            raise KeyboardInterrupt
+        interrupted.append(True)
+        task.cancel()
+        loop.call_soon_threadsafe(give_up_later)  # also wakes the loop to see the cancellation
+
+    def give_up_later() -> None:  # each checks its own run: a stale one never stops a later
+        if not task.done():
+            loop.call_later(CANCEL_GRACE_SECONDS, lambda: None if task.done() else loop.stop())
+
+    previous = _take_sigint(on_sigint)
+    try:
+        loop.run_until_complete(task)
+    except BaseException as stop:
+        if not task.done():
+            task.cancel()
+            if not interrupted:  # raised from outside the run (a SIGINT handler of the user's
+                _unwind(loop, task)  # own): the run unwinds as on Ctrl-C, for a bounded time
+                if outcome.stopped_with is not None:
+                    keep_outputs(stop, outcome.stopped_with)
+            if not task.done():  # a second Ctrl-C, or the grace ran out: this loop is given up
+                _local.holder = None
+            if interrupted and not isinstance(stop, KeyboardInterrupt):
+                raise KeyboardInterrupt from None
+            raise
+        if not interrupted:
+            raise
+    finally:
+        if previous is not None:
+            _csignal.signal(signal.SIGINT, previous)
+    if interrupted:  # cancelled by Ctrl-C, whether the run ended cancelled or caught it
+        interrupt = KeyboardInterrupt()
+        if outcome.stopped_with is not None:
+            keep_outputs(interrupt, outcome.stopped_with)  # what the cancelled run had finished
+        raise interrupt from None
+    return outcome.get()
+
+
+def _unwind(loop: asyncio.AbstractEventLoop, task: asyncio.Task[None]) -> None:
+    """Let a cancelled ``task`` unwind on ``loop`` for at most the grace period (another
+    interrupt ends the wait at once)."""
+    with contextlib.suppress(BaseException):
+        loop.run_until_complete(asyncio.wait([task], timeout=CANCEL_GRACE_SECONDS))
+
+
+def _take_sigint(handler: Any) -> Any:
+    """Install ``handler`` for SIGINT while a run goes on in the main thread; the handler it
+    replaced (None when none was replaced: another thread, or a handler of the user's own)."""
+    if threading.current_thread() is not threading.main_thread():
+        return None
+    try:
+        if _csignal.getsignal(signal.SIGINT) is not signal.default_int_handler:
+            return None
+        return _csignal.signal(signal.SIGINT, handler)
+    except (ValueError, AttributeError):
+        return None
+
+
 @contextlib.contextmanager
 def _interruptible(running: asyncio.AbstractEventLoop | None) -> Iterator[None]:
     """Ctrl-C raises KeyboardInterrupt in this thread while it waits for the run.
@@ -217,4 +338,4 @@ def _user_frames(tb: types.TracebackType | None) -> types.TracebackType | None:
     return rebuilt
 
 
-__all__ = ["CANCEL_GRACE_SECONDS", "run_on_background_loop"]
+__all__ = ["CANCEL_GRACE_SECONDS", "run_on_background_loop", "run_sync"]

@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from pydantic import BaseModel, SerializerFunctionWrapHandler, model_serializer
+from pydantic import BaseModel, ConfigDict, SerializerFunctionWrapHandler, model_serializer
 from pydantic_core import PydanticSerializationError, to_jsonable_python
 
 _LONE_SURROGATE = re.compile("[\ud800-\udfff]")
@@ -48,6 +48,9 @@ def scrub(value: Any) -> Any:
 class SaveableModel(BaseModel):
     """A model whose JSON output never fails: unknown objects in ``Any`` fields become their
     text, lone surrogates become U+FFFD. Python-mode dumps are unchanged."""
+
+    # built on first use, like every subclass: building at import cost import time
+    model_config = ConfigDict(defer_build=True)
 
     @model_serializer(mode="wrap", when_used="json")
     def _saveable_json(self, handler: SerializerFunctionWrapHandler) -> Any:

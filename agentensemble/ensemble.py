@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from agentensemble import _memory_wiring as memory_wiring
-from agentensemble._background_loop import run_on_background_loop
+from agentensemble._background_loop import run_sync
 from agentensemble._validation import check_model, refuse_class
 from agentensemble.agent import Agent
 from agentensemble.errors import TaskExecutionError
@@ -310,11 +310,12 @@ class Ensemble(BaseModel):
     ) -> EnsembleOutput:
         """Run synchronously; works from plain scripts and inside a running loop (Jupyter).
 
-        The run goes on one long-lived background event loop shared by every ``run()``, so HTTP
-        connections are reused across runs; Ctrl-C cancels it at once. ``session``: as ``arun``.
+        The run goes on this thread's own long-lived event loop (inside a running loop: on one
+        background loop shared by such calls), so HTTP connections are reused across runs;
+        Ctrl-C cancels it at once. ``session``: as ``arun``.
         """
         memory_wiring.check_session(session, self.memory, self._hierarchical)
-        return run_on_background_loop(self._arun_for(user_line(), inputs, session))
+        return run_sync(self._arun_for(user_line(), inputs, session))
 
     async def _arun_for(
         self, caller: UserLine | None, inputs: Mapping[str, Any] | None, session: str | None

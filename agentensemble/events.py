@@ -370,7 +370,6 @@ class EventEmitter:
 
     def __init__(self, listeners: Sequence[EnsembleListener] = ()) -> None:
         self._listeners = list(listeners)
-        self._log = get_logger()
 
     def __bool__(self) -> bool:
         return bool(self._listeners)
@@ -384,7 +383,7 @@ class EventEmitter:
             except BaseException as exc:  # a listener must never break a run (SystemExit too)
                 if ends_the_run(exc):
                     raise
-                self._log.warning(
+                get_logger().warning(  # built here: a logger per run cost every run
                     "listener failed", listener=type(listener).__name__, error=str(exc)
                 )
 

@@ -66,6 +66,20 @@ _SHAPES: tuple[tuple[re.Pattern[str], str], ...] = (
     # token-named query parameters (``?token=``, ``&X-Amz-Signature=``): see _query_value
 )
 
+_NEEDED: tuple[tuple[str, ...], ...] = (
+    ("://",),
+    ("bearer", "basic"),
+    ("sk-",),
+    ("aiza",),
+    ("gh", "github_pat_"),
+    ("xox",),
+    ("akia", "asia"),
+    ("api", "authorization", "access", "refresh", "client", "secret", "passw"),
+)
+"""For each rule of ``_SHAPES`` in order, literals (lower case) of which an ASCII text must hold
+one for the rule to match: a text holding none skips that rule's scan, with the same result.
+Redaction of a long prompt (a task with many context outputs) was mostly these scans."""
+
 _QUERY_PARAMETER = re.compile(r"([?&])([\w.\-]{1,64})=(?!\*\*\*)([^&\s#\"'<>]+)")
 _QUERY_SECRET = re.compile(r"token|key|secret|sig|password|auth|code", re.IGNORECASE)
 
@@ -143,8 +157,17 @@ def _redacted(text: str, extra: Iterable[str]) -> str:
     for secret in _known_sorted:
         if secret in text:
             text = text.replace(secret, REDACTED)
-    for pattern, replacement in _SHAPES:
-        text = pattern.sub(replacement, text)
+    if text.isascii():  # skip the rules whose literal cannot occur: a scan of the text each
+        lowered = text.lower()
+        for (pattern, replacement), needed in zip(_SHAPES, _NEEDED, strict=True):
+            if any(literal in lowered for literal in needed):
+                text = pattern.sub(replacement, text)
+                lowered = text.lower()
+        if "=" not in text:
+            return text
+    else:  # case-insensitive matching of other scripts is not plain lower(): every rule runs
+        for pattern, replacement in _SHAPES:
+            text = pattern.sub(replacement, text)
     return _QUERY_PARAMETER.sub(_query_value, text)
 
 

@@ -83,6 +83,8 @@ class Peer:
     distribution: str  # whose version the table shows
     first_answer: str  # a script printing "ANSWER: <text>"; BASE is the server's /v1 URL
     thousand_tools: str | None = None  # a script printing "MS: <median of warm runs>"
+    thousand_tools_local: str | None = None  # the same with an in-process model: no HTTP
+    imports: str | None = None  # what the import column measures, when not ``import module``
 
 
 PEERS = [
@@ -90,7 +92,7 @@ PEERS = [
         "agentensemble (ours)",
         (),
         "agentensemble",
-        "agentensemble",
+        "agentensemble-py",
         """
 from agentensemble import LLM, Agent, Ensemble, Task
 llm = LLM("openai/test-model", api_base=BASE, api_key="sk-test")
@@ -111,6 +113,29 @@ agent = Agent(role="Assistant", goal="Answer", llm=llm, tools=[make(i) for i in 
 ensemble = Ensemble(tasks=[Task(description="Say hi", agent=agent)])
 timed(lambda: ensemble.run().raw)
 """,
+        """
+from agentensemble import Agent, Ensemble, Task, tool
+from agentensemble.llm.types import ChatResponse
+
+def make(i):
+    def echo(text: str) -> str:
+        return text
+    echo.__name__, echo.__doc__ = f"tool_{i}", f"Tool number {i}: echoes its text."
+    return tool(echo)
+
+class Answering:  # in this process: what is left is the framework's own work per run
+    model = "local"
+    async def complete(self, messages, tools=None, **_):
+        assert len(tools) == 1000
+        return ChatResponse(content="hi", finish_reason="stop")
+
+agent = Agent(role="Assistant", goal="Answer", llm=Answering(),
+              tools=[make(i) for i in range(1000)])
+ensemble = Ensemble(tasks=[Task(description="Say hi", agent=agent)])
+timed(lambda: ensemble.run().raw, warm=20, rounds=200)
+""",
+        # `import agentensemble` alone imports each name on first use: what a script imports
+        imports="from agentensemble import LLM, Agent, Ensemble, Task",
     ),
     Peer(
         "langgraph",
@@ -140,6 +165,30 @@ def make(i):
 model = ChatOpenAI(model="test-model", base_url=BASE, api_key="sk-test")
 agent = create_react_agent(model, [make(i) for i in range(1000)])
 timed(lambda: agent.invoke({"messages": [("user", "Say hi")]})["messages"][-1].content)
+""",
+        """
+import itertools, warnings
+warnings.simplefilter("ignore")
+from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
+from langchain_core.messages import AIMessage
+from langchain_core.tools import StructuredTool
+from langgraph.prebuilt import create_react_agent
+
+def make(i):
+    def echo(text: str) -> str:
+        return text
+    return StructuredTool.from_function(echo, name=f"tool_{i}",
+                                        description=f"Tool number {i}: echoes its text.")
+
+class Answering(GenericFakeChatModel):  # in this process; tools bound once, as ChatOpenAI does
+    def bind_tools(self, tools, **kwargs):
+        assert len(tools) == 1000
+        return self
+
+model = Answering(messages=itertools.repeat(AIMessage(content="hi")))
+agent = create_react_agent(model, [make(i) for i in range(1000)])
+timed(lambda: agent.invoke({"messages": [("user", "Say hi")]})["messages"][-1].content,
+      warm=20, rounds=200)
 """,
     ),
     Peer(
@@ -212,6 +261,14 @@ PEER_NOTES = """
   and min-max of one run, request and answer included (every request carries the 1,000 tool
   specs). Measured where the comparison is like for like (ours and LangGraph's prebuilt ReAct
   agent); "-" elsewhere.
+- "Same, model in-process": the same agent and 1,000 tools with a model object in the process
+  answering at once (ours: a `ChatModel`; LangGraph: a `GenericFakeChatModel` whose
+  `bind_tools` takes the tools once, as `ChatOpenAI` does), 200 runs after 20 warm-up runs in a
+  fresh process per sample, the two frameworks alternating; the median and min-max of the
+  per-sample medians. No HTTP and no JSON: what is left is each framework's own work per run.
+- "Import" is `import <package>` in a fresh interpreter (bytecode cached), except ours:
+  `import agentensemble` imports each public name on first use and costs next to nothing, so
+  ours is `from agentensemble import LLM, Agent, Ensemble, Task`, what the script imports.
 - "Fresh process to first answer" is from starting the interpreter to the answer printed: imports,
   building the agent, one HTTP round trip. Peak RSS is the child's `ru_maxrss`.
 - Ours reaches an OpenAI-compatible server on the openai lane (httpx, litellm never imported):
@@ -219,7 +276,7 @@ PEER_NOTES = """
   (`lane="litellm"`) it took 4-7 s and about 200 MiB in earlier runs, like CrewAI, which always
   goes through litellm: importing litellm is most of that.
 - Ratios between frameworks hold better than absolute times on this shared machine (load
-  average 6-9 during the run): every framework was slowed alike, round by round.
+  average in the header): every framework was slowed alike, round by round.
 """
 
 
@@ -257,7 +314,8 @@ def version_of(peer: Peer) -> str:
 
 
 def import_seconds(peer: Peer) -> float:
-    code = f"import time; t = time.perf_counter(); import {peer.module}; "
+    statement = peer.imports or f"import {peer.module}"
+    code = f"import time; t = time.perf_counter(); {statement}; "
     code += "print(time.perf_counter() - t)"
     out = subprocess.run(
         [str(python_of(peer)), "-c", code],
@@ -294,11 +352,15 @@ def first_answer(peer: Peer, base_url: str) -> tuple[float, float, str]:
     return seconds, usage.ru_maxrss / 1024, answer
 
 
-def thousand_tools_ms(peer: Peer, base_url: str) -> tuple[float, float, float] | None:
-    """Median, min and max ms of a warm run with 1,000 tools bound, over the local server."""
-    if peer.thousand_tools is None:
+def thousand_tools_ms(
+    peer: Peer, base_url: str, local: bool = False
+) -> tuple[float, float, float] | None:
+    """Median, min and max ms of a warm run with 1,000 tools bound, over the local server (or
+    with an in-process model, ``local``)."""
+    body = peer.thousand_tools_local if local else peer.thousand_tools
+    if body is None:
         return None
-    script = f"BASE = {base_url!r}\n{ANSWER_HELPER}" + peer.thousand_tools
+    script = f"BASE = {base_url!r}\n{ANSWER_HELPER}" + body
     out = subprocess.run(
         [str(python_of(peer)), "-c", script],
         env=environment(),
@@ -323,6 +385,7 @@ def spread(values: list[float], digits: int, unit: str) -> str:
 def measure(peers: list[Peer], repeats: int, skipped: dict[str, str]) -> list[str]:
     imports: dict[str, list[float]] = {p.name: [] for p in peers}
     many: dict[str, tuple[float, float, float] | None] = {}
+    local: dict[str, list[tuple[float, float, float] | None]] = {p.name: [] for p in peers}
     answers: dict[str, list[tuple[float, float, str]]] = {p.name: [] for p in peers}
     child = subprocess.Popen(
         [sys.executable, "-c", SERVER_SCRIPT],
@@ -347,6 +410,9 @@ def measure(peers: list[Peer], repeats: int, skipped: dict[str, str]) -> list[st
                 answers[peer.name].append(first_answer(peer, base_url))
         for peer in peers:  # each in a process of its own, one after the other
             many[peer.name] = thousand_tools_ms(peer, base_url)
+        for _ in range(repeats):  # in-process model: a process each, frameworks alternating
+            for peer in peers:
+                local[peer.name].append(thousand_tools_ms(peer, base_url, local=True))
     finally:
         child.stdin.close()
         child.wait(timeout=30)
@@ -356,10 +422,12 @@ def measure(peers: list[Peer], repeats: int, skipped: dict[str, str]) -> list[st
         rss = [a[1] for a in answers[peer.name]]
         found = many.get(peer.name)
         tools = "-" if found is None else f"{found[0]:.1f} ms ({found[1]:.1f}-{found[2]:.1f})"
+        medians = [sample[0] for sample in local[peer.name] if sample is not None]
+        here = "-" if not medians else spread(medians, 2, "ms")
         rows.append(
             f"| {peer.name} {version_of(peer)} | {spread(imports[peer.name], 2, 's')} "
             f"| {spread(times, 2, 's')} "
-            f"| {spread(rss, 0, 'MiB')} | {tools} | {answers[peer.name][-1][2]!r} |"
+            f"| {spread(rss, 0, 'MiB')} | {tools} | {here} | {answers[peer.name][-1][2]!r} |"
         )
     return rows
 
@@ -372,15 +440,16 @@ def render(rows: list[str], skipped: dict[str, str], repeats: int, seconds: floa
         "API asks the local OpenAI-compatible server (another process) for one answer.",
         f"Measured {date.today().isoformat()} on {platform.machine()}, Python "
         f"{platform.python_version()}, {os.cpu_count()} cores shared with other developers' "
-        f"work; {repeats} interleaved rounds after a warm-up; run took {seconds:.0f} s.",
+        f"work (load average {os.getloadavg()[0]:.1f} at the end); {repeats} interleaved rounds "
+        f"after a warm-up; run took {seconds:.0f} s.",
         "",
         "| framework | import | fresh process to first answer | peak RSS "
-        "| one run, 1,000 tools (warm) | answer |",
-        "|---|---|---|---|---|---|",
+        "| one run, 1,000 tools (warm) | same, model in-process | answer |",
+        "|---|---|---|---|---|---|---|",
         *rows,
     ]
     for name, why in skipped.items():
-        lines.append(f"| {name} | skipped: {why} | | | | |")
+        lines.append(f"| {name} | skipped: {why} | | | | | |")
     return "\n".join(lines) + "\n" + PEER_NOTES
 
 

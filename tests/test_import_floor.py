@@ -100,3 +100,55 @@ def test_the_rule_recognises_optional_modules() -> None:
         "structlog": False,
     }
     assert {name: is_optional(name) for name in cases} == cases
+
+
+BARE = """
+import json, sys
+import agentensemble
+print(json.dumps(sorted(m for m in sys.modules if m.startswith(("agentensemble", "pydantic")))))
+"""
+
+BUILT = """
+import json, sys
+from agentensemble import Agent, Ensemble, Task, tool
+from pydantic import BaseModel
+
+def built(cls):
+    for sub in cls.__subclasses__():
+        if sub.__module__.startswith("agentensemble") and sub.__dict__.get("__pydantic_complete__"):
+            yield f"{sub.__module__}.{sub.__qualname__}"
+        yield from built(sub)
+
+found = {"built": sorted(set(built(BaseModel))), "metadata": "importlib.metadata" in sys.modules}
+print(json.dumps(found))
+"""
+
+
+def run_probe(probe: str) -> object:
+    result = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, timeout=120, cwd=ROOT
+    )
+    assert result.returncode == 0, result.stderr
+    return json.loads(result.stdout)
+
+
+def test_bare_import_loads_nothing_but_the_package_itself() -> None:
+    # every public name is imported on first use: `import agentensemble` costs next to nothing
+    assert run_probe(BARE) == ["agentensemble"]
+
+
+def test_every_public_name_resolves_to_the_object_its_module_defines() -> None:
+    import importlib
+
+    import agentensemble
+
+    for name, module in agentensemble._LAZY.items():
+        assert getattr(agentensemble, name) is getattr(importlib.import_module(module), name)
+    assert set(agentensemble.__all__) == {*agentensemble._LAZY, "__version__"}
+    assert set(agentensemble.__all__) <= set(dir(agentensemble))
+
+
+def test_importing_the_core_classes_builds_no_pydantic_model() -> None:
+    # a model built at import time costs its schema build, and the first one scans every
+    # installed distribution's entry points for pydantic plugins (importlib.metadata)
+    assert run_probe(BUILT) == {"built": [], "metadata": False}

@@ -282,3 +282,29 @@ def test_every_display_that_escapes_hidden_characters_redacts_the_joined_secret(
         out = display(text)
         assert REDACTED in out
         assert _KEY[10:] not in out
+def _every_rule(text: str) -> str:
+    """The shape rules applied without the literal pre-check (what redact_text must equal)."""
+    from agentensemble import redaction
+
+    for pattern, replacement in redaction._SHAPES:
+        text = pattern.sub(replacement, text)
+    return redaction._QUERY_PARAMETER.sub(redaction._query_value, text)
+
+
+def test_skipping_rules_whose_literal_is_absent_never_changes_the_result() -> None:
+    # redact_text skips a rule when an ASCII text lacks every literal the rule needs; pieces of
+    # credentials and look-alikes, mixed case, non-ASCII, glued in random orders
+    import random
+
+    pieces = [
+        "sk-abcdefgh12", "Bearer abcdefghij", "BASIC xyz12345", "api_key=", "API-KEY: 'zz1234'",
+        "?token=abc", "&x=1", "://u:p@h", "postgres://me:pw@db/x", "ghp_" + "a" * 22,
+        "github_pat_" + "b" * 22, "xoxb-" + "c" * 12, "AKIA" + "A" * 16, "ASIA" + "B" * 16,
+        "AIza" + "d" * 22, "password", "Passwd = hunter22", "secret", "Client_Secret",
+        "refresh-token:", "access_token=", " ", "\n", '"', "'", "=", ":", "answer", "é", "\u017f",
+        "\u212a", "x-api-key", "Authorization: Bearer tok123456",
+    ]  # fmt: skip
+    chooser = random.Random(27)
+    for _ in range(5000):
+        text = "".join(chooser.choice(pieces) for _ in range(chooser.randint(1, 8)))
+        assert redact_text(text) == _every_rule(text), text

@@ -1,16 +1,20 @@
-"""``Ensemble.run()``: the sync facade on one long-lived background event loop.
+"""``Ensemble.run()``: the sync facade on a long-lived event loop.
 
-Every ``run()`` goes on the same loop (so HTTP clients and their connections are reused, see
-tests/e2e/test_connection_reuse.py), from any thread, inside a running loop too, across forks,
-with the caller's context variables, and fails with a traceback that starts at the caller.
-Ctrl-C is covered in tests/test_cancellation.py.
+Every ``run()`` of a thread goes on that thread's own loop (so HTTP clients and their connections
+are reused, see tests/e2e/test_connection_reuse.py); inside a running loop, on one shared
+background loop. From any thread, nested, across forks, with the caller's context variables, and
+failing with a traceback that starts at the caller. Ctrl-C is covered in tests/test_cancellation.py.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextvars
+import gc
 import os
+import signal
+import subprocess
+import sys
 import threading
 import traceback
 from pathlib import Path
@@ -38,7 +42,19 @@ def loop_of_run() -> asyncio.AbstractEventLoop:
 def test_consecutive_runs_share_one_long_lived_loop() -> None:
     first, second = loop_of_run(), loop_of_run()
     assert first is second
-    assert first.is_running() and not first.is_closed()
+    assert not first.is_closed()
+
+
+def test_each_thread_runs_on_a_loop_of_its_own_closed_when_the_thread_ends() -> None:
+    loops: list[asyncio.AbstractEventLoop] = []
+    thread = threading.Thread(target=lambda: loops.extend([loop_of_run(), loop_of_run()]))
+    thread.start()
+    thread.join(LIMIT)
+    assert loops[0] is loops[1]
+    assert loops[0] is not loop_of_run()
+    del thread
+    gc.collect()
+    assert loops[0].is_closed()
 
 
 def test_runs_from_several_threads_go_on_concurrently() -> None:
@@ -105,7 +121,7 @@ def test_a_nested_run_from_an_async_tool_does_not_deadlock() -> None:
     assert model.requests[1].tool_results == ["inner answer"]
 
 
-def test_a_nested_run_from_a_sync_tool_runs_on_the_shared_loop() -> None:
+def test_a_nested_run_from_a_sync_tool_runs_on_its_worker_threads_loop() -> None:
     inner_loops: list[asyncio.AbstractEventLoop] = []
 
     async def inner_handler(ctx: TaskHandlerContext) -> str:
@@ -123,7 +139,7 @@ def test_a_nested_run_from_a_sync_tool_runs_on_the_shared_loop() -> None:
     agent = Agent(role="A", goal="G", tools=[delegate], llm=model)
     Ensemble(tasks=[Task(description="Delegate", agent=agent)]).run()
     assert model.requests[1].tool_results == ["inner answer"]
-    assert inner_loops == [loop_of_run()]
+    assert len(inner_loops) == 1 and inner_loops[0] is not loop_of_run()
 
 
 @pytest.mark.skipif(not hasattr(os, "fork"), reason="needs os.fork")
@@ -134,7 +150,7 @@ def test_a_forked_child_runs_on_a_fresh_loop_of_its_own() -> None:
         code = 1
         try:
             child_loop = loop_of_run()
-            code = 0 if child_loop is not parent_loop and child_loop.is_running() else 2
+            code = 0 if child_loop is not parent_loop and not child_loop.is_closed() else 2
         finally:
             os._exit(code)
     _, status = os.waitpid(pid, 0)
@@ -172,8 +188,8 @@ def test_a_failing_runs_traceback_starts_at_the_call_without_loop_internals() ->
     assert 'raise ValueError("the handler broke")' in text
 
 
-def test_a_run_ending_in_system_exit_leaves_the_shared_loop_serving() -> None:
-    # SystemExit escaping a task would stop an event loop; the shared one must survive it
+def test_a_run_ending_in_system_exit_leaves_the_loop_serving() -> None:
+    # SystemExit escaping a task would stop an event loop; the long-lived one must survive it
     def leave(ctx: TaskHandlerContext) -> str:
         raise SystemExit("argparse gave up")
 
@@ -181,3 +197,64 @@ def test_a_run_ending_in_system_exit_leaves_the_shared_loop_serving() -> None:
     with pytest.raises((SystemExit, TaskExecutionError)):
         Ensemble(tasks=[Task(description="Leave", handler=leave)]).run()
     assert loop_of_run() is loop
+
+
+# -- Ctrl-C on the calling thread's loop -----------------------------------------------------
+
+OWN_HANDLER_CHILD = """
+import asyncio, signal, sys
+from agentensemble import Ensemble, Task, TaskHandlerContext
+
+def own_handler(signum, frame):  # a handler of the user's own, raising as Python's does
+    raise KeyboardInterrupt
+
+signal.signal(signal.SIGINT, own_handler)
+
+def first(ctx: TaskHandlerContext) -> str:
+    return "first done"
+
+async def slow(ctx: TaskHandlerContext) -> str:
+    try:
+        print("slow started", flush=True)
+        await asyncio.sleep(30)
+        return "never"
+    finally:
+        print("slow unwound", flush=True)
+
+ensemble = Ensemble(tasks=[Task(description="First", handler=first),
+                           Task(description="Slow", handler=slow)])
+try:
+    ensemble.run()
+except KeyboardInterrupt as stop:
+    kept = [o.raw for o in getattr(stop, "completed_outputs", [])]
+    print(f"interrupted; kept: {kept}", flush=True)
+    sys.exit(130)
+"""
+
+
+@pytest.mark.skipif(not hasattr(signal, "SIGINT") or os.name == "nt", reason="sends SIGINT")
+def test_ctrl_c_under_a_handler_of_the_users_own_still_unwinds_the_run(tmp_path: Path) -> None:
+    # run() leaves a SIGINT handler it did not install alone; the KeyboardInterrupt that handler
+    # raises must still cancel the run, let it unwind, and keep what it had finished
+    script = tmp_path / "child.py"
+    script.write_text(OWN_HANDLER_CHILD)
+    child = subprocess.Popen(
+        [sys.executable, str(script)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        cwd=Path(__file__).parent.parent,
+    )
+    killer = threading.Timer(LIMIT * 3, child.kill)  # a bound, should the child never stop
+    killer.start()
+    try:
+        assert child.stdout is not None
+        assert child.stdout.readline().strip() == "slow started"
+        child.send_signal(signal.SIGINT)
+        output, _ = child.communicate(timeout=LIMIT * 2)
+    finally:
+        killer.cancel()
+        child.kill()
+    assert child.returncode == 130, output
+    assert "slow unwound" in output
+    assert "interrupted; kept: ['first done']" in output

@@ -34,7 +34,7 @@ CHARS_PER_TOKEN = 4
 class RateLimit(BaseModel):
     """How much a model may be asked per minute; give either figure or both."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
 
     requests_per_minute: float | None = Field(default=None, gt=0)
     tokens_per_minute: float | None = Field(default=None, gt=0)

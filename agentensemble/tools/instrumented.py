@@ -5,6 +5,7 @@ exception safety and the approval gate; subclasses write only the body (``do_exe
 from __future__ import annotations
 
 import json
+import logging
 import time
 from collections.abc import Callable
 from datetime import timedelta
@@ -273,13 +274,16 @@ def log_call(
     duration_ms = round(duration * 1000, 1)
     if result.is_success:
         outcome = CallOutcome.SUCCESS
-        context.logger.info(
-            f"{name}({preview(raw)}) -> {preview(result.output)}",
-            tool=name,
-            duration_ms=duration_ms,
-            success=True,
-        )
-        context.logger.debug("tool call", tool=name, input=raw, output=result.output)
+        enabled = getattr(context.logger, "isEnabledFor", None)  # the line is built only if
+        if not callable(enabled) or enabled(logging.INFO):  # someone listens: most runs, nobody
+            context.logger.info(
+                f"{name}({preview(raw)}) -> {preview(result.output)}",
+                tool=name,
+                duration_ms=duration_ms,
+                success=True,
+            )
+        if not callable(enabled) or enabled(logging.DEBUG):
+            context.logger.debug("tool call", tool=name, input=raw, output=result.output)
     else:
         unexpected = exc is not None and not isinstance(exc, ToolExecutionError)
         outcome = CallOutcome.ERROR if unexpected else CallOutcome.FAILURE

@@ -214,6 +214,8 @@ class ResolvedTools:
     def __init__(self, tools: Sequence[ExecutableTool] = ()) -> None:
         self._tools = tuple(tools)
         self._by_name = {tool.name: tool for tool in self._tools}
+        self._specs: list[ToolSpec] | None = None
+        self._gated: bool | None = None
 
     @property
     def tools(self) -> tuple[ExecutableTool, ...]:
@@ -222,8 +224,11 @@ class ResolvedTools:
 
     @property
     def specs(self) -> list[ToolSpec]:
-        """OpenAI function-calling specs, in input order."""
-        return [tool.spec for tool in self._tools]
+        """OpenAI function-calling specs, in input order (built once: the same tools are
+        resolved once and kept between runs)."""
+        if self._specs is None:
+            self._specs = [tool.spec for tool in self._tools]
+        return list(self._specs)
 
     @property
     def names(self) -> list[str]:
@@ -233,7 +238,9 @@ class ResolvedTools:
     @property
     def approval_required(self) -> bool:
         """Whether some tool declares ``requires_approval`` (so a review handler is needed)."""
-        return any(tool.requires_approval for tool in self._tools)
+        if self._gated is None:  # fixed per tool: asked on every run of the kept resolution
+            self._gated = any(tool.requires_approval for tool in self._tools)
+        return self._gated
 
     def get(self, name: str) -> ExecutableTool | None:
         """The tool called ``name``, or None."""

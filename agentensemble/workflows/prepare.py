@@ -9,6 +9,7 @@ never checks the user's setup again.
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -23,8 +24,9 @@ from agentensemble.tools._no_reviewer import (
     gated_source_name,
     gated_tool_names,
 )
+from agentensemble.tools.base import AgentTool
 from agentensemble.tools.resolver import ResolvedTools, ToolResolver
-from agentensemble.tools.source import tool_sources_in
+from agentensemble.tools.source import ToolSource, tool_sources_in
 from agentensemble.workflows import ParallelErrorStrategy, Workflow
 from agentensemble.workflows._review_gates import after_review_for, is_enabled, policy_value
 from agentensemble.workflows.base import PreparedRun, PreparedTask
@@ -111,6 +113,29 @@ def check_inputs_for(ensemble: Any, inputs: Mapping[str, Any]) -> None:
         raise PromptTemplateError(sorted(missing))
 
 
+# A task's resolved tools, kept between runs while its tool lists hold the same objects (by
+# identity): resolving 1,000 tools on every run was most of such a run. A list holding a tool
+# source (its tools change as it starts and stops) or an AgentTool instance (its name and
+# description are plain attributes) is resolved on every run.
+_resolved: weakref.WeakKeyDictionary[Any, tuple[tuple[object, ...], ResolvedTools]] = (
+    weakref.WeakKeyDictionary()
+)
+
+
+def _resolved_tools(task: Any, sources: list[object]) -> ResolvedTools:
+    kept = _resolved.get(task)  # only lists without a source or an AgentTool are kept
+    if (
+        kept is not None
+        and len(kept[0]) == len(sources)
+        and all(old is new for old, new in zip(kept[0], sources, strict=True))
+    ):
+        return kept[1]
+    tools = ToolResolver().resolve(sources)
+    if not any(isinstance(source, (ToolSource, AgentTool)) for source in sources):
+        _resolved[task] = (tuple(sources), tools)
+    return tools
+
+
 def resolve_tools(tasks: Sequence[Any], review_handler: Any, review_policy: Any) -> dict[int, Any]:
     """Resolve every task's tools (once) and check them and the reviews; by task identity."""
     policy = policy_value(review_policy)
@@ -118,7 +143,7 @@ def resolve_tools(tasks: Sequence[Any], review_handler: Any, review_policy: Any)
     for index, task in enumerate(tasks, start=1):
         sources = [*(task.agent.tools if task.agent else []), *task.tools]
         try:
-            tools = ToolResolver().resolve(sources) if sources else None
+            tools = _resolved_tools(task, sources) if sources else None
         except ConfigurationError as error:
             if type(error) is not ConfigurationError or task.agent is None:
                 raise

@@ -72,11 +72,14 @@ def context_of(obj: Any) -> list[Any]:
 def outside_deps(obj: Any) -> list[Any]:
     """The steps named in ``context`` anywhere inside ``obj`` that are not part of ``obj``: what
     a PARALLEL run must finish before it starts ``obj``."""
-    inside = {id(step) for step in walk([obj])}
+    steps = list(walk([obj]))
+    inside = {id(step) for step in steps}
     found: list[Any] = []
-    for step in walk([obj]):
+    seen: set[int] = set()  # by identity: a list scan per dependency was quadratic
+    for step in steps:
         for dependency in context_of(step):
-            if id(dependency) not in inside and all(d is not dependency for d in found):
+            if id(dependency) not in inside and id(dependency) not in seen:
+                seen.add(id(dependency))
                 found.append(dependency)
     return found
 

@@ -1,6 +1,7 @@
-"""Work done per run grows with the setup, never with its square: tools are resolved once per
-task per run, and each task's output becomes prompt context once, whatever number of later tasks
-read it. Counted, not timed (speed lives in benchmarks/)."""
+"""Work done per run grows with the setup, never with its square: a task's tools are resolved
+once and kept between runs while its tool lists hold the same tools, and each task's output
+becomes prompt context once, whatever number of later tasks read it. Counted, not timed (speed
+lives in benchmarks/)."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from typing import Any
 import pytest
 
 import agentensemble.workflows.step as step_module
-from agentensemble import Agent, Ensemble, Task, tool
+from agentensemble import Agent, AgentTool, Ensemble, Task, ToolResult, tool
 from agentensemble.execution.prompts import ContextItem
 from agentensemble.testing import ScriptedChatModel, tool_call
 from agentensemble.tools.resolver import ResolvedTools, ToolResolver
@@ -28,6 +29,12 @@ def note(text: str) -> str:
     return "noted"
 
 
+@tool
+def stamp(text: str) -> str:
+    """Stamp a text."""
+    return "stamped"
+
+
 @pytest.fixture
 def resolved_sources(monkeypatch: pytest.MonkeyPatch) -> Counter[tuple[str, ...]]:
     """Counts each resolve, by the names of the tools resolved."""
@@ -43,10 +50,10 @@ def resolved_sources(monkeypatch: pytest.MonkeyPatch) -> Counter[tuple[str, ...]
     return counts
 
 
-def test_tools_are_resolved_once_per_task_per_run(
+def test_tools_are_resolved_once_and_kept_between_runs(
     resolved_sources: Counter[tuple[str, ...]],
 ) -> None:
-    model = ScriptedChatModel([tool_call("lookup", {"key": "a"}), "first", "second"] * 2)
+    model = ScriptedChatModel([tool_call("lookup", {"key": "a"}), "first", "second"] * 3)
     agent = Agent(role="Clerk", goal="Look things up", tools=[lookup], llm=model)
     ensemble = Ensemble(
         tasks=[
@@ -54,11 +61,40 @@ def test_tools_are_resolved_once_per_task_per_run(
             Task(description="Write it down", agent=agent, tools=[note]),
         ]
     )
-    resolved_sources.clear()  # building the models validated the tools; count runs only
+    ensemble.run()
+    resolved_sources.clear()  # building the models and the first run resolved every list
 
-    for runs in (1, 2):
-        ensemble.run()
-        assert resolved_sources == {("lookup",): runs, ("lookup", "note"): runs}
+    ensemble.run()
+    assert resolved_sources == {}
+
+    agent.tools.append(stamp)  # a list that changed is resolved again, and kept again
+    ensemble.run()
+    assert resolved_sources == {("lookup", "stamp"): 1, ("lookup", "stamp", "note"): 1}
+
+
+class Counting(AgentTool):
+    """An AgentTool instance: its name and description are attributes that may change."""
+
+    name = "counting"
+    description = "Count."
+
+    def execute(self, input: str) -> ToolResult:
+        return ToolResult.success("1")
+
+
+def test_a_list_with_an_agent_tool_instance_is_resolved_on_every_run(
+    resolved_sources: Counter[tuple[str, ...]],
+) -> None:
+    counting = Counting()
+    model = ScriptedChatModel(["first", "second"])
+    agent = Agent(role="Clerk", goal="Count", tools=[counting], llm=model)
+    ensemble = Ensemble(tasks=[Task(description="Count", agent=agent)])
+    ensemble.run()
+    counting.name = "renamed"
+    resolved_sources.clear()
+
+    ensemble.run()
+    assert resolved_sources == {("renamed",): 1}
 
 
 def test_each_output_becomes_context_once_however_many_tasks_read_it(
