@@ -282,6 +282,8 @@ def test_every_display_that_escapes_hidden_characters_redacts_the_joined_secret(
         out = display(text)
         assert REDACTED in out
         assert _KEY[10:] not in out
+
+
 def _every_rule(text: str) -> str:
     """The shape rules applied without the literal pre-check (what redact_text must equal)."""
     from agentensemble import redaction
