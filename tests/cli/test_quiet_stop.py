@@ -64,5 +64,6 @@ def test_the_filters_are_taken_off_when_the_server_has_run() -> None:
     loggers = [logging.getLogger(UVICORN), logging.getLogger(A2A)]
     before = [list(logger.filters) for logger in loggers]
     with quiet_stop(SimpleNamespace(should_exit=False)):
-        assert all(len(logger.filters) == len(b) + 1 for logger, b in zip(loggers, before, strict=True))
+        during = [len(logger.filters) for logger in loggers]
+    assert during == [len(filters) + 1 for filters in before]
     assert [list(logger.filters) for logger in loggers] == before
