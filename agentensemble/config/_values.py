@@ -153,10 +153,21 @@ def construct(
     except ValidationError as error:
         first = error.errors()[0]
         loc = tuple(p for p in first["loc"] if isinstance(p, str | int))
-        message = str(first["msg"]).removeprefix("Value error, ")
+        message = _unquoted_variable(first) or str(first["msg"]).removeprefix("Value error, ")
         raise doc.error((*path, *loc) if loc else where, message) from None
     except (ConfigurationError, TypeError) as error:
         raise doc.error(where, str(error)) from None
+
+
+def _unquoted_variable(error: Any) -> str | None:
+    """``goal: {topic}`` is YAML for the mapping ``{topic: null}``, not text: say so."""
+    value = error.get("input")
+    if error.get("type") != "string_type" or not isinstance(value, Mapping) or not value:
+        return None
+    if any(item is not None for item in value.values()):
+        return None
+    shown = "{" + ", ".join(str(key) for key in value) + "}"
+    return f'{shown} was read as a YAML mapping, not text: quote the value ("{shown}")'
 
 
 def kind_of(value: Any) -> str:
