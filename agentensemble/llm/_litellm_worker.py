@@ -19,9 +19,11 @@ from __future__ import annotations
 
 import asyncio
 import atexit
+import threading
 from typing import Any
 
 _stranded: list[asyncio.Task[Any]] = []
+_lock = threading.Lock()  # loops in several threads may strand tasks at once
 
 
 def quiet_logging_worker() -> None:
@@ -47,15 +49,18 @@ def quiet_logging_worker() -> None:
 
 
 def _keep(task: asyncio.Task[Any]) -> None:
-    _stranded[:] = [kept for kept in _stranded if not kept.done()]
-    if not task.done():
-        _stranded.append(task)
+    with _lock:
+        _stranded[:] = [kept for kept in _stranded if not kept.done()]
+        if not task.done():
+            _stranded.append(task)
 
 
 def _expected_at_exit(worker: Any) -> None:
     """The worker tasks still waiting at exit are expected to: say so to asyncio."""
     current = getattr(worker, "_worker_task", None)
-    for task in [*_stranded, *([current] if isinstance(current, asyncio.Task) else [])]:
+    with _lock:
+        stranded = list(_stranded)
+    for task in [*stranded, *([current] if isinstance(current, asyncio.Task) else [])]:
         if not task.done():
             task._log_destroy_pending = False  # type: ignore[attr-defined]  # asyncio's own switch
 
