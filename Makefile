@@ -9,14 +9,27 @@ CHROMEDRIVER ?= /usr/bin/chromedriver
 
 .PHONY: demo test lint docs bench bench-peers clean browser
 
+# The Python that makes the virtualenv: any python3 on PATH (Debian's /usr/bin/python3 does),
+# checked first, so an old one or one without venv says what to do instead of failing in pip.
+PYTHON_MIN ?= 3.10
+CHECK_PYTHON := import sys; need = tuple(map(int, '$(PYTHON_MIN)'.split('.'))); \
+	sys.exit(None if sys.version_info[:2] >= need else 'make: agentensemble needs Python \
+	$(PYTHON_MIN) or newer, and $(PYTHON) is ' + sys.version.split()[0] + ': run make PYTHON=python3.12 \
+	(or any newer python3 on your PATH)')
+
+# After the install, the clone goes on sys.path: a script saved in the folder that holds the
+# clone then imports this package, not the clone's folder as an empty namespace package
+# (setuptools' import hook comes after the folder of the script).
 $(STAMP): pyproject.toml
+	@command -v $(PYTHON) >/dev/null 2>&1 || { echo "make: no $(PYTHON) on PATH: install Python \
+	$(PYTHON_MIN)+ (python3), or run make PYTHON=/path/to/python3"; exit 1; }
+	@$(PYTHON) -c "import ensurepip" 2>/dev/null || { echo "make: $(PYTHON) cannot create a \
+	virtualenv (no ensurepip): on Debian/Ubuntu, sudo apt-get install python3-venv"; exit 1; }
+	@$(PYTHON) -c "$(CHECK_PYTHON)"
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
 	$(PY) -m pip uninstall -q -y agentensemble 2>/dev/null || true  # the distribution's old name
 	$(PY) -m pip install -q -e ".[dev]"
-	# the clone on sys.path: a script saved in the folder that holds the clone then imports this
-	# package, not the clone's folder as an empty namespace package (setuptools' import hook
-	# comes after the folder of the script)
 	$(PY) -c "import pathlib, sysconfig; pathlib.Path(sysconfig.get_paths()['purelib'], \
 		'agentensemble-clone.pth').write_text(str(pathlib.Path.cwd()) + '\n')"
 	touch $(STAMP)

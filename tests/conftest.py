@@ -6,6 +6,7 @@ import os
 import sys
 import tempfile
 import textwrap
+import warnings
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -38,7 +39,9 @@ _databases = itertools.count(1)
 
 @pytest.fixture(scope="session")
 def postgres_server() -> Iterator[str]:
-    import pgserver
+    with warnings.catch_warnings():  # a login without XDG_RUNTIME_DIR (su, ssh, a container):
+        warnings.filterwarnings("ignore", "XDG_RUNTIME_DIR is not set")  # /tmp serves as well
+        import pgserver
 
     with tempfile.TemporaryDirectory(prefix="agentensemble-pg-") as directory:
         server = pgserver.get_server(directory, cleanup_mode="stop")

@@ -103,3 +103,38 @@ def test_the_readme_says_how_to_reach_the_command_after_make_demo() -> None:
     readme = (REPO / "README.md").read_text()
     assert "source .venv/bin/activate" in readme
     assert ".venv/bin/agentensemble run examples/crew.yaml" in readme
+
+
+def _make(*args: str, cwd: Path = REPO) -> subprocess.CompletedProcess[str]:
+    if subprocess.run(["make", "--version"], capture_output=True).returncode != 0:
+        pytest.skip("make is not installed")
+    return subprocess.run(
+        ["make", "-s", *args], capture_output=True, text=True, timeout=120, cwd=cwd
+    )
+
+
+def test_the_makefile_s_minimum_python_is_the_package_s() -> None:
+    makefile = (REPO / "Makefile").read_text()
+    pyproject = (REPO / "pyproject.toml").read_text()
+    minimum = re.search(r"^PYTHON_MIN \?= (\S+)$", makefile, re.MULTILINE)
+    assert minimum and f'requires-python = ">={minimum.group(1)}"' in pyproject
+    readme = (REPO / "README.md").read_text()
+    assert f"`python3` ({minimum.group(1)}+)" in readme
+
+
+@pytest.mark.parametrize(
+    ("settings", "says"),
+    [
+        (["PYTHON_MIN=99.0"], "needs Python 99.0 or newer, and python3 is "),
+        (["PYTHON=no-such-python3"], "no no-such-python3 on PATH"),
+    ],
+    ids=["too old", "missing"],
+)
+def test_make_says_what_to_do_about_an_unusable_python_before_making_anything(
+    tmp_path: Path, settings: list[str], says: str
+) -> None:
+    venv = tmp_path / "venv"
+    done = _make(f"{venv}/.installed", f"VENV={venv}", *settings)
+    assert done.returncode != 0
+    assert says in done.stdout + done.stderr
+    assert not venv.exists()

@@ -204,6 +204,12 @@ _CLI_FIXES: tuple[tuple[re.Pattern[str], str], ...] = (
         re.compile(r" or pass LLM\('[^']*', api_key=\.\.\.\)"),
         ", or run offline with --model scripted (no key needed)",
     ),
+    (
+        re.compile(
+            r"; to try it offline, use agentensemble\.testing\.ScriptedChatModel as the llm"
+        ),
+        "",
+    ),
     (re.compile(r" Pass them in inputs=\."), ""),
     (re.compile(r"has (review|before_review)=Review\.required\(\.\.\.\)"), r"has `\1: required`"),
     (re.compile(r"review_policy='(\w+)' asks"), r"`review: {policy: \1}` asks"),

@@ -152,7 +152,10 @@ def serve_app(app: Any, args: argparse.Namespace, port: int, url: str, what: str
         timeout_graceful_shutdown=5,
     )
     server = Announcing(config)
-    server.run()
+    from agentensemble.cli._quiet_stop import quiet_stop
+
+    with quiet_stop(server):  # stopped with calls in flight: one line, no traceback
+        server.run()
     if not server.started:
         raise UsageError(f"cannot listen on {args.host}:{port}")
 

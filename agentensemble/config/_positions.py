@@ -7,6 +7,7 @@ one silently). Only safe tags: no object construction from the file.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -56,6 +57,23 @@ class Located:
         return ConfigFileError(message, file=self.source, line=self.line(path), key=dotted(path))
 
 
+_VARIABLE = re.compile(r"\{[A-Za-z_]\w*\}")
+
+
+def _variable_hint(text: str, error: Any) -> str:
+    """The usual cause when the broken lines hold a ``{variable}``: YAML reads ``{`` as the start
+    of a mapping inside ``{...}`` or at the start of a value, so such text must be quoted."""
+    lines = text.splitlines()
+    marks = [getattr(error, name, None) for name in ("context_mark", "problem_mark")]
+    numbers = {mark.line for mark in marks if mark is not None}
+    if not any(_VARIABLE.search(lines[n]) for n in numbers if 0 <= n < len(lines)):
+        return ""
+    return (
+        "; a value holding a {variable} must be quoted inside {...} or when it starts with "
+        'the variable: description: "Write about {topic}"'
+    )
+
+
 def load_located(text: str, source: str) -> Located:
     """Parse YAML ``text`` (named ``source`` in errors) into Located data."""
     import yaml  # PyYAML; imported only when a crew file is read
@@ -67,7 +85,10 @@ def load_located(text: str, source: str) -> Located:
         line = mark.line + 1 if mark is not None else None
         problem = getattr(error, "problem", None) or str(error)
         raise ConfigFileError(
-            f"not valid YAML: {problem}", file=source, line=line, key=""
+            f"not valid YAML: {problem}{_variable_hint(text, error)}",
+            file=source,
+            line=line,
+            key="",
         ) from error
     located = Located(data=None, source=source)
     if node is None:

@@ -72,10 +72,15 @@ def make_tool(reference: str, arguments: dict[str, Any] | None) -> Any:
     """A tool from a reference: classes are instantiated (with ``arguments``), other objects
     (``@tool`` functions, tool instances, objects with ``@tool`` methods) are used as they are."""
     target = import_object(reference) if ":" in reference else builtin_tool(reference)
+    return build_tool(reference, target, arguments)
+
+
+def build_tool(reference: str, target: Any, arguments: dict[str, Any] | None) -> Any:
+    """``make_tool`` once the reference is imported: a class built with ``arguments``."""
     if isinstance(target, type):
         try:
             return target(**(arguments or {}))
-        except TypeError as error:
+        except (TypeError, ValueError, OSError) as error:  # a missing file, a bad value
             raise BadReference(f"cannot build {target.__name__}: {error}") from error
     if arguments:
         raise BadReference(
@@ -87,6 +92,7 @@ def make_tool(reference: str, arguments: dict[str, Any] | None) -> Any:
 __all__ = [
     "BUILTIN_MODULE",
     "BadReference",
+    "build_tool",
     "builtin_tool",
     "builtin_tools",
     "import_object",

@@ -4,15 +4,15 @@ import paths, output types, task reviews)."""
 
 from __future__ import annotations
 
-import os
 from collections.abc import Mapping
 from typing import Any
 
 from pydantic import ValidationError
 
 from agentensemble.config._crew_imports import current_crew_folder, importable_crew_folder
+from agentensemble.config._crew_paths import in_crew_folder
 from agentensemble.config._positions import Located, Path
-from agentensemble.config._refs import BadReference, import_object, make_tool
+from agentensemble.config._refs import BadReference, build_tool, builtin_tool, import_object
 from agentensemble.errors import ConfigurationError
 from agentensemble.hints import FOREIGN_NAMES, MODEL_SETTINGS
 from agentensemble.tools.resolver import ToolResolver
@@ -60,24 +60,20 @@ def tools_from(doc: Located, path: Path, value: Any) -> list[Any]:
     return tools
 
 
-_SANDBOX_ARGUMENTS = ("root", "cwd")
-"""Built-in tools' folder arguments: relative ones are the crew file's folder's, as imports are."""
-
-
 def _made_tool(reference: str, arguments: dict[str, Any]) -> Any:
     """An import path is imported with the crew folder on ``sys.path``; a built-in tool name
-    without it (an ``html.py`` beside the crew must not shadow the standard library), its
-    ``root:`` / ``cwd:`` resolved against the crew file's folder, not the working directory."""
+    without it (an ``html.py`` beside the crew must not shadow the standard library). A class's
+    relative path arguments are the crew file's folder's, not the working directory's
+    (``_crew_paths``)."""
     if ":" in reference:
         with importable_crew_folder():
-            return make_tool(reference, arguments)
+            target = import_object(reference)
+    else:
+        target = builtin_tool(reference)
     folder = current_crew_folder()
-    if folder is not None:
-        for name in _SANDBOX_ARGUMENTS:
-            value = arguments.get(name)
-            if isinstance(value, str) and value and not os.path.isabs(os.path.expanduser(value)):
-                arguments[name] = os.path.join(folder, value)
-    return make_tool(reference, arguments)
+    if folder is not None and isinstance(target, type):
+        arguments = in_crew_folder(target, arguments, folder)
+    return build_tool(reference, target, arguments)
 
 
 def imported(doc: Located, path: Path, reference: Any) -> Any:
@@ -157,10 +153,21 @@ def construct(
     except ValidationError as error:
         first = error.errors()[0]
         loc = tuple(p for p in first["loc"] if isinstance(p, str | int))
-        message = str(first["msg"]).removeprefix("Value error, ")
+        message = _unquoted_variable(first) or str(first["msg"]).removeprefix("Value error, ")
         raise doc.error((*path, *loc) if loc else where, message) from None
     except (ConfigurationError, TypeError) as error:
         raise doc.error(where, str(error)) from None
+
+
+def _unquoted_variable(error: Any) -> str | None:
+    """``goal: {topic}`` is YAML for the mapping ``{topic: null}``, not text: say so."""
+    value = error.get("input")
+    if error.get("type") != "string_type" or not isinstance(value, Mapping) or not value:
+        return None
+    if any(item is not None for item in value.values()):
+        return None
+    shown = "{" + ", ".join(str(key) for key in value) + "}"
+    return f'{shown} was read as a YAML mapping, not text: quote the value ("{shown}")'
 
 
 def kind_of(value: Any) -> str:

@@ -18,7 +18,12 @@ from typing import Any
 from pydantic import BaseModel, ValidationError
 
 from agentensemble._saveable import jsonable
-from agentensemble.config._crew_imports import crew_folder, importable_crew_folder
+from agentensemble.config._crew_imports import (
+    crew_folder,
+    current_crew_folder,
+    importable_crew_folder,
+)
+from agentensemble.config._crew_paths import in_crew_folder
 from agentensemble.config._positions import ConfigFileError, Located, Path, load_located
 from agentensemble.config._refs import BadReference, import_object, is_import_path
 from agentensemble.evals.dataset import Case, Dataset
@@ -210,6 +215,9 @@ def _argument(doc: Located, path: Path, cls: type[Evaluator], key: str, value: A
 
 def _custom(doc: Located, path: Path, name: str, arguments: Any) -> Any:
     found = _imported(doc, path, name)
+    folder = current_crew_folder()
+    if isinstance(found, type) and isinstance(arguments, Mapping) and folder is not None:
+        arguments = in_crew_folder(found, arguments, folder)  # relative paths: the file's folder
     if arguments is not None:  # a class or factory of evaluators, given its arguments
         try:
             found = found(**arguments) if isinstance(arguments, Mapping) else found(arguments)

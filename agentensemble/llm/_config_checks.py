@@ -142,8 +142,14 @@ def missing_key_problem(
     hint = " (a local server that ignores keys still needs one: any value will do)"
     return (
         f"model {model!r} needs an API key: set {names} in the environment or pass "
-        f"LLM({model!r}, api_key=...)" + (hint if provider == "openai" and api_base else "")
+        f"LLM({model!r}, api_key=...)"
+        + (hint if provider == "openai" and api_base else "")
+        + OFFLINE_ADVICE
     )
+
+
+#: The offline way for a script without a key (the command line says ``--model scripted``).
+OFFLINE_ADVICE = "; to try it offline, use agentensemble.testing.ScriptedChatModel as the llm"
 
 
 def base_url_problem(model: str, environ: Mapping[str, str] | None = None) -> str | None:
@@ -219,6 +225,7 @@ def check_model_settings(
 __all__ = [
     "BASE_URL_VARIABLES",
     "KEY_VARIABLES",
+    "OFFLINE_ADVICE",
     "api_base_problem",
     "base_url_problem",
     "check_model_settings",

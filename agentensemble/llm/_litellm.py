@@ -62,6 +62,9 @@ def _import_and_tame() -> Any:
         cache: Any = litellm.in_memory_llm_clients_cache
         cache.flush_cache()
     _quiet_loggers()
+    from agentensemble.llm._litellm_worker import quiet_logging_worker
+
+    quiet_logging_worker()  # no "Task was destroyed but it is pending" when the loop changes
     return litellm
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import re
 import shutil
+import sys
 import tempfile
 from collections.abc import Iterator, Sequence
 from pathlib import Path
@@ -22,8 +23,6 @@ HOSTILE = (
     "<img src=x onerror=\"document.title='pwned'\">"
     '<a href="https://evil.example/">click</a>'
 )
-CHROMIUM = "/usr/bin/chromium"
-CHROMEDRIVER = "/usr/bin/chromedriver"
 # a screenshot of the page is taken on every run; AGENTENSEMBLE_WRITE_SCREENSHOTS=1 refreshes the
 # one in docs/images/ (shown in docs/evals.md), otherwise it goes to a temporary folder
 SCREENSHOTS = (
@@ -80,18 +79,22 @@ def test_long_answers_are_cut() -> None:
     assert "x" * 4_000 in page and "x" * 4_001 not in page and "46000 more characters" in page
 
 
+# the web console's browser finder: the same binaries (AGENTENSEMBLE_CHROMIUM, ...), the same
+# one-line skip, and a missing browser fails under AGENTENSEMBLE_REQUIRE_BROWSER=1 (CI)
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "web"))
+from _browser import find_browser  # noqa: E402
+
+BROWSER = find_browser()
 webdriver: Any = None
-if Path(CHROMIUM).exists() and Path(CHROMEDRIVER).exists():
-    try:
-        from selenium import webdriver
-    except ImportError:  # pragma: no cover - selenium is a dev dependency
-        webdriver = None
+if not isinstance(BROWSER, str):
+    CHROMIUM, CHROMEDRIVER = BROWSER
+    from selenium import webdriver  # a dev dependency
 
 
 @pytest.fixture(scope="module")
 def browser() -> Iterator[Any]:
-    if webdriver is None:
-        pytest.skip("chromium and selenium are needed: run `make browser`")
+    if isinstance(BROWSER, str):
+        pytest.skip(BROWSER)
     profile = tempfile.mkdtemp(prefix="agentensemble-evals-chromium-")
     options = webdriver.ChromeOptions()
     options.binary_location = CHROMIUM

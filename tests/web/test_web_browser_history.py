@@ -126,23 +126,33 @@ def test_a_named_reviewer_decides_and_the_run_page_and_audit_show_who(
         assert texts[1].startswith("Approved by alice at ")
 
         driver.get(f"{console.url}/#/run/run-1")
-        box = _wait(
-            driver, lambda d: d.find_elements(By.ID, "run-decisions"), "the run's decisions"
+        # read inside the wait: the box re-renders as the page's data arrives (a stale element)
+        decisions = (
+            "send_email: Approved by alice",
+            "task output: Run stopped (exit early) by alice",
         )
-        assert "send_email: Approved by alice" in box[0].text
-        assert "task output: Run stopped (exit early) by alice" in box[0].text
+        _wait(
+            driver,
+            lambda d: all(x in d.find_element(By.ID, "run-decisions").text for x in decisions),
+            "the run's decisions",
+        )
 
         driver.find_element(By.ID, "nav-audit").click()
-        rows = _wait(
-            driver,
-            lambda d: (
-                len(d.find_elements(By.CSS_SELECTOR, "#audit tbody tr")) == 2
-                and d.find_elements(By.CSS_SELECTOR, "#audit tbody tr")
-            ),
-            "the audit rows",
-        )
-        assert [r.find_element(By.CSS_SELECTOR, ".reviewer").text for r in rows] == ["alice"] * 2
-        assert rows[0].find_element(By.CSS_SELECTOR, ".decision").text == "exit_early"
+
+        def audit_rows(d: Any) -> list[tuple[str, str]] | None:
+            rows = d.find_elements(By.CSS_SELECTOR, "#audit tbody tr")
+            cells = [
+                (
+                    r.find_element(By.CSS_SELECTOR, ".reviewer").text,
+                    r.find_element(By.CSS_SELECTOR, ".decision").text,
+                )
+                for r in rows
+            ]  # read here: a row re-rendered meanwhile is found again
+            return cells if len(cells) == 2 else None
+
+        audit = _wait(driver, audit_rows, "the audit rows")
+        assert [reviewer for reviewer, _ in audit] == ["alice"] * 2
+        assert audit[0][1] == "exit_early"
         assert not driver.find_elements(By.CSS_SELECTOR, "#audit b")  # the reason is text
         driver.save_screenshot(str(IMAGES / "web-console-audit.png"))
 
