@@ -56,9 +56,9 @@ def _methods(cls: type, fields: tuple[dataclasses.Field[Any], ...]) -> dict[str,
 @dataclass_transform(frozen_default=True, field_specifiers=(dataclasses.field,))
 def frozen_event(cls: type[T]) -> type[T]:
     """Make ``cls`` a frozen dataclass with repr and equality (as ``@dataclass(frozen=True)``)."""
-    made = dataclasses.dataclass(frozen=True, repr=False, eq=False)(cls)
+    made: Any = dataclasses.dataclass(frozen=True, repr=False, eq=False)(cls)
     for name, method in _methods(made, dataclasses.fields(made)).items():
         setattr(made, name, method)
-    params = made.__dataclass_params__  # type: ignore[attr-defined]
+    params = made.__dataclass_params__
     params.repr = params.eq = True  # what the class now has, as dataclass would record it
-    return made
+    return made  # type: ignore[no-any-return]
