@@ -42,7 +42,6 @@ from agentensemble.tools.source import open_tool_sources, tool_sources_in
 from agentensemble.workflows import ParallelErrorStrategy, Workflow
 from agentensemble.workflows._review_gates import policy_value
 from agentensemble.workflows.base import PreparedRun
-from agentensemble.workflows.delegation import Team
 from agentensemble.workflows.prepare import (
     SYNTHESISED_ROLE,
     check_inputs_for,
@@ -54,6 +53,9 @@ from agentensemble.workflows.runners import RunSettings, runner_for
 from agentensemble.workflows.step import leaf_tasks, step_kind
 from agentensemble.workflows.structure import check_structure
 from agentensemble.workflows.team import build_team, check_team, model_resolver, resolve_model
+
+if TYPE_CHECKING:
+    from agentensemble.workflows.delegation import Team
 
 
 class Ensemble(BaseModel):

@@ -32,6 +32,24 @@ def _redact_processor(
     return event_dict
 
 
+_LEVELS = {"debug": logging.DEBUG, "info": logging.INFO}  # what a run logs on every task
+
+
+class _BoundLogger(structlog.stdlib.BoundLogger):
+    """Drops a record below the stdlib logger's level before the record is built: the test
+    of ``structlog.stdlib.filter_by_level`` (still the first processor), made first. A run
+    logs each task and tool call at INFO, which nobody shows by default."""
+
+    def _proxy_to_logger(
+        self, method_name: str, event: str | None = None, *event_args: str, **event_kw: Any
+    ) -> Any:
+        logger = self._logger
+        level = _LEVELS.get(method_name)
+        if level is not None and (logger.disabled or level < logger.getEffectiveLevel()):
+            return None
+        return super()._proxy_to_logger(method_name, event, *event_args, **event_kw)
+
+
 def get_logger(**initial: Any) -> Any:
     """The framework's logger: structlog on top of the stdlib ``agentensemble`` logger."""
     return structlog.wrap_logger(
@@ -43,7 +61,7 @@ def get_logger(**initial: Any) -> Any:
             _redact_processor,
             structlog.stdlib.render_to_log_kwargs,
         ],
-        wrapper_class=structlog.stdlib.BoundLogger,
+        wrapper_class=_BoundLogger,
         cache_logger_on_first_use=True,
         **initial,
     )

@@ -96,6 +96,14 @@ _known_sorted: tuple[str, ...] = ()
 _known_urls: dict[str, str] = {}  # a credential URL as written -> as shown (``safe_url``)
 _urls_sorted: tuple[tuple[str, str], ...] = ()
 _lock = threading.Lock()
+_generation = 0  # moves on whenever the policy learns a secret: what was clean may not be now
+_clean: dict[str, int] = {}
+"""Texts ``redact_text`` returned unchanged -> the policy generation that found them clean. A
+run redacts the same role, prompts and tool names into every trace; a text seen clean under
+the current generation is returned as it is, with no scan. Only clean texts are kept (nothing
+secret is held here), bounded in length and number."""
+_CLEAN_LONGEST = 4096
+_CLEAN_MOST = 256
 
 
 def register_secret(value: str | None) -> None:
@@ -105,12 +113,13 @@ def register_secret(value: str | None) -> None:
     and MCP credentials, server tokens); an echo of one (a provider's error, a server's stderr, a
     traceback) is then hidden on every channel. Values shorter than six characters are ignored.
     """
-    global _known_sorted
+    global _known_sorted, _generation
     if value and isinstance(value, str) and len(value) >= MIN_SECRET_LENGTH:
         with _lock:
             if value not in _known:
                 _known.add(value)
                 _known_sorted = tuple(sorted(_known, key=len, reverse=True))
+                _generation += 1  # after the secret is in: a text found clean before is stale
 
 
 _HIDDEN_CATEGORIES = frozenset({"Cc", "Cf", "Cs", "Co", "Cn", "Zl", "Zp"})
@@ -139,12 +148,21 @@ def redact_text(text: str, extra: Iterable[str] = ()) -> str:
     text without its hidden characters is redacted otherwise than the text as written (a secret
     crossed a hidden character), that text is the one redacted; otherwise the hidden characters
     stay, for a display to escape."""
+    if not extra and _clean.get(text) == _generation:  # seen clean under this very policy
+        return text
+    generation = _generation  # read before the scan: a secret learnt meanwhile makes it stale
     joined = drop_hidden(text)
     if joined is text:  # nothing hidden: the common case
-        return _redacted(text, extra)
-    extra = tuple(extra)
-    as_written, as_read = _redacted(text, extra), _redacted(joined, extra)
-    return as_written if drop_hidden(as_written) == as_read else as_read
+        result = _redacted(text, extra)
+    else:
+        extra = tuple(extra)
+        as_written, as_read = _redacted(text, extra), _redacted(joined, extra)
+        result = as_written if drop_hidden(as_written) == as_read else as_read
+    if not extra and result == text and len(text) <= _CLEAN_LONGEST:
+        if len(_clean) >= _CLEAN_MOST:
+            _clean.clear()
+        _clean[text] = generation
+    return result
 
 
 def _redacted(text: str, extra: Iterable[str]) -> str:
@@ -243,7 +261,7 @@ def register_url_secrets(url: str) -> None:
     token-like path segments (raw and percent-decoded); and the URL itself, so wherever it is
     written out (httpx's request log line, an error) it reads as ``safe_url`` shows it. Hosted
     services (MCP, webhooks) issue URLs whose path or query is the credential."""
-    global _urls_sorted
+    global _urls_sorted, _generation
     try:
         parts = urllib.parse.urlsplit(str(url))
         values = [parts.username, parts.password]
@@ -256,6 +274,7 @@ def register_url_secrets(url: str) -> None:
             for written in (base, urllib.parse.unquote(base)):
                 _known_urls[written] = shown
             _urls_sorted = tuple(sorted(_known_urls.items(), key=lambda i: -len(i[0])))
+            _generation += 1
     values += [v for _, v in urllib.parse.parse_qsl(parts.query, keep_blank_values=False)]
     values += [parts.query, urllib.parse.unquote(parts.query)]
     for segment in parts.path.split("/"):

@@ -17,6 +17,8 @@ _TOKEN = re.compile(r"\{\{|\}\}|\{([A-Za-z_][A-Za-z0-9_]*)\}")
 
 def template_variables(text: str) -> list[str]:
     """Variable names used in ``text``, in order of first use, without duplicates."""
+    if "{" not in text:  # no variable can be there: most texts, on every run
+        return []
     names: dict[str, None] = {}
     for match in _TOKEN.finditer(text):
         if match.group(1):
@@ -31,6 +33,8 @@ def missing_variables(texts: Iterable[str], inputs: Mapping[str, Any]) -> list[s
 
 def fill_template(text: str, inputs: Mapping[str, Any]) -> str:
     """Fill ``text`` from ``inputs``; raises PromptTemplateError naming every missing variable."""
+    if "{" not in text and "}" not in text:  # nothing to fill and no brace to unescape
+        return text
     missing = missing_variables([text], inputs)
     if missing:
         raise PromptTemplateError(missing)

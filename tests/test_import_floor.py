@@ -152,3 +152,39 @@ def test_importing_the_core_classes_builds_no_pydantic_model() -> None:
     # a model built at import time costs its schema build, and the first one scans every
     # installed distribution's entry points for pydantic plugins (importlib.metadata)
     assert run_probe(BUILT) == {"built": [], "metadata": False}
+
+
+USER_LINE = """
+import json, sys
+from agentensemble import Agent, Ensemble, Task, tool
+print(json.dumps(sorted(m for m in sys.modules if m.startswith("agentensemble"))))
+"""
+
+#: What a plain sequential script never needs at import: other workflow kinds, and the model
+#: classes, retries and rate limits (a real model call imports them).
+FIRST_USE_ONLY = (
+    "agentensemble.workflows.delegation",
+    "agentensemble.workflows.fan_out",
+    "agentensemble.workflows.graph",
+    "agentensemble.workflows.hierarchical",
+    "agentensemble.workflows.loop",
+    "agentensemble.workflows.nested",
+    "agentensemble.llm.litellm_model",
+    "agentensemble.llm.rate_limit",
+    "agentensemble.llm.retry",
+)
+
+
+def test_a_scripts_first_line_loads_no_workflow_kind_or_model_class_it_does_not_use() -> None:
+    loaded = set(run_probe(USER_LINE))  # type: ignore[arg-type]
+    assert sorted(loaded & set(FIRST_USE_ONLY)) == []
+
+
+def test_the_model_package_resolves_every_name_on_first_use() -> None:
+    import importlib
+
+    from agentensemble import llm
+
+    for name, module in llm._LAZY.items():
+        assert getattr(llm, name) is getattr(importlib.import_module(module), name)
+    assert set(llm.__all__) == set(llm._LAZY)

@@ -93,7 +93,7 @@ class TraceRecorder:
                 "capture": capture,
                 "started_at": now(),
                 "workflow": workflow,
-                "inputs": json_safe(dict(inputs or {})),
+                "inputs": json_safe(dict(inputs)) if inputs else {},
                 "tasks": [],
             }
 

@@ -30,10 +30,6 @@ from agentensemble.tools.source import ToolSource, tool_sources_in
 from agentensemble.workflows import ParallelErrorStrategy, Workflow
 from agentensemble.workflows._review_gates import after_review_for, is_enabled, policy_value
 from agentensemble.workflows.base import PreparedRun, PreparedTask
-from agentensemble.workflows.fan_out import FanOutStep, item_text
-from agentensemble.workflows.graph import GraphStep
-from agentensemble.workflows.loop import LoopStep
-from agentensemble.workflows.nested import EnsembleStep
 from agentensemble.workflows.step import Step, leaf_tasks, step_kind, walk
 from agentensemble.workflows.structure import check_structure
 from agentensemble.workflows.task_step import TaskStep
@@ -213,13 +209,20 @@ class _Preparation:
         return [self.step(step, llm, limit) for step in steps]
 
     def step(self, obj: Any, llm: Any, limit: int | None) -> Step:
+        # the kinds a plain sequential run never uses load on first use, not with the package
         kind = step_kind(obj)
         if kind == "loop":
+            from agentensemble.workflows.loop import LoopStep
+
             return LoopStep(obj, self.steps(obj.body, llm, limit))
         if kind == "graph":
+            from agentensemble.workflows.graph import GraphStep
+
             states = {name: self.step(s, llm, limit) for name, s in obj.states.items()}
             return GraphStep(obj, states)
         if kind == "ensemble":
+            from agentensemble.workflows.nested import EnsembleStep
+
             inner_llm = obj.llm if obj.llm is not None else llm
             inner_limit = obj.max_concurrency or limit
             return EnsembleStep(
@@ -231,6 +234,8 @@ class _Preparation:
             )
         if obj.for_each is None:
             return TaskStep(self.task(obj, llm, self.inputs))
+        from agentensemble.workflows.fan_out import FanOutStep, item_text
+
         items = [
             self.task(obj, llm, {**self.inputs, "item": item_text(value), "index": index})
             for index, value in enumerate(fan_out_items(obj, self.inputs))

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import replace
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 
 from agentensemble.agent import Agent
 from agentensemble.errors import ConfigurationError, ModelSettingsError, PromptTemplateError
@@ -24,7 +24,9 @@ from agentensemble.tools._no_reviewer import approval_without_reviewer, gated_to
 from agentensemble.tools.resolver import ToolResolver
 from agentensemble.workflows import Workflow
 from agentensemble.workflows.base import PreparedTask
-from agentensemble.workflows.delegation import DelegateTool, Team, Worker
+
+if TYPE_CHECKING:
+    from agentensemble.workflows.delegation import Team, Worker
 
 MANAGER_ROLE = "Manager"
 
@@ -249,6 +251,8 @@ def build_team(
             raise approval_without_reviewer(
                 f"agent {worker.role!r} (as a worker)", gated_tool_names(tools)
             )
+    from agentensemble.workflows.delegation import DelegateTool, Team  # only when delegating
+
     team = Team(workers, max_depth)
     for agent, worker in zip(members, workers, strict=True):
         if agent.allow_delegation and len(workers) > 1:
@@ -276,6 +280,8 @@ def _worker(
     model_for: ModelFor,
     hierarchical: bool,
 ) -> Worker:
+    from agentensemble.workflows.delegation import Worker
+
     role = fill_template(agent.role, inputs)
     goal = fill_template(agent.goal, inputs)
     remote = remote_of(agent)
