@@ -21,15 +21,15 @@ operations (messages, events, child runs) read as usual.
 from __future__ import annotations
 
 import asyncio
-import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 from typing import Any
 
-# owner tokens of the executions in this process that started with no checkpoint of their run
-_fresh: set[str] = set()
-_lock = threading.Lock()
+# the run whose execution, in this context, started with no checkpoint of its run; a context
+# variable, not a set of DBOS owner tokens: one token can be shared by several executions of a
+# process (a recovery's), and a resumed run must never skip a read because a fresh one shares it
+_fresh_run: ContextVar[str | None] = ContextVar("agentensemble_durable_fresh_run", default=None)
 _skip_read: ContextVar[bool] = ContextVar("agentensemble_durable_skip_read", default=False)
 _INSTALLED = "_agentensemble_fresh_check"
 
@@ -69,20 +69,17 @@ def _read(sys_db: Any, workflow_id: str) -> tuple[dict[str, Any] | None, bool]:
 @contextmanager
 def fresh_execution(fresh: bool) -> Iterator[None]:
     """While the block runs, the current execution's steps skip DBOS's read (when ``fresh``)."""
-    from dbos._context import get_local_dbos_context
+    from dbos import DBOS
 
-    context = get_local_dbos_context()
-    token = getattr(context, "owner_xid", None) if fresh else None
-    if token is None:
+    workflow_id = DBOS.workflow_id if fresh else None
+    if workflow_id is None:
         yield
         return
-    with _lock:
-        _fresh.add(token)
+    reset = _fresh_run.set(workflow_id)
     try:
         yield
     finally:
-        with _lock:
-            _fresh.discard(token)
+        _fresh_run.reset(reset)
 
 
 @contextmanager
@@ -113,7 +110,7 @@ def install(sys_db: Any) -> None:
             if (
                 context is not None
                 and context.workflow_id == workflow_id
-                and context.owner_xid in _fresh
+                and _fresh_run.get() == workflow_id
             ):
                 return None
         return original(workflow_id, function_id, function_name, **options)
