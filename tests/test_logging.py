@@ -36,7 +36,8 @@ def test_a_level_lowered_after_the_logger_was_made_is_honoured(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     log = get_logger()
-    log.info("before")  # the logger is built and cached on first use
+    with caplog.at_level(logging.WARNING, logger=LOGGER_NAME):  # whatever earlier tests set
+        log.info("before")  # the logger is built and cached on first use
     with caplog.at_level(logging.INFO, logger=LOGGER_NAME):
         log.info("after", n=1)
     assert [r.getMessage() for r in caplog.records if r.name == LOGGER_NAME] == ["after"]
