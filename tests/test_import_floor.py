@@ -134,7 +134,8 @@ def run_probe(probe: str) -> object:
 
 def test_bare_import_loads_nothing_but_the_package_itself() -> None:
     # every public name is imported on first use: `import agentensemble` costs next to nothing
-    assert run_probe(BARE) == ["agentensemble"]
+    # (the package and its one lazy-export helper)
+    assert run_probe(BARE) == ["agentensemble", "agentensemble._lazy"]
 
 
 def test_every_public_name_resolves_to_the_object_its_module_defines() -> None:
@@ -188,3 +189,28 @@ def test_the_model_package_resolves_every_name_on_first_use() -> None:
     for name, module in llm._LAZY.items():
         assert getattr(llm, name) is getattr(importlib.import_module(module), name)
     assert set(llm.__all__) == set(llm._LAZY)
+
+
+def test_the_memory_package_resolves_every_name_on_first_use() -> None:
+    import importlib
+
+    from agentensemble import memory
+
+    for name, module in memory._LAZY.items():
+        assert getattr(memory, name) is getattr(importlib.import_module(module), name)
+    assert set(memory.__all__) == set(memory._LAZY)
+
+
+def test_the_lazy_packages_refuse_unknown_names_and_list_their_public_ones() -> None:
+    import pytest
+
+    import agentensemble
+    from agentensemble import llm, memory
+
+    for package in (agentensemble, llm, memory):
+        with pytest.raises(
+            AttributeError, match=f"module '{package.__name__}' has no attribute 'nope'"
+        ):
+            package.nope  # noqa: B018
+        assert not hasattr(package, "nope")
+        assert set(package._LAZY) <= set(dir(package))
