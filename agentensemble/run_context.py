@@ -13,9 +13,10 @@ import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
-from dataclasses import dataclass
 
 import structlog
+
+from agentensemble._dataclass import dataclass
 
 
 @dataclass(frozen=True)

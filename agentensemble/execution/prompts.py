@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+
+from agentensemble._dataclass import dataclass
 
 STANDARD_INSTRUCTIONS = (
     "Work on the task below until it is complete. "
