@@ -113,7 +113,10 @@ def _signature(fields: tuple[dataclasses.Field[Any], ...]) -> inspect.Signature:
                     annotation=f.type,
                 )
             )
-    return inspect.Signature(params, return_annotation=None)
+    try:  # the checks Signature would repeat are made above (order, kinds, unique names)
+        return inspect.Signature(params, return_annotation=None, __validate_parameters__=False)
+    except TypeError:  # pragma: no cover - a Python without the switch
+        return inspect.Signature(params, return_annotation=None)
 
 
 def _first_init(cls: type, frozen: bool, signature: inspect.Signature) -> Callable[..., None]:
