@@ -161,8 +161,9 @@ from agentensemble import Agent, Ensemble, Task, tool
 print(json.dumps(sorted(m for m in sys.modules if m.startswith("agentensemble"))))
 """
 
-#: What a plain sequential script never needs at import: other workflow kinds, and the model
-#: classes, retries and rate limits (a real model call imports them).
+#: What a plain sequential script never needs at import: other workflow kinds, the model
+#: classes, retries and rate limits (a real model call imports them), tool pipelines and typed
+#: tools.
 FIRST_USE_ONLY = (
     "agentensemble.workflows.delegation",
     "agentensemble.workflows.fan_out",
@@ -173,6 +174,8 @@ FIRST_USE_ONLY = (
     "agentensemble.llm.litellm_model",
     "agentensemble.llm.rate_limit",
     "agentensemble.llm.retry",
+    "agentensemble.tools.pipeline",
+    "agentensemble.tools.typed",
 )
 
 
@@ -191,6 +194,16 @@ def test_the_model_package_resolves_every_name_on_first_use() -> None:
     assert set(llm.__all__) == set(llm._LAZY)
 
 
+def test_the_tools_package_resolves_every_name_on_first_use() -> None:
+    import importlib
+
+    from agentensemble import tools
+
+    for name, module in tools._LAZY.items():
+        assert getattr(tools, name) is getattr(importlib.import_module(module), name)
+    assert set(tools.__all__) == set(tools._LAZY)
+
+
 def test_the_memory_package_resolves_every_name_on_first_use() -> None:
     import importlib
 
@@ -205,9 +218,9 @@ def test_the_lazy_packages_refuse_unknown_names_and_list_their_public_ones() -> 
     import pytest
 
     import agentensemble
-    from agentensemble import llm, memory
+    from agentensemble import llm, memory, tools
 
-    for package in (agentensemble, llm, memory):
+    for package in (agentensemble, llm, memory, tools):
         with pytest.raises(
             AttributeError, match=f"module '{package.__name__}' has no attribute 'nope'"
         ):
