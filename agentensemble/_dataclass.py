@@ -68,7 +68,7 @@ def _hash(fields: tuple[dataclasses.Field[Any], ...]) -> Callable[[Any], int]:
     return __hash__
 
 
-def _frozen(cls: type, fields: tuple[dataclasses.Field[Any], ...]) -> dict[str, Any]:
+def _frozen(cls: Any, fields: tuple[dataclasses.Field[Any], ...]) -> dict[str, Any]:
     names = tuple(f.name for f in fields)
 
     def __setattr__(self: Any, name: str, value: Any) -> None:
@@ -130,7 +130,8 @@ def _first_init(cls: type, frozen: bool, signature: inspect.Signature) -> Callab
             (cls,),
             {"__module__": cls.__module__, "__qualname__": cls.__qualname__, "__doc__": "-"},
         )
-        built: Any = dataclasses.dataclass(frozen=frozen, repr=False, eq=False)(twin).__init__
+        made: Any = dataclasses.dataclass(frozen=frozen, repr=False, eq=False)(twin)
+        built = made.__init__
         if cls.__dict__.get("__init__") is __init__:
             type.__setattr__(cls, "__init__", built)
         built(self, *args, **kwargs)
@@ -142,19 +143,18 @@ def _first_init(cls: type, frozen: bool, signature: inspect.Signature) -> Callab
 
 def _lean(cls: type, frozen: bool, eq: bool) -> type:
     own = cls.__dict__
-    params = {"frozen": frozen, "eq": eq}
-    stock = dataclasses.dataclass(**params)  # type: ignore[call-overload]
-    if "__init__" in own or (frozen and ("__setattr__" in own or "__delattr__" in own)):
-        return stock(cls)  # type: ignore[no-any-return]
-    if any(getattr(base, "__dataclass_params__", None) is not None for base in cls.__mro__[1:]):
-        return stock(cls)  # type: ignore[no-any-return]  # inherited fields: keep it simple
+    if (
+        "__init__" in own
+        or (frozen and ("__setattr__" in own or "__delattr__" in own))  # stock refuses these
+        or any(getattr(base, "__dataclass_params__", None) for base in cls.__mro__[1:])
+        or any("InitVar" in str(hint) for hint in own.get("__annotations__", {}).values())
+    ):  # rare shapes (none in the package): the stock decorator, unchanged
+        return dataclasses.dataclass(frozen=frozen, eq=eq)(cls)
     had_doc = bool(own.get("__doc__"))
     if not had_doc:
         cls.__doc__ = "-"  # written below, from the signature, without a wasted inspection here
     made: Any = dataclasses.dataclass(init=False, repr=False, eq=False)(cls)
-    fields = dataclasses.fields(made)
-    if len(fields) != len(made.__dataclass_fields__):  # an InitVar or ClassVar pseudo-field
-        return stock(cls)  # type: ignore[no-any-return]
+    fields = dataclasses.fields(made)  # ClassVar pseudo-fields are in none of the methods
     signature = _signature(fields)
     added: dict[str, Any] = {"__init__": _first_init(made, frozen, signature)}
     added.update(_methods(made, fields, eq))

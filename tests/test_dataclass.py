@@ -16,7 +16,7 @@ import inspect
 import pickle
 import sys
 from collections.abc import Callable
-from typing import Any
+from typing import Any, ClassVar
 
 import pytest
 
@@ -80,8 +80,23 @@ def _shapes(deco: Decorator) -> dict[str, type]:
         b: int = dataclasses.field(default=0, hash=False)
         c: int = dataclasses.field(default=0, compare=False, hash=True)
 
-    return {"Frozen": Frozen, "Mutable": Mutable, "FrozenNoEq": FrozenNoEq, "Posted": Posted,
-            "OwnMethods": OwnMethods, "Empty": Empty, "Hashing": Hashing}  # fmt: skip
+    @deco(frozen=True)
+    class WithClassVar:
+        a: int
+        k: ClassVar[int] = 3
+        b: int = 1
+
+    @deco
+    class WithInitVar:
+        a: int
+        seed: dataclasses.InitVar[int] = 0
+        b: int = dataclasses.field(init=False, default=0)
+
+        def __post_init__(self, seed: int) -> None:
+            self.b = self.a + seed
+
+    made = (Frozen, Mutable, FrozenNoEq, Posted, OwnMethods, Empty, Hashing)
+    return {cls.__name__: cls for cls in (*made, WithClassVar, WithInitVar)}
 
 
 STOCK = _shapes(dataclasses.dataclass)
@@ -99,6 +114,8 @@ ARGS: dict[str, tuple[tuple[Any, ...], dict[str, Any]]] = {
     "OwnMethods": ((1,), {}),
     "Empty": ((), {}),
     "Hashing": ((1,), {"b": 2, "c": 3}),
+    "WithClassVar": ((1,), {"b": 2}),
+    "WithInitVar": ((1,), {"seed": 5}),
 }
 
 
