@@ -113,6 +113,10 @@ def _signature(fields: tuple[dataclasses.Field[Any], ...]) -> inspect.Signature:
                     annotation=f.type,
                 )
             )
+    return _unchecked(params)
+
+
+def _unchecked(params: list[inspect.Parameter]) -> inspect.Signature:
     try:  # the checks Signature would repeat are made above (order, kinds, unique names)
         return inspect.Signature(params, return_annotation=None, __validate_parameters__=False)
     except TypeError:  # pragma: no cover - a Python without the switch
@@ -172,12 +176,9 @@ def _lean(cls: type, frozen: bool, eq: bool) -> type:
         if method is not None:
             method.__qualname__ = f"{made.__qualname__}.{name}"
         setattr(made, name, method)
-    if not had_doc:  # as dataclasses writes it
-        try:
-            text = str(inspect.signature(made)).replace(" -> None", "")
-        except (TypeError, ValueError):  # pragma: no cover - as dataclasses does
-            text = ""
-        made.__doc__ = made.__name__ + text
+    if not had_doc:  # as dataclasses writes it: the class's signature, ``self`` left out
+        unbound = _unchecked(list(signature.parameters.values())[1:])
+        made.__doc__ = made.__name__ + str(unbound).replace(" -> None", "")
     dc_params = made.__dataclass_params__
     dc_params.init = dc_params.repr = True
     dc_params.eq = eq
