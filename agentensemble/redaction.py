@@ -147,9 +147,22 @@ def redact_text(text: str, extra: Iterable[str] = ()) -> str:
     mark inside) would pass the rules and be joined again by whoever reads the text: when the
     text without its hidden characters is redacted otherwise than the text as written (a secret
     crossed a hidden character), that text is the one redacted; otherwise the hidden characters
-    stay, for a display to escape."""
+    stay, for a display to escape.
+
+    A long text cut into sections by ``SECTION_BREAK`` (a prompt holding every earlier task's
+    output) is redacted section by section, with the same result: see ``_by_section``."""
+    if len(text) > _CLEAN_LONGEST:
+        if SECTION_BREAK in text:
+            extra = tuple(extra)
+            if _cuttable(extra):
+                return _by_section(text, text.split(SECTION_BREAK), extra)
+        return _redact_whole(text, extra)
     if not extra and _clean.get(text) == _generation:  # seen clean under this very policy
         return text
+    return _redact_whole(text, extra)
+
+
+def _redact_whole(text: str, extra: Iterable[str]) -> str:
     generation = _generation  # read before the scan: a secret learnt meanwhile makes it stale
     joined = drop_hidden(text)
     if joined is text:  # nothing hidden: the common case
@@ -163,6 +176,105 @@ def redact_text(text: str, extra: Iterable[str] = ()) -> str:
             _clean.clear()
         _clean[text] = generation
     return result
+
+
+# -- long texts, section by section --------------------------------------------------------------
+
+SECTION_BREAK = "\n\n### "
+"""Where a long text may be cut for redaction: each context output in a task's prompt is its own
+``### `` section (``execution/prompts.py``). The cut falls between the blank line and ``###``:
+no rule matches across it (no rule starts at ``#`` or a space; the rules that cross a line end,
+``Bearer``/``Basic`` and ``password: value``, need four or more characters other than ``#`` and
+whitespace after it, and ``###`` is three), and a registered secret holding a line end followed
+by ``#`` turns the cutting off. ``tests/test_redaction.py`` checks section by section equals
+whole on every rule's texts cut at every place."""
+
+_clean_sections: dict[str, int] = {}
+"""Sections (as cut, without their ``### `` and blank line) found clean under a policy
+generation: a prompt holding every earlier output scans only the sections it has not seen
+(each output is scanned once, not once per later task). Bounded like ``_clean``; only clean
+sections are kept, so nothing secret is held here."""
+_SECTIONS_MOST_CHARS = 4_000_000
+_sections_chars = 0
+
+
+def _cuttable(extra: tuple[str, ...]) -> bool:
+    """Whether no secret could span a cut (none holds a line end followed by ``#``)."""
+    return not any(
+        "\n#" in value for value in (*extra, *_known_sorted, *(url for url, _ in _urls_sorted))
+    )
+
+
+def _section(cores: list[str], position: int) -> str:
+    """Section ``position`` as it stands in the text: the cut falls before each ``### ``."""
+    head = SECTION_BREAK[2:] if position else ""
+    return head + cores[position] + ("\n\n" if position < len(cores) - 1 else "")
+
+
+def _by_section(text: str, cores: list[str], extra: tuple[str, ...]) -> str:
+    """``redact_text(text)`` for ``text == SECTION_BREAK.join(cores)``, computed per section: a
+    middle section seen clean under the current policy is not scanned again. The common case
+    (nothing to hide) scans only the sections not seen before and returns ``text`` itself."""
+    generation = _generation  # read before the scans, as in ``_redact_whole``
+    last = len(cores) - 1
+    if extra:
+        unseen = list(range(last + 1))
+    else:
+        seen = list(map(_clean_sections.get, cores))
+        unseen = [0, *(i for i in range(1, last) if seen[i] != generation), last]
+    for position in unseen:
+        section = _section(cores, position)
+        if drop_hidden(section) is not section or _redacted(section, extra) != section:
+            return _every_section(cores, extra, generation)
+    if not extra:
+        _remember_sections([cores[i] for i in unseen[1:-1]], generation)
+    return text
+
+
+def _remember_sections(cores: list[str], generation: int) -> None:
+    global _sections_chars
+    for core in cores:
+        if _sections_chars + len(core) > _SECTIONS_MOST_CHARS:
+            _clean_sections.clear()
+            _sections_chars = 0
+        _clean_sections[core] = generation
+        _sections_chars += len(core)
+
+
+def _every_section(cores: list[str], extra: tuple[str, ...], generation: int) -> str:
+    """A sectioned text with something to hide: each section redacted (a middle one seen clean
+    is kept as it is), hidden characters decided over the whole text as ``_redact_whole`` does,
+    so the result is the same as the whole text's."""
+    last = len(cores) - 1
+    written: list[str] = []
+    read: list[str] | None = None  # as read without hidden characters, once one is found
+    clean: list[str] = []
+    for position in range(last + 1):
+        section = _section(cores, position)
+        middle = 0 < position < last
+        if middle and not extra and _clean_sections.get(cores[position]) == generation:
+            result = section
+        else:
+            joined = drop_hidden(section)
+            if joined is not section:
+                if read is None:
+                    read = list(written)
+                written.append(_redacted(section, extra))
+                read.append(_redacted(joined, extra))
+                continue
+            result = _redacted(section, extra)
+            if middle and result == section:
+                clean.append(cores[position])
+        written.append(result)
+        if read is not None:
+            read.append(result)
+    if not extra:
+        _remember_sections(clean, generation)
+    as_written = "".join(written)
+    if read is None:
+        return as_written
+    as_read = "".join(read)
+    return as_written if drop_hidden(as_written) == as_read else as_read
 
 
 def _redacted(text: str, extra: Iterable[str]) -> str:
