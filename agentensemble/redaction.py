@@ -151,14 +151,12 @@ def redact_text(text: str, extra: Iterable[str] = ()) -> str:
 
     A long text cut into sections by ``SECTION_BREAK`` (a prompt holding every earlier task's
     output) is redacted section by section, with the same result: see ``_by_section``."""
-    if len(text) > _CLEAN_LONGEST:
-        if SECTION_BREAK in text:
-            extra = tuple(extra)
-            if _cuttable(extra):
-                return _by_section(text, text.split(SECTION_BREAK), extra)
-        return _redact_whole(text, extra)
-    if not extra and _clean.get(text) == _generation:  # seen clean under this very policy
-        return text
+    if not extra and len(text) <= _CLEAN_LONGEST and _clean.get(text) == _generation:
+        return text  # seen clean under this very policy
+    if SECTION_BREAK in text:
+        extra = tuple(extra)
+        if _cuttable(extra):
+            return _sectioned(text, extra)
     return _redact_whole(text, extra)
 
 
@@ -191,11 +189,16 @@ whole on every rule's texts cut at every place."""
 
 _clean_sections: dict[str, int] = {}
 """Sections (as cut, without their ``### `` and blank line) found clean under a policy
-generation: a prompt holding every earlier output scans only the sections it has not seen
-(each output is scanned once, not once per later task). Bounded like ``_clean``; only clean
-sections are kept, so nothing secret is held here."""
+generation: a prompt holding every earlier output scans only the sections it has not seen.
+Bounded like ``_clean``; only clean sections are kept, so nothing secret is held here."""
 _SECTIONS_MOST_CHARS = 4_000_000
 _sections_chars = 0
+_clean_heads: tuple[tuple[str, int, int], ...] = ()
+"""The latest sectioned texts found clean, as ``(text, cut, generation)``, ``cut`` the start of
+the text's last section: the next task's prompt starts with the same sections (every earlier
+output but the newest), so a text starting with ``text[:cut]`` followed by ``### `` has only
+its sections from there on to check. Four are kept (concurrent tasks), all clean."""
+_HEADS_MOST = 4
 
 
 def _cuttable(extra: tuple[str, ...]) -> bool:
@@ -205,30 +208,73 @@ def _cuttable(extra: tuple[str, ...]) -> bool:
     )
 
 
-def _section(cores: list[str], position: int) -> str:
-    """Section ``position`` as it stands in the text: the cut falls before each ``### ``."""
-    head = SECTION_BREAK[2:] if position else ""
+def _sectioned(text: str, extra: tuple[str, ...]) -> str:
+    """``redact_text(text)`` for a text holding ``SECTION_BREAK``: when it starts with the
+    clean sections of a text seen before, only the sections after them are redacted."""
+    generation = _generation  # read before the scans, as in ``_redact_whole``
+    if not extra:
+        for seen, cut, when in _clean_heads:
+            if (
+                when == generation
+                and len(text) > cut
+                and text.startswith("### ", cut)
+                and _starts_alike(text, seen, cut)
+            ):
+                rest = _by_section(text[cut + 4 :].split(SECTION_BREAK), extra, generation, True)
+                if rest is None:
+                    _remember_head(text, generation)
+                    return text
+                return seen[:cut] + rest
+    result = _by_section(text.split(SECTION_BREAK), extra, generation, False)
+    if result is None:
+        if not extra:
+            _remember_head(text, generation)
+        return text
+    return result
+
+
+def _starts_alike(text: str, seen: str, cut: int) -> bool:
+    """``text[:cut] == seen[:cut]`` compared a slice of ``seen`` at a time: a prompt-sized copy
+    per check would be fresh memory (page faults) each time, the texts growing task by task."""
+    return all(
+        text.startswith(seen[start : min(start + 8192, cut)], start)
+        for start in range(0, cut, 8192)
+    )
+
+
+def _remember_head(text: str, generation: int) -> None:
+    global _clean_heads
+    cut = text.rfind(SECTION_BREAK) + 2  # the start of the last section
+    _clean_heads = ((text, cut, generation), *_clean_heads[: _HEADS_MOST - 1])
+
+
+def _section(cores: list[str], position: int, lead: bool) -> str:
+    """Section ``position`` as it stands in the text: the cut falls before each ``### ``
+    (``lead``: the first core is a section's too, the text being the rest after a cut)."""
+    head = SECTION_BREAK[2:] if position or lead else ""
     return head + cores[position] + ("\n\n" if position < len(cores) - 1 else "")
 
 
-def _by_section(text: str, cores: list[str], extra: tuple[str, ...]) -> str:
-    """``redact_text(text)`` for ``text == SECTION_BREAK.join(cores)``, computed per section: a
-    middle section seen clean under the current policy is not scanned again. The common case
-    (nothing to hide) scans only the sections not seen before and returns ``text`` itself."""
-    generation = _generation  # read before the scans, as in ``_redact_whole``
+def _by_section(
+    cores: list[str], extra: tuple[str, ...], generation: int, lead: bool
+) -> str | None:
+    """The redaction of the text the ``cores`` were cut from (after a cut, with ``lead``), or
+    None when it is clean: a middle section seen clean under ``generation`` is not scanned
+    again, and the clean case (nothing to hide) scans only the sections not seen before."""
     last = len(cores) - 1
+    first = 0 if lead else 1  # the first section of a whole text has no ``### ``
     if extra:
         unseen = list(range(last + 1))
     else:
         seen = list(map(_clean_sections.get, cores))
-        unseen = [0, *(i for i in range(1, last) if seen[i] != generation), last]
+        unseen = [*range(first), *(i for i in range(first, last) if seen[i] != generation), last]
     for position in unseen:
-        section = _section(cores, position)
+        section = _section(cores, position, lead)
         if drop_hidden(section) is not section or _redacted(section, extra) != section:
-            return _every_section(cores, extra, generation)
+            return _every_section(cores, extra, generation, lead)
     if not extra:
-        _remember_sections([cores[i] for i in unseen[1:-1]], generation)
-    return text
+        _remember_sections([cores[i] for i in unseen if first <= i < last], generation)
+    return None
 
 
 def _remember_sections(cores: list[str], generation: int) -> None:
@@ -241,17 +287,18 @@ def _remember_sections(cores: list[str], generation: int) -> None:
         _sections_chars += len(core)
 
 
-def _every_section(cores: list[str], extra: tuple[str, ...], generation: int) -> str:
+def _every_section(cores: list[str], extra: tuple[str, ...], generation: int, lead: bool) -> str:
     """A sectioned text with something to hide: each section redacted (a middle one seen clean
     is kept as it is), hidden characters decided over the whole text as ``_redact_whole`` does,
     so the result is the same as the whole text's."""
     last = len(cores) - 1
+    first = 0 if lead else 1
     written: list[str] = []
     read: list[str] | None = None  # as read without hidden characters, once one is found
     clean: list[str] = []
     for position in range(last + 1):
-        section = _section(cores, position)
-        middle = 0 < position < last
+        section = _section(cores, position, lead)
+        middle = first <= position < last
         if middle and not extra and _clean_sections.get(cores[position]) == generation:
             result = section
         else:

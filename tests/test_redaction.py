@@ -347,23 +347,29 @@ def test_a_sectioned_text_is_redacted_as_the_whole_text_is(
     monkeypatch.setattr(redaction, "_known_sorted", ("registered-value-1",))
     monkeypatch.setattr(redaction, "_urls_sorted", ())
     monkeypatch.setattr(redaction, "_clean_sections", {})
+    monkeypatch.setattr(redaction, "_clean_heads", ())
     chooser = random.Random(2727)
-    for _ in range(4000):
-        cores = [
-            "".join(chooser.choice(_SECTION_PIECES) for _ in range(chooser.randint(0, 5)))
-            for _ in range(chooser.randint(2, 6))
-        ]
-        text = redaction.SECTION_BREAK.join(cores)
-        cores = text.split(redaction.SECTION_BREAK)  # a core may itself have held the break
-        if len(cores) < 2:
-            continue
-        whole = redaction._redact_whole(text, ())
-        assert redaction._by_section(text, cores, ()) == whole, repr(text)
-        assert redaction._by_section(text, cores, ()) == whole, repr(text)  # remembered now
-        extra = ("value-1",)
-        assert redaction._by_section(text, cores, extra) == redaction._redact_whole(text, extra), (
-            repr(text)
-        )
+
+    plain = ["answer", " ", "\n", "#", "words", "step 1 (Writer)"]
+
+    def piece(pieces: list[str] = _SECTION_PIECES) -> str:
+        return "".join(chooser.choice(pieces) for _ in range(chooser.randint(0, 5)))
+
+    for round_ in range(2000):
+        # a chain of prompts, each holding the previous one's sections and one more, as the
+        # tasks of a sequential run do; in every other chain the earlier sections are plain
+        # (so they are remembered clean) and only the newest ones and the tail vary
+        earlier = plain if round_ % 2 else _SECTION_PIECES
+        cores = [piece(earlier)]
+        for _ in range(chooser.randint(1, 6)):
+            cores.append(piece(earlier if chooser.random() < 0.7 else _SECTION_PIECES))
+            text = redaction.SECTION_BREAK.join([*cores, piece(earlier)])
+            shown = [redaction.redact_text(text), redaction.redact_text(text)]
+            assert shown == [redaction._redact_whole(text, ())] * 2, repr(text)  # then cached
+            extra = ("value-1",)
+            assert redaction.redact_text(text, extra) == redaction._redact_whole(text, extra), repr(
+                text
+            )
 
 
 def _long_prompt(outputs: list[str]) -> str:
