@@ -1,6 +1,6 @@
 """The 400-task context chain, this checkout against an earlier commit, side by side in one run.
 
-Usage: ``python benchmarks/chain_compare.py [--baseline REV] [--rounds N] [--tasks N]``.
+Usage: ``python benchmarks/chain_compare.py [--baseline REV] [--after REV] [--rounds N]``.
 
 Task ``n`` of one sequential run has every earlier task as context (its prompt holds ``n``
 outputs of 20 words); a task's cost is the time from the previous task's end to its own (wall,
@@ -87,10 +87,12 @@ def main() -> int:
     parser.add_argument("--baseline", default="d996160", help="the commit to compare with")
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--tasks", type=int, default=400)
+    parser.add_argument("--after", default=None, help="a commit instead of this checkout")
     args = parser.parse_args()
     loads = [os.getloadavg()[0]]
     with tempfile.TemporaryDirectory() as tmp:
-        trees = {"before": unpack(args.baseline, Path(tmp)), "after": ROOT}
+        after = ROOT if args.after is None else unpack(args.after, Path(tmp) / "after")
+        trees = {"before": unpack(args.baseline, Path(tmp) / "before"), "after": after}
         found: dict[str, list[dict[str, dict[str, float]]]] = {name: [] for name in trees}
         for _ in range(args.rounds):
             for name, tree in trees.items():
