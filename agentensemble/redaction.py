@@ -153,7 +153,7 @@ def redact_text(text: str, extra: Iterable[str] = ()) -> str:
     output) is redacted section by section, with the same result: see ``_by_section``."""
     if not extra and len(text) <= _CLEAN_LONGEST and _clean.get(text) == _generation:
         return text  # seen clean under this very policy
-    if SECTION_BREAK in text:
+    if len(text) > _SECTIONS_FROM and SECTION_BREAK in text:
         extra = tuple(extra)
         if _cuttable(extra):
             return _sectioned(text, extra)
@@ -187,6 +187,8 @@ whitespace after it, and ``###`` is three), and a registered secret holding a li
 by ``#`` turns the cutting off. ``tests/test_redaction.py`` checks section by section equals
 whole on every rule's texts cut at every place."""
 
+_SECTIONS_FROM = 2048
+"""Shorter texts are scanned whole: below about 2 kB, one scan costs less than the cutting."""
 _clean_sections: dict[str, int] = {}
 """Sections (as cut, without their ``### `` and blank line) found clean under a policy
 generation: a prompt holding every earlier output scans only the sections it has not seen.
@@ -199,6 +201,10 @@ the text's last section: the next task's prompt starts with the same sections (e
 output but the newest), so a text starting with ``text[:cut]`` followed by ``### `` has only
 its sections from there on to check. Four are kept (concurrent tasks), all clean."""
 _HEADS_MOST = 4
+_REST_MOST = 8192
+"""What follows a remembered start is scanned whole up to this length; a longer rest (an output
+holding a secret is never remembered clean, so the rest grows from there) goes section by
+section."""
 
 
 def _cuttable(extra: tuple[str, ...]) -> bool:
@@ -216,16 +222,17 @@ def _sectioned(text: str, extra: tuple[str, ...]) -> str:
         for seen, cut, when in _clean_heads:
             if (
                 when == generation
-                and len(text) > cut
+                and cut < len(text) <= cut + _REST_MOST
                 and text.startswith("### ", cut)
                 and _starts_alike(text, seen, cut)
             ):
-                rest = _by_section(text[cut + 4 :].split(SECTION_BREAK), extra, generation, True)
-                if rest is None:
+                rest = text[cut:]  # redacted at once: the newest output or two
+                shown = _redact_whole(rest, extra)
+                if shown == rest:
                     _remember_head(text, generation)
                     return text
-                return seen[:cut] + rest
-    result = _by_section(text.split(SECTION_BREAK), extra, generation, False)
+                return seen[:cut] + shown
+    result = _by_section(text.split(SECTION_BREAK), extra, generation)
     if result is None:
         if not extra:
             _remember_head(text, generation)
@@ -248,32 +255,28 @@ def _remember_head(text: str, generation: int) -> None:
     _clean_heads = ((text, cut, generation), *_clean_heads[: _HEADS_MOST - 1])
 
 
-def _section(cores: list[str], position: int, lead: bool) -> str:
-    """Section ``position`` as it stands in the text: the cut falls before each ``### ``
-    (``lead``: the first core is a section's too, the text being the rest after a cut)."""
-    head = SECTION_BREAK[2:] if position or lead else ""
+def _section(cores: list[str], position: int) -> str:
+    """Section ``position`` as it stands in the text: the cut falls before each ``### ``."""
+    head = SECTION_BREAK[2:] if position else ""
     return head + cores[position] + ("\n\n" if position < len(cores) - 1 else "")
 
 
-def _by_section(
-    cores: list[str], extra: tuple[str, ...], generation: int, lead: bool
-) -> str | None:
-    """The redaction of the text the ``cores`` were cut from (after a cut, with ``lead``), or
-    None when it is clean: a middle section seen clean under ``generation`` is not scanned
-    again, and the clean case (nothing to hide) scans only the sections not seen before."""
+def _by_section(cores: list[str], extra: tuple[str, ...], generation: int) -> str | None:
+    """The redaction of the text the ``cores`` were cut from, or None when it is clean: a
+    middle section seen clean under ``generation`` is not scanned again, and the clean case
+    (nothing to hide) scans only the sections not seen before."""
     last = len(cores) - 1
-    first = 0 if lead else 1  # the first section of a whole text has no ``### ``
     if extra:
         unseen = list(range(last + 1))
     else:
         seen = list(map(_clean_sections.get, cores))
-        unseen = [*range(first), *(i for i in range(first, last) if seen[i] != generation), last]
+        unseen = [0, *(i for i in range(1, last) if seen[i] != generation), last]
     for position in unseen:
-        section = _section(cores, position, lead)
+        section = _section(cores, position)
         if drop_hidden(section) is not section or _redacted(section, extra) != section:
-            return _every_section(cores, extra, generation, lead)
+            return _every_section(cores, extra, generation)
     if not extra:
-        _remember_sections([cores[i] for i in unseen if first <= i < last], generation)
+        _remember_sections([cores[i] for i in unseen[1:-1]], generation)
     return None
 
 
@@ -287,18 +290,17 @@ def _remember_sections(cores: list[str], generation: int) -> None:
         _sections_chars += len(core)
 
 
-def _every_section(cores: list[str], extra: tuple[str, ...], generation: int, lead: bool) -> str:
+def _every_section(cores: list[str], extra: tuple[str, ...], generation: int) -> str:
     """A sectioned text with something to hide: each section redacted (a middle one seen clean
     is kept as it is), hidden characters decided over the whole text as ``_redact_whole`` does,
     so the result is the same as the whole text's."""
     last = len(cores) - 1
-    first = 0 if lead else 1
     written: list[str] = []
     read: list[str] | None = None  # as read without hidden characters, once one is found
     clean: list[str] = []
     for position in range(last + 1):
-        section = _section(cores, position, lead)
-        middle = first <= position < last
+        section = _section(cores, position)
+        middle = 0 < position < last
         if middle and not extra and _clean_sections.get(cores[position]) == generation:
             result = section
         else:

@@ -348,6 +348,7 @@ def test_a_sectioned_text_is_redacted_as_the_whole_text_is(
     monkeypatch.setattr(redaction, "_urls_sorted", ())
     monkeypatch.setattr(redaction, "_clean_sections", {})
     monkeypatch.setattr(redaction, "_clean_heads", ())
+    monkeypatch.setattr(redaction, "_SECTIONS_FROM", 0)  # short texts cut too
     chooser = random.Random(2727)
 
     plain = ["answer", " ", "\n", "#", "words", "step 1 (Writer)"]
@@ -421,3 +422,34 @@ def test_a_sectioned_prompt_with_a_credential_is_redacted_everywhere_it_shows() 
         shown = redact_text(prompt)
         assert "abcdefghijklmnop" not in shown and "Z" * 24 not in shown
         assert shown.count("plain words") == prompt.count("plain words")
+
+
+def test_a_text_sharing_a_remembered_start_is_cut_only_where_a_section_starts(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A prompt found clean is remembered up to its last section; a later text starting the
+    same way is checked from there on only when a section (``### ``) starts there too: a text
+    that goes on otherwise may continue a credential across that place."""
+    from agentensemble import redaction
+
+    monkeypatch.setattr(redaction, "_clean_heads", ())
+    monkeypatch.setattr(redaction, "_clean_sections", {})
+    filler = "plain words " * 200
+    first = _long_prompt([filler, filler + "Authorization: Bearer", "short"])
+    assert redact_text(first) == first  # clean: "Bearer" ends its section
+    cut = first.rfind(redaction.SECTION_BREAK) + 2
+    for rest in ("abcdefghijkl and more", "### step 9 (Writer)\nabcdefghijkl"):
+        text = first[:cut] + rest
+        assert redact_text(text) == redaction._redact_whole(text, ())
+    assert "abcdefghijkl" not in redact_text(first[:cut] + "abcdefghijkl and more")
+
+
+def test_two_long_texts_are_alike_up_to_a_place_only_when_every_character_before_it_is() -> None:
+    from agentensemble.redaction import _starts_alike
+
+    seen = "".join(chr(65 + n % 26) for n in range(40_000))
+    for cut in (1, 8191, 8192, 8193, 20_000, 40_000):
+        assert _starts_alike(seen + "tail", seen, cut)
+        for place in {0, cut // 2, cut - 1, 8191 % cut, 8192 % cut}:
+            changed = seen[:place] + "!" + seen[place + 1 :]
+            assert not _starts_alike(changed, seen, cut), (cut, place)
