@@ -251,6 +251,8 @@ def _starts_alike(text: str, seen: str, cut: int) -> bool:
 
 def _remember_head(text: str, generation: int) -> None:
     global _clean_heads
+    if len(text) > _SECTIONS_MOST_CHARS:  # held as it is: bounded like the clean sections
+        return
     cut = text.rfind(SECTION_BREAK) + 2  # the start of the last section
     _clean_heads = ((text, cut, generation), *_clean_heads[: _HEADS_MOST - 1])
 
