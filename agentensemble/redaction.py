@@ -150,7 +150,7 @@ def redact_text(text: str, extra: Iterable[str] = ()) -> str:
     stay, for a display to escape.
 
     A long text cut into sections by ``SECTION_BREAK`` (a prompt holding every earlier task's
-    output) is redacted section by section, with the same result: see ``_by_section``."""
+    output) is redacted section by section, with the same result: see ``_sectioned``."""
     if not extra and len(text) <= _CLEAN_LONGEST and _clean.get(text) == _generation:
         return text  # seen clean under this very policy
     if len(text) > _SECTIONS_FROM and SECTION_BREAK in text:
