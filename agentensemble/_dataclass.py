@@ -55,7 +55,8 @@ def _methods(cls: type, fields: tuple[dataclasses.Field[Any], ...], eq: bool) ->
 
     @reprlib.recursive_repr()
     def __repr__(self: Any) -> str:
-        return self.__class__.__qualname__ + template.format(*shown(self))
+        name: str = self.__class__.__qualname__
+        return name + template.format(*shown(self))
 
     methods: dict[str, Any] = {"__repr__": __repr__}
     if eq:
