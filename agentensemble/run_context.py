@@ -9,7 +9,7 @@ they are built, which is how an event knows its run and task without any plumbin
 
 from __future__ import annotations
 
-import uuid
+import os
 from collections.abc import Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
@@ -34,9 +34,21 @@ _model_call: ContextVar[ModelCallScope | None] = ContextVar(
 )
 
 
+# the version (4) and variant (RFC 4122) bits of a random UUID, as uuid.uuid4() sets them
+_UUID4_CLEAR = ~((0xC000 << 48) | (0xF000 << 64))
+_UUID4_SET = (0x8000 << 48) | (4 << 76)
+
+
+def new_id_hex() -> str:
+    """A fresh random UUID4 as 32 hex digits (``uuid.uuid4().hex``, at a third of its cost: a
+    run makes one per model call)."""
+    return f"{(int.from_bytes(os.urandom(16), 'big') & _UUID4_CLEAR) | _UUID4_SET:032x}"
+
+
 def new_run_id() -> str:
-    """A fresh run id: a UUID4 as a string."""
-    return str(uuid.uuid4())
+    """A fresh run id: a UUID4 as a string (``str(uuid.uuid4())``)."""
+    h = new_id_hex()
+    return f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}"
 
 
 def current_run_id() -> str:
@@ -66,10 +78,12 @@ def run_scope(run_id: str) -> Iterator[str | None]:
     run_token = _run_id.set(run_id)
     task_token = _task_index.set(None)
     call_token = _model_call.set(None)
+    # bind/reset by token: bound_contextvars reads every context variable first (twice the cost)
+    log_tokens = structlog.contextvars.bind_contextvars(run_id=run_id)
     try:
-        with structlog.contextvars.bound_contextvars(run_id=run_id):
-            yield parent
+        yield parent
     finally:
+        structlog.contextvars.reset_contextvars(**log_tokens)
         _model_call.reset(call_token)
         _task_index.reset(task_token)
         _run_id.reset(run_token)
@@ -101,6 +115,7 @@ __all__ = [
     "current_task_index",
     "enter_task",
     "model_call_scope",
+    "new_id_hex",
     "new_run_id",
     "run_scope",
 ]
