@@ -91,20 +91,32 @@ def needed_inputs(ensemble: Any) -> dict[str, str]:
     return dict(sorted(needed.items()))
 
 
-def check_inputs_for(ensemble: Any, inputs: Mapping[str, Any]) -> None:
-    """Every missing template variable in one PromptTemplateError; a bad ``for_each`` input."""
+def check_inputs_for(
+    ensemble: Any,
+    inputs: Mapping[str, Any],
+    *,
+    tasks: Sequence[Any] | None = None,
+    agents: Sequence[Agent] | None = None,
+) -> None:
+    """Every missing template variable in one PromptTemplateError; a bad ``for_each`` input.
+    ``tasks`` / ``agents``: ``leaf_tasks`` and ``team_and_task_agents`` of the ensemble, when
+    the caller has them already."""
+    tasks = leaf_tasks(ensemble.tasks) if tasks is None else tasks
+    agents = team_and_task_agents(ensemble) if agents is None else agents
+    texts: list[str] = []
     missing: set[str] = set()
-    for task in leaf_tasks(ensemble.tasks):
-        texts = [task.description, task.expected_output]
-        if task.agent is not None:
-            texts += _agent_texts(task.agent)
+    for task in tasks:
         if task.for_each is not None:
             fan_out_items(task, inputs)
-            missing |= set(missing_variables(texts, {**dict.fromkeys(FAN_OUT_VARIABLES), **inputs}))
+            own = [task.description, task.expected_output]
+            missing |= set(missing_variables(own, {**dict.fromkeys(FAN_OUT_VARIABLES), **inputs}))
         else:
-            missing |= set(missing_variables(texts, inputs))
-    for agent in team_and_task_agents(ensemble):
-        missing |= set(missing_variables(_agent_texts(agent), inputs))
+            texts += (task.description, task.expected_output)
+    # every task's agent is among ``agents``: its texts are checked once, against the inputs
+    # alone (as they always were; checking them with each task as well found nothing more)
+    for agent in agents:
+        texts += _agent_texts(agent)
+    missing |= set(missing_variables(texts, inputs))
     if missing:
         raise PromptTemplateError(sorted(missing))
 
