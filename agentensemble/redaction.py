@@ -147,9 +147,20 @@ def redact_text(text: str, extra: Iterable[str] = ()) -> str:
     mark inside) would pass the rules and be joined again by whoever reads the text: when the
     text without its hidden characters is redacted otherwise than the text as written (a secret
     crossed a hidden character), that text is the one redacted; otherwise the hidden characters
-    stay, for a display to escape."""
-    if not extra and _clean.get(text) == _generation:  # seen clean under this very policy
-        return text
+    stay, for a display to escape.
+
+    A long text cut into sections by ``SECTION_BREAK`` (a prompt holding every earlier task's
+    output) is redacted section by section, with the same result: see ``_sectioned``."""
+    if not extra and len(text) <= _CLEAN_LONGEST and _clean.get(text) == _generation:
+        return text  # seen clean under this very policy
+    if len(text) > _SECTIONS_FROM and SECTION_BREAK in text:
+        extra = tuple(extra)
+        if _cuttable(extra):
+            return _sectioned(text, extra)
+    return _redact_whole(text, extra)
+
+
+def _redact_whole(text: str, extra: Iterable[str]) -> str:
     generation = _generation  # read before the scan: a secret learnt meanwhile makes it stale
     joined = drop_hidden(text)
     if joined is text:  # nothing hidden: the common case
@@ -163,6 +174,158 @@ def redact_text(text: str, extra: Iterable[str] = ()) -> str:
             _clean.clear()
         _clean[text] = generation
     return result
+
+
+# -- long texts, section by section --------------------------------------------------------------
+
+SECTION_BREAK = "\n\n### "
+"""Where a long text may be cut for redaction: each context output in a task's prompt is its own
+``### `` section (``execution/prompts.py``). The cut falls between the blank line and ``###``:
+no rule matches across it (no rule starts at ``#`` or a space; the rules that cross a line end,
+``Bearer``/``Basic`` and ``password: value``, need four or more characters other than ``#`` and
+whitespace after it, and ``###`` is three), and a registered secret holding a line end followed
+by ``#`` turns the cutting off. ``tests/test_redaction.py`` checks section by section equals
+whole on every rule's texts cut at every place."""
+
+_SECTIONS_FROM = 2048
+"""Shorter texts are scanned whole: below about 2 kB, one scan costs less than the cutting."""
+_clean_sections: dict[str, int] = {}
+"""Sections (as cut, without their ``### `` and blank line) found clean under a policy
+generation: a prompt holding every earlier output scans only the sections it has not seen.
+Bounded like ``_clean``; only clean sections are kept, so nothing secret is held here."""
+_SECTIONS_MOST_CHARS = 4_000_000
+_sections_chars = 0
+_clean_heads: tuple[tuple[str, int, int], ...] = ()
+"""The latest sectioned texts found clean, as ``(text, cut, generation)``, ``cut`` the start of
+the text's last section: the next task's prompt starts with the same sections (every earlier
+output but the newest), so a text starting with ``text[:cut]`` followed by ``### `` has only
+its sections from there on to check. Four are kept (concurrent tasks), all clean."""
+_HEADS_MOST = 4
+_REST_MOST = 8192
+"""What follows a remembered start is scanned whole up to this length; a longer rest (an output
+holding a secret is never remembered clean, so the rest grows from there) goes section by
+section."""
+
+
+def _cuttable(extra: tuple[str, ...]) -> bool:
+    """Whether no secret could span a cut (none holds a line end followed by ``#``)."""
+    return not any(
+        "\n#" in value for value in (*extra, *_known_sorted, *(url for url, _ in _urls_sorted))
+    )
+
+
+def _sectioned(text: str, extra: tuple[str, ...]) -> str:
+    """``redact_text(text)`` for a text holding ``SECTION_BREAK``: when it starts with the
+    clean sections of a text seen before, only the sections after them are redacted."""
+    generation = _generation  # read before the scans, as in ``_redact_whole``
+    if not extra:
+        for seen, cut, when in _clean_heads:
+            if (
+                when == generation
+                and cut < len(text) <= cut + _REST_MOST
+                and text.startswith("### ", cut)
+                and _starts_alike(text, seen, cut)
+            ):
+                rest = text[cut:]  # redacted at once: the newest output or two
+                shown = _redact_whole(rest, extra)
+                if shown == rest:
+                    _remember_head(text, generation)
+                    return text
+                return seen[:cut] + shown
+    result = _by_section(text.split(SECTION_BREAK), extra, generation)
+    if result is None:
+        if not extra:
+            _remember_head(text, generation)
+        return text
+    return result
+
+
+def _starts_alike(text: str, seen: str, cut: int) -> bool:
+    """``text[:cut] == seen[:cut]`` compared a slice of ``seen`` at a time: a prompt-sized copy
+    per check would be fresh memory (page faults) each time, the texts growing task by task."""
+    return all(
+        text.startswith(seen[start : min(start + 8192, cut)], start)
+        for start in range(0, cut, 8192)
+    )
+
+
+def _remember_head(text: str, generation: int) -> None:
+    global _clean_heads
+    if len(text) > _SECTIONS_MOST_CHARS:  # held as it is: bounded like the clean sections
+        return
+    cut = text.rfind(SECTION_BREAK) + 2  # the start of the last section
+    _clean_heads = ((text, cut, generation), *_clean_heads[: _HEADS_MOST - 1])
+
+
+def _section(cores: list[str], position: int) -> str:
+    """Section ``position`` as it stands in the text: the cut falls before each ``### ``."""
+    head = SECTION_BREAK[2:] if position else ""
+    return head + cores[position] + ("\n\n" if position < len(cores) - 1 else "")
+
+
+def _by_section(cores: list[str], extra: tuple[str, ...], generation: int) -> str | None:
+    """The redaction of the text the ``cores`` were cut from, or None when it is clean: a
+    middle section seen clean under ``generation`` is not scanned again, and the clean case
+    (nothing to hide) scans only the sections not seen before."""
+    last = len(cores) - 1
+    if extra:
+        unseen = list(range(last + 1))
+    else:
+        seen = list(map(_clean_sections.get, cores))
+        unseen = [0, *(i for i in range(1, last) if seen[i] != generation), last]
+    for position in unseen:
+        section = _section(cores, position)
+        if drop_hidden(section) is not section or _redacted(section, extra) != section:
+            return _every_section(cores, extra, generation)
+    if not extra:
+        _remember_sections([cores[i] for i in unseen[1:-1]], generation)
+    return None
+
+
+def _remember_sections(cores: list[str], generation: int) -> None:
+    global _sections_chars
+    for core in cores:
+        if _sections_chars + len(core) > _SECTIONS_MOST_CHARS:
+            _clean_sections.clear()
+            _sections_chars = 0
+        _clean_sections[core] = generation
+        _sections_chars += len(core)
+
+
+def _every_section(cores: list[str], extra: tuple[str, ...], generation: int) -> str:
+    """A sectioned text with something to hide: each section redacted (a middle one seen clean
+    is kept as it is), hidden characters decided over the whole text as ``_redact_whole`` does,
+    so the result is the same as the whole text's."""
+    last = len(cores) - 1
+    written: list[str] = []
+    read: list[str] | None = None  # as read without hidden characters, once one is found
+    clean: list[str] = []
+    for position in range(last + 1):
+        section = _section(cores, position)
+        middle = 0 < position < last
+        if middle and not extra and _clean_sections.get(cores[position]) == generation:
+            result = section
+        else:
+            joined = drop_hidden(section)
+            if joined is not section:
+                if read is None:
+                    read = list(written)
+                written.append(_redacted(section, extra))
+                read.append(_redacted(joined, extra))
+                continue
+            result = _redacted(section, extra)
+            if middle and result == section:
+                clean.append(cores[position])
+        written.append(result)
+        if read is not None:
+            read.append(result)
+    if not extra:
+        _remember_sections(clean, generation)
+    as_written = "".join(written)
+    if read is None:
+        return as_written
+    as_read = "".join(read)
+    return as_written if drop_hidden(as_written) == as_read else as_read
 
 
 def _redacted(text: str, extra: Iterable[str]) -> str:

@@ -319,3 +319,137 @@ def test_skipping_rules_whose_literal_is_absent_never_changes_the_result(
     for _ in range(5000):
         text = "".join(chooser.choice(pieces) for _ in range(chooser.randint(1, 8)))
         assert redact_text(text) == _every_rule(text), text
+
+
+# -- long texts redacted section by section ------------------------------------------------------
+
+_SECTION_PIECES = [
+    "sk-abcdefgh12", "Bearer", "Bearer abcdefghij", "basic ", "api_key=", "password:",
+    "password: ", "API-KEY: 'zz1234'", "?token=abc", "&x=1", "://u:p@h", "postgres://me:pw@db/x",
+    "ghp_" + "a" * 22, "AKIA" + "A" * 16, "AIza" + "d" * 22, "secret", "access_token=",
+    "registered-value-1", "registered-", "value-1", "\n", "\n\n", "\n\n###", "\n\n### ", "### ",
+    "#", "##", "#####", " ", '"', "'", "=", ":", "***", "...", "answer", "é", "\u200b", "\x1b",
+    "bearer ", "###x", "####",
+]  # fmt: skip
+
+
+def test_a_sectioned_text_is_redacted_as_the_whole_text_is(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A long prompt is cut at each ``\\n\\n### `` and redacted section by section (each earlier
+    output scanned once, not once per later task): the result must equal the whole text's,
+    whatever sits on either side of a cut: every rule's texts, hidden characters, registered
+    values, look-alikes of the cut itself, glued in random orders."""
+    import random
+
+    from agentensemble import redaction
+
+    monkeypatch.setattr(redaction, "_known_sorted", ("registered-value-1",))
+    monkeypatch.setattr(redaction, "_urls_sorted", ())
+    monkeypatch.setattr(redaction, "_clean_sections", {})
+    monkeypatch.setattr(redaction, "_clean_heads", ())
+    monkeypatch.setattr(redaction, "_SECTIONS_FROM", 0)  # short texts cut too
+    chooser = random.Random(2727)
+
+    plain = ["answer", " ", "\n", "#", "words", "step 1 (Writer)"]
+
+    def piece(pieces: list[str] = _SECTION_PIECES) -> str:
+        return "".join(chooser.choice(pieces) for _ in range(chooser.randint(0, 5)))
+
+    for round_ in range(2000):
+        # a chain of prompts, each holding the previous one's sections and one more, as the
+        # tasks of a sequential run do; in every other chain the earlier sections are plain
+        # (so they are remembered clean) and only the newest ones and the tail vary
+        earlier = plain if round_ % 2 else _SECTION_PIECES
+        cores = [piece(earlier)]
+        for _ in range(chooser.randint(1, 6)):
+            cores.append(piece(earlier if chooser.random() < 0.7 else _SECTION_PIECES))
+            text = redaction.SECTION_BREAK.join([*cores, piece(earlier)])
+            shown = [redaction.redact_text(text), redaction.redact_text(text)]
+            assert shown == [redaction._redact_whole(text, ())] * 2, repr(text)  # then cached
+            extra = ("value-1",)
+            assert redaction.redact_text(text, extra) == redaction._redact_whole(text, extra), repr(
+                text
+            )
+
+
+def _long_prompt(outputs: list[str]) -> str:
+    from agentensemble.execution.prompts import ContextItem, build_user_prompt
+
+    items = [ContextItem(f"step {n}", "Writer", out) for n, out in enumerate(outputs)]
+    return build_user_prompt("the last step", "one line", items)
+
+
+def test_a_secret_registered_after_a_section_was_found_clean_is_still_redacted() -> None:
+    """Sections found clean are remembered under the policy as it was: a secret registered
+    meanwhile (between two tasks of a run) makes them stale, so a later prompt holding the
+    same earlier output does not leak it."""
+    late = "late-registered-secret-2727"
+    outputs = [f"output {n}: " + "words " * 40 for n in range(40)]
+    outputs[3] += late
+    prompt = _long_prompt(outputs)
+    assert len(prompt) > 4096 and "\n\n### " in prompt
+    assert redact_text(prompt) == prompt  # every section now remembered clean
+    register_secret(late)
+    shown = redact_text(prompt)
+    assert late not in shown and REDACTED in shown
+    assert shown == prompt.replace(late, REDACTED)
+
+
+def test_a_secret_that_could_span_a_cut_turns_the_cutting_off(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A registered value holding a line end followed by ``#`` could straddle a cut: the whole
+    text is then scanned at once."""
+    from agentensemble import redaction
+
+    spanning = "tail-of-one\n\n### step 7"
+    outputs = ["plain words " * 40 for _ in range(40)]
+    outputs[6] += "tail-of-one"
+    prompt = _long_prompt(outputs)
+    assert spanning in prompt
+    monkeypatch.setattr(redaction, "_known_sorted", (spanning,))
+    monkeypatch.setattr(redaction, "_generation", redaction._generation + 1)
+    assert spanning not in redact_text(prompt)
+
+
+def test_a_sectioned_prompt_with_a_credential_is_redacted_everywhere_it_shows() -> None:
+    outputs = ["plain words " * 40 for _ in range(40)]
+    outputs[5] += " Authorization: Bearer abcdefghijklmnop"
+    outputs[30] = "token sk-" + "Z" * 24
+    prompt = _long_prompt(outputs)
+    for _ in range(2):  # the second time, the clean sections are remembered
+        shown = redact_text(prompt)
+        assert "abcdefghijklmnop" not in shown and "Z" * 24 not in shown
+        assert shown.count("plain words") == prompt.count("plain words")
+
+
+def test_a_text_sharing_a_remembered_start_is_cut_only_where_a_section_starts(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A prompt found clean is remembered up to its last section; a later text starting the
+    same way is checked from there on only when a section (``### ``) starts there too: a text
+    that goes on otherwise may continue a credential across that place."""
+    from agentensemble import redaction
+
+    monkeypatch.setattr(redaction, "_clean_heads", ())
+    monkeypatch.setattr(redaction, "_clean_sections", {})
+    filler = "plain words " * 200
+    first = _long_prompt([filler, filler + "Authorization: Bearer", "short"])
+    assert redact_text(first) == first  # clean: "Bearer" ends its section
+    cut = first.rfind(redaction.SECTION_BREAK) + 2
+    for rest in ("abcdefghijkl and more", "### step 9 (Writer)\nabcdefghijkl"):
+        text = first[:cut] + rest
+        assert redact_text(text) == redaction._redact_whole(text, ())
+    assert "abcdefghijkl" not in redact_text(first[:cut] + "abcdefghijkl and more")
+
+
+def test_two_long_texts_are_alike_up_to_a_place_only_when_every_character_before_it_is() -> None:
+    from agentensemble.redaction import _starts_alike
+
+    seen = "".join(chr(65 + n % 26) for n in range(40_000))
+    for cut in (1, 8191, 8192, 8193, 20_000, 40_000):
+        assert _starts_alike(seen + "tail", seen, cut)
+        for place in {0, cut // 2, cut - 1, 8191 % cut, 8192 % cut}:
+            changed = seen[:place] + "!" + seen[place + 1 :]
+            assert not _starts_alike(changed, seen, cut), (cut, place)

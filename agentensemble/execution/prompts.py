@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import cached_property
 
 STANDARD_INSTRUCTIONS = (
     "Work on the task below until it is complete. "
@@ -20,6 +21,12 @@ class ContextItem:
     task_description: str
     agent_role: str
     output: str
+
+    @cached_property
+    def section(self) -> str:
+        """The item as the prompt shows it, rendered once: a run keeps one item per output, and
+        every later task naming that output shows the same text (its prompt is then a join)."""
+        return f"### {self.task_description} ({self.agent_role})\n{self.output}"
 
 
 def build_system_prompt(
@@ -45,18 +52,19 @@ def build_user_prompt(
     context: Sequence[ContextItem] = (),
     output_instructions: str | None = None,
 ) -> str:
-    """Context from previous tasks (if any), then ``## Task`` and ``## Expected Output``."""
-    sections: list[str] = []
+    """Context from previous tasks (if any), then ``## Task`` and ``## Expected Output``.
+
+    One join of the parts (each context item a ``### `` section, see ``ContextItem.section``):
+    a prompt holding every earlier output is copied once, not once more per enclosing part."""
+    parts: list[str] = []
     if context:
-        items = [
-            f"### {item.task_description} ({item.agent_role})\n{item.output}" for item in context
-        ]
-        sections.append("## Context from Previous Tasks\n\n" + "\n\n".join(items))
-    sections.append(f"## Task\n{description}")
-    sections.append(f"## Expected Output\n{expected_output}")
+        parts.append("## Context from Previous Tasks")
+        parts += [item.section for item in context]
+    parts.append(f"## Task\n{description}")
+    parts.append(f"## Expected Output\n{expected_output}")
     if output_instructions:
-        sections.append(output_instructions)
-    return "\n\n".join(sections)
+        parts.append(output_instructions)
+    return "\n\n".join(parts)
 
 
 __all__ = ["STANDARD_INSTRUCTIONS", "ContextItem", "build_system_prompt", "build_user_prompt"]

@@ -27,6 +27,15 @@ class Counters:
     review_wait_seconds: float = 0.0
     retries: int = 0
 
+    def fields(self) -> dict[str, float | int]:
+        """The metrics as the trace records them (validated with the rest of the trace)."""
+        return {
+            "model_seconds": self.model_seconds,
+            "tool_seconds": self.tool_seconds,
+            "review_wait_seconds": self.review_wait_seconds,
+            "retries": self.retries,
+        }
+
     def metrics(self) -> TaskMetrics:
         return TaskMetrics(
             model_seconds=self.model_seconds,

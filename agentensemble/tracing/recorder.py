@@ -413,9 +413,9 @@ class TraceRecorder:
         self._closed = True
         if self._trace is None:
             return None
-        for index, task in self._tasks.items():
-            if task.record is not None:
-                task.record["metrics"] = self.metrics_for(index)
+        for task in self._tasks.values():
+            if task.record is not None:  # a dict: TaskMetrics is built once, for the output
+                task.record["metrics"] = task.metrics.fields()
         try:
             return ExecutionTrace.model_validate({**self._trace, "ended_at": now(), **fields})
         except ValidationError as error:  # observing a run must never break it

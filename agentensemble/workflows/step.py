@@ -129,6 +129,14 @@ class Scope:
             scope = scope.parent
         return []
 
+    def lookup_all(self, steps: Sequence[Any]) -> list[TaskOutput]:
+        """``lookup`` of each of ``steps`` in turn, flattened: one call per task, not one per
+        step (a task naming every earlier task spent most of its time in the calls)."""
+        if self.parent is None:
+            get = self.finals.get
+            return [out for step in steps for out in get(id(step), ())]
+        return [out for step in steps for out in self.lookup(step)]
+
     def has(self, step: Any) -> bool:
         return id(step) in self.finals
 
@@ -160,6 +168,18 @@ class RunState:
         """Completed outputs and their tasks in the ensemble's order (by slot)."""
         records = sorted(self.records, key=lambda record: record[0])
         return [output for _, _, output in records], [task for _, task, _ in records]
+
+    def context_items_of(self, outputs: Sequence[TaskOutput]) -> list[ContextItem]:
+        """``context_item`` of each output in turn: one call per task, not one per output."""
+        get = self.context_items.get
+        items: list[ContextItem] = []
+        for output in outputs:
+            found = get(id(output))
+            if found is not None and found[0] is output:
+                items.append(found[1])
+            else:
+                items.append(self.context_item(output))
+        return items
 
     def context_item(self, output: TaskOutput) -> ContextItem:
         found = self.context_items.get(id(output))

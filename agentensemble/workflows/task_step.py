@@ -104,14 +104,12 @@ async def _run(item: PreparedTask, slot: int, call: StepCall) -> tuple[TaskOutpu
     )
     _log.info("task started", task_index=slot, total_tasks=state.total, agent_role=item.agent_role)
     started = time.perf_counter()
-    context = [out for step in item.task.context for out in call.scope.lookup(step)]
+    context = call.scope.lookup_all(item.task.context)
     context += [*call.context, *feedback_outputs(call.feedback)]
     if item.agent_task is None:
         output = await _run_handler(item, description, call.inputs, context, call)
     else:
-        agent_task = item.agent_task.for_run(
-            description, [state.context_item(out) for out in context]
-        )
+        agent_task = item.agent_task.for_run(description, state.context_items_of(context))
         output = await AgentExecutor(agent_task, env).run()
     output = output.model_copy(
         update={"duration": timedelta(seconds=time.perf_counter() - started)}

@@ -43,3 +43,19 @@ def test_user_prompt_with_context_comes_first() -> None:
 def test_user_prompt_with_output_instructions_last() -> None:
     prompt = build_user_prompt("T", "E", output_instructions="## Output Format\nJSON")
     assert prompt.endswith("## Expected Output\nE\n\n## Output Format\nJSON")
+
+
+def test_each_context_item_is_its_own_section_for_redaction() -> None:
+    """The trace redacts a long prompt section by section, cut at ``SECTION_BREAK``: each item
+    must start one (so an earlier output is scanned once per run, not once per later task). The
+    item renders once and the prompt is the same text as before (a join of the parts)."""
+    from agentensemble.redaction import SECTION_BREAK
+
+    items = [ContextItem(f"step {n}", "Writer", f"output {n}") for n in range(3)]
+    prompt = build_user_prompt("T", "E", items)
+    head, *sections = prompt.split(SECTION_BREAK)
+    assert head == "## Context from Previous Tasks"
+    assert sections[:2] == ["step 0 (Writer)\noutput 0", "step 1 (Writer)\noutput 1"]
+    assert sections[2] == "step 2 (Writer)\noutput 2\n\n## Task\nT\n\n## Expected Output\nE"
+    assert items[0].section is items[0].section  # rendered once
+    assert items[0] == ContextItem("step 0", "Writer", "output 0")  # equality: the fields only

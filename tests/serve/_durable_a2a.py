@@ -8,44 +8,30 @@ import asyncio
 import contextlib
 import socket
 import sys
-import threading
 from typing import Any
 
 import httpx
+from _durable_app_common import (
+    IN_MODEL_TURN,
+    answering,
+    build_slow,
+    launched_runtime,
+    status_once_cancelled,
+)
 from a2a.client import ClientConfig, create_client
 from a2a.helpers.proto_helpers import new_text_message
 from a2a.types.a2a_pb2 import CancelTaskRequest, Role, SendMessageRequest, TaskState
 
-from agentensemble import Agent, Ensemble, Task
+from agentensemble import Ensemble
 from agentensemble.durable import DurableRuntime
 from agentensemble.errors import ConfigurationError
 from agentensemble.serve import a2a_app
-from agentensemble.testing import FunctionChatModel
 
 URL = "http://127.0.0.1:8768/"
 
 
 def build() -> Ensemble:
-    agent = Agent(
-        role="Writer",
-        goal="Explain {topic}",
-        llm=FunctionChatModel(lambda m, t: "durable a2a answer"),
-    )
-    return Ensemble(tasks=[Task(description="Explain {topic}.", agent=agent)])
-
-
-IN_MODEL_TURN = threading.Event()  # set by the slow model (DBOS may run it on another loop)
-
-
-async def _never_answers(messages: Any, tools: Any) -> str:
-    IN_MODEL_TURN.set()
-    await asyncio.Event().wait()  # until cancelled
-    return "never"
-
-
-def build_slow() -> Ensemble:
-    agent = Agent(role="Writer", goal="Explain {topic}", llm=FunctionChatModel(_never_answers))
-    return Ensemble(tasks=[Task(description="Explain {topic} slowly.", agent=agent)])
+    return answering("durable a2a answer")
 
 
 async def cancel_a_task(runtime: DurableRuntime) -> None:
@@ -80,14 +66,7 @@ async def cancel_a_task(runtime: DurableRuntime) -> None:
             print("TASK", TaskState.Name(canceled.status.state))
             with contextlib.suppress(Exception):
                 await stream.aclose()
-        status = ""
-        for _ in range(1200):  # bounded: 60 s
-            runs = await asyncio.to_thread(runtime.list_runs)
-            status = next((run.status for run in runs if run.ensemble == "slow"), "")
-            if status == "CANCELLED":
-                break
-            await asyncio.sleep(0.05)
-        print("SLOW RUN", status)
+        print("SLOW RUN", await status_once_cancelled(runtime, "slow"))
     finally:
         server.should_exit = True
         await serving
@@ -106,10 +85,7 @@ async def ask(app: object, text: str) -> None:
 
 
 def main() -> None:
-    runtime = DurableRuntime(f"sqlite:///{sys.argv[1]}/runs.sqlite")
-    runtime.register("explainer", build)
-    runtime.register("slow", build_slow)
-    runtime.launch()
+    runtime = launched_runtime(sys.argv[1], {"explainer": build, "slow": build_slow})
     try:
         if sys.argv[2:] == ["cancel"]:
             asyncio.run(cancel_a_task(runtime))

@@ -6,37 +6,25 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import sys
-import threading
 from typing import Any
 
+from _durable_app_common import (
+    IN_MODEL_TURN,
+    answering,
+    build_slow,
+    launched_runtime,
+    status_once_cancelled,
+)
 from mcp import Client
 
-from agentensemble import Agent, Ensemble, Task
+from agentensemble import Ensemble
 from agentensemble.durable import DurableRuntime
 from agentensemble.errors import ConfigurationError
 from agentensemble.serve import mcp_server
-from agentensemble.testing import FunctionChatModel
 
 
 def build() -> Ensemble:
-    agent = Agent(
-        role="Writer", goal="Explain {topic}", llm=FunctionChatModel(lambda m, t: "durable answer")
-    )
-    return Ensemble(tasks=[Task(description="Explain {topic}.", agent=agent)])
-
-
-IN_MODEL_TURN = threading.Event()  # set by the slow model (DBOS may run it on another loop)
-
-
-async def _never_answers(messages: Any, tools: Any) -> str:
-    IN_MODEL_TURN.set()
-    await asyncio.Event().wait()  # until cancelled
-    return "never"
-
-
-def build_slow() -> Ensemble:
-    agent = Agent(role="Writer", goal="Explain {topic}", llm=FunctionChatModel(_never_answers))
-    return Ensemble(tasks=[Task(description="Explain {topic} slowly.", agent=agent)])
+    return answering("durable answer")
 
 
 async def cancel_then_call(runtime: DurableRuntime) -> None:
@@ -50,15 +38,7 @@ async def cancel_then_call(runtime: DurableRuntime) -> None:
         call.cancel()
         with contextlib.suppress(asyncio.CancelledError):
             await call
-        status = ""
-        for _ in range(1200):  # bounded: 60 s
-            runs = await asyncio.to_thread(runtime.list_runs)
-            slow = [run for run in runs if run.ensemble == "slow"]
-            status = slow[0].status if slow else ""
-            if status == "CANCELLED":
-                break
-            await asyncio.sleep(0.05)
-        print("SLOW RUN", status)
+        print("SLOW RUN", await status_once_cancelled(runtime, "slow"))
         result = await client.call_tool("explain", {"topic": "tides"})
         print("NEXT CALL", result.is_error, result.content[0].text)  # type: ignore[union-attr]
 
@@ -78,10 +58,7 @@ async def call(runtime: DurableRuntime) -> None:
 
 
 def main() -> None:
-    runtime = DurableRuntime(f"sqlite:///{sys.argv[1]}/runs.sqlite")
-    runtime.register("explain", build)
-    runtime.register("slow", build_slow)
-    runtime.launch()
+    runtime = launched_runtime(sys.argv[1], {"explain": build, "slow": build_slow})
     try:
         if sys.argv[2:] == ["cancel"]:
             asyncio.run(cancel_then_call(runtime))

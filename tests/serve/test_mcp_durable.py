@@ -3,31 +3,15 @@ its database like any durable run), with the same progress and result."""
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[2]
-#: the checkout under test, whatever the environment's agentensemble was installed from
-ENV = {
-    **os.environ,
-    "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])),
-}
-APP = Path(__file__).with_name("_durable_served.py")
+from _durable_app_common import run_app
+
+APP = "_durable_served.py"
 
 
 def test_a_served_call_is_a_durable_run(tmp_path: Path) -> None:
-    done = subprocess.run(
-        [sys.executable, str(APP), str(tmp_path)],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        stdin=subprocess.DEVNULL,
-        env=ENV,
-    )
-    assert done.returncode == 0, done.stderr[-3000:]
-    lines = done.stdout.splitlines()
+    lines = run_app(APP, str(tmp_path))
     assert "RESULT False durable answer" in lines
     assert "PROGRESS ['task 1/1 started: Explain tides.', 'task 1/1 done']" in lines
     assert "RUNS [('explain', 'SUCCESS')]" in lines
@@ -38,16 +22,7 @@ def test_a_served_call_is_a_durable_run(tmp_path: Path) -> None:
 def test_a_cancelled_call_cancels_its_durable_run_and_the_server_serves_on(
     tmp_path: Path,
 ) -> None:
-    done = subprocess.run(
-        [sys.executable, str(APP), str(tmp_path), "cancel"],
-        capture_output=True,
-        text=True,
-        timeout=180,
-        stdin=subprocess.DEVNULL,
-        env=ENV,
-    )
-    assert done.returncode == 0, done.stderr[-3000:]
-    lines = done.stdout.splitlines()
+    lines = run_app(APP, str(tmp_path), "cancel", timeout=180)
     assert "IN MODEL TURN True" in lines  # cancelled in the middle of a model turn
-    assert "SLOW RUN CANCELLED" in lines, done.stdout  # recorded as cancelled
+    assert "SLOW RUN CANCELLED" in lines, lines  # recorded as cancelled
     assert "NEXT CALL False durable answer" in lines

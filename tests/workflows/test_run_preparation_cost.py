@@ -143,3 +143,34 @@ def test_each_output_becomes_context_once_however_many_tasks_read_it(
     last_prompt = model.requests[-1].last_user_content
     positions = [last_prompt.index(f"### Step {n} (Writer)\noutput {n}") for n in range(count - 1)]
     assert positions == sorted(positions)  # every earlier output, in task order
+
+
+def test_looking_up_a_tasks_context_at_once_finds_what_looking_up_each_step_finds() -> None:
+    """``Scope.lookup_all`` (one call per task) against ``lookup`` per step: the top level, an
+    inner scope falling back to its parents, steps recorded with no outputs or never recorded;
+    ``RunState.context_items_of`` gives each output its one item, in order."""
+    from agentensemble.outputs import TaskOutput
+    from agentensemble.workflows.step import RunState, Scope
+
+    def out(text: str) -> TaskOutput:
+        return TaskOutput(raw=text, task_description=text, agent_role="r")
+
+    a, b, c, d, never = object(), object(), object(), object(), object()
+    top = Scope()
+    top.record(a, [out("a")])
+    top.record(b, [])
+    inner = top.child()
+    inner.record(c, [out("c1"), out("c2")])
+    inner.record(a, [out("a, again")])  # an inner run of ``a`` hides the outer one
+    top.record(d, [out("d")])
+    for scope in (top, inner):
+        for steps in ([a, b, c, d, never], [d, a, a], []):
+            expected = [o for step in steps for o in scope.lookup(step)]
+            assert scope.lookup_all(steps) == expected
+            assert all(x is y for x, y in zip(scope.lookup_all(steps), expected, strict=True))
+    state = RunState()
+    outputs = inner.lookup_all([a, c, d, a])
+    items = state.context_items_of(outputs)
+    assert [item.output for item in items] == ["a, again", "c1", "c2", "d", "a, again"]
+    assert items[0] is items[-1] is state.context_item(outputs[0])
+    assert state.context_items_of(outputs) == items
