@@ -100,13 +100,14 @@ class TraceRecorder:
     # -- events -------------------------------------------------------------------------------
 
     def on_event(self, event: EnsembleEvent) -> None:
+        handler = _HANDLERS.get(type(event), TraceRecorder._other)
+        if handler is None:  # known and kept elsewhere: no lock taken
+            return
         if getattr(event, "run_id", self.run_id) != self.run_id:
             return  # a nested run's events are its own recorder's business
-        handler = _HANDLERS.get(type(event), TraceRecorder._other)
-        if handler is not None:
-            with self._lock:
-                if not self._closed:
-                    handler(self, event)
+        with self._lock:
+            if not self._closed:
+                handler(self, event)
 
     def _other(self, event: Any) -> None:
         """An event with no place of its own: kept as an EventRecord, under its task if any."""
@@ -250,14 +251,18 @@ class TraceRecorder:
         task = self._task_for(event.task_index, event.agent_role)
         if task is None:
             return
-        task.metrics.model_seconds += event.duration.total_seconds()
-        task.metrics.retries += max(0, event.attempts - 1)
+        latency = event.duration.total_seconds()
+        attempts = event.attempts
+        metrics = task.metrics
+        metrics.model_seconds += latency
+        if attempts > 1:
+            metrics.retries += attempts - 1
         turn = self._turns.pop(event.call_id, None)
         if turn is None:
             return
         turn.update(
-            latency_seconds=event.duration.total_seconds(),
-            attempts=event.attempts,
+            latency_seconds=latency,
+            attempts=attempts,
             usage=counts(event.usage),
             cost_usd=event.cost_usd,
         )
@@ -393,7 +398,9 @@ class TraceRecorder:
                 for o in output.task_outputs
             ]
             priced = [o.cost_usd for o in outputs if o.llm_calls]
-            priced += output._extra_costs  # model calls no task output holds (a manager's)
+            # model calls no task output holds (a manager's); read from the private dict, as
+            # pydantic's __getattr__ for a private attribute costs ~3 us (a failed hasattr)
+            priced += (output.__pydantic_private__ or {}).get("_extra_costs") or ()
             cost = add_costs(priced) if priced else None
             trace = self._finished(
                 status="completed",
