@@ -171,6 +171,8 @@ class TraceRecorder:
     def _reviews_before(self, description: str) -> list[OpenReview]:
         """The reviews asked before this task started: those about its description (as asked,
         or as a reviewer edited it); in a sequential run, whatever is waiting."""
+        if not self._waiting_reviews:  # most runs: no reviewer
+            return []
         mine = [r for r in self._waiting_reviews if description in (r.key[2], r.revised)]
         if not mine and self._workflow == "sequential":
             mine = list(self._waiting_reviews)
