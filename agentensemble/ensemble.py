@@ -213,10 +213,10 @@ class Ensemble(BaseModel):
         started next, once for the whole run, and closed when it ends, whatever way it ends;
         then the run is prepared, once (``workflows/prepare.py``), and handed to its runner."""
         values = check_inputs(inputs)
-        check_inputs_for(self, values)
-        session = memory_wiring.check_session(session, self.memory, self._hierarchical)
         agents = team_and_task_agents(self)
         tasks = leaf_tasks(self.tasks)
+        check_inputs_for(self, values, tasks=tasks, agents=agents)
+        session = memory_wiring.check_session(session, self.memory, self._hierarchical)
         knowledge = memory_wiring.knowledge_of(self.knowledge, tasks)
         if knowledge:
             await memory_wiring.sync_knowledge(knowledge, self.memory)

@@ -50,10 +50,43 @@ class _BoundLogger(structlog.stdlib.BoundLogger):
         return super()._proxy_to_logger(method_name, event, *event_args, **event_kw)
 
 
+class _Logger:
+    """structlog's lazy proxy (``structlog.wrap_logger``), with ``info``/``debug``/
+    ``isEnabledFor`` asking the stdlib logger first. The proxy resolves every method through
+    its ``__getattr__`` (a bind, a lookup, then the level test above: ~4 us), which an INFO line
+    nobody shows paid twice per task; below the level these return at once, and at or above it
+    they take the proxy's usual path. Everything else (``bind``, ``warning``...) is the proxy's."""
+
+    __slots__ = ("_proxy", "_stdlib")
+
+    def __init__(self, proxy: Any, stdlib: logging.Logger) -> None:
+        self._proxy = proxy
+        self._stdlib = stdlib
+
+    def info(self, event: str | None = None, *args: Any, **kw: Any) -> Any:
+        if not self._stdlib.isEnabledFor(logging.INFO):  # disabled, logging.disable() included
+            return None
+        return self._proxy.info(event, *args, **kw)
+
+    def debug(self, event: str | None = None, *args: Any, **kw: Any) -> Any:
+        if not self._stdlib.isEnabledFor(logging.DEBUG):
+            return None
+        return self._proxy.debug(event, *args, **kw)
+
+    def isEnabledFor(self, level: int) -> bool:  # the stdlib's name
+        return self._stdlib.isEnabledFor(level)
+
+    def __getattr__(self, name: str) -> Any:
+        if name in _Logger.__slots__:  # not set yet (a copy being made): no recursion
+            raise AttributeError(name)
+        return getattr(self._proxy, name)
+
+
 def get_logger(**initial: Any) -> Any:
     """The framework's logger: structlog on top of the stdlib ``agentensemble`` logger."""
-    return structlog.wrap_logger(
-        logging.getLogger(LOGGER_NAME),
+    stdlib = logging.getLogger(LOGGER_NAME)
+    proxy = structlog.wrap_logger(
+        stdlib,
         processors=[
             structlog.stdlib.filter_by_level,
             structlog.stdlib.add_log_level,
@@ -65,6 +98,7 @@ def get_logger(**initial: Any) -> Any:
         cache_logger_on_first_use=True,
         **initial,
     )
+    return _Logger(proxy, stdlib)
 
 
 class _Formatter(logging.Formatter):

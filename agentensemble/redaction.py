@@ -18,7 +18,6 @@ inherits every rule here. Stdlib only: importable from every layer and package, 
 
 from __future__ import annotations
 
-import logging
 import re
 import threading
 import unicodedata
@@ -493,63 +492,11 @@ def redact_command(command: Iterable[str]) -> str:
     return " ".join(redact_text(part) for part in command)
 
 
-# -- stdlib loggers of the libraries we drive ----------------------------------------------------
-
-
-class RedactingFilter(logging.Filter):
-    """Rewrites a record's message (and its exception text) with the policy applied."""
-
-    def filter(self, record: logging.LogRecord) -> bool:
-        try:
-            message = record.getMessage()
-        except (TypeError, ValueError):
-            return True
-        cleaned = redact_text(message)
-        if cleaned != message:
-            record.msg, record.args = cleaned, None
-        return True
-
-
-THIRD_PARTY_LOGGERS = (
-    "httpx",
-    "httpx2",
-    "httpcore",
-    "httpcore.connection",
-    "httpcore.http11",
-    "httpcore.http2",
-    "httpcore.proxy",
-    "httpcore2",
-    "httpcore2.connection",
-    "httpcore2.http11",
-    "httpcore2.http2",
-    "httpcore2.proxy",
-    "client",  # mcp's ClientSession
-    "mcp.client.stdio",
-    "mcp.client.sse",
-    "mcp.client.streamable_http",
-)
-"""Loggers that print request URLs or server messages (httpx logs each URL at INFO). A filter
-on a logger sees only that logger's own records, so each one is named."""
-
-_FILTER = RedactingFilter()
-
-
-def install_log_redaction(names: Iterable[str] = THIRD_PARTY_LOGGERS) -> None:
-    """Add the redacting filter to the named stdlib loggers (idempotent)."""
-    for name in names:
-        logger = logging.getLogger(name)
-        if _FILTER not in logger.filters:
-            logger.addFilter(_FILTER)
-
-
 __all__ = [
     "MIN_SECRET_LENGTH",
     "REDACTED",
     "SECRET_NAME",
-    "THIRD_PARTY_LOGGERS",
-    "RedactingFilter",
     "drop_hidden",
-    "install_log_redaction",
     "is_secret_name",
     "looks_like_credential",
     "looks_like_token",

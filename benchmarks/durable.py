@@ -284,18 +284,26 @@ NOTES = """
   server's CPU is not in it). "(baseline)" rows run the code of `--baseline SRC` (here the
   commit before issue 27's durable work) in the same rounds: "x the baseline's" is this
   branch's overhead over the baseline's, round by round.
-- **What a step costs now** (SQLite, profiled with yappi and per-call timers): a run's first
-  execution skips DBOS's read before each step (two queries in a transaction, about 0.4 ms
-  of CPU each); what is left per turn is DBOS writing the two checkpoints (an `UPDATE` that
-  checks the run's owner, an `INSERT` of the pickled output, one commit: about 0.8 ms of CPU
-  each, most of it SQLAlchemy building the statements), three thread hops per step (DBOS runs
-  each stage of a step through `asyncio.to_thread`, two of them now with nothing to do:
-  about 80 us each), pickling each output twice (our check that it can be checkpointed,
-  then DBOS's), and the run's start and end spread over its turns. Every write is needed for
-  the guarantee (a completed step never runs again), so it cannot be deferred; the next step
-  would be a step runner of our own on DBOS's system database (one thread hop and one
-  prepared statement per checkpoint), which means owning DBOS internals that change between
-  minors.
+- **What a step costs now** (SQLite; CPU timers (`time.thread_time`) around DBOS's calls, the
+  driver's statements timed through SQLAlchemy's cursor events, cProfile and py-spy): a run's
+  first execution skips DBOS's read before each step (two queries in a transaction), and the
+  two stages of a step that then carry no work (the skipped read, and the stage that only
+  hands back the next) run in place on the event loop (`durable/_lean.py`), so a step takes
+  one thread hop, for its write. What is left per turn is DBOS writing the two checkpoints: an
+  `UPDATE` that checks the run's owner, an `INSERT` of the pickled output, one commit, about
+  1.2-1.7 ms of CPU each at load 2-5, of which SQLite's own work is about 0.35 ms (the two
+  statements at the driver) and the rest DBOS's code building the statements through
+  SQLAlchemy, keying them for the statement cache and executing them (the "now" expression
+  each write stamps cost 0.16 ms of it; it is now built once per database). Then the run's
+  start and end spread over its turns (about 9 ms of CPU a run: the workflow row, our start
+  read, the outcome, the output as JSON with its trace), pickling each output twice (about
+  0.05 ms each), and the process's background threads (about 35 ms of CPU a second on an idle
+  SQLite runtime, 24 of it the queue thread's polls, every 0.2 s at about 5 ms each). Every
+  write is needed for the guarantee (a completed step never runs again), so it cannot be
+  deferred; what is left is DBOS's own code per write, which we do not copy: the next step is
+  upstream (statements DBOS builds once, e.g. with SQLAlchemy's `lambda_stmt` or a prepared
+  insert), or a step runner of our own on DBOS's system database, which means owning
+  internals that change between minors.
 - **SQLite**: the file in WAL mode and `synchronous=NORMAL` (what `DurableRuntime` does by
   default), so a commit waits for no fsync and what is left is CPU. `sqlite-full` is
   `sqlite_sync="full"`: one fsync per commit. On Postgres DBOS's pool no longer pings a

@@ -41,3 +41,41 @@ def test_a_level_lowered_after_the_logger_was_made_is_honoured(
     with caplog.at_level(logging.INFO, logger=LOGGER_NAME):
         log.info("after", n=1)
     assert [r.getMessage() for r in caplog.records if r.name == LOGGER_NAME] == ["after"]
+
+
+def test_a_disabled_logger_or_logging_disable_drops_info_and_debug(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    log = get_logger()
+    stdlib = logging.getLogger(LOGGER_NAME)
+    with caplog.at_level(logging.DEBUG, logger=LOGGER_NAME):
+        assert log.isEnabledFor(logging.DEBUG)
+        stdlib.disabled = True
+        try:
+            log.info("while disabled")
+            log.debug("while disabled")
+            assert not log.isEnabledFor(logging.INFO)
+        finally:
+            stdlib.disabled = False
+        logging.disable(logging.INFO)
+        try:
+            log.info("below logging.disable")
+            log.debug("below logging.disable")
+        finally:
+            logging.disable(logging.NOTSET)
+        log.info("shown", n=1)
+    assert [r.getMessage() for r in caplog.records if r.name == LOGGER_NAME] == ["shown"]
+
+
+def test_bound_loggers_and_other_methods_keep_structlogs_path(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    log = get_logger(component="c")
+    with caplog.at_level(logging.INFO, logger=LOGGER_NAME):
+        log.bind(step=2).info("bound", token="sk-should-not-show-1234567890")
+        log.warning("warned")
+        log.debug("hidden")
+    records = [r for r in caplog.records if r.name == LOGGER_NAME]
+    assert [r.getMessage() for r in records] == ["bound", "warned"]
+    assert records[0].__dict__["component"] == "c" and records[0].__dict__["step"] == 2
+    assert "sk-should-not-show" not in repr(records[0].__dict__)

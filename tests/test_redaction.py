@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 
 import agentensemble
+from agentensemble._log_redaction import install_log_redaction
 from agentensemble.redaction import (
     REDACTED,
-    install_log_redaction,
     is_secret_name,
     looks_like_credential,
     redact,

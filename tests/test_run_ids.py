@@ -201,3 +201,19 @@ async def test_a_cancelled_run_ends_with_ensemble_failed_for_its_listeners() -> 
 
     assert isinstance(seen[-1], EnsembleFailed)
     assert isinstance(seen[-1].error, asyncio.CancelledError)
+
+
+def test_ids_are_random_uuid4s() -> None:
+    from agentensemble.run_context import new_id_hex, new_run_id
+
+    run_ids = {new_run_id() for _ in range(200)}
+    call_ids = {new_id_hex() for _ in range(200)}
+    assert len(run_ids) == 200 and len(call_ids) == 200
+    for run_id in run_ids:
+        parsed = uuid.UUID(run_id)
+        assert str(parsed) == run_id
+        assert parsed.version == 4 and parsed.variant == uuid.RFC_4122
+    for call_id in call_ids:
+        parsed = uuid.UUID(call_id)
+        assert parsed.hex == call_id
+        assert parsed.version == 4 and parsed.variant == uuid.RFC_4122

@@ -93,6 +93,16 @@ def skipping_read(skip: bool = True) -> Iterator[None]:
         _skip_read.reset(reset)
 
 
+def read_skipped() -> bool:
+    """Whether a read of a step's checkpoint started here would be skipped (``install``)."""
+    if not _skip_read.get():
+        return False
+    from dbos._context import get_local_dbos_context
+
+    context = get_local_dbos_context()
+    return context is not None and _fresh_run.get() == context.workflow_id
+
+
 def install(sys_db: Any) -> None:
     """Make ``sys_db`` (DBOS's system database of this process) skip the read for the steps
     of fresh executions; DBOS's other reads are untouched. Idempotent."""
@@ -119,4 +129,4 @@ def install(sys_db: Any) -> None:
     setattr(sys_db, _INSTALLED, True)
 
 
-__all__ = ["fresh_execution", "install", "read_run_start", "skipping_read"]
+__all__ = ["fresh_execution", "install", "read_run_start", "read_skipped", "skipping_read"]

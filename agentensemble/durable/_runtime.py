@@ -30,6 +30,7 @@ from agentensemble.durable._database import (
 from agentensemble.durable._forks import fork_edits
 from agentensemble.durable._fresh import fresh_execution, read_run_start
 from agentensemble.durable._fresh import install as skip_fresh_reads
+from agentensemble.durable._lean import install as skip_needless_work
 from agentensemble.durable._liveness import Liveness, recover_pending_runs
 from agentensemble.durable._retention import PruneTimer, Retention, prune
 from agentensemble.durable._reuse import refuse_changed_reuse
@@ -250,6 +251,7 @@ class DurableRuntime:
             DBOS.launch()
             dbos = _dbos_instance()
             skip_fresh_reads(dbos._sys_db)
+            skip_needless_work(dbos._sys_db)
             self._queue = DBOS.register_queue(
                 QUEUE_NAME,
                 polling_interval_sec=self.poll_interval,

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import time
-import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import field
 from datetime import timedelta
@@ -50,7 +50,7 @@ from agentensemble.llm.types import ChatModel, ChatResponse, Message, ToolCall, 
 from agentensemble.logging import get_logger
 from agentensemble.outputs import ReturnBehavior, TaskOutput, TokenUsage, ToolCallRecord
 from agentensemble.redaction import redact_text
-from agentensemble.run_context import model_call_scope
+from agentensemble.run_context import model_call_scope, new_id_hex
 from agentensemble.steps import as_step, branches, checkpointing, replaced_output
 from agentensemble.task_memory import TaskMemory
 from agentensemble.tools._gate import ToolCallResult
@@ -93,6 +93,14 @@ class AgentTask:
     output_guardrails: Sequence[Any] = ()
     inputs: Mapping[str, Any] = field(default_factory=dict)
     memory: TaskMemory | None = None  # memory, knowledge, session: shown before the task
+
+    def for_run(self, description: str, context: Sequence[ContextItem]) -> AgentTask:
+        """A copy for one run of the task, with its (reviewed) description and its context: a
+        shallow copy like ``dataclasses.replace``, without running ``__init__`` again (a third
+        of the cost, on every task run; the class has no ``__post_init__`` to skip)."""
+        run = object.__new__(AgentTask)
+        run.__dict__.update(self.__dict__, description=description, context=context)
+        return run
 
 
 @dataclass
@@ -253,7 +261,7 @@ class AgentExecutor:
         if self._transcript is not None:
             self._transcript.messages(self.messages)
         role, name, emitter = self.task.role, self.task.task_name, self.env.emitter
-        label, call_id = model_label(self.task.model), uuid.uuid4().hex
+        label, call_id = model_label(self.task.model), new_id_hex()
         if emitter:
             emitter.emit(LLMCallStarted(role, label, call_id, name, list(self.messages)))
         started = time.perf_counter()
@@ -312,6 +320,7 @@ class AgentExecutor:
             emit=self.env.emitter.emit if self.env.emitter else None,
             task_description=self.task.description,
             agent_role=self.task.role,
+            loop=asyncio.get_running_loop(),  # set here: use_tool_context need not copy it
         )
         with use_tool_context(context):
             own = checkpointing() and any(self._checkpoints_itself(c.name) for c in calls)
@@ -397,7 +406,10 @@ class AgentExecutor:
                 # what a durable run checkpoints (a record outside the process) and what an
                 # IMMEDIATE tool returns pass the redaction policy, as the model's text does
                 called = await tool.call(call.arguments)
-                return dataclasses.replace(called, result=_redacted(called.result))
+                shown = _redacted(called.result)
+                if shown is called.result:  # nothing to redact: no copy
+                    return called
+                return dataclasses.replace(called, result=shown)
 
             called = await as_step(
                 "tool",

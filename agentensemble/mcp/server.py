@@ -15,6 +15,7 @@ from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import asynccontextmanager
 from typing import IO, Any, Literal
 
+from agentensemble._log_redaction import install_log_redaction
 from agentensemble._naming import tool_name_problem
 from agentensemble.errors import ConfigurationError
 from agentensemble.mcp._connection import Connection, MCPServerError
@@ -26,7 +27,6 @@ from agentensemble.mcp.tool import (
     object_schema,
 )
 from agentensemble.redaction import (
-    install_log_redaction,
     redact_command,
     register_argument_secrets,
     register_header_secrets,

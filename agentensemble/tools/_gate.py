@@ -14,10 +14,10 @@ that tool's own deadline; ``Review.skip()``: none).
 from __future__ import annotations
 
 import json
-from collections.abc import Awaitable, Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Awaitable, Callable
+from contextlib import AbstractContextManager
 from contextvars import ContextVar
-from typing import Any
+from typing import Any, cast
 
 from pydantic import BaseModel
 
@@ -116,25 +116,31 @@ class RanWith:
 _ran_with: ContextVar[RanWith | None] = ContextVar("agentensemble_ran_with", default=None)
 
 
-@contextmanager
-def recording() -> Iterator[RanWith]:
+class _RanWithSlot:
+    """Sets the ``_ran_with`` slot for a block (a class, not a generator: entered twice on
+    every tool call)."""
+
+    __slots__ = ("_slot", "_token")
+
+    def __init__(self, slot: RanWith | None) -> None:
+        self._slot = slot
+
+    def __enter__(self) -> RanWith | None:
+        self._token = _ran_with.set(self._slot)
+        return self._slot
+
+    def __exit__(self, *_: object) -> None:
+        _ran_with.reset(self._token)
+
+
+def recording() -> AbstractContextManager[RanWith]:
     """Collect the edited input of the call about to run (one slot per top-level call)."""
-    slot = RanWith()
-    token = _ran_with.set(slot)
-    try:
-        yield slot
-    finally:
-        _ran_with.reset(token)
+    return cast("AbstractContextManager[RanWith]", _RanWithSlot(RanWith()))
 
 
-@contextmanager
-def detached() -> Iterator[None]:
+def detached() -> AbstractContextManager[None]:
     """Run a tool's body or a pipeline step: their own gates must not rewrite the call's note."""
-    token = _ran_with.set(None)
-    try:
-        yield
-    finally:
-        _ran_with.reset(token)
+    return cast("AbstractContextManager[None]", _RanWithSlot(None))
 
 
 def note_ran_with(text: str) -> None:

@@ -4,12 +4,12 @@ code."""
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import contextvars
 from collections.abc import Callable, Coroutine
+from functools import partial
 from typing import Any, TypeVar
 
-from agentensemble.tools._pool import daemon_pool
+from agentensemble.tools._pool import HandBack, daemon_pool
 
 T = TypeVar("T")
 
@@ -31,27 +31,35 @@ async def in_worker_thread(fn: Callable[..., T], /, *args: Any) -> T:
         if not future.done():  # cancelled meanwhile: nobody wants the result
             setter(value)
 
-    def deliver(setter: Callable[[Any], None], value: Any) -> None:
-        with contextlib.suppress(RuntimeError):  # the loop is closed: the run is over
-            loop.call_soon_threadsafe(settle, setter, value)
-
-    def target() -> None:
+    def target() -> HandBack | None:
         if future.done():  # cancelled before a worker picked it up: the body never starts
-            return
+            return None
         try:
             result = context.run(fn, *args)
         except GeneratorExit as exc:  # see _Carried
-            deliver(future.set_exception, _Carried(exc))
+            return partial(_deliver, loop, settle, future.set_exception, _Carried(exc))
         except BaseException as exc:
-            deliver(future.set_exception, exc)
-        else:
-            deliver(future.set_result, result)
+            return partial(_deliver, loop, settle, future.set_exception, exc)
+        return partial(_deliver, loop, settle, future.set_result, result)
 
+    # the result goes back as the worker's hand-back: once it is idle again (see _pool)
     daemon_pool().run_soon(target, getattr(fn, "__qualname__", ""))
     try:
         return await future
     except _Carried as carried:
         raise carried.exception from None
+
+
+def _deliver(
+    loop: asyncio.AbstractEventLoop,
+    settle: Callable[[Callable[[Any], None], Any], None],
+    setter: Callable[[Any], None],
+    value: Any,
+) -> None:
+    try:  # noqa: SIM105 - a try is free; suppress() costs a context manager
+        loop.call_soon_threadsafe(settle, setter, value)
+    except RuntimeError:  # the loop is closed: the run is over
+        pass
 
 
 class _Carried(Exception):

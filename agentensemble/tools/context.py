@@ -20,6 +20,14 @@ from agentensemble._dataclass import dataclass
 from agentensemble.logging import get_logger
 from agentensemble.tools.metrics import ToolMetricsRegistry
 
+_log = get_logger()
+
+
+def _shared_logger() -> Any:
+    """One logger for every context: a fresh one per run rebuilt its bound logger (its
+    processors) at each run's first log call."""
+    return _log
+
 
 @dataclass
 class ToolContext:
@@ -35,7 +43,7 @@ class ToolContext:
 
     review_handler: Any | None = None
     metrics: ToolMetricsRegistry = field(default_factory=ToolMetricsRegistry)
-    logger: Any = field(default_factory=get_logger)
+    logger: Any = field(default_factory=_shared_logger)
     task_description: str = ""
     agent_role: str = ""
     loop: asyncio.AbstractEventLoop | None = None

@@ -167,7 +167,7 @@ class InstrumentedTool(AgentTool, Generic[InputT]):
 
     def _run_sync(self, raw: str, context: ToolContext) -> ToolResult:
         parsed = self._parse_input(raw)
-        shown = self._shown(parsed, raw)
+        shown = self._shown(parsed, raw) if self._may_need_approval() else raw
         if self.needs_approval(shown):
             setting = _gate.review_setting(self.requires_approval)
             verdict = _approval.review_tool_input(self.name, shown, setting)
@@ -184,7 +184,7 @@ class InstrumentedTool(AgentTool, Generic[InputT]):
 
     async def _run_async(self, raw: str, context: ToolContext) -> ToolResult:
         parsed = self._parse_input(raw)
-        shown = self._shown(parsed, raw)
+        shown = self._shown(parsed, raw) if self._may_need_approval() else raw
         if self.needs_approval(shown):
             setting = _gate.review_setting(self.requires_approval)
             verdict = await _approval.areview_tool_input(self.name, shown, setting)
@@ -197,6 +197,14 @@ class InstrumentedTool(AgentTool, Generic[InputT]):
             return self._to_result(await self.ado_execute(parsed))
 
         return await _gate.run_body(self.name, self, body)
+
+    def _may_need_approval(self) -> bool:
+        """False when no call can need approval (``requires_approval`` False, the default, and
+        ``needs_approval`` not overridden): the input is then not rendered for a reviewer."""
+        return (
+            self.requires_approval is not False
+            or type(self).needs_approval is not InstrumentedTool.needs_approval
+        )
 
     def _shown(self, parsed: InputT, raw: str) -> str:
         """The input as the reviewer sees it and a conditional rule reads it: exactly what the

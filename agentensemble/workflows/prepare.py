@@ -91,20 +91,32 @@ def needed_inputs(ensemble: Any) -> dict[str, str]:
     return dict(sorted(needed.items()))
 
 
-def check_inputs_for(ensemble: Any, inputs: Mapping[str, Any]) -> None:
-    """Every missing template variable in one PromptTemplateError; a bad ``for_each`` input."""
+def check_inputs_for(
+    ensemble: Any,
+    inputs: Mapping[str, Any],
+    *,
+    tasks: Sequence[Any] | None = None,
+    agents: Sequence[Agent] | None = None,
+) -> None:
+    """Every missing template variable in one PromptTemplateError; a bad ``for_each`` input.
+    ``tasks`` / ``agents``: ``leaf_tasks`` and ``team_and_task_agents`` of the ensemble, when
+    the caller has them already."""
+    tasks = leaf_tasks(ensemble.tasks) if tasks is None else tasks
+    agents = team_and_task_agents(ensemble) if agents is None else agents
+    texts: list[str] = []
     missing: set[str] = set()
-    for task in leaf_tasks(ensemble.tasks):
-        texts = [task.description, task.expected_output]
-        if task.agent is not None:
-            texts += _agent_texts(task.agent)
+    for task in tasks:
         if task.for_each is not None:
             fan_out_items(task, inputs)
-            missing |= set(missing_variables(texts, {**dict.fromkeys(FAN_OUT_VARIABLES), **inputs}))
+            own = [task.description, task.expected_output]
+            missing |= set(missing_variables(own, {**dict.fromkeys(FAN_OUT_VARIABLES), **inputs}))
         else:
-            missing |= set(missing_variables(texts, inputs))
-    for agent in team_and_task_agents(ensemble):
-        missing |= set(missing_variables(_agent_texts(agent), inputs))
+            texts += (task.description, task.expected_output)
+    # every task's agent is among ``agents``: its texts are checked once, against the inputs
+    # alone (as they always were; checking them with each task as well found nothing more)
+    for agent in agents:
+        texts += _agent_texts(agent)
+    missing |= set(missing_variables(texts, inputs))
     if missing:
         raise PromptTemplateError(sorted(missing))
 
@@ -112,23 +124,33 @@ def check_inputs_for(ensemble: Any, inputs: Mapping[str, Any]) -> None:
 # A task's resolved tools, kept between runs while its tool lists hold the same objects (by
 # identity): resolving 1,000 tools on every run was most of such a run. A list holding a tool
 # source (its tools change as it starts and stops) or an AgentTool instance (its name and
-# description are plain attributes) is resolved on every run.
-_resolved: weakref.WeakKeyDictionary[Any, tuple[tuple[object, ...], ResolvedTools]] = (
-    weakref.WeakKeyDictionary()
-)
+# description are plain attributes) is resolved on every run. Keyed by the task's id, with a
+# weak reference to the task (a WeakKeyDictionary compared the task with itself through
+# pydantic's field-by-field ``__eq__`` on every lookup); the entry goes when the task does.
+_Kept = tuple["weakref.ref[Any]", tuple[object, ...], ResolvedTools]
+_resolved: dict[int, _Kept] = {}
+
+
+def _forget(key: int, ref: weakref.ref[Any]) -> None:
+    kept = _resolved.get(key)
+    if kept is not None and kept[0] is ref:  # not a newer task that took the same id
+        _resolved.pop(key, None)
 
 
 def _resolved_tools(task: Any, sources: list[object]) -> ResolvedTools:
-    kept = _resolved.get(task)  # only lists without a source or an AgentTool are kept
+    kept = _resolved.get(id(task))  # only lists without a source or an AgentTool are kept
     if (
         kept is not None
-        and len(kept[0]) == len(sources)
-        and all(old is new for old, new in zip(kept[0], sources, strict=True))
+        and kept[0]() is task
+        and len(kept[1]) == len(sources)
+        and all(old is new for old, new in zip(kept[1], sources, strict=True))
     ):
-        return kept[1]
+        return kept[2]
     tools = ToolResolver().resolve(sources)
     if not any(isinstance(source, (ToolSource, AgentTool)) for source in sources):
-        _resolved[task] = (tuple(sources), tools)
+        key = id(task)
+        ref = weakref.ref(task, lambda dead, key=key: _forget(key, dead))  # type: ignore[misc]
+        _resolved[key] = (ref, tuple(sources), tools)
     return tools
 
 

@@ -10,7 +10,6 @@ from __future__ import annotations
 import inspect
 import time
 from collections.abc import Callable
-from dataclasses import replace
 from datetime import timedelta
 from typing import Any
 
@@ -110,11 +109,7 @@ async def _run(item: PreparedTask, slot: int, call: StepCall) -> tuple[TaskOutpu
     if item.agent_task is None:
         output = await _run_handler(item, description, call.inputs, context, call)
     else:
-        agent_task = replace(
-            item.agent_task,
-            description=description,
-            context=state.context_items_of(context),
-        )
+        agent_task = item.agent_task.for_run(description, state.context_items_of(context))
         output = await AgentExecutor(agent_task, env).run()
     output = output.model_copy(
         update={"duration": timedelta(seconds=time.perf_counter() - started)}

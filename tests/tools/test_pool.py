@@ -124,3 +124,41 @@ def test_sync_tools_of_one_turn_meet_at_a_barrier_turn_after_turn() -> None:
     assert [r.output for r in records] == ["0", "1", "2", "3"] * 2
     assert all(worker.daemon for worker in workers)
     assert all(worker.name.startswith("agentensemble-worker-") for worker in workers)
+
+
+def test_a_hand_back_runs_once_the_worker_is_idle_again(pool: DaemonPool) -> None:
+    # the result of a call is handed back as the worker's last step, so the woken caller never
+    # waits for the worker's bookkeeping: by then the worker counts as idle, not busy
+    seen: list[bool] = []
+    handed = threading.Event()
+
+    def job() -> Callable[[], None]:
+        def hand_back() -> None:
+            seen.append(threading.current_thread() in pool.busy_threads())
+            handed.set()
+
+        return hand_back
+
+    pool.run_soon(job)
+    assert handed.wait(LIMIT)
+    assert seen == [False]
+    # an idle worker takes the next job: the pool did not start another thread for it
+    worker = pool.submit(current_thread).result(LIMIT)
+    assert pool.submit(current_thread).result(LIMIT) is worker
+
+
+def test_a_failing_hand_back_leaves_the_worker_serving(pool: DaemonPool) -> None:
+    def job() -> Callable[[], None]:
+        def hand_back() -> None:
+            raise RuntimeError("the loop is gone")
+
+        return hand_back
+
+    pool.run_soon(job)
+    assert pool.submit(lambda: "still here").result(LIMIT) == "still here"
+
+
+def test_submit_hands_its_result_back_after_the_worker_is_idle(pool: DaemonPool) -> None:
+    first = pool.submit(current_thread).result(LIMIT)
+    assert first not in pool.busy_threads()  # no wait needed: idle before the result arrived
+    assert pool.submit(current_thread).result(LIMIT) is first

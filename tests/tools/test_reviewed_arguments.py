@@ -288,3 +288,27 @@ def test_an_edit_to_an_mcp_tool_is_validated_and_recorded_as_run() -> None:
     (record,) = records(output)
     assert record.arguments == '{"to": "ann"}'
     assert record.model_arguments == '{"to": "mallory"}'
+
+
+def test_the_arguments_are_rendered_for_a_reviewer_only_when_a_call_can_need_approval() -> None:
+    # the canonical JSON a reviewer and a conditional rule read is not built for a tool that
+    # can never ask (most tools, on every call); any rule, or needs_approval overridden, can
+    from agentensemble.tools.decorator import FunctionTool, tool_definition
+
+    def as_tool(fn: Any, cls: type[FunctionTool] = FunctionTool) -> FunctionTool:
+        definition = tool_definition(fn)
+        assert definition is not None
+        return cls(definition, fn)
+
+    def body(command: str) -> str:
+        """Run a shell command."""
+        return "ran"
+
+    class Asks(FunctionTool):
+        def needs_approval(self, input: str) -> bool:
+            return "rm" in input
+
+    assert not as_tool(tool(body))._may_need_approval()
+    assert as_tool(tool(requires_approval=True)(body))._may_need_approval()
+    assert as_tool(tool(requires_approval=lambda shown: "rm" in shown)(body))._may_need_approval()
+    assert as_tool(tool(body), Asks)._may_need_approval()

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable
+from typing import Any
 
 import pytest
 
@@ -19,10 +20,17 @@ class HeldPool(DaemonPool):
 
     def __init__(self) -> None:
         super().__init__()
-        self.held: list[Callable[[], None]] = []
+        self.held: list[Callable[[], Any]] = []
 
-    def run_soon(self, job: Callable[[], None], label: str = "") -> None:
+    def run_soon(self, job: Callable[[], Any], label: str = "") -> None:
         self.held.append(job)
+
+
+def work(job: Callable[[], Any]) -> None:
+    """What a pool worker does with a job: run it, then its hand-back (if it returned one)."""
+    hand_back = job()
+    if hand_back is not None:
+        hand_back()
 
 
 async def test_a_body_cancelled_before_it_started_never_runs(
@@ -38,7 +46,7 @@ async def test_a_body_cancelled_before_it_started_never_runs(
     with pytest.raises(asyncio.CancelledError):
         await call
     (job,) = pool.held
-    job()  # the worker starts only now
+    work(job)  # the worker starts only now
 
     assert ran == []
 
@@ -50,6 +58,6 @@ async def test_a_body_not_cancelled_runs_and_returns(monkeypatch: pytest.MonkeyP
     call = asyncio.ensure_future(_sync.in_worker_thread(str.upper, "done"))
     await asyncio.sleep(0)
     (job,) = pool.held
-    job()
+    work(job)
 
     assert await asyncio.wait_for(call, 5.0) == "DONE"

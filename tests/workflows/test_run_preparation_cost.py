@@ -72,6 +72,28 @@ def test_tools_are_resolved_once_and_kept_between_runs(
     assert resolved_sources == {("lookup", "stamp"): 1, ("lookup", "stamp", "note"): 1}
 
 
+def test_kept_tools_go_with_their_task_and_a_new_task_never_gets_them() -> None:
+    import gc
+
+    from agentensemble.workflows import prepare
+
+    def run_once(tools: list[Any]) -> list[str]:
+        model = ScriptedChatModel(["done"])
+        task = Task(description="Look up", agent=Agent(role="Clerk", goal="Look", llm=model))
+        task.tools = tools
+        Ensemble(tasks=[task]).run()
+        kept = prepare._resolved.get(id(task))
+        assert kept is not None and kept[0]() is task
+        return kept[2].names
+
+    assert run_once([lookup]) == ["lookup"]
+    gc.collect()
+    # every task of those runs is gone, and so is what was kept for it: a later task that
+    # happens to get the same id resolves its own tools
+    assert all(kept[0]() is not None for kept in prepare._resolved.values())
+    assert run_once([note]) == ["note"]
+
+
 class Counting(AgentTool):
     """An AgentTool instance: its name and description are attributes that may change."""
 
