@@ -7,8 +7,9 @@ real model call, and ``agentensemble_review`` only when a review is configured.
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from agentensemble._lazy import lazy_exports
 
 __version__ = "0.1.0"
 
@@ -239,19 +240,7 @@ _LAZY: dict[str, str] = {
 }
 
 
-def __getattr__(name: str) -> Any:
-    """A public name, imported from its module on first use (``import agentensemble`` is cheap)."""
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module 'agentensemble' has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value  # later lookups are plain attribute reads
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted({*globals(), *_LAZY})
-
+__getattr__, __dir__ = lazy_exports(__name__, _LAZY, globals())
 
 __all__ = [
     "LLM",

@@ -11,7 +11,7 @@ from dataclasses import field
 from datetime import timedelta
 from typing import Any, Protocol, runtime_checkable
 
-from agentensemble._event_class import frozen_event
+from agentensemble._dataclass import dataclass
 from agentensemble._interrupts import ends_the_run
 from agentensemble.logging import get_logger
 from agentensemble.outputs import EnsembleOutput, TaskOutput, TokenUsage, ToolCallRecord
@@ -28,20 +28,20 @@ def _task_index() -> Any:
     return field(default_factory=current_task_index, kw_only=True)
 
 
-@frozen_event
+@dataclass(frozen=True)
 class EnsembleStarted:
     total_tasks: int
     run_id: str = _run_id()
     parent_run_id: str | None = field(default=None, kw_only=True)
 
 
-@frozen_event
+@dataclass(frozen=True)
 class EnsembleCompleted:
     output: EnsembleOutput
     run_id: str = _run_id()
 
 
-@frozen_event
+@dataclass(frozen=True)
 class EnsembleFailed:
     """The run failed or was stopped; ``error`` is what the run raises (a ``TaskExecutionError``,
     or ``CancelledError`` / ``KeyboardInterrupt`` when it was cancelled or interrupted)."""
@@ -50,7 +50,7 @@ class EnsembleFailed:
     run_id: str = _run_id()
 
 
-@frozen_event
+@dataclass(frozen=True)
 class TaskStarted:
     task_index: int
     total_tasks: int
@@ -63,7 +63,7 @@ class TaskStarted:
     (empty for a top-level task); a timeline groups task runs by it."""
 
 
-@frozen_event
+@dataclass(frozen=True)
 class TaskCompleted:
     task_index: int
     total_tasks: int
@@ -71,7 +71,7 @@ class TaskCompleted:
     run_id: str = _run_id()
 
 
-@frozen_event
+@dataclass(frozen=True)
 class TaskFailed:
     task_index: int
     total_tasks: int
@@ -80,7 +80,7 @@ class TaskFailed:
     run_id: str = _run_id()
 
 
-@frozen_event
+@dataclass(frozen=True)
 class LLMCallCompleted:
     agent_role: str
     model: str
@@ -96,7 +96,7 @@ class LLMCallCompleted:
     cost_usd: float | None = field(default=None, kw_only=True)
 
 
-@frozen_event
+@dataclass(frozen=True)
 class ToolCallCompleted:
     agent_role: str
     task_description: str
@@ -106,7 +106,7 @@ class ToolCallCompleted:
     call_id: str | None = field(default=None, kw_only=True)
 
 
-@frozen_event
+@dataclass(frozen=True)
 class ReviewRequested:
     timing: str
     task_description: str
@@ -117,7 +117,7 @@ class ReviewRequested:
     prompt: str | None = field(default=None, kw_only=True)
 
 
-@frozen_event
+@dataclass(frozen=True)
 class ReviewDecided:
     timing: str
     task_description: str
@@ -129,7 +129,7 @@ class ReviewDecided:
     decided_by: str | None = field(default=None, kw_only=True)
 
 
-@frozen_event
+@dataclass(frozen=True)
 class LLMCallStarted:
     """A model call begins; ``messages`` is the conversation sent (a snapshot)."""
 
@@ -142,7 +142,7 @@ class LLMCallStarted:
     task_index: int | None = _task_index()
 
 
-@frozen_event
+@dataclass(frozen=True)
 class LLMCallFailed:
     """A model call failed for good (after the retry policy gave up)."""
 
@@ -156,7 +156,7 @@ class LLMCallFailed:
     task_index: int | None = _task_index()
 
 
-@frozen_event
+@dataclass(frozen=True)
 class ToolCallStarted:
     """A tool call begins, with the arguments as the model sent them."""
 
@@ -169,7 +169,7 @@ class ToolCallStarted:
     task_index: int | None = _task_index()
 
 
-@frozen_event
+@dataclass(frozen=True)
 class TokenDelta:
     """A piece of model text as it is generated (only while streaming, ``Ensemble.astream``)."""
 
@@ -181,7 +181,7 @@ class TokenDelta:
     call_id: str = field(default="", kw_only=True)
 
 
-@frozen_event
+@dataclass(frozen=True)
 class StreamRestarted:
     """A stream broke mid-way and is retried from the start: drop the text shown so far."""
 
@@ -193,7 +193,7 @@ class StreamRestarted:
     task_index: int | None = _task_index()
 
 
-@frozen_event
+@dataclass(frozen=True)
 class GuardrailChecked:
     """One guardrail ran: ``kind`` is "input" or "output"; ``attempt`` counts answers checked."""
 
@@ -208,7 +208,7 @@ class GuardrailChecked:
     task_index: int | None = _task_index()
 
 
-@frozen_event
+@dataclass(frozen=True)
 class DelegationStarted:
     """An agent (or the manager) handed work to another agent."""
 
@@ -220,7 +220,7 @@ class DelegationStarted:
     task_index: int | None = _task_index()
 
 
-@frozen_event
+@dataclass(frozen=True)
 class DelegationCompleted:
     """The delegated agent finished; ``output`` is what it answered."""
 
@@ -232,7 +232,7 @@ class DelegationCompleted:
     task_index: int | None = _task_index()
 
 
-@frozen_event
+@dataclass(frozen=True)
 class DelegationFailed:
     """The delegation failed (unknown role, depth limit, or the agent's own failure)."""
 
@@ -244,7 +244,7 @@ class DelegationFailed:
     task_index: int | None = _task_index()
 
 
-@frozen_event
+@dataclass(frozen=True)
 class LoopIterationCompleted:
     """One iteration of a ``Loop`` ended (after its tasks' events, before the next iteration's).
 
@@ -277,7 +277,7 @@ class LoopIterationCompleted:
         }
 
 
-@frozen_event
+@dataclass(frozen=True)
 class GraphStepCompleted:
     """One state of a ``Graph`` ran (``step`` is 1-based) and the next state was chosen.
 
@@ -312,7 +312,7 @@ class GraphStepCompleted:
         }
 
 
-@frozen_event
+@dataclass(frozen=True)
 class MemoryRetrieved:
     """What memory, knowledge and the session showed an agent before its task.
 

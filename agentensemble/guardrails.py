@@ -9,9 +9,10 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Awaitable, Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any
 
+from agentensemble._dataclass import dataclass
 from agentensemble.outputs import TaskOutput
 
 

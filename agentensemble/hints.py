@@ -6,6 +6,7 @@ probably a mistake. Silence a warning class with the ``warnings`` module:
 
 from __future__ import annotations
 
+import functools
 import os
 import re
 import sys
@@ -219,14 +220,20 @@ def missing_context(tasks: Sequence[Any]) -> list[str]:
     return found
 
 
-_OURS = tuple(
-    str(Path(__file__).resolve().parents[1] / name) + os.sep
-    for name in ("agentensemble", "agentensemble_review", "agentensemble_web")
-)
-_LIBRARIES = tuple(
-    str(Path(path).resolve()) + os.sep
-    for path in {sysconfig.get_paths()[key] for key in ("stdlib", "platstdlib", "purelib")}
-)
+@functools.cache
+def _not_the_user() -> tuple[str, ...]:
+    """Where frames that are not the user's come from: our packages, the standard library and
+    installed packages. Resolved on the first warning, not at import (``sysconfig`` and the
+    path resolution cost a few milliseconds)."""
+    ours = (
+        str(Path(__file__).resolve().parents[1] / name) + os.sep
+        for name in ("agentensemble", "agentensemble_review", "agentensemble_web")
+    )
+    libraries = (
+        str(Path(path).resolve()) + os.sep
+        for path in {sysconfig.get_paths()[key] for key in ("stdlib", "platstdlib", "purelib")}
+    )
+    return ("<frozen", *ours, *libraries)
 
 
 UserLine = tuple[str, int, dict[str, Any]]
@@ -240,7 +247,7 @@ def user_line(skip: int = 1) -> UserLine | None:
     frame: Any = sys._getframe(skip)
     while frame is not None:
         filename = frame.f_code.co_filename
-        if not filename.startswith(("<frozen", *_OURS, *_LIBRARIES)):
+        if not filename.startswith(_not_the_user()):
             return filename, frame.f_lineno, frame.f_globals
         frame = frame.f_back
     return None

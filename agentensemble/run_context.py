@@ -12,9 +12,10 @@ from __future__ import annotations
 import os
 from contextlib import AbstractContextManager
 from contextvars import ContextVar
-from dataclasses import dataclass
 
 import structlog
+
+from agentensemble._dataclass import dataclass
 
 
 @dataclass(frozen=True)

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from agentensemble._dataclass import dataclass
 from agentensemble._memory_wiring import check_knowledge, check_scopes
 from agentensemble._validation import check_review, check_tools, require_text
 from agentensemble.agent import Agent

@@ -11,8 +11,10 @@ from __future__ import annotations
 from collections.abc import Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any, Protocol
+
+from agentensemble._dataclass import dataclass
 
 
 @dataclass(frozen=True)

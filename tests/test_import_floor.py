@@ -134,7 +134,8 @@ def run_probe(probe: str) -> object:
 
 def test_bare_import_loads_nothing_but_the_package_itself() -> None:
     # every public name is imported on first use: `import agentensemble` costs next to nothing
-    assert run_probe(BARE) == ["agentensemble"]
+    # (the package and its one lazy-export helper)
+    assert run_probe(BARE) == ["agentensemble", "agentensemble._lazy"]
 
 
 def test_every_public_name_resolves_to_the_object_its_module_defines() -> None:
@@ -160,8 +161,9 @@ from agentensemble import Agent, Ensemble, Task, tool
 print(json.dumps(sorted(m for m in sys.modules if m.startswith("agentensemble"))))
 """
 
-#: What a plain sequential script never needs at import: other workflow kinds, and the model
-#: classes, retries and rate limits (a real model call imports them).
+#: What a plain sequential script never needs at import: other workflow kinds, the model
+#: classes, retries and rate limits (a real model call imports them), tool pipelines and typed
+#: tools.
 FIRST_USE_ONLY = (
     "agentensemble.workflows.delegation",
     "agentensemble.workflows.fan_out",
@@ -172,6 +174,8 @@ FIRST_USE_ONLY = (
     "agentensemble.llm.litellm_model",
     "agentensemble.llm.rate_limit",
     "agentensemble.llm.retry",
+    "agentensemble.tools.pipeline",
+    "agentensemble.tools.typed",
 )
 
 
@@ -188,3 +192,38 @@ def test_the_model_package_resolves_every_name_on_first_use() -> None:
     for name, module in llm._LAZY.items():
         assert getattr(llm, name) is getattr(importlib.import_module(module), name)
     assert set(llm.__all__) == set(llm._LAZY)
+
+
+def test_the_tools_package_resolves_every_name_on_first_use() -> None:
+    import importlib
+
+    from agentensemble import tools
+
+    for name, module in tools._LAZY.items():
+        assert getattr(tools, name) is getattr(importlib.import_module(module), name)
+    assert set(tools.__all__) == set(tools._LAZY)
+
+
+def test_the_memory_package_resolves_every_name_on_first_use() -> None:
+    import importlib
+
+    from agentensemble import memory
+
+    for name, module in memory._LAZY.items():
+        assert getattr(memory, name) is getattr(importlib.import_module(module), name)
+    assert set(memory.__all__) == set(memory._LAZY)
+
+
+def test_the_lazy_packages_refuse_unknown_names_and_list_their_public_ones() -> None:
+    import pytest
+
+    import agentensemble
+    from agentensemble import llm, memory, tools
+
+    for package in (agentensemble, llm, memory, tools):
+        with pytest.raises(
+            AttributeError, match=f"module '{package.__name__}' has no attribute 'nope'"
+        ):
+            package.nope  # noqa: B018
+        assert not hasattr(package, "nope")
+        assert set(package._LAZY) <= set(dir(package))

@@ -6,11 +6,12 @@ import asyncio
 import dataclasses
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import field
 from datetime import timedelta
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
+from agentensemble._dataclass import dataclass
 from agentensemble.errors import (
     AgentEnsembleError,
     AgentExecutionError,

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 from functools import cached_property
+
+from agentensemble._dataclass import dataclass
 
 STANDARD_INSTRUCTIONS = (
     "Work on the task below until it is complete. "

@@ -11,11 +11,11 @@ from __future__ import annotations
 import functools
 import json
 import re
-from dataclasses import dataclass
 from typing import Any
 
 from pydantic import TypeAdapter, ValidationError
 
+from agentensemble._dataclass import dataclass
 from agentensemble.errors import OutputParsingError, UntrustedInputError
 from agentensemble.llm.response_format import ResponseFormat
 from agentensemble.untrusted import parse_json

@@ -11,8 +11,9 @@ from __future__ import annotations
 import inspect
 import re
 import threading
-from dataclasses import dataclass
 from typing import Any
+
+from agentensemble._dataclass import dataclass
 
 _NAME = re.compile(r"[^A-Za-z0-9_-]+")
 _support_lock = threading.Lock()

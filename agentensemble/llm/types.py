@@ -7,9 +7,10 @@ OpenAI function-calling specs. Anything with an async ``complete`` of this shape
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any, Protocol, runtime_checkable
 
+from agentensemble._dataclass import dataclass
 from agentensemble.outputs import TokenUsage
 
 Message = dict[str, Any]

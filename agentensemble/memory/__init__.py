@@ -6,8 +6,9 @@ a driver (psycopg) or litellm until a store or embedder that needs one is built.
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from agentensemble._lazy import lazy_exports
 
 if TYPE_CHECKING:
     from agentensemble.memory.embedders import Embedder, HashingEmbedder, LiteLLMEmbedder
@@ -18,7 +19,7 @@ if TYPE_CHECKING:
     from agentensemble.memory.store import MemoryStore
     from agentensemble.memory.tool import MemoryTool
 
-_WHERE = {
+_LAZY: dict[str, str] = {
     "Embedder": "agentensemble.memory.embedders",
     "HashingEmbedder": "agentensemble.memory.embedders",
     "LiteLLMEmbedder": "agentensemble.memory.embedders",
@@ -31,18 +32,7 @@ _WHERE = {
 }
 
 
-def __getattr__(name: str) -> Any:
-    module = _WHERE.get(name)
-    if module is None:
-        raise AttributeError(f"module 'agentensemble.memory' has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted([*globals(), *_WHERE])
-
+__getattr__, __dir__ = lazy_exports(__name__, _LAZY, globals())
 
 __all__ = [
     "Embedder",

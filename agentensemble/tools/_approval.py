@@ -11,11 +11,11 @@ from __future__ import annotations
 
 import asyncio
 import sys
-from dataclasses import dataclass
 from datetime import timedelta
 from types import ModuleType
 from typing import Any
 
+from agentensemble._dataclass import dataclass
 from agentensemble.errors import ConfigurationError
 from agentensemble.events import ReviewDecided, ReviewRequested
 from agentensemble.steps import step_key  # a seam with no imports of its own

@@ -17,11 +17,11 @@ import json
 from collections.abc import Awaitable, Callable
 from contextlib import AbstractContextManager
 from contextvars import ContextVar
-from dataclasses import dataclass
 from typing import Any, cast
 
 from pydantic import BaseModel
 
+from agentensemble._dataclass import dataclass
 from agentensemble.errors import ConfigurationError, ToolArgumentsError
 from agentensemble.steps import as_step
 from agentensemble.tools import _approval

@@ -10,6 +10,7 @@ reaches the model, and no warning is given.
 
 from __future__ import annotations
 
+import functools
 import sysconfig
 import traceback
 import warnings
@@ -18,11 +19,17 @@ from pathlib import Path
 from agentensemble.errors import ToolArgumentsError, ToolExecutionError
 from agentensemble.hints import ToolExceptionWarning
 
-_PACKAGE = str(Path(__file__).resolve().parents[1])
-_LIBRARIES = tuple(
-    str(Path(path).resolve())
-    for path in {sysconfig.get_paths()[key] for key in ("stdlib", "platstdlib", "purelib")}
-)
+
+@functools.cache
+def _not_the_tool() -> tuple[str, ...]:
+    """Where frames that are not the tool's come from: this package, the standard library and
+    installed packages. Resolved on the first warning, not at import (``sysconfig`` and the path
+    resolution cost a few milliseconds)."""
+    libraries = (
+        str(Path(path).resolve())
+        for path in {sysconfig.get_paths()[key] for key in ("stdlib", "platstdlib", "purelib")}
+    )
+    return (str(Path(__file__).resolve().parents[1]), *libraries)
 
 
 def is_designed(exc: BaseException) -> bool:
@@ -48,7 +55,7 @@ def warn_tool_exception(tool: str, exc: BaseException) -> None:
     if is_designed(exc) or not isinstance(exc, Exception):
         return
     frames = traceback.extract_tb(exc.__traceback__)
-    ours = [f for f in frames if not f.filename.startswith((_PACKAGE, *_LIBRARIES))]
+    ours = [f for f in frames if not f.filename.startswith(_not_the_tool())]
     where = ours[-1] if ours else (frames[-1] if frames else None)
     text = model_text(exc)
     message = (

@@ -5,12 +5,12 @@ from __future__ import annotations
 import inspect
 import json
 from abc import ABC
-from dataclasses import dataclass
 from typing import Any
 
 from pydantic import BaseModel
 from pydantic_core import to_jsonable_python
 
+from agentensemble._dataclass import dataclass
 from agentensemble.outputs import ReturnBehavior
 from agentensemble.tools._sync import in_worker_thread
 

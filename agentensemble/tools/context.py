@@ -13,9 +13,10 @@ import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager, suppress
 from contextvars import ContextVar
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any
 
+from agentensemble._dataclass import dataclass
 from agentensemble.logging import get_logger
 from agentensemble.tools.metrics import ToolMetricsRegistry
 

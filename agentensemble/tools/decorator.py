@@ -9,11 +9,12 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any, TypeVar, overload
 
 from pydantic import BaseModel
 
+from agentensemble._dataclass import dataclass
 from agentensemble._naming import tool_name_problem
 from agentensemble.errors import ToolNameError
 from agentensemble.outputs import ReturnBehavior

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import field
 from datetime import timedelta
 from enum import Enum
+
+from agentensemble._dataclass import dataclass
 
 
 class CallOutcome(str, Enum):

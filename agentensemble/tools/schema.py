@@ -14,12 +14,12 @@ import operator
 import re
 import typing
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
 from typing import Annotated, Any, get_args, get_origin
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
 from pydantic.fields import FieldInfo
 
+from agentensemble._dataclass import dataclass
 from agentensemble.errors import ConfigurationError, ToolArgumentsError, UntrustedInputError
 from agentensemble.untrusted import DuplicateKeyError, parse_json
 

@@ -9,9 +9,9 @@ never validates the user's setup again.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any, Protocol
 
+from agentensemble._dataclass import dataclass
 from agentensemble.execution.agent_executor import AgentTask, ExecutionEnv
 from agentensemble.outputs import EnsembleOutput
 from agentensemble.task import Task

@@ -17,9 +17,10 @@ The user's objects are told apart by the ``step_kind`` class attribute ("task", 
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass, field, fields
+from dataclasses import field, fields
 from typing import Any, Protocol
 
+from agentensemble._dataclass import dataclass
 from agentensemble.errors import TaskExecutionError
 from agentensemble.execution.agent_executor import ExecutionEnv
 from agentensemble.execution.prompts import ContextItem

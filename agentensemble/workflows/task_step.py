@@ -10,12 +10,12 @@ from __future__ import annotations
 import inspect
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
 
 from pydantic import BaseModel
 
+from agentensemble._dataclass import dataclass
 from agentensemble._interrupts import ends_the_run
 from agentensemble.errors import ExitEarlyError, OutputParsingError
 from agentensemble.events import TaskCompleted, TaskFailed, TaskStarted

@@ -1,0 +1,286 @@
+"""``agentensemble._dataclass.dataclass`` behaves as ``dataclasses.dataclass``, class for class.
+
+Each shape below is defined twice, once with the stock decorator and once with ours, and every
+behaviour a user can see is compared: construction (positional, keyword, defaults, factories,
+errors), repr, equality, hashing, frozen errors, ``fields``, ``replace``, ``asdict``, pickling,
+``__match_args__``, ``__doc__`` and ``inspect.signature`` (before and after the first
+construction, when ours builds its ``__init__``). Then every dataclass the package defines is
+compared with a stock rebuild of its fields.
+"""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+import inspect
+import pickle
+import sys
+from collections.abc import Callable
+from typing import Any, ClassVar
+
+import pytest
+
+import agentensemble
+from agentensemble import _dataclass as _dataclass_module
+from agentensemble._dataclass import dataclass as lean
+
+Decorator = Callable[..., Any]
+
+
+def _shapes(deco: Decorator) -> dict[str, type]:
+    """The same classes, made by ``deco``; registered in this module so they pickle."""
+
+    @deco(frozen=True)
+    class Frozen:
+        a: int
+        b: str = "x"
+        c: list[int] = dataclasses.field(default_factory=list, compare=False)
+        d: int = dataclasses.field(default=0, kw_only=True)
+
+    @deco
+    class Mutable:
+        a: int
+        b: int = dataclasses.field(default=2, repr=False)
+        c: int = dataclasses.field(default=3, init=False)
+
+    @deco(frozen=True, eq=False)
+    class FrozenNoEq:
+        """Has its own docstring."""
+
+        a: int
+
+    @deco(frozen=True)
+    class Posted:
+        a: int
+        b: int = dataclasses.field(init=False, default=0)
+
+        def __post_init__(self) -> None:
+            object.__setattr__(self, "b", self.a * 2)
+
+    @deco(frozen=True)
+    class OwnMethods:
+        a: int
+
+        def __repr__(self) -> str:
+            return "own"
+
+        def __eq__(self, other: object) -> bool:
+            return True
+
+        def __hash__(self) -> int:
+            return 7
+
+    @deco(frozen=True)
+    class Empty:
+        pass
+
+    @deco(frozen=True)
+    class Hashing:
+        a: int
+        b: int = dataclasses.field(default=0, hash=False)
+        c: int = dataclasses.field(default=0, compare=False, hash=True)
+
+    @deco(frozen=True)
+    class WithClassVar:
+        a: int
+        k: ClassVar[int] = 3
+        b: int = 1
+
+    @deco
+    class WithInitVar:
+        a: int
+        seed: dataclasses.InitVar[int] = 0
+        b: int = dataclasses.field(init=False, default=0)
+
+        def __post_init__(self, seed: int) -> None:
+            self.b = self.a + seed
+
+    made = (Frozen, Mutable, FrozenNoEq, Posted, OwnMethods, Empty, Hashing)
+    return {cls.__name__: cls for cls in (*made, WithClassVar, WithInitVar)}
+
+
+STOCK = _shapes(dataclasses.dataclass)
+LEAN = _shapes(lean)
+for _prefix, _classes in (("Stock", STOCK), ("Lean", LEAN)):
+    for _name, _cls in _classes.items():
+        _cls.__qualname__ = _cls.__name__ = f"{_prefix}{_name}"
+        globals()[_cls.__name__] = _cls
+
+ARGS: dict[str, tuple[tuple[Any, ...], dict[str, Any]]] = {
+    "Frozen": ((1,), {"b": "y", "c": [1], "d": 4}),
+    "Mutable": ((1, 5), {}),
+    "FrozenNoEq": ((1,), {}),
+    "Posted": ((3,), {}),
+    "OwnMethods": ((1,), {}),
+    "Empty": ((), {}),
+    "Hashing": ((1,), {"b": 2, "c": 3}),
+    "WithClassVar": ((1,), {"b": 2}),
+    "WithInitVar": ((1,), {"seed": 5}),
+}
+
+
+def _unprefixed(text: str, prefix: str) -> str:
+    # the stock methods were named before the classes were renamed; ours on first construction
+    return text.replace("_shapes.<locals>.", "").replace(prefix, "")
+
+
+def _view(cls: type, prefix: str, fresh: bool) -> dict[str, Any]:
+    """What a user sees of ``cls`` and of instances built from ``ARGS``."""
+    name = cls.__name__.removeprefix(prefix)
+    args, kwargs = ARGS[name]
+    seen: dict[str, Any] = {}
+    if fresh:  # before any construction: ours has not built its __init__ yet
+        seen["signature_before"] = str(inspect.signature(cls))
+    one, two = cls(*args, **kwargs), cls(*args, **kwargs)
+    seen["doc"] = _unprefixed(cls.__doc__ or "", prefix)
+    seen["signature"] = str(inspect.signature(cls))
+    seen["repr"] = _unprefixed(repr(one), prefix)
+    seen["eq"] = (one == two, one != two, one == object(), one.__eq__(object()))
+    seen["hash"] = cls.__hash__ is None or hash(one) == hash(two)
+    seen["hash_value"] = None if cls.__hash__ is None else hash(one) == hash(copy.copy(one))
+    seen["fields"] = [
+        (f.name, f.type, f.default, f.init, f.repr, f.compare, f.hash, f.kw_only)
+        for f in dataclasses.fields(cls)
+    ]
+    seen["asdict"] = dataclasses.asdict(one)
+    seen["match_args"] = cls.__match_args__
+    params = cls.__dataclass_params__  # type: ignore[attr-defined]
+    seen["params"] = (params.init, params.repr, params.eq, params.order, params.frozen)
+    seen["pickle"] = _unprefixed(repr(pickle.loads(pickle.dumps(one))), prefix)
+    seen["init_qualname"] = _unprefixed(cls.__init__.__qualname__, prefix)
+    seen["repr_qualname"] = _unprefixed(cls.__repr__.__qualname__, prefix)
+    if dataclasses.fields(cls):
+        first = dataclasses.fields(cls)[0].name
+        seen["replace"] = _unprefixed(repr(dataclasses.replace(one, **{first: 9})), prefix)
+        try:
+            setattr(one, first, 5)
+            seen["set"] = getattr(one, first)
+        except dataclasses.FrozenInstanceError as error:
+            seen["set"] = str(error)
+        try:
+            delattr(one, first)
+            seen["del"] = "deleted"
+        except dataclasses.FrozenInstanceError as error:
+            seen["del"] = str(error)
+    try:
+        cls(*args, *args, "extra", **kwargs)
+    except TypeError as error:
+        seen["too_many"] = _unprefixed(str(error), prefix)
+    return seen
+
+
+@pytest.mark.parametrize("name", sorted(STOCK))
+def test_each_shape_behaves_as_the_stock_dataclass(name: str) -> None:
+    stock, ours = STOCK[name], LEAN[name]
+    assert _view(ours, "Lean", fresh=True) == _view(stock, "Stock", fresh=True)
+    # and again, now that ours has built its __init__
+    assert _view(ours, "Lean", fresh=False) == _view(stock, "Stock", fresh=False)
+
+
+def test_the_init_is_built_once_then_is_the_generated_one() -> None:
+    @lean(frozen=True)
+    class Once:
+        a: int
+
+    placeholder = Once.__dict__["__init__"]
+    Once(1)
+    built = Once.__dict__["__init__"]
+    assert built is not placeholder
+    Once(2)
+    assert Once.__dict__["__init__"] is built
+    with pytest.raises(TypeError, match="missing 1 required positional argument: 'a'"):
+        Once()
+
+
+def test_subclasses_of_a_lean_class_work_as_with_a_stock_one() -> None:
+    @lean(frozen=True)
+    class Base:
+        a: int
+
+    class Plain(Base):
+        pass
+
+    @dataclasses.dataclass(frozen=True)
+    class Stocked(Base):
+        b: int = 0
+
+    assert (
+        repr(Plain(1))
+        == "test_subclasses_of_a_lean_class_work_as_with_a_stock_one.<locals>.Plain(a=1)"
+    )
+    assert Stocked(1, 2).b == 2 and dataclasses.fields(Stocked)[0].name == "a"
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        Stocked(1).a = 3  # type: ignore[misc]
+    with pytest.raises(TypeError, match="cannot inherit non-frozen dataclass from a frozen one"):
+
+        @dataclasses.dataclass
+        class Thawed(Base):
+            pass
+
+
+def test_a_default_before_a_required_field_fails_at_definition_as_stock_does() -> None:
+    with pytest.raises(TypeError, match="non-default argument 'b' follows default argument"):
+
+        @lean
+        class Wrong:
+            a: int = 0
+            b: int  # type: ignore[misc]
+
+
+def _package_dataclasses() -> list[type]:
+    for name in agentensemble.__all__:  # every public name, and what it imports
+        getattr(agentensemble, name)
+    found = []
+    for module in list(sys.modules.values()):
+        if not getattr(module, "__name__", "").startswith("agentensemble"):
+            continue
+        for value in vars(module).values():
+            if (
+                isinstance(value, type)
+                and dataclasses.is_dataclass(value)
+                and value.__module__ == module.__name__
+                and _generated_init(value)
+            ):
+                found.append(value)
+    return found
+
+
+def _generated_init(cls: type) -> bool:
+    """Whether ``cls.__init__`` is dataclasses' own (or ours, before it is built)."""
+    code = getattr(cls.__dict__.get("__init__"), "__code__", None)
+    return code is not None and code.co_filename in ("<string>", _dataclass_module.__file__)
+
+
+def _stock_rebuild(cls: type) -> type:
+    specs: dict[str, Any] = {"__annotations__": {}, "__module__": cls.__module__}
+    for f in dataclasses.fields(cls):
+        specs["__annotations__"][f.name] = f.type
+        specs[f.name] = dataclasses.field(
+            default=f.default,
+            default_factory=f.default_factory,
+            init=f.init,
+            repr=f.repr,
+            hash=f.hash,
+            compare=f.compare,
+            metadata=f.metadata,
+            kw_only=f.kw_only,
+        )
+    params = cls.__dataclass_params__  # type: ignore[attr-defined]
+    rebuilt = type(cls.__name__, (), specs)
+    return dataclasses.dataclass(frozen=params.frozen, eq=params.eq)(rebuilt)
+
+
+def test_every_dataclass_of_the_package_has_the_stock_signature_and_methods() -> None:
+    classes = _package_dataclasses()
+    assert len(classes) > 50
+    for cls in classes:
+        if any(dataclasses.is_dataclass(base) for base in cls.__mro__[1:]):
+            continue  # inherited fields: made by the stock decorator, nothing to compare
+        stock = _stock_rebuild(cls)
+        assert str(inspect.signature(cls)) == str(inspect.signature(stock)), cls
+        params = cls.__dataclass_params__  # type: ignore[attr-defined]
+        assert (params.init, params.repr) == (True, True), cls
+        assert cls.__match_args__ == stock.__match_args__, cls  # type: ignore[attr-defined]
+        assert (cls.__hash__ is None) == (stock.__hash__ is None), cls
+        if cls.__doc__ and cls.__doc__.startswith(cls.__name__ + "("):
+            assert cls.__doc__ == stock.__doc__, cls
