@@ -5,11 +5,17 @@ A tool may return any object (kept as ``structured_output``), and text from a mo
 ``model_dump_json()`` raise, so a finished run could not be saved. Here unknown objects become
 their text and lone surrogates become U+FFFD, in JSON output only: the Python objects stay as
 they were.
+
+A model nested in another (a task's output in a run's, a model turn in a trace) is cleaned by
+the outermost model being saved, once, with everything else: each level cleaned its part and
+the parent all of it again, the 20-turn output's JSON most of its time (benchmarks/RESULTS.md).
 """
 
 from __future__ import annotations
 
+import json
 import re
+from contextvars import ContextVar
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, SerializerFunctionWrapHandler, model_serializer
@@ -18,12 +24,19 @@ from pydantic_core import PydanticSerializationError, to_jsonable_python
 _LONE_SURROGATE = re.compile("[\ud800-\udfff]")
 REPLACEMENT = "\ufffd"
 
+# set while a SaveableModel's JSON is being built: the models inside it leave the cleaning to it
+_cleaning: ContextVar[bool] = ContextVar("agentensemble_saveable_cleaning", default=False)
+_UNKNOWN = object()
+
 
 def _text(value: Any) -> str:
+    outer = _cleaning.set(False)  # a __str__ saving a model of its own gets it cleaned
     try:
         return str(value)
     except Exception:  # a hostile __str__
         return f"<unprintable {type(value).__name__}>"
+    finally:
+        _cleaning.reset(outer)
 
 
 def jsonable(value: Any) -> Any:
@@ -45,6 +58,18 @@ def scrub(value: Any) -> Any:
     return value
 
 
+def _scrubbed(data: Any) -> Any:
+    """``scrub(data)`` for a model's JSON-ready data, checked in one pass of the C JSON encoder
+    first: almost always it holds no lone surrogate and is returned as it is."""
+    try:
+        text = json.dumps(data, ensure_ascii=False, check_circular=False)
+        if not text.isascii():
+            text.encode("utf-8")  # fails on a lone surrogate, and only on one
+    except Exception:  # a lone surrogate; or data the encoder refuses: scrub decides
+        return scrub(data)
+    return data
+
+
 class SaveableModel(BaseModel):
     """A model whose JSON output never fails: unknown objects in ``Any`` fields become their
     text, lone surrogates become U+FFFD. Python-mode dumps are unchanged."""
@@ -54,11 +79,17 @@ class SaveableModel(BaseModel):
 
     @model_serializer(mode="wrap", when_used="json")
     def _saveable_json(self, handler: SerializerFunctionWrapHandler) -> Any:
+        inside = _cleaning.get()  # inside a model being saved: that model cleans this part
+        outer = _cleaning.set(True)
         try:
             data = handler(self)
         except PydanticSerializationError:  # an object pydantic does not know, somewhere
-            data = jsonable(self.model_dump(mode="python"))
-        return scrub(data)
+            data = _UNKNOWN
+        finally:
+            _cleaning.reset(outer)
+        if data is _UNKNOWN:
+            return jsonable(self.model_dump(mode="python"))  # cleaned by jsonable
+        return data if inside else _scrubbed(data)
 
 
 __all__ = ["REPLACEMENT", "SaveableModel", "jsonable", "scrub"]
