@@ -74,21 +74,56 @@ def fan_out_items(task: Any, inputs: Mapping[str, Any]) -> list[Any]:
     return list(items)
 
 
+def agents_filled_per_item(
+    ensemble: Any, tasks: Sequence[Any], agents: Sequence[Agent]
+) -> set[int]:
+    """The agents (by id) whose role, goal and background are filled once per ``for_each``
+    item, so ``{item}`` and ``{index}`` are theirs too: the agents of ``for_each`` tasks that
+    do no other task, in a run where nobody delegates (delegation, like a hierarchical
+    manager, makes every agent a worker, whose texts are filled from the run's inputs alone).
+    ``tasks`` / ``agents``: ``leaf_tasks`` and ``team_and_task_agents`` of the ensemble."""
+    per_item = {id(t.agent) for t in tasks if t.for_each is not None and t.agent is not None}
+    if not per_item:  # most runs: no fan-out
+        return per_item
+    if ensemble.workflow is Workflow.HIERARCHICAL or any(a.allow_delegation for a in agents):
+        return set()
+    per_item -= {id(t.agent) for t in tasks if t.for_each is None and t.agent is not None}
+    return per_item
+
+
 def needed_inputs(ensemble: Any) -> dict[str, str]:
     """Every input a run needs, sorted by name: "list" for a ``for_each`` input, else "text"."""
     needed: dict[str, str] = {}
-    for task in leaf_tasks(ensemble.tasks):
-        texts = [task.description, task.expected_output]
-        texts += _agent_texts(task.agent) if task.agent is not None else []
-        fan_out = dict.fromkeys(FAN_OUT_VARIABLES) if task.for_each is not None else {}
-        for name in missing_variables(texts, fan_out):
+    tasks = leaf_tasks(ensemble.tasks)
+    agents = team_and_task_agents(ensemble)
+    per_item = agents_filled_per_item(ensemble, tasks, agents)
+    fan_out = dict.fromkeys(FAN_OUT_VARIABLES)
+    for task in tasks:
+        filled = fan_out if task.for_each is not None else {}
+        for name in missing_variables([task.description, task.expected_output], filled):
             needed.setdefault(name, "text")
         if task.for_each is not None:
             needed[task.for_each] = "list"
-    for agent in team_and_task_agents(ensemble):
-        for name in missing_variables(_agent_texts(agent), {}):
+    for agent in agents:
+        filled = fan_out if id(agent) in per_item else {}
+        for name in missing_variables(_agent_texts(agent), filled):
             needed.setdefault(name, "text")
     return dict(sorted(needed.items()))
+
+
+def _missing_error(missing: set[str], tasks: Sequence[Any]) -> PromptTemplateError:
+    """The error for ``missing``; when it names ``{item}`` or ``{index}`` in a run with a
+    fan-out, it says where those are filled."""
+    if not missing.intersection(FAN_OUT_VARIABLES) or all(t.for_each is None for t in tasks):
+        return PromptTemplateError(sorted(missing))
+    names = ", ".join(f"'{{{name}}}'" for name in sorted(missing))
+    return PromptTemplateError(
+        sorted(missing),
+        f"Missing template variables: {names}. {{item}} and {{index}} are filled only in a "
+        "for_each task's description and expected output, and in its agent's role, goal and "
+        "background when that agent does no other task and nobody in the run delegates; "
+        "elsewhere pass them in inputs=.",
+    )
 
 
 def check_inputs_for(
@@ -104,21 +139,24 @@ def check_inputs_for(
     tasks = leaf_tasks(ensemble.tasks) if tasks is None else tasks
     agents = team_and_task_agents(ensemble) if agents is None else agents
     texts: list[str] = []
-    missing: set[str] = set()
+    per_item_texts: list[str] = []
     for task in tasks:
         if task.for_each is not None:
             fan_out_items(task, inputs)
-            own = [task.description, task.expected_output]
-            missing |= set(missing_variables(own, {**dict.fromkeys(FAN_OUT_VARIABLES), **inputs}))
+            per_item_texts += (task.description, task.expected_output)
         else:
             texts += (task.description, task.expected_output)
-    # every task's agent is among ``agents``: its texts are checked once, against the inputs
-    # alone (as they always were; checking them with each task as well found nothing more)
+    # each agent's texts are checked once (an agent doing several tasks is listed once per
+    # task): against the inputs with item and index when it is filled per item, else alone
+    per_item = agents_filled_per_item(ensemble, tasks, agents)
     for agent in agents:
-        texts += _agent_texts(agent)
-    missing |= set(missing_variables(texts, inputs))
+        (per_item_texts if id(agent) in per_item else texts).extend(_agent_texts(agent))
+    missing = set(missing_variables(texts, inputs))
+    if per_item_texts:
+        with_item = {**dict.fromkeys(FAN_OUT_VARIABLES), **inputs}
+        missing |= set(missing_variables(per_item_texts, with_item))
     if missing:
-        raise PromptTemplateError(sorted(missing))
+        raise _missing_error(missing, tasks)
 
 
 # A task's resolved tools, kept between runs while its tool lists hold the same objects (by
@@ -344,6 +382,7 @@ def prepare_run(
 
 __all__ = [
     "SYNTHESISED_ROLE",
+    "agents_filled_per_item",
     "check_inputs_for",
     "fan_out_items",
     "needed_inputs",

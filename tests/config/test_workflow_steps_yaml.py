@@ -10,6 +10,7 @@ import pytest
 
 from agentensemble import Ensemble, Graph, Loop, Workflow
 from agentensemble.cli import EXIT_OK, EXIT_USAGE, main
+from agentensemble.config import ensemble_from_yaml
 from agentensemble.config._positions import ConfigFileError
 from agentensemble.testing import ScriptedChatModel
 
@@ -162,3 +163,21 @@ def test_agentensemble_run_runs_a_loop_crew_offline(
     out, err = capsys.readouterr()
     assert "(scripted answer) Write a line" in out
     assert "loop polish: iteration 2 done, stopped by max_iterations" in err
+
+
+def test_a_crew_files_fan_out_agent_may_use_item(
+    crew_file: CrewFile, capsys: pytest.CaptureFixture[str]
+) -> None:
+    crew = (
+        "agents:\n  reader: {role: 'Reader of document {index}', goal: 'Understand {item}'}\n"
+        "tasks:\n  per_doc: {description: Summarise it, agent: reader, for_each: docs}\n"
+    )
+    path = str(crew_file(crew))
+    assert main(["validate", path, "--model", "scripted"]) == EXIT_OK
+    assert "inputs: docs" in capsys.readouterr().out
+    model = ScriptedChatModel(["x", "y"])
+    out = ensemble_from_yaml(path, {"llm": model}).run({"docs": ["a", "b"]})
+    assert [o.agent_role for o in out.task_outputs] == [
+        "Reader of document 0",
+        "Reader of document 1",
+    ]

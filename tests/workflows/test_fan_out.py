@@ -7,8 +7,18 @@ from typing import Any
 
 import pytest
 
-from agentensemble import ConfigurationError, Ensemble, Loop, Task, TaskExecutionError, Workflow
+from agentensemble import (
+    Agent,
+    ConfigurationError,
+    Ensemble,
+    Loop,
+    PromptTemplateError,
+    Task,
+    TaskExecutionError,
+    Workflow,
+)
 from agentensemble.testing import FunctionChatModel, ScriptedChatModel
+from agentensemble.workflows.prepare import needed_inputs
 
 
 def test_each_item_runs_once_with_item_and_index_and_the_reducer_sees_all_in_order() -> None:
@@ -137,3 +147,65 @@ def test_chunked_reduce_over_a_long_list() -> None:
     )
     out = Ensemble(tasks=[summarise, merge]).run({"chunks": chunks})
     assert out.raw == "summary of 4 docs + summary of 4 docs + summary of 2 docs"
+
+
+def test_a_fan_out_tasks_agent_may_use_item_and_index_in_its_role_goal_and_background() -> None:
+    model = ScriptedChatModel(["read a", "read b"])
+    reader = Agent(
+        role="Reader of document {index}",
+        goal="Understand {item}",
+        background="You read {item} for the {audience}",
+    )
+    read = Task(name="read", description="Summarise it", agent=reader, for_each="docs")
+    out = Ensemble(tasks=[read], llm=model).run({"docs": ["a", "b"], "audience": "board"})
+
+    assert [o.agent_role for o in out.task_outputs] == [
+        "Reader of document 0",
+        "Reader of document 1",
+    ]
+    system = [request.messages[0]["content"] for request in model.requests]
+    assert "Understand a" in system[0] and "You read a for the board" in system[0]
+    assert "Understand b" in system[1] and "You read b for the board" in system[1]
+
+
+def test_item_in_an_agent_that_also_does_another_task_is_refused_before_any_request() -> None:
+    model = ScriptedChatModel()
+    reader = Agent(role="Reader", goal="Understand {item}")
+    read = Task(name="read", description="Summarise it", agent=reader, for_each="docs")
+    merge = Task(name="merge", description="Merge the summaries", agent=reader, context=[read])
+    with pytest.raises(PromptTemplateError, match="filled only in a for_each task") as caught:
+        Ensemble(tasks=[read, merge], llm=model).run({"docs": ["a"]})
+    assert caught.value.missing == ["item"]
+    assert model.requests == []
+
+
+def test_item_in_an_agent_is_refused_when_agents_delegate() -> None:
+    # a delegating run makes every agent a worker, asked outside any item
+    model = ScriptedChatModel()
+    reader = Agent(role="Reader", goal="Understand {item}")
+    boss = Agent(role="Boss", goal="Plan", allow_delegation=True)
+    read = Task(name="read", description="Summarise it", agent=reader, for_each="docs")
+    plan = Task(name="plan", description="Plan", agent=boss)
+    with pytest.raises(PromptTemplateError, match="nobody in the run delegates"):
+        Ensemble(tasks=[plan, read], llm=model).run({"docs": ["a"]})
+    assert model.requests == []
+
+
+def test_a_fan_out_agent_with_item_inside_a_loop_and_a_nested_ensemble() -> None:
+    model = ScriptedChatModel(["1", "2", "3", "4"])
+    reader = Agent(role="Reader", goal="Understand {item}")
+    read = Task(name="read", description="Summarise it", agent=reader, for_each="docs")
+    loop = Loop(name="twice", body=[Ensemble(tasks=[read])], max_iterations=2)
+    out = Ensemble(tasks=[loop], llm=model, max_concurrency=1).run({"docs": ["a", "b"]})
+    assert [o.raw for o in out.task_outputs] == ["1", "2", "3", "4"]
+    goals = ["Understand a" in r.messages[0]["content"] for r in model.requests]
+    assert goals == [True, False, True, False]
+
+
+def test_validate_does_not_ask_for_item_or_index_used_by_a_fan_out_agent() -> None:
+    reader = Agent(role="Reader {index}", goal="Understand {item} for {audience}")
+    read = Task(name="read", description="Summarise it", agent=reader, for_each="docs")
+    assert needed_inputs(Ensemble(tasks=[read])) == {"audience": "text", "docs": "list"}
+    shared = Task(name="again", description="Again", agent=reader)
+    needed = needed_inputs(Ensemble(tasks=[read, shared]))
+    assert needed == {"audience": "text", "docs": "list", "index": "text", "item": "text"}
