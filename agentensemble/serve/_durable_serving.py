@@ -27,7 +27,7 @@ def check_registered(runtime: Any, names: Iterable[str]) -> None:
             ) from error
 
 
-async def run_durably(runtime: Any, name: str, inputs: dict[str, str], pump: ProgressPump) -> Any:
+async def run_durably(runtime: Any, name: str, inputs: dict[str, Any], pump: ProgressPump) -> Any:
     """The run as a durable run of ``runtime`` (registered as ``name``), under a fresh run id
     (never one a caller chose: it could name another caller's run)."""
     run_id = str(uuid.uuid4())

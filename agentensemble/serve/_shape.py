@@ -1,14 +1,17 @@
 """What a served ensemble looks like from outside: its inputs, its description, its result.
 
 Pure functions shared by the MCP server and the A2A app, so both describe an ensemble the same
-way: the template variables are the inputs (required strings), the tasks make the description
-(and the A2A skills), the last task's output type (if any) is the structured result.
+way: the inputs a run needs are the arguments (``needed_inputs``: a string per template
+variable, an array of strings per ``for_each`` list; tasks inside loops, graphs and nested
+ensembles too; ``{item}`` and ``{index}`` are filled per item, never asked for), the tasks
+make the description (and the A2A skills), the last task's output type (if any) is the
+structured result.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -17,6 +20,8 @@ from agentensemble.errors import ConfigurationError
 from agentensemble.logging import redact_text
 from agentensemble.outputs import EnsembleOutput
 from agentensemble.templates import template_variables
+from agentensemble.workflows.prepare import needed_inputs, team_and_task_agents
+from agentensemble.workflows.step import leaf_tasks
 
 #: A served ensemble: the object itself, or a factory called once per call (a fresh ensemble).
 EnsembleSource = Ensemble | Callable[[], Ensemble]
@@ -25,6 +30,8 @@ EnsembleSource = Ensemble | Callable[[], Ensemble]
 _NAME = re.compile(r"^[A-Za-z0-9_.\-]{1,64}$")
 #: The longest argument value accepted (characters); a longer one is refused before any run.
 MAX_ARGUMENT_CHARS = 100_000
+#: The most items a list argument (a ``for_each`` input) may hold: each is one task run.
+MAX_LIST_ITEMS = 1_000
 #: The longest error text sent back to a caller.
 MAX_ERROR_CHARS = 4_000
 
@@ -57,44 +64,63 @@ def tool_name_for_file(stem: str) -> str:
     return cleaned or "crew"
 
 
-def _texts_by_variable(ensemble: Ensemble) -> dict[str, list[str]]:
-    """Each template variable and where it is used (for its description)."""
+def _places_by_variable(ensemble: Ensemble) -> dict[str, list[str]]:
+    """Each variable the ensemble's texts use, and where (for its description), in order of
+    first use: every task (inside loops, graphs and nested ensembles too) and every agent."""
     places: dict[str, list[str]] = {}
 
-    def note(text: str | None, where: str) -> None:
-        for name in template_variables(text or ""):
+    def note(names: Sequence[str], where: str) -> None:
+        for name in names:
             used = places.setdefault(name, [])
             if where not in used:
                 used.append(where)
 
-    for task in ensemble.tasks:
-        note(task.description, f"task {task.label!r}")
-        note(task.expected_output, f"task {task.label!r}")
-        agent = task.agent
-        if agent is not None:
-            for text in (agent.role, agent.goal, agent.background):
-                note(text, f"agent {agent.role!r}")
-    for agent in ensemble.agents:
+    for task in leaf_tasks(ensemble.tasks):
+        if task.for_each is not None:
+            note([task.for_each], f"one run of task {task.label!r} per item")
+        for text in (task.description, task.expected_output):
+            note(template_variables(text or ""), f"task {task.label!r}")
+    for agent in team_and_task_agents(ensemble):
         for text in (agent.role, agent.goal, agent.background):
-            note(text, f"agent {agent.role!r}")
+            note(template_variables(text or ""), f"agent {agent.role!r}")
     return places
 
 
+def input_kinds(ensemble: Ensemble) -> dict[str, str]:
+    """Every input a run of the ensemble needs, in order of first use: "list" for a
+    ``for_each`` input, else "text" (``needed_inputs``, so never ``{item}`` or ``{index}``
+    where a fan-out fills them)."""
+    needed = needed_inputs(ensemble)
+    order = [name for name in _places_by_variable(ensemble) if name in needed]
+    order += [name for name in needed if name not in order]
+    return {name: needed[name] for name in order}
+
+
 def input_variables(ensemble: Ensemble) -> list[str]:
-    """The ensemble's template variables, in order of first use."""
-    return list(_texts_by_variable(ensemble))
+    """The names of the inputs a run needs, in order of first use."""
+    return list(input_kinds(ensemble))
 
 
 def input_schema(ensemble: Ensemble) -> dict[str, Any]:
-    """A JSON schema with one required string per template variable, each described."""
-    properties = {
-        name: {
-            "type": "string",
-            "description": f"fills {{{name}}} in " + ", ".join(places),
-            "maxLength": MAX_ARGUMENT_CHARS,
-        }
-        for name, places in _texts_by_variable(ensemble).items()
-    }
+    """A JSON schema with every needed input required, each described: a bounded string per
+    template variable, a bounded array of bounded strings per ``for_each`` input."""
+    places = _places_by_variable(ensemble)
+    properties: dict[str, Any] = {}
+    for name, kind in input_kinds(ensemble).items():
+        where = ", ".join(places.get(name, [])) or "the run"
+        if kind == "list":
+            properties[name] = {
+                "type": "array",
+                "items": {"type": "string", "maxLength": MAX_ARGUMENT_CHARS},
+                "maxItems": MAX_LIST_ITEMS,
+                "description": f"a list of texts: {where}",
+            }
+        else:
+            properties[name] = {
+                "type": "string",
+                "description": f"fills {{{name}}} in {where}",
+                "maxLength": MAX_ARGUMENT_CHARS,
+            }
     return {
         "type": "object",
         "properties": properties,
@@ -162,30 +188,53 @@ class BadArguments(Exception):
         return self.message
 
 
-def check_arguments(names: list[str], arguments: Mapping[str, Any] | None) -> dict[str, str]:
-    """The inputs of one call: every variable present, each a bounded string, nothing else."""
+def check_arguments(
+    names: Sequence[str] | Mapping[str, str], arguments: Mapping[str, Any] | None
+) -> dict[str, Any]:
+    """The inputs of one call: every input present, nothing else; a "text" input a bounded
+    string, a "list" input (``input_kinds``) a bounded list of bounded strings. ``names``: the
+    inputs' kinds, or their names when all are text."""
+    kinds = dict(names) if isinstance(names, Mapping) else dict.fromkeys(names, "text")
     given = dict(arguments or {})
-    missing = [name for name in names if name not in given]
-    unknown = sorted(set(given) - set(names))
+    missing = [name for name in kinds if name not in given]
+    unknown = sorted(set(given) - set(kinds))
     problems: list[str] = []
     if missing:
         problems.append("missing argument(s): " + ", ".join(missing))
     if unknown:
         shown = ", ".join(repr(name)[:80] for name in unknown[:10])
-        accepted = ", ".join(names) or "none"
+        accepted = ", ".join(kinds) or "none"
         problems.append(f"unknown argument(s): {shown} (accepted: {accepted})")
-    for name in names:
-        value = given.get(name)
-        if name in given and not isinstance(value, str):
-            problems.append(f"argument {name!r} must be a string, got {type(value).__name__}")
-        elif isinstance(value, str) and len(value) > MAX_ARGUMENT_CHARS:
-            problems.append(
-                f"argument {name!r} is {len(value)} characters long; "
-                f"the limit is {MAX_ARGUMENT_CHARS}"
-            )
+    for name, kind in kinds.items():
+        if name in given:
+            problem = (_list_problem if kind == "list" else _text_problem)(name, given[name])
+            if problem:
+                problems.append(problem)
     if problems:
         raise BadArguments("; ".join(problems))
-    return {name: given[name] for name in names}
+    return {
+        name: list(given[name]) if kind == "list" else given[name] for name, kind in kinds.items()
+    }
+
+
+def _text_problem(name: str, value: Any, what: str = "argument") -> str | None:
+    if not isinstance(value, str):
+        return f"{what} {name!r} must be a string, got {type(value).__name__}"
+    if len(value) > MAX_ARGUMENT_CHARS:
+        return f"{what} {name!r} is {len(value)} characters long; the limit is {MAX_ARGUMENT_CHARS}"
+    return None
+
+
+def _list_problem(name: str, value: Any) -> str | None:
+    if not isinstance(value, list):
+        return f"argument {name!r} must be a list of strings, got {type(value).__name__}"
+    if len(value) > MAX_LIST_ITEMS:
+        return f"argument {name!r} has {len(value)} items; the limit is {MAX_LIST_ITEMS}"
+    for index, item in enumerate(value):
+        problem = _text_problem(f"{name}[{index}]", item, what="item")
+        if problem:
+            return problem  # the first bad item: a hostile list is not echoed item by item
+    return None
 
 
 def error_text(error: BaseException) -> str:
@@ -199,6 +248,7 @@ def error_text(error: BaseException) -> str:
 
 __all__ = [
     "MAX_ARGUMENT_CHARS",
+    "MAX_LIST_ITEMS",
     "BadArguments",
     "EnsembleSource",
     "check_arguments",
@@ -206,6 +256,7 @@ __all__ = [
     "description",
     "ensemble_of",
     "error_text",
+    "input_kinds",
     "input_schema",
     "input_variables",
     "output_schema",

@@ -12,6 +12,7 @@ event, the final output as an artifact (text, plus data when the last task is ty
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -49,7 +50,7 @@ from agentensemble.serve._shape import (
     check_arguments,
     ensemble_of,
     error_text,
-    input_variables,
+    input_kinds,
     stopped,
     structured_result,
 )
@@ -92,9 +93,10 @@ def agent_card(ensemble: Ensemble, *, name: str, description: str, url: str) -> 
     )
 
 
-def message_inputs(variables: list[str], context: RequestContext) -> dict[str, str]:
-    """A message's inputs: a data part holding ``{variable: text}``, or plain text filling the
-    one template variable of an ensemble that has exactly one."""
+def message_inputs(variables: Mapping[str, str], context: RequestContext) -> dict[str, Any]:
+    """A message's inputs (``variables``: each input's kind, ``input_kinds``): a data part
+    holding ``{variable: text}`` (a list of texts for a ``for_each`` input), or plain text
+    filling the one input of an ensemble that needs exactly one, a text."""
     message = context.message
     parts = list(message.parts) if message is not None else []
     data = [item for item in get_data_parts(parts) if isinstance(item, dict)]
@@ -104,13 +106,21 @@ def message_inputs(variables: list[str], context: RequestContext) -> dict[str, s
             merged.update(item)
         return check_arguments(variables, merged)
     text = context.get_user_input()
-    if len(variables) == 1:
-        return check_arguments(variables, {variables[0]: text})
-    if not variables:
+    names = list(variables)
+    if len(names) == 1 and variables[names[0]] == "text":
+        return check_arguments(variables, {names[0]: text})
+    if not names:
         return {}
+    example = ", ".join(
+        f'"{name}": ' + ('["...", "..."]' if variables[name] == "list" else '"..."')
+        for name in names[:3]
+    )
+    count = f"{len(names)} inputs" if len(names) > 1 else "an input"
+    lists = [name for name in names if variables[name] == "list"]
+    kind = f" ({', '.join(lists)}: a list of texts)" if lists else ""
     raise BadArguments(
-        f"this agent needs {len(variables)} inputs ({', '.join(variables)}): send a data part "
-        f'with an object such as {{"{variables[0]}": "..."}}'
+        f"this agent needs {count} ({', '.join(names)}){kind}: send a data part with an "
+        f"object such as {{{example}}}"
     )
 
 
@@ -120,7 +130,7 @@ class EnsembleExecutor(AgentExecutor):
     def __init__(
         self,
         source: EnsembleSource,
-        variables: list[str],
+        variables: Mapping[str, str],
         *,
         durable: Any = None,
         durable_name: str = "",
@@ -218,9 +228,7 @@ def a2a_app(
     if durable is not None:
         check_registered(durable, [name])
     card = agent_card(template, name=name, description=description, url=url)
-    executor = EnsembleExecutor(
-        ensemble, input_variables(template), durable=durable, durable_name=name
-    )
+    executor = EnsembleExecutor(ensemble, input_kinds(template), durable=durable, durable_name=name)
     handler = DefaultRequestHandler(
         agent_executor=executor,
         task_store=InMemoryTaskStore(),

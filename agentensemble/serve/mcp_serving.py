@@ -30,8 +30,8 @@ from agentensemble.serve._shape import (
     description,
     ensemble_of,
     error_text,
+    input_kinds,
     input_schema,
-    input_variables,
     output_schema,
     stopped,
     structured_result,
@@ -43,7 +43,7 @@ from agentensemble.serve.mcp_review import current_call
 class _Served:
     name: str
     source: EnsembleSource
-    variables: list[str]
+    variables: dict[str, str]  # each input's kind (``input_kinds``)
     tool: types.Tool
 
 
@@ -62,7 +62,7 @@ def _describe(name: str, source: EnsembleSource) -> _Served:
         input_schema=input_schema(ensemble),
         output_schema=output_schema(ensemble),
     )
-    return _Served(name, source, input_variables(ensemble), tool)
+    return _Served(name, source, input_kinds(ensemble), tool)
 
 
 def _error_result(text: str) -> types.CallToolResult:
