@@ -4,9 +4,11 @@ A tool may return any object (kept as ``structured_output``), and text from a mo
 ``os.listdir`` may hold lone surrogates (``"\\ud800"``) that UTF-8 cannot encode. Either made
 ``model_dump_json()`` raise, so a finished run could not be saved. Here unknown objects become
 their text and lone surrogates become U+FFFD, in JSON output only: the Python objects stay as
-they were. That holds for dict keys too (``parsed``, tool metrics, loop names): pydantic encodes
-a key as UTF-8 while building the JSON data, so one lone surrogate in a key failed the whole
-dump; such data is rebuilt from its Python-mode dump with the keys cleaned first.
+they were. That holds for dict keys too (``parsed``, a tool's result, tool metrics, loop
+names): pydantic encodes a key as UTF-8 while building the JSON data, so a lone surrogate in an
+untyped dict's key failed the whole dump (and one in a typed ``dict[str, ...]``'s key became
+three U+FFFD). Then a copy of the model with its keys cleaned is saved instead, every part as
+usual.
 
 A model nested in another (a task's output in a run's, a model turn in a trace) is cleaned by
 the outermost model being saved, once, with everything else: each level cleaned its part and
