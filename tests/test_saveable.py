@@ -40,6 +40,12 @@ class _EveryLevelCleans:
         return None
 
 
+def _walked(data: Any) -> tuple[Any, bool]:
+    """``_scrubbed_seen`` as every level did it: always the walk, no encoder check first."""
+    lossy: list[str] = []
+    return _saveable._scrub_noting(data, lossy), bool(lossy)
+
+
 def test_a_real_runs_output_and_trace_save_as_when_every_level_cleaned_its_part(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
@@ -58,6 +64,7 @@ def test_a_real_runs_output_and_trace_save_as_when_every_level_cleaned_its_part(
     once = output.model_dump_json(), output.model_dump(mode="json"), output.trace.to_json()
     monkeypatch.setattr(_saveable, "_cleaning", _EveryLevelCleans())
     monkeypatch.setattr(_saveable, "_scrubbed", _saveable.scrub)
+    monkeypatch.setattr(_saveable, "_scrubbed_seen", _walked)
     every_level = output.model_dump_json(), output.model_dump(mode="json"), output.trace.to_json()
     assert once == every_level
     assert "\ud800" not in once[0] and "\ufffd" in once[0]
