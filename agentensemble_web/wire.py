@@ -49,7 +49,11 @@ def to_json_value(value: Any, depth: int = 0) -> Any:
     if depth >= MAX_DEPTH:
         return _text(repr(value)[:500])
     if isinstance(value, BaseModel):
-        return to_json_value(value.model_dump(mode="json", exclude={"trace"}), depth + 1)
+        try:
+            dumped = value.model_dump(mode="json", exclude={"trace"})
+        except ValueError:  # a plain model pydantic cannot dump as JSON (a lone surrogate in
+            dumped = value.model_dump(exclude={"trace"})  # a dict key): walked from Python
+        return to_json_value(dumped, depth + 1)
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
         return {
             f.name: to_json_value(getattr(value, f.name), depth + 1)

@@ -124,6 +124,28 @@ def shapes() -> dict[str, Any]:
         loops={"l": LoopResult(iterations=1, stopped_by="until", history=[{"w": odd}])},
         graphs={"g": GraphResult(path=["a\ud800"], stopped_by="end", outputs={"a": unknown})},
     )
+    keyed = TaskOutput(  # lone surrogates in dict keys: ``parsed``, a tool's result
+        raw="keys",
+        parsed={"k\ud800": {"d\udce9": ["v\ud800"]}, "ok": 1},
+        task_description="Read keys",
+        agent_role="Reader",
+        tool_calls=[_record(6, {"name\udce9": {"n\ud800": 1}})],
+    )
+    typed_keys = EnsembleOutput(  # keys of typed dicts only (pydantic encodes those itself)
+        raw="done",
+        task_outputs=[plain],
+        tool_metrics={"tool\ud800": {"calls": 1}},
+        loops={"l\ud800": LoopResult(iterations=1, stopped_by="until", history=[{"w": plain}])},
+        graphs={"g\udce9": GraphResult(path=["a"], stopped_by="end", outputs={"a\ud800": plain})},
+    )
+    keys = typed_keys.model_copy(
+        update={
+            "task_outputs": [plain, keyed],
+            "trace": ExecutionTrace(
+                run_id="r2", started_at=AT, workflow="sequential", inputs={"who\ud800": "x"}
+            ),
+        }
+    )
     return {
         "clean_run": clean_run,
         "plain": plain,
@@ -133,4 +155,7 @@ def shapes() -> dict[str, Any]:
         "trace": trace,
         "run": run,
         "run_without_trace": run.model_copy(update={"trace": None}),
+        "keyed": keyed,
+        "typed_keys": typed_keys,
+        "keys": keys,
     }

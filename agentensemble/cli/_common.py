@@ -11,6 +11,7 @@ import sys
 from pathlib import Path
 from typing import Any, TextIO
 
+from agentensemble._saveable import jsonable
 from agentensemble.cli import EXIT_USAGE
 from agentensemble.ensemble import Ensemble
 from agentensemble.redaction import redact_text
@@ -256,7 +257,7 @@ def output_json(output: Any) -> dict[str, Any]:
     """One task's output as JSON-ready data."""
     parsed = output.parsed
     if hasattr(parsed, "model_dump"):
-        parsed = parsed.model_dump(mode="json")
+        parsed = _model_json(parsed)
     return {
         "name": output.task_name,
         "description": output.task_description,
@@ -273,8 +274,15 @@ def _jsonable(value: Any) -> Any:
     if isinstance(value, list):
         return [_jsonable(v) for v in value]
     if hasattr(value, "model_dump"):
-        return value.model_dump(mode="json")
+        return _model_json(value)
     return value
+
+
+def _model_json(model: Any) -> Any:
+    try:
+        return model.model_dump(mode="json")
+    except ValueError:  # e.g. a lone surrogate in a dict key: cleaned as when saving outputs
+        return jsonable(model)
 
 
 __all__ = [
