@@ -25,11 +25,35 @@ import urllib.parse
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+
+class _OnFirstUse:
+    """A pattern compiled on first use, after which the module's name for it is the compiled
+    pattern itself (functions read the module global, so later calls pay nothing). Compiling the
+    policy's patterns cost about 5 ms of a script's first line (issue 27); the first redaction
+    pays it now."""
+
+    __slots__ = ("_flags", "_name", "_source")
+
+    def __init__(self, name: str, source: str, flags: int) -> None:
+        self._name, self._source, self._flags = name, source, flags
+
+    def __getattr__(self, attribute: str) -> Any:
+        compiled = re.compile(self._source, self._flags)
+        if globals().get(self._name) is self:
+            globals()[self._name] = compiled
+        return getattr(compiled, attribute)
+
+
+def _on_first_use(name: str, source: str, flags: int = 0) -> Any:
+    return _OnFirstUse(name, source, flags)
+
+
 REDACTED = "***"
 MIN_SECRET_LENGTH = 6
 """Registered values shorter than this are ignored: redacting them would mangle ordinary text."""
 
-SECRET_NAME = re.compile(
+SECRET_NAME: re.Pattern[str] = _on_first_use(
+    "SECRET_NAME",
     r"(?<![a-z])(?:api[_-]?)?key(?![a-z])|cookie|credential|secret|passw|passphrase|signature|"
     r"session|private|auth|token(?!s)|bearer|(?<![a-z])dsn(?![a-z])|database_ur[li]",
     re.IGNORECASE,
@@ -41,21 +65,21 @@ _NOT_SECRET_NAMES = frozenset(
     {"prompt_tokens", "completion_tokens", "total_tokens", "max_tokens", "session_id"}
 )
 
-_SHAPES: tuple[tuple[re.Pattern[str], str], ...] = (
+_SHAPE_SOURCES: tuple[tuple[str, str], ...] = (
     # scheme://user:password@host -> scheme://user:***@host (database, broker, proxy URLs).
     # Anchored on the literal "://", every class excluding what ends it: linear on any text
-    (re.compile(r"(://[^\s/?#@:\"'<>]*:)[^\s/?#@\"'<>]+(@)"), r"\1***\2"),
+    (r"(://[^\s/?#@:\"'<>]*:)[^\s/?#@\"'<>]+(@)", r"\1***\2"),
     # Authorization credentials: "Bearer <token>", "Basic <base64>"
-    (re.compile(r"\b((?i:bearer|basic)\s+)[A-Za-z0-9._\-~+/=]{6,}"), r"\1***"),
+    (r"\b((?i:bearer|basic)\s+)[A-Za-z0-9._\-~+/=]{6,}", r"\1***"),
     # provider key shapes
-    (re.compile(r"\bsk-[A-Za-z0-9_\-]{6,}"), REDACTED),
-    (re.compile(r"\bAIza[0-9A-Za-z_\-]{20,}"), REDACTED),
-    (re.compile(r"\b(?:gh[pousr]_[A-Za-z0-9]{20,}|github_pat_[A-Za-z0-9_]{20,})"), REDACTED),
-    (re.compile(r"\bxox[abprs]-[A-Za-z0-9\-]{10,}"), REDACTED),
-    (re.compile(r"\b(?:AKIA|ASIA)[0-9A-Z]{16}\b"), REDACTED),
+    (r"\bsk-[A-Za-z0-9_\-]{6,}", REDACTED),
+    (r"\bAIza[0-9A-Za-z_\-]{20,}", REDACTED),
+    (r"\b(?:gh[pousr]_[A-Za-z0-9]{20,}|github_pat_[A-Za-z0-9_]{20,})", REDACTED),
+    (r"\bxox[abprs]-[A-Za-z0-9\-]{10,}", REDACTED),
+    (r"\b(?:AKIA|ASIA)[0-9A-Z]{16}\b", REDACTED),
     # api_key=..., "authorization": "...", access_token: ..., password=...
     (
-        re.compile(
+        (
             r"((?i:api[_-]?key|x-api-key|authorization|access[_-]?token|refresh[_-]?token|"
             r"client[_-]?secret|secret|password|passwd)[\"']?\s*[:=]\s*[\"']?)"
             r"(?!\*\*\*|\.\.\.|(?i:bearer|basic)\s)[^\s\"',;}&]{4,}"  # "..." is a placeholder
@@ -64,6 +88,17 @@ _SHAPES: tuple[tuple[re.Pattern[str], str], ...] = (
     ),
     # token-named query parameters (``?token=``, ``&X-Amz-Signature=``): see _query_value
 )
+"""The credential shapes: (pattern, replacement), compiled on first use into ``_SHAPES``."""
+_SHAPES: tuple[tuple[re.Pattern[str], str], ...] = ()
+
+
+def _shapes() -> tuple[tuple[re.Pattern[str], str], ...]:
+    """``_SHAPES``, compiled on the first redaction (see ``_OnFirstUse``)."""
+    global _SHAPES
+    if not _SHAPES:
+        _SHAPES = tuple((re.compile(source), replacement) for source, replacement in _SHAPE_SOURCES)
+    return _SHAPES
+
 
 _NEEDED: tuple[tuple[str, ...], ...] = (
     ("://",),
@@ -79,8 +114,12 @@ _NEEDED: tuple[tuple[str, ...], ...] = (
 one for the rule to match: a text holding none skips that rule's scan, with the same result.
 Redaction of a long prompt (a task with many context outputs) was mostly these scans."""
 
-_QUERY_PARAMETER = re.compile(r"([?&])([\w.\-]{1,64})=(?!\*\*\*)([^&\s#\"'<>]+)")
-_QUERY_SECRET = re.compile(r"token|key|secret|sig|password|auth|code", re.IGNORECASE)
+_QUERY_PARAMETER: re.Pattern[str] = _on_first_use(
+    "_QUERY_PARAMETER", r"([?&])([\w.\-]{1,64})=(?!\*\*\*)([^&\s#\"'<>]+)"
+)
+_QUERY_SECRET: re.Pattern[str] = _on_first_use(
+    "_QUERY_SECRET", r"token|key|secret|sig|password|auth|code", re.IGNORECASE
+)
 
 
 def _query_value(match: re.Match[str]) -> str:
@@ -339,14 +378,14 @@ def _redacted(text: str, extra: Iterable[str]) -> str:
             text = text.replace(secret, REDACTED)
     if text.isascii():  # skip the rules whose literal cannot occur: a scan of the text each
         lowered = text.lower()
-        for (pattern, replacement), needed in zip(_SHAPES, _NEEDED, strict=True):
+        for (pattern, replacement), needed in zip(_SHAPES or _shapes(), _NEEDED, strict=True):
             if any(literal in lowered for literal in needed):
                 text = pattern.sub(replacement, text)
                 lowered = text.lower()
         if "=" not in text:
             return text
     else:  # case-insensitive matching of other scripts is not plain lower(): every rule runs
-        for pattern, replacement in _SHAPES:
+        for pattern, replacement in _SHAPES or _shapes():
             text = pattern.sub(replacement, text)
     return _QUERY_PARAMETER.sub(_query_value, text)
 
@@ -379,8 +418,11 @@ def redact(value: Any, key: str | None = None) -> Any:
 
 # -- URLs ----------------------------------------------------------------------------------------
 
-_TOKEN_LIKE = re.compile(r"^(?=.*[0-9])(?=.*[A-Za-z])[A-Za-z0-9._~%+=-]{8,}$")
-_PLAIN_SEGMENT = re.compile(
+_TOKEN_LIKE: re.Pattern[str] = _on_first_use(
+    "_TOKEN_LIKE", r"^(?=.*[0-9])(?=.*[A-Za-z])[A-Za-z0-9._~%+=-]{8,}$"
+)
+_PLAIN_SEGMENT: re.Pattern[str] = _on_first_use(
+    "_PLAIN_SEGMENT",
     r"^(?:|v\d{1,2}|api|apis|mcp|sse|rpc|rest|json|messages?|events?|stream|hooks?|webhooks?|"
     r"services?|catch|triggers?|callbacks?|incoming|review|reviews|approvals?|approve|decide|"
     r"decisions?|withdraw|status|health|in|out)$",
@@ -463,7 +505,7 @@ def register_header_secrets(headers: Mapping[str, str]) -> None:
         register_secret(value.strip().partition(" ")[2].strip())
 
 
-_URL_IN_TEXT = re.compile(r"[a-zA-Z][a-zA-Z0-9+.\-]*://\S+")
+_URL_IN_TEXT: re.Pattern[str] = _on_first_use("_URL_IN_TEXT", r"[a-zA-Z][a-zA-Z0-9+.\-]*://\S+")
 
 
 def register_argument_secrets(arguments: Iterable[str]) -> None:

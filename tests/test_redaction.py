@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import logging
 import re
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -288,7 +290,7 @@ def _every_rule(text: str) -> str:
     """The shape rules applied without the literal pre-check (what redact_text must equal)."""
     from agentensemble import redaction
 
-    for pattern, replacement in redaction._SHAPES:
+    for pattern, replacement in redaction._shapes():
         text = pattern.sub(replacement, text)
     return redaction._QUERY_PARAMETER.sub(redaction._query_value, text)
 
@@ -453,3 +455,23 @@ def test_two_long_texts_are_alike_up_to_a_place_only_when_every_character_before
         for place in {0, cut // 2, cut - 1, 8191 % cut, 8192 % cut}:
             changed = seen[:place] + "!" + seen[place + 1 :]
             assert not _starts_alike(changed, seen, cut), (cut, place)
+
+
+def test_the_patterns_compile_on_first_use_and_redact_as_compiled_ones() -> None:
+    # a fresh interpreter: importing the policy compiles no pattern (a script's first line pays
+    # nothing for them); the first redaction compiles them, with the same results
+    probe = """
+import re
+from agentensemble import redaction as r
+assert r._SHAPES == () and not isinstance(r.__dict__["SECRET_NAME"], re.Pattern)
+assert r.is_secret_name("OPENAI_API_KEY") and not r.is_secret_name("max_tokens")
+assert isinstance(r.__dict__["SECRET_NAME"], re.Pattern)
+print(r.redact_text("Bearer abcdefghijk and sk-abcdefghij at https://h/x?token=zzzzzz"))
+print(r.looks_like_token("a1b2c3d4e5"), r.safe_url("https://h/hooks/catch/a1b2c3d4e5f6"))
+assert len(r._SHAPES) == len(r._SHAPE_SOURCES)
+"""
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    first, second = done.stdout.splitlines()
+    assert first == "Bearer *** and *** at https://h/x?token=***"
+    assert second.startswith("True ") and "a1b2c3d4e5f6" not in second
