@@ -21,7 +21,7 @@ from agentensemble.logging import redact_text
 from agentensemble.outputs import EnsembleOutput
 from agentensemble.templates import template_variables
 from agentensemble.workflows.prepare import needed_inputs, team_and_task_agents
-from agentensemble.workflows.step import leaf_tasks
+from agentensemble.workflows.step import leaf_tasks, step_kind, step_label
 
 #: A served ensemble: the object itself, or a factory called once per call (a fresh ensemble).
 EnsembleSource = Ensemble | Callable[[], Ensemble]
@@ -130,13 +130,38 @@ def input_schema(ensemble: Ensemble) -> dict[str, Any]:
 
 
 def description(ensemble: Ensemble) -> str:
-    """What the ensemble does, from its tasks, and what it returns."""
-    lines = [f"Runs a team of agents ({ensemble.workflow.value} workflow) through these tasks:"]
-    for index, task in enumerate(ensemble.tasks, start=1):
-        who = f" ({task.agent.role})" if task.agent is not None else ""
-        lines.append(f"{index}. {_first_line(task.description)}{who}")
-    lines.append(f"Returns: {_first_line(ensemble.tasks[-1].expected_output)}")
+    """What the ensemble does, from its steps, and what it returns."""
+    lines = [f"Runs a team of agents ({ensemble.workflow.value} workflow) through these steps:"]
+    for index, step in enumerate(ensemble.tasks, start=1):
+        lines.append(f"{index}. {step_summary(step)}")
+    lines.append(f"Returns: {_returns(ensemble)}")
     return "\n".join(lines)
+
+
+def step_summary(step: Any) -> str:
+    """One line for a step: a task's first line and its agent's role; a loop, graph or nested
+    ensemble by its kind and name, with the first lines of the tasks inside it."""
+    if step_kind(step) == "task":
+        who = f" ({step.agent.role})" if step.agent is not None else ""
+        return f"{_first_line(step.description)}{who}"
+    inner = "; ".join(_first_line(task.description) for task in leaf_tasks([step]))
+    return f"{step_kind(step)} {step_label(step)!r}: {inner}"
+
+
+def last_task(ensemble: Ensemble) -> Any | None:
+    """The ensemble's last step when it is a task (its output is the run's result); None when
+    the run ends in a loop, graph or nested ensemble (which task answers last is decided as
+    it runs)."""
+    last = ensemble.tasks[-1]
+    return last if step_kind(last) == "task" else None
+
+
+def _returns(ensemble: Ensemble) -> str:
+    task = last_task(ensemble)
+    if task is not None:
+        return _first_line(task.expected_output)
+    last = ensemble.tasks[-1]
+    return f"the last answer of {step_kind(last)} {step_label(last)!r}"
 
 
 def _first_line(text: str) -> str:
@@ -145,8 +170,10 @@ def _first_line(text: str) -> str:
 
 
 def output_schema(ensemble: Ensemble) -> dict[str, Any] | None:
-    """The last task's output type as an object schema, or None when it is untyped."""
-    output_type = ensemble.tasks[-1].output_type
+    """The last task's output type as an object schema, or None when it is untyped (or the run
+    ends in a loop, graph or nested ensemble)."""
+    task = last_task(ensemble)
+    output_type = task.output_type if task is not None else None
     if output_type is None:
         return None
     from agentensemble.execution.structured import output_spec
@@ -168,7 +195,8 @@ def stopped(output: EnsembleOutput) -> str | None:
 
 def structured_result(ensemble: Ensemble, output: EnsembleOutput) -> dict[str, Any] | None:
     """The last task's parsed value shaped by ``output_schema`` (None when untyped)."""
-    output_type = ensemble.tasks[-1].output_type
+    task = last_task(ensemble)
+    output_type = task.output_type if task is not None else None
     if output_type is None or not output.task_outputs:
         return None
     from agentensemble.execution.structured import WRAP_KEY, output_spec

@@ -51,30 +51,33 @@ from agentensemble.serve._shape import (
     ensemble_of,
     error_text,
     input_kinds,
+    step_summary,
     stopped,
     structured_result,
 )
+from agentensemble.workflows.step import step_kind, step_label
 
 TEXT = "text/plain"
 JSON = "application/json"
 
 
 def agent_card(ensemble: Ensemble, *, name: str, description: str, url: str) -> AgentCard:
-    """The card: one JSON-RPC interface at ``url``, one skill per task (never a model name,
+    """The card: one JSON-RPC interface at ``url``, one skill per step (never a model name,
     a key or a tool's settings: nothing secret crosses)."""
     from agentensemble import __version__
 
     skills = []
-    for index, task in enumerate(ensemble.tasks, start=1):
-        lines = task.description.strip().splitlines()
+    for index, step in enumerate(ensemble.tasks, start=1):
+        is_task = step_kind(step) == "task"
+        produces = f" Produces: {step.expected_output}" if is_task else ""
         skills.append(
             AgentSkill(
-                id=task.name or f"task-{index}",
-                name=task.label,
-                description=f"{lines[0] if lines else ''} Produces: {task.expected_output}",
+                id=getattr(step, "name", None) or f"task-{index}",
+                name=step_label(step),
+                description=f"{step_summary(step)}{produces}",
                 tags=["agentensemble", ensemble.workflow.value],
                 input_modes=[TEXT, JSON],
-                output_modes=[TEXT, JSON] if task.output_type is not None else [TEXT],
+                output_modes=[TEXT, JSON] if is_task and step.output_type is not None else [TEXT],
             )
         )
     return AgentCard(
@@ -160,7 +163,7 @@ class EnsembleExecutor(AgentExecutor):
         except Exception as error:
             await updater.failed(say(f"the ensemble could not be built: {error_text(error)}"))
             return
-        await updater.start_work(say(f"running {len(ensemble.tasks)} task(s)"))
+        await updater.start_work(say(f"running {len(ensemble.tasks)} step(s)"))
 
         async def send(progress: float, total: float | None, line: str) -> None:
             await updater.update_status(TaskState.TASK_STATE_WORKING, say(line))
