@@ -18,12 +18,10 @@ import os
 import statistics
 import subprocess
 import sys
-import tarfile
 import tempfile
-from io import BytesIO
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+from core_compare import ROOT, unpack
 
 PROBE = r"""
 import json, statistics, sys, time
@@ -61,15 +59,6 @@ print(json.dumps(out))
 """
 
 
-def _unpack(rev: str, into: Path) -> Path:
-    tar = subprocess.run(
-        ["git", "archive", rev, "agentensemble"], cwd=ROOT, capture_output=True, check=True
-    ).stdout
-    with tarfile.open(fileobj=BytesIO(tar)) as archive:
-        archive.extractall(into, filter="data")
-    return into
-
-
 def _sample(tree: Path, turns: int) -> dict[str, float]:
     env = {**os.environ, "PYTHONPATH": str(tree)}
     done = subprocess.run(
@@ -89,7 +78,7 @@ def main() -> None:
     parser.add_argument("--turns", type=int, default=20)
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
-        trees = {"before": _unpack(args.baseline, Path(tmp)), "after": ROOT}
+        trees = {"before": unpack(args.baseline, Path(tmp)), "after": ROOT}
         samples: dict[str, list[dict[str, float]]] = {name: [] for name in trees}
         for _ in range(args.rounds):
             for name, tree in trees.items():
