@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from functools import cached_property
 
 from agentensemble._dataclass import dataclass
@@ -28,6 +28,27 @@ class ContextItem:
         """The item as the prompt shows it, rendered once: a run keeps one item per output, and
         every later task naming that output shows the same text (its prompt is then a join)."""
         return f"### {self.task_description} ({self.agent_role})\n{self.output}"
+
+
+class ContextItems(tuple[ContextItem, ...]):
+    """Context items with each one's section beside them, in order: a prompt is then one join
+    of the sections, with no work per item. A run gives task ``n`` task ``n - 1``'s items plus
+    the new ones (``extended``), so the work per task is in proportion to what is new."""
+
+    sections: tuple[str, ...]
+
+    def __new__(
+        cls, items: Iterable[ContextItem] = (), sections: tuple[str, ...] | None = None
+    ) -> ContextItems:
+        made = super().__new__(cls, items)
+        made.sections = tuple(item.section for item in made) if sections is None else sections
+        return made
+
+    def extended(self, items: Sequence[ContextItem]) -> ContextItems:
+        """These items, then ``items``."""
+        if not items:
+            return self
+        return ContextItems((*self, *items), self.sections + tuple(i.section for i in items))
 
 
 def build_system_prompt(
@@ -60,7 +81,10 @@ def build_user_prompt(
     parts: list[str] = []
     if context:
         parts.append("## Context from Previous Tasks")
-        parts += [item.section for item in context]
+        if isinstance(context, ContextItems):
+            parts += context.sections
+        else:
+            parts += [item.section for item in context]
     parts.append(f"## Task\n{description}")
     parts.append(f"## Expected Output\n{expected_output}")
     if output_instructions:
@@ -68,4 +92,10 @@ def build_user_prompt(
     return "\n\n".join(parts)
 
 
-__all__ = ["STANDARD_INSTRUCTIONS", "ContextItem", "build_system_prompt", "build_user_prompt"]
+__all__ = [
+    "STANDARD_INSTRUCTIONS",
+    "ContextItem",
+    "ContextItems",
+    "build_system_prompt",
+    "build_user_prompt",
+]
