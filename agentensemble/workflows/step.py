@@ -157,42 +157,41 @@ class Scope:
 
     def gather(
         self, steps: Sequence[Any], as_items: Callable[[Sequence[TaskOutput]], list[ContextItem]]
-    ) -> tuple[tuple[TaskOutput, ...], ContextItems]:
-        """``lookup_all(steps)`` and those outputs as prompt items (``as_items``), made in
-        proportion to what is new since the last call rather than to ``len(steps)``.
+    ) -> ContextItems:
+        """``lookup_all(steps)`` as prompt items (``as_items``), made in proportion to what is
+        new since the last call rather than to ``len(steps)``.
 
         Task ``n`` of a chain names every earlier task: its context is task ``n - 1``'s plus one
         step. So the last result is kept with the steps it was made from, and when ``steps``
         starts with those very steps (by identity: two equal-looking tasks are two tasks) and no
-        record since changed what they find, only the steps after them are looked up. Anything
-        else (another order, a step not run yet, a state run again) builds it all again."""
+        record since changed what they find, only the steps after them are looked up and their
+        items appended (``ContextItems.extended``). Anything else (another order, a step not
+        run yet, a state run again) builds it all again."""
         if not steps:
-            return (), _NO_ITEMS
+            return _NO_ITEMS
         last = self._gathered
         rewrites = self._rewrites[0]
-        known = len(last.steps) if last is not None else 0
         if (
             last is not None
             and last.rewrites == rewrites
-            and len(steps) >= known
+            and len(steps) >= len(last.steps)
             and all(map(is_, steps, last.steps))  # in C: no Python work per earlier step
         ):
+            known = len(last.steps)
             if len(steps) == known:
-                return last.outputs, last.items
-            new = steps[known:]
-            base_outputs, base_items = last.outputs, last.items
+                return last.items
+            new, base, named = steps[known:], last.items, last.steps
         else:
-            new, base_outputs, base_items = steps, (), _NO_ITEMS
+            new, base, named = steps, _NO_ITEMS, []
         find = self.finals.get if self.parent is None else self._found
         found = [handed for handed in map(find, map(id, new)) if handed is not None]
-        complete = len(found) == len(new)  # a step not recorded yet: recording it changes this
-        outputs = list(chain.from_iterable(found))
-        all_outputs = base_outputs + tuple(outputs)
-        all_items = base_items.extended(as_items(outputs))
-        self._gathered = (
-            _Gathered(tuple(steps), rewrites, all_outputs, all_items) if complete else None
-        )
-        return all_outputs, all_items
+        items = base.extended(as_items(list(chain.from_iterable(found))))
+        if len(found) == len(new):
+            named += new  # the kept steps grow with the kept items: both by appending
+            self._gathered = _Gathered(named, rewrites, items)
+        else:  # a step not recorded yet: recording it later changes this result
+            self._gathered = None
+        return items
 
     def has(self, step: Any) -> bool:
         return id(step) in self.finals
@@ -202,12 +201,11 @@ class Scope:
 
 
 class _Gathered(NamedTuple):
-    """``Scope.gather``'s last result: the steps it was made from (held, so their ids stay
-    theirs), the scopes' rewrite count then, the outputs and their items."""
+    """``Scope.gather``'s last result: the steps it was made from (a list only it appends to;
+    it holds them, so their ids stay theirs), the scopes' rewrite count then, and the items."""
 
-    steps: tuple[Any, ...]
+    steps: list[Any]
     rewrites: int
-    outputs: tuple[TaskOutput, ...]
     items: ContextItems
 
 

@@ -34,15 +34,14 @@ class Counted:
         return self.state.context_items_of(outputs)
 
 
-def check(scope: Scope, steps: list[Any], as_items: Counted) -> tuple[TaskOutput, ...]:
-    """``gather`` gives ``lookup_all``'s outputs (the very objects) and their items."""
-    outputs, items = scope.gather(steps, as_items)
-    expected = scope.lookup_all(steps)
-    assert list(outputs) == expected
-    assert all(x is y for x, y in zip(outputs, expected, strict=True))
-    assert list(items) == as_items.state.context_items_of(expected)
-    assert items.sections == tuple(item.section for item in items)
-    return outputs
+def check(scope: Scope, steps: list[Any], as_items: Counted) -> list[str]:
+    """``gather`` gives the items of ``lookup_all``'s outputs (each output's one item)."""
+    items = scope.gather(steps, as_items)
+    expected = as_items.state.context_items_of(scope.lookup_all(steps))
+    assert len(items) == len(expected)
+    assert all(x is y for x, y in zip(items, expected, strict=True))
+    assert items.sections() == [item.section for item in expected]
+    return [item.output for item in items]
 
 
 def test_a_chain_looks_up_only_the_new_step_and_a_change_of_shape_builds_it_all_again() -> None:
@@ -66,7 +65,7 @@ def test_a_chain_looks_up_only_the_new_step_and_a_change_of_shape_builds_it_all_
     check(top, [a, d], counted)  # so d's output is found now (built again)
     check(top, [a, d, b], counted)  # kept again: only b's two outputs are new
     assert counted.sizes == [3, 1, 0, 2, 2]
-    assert check(top, [], counted) == ()
+    assert check(top, [], counted) == []
 
 
 def test_a_step_run_again_or_hidden_by_an_inner_run_is_looked_up_again() -> None:
@@ -77,17 +76,17 @@ def test_a_step_run_again_or_hidden_by_an_inner_run_is_looked_up_again() -> None
     top.record(b, [out("b")])
     check(top, [a, b], counted)
     top.record(a, [out("a, again")])  # a graph's state visited again
-    assert [o.raw for o in check(top, [a, b, c], counted)] == ["a, again", "b"]
+    assert check(top, [a, b, c], counted) == ["a, again", "b"]
 
     inner = top.child()
     check(inner, [a, b], counted)
     inner.record(b, [out("b inside")])  # an inner run hides the outer one
-    assert [o.raw for o in check(inner, [a, b], counted)] == ["a, again", "b inside"]
+    assert check(inner, [a, b], counted) == ["a, again", "b inside"]
     top.record(c, [out("c")])  # a new step outside: found from inside
-    assert [o.raw for o in check(inner, [a, b, c], counted)] == ["a, again", "b inside", "c"]
+    assert check(inner, [a, b, c], counted) == ["a, again", "b inside", "c"]
     top.record(a, [out("a, third")])  # the outer run changes what the inner scope finds
-    assert [o.raw for o in check(inner, [a, b, c], counted)] == ["a, third", "b inside", "c"]
-    assert [o.raw for o in check(top, [a, b, c], counted)] == ["a, third", "b", "c"]
+    assert check(inner, [a, b, c], counted) == ["a, third", "b inside", "c"]
+    assert check(top, [a, b, c], counted) == ["a, third", "b", "c"]
 
 
 def test_two_equal_looking_tasks_are_two_steps() -> None:
@@ -98,18 +97,19 @@ def test_two_equal_looking_tasks_are_two_steps() -> None:
     counted = Counted()
     top.record(first, [out("first")])
     top.record(second, [out("second")])
-    assert [o.raw for o in check(top, [first], counted)] == ["first"]
-    assert [o.raw for o in check(top, [second], counted)] == ["second"]
-    assert [o.raw for o in check(top, [second, first], counted)] == ["second", "first"]
-    assert [o.raw for o in check(top, [first, second], counted)] == ["first", "second"]
+    assert check(top, [first], counted) == ["first"]
+    assert check(top, [second], counted) == ["second"]
+    assert check(top, [second, first], counted) == ["second", "first"]
+    assert check(top, [first, second], counted) == ["first", "second"]
 
 
 def test_context_items_render_the_same_prompt_as_a_list_of_items() -> None:
     items = [ContextItem(f"step {n}", "Writer", f"output {n}") for n in range(4)]
     whole = ContextItems(items)
     grown = ContextItems(items[:1]).extended(items[1:3]).extended([]).extended(items[3:])
-    assert list(whole) == list(grown) == items
-    assert whole.sections == grown.sections == tuple(item.section for item in items)
+    assert list(whole) == list(grown) == items and whole == grown == items
+    assert whole.sections() == grown.sections() == [item.section for item in items]
+    assert whole[1] is items[1] and whole[-1] is items[-1] and whole[1:3] == items[1:3]
     for context in (whole, grown):
         assert build_user_prompt("T", "E", context) == build_user_prompt("T", "E", items)
         assert build_user_prompt("T", "E", context, "## Format") == build_user_prompt(
@@ -118,7 +118,33 @@ def test_context_items_render_the_same_prompt_as_a_list_of_items() -> None:
     assert build_user_prompt("T", "E", ContextItems()) == build_user_prompt("T", "E", [])
     assert whole.extended(()) is whole
     for made in (copy.copy(whole), copy.deepcopy(whole), pickle.loads(pickle.dumps(whole))):
-        assert list(made) == items and made.sections == whole.sections
+        assert list(made) == items and made.sections() == whole.sections()
+
+
+def test_extending_context_items_never_changes_a_view() -> None:
+    """``extended`` appends in place only from the longest view of its lists: views made
+    before, and other extensions of the same view, keep what they showed."""
+    a, b, c, d = (ContextItem(name, "r", name) for name in "abcd")
+    empty = ContextItems()
+    first = empty.extended([a])
+    second = first.extended([b])  # appended in place
+    other = first.extended([c])  # first is no longer the longest view: copied
+    third = second.extended([d])
+    again = second.extended([c])
+    assert [list(view) for view in (empty, first, second, other, third, again)] == [
+        [],
+        [a],
+        [a, b],
+        [a, c],
+        [a, b, d],
+        [a, b, c],
+    ]
+    assert [view.sections() for view in (first, other, again)] == [
+        [a.section],
+        [a.section, c.section],
+        [a.section, b.section, c.section],
+    ]
+    assert list(empty) == [] and len(empty) == 0  # a kept empty view never grows
 
 
 def test_every_prompt_is_the_text_built_from_the_earlier_outputs_on_both_paths() -> None:
