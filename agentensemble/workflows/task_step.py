@@ -104,13 +104,14 @@ async def _run(item: PreparedTask, slot: int, call: StepCall) -> tuple[TaskOutpu
     )
     _log.info("task started", task_index=slot, total_tasks=state.total, agent_role=item.agent_role)
     started = time.perf_counter()
-    context, items = call.scope.gather(item.task.context, state.context_items_of)
     handed = [*call.context, *feedback_outputs(call.feedback)]
-    if handed:
-        context, items = context + tuple(handed), items.extended(state.context_items_of(handed))
     if item.agent_task is None:
-        output = await _run_handler(item, description, call.inputs, list(context), call)
+        context = [*call.scope.lookup_all(item.task.context), *handed]
+        output = await _run_handler(item, description, call.inputs, context, call)
     else:
+        items = call.scope.gather(item.task.context, state.context_items_of)
+        if handed:
+            items = items.extended(state.context_items_of(handed))
         agent_task = item.agent_task.for_run(description, items)
         output = await AgentExecutor(agent_task, env).run()
     output = output.model_copy(
