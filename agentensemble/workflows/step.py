@@ -75,6 +75,11 @@ def context_of(obj: Any) -> list[Any]:
 def outside_deps(obj: Any) -> list[Any]:
     """The steps named in ``context`` anywhere inside ``obj`` that are not part of ``obj``: what
     a PARALLEL run must finish before it starts ``obj``."""
+    if step_kind(obj) == "task":  # holds no steps: what it names, once each, in C
+        named = context_of(obj)
+        unique = dict(zip(map(id, named), named, strict=True))
+        unique.pop(id(obj), None)
+        return list(unique.values())
     steps = list(walk([obj]))
     inside = {id(step) for step in steps}
     found: list[Any] = []

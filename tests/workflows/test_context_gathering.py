@@ -191,3 +191,18 @@ def test_every_prompt_is_the_text_built_from_the_earlier_outputs_on_both_paths()
         items = [ContextItem(o.task_description, o.agent_role, o.raw) for o in shown]
         assert next(prompts) == build_user_prompt(f"step {n}", f"E{n}", items)
     assert next(prompts, None) is None
+
+
+def test_what_a_task_waits_for_is_what_it_names_once_each_in_order() -> None:
+    """``outside_deps`` of a task (its fast path): each named step once, first place kept, not
+    the task itself; two equal-looking tasks are two steps."""
+    from agentensemble.workflows.step import outside_deps
+
+    agent = Agent(role="Writer", goal="g", llm=ScriptedChatModel([]))
+    a, b, same = (Task(description=name, agent=agent) for name in ("a", "b", "b"))
+    task = Task(description="t", agent=agent, context=[b, a, b, same, a])
+    found = outside_deps(task)
+    assert len(found) == 3
+    assert all(x is y for x, y in zip(found, [b, a, same], strict=True))
+    task.context.append(task)  # no validation on append: a task never waits for itself
+    assert len(outside_deps(task)) == 3
