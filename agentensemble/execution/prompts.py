@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from functools import cached_property
+from itertools import islice
+from typing import overload
 
 from agentensemble._dataclass import dataclass
 
@@ -28,6 +30,72 @@ class ContextItem:
         """The item as the prompt shows it, rendered once: a run keeps one item per output, and
         every later task naming that output shows the same text (its prompt is then a join)."""
         return f"### {self.task_description} ({self.agent_role})\n{self.output}"
+
+
+class ContextItems(Sequence[ContextItem]):
+    """Context items with each one's section beside them: a prompt is one join of the sections,
+    with no work per item.
+
+    A view of the first ``len(self)`` entries of two lists that may grow. ``extended`` appends to
+    them in place when this view reaches their end, and copies them otherwise; either way no
+    view ever changes. A run gives task ``n`` task ``n - 1``'s items extended by the new ones,
+    so the work per task is in proportion to what is new, not to how many items it shows."""
+
+    __slots__ = ("_count", "_items", "_sections")
+
+    def __init__(self, items: Iterable[ContextItem] = ()) -> None:
+        self._items = list(items)
+        self._sections = [item.section for item in self._items]
+        self._count = len(self._items)
+
+    def extended(self, items: Iterable[ContextItem]) -> ContextItems:
+        """These items, then ``items``."""
+        more = list(items)
+        if not more:
+            return self
+        if not self._count:  # never the lists of an empty view: one may be kept (a default)
+            return ContextItems(more)
+        grown = object.__new__(ContextItems)
+        if self._count == len(self._items):  # the longest view of its lists: they grow
+            grown._items, grown._sections = self._items, self._sections
+        else:
+            grown._items, grown._sections = self._items[: self._count], self.sections()
+        grown._items += more
+        grown._sections += [item.section for item in more]
+        grown._count = len(grown._items)
+        return grown
+
+    def sections(self) -> list[str]:
+        """Each item as the prompt shows it (``ContextItem.section``), in order."""
+        return self._sections[: self._count]
+
+    def __len__(self) -> int:
+        return self._count
+
+    @overload
+    def __getitem__(self, index: int) -> ContextItem: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> list[ContextItem]: ...
+
+    def __getitem__(self, index: int | slice) -> ContextItem | list[ContextItem]:
+        return self._items[: self._count][index]
+
+    def __iter__(self) -> Iterator[ContextItem]:
+        return islice(self._items, self._count)
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, (ContextItems, tuple, list)):
+            return list(self) == list(other)
+        return NotImplemented
+
+    __hash__ = None  # type: ignore[assignment]  # equal by content, as a list
+
+    def __repr__(self) -> str:
+        return f"ContextItems({list(self)!r})"
+
+    def __reduce__(self) -> tuple[type[ContextItems], tuple[list[ContextItem]]]:
+        return ContextItems, (list(self),)
 
 
 def build_system_prompt(
@@ -60,7 +128,10 @@ def build_user_prompt(
     parts: list[str] = []
     if context:
         parts.append("## Context from Previous Tasks")
-        parts += [item.section for item in context]
+        if isinstance(context, ContextItems):
+            parts += context.sections()
+        else:
+            parts += [item.section for item in context]
     parts.append(f"## Task\n{description}")
     parts.append(f"## Expected Output\n{expected_output}")
     if output_instructions:
@@ -68,4 +139,10 @@ def build_user_prompt(
     return "\n\n".join(parts)
 
 
-__all__ = ["STANDARD_INSTRUCTIONS", "ContextItem", "build_system_prompt", "build_user_prompt"]
+__all__ = [
+    "STANDARD_INSTRUCTIONS",
+    "ContextItem",
+    "ContextItems",
+    "build_system_prompt",
+    "build_user_prompt",
+]

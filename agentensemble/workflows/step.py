@@ -16,14 +16,16 @@ The user's objects are told apart by the ``step_kind`` class attribute ("task", 
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import field, fields
-from typing import Any, Protocol
+from itertools import chain
+from operator import is_
+from typing import Any, NamedTuple, Protocol
 
 from agentensemble._dataclass import dataclass
 from agentensemble.errors import TaskExecutionError
 from agentensemble.execution.agent_executor import ExecutionEnv
-from agentensemble.execution.prompts import ContextItem
+from agentensemble.execution.prompts import ContextItem, ContextItems
 from agentensemble.outputs import ExitReason, GraphResult, LoopResult, TaskOutput
 
 STEP_KINDS = ("task", "loop", "graph", "ensemble")
@@ -73,6 +75,11 @@ def context_of(obj: Any) -> list[Any]:
 def outside_deps(obj: Any) -> list[Any]:
     """The steps named in ``context`` anywhere inside ``obj`` that are not part of ``obj``: what
     a PARALLEL run must finish before it starts ``obj``."""
+    if step_kind(obj) == "task":  # holds no steps: what it names, once each, in C
+        named = context_of(obj)
+        unique = dict(zip(map(id, named), named, strict=True))
+        unique.pop(id(obj), None)
+        return list(unique.values())
     steps = list(walk([obj]))
     inside = {id(step) for step in steps}
     found: list[Any] = []
@@ -115,20 +122,35 @@ class Scope:
 
     def record(self, step: Any, outputs: list[TaskOutput]) -> None:
         """``step`` handed ``outputs`` on (what a later ``context`` naming it gets)."""
+        if self._finds(step):  # a step run again (a graph's state) or hiding an outer run
+            self._rewrites[0] += 1
         self.finals[id(step)] = outputs
         self._steps[id(step)] = (step, outputs)
 
     def __post_init__(self) -> None:
         self._steps: dict[int, tuple[Any, list[TaskOutput]]] = {}
+        self._rewrites: list[int] = self.parent._rewrites if self.parent is not None else [0]
+        """Records, anywhere in this tree of scopes, that changed what ``lookup`` finds for a
+        step it found before: a ``_Gathered`` made before one is stale. Shared with the
+        parent, so one read tells."""
+        self._gathered: _Gathered | None = None
 
-    def lookup(self, step: Any) -> list[TaskOutput]:
+    def _finds(self, step: Any) -> bool:
+        return self._found(id(step)) is not None
+
+    def _found(self, key: int) -> list[TaskOutput] | None:
+        """What the step of id ``key`` handed on, or None when no scope has recorded it."""
         scope: Scope | None = self
         while scope is not None:
-            found = scope.finals.get(id(step))
+            found = scope.finals.get(key)
             if found is not None:
                 return found
             scope = scope.parent
-        return []
+        return None
+
+    def lookup(self, step: Any) -> list[TaskOutput]:
+        found = self._found(id(step))
+        return found if found is not None else []
 
     def lookup_all(self, steps: Sequence[Any]) -> list[TaskOutput]:
         """``lookup`` of each of ``steps`` in turn, flattened: one call per task, not one per
@@ -138,11 +160,61 @@ class Scope:
             return [out for step in steps for out in get(id(step), ())]
         return [out for step in steps for out in self.lookup(step)]
 
+    def gather(
+        self, steps: Sequence[Any], as_items: Callable[[Sequence[TaskOutput]], list[ContextItem]]
+    ) -> ContextItems:
+        """``lookup_all(steps)`` as prompt items (``as_items``), made in proportion to what is
+        new since the last call rather than to ``len(steps)``.
+
+        Task ``n`` of a chain names every earlier task: its context is task ``n - 1``'s plus one
+        step. So the last result is kept with the steps it was made from, and when ``steps``
+        starts with those very steps (by identity: two equal-looking tasks are two tasks) and no
+        record since changed what they find, only the steps after them are looked up and their
+        items appended (``ContextItems.extended``). Anything else (another order, a step not
+        run yet, a state run again) builds it all again."""
+        if not steps:
+            return _NO_ITEMS
+        last = self._gathered
+        rewrites = self._rewrites[0]
+        if (
+            last is not None
+            and last.rewrites == rewrites
+            and len(steps) >= len(last.steps)
+            and all(map(is_, steps, last.steps))  # in C: no Python work per earlier step
+        ):
+            known = len(last.steps)
+            if len(steps) == known:
+                return last.items
+            new, base, named = steps[known:], last.items, last.steps
+        else:
+            new, base, named = steps, _NO_ITEMS, []
+        find = self.finals.get if self.parent is None else self._found
+        found = [handed for handed in map(find, map(id, new)) if handed is not None]
+        items = base.extended(as_items(list(chain.from_iterable(found))))
+        if len(found) == len(new):
+            named += new  # the kept steps grow with the kept items: both by appending
+            self._gathered = _Gathered(named, rewrites, items)
+        else:  # a step not recorded yet: recording it later changes this result
+            self._gathered = None
+        return items
+
     def has(self, step: Any) -> bool:
         return id(step) in self.finals
 
     def child(self) -> Scope:
         return Scope(parent=self)
+
+
+class _Gathered(NamedTuple):
+    """``Scope.gather``'s last result: the steps it was made from (a list only it appends to;
+    it holds them, so their ids stay theirs), the scopes' rewrite count then, and the items."""
+
+    steps: list[Any]
+    rewrites: int
+    items: ContextItems
+
+
+_NO_ITEMS = ContextItems()
 
 
 @dataclass

@@ -104,12 +104,15 @@ async def _run(item: PreparedTask, slot: int, call: StepCall) -> tuple[TaskOutpu
     )
     _log.info("task started", task_index=slot, total_tasks=state.total, agent_role=item.agent_role)
     started = time.perf_counter()
-    context = call.scope.lookup_all(item.task.context)
-    context += [*call.context, *feedback_outputs(call.feedback)]
+    handed = [*call.context, *feedback_outputs(call.feedback)]
     if item.agent_task is None:
+        context = [*call.scope.lookup_all(item.task.context), *handed]
         output = await _run_handler(item, description, call.inputs, context, call)
     else:
-        agent_task = item.agent_task.for_run(description, state.context_items_of(context))
+        items = call.scope.gather(item.task.context, state.context_items_of)
+        if handed:
+            items = items.extended(state.context_items_of(handed))
+        agent_task = item.agent_task.for_run(description, items)
         output = await AgentExecutor(agent_task, env).run()
     output = output.model_copy(
         update={"duration": timedelta(seconds=time.perf_counter() - started)}
