@@ -184,6 +184,42 @@ def test_a_scripts_first_line_loads_no_workflow_kind_or_model_class_it_does_not_
     assert sorted(loaded & set(FIRST_USE_ONLY)) == []
 
 
+FIRST_RUN = """
+import json, sys
+from agentensemble import Agent, Ensemble, Task, tool
+line = sorted(m for m in sys.modules if m.startswith("pydantic"))
+from agentensemble.llm.types import ChatResponse, ToolCall
+
+class OneCall:
+    model = "scripted"
+
+    async def complete(self, messages, **_):
+        if messages[-1]["role"] == "tool":
+            return ChatResponse(content="done", finish_reason="stop")
+        call = ToolCall(id="c1", name="echo", arguments='{"value": "x"}')
+        return ChatResponse(tool_calls=[call], finish_reason="tool_calls")
+
+@tool
+def echo(value: str) -> str:
+    \"\"\"Echo a value.\"\"\"
+    return value
+
+agent = Agent(role="r", goal="g", tools=[echo], llm=OneCall())
+assert Ensemble(tasks=[Task(description="d", agent=agent)]).run().raw == "done"
+run = sorted(m for m in sys.modules if m.startswith("pydantic"))
+print(json.dumps({"line": line, "run": run}))
+"""
+
+#: pydantic modules that only typed outputs and typed reads (``parsed_as``) need.
+TYPED_ONLY = ("pydantic.type_adapter",)
+
+
+def test_neither_the_first_line_nor_a_plain_first_run_loads_what_typed_outputs_need() -> None:
+    loaded: dict[str, list[str]] = run_probe(FIRST_RUN)  # type: ignore[assignment]
+    assert sorted(set(loaded["line"]) & set(TYPED_ONLY)) == []
+    assert sorted(set(loaded["run"]) & set(TYPED_ONLY)) == []
+
+
 def test_the_model_package_resolves_every_name_on_first_use() -> None:
     import importlib
 
