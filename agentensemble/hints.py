@@ -185,12 +185,16 @@ def check_inputs(inputs: Any) -> dict[str, Any]:
     )
 
 
-_BACK_REFERENCE = re.compile(
-    r"\b(?:previous|prior|preceding|earlier|above|last)\s+"
-    r"(?:tasks?|steps?|outputs?|results?|research|drafts?|findings|answers?|analysis|summary)\b"
-    r"|\b(?:the|this|that)\s+above\b|\bfrom above\b",
-    re.IGNORECASE,
-)
+@functools.cache
+def _back_reference() -> re.Pattern[str]:
+    """Words pointing back at an earlier task; compiled on the first check of a run with more
+    than one task, not at import."""
+    return re.compile(
+        r"\b(?:previous|prior|preceding|earlier|above|last)\s+"
+        r"(?:tasks?|steps?|outputs?|results?|research|drafts?|findings|answers?|analysis|summary)\b"
+        r"|\b(?:the|this|that)\s+above\b|\bfrom above\b",
+        re.IGNORECASE,
+    )
 
 
 def missing_context(tasks: Sequence[Any]) -> list[str]:
@@ -206,7 +210,7 @@ def missing_context(tasks: Sequence[Any]) -> list[str]:
         named = [  # the name as a whole word, also names such as "c++" that end in a symbol
             t for t in earlier if re.search(rf"(?<!\w){re.escape(t.name)}(?!\w)", text, re.I)
         ]
-        if named or _BACK_REFERENCE.search(text):
+        if named or _back_reference().search(text):
             source = named[-1] if named else tasks[index - 1]
             if source.name:
                 fix = f"add context=[{source.name}]"

@@ -13,7 +13,6 @@ from pydantic import (
     ConfigDict,
     Field,
     PrivateAttr,
-    TypeAdapter,
     ValidationError,
     field_serializer,
     field_validator,
@@ -33,6 +32,8 @@ T = TypeVar("T")
 
 def _typed(value: Any, output_type: type[T]) -> T:
     """``value`` checked to be an ``output_type`` (strictly: no conversion), for typed code."""
+    from pydantic import TypeAdapter  # pydantic.type_adapter: for typed reads only
+
     try:
         result: T = TypeAdapter(output_type).validate_python(value, strict=True)
     except ValidationError as error:

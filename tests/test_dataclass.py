@@ -284,3 +284,87 @@ def test_every_dataclass_of_the_package_has_the_stock_signature_and_methods() ->
         assert (cls.__hash__ is None) == (stock.__hash__ is None), cls
         if cls.__doc__ and cls.__doc__.startswith(cls.__name__ + "("):
             assert cls.__doc__ == stock.__doc__, cls
+
+
+CV = ClassVar  # an alias dataclasses still reads as ClassVar in a string annotation
+
+
+def _twins(body: dict[str, Any]) -> tuple[type, type]:
+    made: list[type] = []
+    for deco in (dataclasses.dataclass(frozen=True), lean(frozen=True)):
+        made.append(deco(type("Twin", (), {"__module__": __name__, **body})))
+    return made[0], made[1]
+
+
+def _class_view(cls: type) -> dict[str, Any]:
+    names = [f.name for f in dataclasses.fields(cls)]
+    return {
+        "fields": repr(cls.__dataclass_fields__),  # type: ignore[attr-defined]
+        "class_attributes": {k: v for k, v in vars(cls).items() if k in (*names, "k")},
+        "match_args": cls.__match_args__,  # type: ignore[attr-defined]
+        "params": repr(cls.__dataclass_params__),  # type: ignore[attr-defined]
+        "replace": "__replace__" in vars(cls),
+    }
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        {"__annotations__": {"a": "int", "b": "str"}, "b": "x"},
+        {
+            "__annotations__": {"a": "int", "b": "list[int]"},
+            "b": dataclasses.field(default_factory=list),
+        },
+        {
+            "__annotations__": {"a": "int", "b": "int"},
+            "b": dataclasses.field(default=1, repr=False),
+        },
+        {
+            "__annotations__": {"a": "int", "b": "int"},
+            "b": dataclasses.field(default=1, kw_only=True),
+        },
+        {"__annotations__": {"a": "int", "k": "CV[int]"}, "k": 3},
+        {"__annotations__": {"a": "int", "k": "typing.ClassVar[int]"}, "k": 3},
+        {"__annotations__": {"a": int, "k": ClassVar[int]}, "k": 3},
+    ],
+)
+def test_fields_are_collected_as_dataclasses_collects_them(body: dict[str, Any]) -> None:
+    stock, ours = _twins(body)
+    assert _class_view(ours) == _class_view(stock)
+
+
+def test_shapes_dataclasses_reads_specially_go_through_dataclasses(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    taken: list[bool] = []
+    collect = _dataclass_module._collect
+
+    def spy(cls: type) -> bool:
+        taken.append(collect(cls))
+        return taken[-1]
+
+    monkeypatch.setattr(_dataclass_module, "_collect", spy)
+    _twins({"__annotations__": {"a": "int"}})
+    _twins({"__annotations__": {"a": "int", "k": "CV[int]"}, "k": 3})
+    _twins({"__annotations__": {"a": "int", "k": "ClassVar[int]"}, "k": 3})
+    expected_fast = _dataclass_module._CHECKED
+    assert taken == [expected_fast, False, False]
+
+
+def test_definition_errors_are_the_stock_ones() -> None:
+    for body in (
+        {"__annotations__": {"a": "list[int]"}, "a": []},  # a mutable default
+        {"__annotations__": {"a": "int"}, "b": dataclasses.field(default=1)},  # no annotation
+    ):
+        with pytest.raises((TypeError, ValueError)) as stock_error:
+            dataclasses.dataclass(type("Wrong", (), {"__module__": __name__, **body}))
+        with pytest.raises((TypeError, ValueError)) as our_error:
+            lean(type("Wrong", (), {"__module__": __name__, **body}))
+        assert repr(our_error.value) == repr(stock_error.value)
+
+
+@pytest.mark.skipif(not hasattr(copy, "replace"), reason="copy.replace is Python 3.13+")
+def test_copy_replace_works_as_on_a_stock_dataclass() -> None:
+    stock, ours = _twins({"__annotations__": {"a": "int", "b": "int"}, "b": 2})
+    replace = copy.replace  # type: ignore[attr-defined]
+    assert replace(ours(1), b=5).b == replace(stock(1), b=5).b == 5

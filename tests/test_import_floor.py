@@ -184,6 +184,50 @@ def test_a_scripts_first_line_loads_no_workflow_kind_or_model_class_it_does_not_
     assert sorted(loaded & set(FIRST_USE_ONLY)) == []
 
 
+FIRST_RUN = """
+import json, sys
+from agentensemble import Agent, Ensemble, Task, tool
+line = sorted(sys.modules)
+from agentensemble.llm.types import ChatResponse, ToolCall
+
+class OneCall:
+    model = "scripted"
+
+    async def complete(self, messages, **_):
+        if messages[-1]["role"] == "tool":
+            return ChatResponse(content="done", finish_reason="stop")
+        call = ToolCall(id="c1", name="echo", arguments='{"value": "x"}')
+        return ChatResponse(tool_calls=[call], finish_reason="tool_calls")
+
+@tool
+def echo(value: str) -> str:
+    \"\"\"Echo a value.\"\"\"
+    return value
+
+agent = Agent(role="r", goal="g", tools=[echo], llm=OneCall())
+assert Ensemble(tasks=[Task(description="d", agent=agent)]).run().raw == "done"
+run = sorted(sys.modules)
+print(json.dumps({"line": line, "run": run}))
+"""
+
+#: What a first run on a ChatModel never needs: pydantic's TypeAdapter (typed outputs and
+#: ``parsed_as`` only), and the LLM class with its retries, rate limits and lanes (a model name
+#: or an LLM object loads them).
+NOT_FOR_A_PLAIN_RUN = (
+    "pydantic.type_adapter",
+    "agentensemble.llm.litellm_model",
+    "agentensemble.llm.rate_limit",
+    "agentensemble.llm.retry",
+    "tenacity",
+)
+
+
+def test_the_line_and_a_first_run_on_a_chat_model_load_nothing_they_do_not_use() -> None:
+    loaded: dict[str, list[str]] = run_probe(FIRST_RUN)  # type: ignore[assignment]
+    assert sorted(set(loaded["line"]) & set(NOT_FOR_A_PLAIN_RUN)) == []
+    assert sorted(set(loaded["run"]) & set(NOT_FOR_A_PLAIN_RUN)) == []
+
+
 def test_the_model_package_resolves_every_name_on_first_use() -> None:
     import importlib
 

@@ -11,14 +11,17 @@ from __future__ import annotations
 import functools
 import json
 import re
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from pydantic import TypeAdapter, ValidationError
+from pydantic import ValidationError
 
 from agentensemble._dataclass import dataclass
 from agentensemble.errors import OutputParsingError, UntrustedInputError
 from agentensemble.llm.response_format import ResponseFormat
 from agentensemble.untrusted import parse_json
+
+if TYPE_CHECKING:
+    from pydantic import TypeAdapter
 
 DEFAULT_OUTPUT_RETRIES = 2
 MAX_ANSWER_CHARS = 2_000_000
@@ -49,6 +52,8 @@ def type_name(output_type: Any) -> str:
 
 
 def _build(output_type: Any) -> OutputSpec:
+    from pydantic import TypeAdapter  # pydantic.type_adapter: for typed outputs only
+
     adapter: TypeAdapter[Any] = TypeAdapter(output_type)
     schema = adapter.json_schema()
     if schema.get("type") == "object":
