@@ -12,9 +12,9 @@ ends early when
 
 A worker with no free slot is not woken by new work (a finished run will wake it), and a burst
 of wakes makes one poll (at most one per 10 ms). A busy worker's finished runs are gathered: a
-poll costs about as much CPU as a checkpoint (DBOS reloads the queue, reads the latest version,
-claims), and with one poll per finished run a busy worker spent a fifth of its CPU polling
-(benchmarks/RESULTS.md, "fourth pass"). So a freed slot wakes the poll once a quarter of the
+poll costs as much CPU as three or four checkpoints (DBOS reloads the queue, reads the latest
+version, claims), and with one poll per finished run a busy worker spent a fifth of its CPU
+polling (benchmarks/RESULTS.md, "fourth pass"). So a freed slot wakes the poll once a quarter of the
 slots are free (``batch_of``), or ``LINGER`` seconds after the first freed slot at the latest, and
 the poll claims a run for each free slot; new work (a submit, a notification) still wakes it at
 once. A wake only shortens the sleep: the poll that follows is DBOS's own (the DBOS queue stays
