@@ -311,12 +311,13 @@ NOTES = """
 - **Throughput**: runs of two tasks (three model turns answering after 50 ms each, and a tool
   call), submitted from another process with `DurableClient`, workers with
   `worker_concurrency` 16 (`--concurrency`). A worker's poll (every 0.2 s) is woken by new
-  work: a run finishing in it (a free slot), and on Postgres a notification from every submit,
-  fork or recover; a SQLite worker hears of another process's submits at its next poll, then
-  keeps itself busy through its own finished runs. The machine has 2 cores for everything
-  (Postgres, the workers, this script, other developers' tests), so the runs/s are CPU-bound:
-  see "worker CPU" and the load beside each figure. "Back-offs" counts DBOS's warnings that it
-  doubled a worker's polling interval after a serialization conflict.
+  work: runs finishing in it (free slots: with 16, once 4 are free or 0.2 s after the first),
+  and on Postgres a notification from every submit, fork or recover; a SQLite worker hears of
+  another process's submits at its next poll, then keeps itself busy through its own finished
+  runs. The machine has 2 cores for everything (Postgres, the workers, this script, other
+  developers' tests), so the runs/s are CPU-bound: see "worker CPU" and the load beside each
+  figure. "Back-offs" counts DBOS's warnings that it doubled a worker's polling interval
+  after a serialization conflict.
 - **Recovery**: from the SIGKILL until every run the dead worker held has finished. By hand:
   the `recover` command, most of it the command starting (imports, DBOS launch), which the
   `runs` command shows on its own. By itself: another worker notices the dead worker's lease

@@ -32,11 +32,13 @@ from typing import Any
 _fresh_run: ContextVar[str | None] = ContextVar("agentensemble_durable_fresh_run", default=None)
 _skip_read: ContextVar[bool] = ContextVar("agentensemble_durable_skip_read", default=False)
 _INSTALLED = "_agentensemble_fresh_check"
+_START_STATEMENT = "_agentensemble_run_start"
 
 
 async def read_run_start(workflow_id: str) -> tuple[dict[str, Any] | None, bool]:
     """The run's attributes (a fork's record lives there) and whether the run has no checkpoint
-    yet, read outside its steps (not checkpointed, so its step numbers do not shift)."""
+    yet, read outside its steps (not checkpointed, so its step numbers do not shift), in one
+    statement."""
     from dbos._dbos import _get_dbos_instance
 
     sys_db = _get_dbos_instance()._sys_db
@@ -46,24 +48,35 @@ async def read_run_start(workflow_id: str) -> tuple[dict[str, Any] | None, bool]
 def _read(sys_db: Any, workflow_id: str) -> tuple[dict[str, Any] | None, bool]:
     import sqlalchemy as sa
 
-    status, outputs = sys_db.tables.workflow_status, sys_db.tables.operation_outputs
+    statement = _start_statement(sys_db)
     for attempt in range(3):
         try:
             with sys_db.engine.connect() as connection:
-                attributes = connection.execute(
-                    sa.select(status.c.attributes).where(status.c.workflow_uuid == workflow_id)
-                ).scalar()
-                recorded = connection.execute(
-                    sa.select(outputs.c.function_id)
-                    .where(outputs.c.workflow_uuid == workflow_id)
-                    .limit(1)
-                ).first()
-            return (attributes if isinstance(attributes, dict) else None), recorded is None
+                row = connection.execute(statement, {"run_id": workflow_id}).first()
+            if row is None:
+                return None, True
+            attributes, recorded = row
+            return (attributes if isinstance(attributes, dict) else None), not recorded
         except sa.exc.DBAPIError as error:
             # a pooled connection the server dropped (pools are not pinged): once more, anew
             if not error.connection_invalidated or attempt == 2:
                 raise
     raise AssertionError("unreachable")
+
+
+def _start_statement(sys_db: Any) -> Any:
+    """The run's attributes and whether any step of it is checkpointed, in one statement, built
+    once per database (SQLAlchemy then reuses its compiled form without rebuilding it)."""
+    built = getattr(sys_db, _START_STATEMENT, None)
+    if built is None:
+        import sqlalchemy as sa
+
+        status, outputs = sys_db.tables.workflow_status, sys_db.tables.operation_outputs
+        run_id = sa.bindparam("run_id", type_=status.c.workflow_uuid.type)
+        recorded = sa.exists().where(outputs.c.workflow_uuid == run_id)
+        built = sa.select(status.c.attributes, recorded).where(status.c.workflow_uuid == run_id)
+        setattr(sys_db, _START_STATEMENT, built)
+    return built
 
 
 @contextmanager

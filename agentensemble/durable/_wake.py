@@ -11,12 +11,17 @@ ends early when
   (``NOTIFY``) that every worker of the application listens for.
 
 A worker with no free slot is not woken by new work (a finished run will wake it), and a burst
-of wakes makes one poll (at most one per 10 ms). A wake only shortens the sleep: the poll that
-follows is DBOS's own (the DBOS queue stays the
-source of truth, with its concurrency and rate limits), and a lost notification costs at most
-one ``poll_interval``. DBOS offers no hook for it (pinned minor: see pyproject), so the queue
-thread's stop event is given a ``wait`` that a wake can end early; every other thread's wait on
-it is unchanged.
+of wakes makes one poll (at most one per 10 ms). A busy worker's finished runs are gathered: a
+poll costs as much CPU as three or four checkpoints (DBOS reloads the queue, reads the latest
+version, claims), and with one poll per finished run a busy worker spent a fifth of its CPU
+polling (benchmarks/RESULTS.md, "fourth pass"). So a freed slot wakes the poll once a quarter of the
+slots are free (``batch_of``), or ``LINGER`` seconds after the first freed slot at the latest, and
+the poll claims a run for each free slot; new work (a submit, a notification) still wakes it at
+once. A wake only shortens the sleep: the poll that follows is DBOS's own (the DBOS queue stays
+the source of truth, with its concurrency and rate limits), and a lost notification costs at
+most one ``poll_interval``. DBOS offers no hook for it (pinned minor: see pyproject), so the
+queue thread's stop event is given a ``wait`` that a wake can end early; every other thread's
+wait on it is unchanged.
 """
 
 from __future__ import annotations
@@ -32,8 +37,11 @@ from agentensemble.logging import get_logger
 
 _log = get_logger()
 _cond = threading.Condition()
-_pending = [False]  # a wake not yet consumed by the queue thread's next wait
+# the strongest wake not yet consumed by the queue thread's next wait
+_NONE, _SLOT, _WORK = 0, 1, 2
+_pending = [_NONE]
 _MIN_GAP = 0.01  # seconds between two woken polls, at least
+LINGER = 0.2  # seconds a freed slot waits for others to free before the poll, at most
 
 
 def _thread_name(queue_name: str) -> str:
@@ -42,11 +50,13 @@ def _thread_name(queue_name: str) -> str:
 
 class _WakeableEvent(threading.Event):
     """A DBOS stop event whose wait, in the queue thread of ``_queue_thread`` only, also ends on
-    a wake when the worker has a free slot (returning False: not stopped). ``set`` still stops
+    a wake when the worker has a free slot (returning False: not stopped): at once for new work,
+    for freed slots once ``_batch`` are free or ``LINGER`` after the first. ``set`` still stops
     every waiter."""
 
     _queue_thread = ""
-    _has_room: Callable[[], bool] = staticmethod(lambda: True)
+    _free_slots: Callable[[], int] = staticmethod(lambda: 1)
+    _batch = 1  # free slots that make a poll worth it at once
     _last = 0.0  # when the queue thread last left its wait (polled)
 
     def set(self) -> None:
@@ -59,27 +69,61 @@ class _WakeableEvent(threading.Event):
             return super().wait(timeout)
         deadline = time.monotonic() + timeout
         with _cond:
-            while not self.is_set() and (left := deadline - time.monotonic()) > 0:
-                if not _pending[0]:
-                    _cond.wait(left)
-                    continue
-                _pending[0] = False
-                if self._has_room():  # else a finished run will wake it again
-                    # a burst of wakes (many submits at once) makes one poll, not one each
-                    gap = self._last + _MIN_GAP - time.monotonic()
-                    if gap > 0:
-                        _cond.wait(min(gap, left))
-                        _pending[0] = False
+            linger: float | None = None  # poll by then: a slot is free, too few for a batch
+            while not self.is_set():
+                now = time.monotonic()
+                until = deadline if linger is None else min(deadline, linger)
+                if until <= now:
                     break
+                if _pending[0] == _NONE:
+                    _cond.wait(until - now)
+                    continue
+                kind, _pending[0] = _pending[0], _NONE
+                answer = answer_to_wake(kind, self._free_slots(), self._batch)
+                if answer == "sleep":
+                    continue  # no free slot: a finished run will wake it again
+                if answer == "linger":
+                    linger = now + LINGER if linger is None else linger
+                    continue
+                # a burst of wakes (many submits at once) makes one poll, not one each
+                gap = self._last + _MIN_GAP - now
+                if gap > 0:
+                    _cond.wait(min(gap, deadline - now))
+                    _pending[0] = _NONE
+                break
         self._last = time.monotonic()
         return self.is_set()
 
 
+def answer_to_wake(kind: int, free: int, batch: int) -> str:
+    """What a woken queue thread does: ``"poll"`` now, ``"linger"`` (poll within ``LINGER``
+    unless more slots free first), or ``"sleep"`` on (no free slot)."""
+    if free <= 0:
+        return "sleep"
+    if kind == _SLOT and free < batch:
+        return "linger"
+    return "poll"
+
+
 def wake() -> None:
-    """End the queue thread's current sleep (or the next one) now, if it has a free slot."""
+    """End the queue thread's current sleep (or the next one) now, if it has a free slot:
+    there is new work."""
+    _wake(_WORK)
+
+
+def _slot_freed() -> None:
+    _wake(_SLOT)
+
+
+def _wake(kind: int) -> None:
     with _cond:
-        _pending[0] = True
+        _pending[0] = max(_pending[0], kind)
         _cond.notify_all()
+
+
+def batch_of(worker_concurrency: int) -> int:
+    """How many free slots wake a busy worker's poll at once: a quarter of them (at least 1)."""
+    return max(1, worker_concurrency // 4)
 
 
 def install(dbos: Any, queue_name: str, worker_concurrency: int) -> None:
@@ -87,15 +131,16 @@ def install(dbos: Any, queue_name: str, worker_concurrency: int) -> None:
     it whenever a run of that queue finishes in this process."""
     active = dbos._active_workflows_set
 
-    def has_room() -> bool:
-        return int(active.count_for_queue(queue_name)) < worker_concurrency
+    def free_slots() -> int:
+        return worker_concurrency - int(active.count_for_queue(queue_name))
 
     for event in list(getattr(dbos, "background_thread_stop_events", [])):
         if type(event) is threading.Event:
             event.__class__ = _WakeableEvent
         if isinstance(event, _WakeableEvent):
             event._queue_thread = _thread_name(queue_name)
-            event._has_room = has_room
+            event._free_slots = free_slots
+            event._batch = batch_of(worker_concurrency)
     if getattr(active, "_agentensemble_wakes", False):
         return
     remove = active._remove
@@ -103,7 +148,7 @@ def install(dbos: Any, queue_name: str, worker_concurrency: int) -> None:
     def _remove(key: str, bucket: Any) -> None:
         remove(key, bucket)
         if bucket is not None and bucket[0] == queue_name:
-            wake()  # a slot is free: take the next queued run now
+            _slot_freed()  # a slot is free: take the next queued runs soon
 
     active._remove = _remove
     active._agentensemble_wakes = True
@@ -183,4 +228,14 @@ def stop_listener(listener: Listener | None) -> None:
             listener.stop()
 
 
-__all__ = ["channel", "install", "notify", "start_listener", "stop_listener", "wake"]
+__all__ = [
+    "LINGER",
+    "answer_to_wake",
+    "batch_of",
+    "channel",
+    "install",
+    "notify",
+    "start_listener",
+    "stop_listener",
+    "wake",
+]

@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import importlib.util
 import re
+import subprocess
 import sys
 from pathlib import Path
 from types import ModuleType
@@ -81,3 +82,19 @@ def test_the_durable_section_of_results_is_replaced_and_the_rest_kept(
     assert text.startswith("# Results\n\nbefore\n\n") and text.endswith("\n\nafter\n")
     assert "\nold\n" not in text and "| a |" not in text and "| b | 2 ms | n |" in text
     assert text.count(bench.START) == 1 and "shared with several developers" in text
+
+
+def test_the_worker_profile_reports_cpu_by_thread_and_by_database_call(tmp_path: Path) -> None:
+    profile = SCRIPT.with_name("durable_profile.py")
+    done = subprocess.run(
+        [sys.executable, str(profile), "--runs", "3", "--concurrency", "2"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr
+    assert "3 runs" in done.stdout
+    assert "worker CPU:" in done.stdout
+    assert "DBOS record_operation_result" in done.stdout  # a checkpoint per step, timed
+    assert "ours: the run's start read" in done.stdout
+    assert "statements:" in done.stdout
