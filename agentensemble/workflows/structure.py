@@ -86,22 +86,36 @@ def _check_hierarchical(steps: Sequence[Any]) -> None:
 
 
 def _check_top_in_order(steps: Sequence[Any]) -> None:
-    positions = {id(step): i for i, step in enumerate(steps, start=1)}
+    """Every step's context names an earlier top-level step. One membership test a named step,
+    in C (``set.issuperset`` over ``map(id, ...)``); the error path finds the first offender."""
+    top = set(map(id, steps))
+    earlier: set[int] = set()
     for index, step in enumerate(steps, start=1):
-        inner = [d for d in outside_deps(step) if id(d) in positions]
-        for dependency in [*context_of(step), *inner]:
-            position = positions.get(id(dependency))
-            if position is None:
-                raise ValueError(
-                    f"task {index} ({step_label(step)!r}) has context task "
-                    f"{step_label(dependency)!r}, which is not in this ensemble's tasks"
-                )
-            if position >= index:
-                raise ValueError(
-                    f"task {index} ({step_label(step)!r}) has context task "
-                    f"{step_label(dependency)!r}, which runs later (task {position}); context "
-                    "must come from an earlier task"
-                )
+        if step_kind(step) == "task":  # holds no steps: it depends on its context alone
+            named = step.context
+        else:  # what it names, then what its steps name at the top level
+            named = [*context_of(step), *(d for d in outside_deps(step) if id(d) in top)]
+        if not earlier.issuperset(map(id, named)):
+            _raise_not_earlier(steps, index, step, named)
+        earlier.add(id(step))
+
+
+def _raise_not_earlier(steps: Sequence[Any], index: int, step: Any, named: Sequence[Any]) -> None:
+    """The error for the first step in ``named`` that is not before ``step`` (task ``index``)."""
+    positions = {id(s): i for i, s in enumerate(steps, start=1)}
+    for dependency in named:
+        position = positions.get(id(dependency))
+        if position is None:
+            raise ValueError(
+                f"task {index} ({step_label(step)!r}) has context task "
+                f"{step_label(dependency)!r}, which is not in this ensemble's tasks"
+            )
+        if position >= index:
+            raise ValueError(
+                f"task {index} ({step_label(step)!r}) has context task "
+                f"{step_label(dependency)!r}, which runs later (task {position}); context "
+                "must come from an earlier task"
+            )
 
 
 def _check_inside(step: Any, visible: frozenset[int]) -> None:
