@@ -9,6 +9,7 @@ graphs check their own shape (``Loop`` / ``Graph`` validators).
 from __future__ import annotations
 
 from collections.abc import Sequence
+from operator import is_
 from typing import Any
 
 from agentensemble.errors import ConfigurationError
@@ -86,16 +87,26 @@ def _check_hierarchical(steps: Sequence[Any]) -> None:
 
 
 def _check_top_in_order(steps: Sequence[Any]) -> None:
-    """Every step's context names an earlier top-level step. One membership test a named step,
-    in C (``set.issuperset`` over ``map(id, ...)``); the error path finds the first offender."""
+    """Every step's context names an earlier top-level step, checked in C: a membership test a
+    named step (``set.issuperset`` over ``map(id, ...)``), and where a task's context starts
+    with the previous task's (a chain: task ``n`` names task ``n - 1``'s context and one more),
+    an identity comparison for that part (already found earlier) and membership tests for the
+    rest only. The error path finds the first offender."""
     top = set(map(id, steps))
     earlier: set[int] = set()
+    previous: list[Any] = []  # the last task's context, all of it earlier than this step
     for index, step in enumerate(steps, start=1):
         if step_kind(step) == "task":  # holds no steps: it depends on its context alone
             named = step.context
+            known = len(previous)
+            if len(named) >= known and all(map(is_, named, previous)):
+                new = named[known:] if known else named
+            else:
+                new = named
+            previous = named
         else:  # what it names, then what its steps name at the top level
-            named = [*context_of(step), *(d for d in outside_deps(step) if id(d) in top)]
-        if not earlier.issuperset(map(id, named)):
+            named = new = [*context_of(step), *(d for d in outside_deps(step) if id(d) in top)]
+        if not earlier.issuperset(map(id, new)):
             _raise_not_earlier(steps, index, step, named)
         earlier.add(id(step))
 

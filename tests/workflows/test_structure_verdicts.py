@@ -70,6 +70,23 @@ def long_chain_last_names_later() -> list[Any]:
     return steps
 
 
+def equal_stranger_in_a_chain() -> list[Any]:
+    a, b = t("a"), t("b")
+    twin = t("b")  # equal field for field, another object
+    return [a, b, t("c", context=[a, b]), t("d", context=[a, twin])]
+
+
+def shorter_than_the_one_before() -> list[Any]:
+    a, b, c, d = t("a"), t("b"), t("c"), t("d")
+    return [a, b, t("x", context=[a, b]), with_context(c, d), d]
+
+
+def chain_changed_in_the_middle() -> list[Any]:
+    steps = chain(30)
+    steps[12].context[3] = steps[28]
+    return steps
+
+
 def long_chain() -> list[Any]:
     return chain(30)
 
@@ -194,6 +211,27 @@ CASES: list[tuple[str, Callable[[], list[Any]], Verdict]] = [
         (ValueError, f"task 2 ('b') has context task 'c', which runs later (task 3); {LATER}"),
     ),
     ("duplicates of an earlier task", duplicates_fine, None),
+    (
+        "an equal stranger where the task before named the real one",
+        equal_stranger_in_a_chain,
+        (
+            ValueError,
+            "task 4 ('d') has context task 'b', which is not in this ensemble's tasks",
+        ),
+    ),
+    (
+        "a context shorter than the task before's",
+        shorter_than_the_one_before,
+        (ValueError, f"task 4 ('c') has context task 'd', which runs later (task 5); {LATER}"),
+    ),
+    (
+        "a chain with a later task in the middle of a context",
+        chain_changed_in_the_middle,
+        (
+            ValueError,
+            f"task 13 ('t12') has context task 't28', which runs later (task 29); {LATER}",
+        ),
+    ),
     (
         "a long chain, one naming a later task",
         long_chain_last_names_later,
