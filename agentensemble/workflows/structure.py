@@ -24,10 +24,12 @@ def check_structure(steps: Sequence[Any], workflow: Workflow) -> None:
     _check_unique(steps)
     if workflow is Workflow.HIERARCHICAL:
         _check_hierarchical(steps)
-    top = {id(step) for step in steps}
+    top = set(map(id, steps))
+    late = _first_not_in_order(steps, top)
     if workflow is Workflow.SEQUENTIAL:
-        _check_top_in_order(steps)
-    else:  # any list order; no cycle, none outside
+        if late is not None:
+            _raise_not_earlier(steps, *late)
+    elif late is not None:  # any list order; no cycle, none outside (in list order: neither)
 
         def deps(step: Any) -> list[Any]:
             inside = [d for d in outside_deps(step) if id(d) in top]
@@ -86,13 +88,15 @@ def _check_hierarchical(steps: Sequence[Any]) -> None:
             )
 
 
-def _check_top_in_order(steps: Sequence[Any]) -> None:
-    """Every step's context names an earlier top-level step, checked in C: a membership test a
-    named step (``set.issuperset`` over ``map(id, ...)``), and where a task's context starts
-    with the previous task's (a chain: task ``n`` names task ``n - 1``'s context and one more),
-    an identity comparison for that part (already found earlier) and membership tests for the
-    rest only. The error path finds the first offender."""
-    top = set(map(id, steps))
+def _first_not_in_order(steps: Sequence[Any], top: set[int]) -> tuple[int, Any, list[Any]] | None:
+    """The first step (position from 1, the step, what it names) naming anything but an
+    earlier top-level step, or None: then a SEQUENTIAL order is right, and a PARALLEL one has
+    no step outside and no cycle (every edge points back in the list).
+
+    Checked in C: a membership test a named step (``set.issuperset`` over ``map(id, ...)``),
+    and where a task's context starts with the previous task's (a chain: task ``n`` names task
+    ``n - 1``'s context and one more), an identity comparison for that part, already found
+    earlier, and membership tests for the rest only."""
     earlier: set[int] = set()
     previous: list[Any] = []  # the last task's context, all of it earlier than this step
     for index, step in enumerate(steps, start=1):
@@ -107,8 +111,9 @@ def _check_top_in_order(steps: Sequence[Any]) -> None:
         else:  # what it names, then what its steps name at the top level
             named = new = [*context_of(step), *(d for d in outside_deps(step) if id(d) in top)]
         if not earlier.issuperset(map(id, new)):
-            _raise_not_earlier(steps, index, step, named)
+            return index, step, named
         earlier.add(id(step))
+    return None
 
 
 def _raise_not_earlier(steps: Sequence[Any], index: int, step: Any, named: Sequence[Any]) -> None:

@@ -326,3 +326,119 @@ def test_a_context_list_changed_after_a_good_check_is_checked_again() -> None:
         check_structure(steps, Workflow.SEQUENTIAL)
     steps[1].context.pop()
     check_structure(steps, Workflow.SEQUENTIAL)
+
+
+def reversed_chain() -> list[Any]:
+    return chain(30)[::-1]
+
+
+def a_cycle() -> list[Any]:
+    a, b, c = t("a"), t("b"), t("c")
+    return [t("first"), with_context(a, c), with_context(b, a), with_context(c, b)]
+
+
+def a_cycle_after_a_chain() -> list[Any]:
+    steps = chain(20)
+    steps[5].context.append(steps[15])
+    return steps
+
+
+def parallel_stranger_after_a_cycle() -> list[Any]:
+    a, b = t("a"), t("b")
+    return [with_context(a, b), with_context(b, a), t("c", context=[t("stranger")])]
+
+
+def loop_waiting_for_a_later_task() -> list[Any]:
+    b = t("b")
+    return [Loop(name="l", body=[t("in", context=[b])]), b]
+
+
+def loop_and_task_waiting_for_each_other() -> list[Any]:
+    inner = t("in")
+    loop = Loop(name="l", body=[inner])
+    b = t("b", context=[loop])
+    inner.context = [b]
+    return [loop, b]
+
+
+CYCLE = "(each needs the next one's output); remove one of these context links"
+PARALLEL_CASES: list[tuple[str, Callable[[], list[Any]], Verdict]] = [
+    ("a chain", long_chain, None),
+    ("a chain listed backwards", reversed_chain, None),
+    ("itself", itself, None),
+    ("duplicates of an earlier task", duplicates_fine, None),
+    (
+        "an equal stranger",
+        equal_stranger_in_a_chain,
+        (ValueError, "task 4 ('d') has context task 'b', which is not in this ensemble's tasks"),
+    ),
+    (
+        "a stranger",
+        stranger,
+        (
+            ValueError,
+            "task 2 ('b') has context task 'stranger', which is not in this ensemble's tasks",
+        ),
+    ),
+    (
+        "a cycle",
+        a_cycle,
+        (ValueError, f"the tasks' context forms a cycle: 'a' -> 'c' -> 'b' -> 'a' {CYCLE}"),
+    ),
+    (
+        "a cycle in a chain",
+        a_cycle_after_a_chain,
+        (ValueError, f"the tasks' context forms a cycle: 't5' -> 't15' -> 't5' {CYCLE}"),
+    ),
+    (
+        "a stranger after a cycle",
+        parallel_stranger_after_a_cycle,
+        (
+            ValueError,
+            "task 3 ('c') has context task 'stranger', which is not in this ensemble's tasks",
+        ),
+    ),
+    ("a loop body waiting for a later task", loop_waiting_for_a_later_task, None),
+    (
+        "a loop and a task waiting for each other",
+        loop_and_task_waiting_for_each_other,
+        (ValueError, f"the tasks' context forms a cycle: 'l' -> 'b' -> 'l' {CYCLE}"),
+    ),
+    (
+        "a loop body naming a stranger",
+        loop_body_names_stranger,
+        (
+            ConfigurationError,
+            f"Loop 'l' body: step 'in' has context 'stranger', which it cannot see; {UNSEEN}",
+        ),
+    ),
+    ("graph states naming each other", graph_states_see_each_other, None),
+    ("a nested ensemble", nested_ensemble_chain, None),
+    ("a for_each task naming a later task", for_each_names_later, None),
+    (
+        "a task twice",
+        same_task_twice_top,
+        (
+            ConfigurationError,
+            "the task 'a' appears twice in this ensemble; a step object runs in one place: "
+            "build another one for the other place",
+        ),
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("build", "verdict"), [c[1:] for c in PARALLEL_CASES], ids=[c[0] for c in PARALLEL_CASES]
+)
+def test_the_parallel_check_gives_the_same_verdict_on_tricky_shapes(
+    build: Callable[[], list[Any]], verdict: Verdict
+) -> None:
+    steps = build()
+    if verdict is None:
+        check_structure(steps, Workflow.PARALLEL)
+        return
+    kind, message = verdict
+    with pytest.raises(Exception) as caught:
+        check_structure(steps, Workflow.PARALLEL)
+    assert type(caught.value) is kind
+    assert str(caught.value) == message
