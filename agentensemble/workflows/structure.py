@@ -9,6 +9,7 @@ graphs check their own shape (``Loop`` / ``Graph`` validators).
 from __future__ import annotations
 
 from collections.abc import Sequence
+from operator import is_
 from typing import Any
 
 from agentensemble.errors import ConfigurationError
@@ -23,10 +24,12 @@ def check_structure(steps: Sequence[Any], workflow: Workflow) -> None:
     _check_unique(steps)
     if workflow is Workflow.HIERARCHICAL:
         _check_hierarchical(steps)
-    top = {id(step) for step in steps}
+    top = set(map(id, steps))
+    late = _first_not_in_order(steps, top)
     if workflow is Workflow.SEQUENTIAL:
-        _check_top_in_order(steps)
-    else:  # any list order; no cycle, none outside
+        if late is not None:
+            _raise_not_earlier(steps, *late)
+    elif late is not None:  # any list order; no cycle, none outside (in list order: neither)
 
         def deps(step: Any) -> list[Any]:
             inside = [d for d in outside_deps(step) if id(d) in top]
@@ -85,23 +88,50 @@ def _check_hierarchical(steps: Sequence[Any]) -> None:
             )
 
 
-def _check_top_in_order(steps: Sequence[Any]) -> None:
-    positions = {id(step): i for i, step in enumerate(steps, start=1)}
+def _first_not_in_order(steps: Sequence[Any], top: set[int]) -> tuple[int, Any, list[Any]] | None:
+    """The first step (position from 1, the step, what it names) naming anything but an
+    earlier top-level step, or None: then a SEQUENTIAL order is right, and a PARALLEL one has
+    no step outside and no cycle (every edge points back in the list).
+
+    Checked in C: a membership test a named step (``set.issuperset`` over ``map(id, ...)``),
+    and where a task's context starts with the previous task's (a chain: task ``n`` names task
+    ``n - 1``'s context and one more), an identity comparison for that part, already found
+    earlier, and membership tests for the rest only."""
+    earlier: set[int] = set()
+    previous: list[Any] = []  # the last task's context, all of it earlier than this step
     for index, step in enumerate(steps, start=1):
-        inner = [d for d in outside_deps(step) if id(d) in positions]
-        for dependency in [*context_of(step), *inner]:
-            position = positions.get(id(dependency))
-            if position is None:
-                raise ValueError(
-                    f"task {index} ({step_label(step)!r}) has context task "
-                    f"{step_label(dependency)!r}, which is not in this ensemble's tasks"
-                )
-            if position >= index:
-                raise ValueError(
-                    f"task {index} ({step_label(step)!r}) has context task "
-                    f"{step_label(dependency)!r}, which runs later (task {position}); context "
-                    "must come from an earlier task"
-                )
+        if step_kind(step) == "task":  # holds no steps: it depends on its context alone
+            named = step.context
+            known = len(previous)
+            if len(named) >= known and all(map(is_, named, previous)):
+                new = named[known:] if known else named
+            else:
+                new = named
+            previous = named
+        else:  # what it names, then what its steps name at the top level
+            named = new = [*context_of(step), *(d for d in outside_deps(step) if id(d) in top)]
+        if not earlier.issuperset(map(id, new)):
+            return index, step, named
+        earlier.add(id(step))
+    return None
+
+
+def _raise_not_earlier(steps: Sequence[Any], index: int, step: Any, named: Sequence[Any]) -> None:
+    """The error for the first step in ``named`` that is not before ``step`` (task ``index``)."""
+    positions = {id(s): i for i, s in enumerate(steps, start=1)}
+    for dependency in named:
+        position = positions.get(id(dependency))
+        if position is None:
+            raise ValueError(
+                f"task {index} ({step_label(step)!r}) has context task "
+                f"{step_label(dependency)!r}, which is not in this ensemble's tasks"
+            )
+        if position >= index:
+            raise ValueError(
+                f"task {index} ({step_label(step)!r}) has context task "
+                f"{step_label(dependency)!r}, which runs later (task {position}); context "
+                "must come from an earlier task"
+            )
 
 
 def _check_inside(step: Any, visible: frozenset[int]) -> None:
