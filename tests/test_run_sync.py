@@ -17,6 +17,7 @@ import subprocess
 import sys
 import threading
 import traceback
+import warnings
 from pathlib import Path
 
 import pytest
@@ -90,6 +91,21 @@ async def test_run_inside_a_running_loop_uses_the_shared_loop_not_the_callers() 
     )
     assert ensemble.run().raw == "answer"  # as in Jupyter: the caller's loop is running
     assert loop_of_run() is not asyncio.get_running_loop()
+
+
+@pytest.mark.anyio
+async def test_a_warning_of_a_run_on_the_shared_loop_points_at_the_line_that_called_run() -> None:
+    from agentensemble import MissingContextWarning
+
+    ensemble = Ensemble(
+        tasks=[Task(description="Draft", name="draft"), Task(description="Use the previous task")],
+        llm=ScriptedChatModel(["a", "b"]),
+    )
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        ensemble.run()  # on the shared loop's thread: no frame of this file on its stack
+    found = [w for w in caught if issubclass(w.category, MissingContextWarning)]
+    assert found and Path(found[0].filename) == Path(__file__)
 
 
 def test_context_variables_of_the_caller_reach_the_run() -> None:
