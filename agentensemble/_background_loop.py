@@ -110,7 +110,7 @@ def run_on_background_loop(coro: Coroutine[Any, Any, T]) -> T:
     finished = threading.Lock()  # released by the loop when the run's task is done
     finished.acquire()
     tasks: list[asyncio.Task[None]] = []
-    outcome = _Outcome[T]()
+    outcome: _Outcome[T] = _Outcome()
 
     def start() -> None:  # on the loop, in a copy of the caller's context
         task = loop.create_task(_capture(coro, outcome))
@@ -137,7 +137,7 @@ class _ThreadLoop:
 
     def __init__(self) -> None:
         self.loop = asyncio.new_event_loop()
-        self.pid = os.getpid()
+        self.pid = _pid
 
     def __del__(self) -> None:  # the thread's locals are dropped: its loop goes with them
         if self.pid == os.getpid() and not self.loop.is_running():
@@ -145,11 +145,21 @@ class _ThreadLoop:
 
 
 _local = threading.local()
+_pid = os.getpid()  # this process's id, kept by a fork hook: no system call per run
+
+
+def _after_fork() -> None:
+    global _pid
+    _pid = os.getpid()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_after_fork)
 
 
 def _thread_loop() -> _ThreadLoop:
     holder: _ThreadLoop | None = getattr(_local, "holder", None)
-    if holder is None or holder.pid != os.getpid() or holder.loop.is_closed():
+    if holder is None or holder.pid != _pid or holder.loop.is_closed():
         holder = _local.holder = _ThreadLoop()  # a forked child never touches the parent's
     return holder
 
@@ -178,12 +188,16 @@ def run_sync(coro: Coroutine[Any, Any, T]) -> T:
     (``run_on_background_loop``). Ctrl-C cancels the run, waits a bounded moment for it to
     unwind and raises ``KeyboardInterrupt`` carrying what it had finished; a second Ctrl-C
     raises at once.
+
+    The loop runs with ``run_forever`` and the run's task stops it as its own last step
+    (``_Outcome.finish``), in the loop pass where it ends: ``run_until_complete`` would wrap the
+    task, add and remove a done callback, and take one more pass (a poll of the selector) only
+    to run that callback.
     """
     if asyncio._get_running_loop() is not None:
         return run_on_background_loop(coro)
-    holder = _thread_loop()
-    loop = holder.loop
-    outcome = _Outcome[T]()
+    loop = _thread_loop().loop
+    outcome: _Outcome[T] = _Outcome()
     task = loop.create_task(_capture(coro, outcome))  # in a copy of the caller's context
     interrupted: list[bool] = []
 
@@ -195,17 +209,22 @@ def run_sync(coro: Coroutine[Any, Any, T]) -> T:
         loop.call_soon_threadsafe(give_up_later)  # also wakes the loop to see the cancellation
 
     def give_up_later() -> None:  # each checks its own run: a stale one never stops a later
-        if not task.done():
+        if task.done():  # cancelled before its first step: it never ran to stop the loop
+            outcome.finish()
+        else:
             loop.call_later(CANCEL_GRACE_SECONDS, lambda: None if task.done() else loop.stop())
 
+    outcome.loop = loop
     previous = _take_sigint(on_sigint)
     try:
-        loop.run_until_complete(task)
+        loop.run_forever()
+        if not task.done():  # stopped before the run ended (the grace ran out, or the run's own
+            raise RuntimeError("Event loop stopped before Future completed.")  # code stopped it)
     except BaseException as stop:
         if not task.done():
             task.cancel()
             if not interrupted:  # raised from outside the run (a SIGINT handler of the user's
-                _unwind(loop, task)  # own): the run unwinds as on Ctrl-C, for a bounded time
+                _unwind(loop, task, outcome)  # own): it unwinds as on Ctrl-C, for a bounded time
                 if outcome.stopped_with is not None:
                     keep_outputs(stop, outcome.stopped_with)
             if not task.done():  # a second Ctrl-C, or the grace ran out: this loop is given up
@@ -216,6 +235,7 @@ def run_sync(coro: Coroutine[Any, Any, T]) -> T:
         if not interrupted:
             raise
     finally:
+        outcome.loop = None  # a stale stop request (a late callback) leaves later runs alone
         if previous is not None:
             _csignal.signal(signal.SIGINT, previous)
     if interrupted:  # cancelled by Ctrl-C, whether the run ended cancelled or caught it
@@ -223,14 +243,21 @@ def run_sync(coro: Coroutine[Any, Any, T]) -> T:
         if outcome.stopped_with is not None:
             keep_outputs(interrupt, outcome.stopped_with)  # what the cancelled run had finished
         raise interrupt from None
+    if task.cancelled():  # the run cancelled itself: as run_until_complete did, raise that
+        task.result()
     return outcome.get()
 
 
-def _unwind(loop: asyncio.AbstractEventLoop, task: asyncio.Task[None]) -> None:
+def _unwind(
+    loop: asyncio.AbstractEventLoop, task: asyncio.Task[None], outcome: _Outcome[Any]
+) -> None:
     """Let a cancelled ``task`` unwind on ``loop`` for at most the grace period (another
     interrupt ends the wait at once)."""
+    task.add_done_callback(lambda _: outcome.finish())  # also when it never took a step
+    timer = loop.call_later(CANCEL_GRACE_SECONDS, outcome.finish)
     with contextlib.suppress(BaseException):
-        loop.run_until_complete(asyncio.wait([task], timeout=CANCEL_GRACE_SECONDS))
+        loop.run_forever()
+    timer.cancel()
 
 
 def _take_sigint(handler: Any) -> Any:
@@ -284,6 +311,13 @@ class _Outcome(Generic[T]):
         self.value: T | None = None
         self.error: BaseException | None = None
         self.stopped_with: list[Any] | None = None  # outputs finished before a cancellation
+        self.loop: asyncio.AbstractEventLoop | None = None  # run_sync's loop, while it waits
+
+    def finish(self) -> None:
+        """The run is over: stop the loop ``run_sync`` is running for it, once."""
+        loop, self.loop = self.loop, None
+        if loop is not None:
+            loop.stop()
 
     def get(self) -> T:
         if self.error is not None:
@@ -304,6 +338,8 @@ async def _capture(coro: Coroutine[Any, Any, T], outcome: _Outcome[T]) -> None:
         raise
     except BaseException as error:
         outcome.error = error
+    finally:
+        outcome.finish()
 
 
 def _outcome(future: concurrent.futures.Future[T]) -> T:

@@ -27,7 +27,6 @@ from agentensemble.events import (
 from agentensemble.execution.agent_executor import ExecutionEnv
 from agentensemble.hints import (
     CALLER,
-    UserLine,
     check_inputs,
     method_hint,
     reject_foreign_names,
@@ -317,15 +316,11 @@ class Ensemble(BaseModel):
         Ctrl-C cancels it at once. ``session``: as ``arun``.
         """
         memory_wiring.check_session(session, self.memory, self._hierarchical)
-        return run_sync(self._arun_for(user_line(), inputs, session))
-
-    async def _arun_for(
-        self, caller: UserLine | None, inputs: Mapping[str, Any] | None, session: str | None
-    ) -> EnsembleOutput:
-        """``arun`` on the background loop, with warnings located at ``run()``'s caller."""
-        token = CALLER.set(caller)
+        # warnings raised on the background loop are located at this caller: the run's task
+        # starts in a copy of this context (no wrapper coroutine around arun for it)
+        token = CALLER.set(user_line())
         try:
-            return await self.arun(inputs, session=session)
+            return run_sync(self.arun(inputs, session=session))
         finally:
             CALLER.reset(token)
 

@@ -17,6 +17,7 @@ import subprocess
 import sys
 import threading
 import traceback
+import warnings
 from pathlib import Path
 
 import pytest
@@ -90,6 +91,21 @@ async def test_run_inside_a_running_loop_uses_the_shared_loop_not_the_callers() 
     )
     assert ensemble.run().raw == "answer"  # as in Jupyter: the caller's loop is running
     assert loop_of_run() is not asyncio.get_running_loop()
+
+
+@pytest.mark.anyio
+async def test_a_warning_of_a_run_on_the_shared_loop_points_at_the_line_that_called_run() -> None:
+    from agentensemble import MissingContextWarning
+
+    ensemble = Ensemble(
+        tasks=[Task(description="Draft", name="draft"), Task(description="Use the previous task")],
+        llm=ScriptedChatModel(["a", "b"]),
+    )
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        ensemble.run()  # on the shared loop's thread: no frame of this file on its stack
+    found = [w for w in caught if issubclass(w.category, MissingContextWarning)]
+    assert found and Path(found[0].filename) == Path(__file__)
 
 
 def test_context_variables_of_the_caller_reach_the_run() -> None:
@@ -258,3 +274,90 @@ def test_ctrl_c_under_a_handler_of_the_users_own_still_unwinds_the_run(tmp_path:
     assert child.returncode == 130, output
     assert "slow unwound" in output
     assert "interrupted; kept: ['first done']" in output
+
+
+# -- the thread's loop runs until the run's own task stops it ------------------------------------
+
+
+def in_a_thread(body: object) -> list[object]:
+    """``body()`` in a fresh thread (its own loop), bounded: what it returned or raised."""
+    found: list[object] = []
+
+    def target() -> None:
+        try:
+            found.append(body())  # type: ignore[operator]
+        except BaseException as error:  # handed to the test
+            found.append(error)
+
+    thread = threading.Thread(target=target, daemon=True)
+    thread.start()
+    thread.join(LIMIT)
+    assert not thread.is_alive(), "the run never ended"
+    return found
+
+
+def test_ctrl_c_before_the_runs_first_step_still_ends_the_run(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # the task is cancelled before it ever ran, so it cannot stop the loop itself
+    from agentensemble import _background_loop
+
+    monkeypatch.setattr(_background_loop, "_take_sigint", lambda on_sigint: on_sigint(2, None))
+    started: list[bool] = []
+
+    async def body() -> int:
+        started.append(True)
+        return 1
+
+    never_started = body()
+    found = in_a_thread(lambda: _background_loop.run_sync(never_started))
+    assert isinstance(found[0], KeyboardInterrupt)
+    assert started == []
+    never_started.close()  # as Python would warn: it was never awaited
+
+
+def test_a_stop_left_over_from_an_earlier_run_leaves_a_later_run_alone(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Ctrl-C in the loop pass where a run ends leaves its handling queued on the loop; it runs
+    # at the start of the next run and must not stop that one
+    from agentensemble import _background_loop
+
+    handlers: list[object] = []
+    monkeypatch.setattr(_background_loop, "_take_sigint", handlers.append)
+
+    async def interrupted_as_it_ends() -> int:
+        handlers[-1](2, None)  # type: ignore[operator]
+        return 1
+
+    async def several_passes() -> int:
+        for _ in range(5):
+            await asyncio.sleep(0)
+        return 42
+
+    def two_runs() -> object:
+        with pytest.raises(KeyboardInterrupt):
+            _background_loop.run_sync(interrupted_as_it_ends())
+        return _background_loop.run_sync(several_passes())
+
+    assert in_a_thread(two_runs) == [42]
+
+
+def test_a_run_that_stops_its_loop_is_cancelled_and_raises_as_run_until_complete_did() -> None:
+    from agentensemble._background_loop import run_sync
+
+    unwound: list[bool] = []
+
+    async def stops_the_loop() -> int:
+        asyncio.get_running_loop().stop()
+        try:
+            await asyncio.sleep(LIMIT)
+        finally:
+            unwound.append(True)
+        return 1
+
+    found = in_a_thread(lambda: run_sync(stops_the_loop()))
+    assert isinstance(found[0], RuntimeError)
+    assert "stopped before" in str(found[0])
+    assert unwound == [True]
+    assert in_a_thread(lambda: run_sync(asyncio.sleep(0, result=7))) == [7]
