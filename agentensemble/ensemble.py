@@ -271,10 +271,9 @@ class Ensemble(BaseModel):
                 recorder.fail(stopped)
                 env.emitter.emit(EnsembleFailed(stopped))
                 raise
-            output = output.model_copy(
-                update={"tool_metrics": env.metrics.snapshot(), "run_id": current_run_id()}
+            output = recorder.complete(
+                output, tool_metrics=env.metrics.snapshot(), run_id=current_run_id()
             )
-            output = recorder.complete(output)
             env.emitter.emit(EnsembleCompleted(output=output))
             return output
 

@@ -108,12 +108,12 @@ async def _run(item: PreparedTask, slot: int, call: StepCall) -> tuple[TaskOutpu
     context += [*call.context, *feedback_outputs(call.feedback)]
     if item.agent_task is None:
         output = await _run_handler(item, description, call.inputs, context, call)
-    else:
+        output = output.model_copy(
+            update={"duration": timedelta(seconds=time.perf_counter() - started)}
+        )
+    else:  # the executor counts the duration from the same start: no copy of its output
         agent_task = item.agent_task.for_run(description, state.context_items_of(context))
-        output = await AgentExecutor(agent_task, env).run()
-    output = output.model_copy(
-        update={"duration": timedelta(seconds=time.perf_counter() - started)}
-    )
+        output = await AgentExecutor(agent_task, env, started=started).run()
     _log.info(
         "task finished",
         task_index=slot,
