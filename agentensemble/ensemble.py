@@ -40,6 +40,7 @@ from agentensemble.run_context import current_run_id, new_run_id, run_scope
 from agentensemble.task_memory import use_run_memory_store
 from agentensemble.tools.source import open_tool_sources, tool_sources_in
 from agentensemble.workflows import ParallelErrorStrategy, Workflow
+from agentensemble.workflows._reuse import keep_run, reused_run
 from agentensemble.workflows._review_gates import policy_value
 from agentensemble.workflows.base import PreparedRun
 from agentensemble.workflows.prepare import (
@@ -213,6 +214,9 @@ class Ensemble(BaseModel):
         started next, once for the whole run, and closed when it ends, whatever way it ends;
         then the run is prepared, once (``workflows/prepare.py``), and handed to its runner."""
         values = check_inputs(inputs)
+        kept = reused_run(self, values, session)
+        if kept is not None:  # the same plain run as last time, checked and prepared then
+            return await self._run_prepared(kept, values, extra_listeners, stream)
         agents = team_and_task_agents(self)
         tasks = leaf_tasks(self.tasks)
         check_inputs_for(self, values, tasks=tasks, agents=agents)
@@ -223,6 +227,8 @@ class Ensemble(BaseModel):
         sources = tool_sources_in([*(agent.tools for agent in agents), *(t.tools for t in tasks)])
         async with open_tool_sources(sources):
             prepared = prepare_run(self, values, inputs_checked=True, session=session)
+            if not sources:
+                keep_run(self, values, session, prepared)
             with use_run_memory_store(self.memory) if self.memory is not None else nullcontext():
                 return await self._run_prepared(prepared, values, extra_listeners, stream)
 
