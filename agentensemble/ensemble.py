@@ -42,7 +42,7 @@ from agentensemble.tools.source import open_tool_sources, tool_sources_in
 from agentensemble.workflows import ParallelErrorStrategy, Workflow
 from agentensemble.workflows._reuse import keep_run, reused_run
 from agentensemble.workflows._review_gates import policy_value
-from agentensemble.workflows.base import PreparedRun
+from agentensemble.workflows.base import PreparedRun, WorkflowRunner
 from agentensemble.workflows.prepare import (
     SYNTHESISED_ROLE,
     check_inputs_for,
@@ -216,7 +216,9 @@ class Ensemble(BaseModel):
         values = check_inputs(inputs)
         kept = reused_run(self, values, session)
         if kept is not None:  # the same plain run as last time, checked and prepared then
-            return await self._run_prepared(kept, values, extra_listeners, stream)
+            self._warn_missing_context()
+            prepared, runner = kept
+            return await self._run_prepared(prepared, runner, None, values, extra_listeners, stream)
         agents = team_and_task_agents(self)
         tasks = leaf_tasks(self.tasks)
         check_inputs_for(self, values, tasks=tasks, agents=agents)
@@ -227,14 +229,24 @@ class Ensemble(BaseModel):
         sources = tool_sources_in([*(agent.tools for agent in agents), *(t.tools for t in tasks)])
         async with open_tool_sources(sources):
             prepared = prepare_run(self, values, inputs_checked=True, session=session)
-            if not sources:
-                keep_run(self, values, session, prepared)
+            self._warn_missing_context()
+            team = self._team(prepared, values)
+            runner = runner_for(self.workflow, self._run_settings(team))
+            if not sources and team is None:
+                keep_run(self, values, session, (prepared, runner))
             with use_run_memory_store(self.memory) if self.memory is not None else nullcontext():
-                return await self._run_prepared(prepared, values, extra_listeners, stream)
+                return await self._run_prepared(
+                    prepared, runner, team, values, extra_listeners, stream
+                )
+
+    def _warn_missing_context(self) -> None:
+        warn_missing_context([t for t in self.tasks if step_kind(t) == "task"])
 
     async def _run_prepared(
         self,
         prepared: PreparedRun,
+        runner: WorkflowRunner,
+        team: Team | None,
         values: dict[str, Any],
         extra_listeners: Sequence[EnsembleListener],
         stream: bool,
@@ -242,9 +254,6 @@ class Ensemble(BaseModel):
         """One prepared run under its own run id (bound for events, logs and errors)."""
         from agentensemble.tracing.recorder import TraceRecorder  # loaded by the first run
 
-        warn_missing_context([t for t in self.tasks if step_kind(t) == "task"])
-        team = self._team(prepared, values)
-        settings = self._run_settings(team)
         with run_scope(new_run_id()) as parent_run_id:
             recorder = TraceRecorder(
                 current_run_id(),
@@ -266,7 +275,7 @@ class Ensemble(BaseModel):
                 team.env = env
             try:
                 with use_sink(EventSink(env.emitter.emit)) if stream else nullcontext():
-                    output = await runner_for(self.workflow, settings).run(prepared, env, values)
+                    output = await runner.run(prepared, env, values)
             except TaskExecutionError as error:
                 error.trace = recorder.fail(error)
                 env.emitter.emit(EnsembleFailed(error))

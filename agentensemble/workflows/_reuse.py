@@ -30,9 +30,10 @@ from agentensemble.tools.base import AgentTool
 from agentensemble.tools.source import ToolSource
 from agentensemble.workflows import Workflow
 from agentensemble.workflows._review_gates import NEVER, policy_value
-from agentensemble.workflows.base import PreparedRun
+from agentensemble.workflows.base import PreparedRun, WorkflowRunner
 from agentensemble.workflows.step import step_kind
 
+Plan = tuple[PreparedRun, WorkflowRunner]
 _PLAIN_VALUES = (str, int, float, bool, type(None))
 _MUTABLE = (list, dict, set)
 _NOT_PREPARED = frozenset({"listeners", "review_handler"})
@@ -128,7 +129,7 @@ class _Kept(NamedTuple):
     inputs: tuple[Any, ...]
     no_handler: bool  # of the review handler, preparation reads only whether there is one
     llms: list[tuple[Any, str]]  # checked again on every run, with preparation's words
-    prepared: PreparedRun
+    plan: Plan
 
 
 _kept: dict[int, _Kept] = {}
@@ -140,8 +141,9 @@ def _forget(key: int, ref: weakref.ref[Any]) -> None:
         _kept.pop(key, None)
 
 
-def reused_run(ensemble: Any, values: Mapping[str, Any], session: str | None) -> PreparedRun | None:
-    """The run prepared last time for this ensemble and these inputs, if nothing changed."""
+def reused_run(ensemble: Any, values: Mapping[str, Any], session: str | None) -> Plan | None:
+    """The run prepared last time for this ensemble and these inputs, and its runner, if
+    nothing changed."""
     kept = _kept.get(id(ensemble))
     if kept is None or session is not None or _inputs_key(values) != kept.inputs:
         return None
@@ -154,13 +156,13 @@ def reused_run(ensemble: Any, values: Mapping[str, Any], session: str | None) ->
 
         for model, who in kept.llms:  # as preparing does: a missing key fails before any call
             resolve_model(model, who, {})
-    return kept.prepared
+    return kept.plan
 
 
-def keep_run(
-    ensemble: Any, values: Mapping[str, Any], session: str | None, prepared: PreparedRun
-) -> None:
-    """Keep ``prepared`` for the next run of ``ensemble`` with the same inputs, if plain."""
+def keep_run(ensemble: Any, values: Mapping[str, Any], session: str | None, plan: Plan) -> None:
+    """Keep ``plan`` for the next run of ``ensemble`` with the same inputs, if plain. The
+    runner is kept too: it holds only the ensemble's settings (``runners.RunSettings``), and
+    a run's state lives in the run."""
     inputs = _inputs_key(values)
     models = _plain(ensemble) if inputs is not None and session is None else None
     if models is None or inputs is None:
@@ -168,7 +170,7 @@ def keep_run(
     from agentensemble.llm.litellm_model import LLM  # loaded by preparation already
 
     llms: list[tuple[Any, str]] = []
-    for index, item in enumerate(prepared.tasks, start=1):
+    for index, item in enumerate(plan[0].tasks, start=1):
         agent_task, agent = item.agent_task, item.task.agent
         if agent_task is None:
             return
@@ -195,7 +197,7 @@ def keep_run(
         inputs,
         ensemble.review_handler is None,
         llms,
-        prepared,
+        plan,
     )
 
 
