@@ -78,6 +78,9 @@ def _state(models: list[Any], watches: list[_Watch], held: list[Any] | None) -> 
         if held is not None:
             held.append(found)
         for value in watch.mutable(values) if watch.mutable is not None else ():
+            if not value:  # most are: guardrails, knowledge, context...
+                ids.append(0)
+                continue
             items = [*value, *value.values()] if type(value) is dict else list(value)
             ids.append(len(items))
             ids += map(id, items)
