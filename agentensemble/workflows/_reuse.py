@@ -1,8 +1,9 @@
 """A plain run's preparation, kept between runs while nothing it was made from changed.
 
 Checking the inputs and the structure, filling templates and building the steps cost about a
-tenth of a one-task run, and gave the same result on every run of the same ensemble. A
-prepared run is kept, per ensemble, when it is *plain*: every step a Task without
+tenth of a one-task run, and gave the same result on every run of the same ensemble. From
+an ensemble's second run on (a script that runs once pays nothing for it), its prepared run
+is kept when it is *plain*: every step a Task without
 ``for_each``, memory or knowledge; no review; nobody delegates and no manager; no tool source
 (an MCP server) or ``AgentTool`` instance in any tool list; no model named by a string (each
 run builds its own ``LLM`` for a name); no session; and inputs whose values are text, numbers,
@@ -10,8 +11,8 @@ booleans or None. Such a run's prepared steps are only read while it runs, so ru
 them, even at once.
 
 It is reused only when the ensemble, each of its tasks and each agent (of the team and of
-every task) hold the very same objects in every field, by identity, and their lists, tuples,
-sets and dicts the same items; and when the inputs are equal, value and type. Pydantic models
+every task) hold the very same objects in every field, by identity, and their lists, sets
+and dicts the same items; and when the inputs are equal, value and type. Pydantic models
 are mutable, so this is what tells a change: setting a field (``task.description = ...``), or
 appending to a list (``agent.tools.append(...)``), makes the next run prepare afresh. Objects
 deeper than that are the user's own and read when used, as they always were (a tool's body, a
@@ -136,12 +137,15 @@ class _Kept(NamedTuple):
 
 
 _kept: dict[int, _Kept] = {}
+_ran: dict[int, weakref.ref[Any]] = {}  # ensembles that ran once: kept from their second run
 
 
 def _forget(key: int, ref: weakref.ref[Any]) -> None:
     kept = _kept.get(key)
     if kept is not None and kept.ensemble is ref:  # not a newer ensemble that took the id
         _kept.pop(key, None)
+    if _ran.get(key) is ref:
+        _ran.pop(key, None)
 
 
 def reused_run(ensemble: Any, values: Mapping[str, Any], session: str | None) -> Plan | None:
@@ -166,6 +170,12 @@ def keep_run(ensemble: Any, values: Mapping[str, Any], session: str | None, plan
     """Keep ``plan`` for the next run of ``ensemble`` with the same inputs, if plain. The
     runner is kept too: it holds only the ensemble's settings (``runners.RunSettings``), and
     a run's state lives in the run."""
+    key = id(ensemble)
+    ran = _ran.get(key)
+    if ran is None or id(ran()) != key:  # a first run: a script that runs once pays
+        ref = weakref.ref(ensemble, lambda dead, key=key: _forget(key, dead))  # type: ignore[misc]
+        _ran[key] = ref  # nothing more (keeping a 400-task chain costs a quarter of preparing)
+        return
     inputs = _inputs_key(values)
     models = _plain(ensemble) if inputs is not None and session is None else None
     if models is None or inputs is None:
@@ -189,10 +199,8 @@ def keep_run(ensemble: Any, values: Mapping[str, Any], session: str | None, plan
     watches = [_watch(ensemble, _NOT_PREPARED), *(_watch(model) for model in models[1:])]
     held: list[Any] = []
     state = _state(models, watches, held)
-    key = id(ensemble)
-    ref = weakref.ref(ensemble, lambda dead, key=key: _forget(key, dead))  # type: ignore[misc]
     _kept[key] = _Kept(
-        ref,
+        ran,
         models[1:],
         watches,
         state,
