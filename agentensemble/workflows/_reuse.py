@@ -79,8 +79,8 @@ def _state(models: list[Any], watches: list[_Watch], held: list[Any] | None) -> 
         if held is not None:
             held.append(found)
         for value in watch.mutable(values) if watch.mutable is not None else ():
-            if not value:  # most are: guardrails, knowledge, context...
-                ids.append(0)
+            if type(value) not in _MUTABLE or not value:  # empty, as most are; or replaced
+                ids.append(0)  # (then the field's own id differs already)
                 continue
             items = [*value, *value.values()] if type(value) is dict else list(value)
             ids.append(len(items))
@@ -176,6 +176,7 @@ def keep_run(ensemble: Any, values: Mapping[str, Any], session: str | None, plan
         ref = weakref.ref(ensemble, lambda dead, key=key: _forget(key, dead))  # type: ignore[misc]
         _ran[key] = ref  # nothing more (keeping a 400-task chain costs a quarter of preparing)
         return
+    _kept.pop(key, None)  # what was kept no longer matches (or this run is not plain)
     inputs = _inputs_key(values)
     models = _plain(ensemble) if inputs is not None and session is None else None
     if models is None or inputs is None:

@@ -263,3 +263,24 @@ def test_a_first_run_keeps_nothing_and_the_kept_run_goes_with_its_ensemble(
     del ensemble
     gc.collect()
     assert key not in _reuse._kept and key not in _reuse._ran
+
+
+def test_a_list_field_replaced_by_something_else_fails_as_before(prepared: list[int]) -> None:
+    model = FunctionChatModel(_answer)
+    ensemble = _plain(model, tools=[lookup])
+    _warm(ensemble, prepared, topic="owls")
+    agent = ensemble.tasks[0].agent
+    assert agent is not None
+    agent.tools = 5  # no validation on assignment
+    with pytest.raises(Exception) as caught:
+        ensemble.run(inputs={"topic": "owls"})
+    # the check missed, and the run failed where it always did, in its own words
+    assert not any(str(entry.path).endswith("workflows/_reuse.py") for entry in caught.traceback)
+
+
+def test_a_run_that_is_no_longer_plain_drops_what_was_kept(prepared: list[int]) -> None:
+    model = FunctionChatModel(_answer)
+    ensemble = _plain(model)
+    _warm(ensemble, prepared, topic="owls")
+    ensemble.run(inputs={"topic": ["owls", "bats"]})  # a list input: never kept
+    assert id(ensemble) not in _reuse._kept
