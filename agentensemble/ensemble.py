@@ -212,7 +212,9 @@ class Ensemble(BaseModel):
     ) -> EnsembleOutput:
         """One run. Bad inputs fail before anything starts; tool sources (MCP servers) are
         started next, once for the whole run, and closed when it ends, whatever way it ends;
-        then the run is prepared, once (``workflows/prepare.py``), and handed to its runner."""
+        then the run is prepared, once (``workflows/prepare.py``), and handed to its runner.
+        A plain run's preparation and runner are kept from the ensemble's second run on, while
+        nothing they were made from changes (``workflows/_reuse.py``)."""
         values = check_inputs(inputs)
         kept = reused_run(self, values, session)
         if kept is not None:  # the same plain run as last time, checked and prepared then
