@@ -39,8 +39,9 @@ from agentensemble.run_context import current_run_id, new_run_id, run_scope
 from agentensemble.task_memory import use_run_memory_store
 from agentensemble.tools.source import open_tool_sources, tool_sources_in
 from agentensemble.workflows import ParallelErrorStrategy, Workflow
+from agentensemble.workflows._reuse import keep_run, reused_run
 from agentensemble.workflows._review_gates import policy_value
-from agentensemble.workflows.base import PreparedRun
+from agentensemble.workflows.base import PreparedRun, WorkflowRunner
 from agentensemble.workflows.prepare import (
     SYNTHESISED_ROLE,
     check_inputs_for,
@@ -210,8 +211,15 @@ class Ensemble(BaseModel):
     ) -> EnsembleOutput:
         """One run. Bad inputs fail before anything starts; tool sources (MCP servers) are
         started next, once for the whole run, and closed when it ends, whatever way it ends;
-        then the run is prepared, once (``workflows/prepare.py``), and handed to its runner."""
+        then the run is prepared, once (``workflows/prepare.py``), and handed to its runner.
+        A plain run's preparation and runner are kept from the ensemble's second run on, while
+        nothing they were made from changes (``workflows/_reuse.py``)."""
         values = check_inputs(inputs)
+        kept = reused_run(self, values, session)
+        if kept is not None:  # the same plain run as last time, checked and prepared then
+            self._warn_missing_context()
+            prepared, runner = kept
+            return await self._run_prepared(prepared, runner, None, values, extra_listeners, stream)
         agents = team_and_task_agents(self)
         tasks = leaf_tasks(self.tasks)
         check_inputs_for(self, values, tasks=tasks, agents=agents)
@@ -222,12 +230,24 @@ class Ensemble(BaseModel):
         sources = tool_sources_in([*(agent.tools for agent in agents), *(t.tools for t in tasks)])
         async with open_tool_sources(sources):
             prepared = prepare_run(self, values, inputs_checked=True, session=session)
+            self._warn_missing_context()
+            team = self._team(prepared, values)
+            runner = runner_for(self.workflow, self._run_settings(team))
+            if not sources and team is None:
+                keep_run(self, values, session, (prepared, runner))
             with use_run_memory_store(self.memory) if self.memory is not None else nullcontext():
-                return await self._run_prepared(prepared, values, extra_listeners, stream)
+                return await self._run_prepared(
+                    prepared, runner, team, values, extra_listeners, stream
+                )
+
+    def _warn_missing_context(self) -> None:
+        warn_missing_context([t for t in self.tasks if step_kind(t) == "task"])
 
     async def _run_prepared(
         self,
         prepared: PreparedRun,
+        runner: WorkflowRunner,
+        team: Team | None,
         values: dict[str, Any],
         extra_listeners: Sequence[EnsembleListener],
         stream: bool,
@@ -235,9 +255,6 @@ class Ensemble(BaseModel):
         """One prepared run under its own run id (bound for events, logs and errors)."""
         from agentensemble.tracing.recorder import TraceRecorder  # loaded by the first run
 
-        warn_missing_context([t for t in self.tasks if step_kind(t) == "task"])
-        team = self._team(prepared, values)
-        settings = self._run_settings(team)
         with run_scope(new_run_id()) as parent_run_id:
             recorder = TraceRecorder(
                 current_run_id(),
@@ -259,7 +276,7 @@ class Ensemble(BaseModel):
                 team.env = env
             try:
                 with use_sink(EventSink(env.emitter.emit)) if stream else nullcontext():
-                    output = await runner_for(self.workflow, settings).run(prepared, env, values)
+                    output = await runner.run(prepared, env, values)
             except TaskExecutionError as error:
                 error.trace = recorder.fail(error)
                 env.emitter.emit(EnsembleFailed(error))
@@ -270,10 +287,9 @@ class Ensemble(BaseModel):
                 recorder.fail(stopped)
                 env.emitter.emit(EnsembleFailed(stopped))
                 raise
-            output = output.model_copy(
-                update={"tool_metrics": env.metrics.snapshot(), "run_id": current_run_id()}
+            output = recorder.complete(
+                output, tool_metrics=env.metrics.snapshot(), run_id=current_run_id()
             )
-            output = recorder.complete(output)
             env.emitter.emit(EnsembleCompleted(output=output))
             return output
 

@@ -70,6 +70,13 @@ class TokenUsage(BaseModel):
     total_tokens: int = 0
 
     def __add__(self, other: TokenUsage) -> TokenUsage:
+        # frozen: adding nothing hands back the other side as it is (a scripted or local
+        # model reports no usage; a run of one task sums one usage): no new model built
+        if type(self) is TokenUsage and type(other) is TokenUsage:
+            if not (other.prompt_tokens or other.completion_tokens or other.total_tokens):
+                return self
+            if not (self.prompt_tokens or self.completion_tokens or self.total_tokens):
+                return other
         return TokenUsage(
             prompt_tokens=self.prompt_tokens + other.prompt_tokens,
             completion_tokens=self.completion_tokens + other.completion_tokens,
@@ -251,9 +258,13 @@ class EnsembleOutput(SaveableModel):
     ) -> EnsembleOutput:
         """Build the summary of a run from its completed task outputs (``tasks``: the Task of
         each output, in the same order, for ``output_for``)."""
-        usage = TokenUsage()
+        usage: TokenUsage | None = None
         for output in outputs:
-            usage = usage + output.usage
+            usage = output.usage if usage is None else usage + output.usage
+        if usage is None:
+            usage = TokenUsage()
+        elif type(usage) is not TokenUsage:  # a subclass's: summed into a plain one, as ever
+            usage = TokenUsage() + usage
         summary = cls(
             raw=outputs[-1].raw if outputs else "",
             task_outputs=list(outputs),

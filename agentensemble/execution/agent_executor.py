@@ -125,8 +125,13 @@ class _CallOutcome:
 class AgentExecutor:
     """Runs the loop: ask the model, run the tools it calls, feed results back, until an answer."""
 
-    def __init__(self, task: AgentTask, env: ExecutionEnv | None = None) -> None:
+    def __init__(
+        self, task: AgentTask, env: ExecutionEnv | None = None, *, started: float | None = None
+    ) -> None:
+        """``started``: the ``perf_counter`` time the task's ``duration`` counts from (a task
+        step's own start, before its context was gathered); by default, when ``run`` starts."""
         self.task = task
+        self._started = started
         self.env = env or ExecutionEnv()
         self.messages: list[Message] = [
             {
@@ -221,7 +226,7 @@ class AgentExecutor:
         return output.model_copy(update={"raw": edited, "parsed": parsed})
 
     async def _run(self) -> TaskOutput:
-        started = time.perf_counter()
+        started = self._started if self._started is not None else time.perf_counter()
         await self._prepare()
         specs = self.task.tools.specs if self.task.tools else None
         corrections = 0

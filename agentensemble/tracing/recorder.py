@@ -390,8 +390,9 @@ class TraceRecorder:
         task = self._tasks.get(index)
         return task.metrics.metrics() if task is not None else TaskMetrics()
 
-    def complete(self, output: EnsembleOutput) -> EnsembleOutput:
-        """``output`` with per-task metrics, the total cost and (unless off) the trace."""
+    def complete(self, output: EnsembleOutput, **fields: Any) -> EnsembleOutput:
+        """``output`` with per-task metrics, the total cost and (unless off) the trace; and
+        ``fields``, the run's own (its id, tool metrics): one copy of the output per run."""
         with self._lock:
             outputs = [
                 o.model_copy(update={"metrics": self.metrics_for(self._by_output[id(o)])})
@@ -410,7 +411,8 @@ class TraceRecorder:
                 cost_usd=cost,
                 exit_reason=output.exit_reason.value,
             )
-        return output.model_copy(update={"task_outputs": outputs, "cost_usd": cost, "trace": trace})
+        fields.update(task_outputs=outputs, cost_usd=cost, trace=trace)
+        return output.model_copy(update=fields)
 
     def fail(self, error: BaseException) -> ExecutionTrace | None:
         """The trace of a failed run, everything up to the failure included."""

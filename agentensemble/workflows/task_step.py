@@ -108,15 +108,15 @@ async def _run(item: PreparedTask, slot: int, call: StepCall) -> tuple[TaskOutpu
     if item.agent_task is None:
         context = [*call.scope.lookup_all(item.task.context), *handed]
         output = await _run_handler(item, description, call.inputs, context, call)
-    else:
+        output = output.model_copy(
+            update={"duration": timedelta(seconds=time.perf_counter() - started)}
+        )
+    else:  # the executor counts the duration from the same start: no copy of its output
         items = call.scope.gather(item.task.context, state.context_items_of)
         if handed:
             items = items.extended(state.context_items_of(handed))
         agent_task = item.agent_task.for_run(description, items)
-        output = await AgentExecutor(agent_task, env).run()
-    output = output.model_copy(
-        update={"duration": timedelta(seconds=time.perf_counter() - started)}
-    )
+        output = await AgentExecutor(agent_task, env, started=started).run()
     _log.info(
         "task finished",
         task_index=slot,
