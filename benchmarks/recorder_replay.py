@@ -22,7 +22,7 @@ sys.path.insert(0, str(Path(__file__).parent))
 from runtime_bench import _one_tool_ensemble
 
 
-def _recorded(capture: str) -> tuple[list[Any], Any, str]:
+def _recorded(capture: str) -> tuple[list[Any], Any, str, dict[str, Any]]:
     import agentensemble.tracing.recorder as recorder_module
 
     seen: dict[str, Any] = {}
@@ -38,9 +38,10 @@ def _recorded(capture: str) -> tuple[list[Any], Any, str]:
             seen["events"].append(event)
             super().on_event(event)
 
-        def complete(self, output: Any) -> Any:
+        def complete(self, output: Any, **fields: Any) -> Any:
             seen["output"] = output
-            return super().complete(output)
+            seen["fields"] = fields
+            return super().complete(output, **fields)
 
     recorder_module.TraceRecorder = Spy  # type: ignore[misc]
     try:
@@ -49,7 +50,7 @@ def _recorded(capture: str) -> tuple[list[Any], Any, str]:
         ensemble.run()
     finally:
         recorder_module.TraceRecorder = original  # type: ignore[misc]
-    return seen["events"], seen["output"], seen["run_id"]
+    return seen["events"], seen["output"], seen["run_id"], seen["fields"]
 
 
 def main() -> None:
@@ -59,14 +60,14 @@ def main() -> None:
     args = parser.parse_args()
     from agentensemble.tracing.recorder import TraceRecorder
 
-    events, output, run_id = _recorded(args.capture)
+    events, output, run_id, fields = _recorded(args.capture)
     kept = [e for e in events if type(e).__name__ != "EnsembleCompleted"]
 
     def whole() -> None:
         recorder = TraceRecorder(run_id, capture=args.capture, inputs={})
         for event in kept:
             recorder.on_event(event)
-        recorder.complete(output)
+        recorder.complete(output, **fields)
 
     def events_only() -> None:
         recorder = TraceRecorder(run_id, capture=args.capture, inputs={})

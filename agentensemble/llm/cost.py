@@ -74,16 +74,43 @@ def _price(entry: Any, key: str) -> float | None:
     return float(value)
 
 
-def cost_usd(usage: TokenUsage, *models: object) -> float | None:
-    """USD for ``usage`` under the first of ``models`` the price table knows; None if none."""
-    table = price_table()
+def _prices(table: Mapping[str, Any], models: tuple[object, ...]) -> tuple[float, float] | None:
+    """Per-token (prompt, completion) USD of the first of ``models`` ``table`` prices."""
     for name in _candidates(models):
         entry = table.get(name)
         prompt = _price(entry, "input_cost_per_token")
         completion = _price(entry, "output_cost_per_token")
         if prompt is not None and completion is not None:
-            return usage.prompt_tokens * prompt + usage.completion_tokens * completion
+            return prompt, completion
     return None
+
+
+#: (prompt, completion) prices by the ``models`` asked about, looked up in the bundled table
+#: only: that table is ours and never changes once read, while litellm's ``model_cost`` (the
+#: table once litellm is loaded) changes in place when a user registers a model, so lookups
+#: in it are never kept. Bounded: a provider's model names are not ours to count.
+_bundled_lookups: dict[tuple[object, ...], tuple[float, float] | None] = {}
+_MAX_LOOKUPS = 256
+
+
+def cost_usd(usage: TokenUsage, *models: object) -> float | None:
+    """USD for ``usage`` under the first of ``models`` the price table knows; None if none."""
+    table = price_table()
+    if table is _bundled:
+        try:
+            prices = _bundled_lookups[models]
+        except KeyError:
+            prices = _prices(table, models)
+            if len(_bundled_lookups) >= _MAX_LOOKUPS:
+                _bundled_lookups.clear()
+            _bundled_lookups[models] = prices
+        except TypeError:  # an unhashable "model" from a provider
+            prices = _prices(table, models)
+    else:
+        prices = _prices(table, models)
+    if prices is None:
+        return None
+    return usage.prompt_tokens * prices[0] + usage.completion_tokens * prices[1]
 
 
 def add_costs(costs: Iterable[float | None]) -> float | None:

@@ -33,16 +33,35 @@ def text(value: Any) -> str | None:
 
 
 def _plain(value: Any) -> Any:
-    if isinstance(value, BaseModel):
-        return value.model_dump(mode="json")
+    if isinstance(value, BaseModel):  # redacted too: redact() does not look inside models
+        return redact(value.model_dump(mode="json"))
     if isinstance(value, BaseException):
         return error_record(value)
     return repr(value)
 
 
+_SCALARS = frozenset({str, int, float, bool, type(None)})
+
+
+def _is_json(value: Any) -> bool:
+    """Whether ``value`` is JSON data already, in the very types a JSON round trip gives back
+    (no tuples, subclasses, non-str keys or objects), so that the round trip can be skipped."""
+    kind = type(value)
+    if kind in _SCALARS:
+        return True
+    if kind is dict:
+        return all(type(k) is str and _is_json(v) for k, v in value.items())
+    if kind is list:
+        return all(_is_json(v) for v in value)
+    return False
+
+
 def json_safe(value: Any) -> Any:
     """``value`` redacted and reduced to JSON data (models dumped, other objects as repr)."""
-    return json.loads(json.dumps(redact(value), default=_plain))
+    safe = redact(value)  # new dicts and lists: nothing of the caller's is shared
+    if _is_json(safe):  # the common case (run inputs, messages): the round trip is a copy
+        return safe
+    return json.loads(json.dumps(safe, default=_plain))
 
 
 def error_record(error: BaseException) -> Record:

@@ -225,7 +225,7 @@ class TraceRecorder:
             "call_id": event.call_id,
             "model": event.model,
             "agent_role": event.agent_role,
-            "started_at": time.time(),  # validated into a UTC datetime at the end
+            "started_at": now(),  # a datetime already: validating a float into one costs more
             "message_count": len(messages),
         }
         if self.capture == "full":
@@ -302,7 +302,7 @@ class TraceRecorder:
             "call_id": event.call_id,
             "name": event.name,
             "arguments": self._arguments(event.arguments),
-            "started_at": time.time(),
+            "started_at": now(),
         }
         task.record["tool_calls"].append(call)
         self._tools[event.call_id] = call

@@ -92,3 +92,45 @@ def test_task_and_run_costs_add_up_and_an_unknown_model_makes_the_total_unknown(
     mixed = Ensemble(tasks=[one, three]).run()
     assert mixed.task_outputs[1].cost_usd is None
     assert mixed.cost_usd is None
+
+
+def test_prices_follow_litellms_table_once_it_is_loaded_and_changes_made_to_it(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Lookups in the bundled table are kept; once litellm is loaded its table is the one
+    read, and a model a user registers (or re-prices) there counts at once."""
+    from types import SimpleNamespace
+
+    from agentensemble.llm import cost
+
+    prompt, completion = bundled_price("gpt-4o-mini")
+    assert cost_usd(USAGE, "gpt-4o-mini") == pytest.approx(1000 * prompt + 500 * completion)
+    assert cost_usd(USAGE, "gpt-4o-mini") == pytest.approx(1000 * prompt + 500 * completion)
+
+    table: dict[str, object] = {
+        "gpt-4o-mini": {"input_cost_per_token": 1.0, "output_cost_per_token": 2.0}
+    }
+    monkeypatch.setattr(cost, "is_loaded", lambda: True)
+    monkeypatch.setattr(cost, "load_litellm", lambda: SimpleNamespace(model_cost=table))
+    assert cost_usd(USAGE, "gpt-4o-mini") == 2000.0
+    assert cost_usd(USAGE, "mine") is None
+    table["mine"] = {"input_cost_per_token": 0.5, "output_cost_per_token": 0.0}  # registered
+    table["gpt-4o-mini"] = {"input_cost_per_token": 3.0, "output_cost_per_token": 0.0}
+    assert cost_usd(USAGE, "mine") == 500.0
+    assert cost_usd(USAGE, "gpt-4o-mini") == 3000.0
+
+    monkeypatch.undo()
+    assert cost_usd(USAGE, "gpt-4o-mini") == pytest.approx(1000 * prompt + 500 * completion)
+
+
+def test_odd_model_names_are_priced_as_unknown_every_time() -> None:
+    for _ in range(2):
+        assert cost_usd(USAGE, ["not", "a", "name"], {"x": 1}) is None  # unhashable
+        assert cost_usd(USAGE, 7, "") is None
+    assert cost_usd(USAGE, ["odd"], "gpt-4o-mini") == cost_usd(USAGE, "gpt-4o-mini")
+
+
+def test_many_model_names_keep_their_prices() -> None:
+    for number in range(300):  # more names than lookups are kept
+        assert cost_usd(USAGE, f"made-up-{number}") is None
+    assert cost_usd(USAGE, "gpt-4o-mini") == cost_usd(USAGE, "openai/gpt-4o-mini")
