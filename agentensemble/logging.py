@@ -28,8 +28,26 @@ def _redact_processor(
     _logger: Any, _method: str, event_dict: MutableMapping[str, Any]
 ) -> MutableMapping[str, Any]:
     for key in list(event_dict):
-        event_dict[key] = redact(event_dict[key], key if key != "event" else None)
+        event_dict[key] = _log_value(event_dict[key], key if key != "event" else None)
     return event_dict
+
+
+_PLAIN = (str, int, float, bool, type(None), dict, list, tuple)
+_LEFT_AS_THEY_ARE = frozenset({"exc_info", "stack_info"})  # the renderers format these
+
+
+def _log_value(value: Any, key: str | None) -> Any:
+    """A log field redacted (``redact``); any other object whose text (what the renderer
+    shows: its repr) holds a secret is replaced by that text, redacted."""
+    value = redact(value, key)
+    if isinstance(value, _PLAIN) or isinstance(value, BaseException) or key in _LEFT_AS_THEY_ARE:
+        return value
+    try:
+        shown = repr(value)
+    except Exception:
+        return value
+    cleaned = redact_text(shown)
+    return value if cleaned == shown else cleaned
 
 
 _LEVELS = {"debug": logging.DEBUG, "info": logging.INFO}  # what a run logs on every task
@@ -123,7 +141,7 @@ class _Formatter(logging.Formatter):
         }
         for key, value in record.__dict__.items():
             if key not in self._STANDARD and not key.startswith("_"):
-                event[key] = redact(value, key)
+                event[key] = _log_value(value, key)
         if record.exc_info:
             event["exception"] = redact_text(self.formatException(record.exc_info))
         return str(self._renderer(None, record.levelname.lower(), event))

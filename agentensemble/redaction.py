@@ -19,6 +19,7 @@ inherits every rule here. Stdlib only: importable from every layer and package, 
 from __future__ import annotations
 
 import re
+import sys
 import threading
 import unicodedata
 import urllib.parse
@@ -404,7 +405,8 @@ def looks_like_credential(value: str) -> bool:
 
 def redact(value: Any, key: str | None = None) -> Any:
     """``value`` redacted at any depth: strings by the policy, anything under a secret-looking
-    key (``api_key``, ``authorization``, ``password``...) replaced whole."""
+    key (``api_key``, ``authorization``, ``password``...) replaced whole, a pydantic model as
+    its redacted JSON data."""
     if key is not None and is_secret_name(key):
         return REDACTED if value not in (None, "") else value
     if isinstance(value, str):
@@ -413,7 +415,20 @@ def redact(value: Any, key: str | None = None) -> Any:
         return {k: redact(v, str(k)) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
         return type(value)(redact(v) for v in value)
-    return value
+    return _redacted_model(value)
+
+
+def _redacted_model(value: Any) -> Any:
+    """A pydantic model as its redacted JSON data: left whole, its dump or repr (a trace, a log
+    line, a served result) showed its fields as they are. Anything else as it is."""
+    main = sys.modules.get("pydantic.main")  # no model exists before pydantic.main is loaded
+    if main is None or not isinstance(value, main.BaseModel):
+        return value
+    try:
+        data = value.model_dump(mode="json")
+    except Exception:  # a field pydantic cannot dump: its text, redacted
+        return redact_text(repr(value))
+    return redact(data)
 
 
 # -- URLs ----------------------------------------------------------------------------------------

@@ -169,6 +169,7 @@ def test_the_policy_is_stdlib_only_so_every_package_and_layer_may_import_it() ->
         "__future__",
         "logging",
         "re",
+        "sys",
         "threading",
         "unicodedata",
         "urllib.parse",
@@ -475,3 +476,29 @@ assert len(r._SHAPES) == len(r._SHAPE_SOURCES)
     first, second = done.stdout.splitlines()
     assert first == "Bearer *** and *** at https://h/x?token=***"
     assert second.startswith("True ") and "a1b2c3d4e5f6" not in second
+
+
+def test_a_pydantic_model_is_redacted_as_its_json_data() -> None:
+    """A model was returned as it was, so whatever dumped or showed it next (a trace, a log
+    line, a served result, the review page) showed its fields unredacted."""
+    from pydantic import BaseModel
+
+    class Inner(BaseModel):
+        url: str
+
+    class Outer(BaseModel):
+        password: str
+        note: str
+        inner: Inner
+
+    value = {
+        "kept": [
+            Outer(password="p", note="Bearer zzzzzzzz", inner=Inner(url="https://u:pw1234@h/x"))
+        ]
+    }
+    assert redact(value) == {
+        "kept": [
+            {"password": REDACTED, "note": "Bearer ***", "inner": {"url": "https://u:***@h/x"}}
+        ]
+    }
+    assert redact(Inner(url="plain")) == {"url": "plain"}

@@ -330,3 +330,35 @@ def test_redaction_catches_key_shapes_in_free_text(captured: Captured) -> None:
     get_logger().info("request", api_key=API_KEY, headers={"Authorization": BEARER_TOKEN})
     assert "calling with key" in captured.text()
     assert_clean("the logs", captured.logs.getvalue())
+
+
+class _Holder:
+    """Not a model: an object whose repr shows what it holds."""
+
+    def __init__(self, value: str) -> None:
+        self.value = value
+
+    def __repr__(self) -> str:
+        return f"_Holder({self.value!r})"
+
+
+def test_objects_in_log_fields_show_no_secret(captured: Captured) -> None:
+    """A model or any object passed as a log field was rendered by its repr, secrets and all:
+    redaction looked into strings, dicts and lists only."""
+    from pydantic import BaseModel
+
+    from agentensemble.logging import get_logger, register_secret
+
+    class Reply(BaseModel):
+        note: str
+
+    register_secret(BEARER_TOKEN)
+    get_logger().warning("structlog field", reply=Reply(note=f"key {API_KEY}"))
+    get_logger().warning("structlog object", held=_Holder(BEARER_TOKEN), plain=_Holder("fine"))
+    logging.getLogger("agentensemble.fields").warning(
+        "stdlib extra", extra={"reply": Reply(note=BEARER_TOKEN), "held": _Holder(API_KEY)}
+    )
+    text = captured.logs.getvalue()
+    assert "structlog field" in text and "stdlib extra" in text
+    assert "_Holder('fine')" in text  # an object with nothing to hide is shown as it was
+    assert_clean("the logs", text)
