@@ -13,16 +13,14 @@ over the samples of the first-50 and last-50 per-task medians, with min-max, and
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import statistics
-import subprocess
 import sys
 import tempfile
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from core_compare import ROOT, env, fmt, unpack
+from core_compare import ROOT, fmt, probe, unpack
 
 PROBE = r"""
 import json, statistics, sys, time
@@ -69,16 +67,7 @@ print(json.dumps(out))
 
 
 def sample(tree: Path, tasks: int) -> dict[str, dict[str, float]]:
-    done = subprocess.run(
-        [sys.executable, "-c", PROBE, str(tree), str(tasks)],
-        env=env(),
-        capture_output=True,
-        text=True,
-        check=True,
-        cwd=tree,
-        timeout=600,
-    )
-    result: dict[str, dict[str, float]] = json.loads(done.stdout.strip().splitlines()[-1])
+    result: dict[str, dict[str, float]] = probe(PROBE, tree, str(tasks))
     return result
 
 

@@ -23,6 +23,7 @@ import tarfile
 import tempfile
 from io import BytesIO
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -104,30 +105,32 @@ def env() -> dict[str, str]:
     return {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
 
 
-def import_sample(tree: Path, statement: str) -> tuple[float, float]:
-    done = subprocess.run(
-        [sys.executable, "-c", IMPORT.format(statement=statement), str(tree)],
+def fresh(code: str, tree: Path, *args: str, timeout: float = 900) -> str:
+    """What ``code`` prints, run in a fresh interpreter from ``tree`` (its first argument),
+    with bytecode caching allowed."""
+    return subprocess.run(
+        [sys.executable, "-c", code, str(tree), *args],
         env=env(),
         capture_output=True,
         text=True,
         check=True,
         cwd=tree,
-    )
-    wall, cpu = done.stdout.split()[-2:]
+        timeout=timeout,
+    ).stdout
+
+
+def probe(code: str, tree: Path, *args: str) -> Any:
+    """The JSON that ``code`` prints last, run as ``fresh`` runs it."""
+    return json.loads(fresh(code, tree, *args).strip().splitlines()[-1])
+
+
+def import_sample(tree: Path, statement: str) -> tuple[float, float]:
+    wall, cpu = fresh(IMPORT.format(statement=statement), tree).split()[-2:]
     return float(wall), float(cpu)
 
 
 def run_sample(tree: Path) -> dict[str, float]:
-    done = subprocess.run(
-        [sys.executable, "-c", PROBE, str(tree), str(ROOT / "benchmarks")],
-        env=env(),
-        capture_output=True,
-        text=True,
-        check=True,
-        cwd=tree,
-        timeout=600,
-    )
-    result: dict[str, float] = json.loads(done.stdout.strip().splitlines()[-1])
+    result: dict[str, float] = probe(PROBE, tree, str(ROOT / "benchmarks"))
     return result
 
 

@@ -16,16 +16,14 @@ with min-max.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import statistics
-import subprocess
 import sys
 import tempfile
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from core_compare import ROOT, env, fmt, unpack
+from core_compare import ROOT, fmt, probe, unpack
 
 SIZES = (50, 200, 400)
 WORKFLOWS = ("sequential", "parallel")
@@ -71,16 +69,7 @@ print(json.dumps(out))
 
 
 def sample(tree: Path, sizes: str, workflows: str) -> dict[str, dict[str, float]]:
-    done = subprocess.run(
-        [sys.executable, "-c", PROBE, str(tree), sizes, workflows],
-        env=env(),
-        capture_output=True,
-        text=True,
-        check=True,
-        cwd=tree,
-        timeout=600,
-    )
-    result: dict[str, dict[str, float]] = json.loads(done.stdout.strip().splitlines()[-1])
+    result: dict[str, dict[str, float]] = probe(PROBE, tree, sizes, workflows)
     return result
 
 

@@ -14,15 +14,12 @@ idle machine), and ``run()`` / ``arun()`` as the median of each sample's pair ra
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import statistics
-import subprocess
-import sys
 import tempfile
 from pathlib import Path
 
-from core_compare import ROOT, env, unpack
+from core_compare import ROOT, probe, unpack
 
 PROBE = r"""
 import asyncio, json, statistics, sys, time
@@ -62,16 +59,7 @@ print(json.dumps({
 
 
 def sample(tree: Path) -> dict[str, object]:
-    done = subprocess.run(
-        [sys.executable, "-c", PROBE, str(tree), str(ROOT / "benchmarks")],
-        env=env(),
-        capture_output=True,
-        text=True,
-        check=True,
-        cwd=tree,
-        timeout=900,
-    )
-    result: dict[str, object] = json.loads(done.stdout.strip().splitlines()[-1])
+    result: dict[str, object] = probe(PROBE, tree, str(ROOT / "benchmarks"))
     return result
 
 
