@@ -39,7 +39,6 @@ from agentensemble.run_context import current_run_id, new_run_id, run_scope
 from agentensemble.task_memory import use_run_memory_store
 from agentensemble.tools.source import open_tool_sources, tool_sources_in
 from agentensemble.workflows import ParallelErrorStrategy, Workflow
-from agentensemble.workflows._reuse import keep_run, reused_run
 from agentensemble.workflows._review_gates import policy_value
 from agentensemble.workflows.base import PreparedRun, WorkflowRunner
 from agentensemble.workflows.prepare import (
@@ -214,6 +213,8 @@ class Ensemble(BaseModel):
         then the run is prepared, once (``workflows/prepare.py``), and handed to its runner.
         A plain run's preparation and runner are kept from the ensemble's second run on, while
         nothing they were made from changes (``workflows/_reuse.py``)."""
+        from agentensemble.workflows._reuse import keep_run, reused_run  # loaded by a first run
+
         values = check_inputs(inputs)
         kept = reused_run(self, values, session)
         if kept is not None:  # the same plain run as last time, checked and prepared then

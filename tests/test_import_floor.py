@@ -163,8 +163,9 @@ print(json.dumps(sorted(m for m in sys.modules if m.startswith("agentensemble"))
 
 #: What a plain sequential script never needs at import: other workflow kinds, the model
 #: classes, retries and rate limits (a real model call imports them), tool pipelines and typed
-#: tools.
+#: tools, and keeping a run's preparation between runs (a run imports it).
 FIRST_USE_ONLY = (
+    "agentensemble.workflows._reuse",
     "agentensemble.workflows.delegation",
     "agentensemble.workflows.fan_out",
     "agentensemble.workflows.graph",
