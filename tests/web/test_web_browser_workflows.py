@@ -33,6 +33,20 @@ def _head(group: Any) -> str:
     return str(group.find_element(By.CSS_SELECTOR, ":scope > summary").text)
 
 
+def _read(driver: Any, read: Any) -> Any:
+    """What ``read`` finds on the page, read again if a re-render replaced an element it found
+    (the page renders again as a stored run's events load): no assertion on a stale element.
+    An element missing for a moment (an ``IndexError``) is looked for again too."""
+
+    def settled(d: Any) -> tuple[Any] | None:
+        try:
+            return (read(d),)
+        except IndexError:
+            return None
+
+    return _wait(driver, settled, "the page to settle")[0]
+
+
 def _tasks(group: Any) -> list[str]:
     found = group.find_elements(By.CSS_SELECTOR, "section.task")
     return [t.get_attribute("data-task") for t in found]
@@ -302,15 +316,22 @@ def test_runs_stored_before_tasks_said_where_they_ran_still_render(
         api.post("/api/events", json={"events": events})
     with WebConsoleServer(port=0, db=db) as console:  # read back from the store
         _open_run(driver, console, "old")
-        loop = _wait(driver, lambda d: _groups(d, "loop"), "the loop")[0]
-        assert _head(loop) == "Loop · drafts · 2 iterations · stopped: max_iterations reached (2)"
-        assert [_tasks(i) for i in _groups(driver, "loop-member")] == [["1"], ["2"]]
-        assert "Iteration 2 · 600 ms · last: max_iterations reached" in _head(
-            _groups(driver, "loop-member")[1]
+        _wait(driver, lambda d: _groups(d, "loop"), "the loop")
+        heads = _read(driver, lambda d: [_head(g) for g in _groups(d, "loop")])
+        assert heads == ["Loop · drafts · 2 iterations · stopped: max_iterations reached (2)"]
+        members = _read(driver, lambda d: [_tasks(i) for i in _groups(d, "loop-member")])
+        assert members == [["1"], ["2"]]
+        second = _read(driver, lambda d: _head(_groups(d, "loop-member")[1]))
+        assert "Iteration 2 · 600 ms · last: max_iterations reached" in second
+        top = _read(
+            driver,
+            lambda d: [
+                (t.get_attribute("data-task"), t.text)
+                for t in d.find_elements(By.CSS_SELECTOR, "#timeline > section.task")
+            ],
         )
-        top = driver.find_elements(By.CSS_SELECTOR, "#timeline > section.task")
-        assert [t.get_attribute("data-task") for t in top] == ["3", "0"]
-        assert "LOOP ITERATION COMPLETED" in top[1].text and '"loop_name": "gone"' in top[1].text
+        assert [task for task, _ in top] == ["3", "0"]
+        assert "LOOP ITERATION COMPLETED" in top[1][1] and '"loop_name": "gone"' in top[1][1]
 
 
 def test_a_loop_whose_run_failed_says_where_it_ended(
@@ -333,13 +354,13 @@ def test_a_loop_whose_run_failed_says_where_it_ended(
     assert listener.flush(WAIT)
     _open_run(driver, console, failed.value.run_id)
     _wait(driver, lambda d: len(_groups(d, "loop-member")) == 2, "both iterations")
-    (loop_group,) = _groups(driver, "loop")
-    assert _head(loop_group) == (
-        "Loop · retry · 2 iterations · ended in iteration 2 (the run stopped there)"
+    heads = _read(driver, lambda d: [_head(g) for g in _groups(d, "loop")])
+    assert heads == ["Loop · retry · 2 iterations · ended in iteration 2 (the run stopped there)"]
+    head, text = _read(
+        driver, lambda d: (_head(_groups(d, "loop-member")[1]), _groups(d, "loop-member")[1].text)
     )
-    second = _groups(driver, "loop-member")[1]
-    assert _head(second) == "Iteration 2 · did not finish"
-    assert "the second try broke" in second.text
+    assert head == "Iteration 2 · did not finish"
+    assert "the second try broke" in text
 
 
 def test_a_running_loop_and_graph_say_where_they_are(
