@@ -32,7 +32,8 @@ def _redact_processor(
     return event_dict
 
 
-_PLAIN = (str, int, float, bool, type(None), dict, list, tuple)
+# shown as they are: plain data (already redacted) and exceptions (the renderers format them)
+_KEPT = (str, int, float, bool, type(None), dict, list, tuple, BaseException)
 _LEFT_AS_THEY_ARE = frozenset({"exc_info", "stack_info"})  # the renderers format these
 
 
@@ -40,7 +41,7 @@ def _log_value(value: Any, key: str | None) -> Any:
     """A log field redacted (``redact``); any other object whose text (what the renderer
     shows: its repr) holds a secret is replaced by that text, redacted."""
     value = redact(value, key)
-    if isinstance(value, _PLAIN) or isinstance(value, BaseException) or key in _LEFT_AS_THEY_ARE:
+    if isinstance(value, _KEPT) or key in _LEFT_AS_THEY_ARE:
         return value
     try:
         shown = repr(value)
