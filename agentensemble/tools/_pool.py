@@ -12,7 +12,8 @@ blocked tool can never starve other calls. A worker idle for ``IDLE_SECONDS`` ex
 
 Each idle worker waits on its own wake-up (a pipe where ``select.poll`` exists, one pipe per
 live worker, closed when it exits; a lock elsewhere); a call takes the worker idle last, hands
-it the job and wakes it. See ``_PipeWorker`` for why a pipe.
+it the job and wakes it. See ``_PipeWorker`` for why a pipe. A process out of file
+descriptors still gets workers: those wait on a lock.
 
 A job may return a *hand-back*: a callable the worker runs once it has counted itself idle
 again, just before it waits for more work. Handing a result back wakes the waiting thread (the
@@ -148,7 +149,10 @@ class DaemonPool:
                 worker.work = (job, label)
                 self._busy.add(worker)
             else:
-                worker = self._worker_type()
+                try:
+                    worker = self._worker_type()
+                except OSError:  # out of file descriptors: this worker waits on a lock
+                    worker = _LockWorker()
                 worker.work = (job, label)
                 self._busy.add(worker)
                 worker.thread = threading.Thread(

@@ -223,16 +223,17 @@ def test_a_job_handed_over_just_as_the_worker_expires_still_runs(worker_type: ty
     # the worker's wait times out, but before it leaves the pool a call takes it: it must wait
     # for that call's wake-up and run the job, or the call would never finish
     handed: list[Any] = []
+    pools: list[DaemonPool] = []
 
-    class LateWorker(worker_type):  # type: ignore[valid-type,misc]
+    class LateWorker(worker_type):  # type: ignore[misc]
         def wait(self, timeout_ms: int) -> bool:
             if not handed:  # first wait: a call arrives, then the timeout "fires"
-                handed.append(pool.submit(current_thread))
+                handed.append(pools[0].submit(current_thread))
                 return False
             return bool(super().wait(timeout_ms))
 
-    pool = pool_of(LateWorker, "late", LIMIT)
-    first = pool.submit(current_thread).result(LIMIT)
+    pools.append(pool_of(LateWorker, "late", LIMIT))
+    first = pools[0].submit(current_thread).result(LIMIT)
     wait_until(lambda: bool(handed))
     assert handed[0].result(LIMIT) is first  # the same thread ran it
 
@@ -252,3 +253,19 @@ def test_a_forked_child_closes_the_pipes_of_the_parents_workers(
     _, status = os.waitpid(pid, 0)
     assert os.waitstatus_to_exitcode(status) == 0
     assert all(is_open(fd) for fd in made.fds())  # the parent's worker still has its pipe
+
+
+@needs_poll
+def test_a_process_out_of_file_descriptors_still_gets_workers(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # a burst of blocked sync tools may use up the descriptors: a worker without a pipe waits on
+    # a lock instead, and the call runs (it must not fail for want of a wake-up pipe)
+    def no_pipe() -> tuple[int, int]:
+        raise OSError(24, "Too many open files")
+
+    pool = pool_of(_PipeWorker, "no-fds", LIMIT)
+    monkeypatch.setattr(os, "pipe", no_pipe)
+    worker = pool.submit(current_thread).result(LIMIT)
+    wait_until(lambda: not pool.busy_threads())
+    assert pool.submit(current_thread).result(LIMIT) is worker  # and it is reused
