@@ -61,14 +61,14 @@ class _LockWorker:
         self.thread: threading.Thread | None = None
 
     def wake(self) -> None:
-        self._lock.release()
+        try:  # noqa: SIM105 - a try is free; suppress() costs a context manager
+            self._lock.release()
+        except RuntimeError:  # a late wake-up left it released: the worker wakes all the same
+            pass
 
     def wait(self, timeout_ms: int) -> bool:
         """Wait for a wake-up; False if none came within ``timeout_ms``."""
         return self._lock.acquire(timeout=timeout_ms / 1000)
-
-    def wait_forever(self) -> None:
-        self._lock.acquire()
 
     def close(self) -> None:
         pass
@@ -100,9 +100,6 @@ class _PipeWorker:
             return False
         os.read(self._read_fd, 1)
         return True
-
-    def wait_forever(self) -> None:
-        os.read(self._read_fd, 1)
 
     def close(self) -> None:
         for fd in (self._read_fd, self._write_fd):
@@ -212,15 +209,30 @@ class DaemonPool:
             work = self._next_work(me)
 
     def _next_work(self, me: _PipeWorker | _LockWorker) -> _Work | None:
-        """Wait for a job handed to this worker; None once it has been idle too long."""
-        if not me.wait(self._idle_ms):
+        """Wait for a job handed to this worker; None once it has left the pool (idle too long).
+
+        A job is set (under the lock) before its wake-up is sent. A wake-up finding no job is a
+        late one of a job already run (see below): skipped."""
+        while True:
+            if me.wait(self._idle_ms):
+                work = me.work
+                if work is not None:
+                    return work
+                continue
             with self._lock:
                 if me in self._idle:  # still nobody's: this worker leaves the pool
                     self._idle.remove(me)
                     me.close()
                     return None
-            me.wait_forever()  # a job was handed to it just as it expired: its wake-up is due
-        return me.work
+                work = me.work
+                if work is None:  # taken, then the caller was interrupted before the handover
+                    self._busy.discard(me)
+                    me.close()
+                    return None
+            # handed a job just as it expired: its wake-up is due, bounded in case an interrupt
+            # in the caller lost it; the job runs either way
+            me.wait(self._idle_ms)
+            return work
 
 
 _pool = DaemonPool()

@@ -269,3 +269,55 @@ def test_a_process_out_of_file_descriptors_still_gets_workers(
     worker = pool.submit(current_thread).result(LIMIT)
     wait_until(lambda: not pool.busy_threads())
     assert pool.submit(current_thread).result(LIMIT) is worker  # and it is reused
+
+
+@pytest.mark.parametrize("worker_type", WORKER_TYPES, ids=lambda t: t.__name__)
+def test_a_wake_up_lost_to_an_interrupt_in_the_caller_still_runs_the_job(
+    worker_type: type[Any],
+) -> None:
+    # Ctrl-C may land in run_soon after the job was handed to a worker and before it was woken:
+    # the worker runs that job once its wait runs out, and goes on serving (never stuck)
+    interrupted: list[bool] = []
+
+    class Interrupted(worker_type):  # type: ignore[misc]
+        def wake(self) -> None:
+            if not interrupted:
+                interrupted.append(True)
+                raise KeyboardInterrupt
+            super().wake()
+
+    pool = pool_of(Interrupted, "interrupted", 0.05)
+    first = pool.submit(current_thread).result(LIMIT)
+    wait_until(lambda: not pool.busy_threads())
+    ran = threading.Event()
+    with pytest.raises(KeyboardInterrupt):
+        pool.run_soon(lambda: ran.set())
+    assert ran.wait(LIMIT)  # after its wait ran out (0.05 s here)
+    assert pool.submit(current_thread).result(LIMIT) is first  # and it serves on
+
+
+@needs_poll
+def test_a_late_wake_up_with_no_job_is_skipped(recorded: list[RecordedPipeWorker]) -> None:
+    pool = pool_of(RecordedPipeWorker, "late-wake", LIMIT)
+    first = pool.submit(current_thread).result(LIMIT)
+    wait_until(lambda: not pool.busy_threads())
+    (made,) = recorded
+    os.write(made.fds()[1], b"\0")  # a wake-up with no job: the worker must wait on
+    time.sleep(0.05)
+    assert first.is_alive()
+    assert pool.submit(current_thread).result(LIMIT) is first
+
+
+@pytest.mark.parametrize("worker_type", WORKER_TYPES, ids=lambda t: t.__name__)
+def test_a_worker_taken_without_a_job_leaves_when_its_wait_runs_out(
+    worker_type: type[Any],
+) -> None:
+    # an interrupt between taking an idle worker and handing it its job leaves it with none
+    pool = pool_of(worker_type, "orphan", 0.05)
+    first = pool.submit(current_thread).result(LIMIT)
+    wait_until(lambda: not pool.busy_threads())
+    with pool._lock:
+        pool._idle.pop()
+    first.join(LIMIT)
+    assert not first.is_alive()
+    assert pool.submit(current_thread).result(LIMIT) is not first
