@@ -68,12 +68,12 @@ def main() -> None:
     with open("/proc/loadavg") as file:
         load_before = file.read().split()[0]
     for pool in pools.values():  # warm-up
-        _sync.daemon_pool = lambda pool=pool: pool  # type: ignore[assignment,misc]
+        setattr(_sync, "daemon_pool", lambda pool=pool: pool)  # noqa: B010 - a patched name
         loop.run_until_complete(batch(200))
     for number in range(args.rounds):
         order = list(pools.items()) if number % 2 == 0 else list(reversed(pools.items()))
         for name, pool in order:
-            _sync.daemon_pool = lambda pool=pool: pool  # type: ignore[assignment,misc]
+            setattr(_sync, "daemon_pool", lambda pool=pool: pool)  # noqa: B010 - a patched name
             used = resource.getrusage(resource.RUSAGE_SELF)
             started = time.process_time()
             loop.run_until_complete(batch(args.calls))
