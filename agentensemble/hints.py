@@ -272,8 +272,8 @@ def _line_of(frame: Any) -> int:
     key = (id(code), frame.f_lasti)
     kept = _LINES.get(key)
     if kept is not None and kept[0] is code:
-        return int(kept[1])
-    line: int = frame.f_lineno
+        return kept[1]
+    line: int = frame.f_lineno  # as before: whatever the frame says
     if len(_LINES) >= _LINES_KEPT:
         _LINES.clear()
     _LINES[key] = (code, line)
