@@ -8,15 +8,17 @@ an idle worker is reused, and idle workers expire.
 from __future__ import annotations
 
 import os
+import select
 import threading
 import time
 from collections.abc import Callable, Iterator
+from typing import Any
 
 import pytest
 
 from agentensemble import Agent, Ensemble, Task, tool
 from agentensemble.testing import ScriptedChatModel, tool_calls
-from agentensemble.tools._pool import DaemonPool
+from agentensemble.tools._pool import DaemonPool, _LockWorker, _PipeWorker
 
 LIMIT = 10.0  # seconds: a bound on any wait here, never an expectation
 
@@ -28,9 +30,19 @@ def wait_until(ready: Callable[[], bool]) -> None:
         time.sleep(0.005)
 
 
-@pytest.fixture
-def pool() -> Iterator[DaemonPool]:
-    yield DaemonPool("test-worker", idle_seconds=LIMIT)
+WORKER_TYPES = [_PipeWorker, _LockWorker] if hasattr(select, "poll") else [_LockWorker]
+
+
+def pool_of(worker_type: type[Any], name: str, idle_seconds: float) -> DaemonPool:
+    """A pool whose workers wake up through ``worker_type`` (a pipe, or the portable lock)."""
+    pool = DaemonPool(name, idle_seconds=idle_seconds)
+    pool._worker_type = worker_type
+    return pool
+
+
+@pytest.fixture(params=WORKER_TYPES, ids=lambda t: t.__name__)
+def pool(request: pytest.FixtureRequest) -> Iterator[DaemonPool]:
+    yield pool_of(request.param, "test-worker", LIMIT)
 
 
 def current_thread() -> threading.Thread:
@@ -80,8 +92,9 @@ def test_context_variables_reach_the_worker(pool: DaemonPool) -> None:
     assert pool.submit(request_id.get).result(LIMIT) == "r-42"
 
 
-def test_idle_workers_expire() -> None:
-    pool = DaemonPool("short-lived", idle_seconds=0.01)
+@pytest.mark.parametrize("worker_type", WORKER_TYPES, ids=lambda t: t.__name__)
+def test_idle_workers_expire(worker_type: type[Any]) -> None:
+    pool = pool_of(worker_type, "short-lived", 0.01)
     worker = pool.submit(current_thread).result(LIMIT)
     worker.join(LIMIT)
     assert not worker.is_alive()
@@ -162,3 +175,149 @@ def test_submit_hands_its_result_back_after_the_worker_is_idle(pool: DaemonPool)
     first = pool.submit(current_thread).result(LIMIT)
     assert first not in pool.busy_threads()  # no wait needed: idle before the result arrived
     assert pool.submit(current_thread).result(LIMIT) is first
+
+
+class RecordedPipeWorker(_PipeWorker):
+    """A pipe worker that the test can find (to look at its pipe)."""
+
+    made: list[RecordedPipeWorker] = []
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.made.append(self)
+
+    def fds(self) -> tuple[int, int]:
+        return self._read_fd, self._write_fd
+
+
+def is_open(fd: int) -> bool:
+    try:
+        os.fstat(fd)
+    except OSError:
+        return False
+    return True
+
+
+@pytest.fixture
+def recorded() -> Iterator[list[RecordedPipeWorker]]:
+    RecordedPipeWorker.made = []
+    yield RecordedPipeWorker.made
+
+
+needs_poll = pytest.mark.skipif(not hasattr(select, "poll"), reason="pipe workers need poll")
+
+
+@needs_poll
+def test_an_expired_worker_closes_its_pipe(recorded: list[RecordedPipeWorker]) -> None:
+    pool = pool_of(RecordedPipeWorker, "short-lived", 0.01)
+    worker = pool.submit(current_thread).result(LIMIT)
+    (made,) = recorded
+    assert all(is_open(fd) for fd in made.fds())  # it was open while the worker lived
+    worker.join(LIMIT)
+    assert not worker.is_alive()
+    assert not any(is_open(fd) for fd in made.fds())
+
+
+@pytest.mark.parametrize("worker_type", WORKER_TYPES, ids=lambda t: t.__name__)
+def test_a_job_handed_over_just_as_the_worker_expires_still_runs(worker_type: type[Any]) -> None:
+    # the worker's wait times out, but before it leaves the pool a call takes it: it must wait
+    # for that call's wake-up and run the job, or the call would never finish
+    handed: list[Any] = []
+    pools: list[DaemonPool] = []
+
+    class LateWorker(worker_type):  # type: ignore[misc]
+        def wait(self, timeout_ms: int) -> bool:
+            if not handed:  # first wait: a call arrives, then the timeout "fires"
+                handed.append(pools[0].submit(current_thread))
+                return False
+            return bool(super().wait(timeout_ms))
+
+    pools.append(pool_of(LateWorker, "late", LIMIT))
+    first = pools[0].submit(current_thread).result(LIMIT)
+    wait_until(lambda: bool(handed))
+    assert handed[0].result(LIMIT) is first  # the same thread ran it
+
+
+@needs_poll
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs os.fork")
+def test_a_forked_child_closes_the_pipes_of_the_parents_workers(
+    recorded: list[RecordedPipeWorker],
+) -> None:
+    pool = pool_of(RecordedPipeWorker, "forked", LIMIT)
+    pool.submit(current_thread).result(LIMIT)
+    wait_until(lambda: not pool.busy_threads())
+    (made,) = recorded
+    pid = os.fork()
+    if pid == 0:  # pragma: no cover - the child reports through its exit code
+        os._exit(1 if any(is_open(fd) for fd in made.fds()) else 0)
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0
+    assert all(is_open(fd) for fd in made.fds())  # the parent's worker still has its pipe
+
+
+@needs_poll
+def test_a_process_out_of_file_descriptors_still_gets_workers(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # a burst of blocked sync tools may use up the descriptors: a worker without a pipe waits on
+    # a lock instead, and the call runs (it must not fail for want of a wake-up pipe)
+    def no_pipe() -> tuple[int, int]:
+        raise OSError(24, "Too many open files")
+
+    pool = pool_of(_PipeWorker, "no-fds", LIMIT)
+    monkeypatch.setattr(os, "pipe", no_pipe)
+    worker = pool.submit(current_thread).result(LIMIT)
+    wait_until(lambda: not pool.busy_threads())
+    assert pool.submit(current_thread).result(LIMIT) is worker  # and it is reused
+
+
+@pytest.mark.parametrize("worker_type", WORKER_TYPES, ids=lambda t: t.__name__)
+def test_a_wake_up_lost_to_an_interrupt_in_the_caller_still_runs_the_job(
+    worker_type: type[Any],
+) -> None:
+    # Ctrl-C may land in run_soon after the job was handed to a worker and before it was woken:
+    # the worker runs that job once its wait runs out, and goes on serving (never stuck)
+    interrupted: list[bool] = []
+
+    class Interrupted(worker_type):  # type: ignore[misc]
+        def wake(self) -> None:
+            if not interrupted:
+                interrupted.append(True)
+                raise KeyboardInterrupt
+            super().wake()
+
+    pool = pool_of(Interrupted, "interrupted", 0.05)
+    first = pool.submit(current_thread).result(LIMIT)
+    wait_until(lambda: not pool.busy_threads())
+    ran = threading.Event()
+    with pytest.raises(KeyboardInterrupt):
+        pool.run_soon(lambda: ran.set())
+    assert ran.wait(LIMIT)  # after its wait ran out (0.05 s here)
+    assert pool.submit(current_thread).result(LIMIT) is first  # and it serves on
+
+
+@needs_poll
+def test_a_late_wake_up_with_no_job_is_skipped(recorded: list[RecordedPipeWorker]) -> None:
+    pool = pool_of(RecordedPipeWorker, "late-wake", LIMIT)
+    first = pool.submit(current_thread).result(LIMIT)
+    wait_until(lambda: not pool.busy_threads())
+    (made,) = recorded
+    os.write(made.fds()[1], b"\0")  # a wake-up with no job: the worker must wait on
+    time.sleep(0.05)
+    assert first.is_alive()
+    assert pool.submit(current_thread).result(LIMIT) is first
+
+
+@pytest.mark.parametrize("worker_type", WORKER_TYPES, ids=lambda t: t.__name__)
+def test_a_worker_taken_without_a_job_leaves_when_its_wait_runs_out(
+    worker_type: type[Any],
+) -> None:
+    # an interrupt between taking an idle worker and handing it its job leaves it with none
+    pool = pool_of(worker_type, "orphan", 0.05)
+    first = pool.submit(current_thread).result(LIMIT)
+    wait_until(lambda: not pool.busy_threads())
+    with pool._lock:
+        pool._idle.pop()
+    first.join(LIMIT)
+    assert not first.is_alive()
+    assert pool.submit(current_thread).result(LIMIT) is not first
