@@ -237,9 +237,12 @@ class TaskTrace(_Model):
         return prompt.text()
 
     def _prompt_node(self) -> _Prompt | None:
-        if self._prompt is None and self.user_prompt_whole is not None:
-            self._prompt = _Prompt(None, 0, self.user_prompt_whole)
-        return self._prompt
+        """This task's prompt as a base for a later one's (made for a prompt stored whole)."""
+        private: dict[str, Any] = self.__pydantic_private__  # type: ignore[assignment]
+        node: _Prompt | None = private["_prompt"]
+        if node is None and self.user_prompt_whole is not None:
+            node = private["_prompt"] = _Prompt(None, 0, self.user_prompt_whole)
+        return node
 
 
 class ExecutionTrace(_Model):
@@ -294,7 +297,10 @@ class ExecutionTrace(_Model):
                     f"tasks[{position}].user_prompt_ref.length is {ref.length}, but the prompt of "
                     f"tasks[{ref.start_of}] has {size} characters"
                 )
-            task._prompt = _Prompt(base if ref.length else None, ref.length, ref.rest)
+            # the private dict itself: pydantic's attribute hooks cost microseconds a task
+            task.__pydantic_private__["_prompt"] = _Prompt(  # type: ignore[index]
+                base if ref.length else None, ref.length, ref.rest
+            )
         return self
 
     def to_json(self, *, indent: int | None = None) -> str:
