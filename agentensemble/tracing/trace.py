@@ -208,8 +208,14 @@ class TaskTrace(_Model):
     started_at: datetime
     ended_at: datetime | None = None
     system_prompt: str | None = None
-    user_prompt_whole: str | None = Field(default=None, alias="user_prompt")
-    user_prompt_ref: PromptRef | None = Field(default=None, exclude_if=lambda ref: ref is None)
+    user_prompt_whole: str | None = Field(
+        default=None, alias="user_prompt", description="the user prompt, when stored whole"
+    )
+    user_prompt_ref: PromptRef | None = Field(
+        default=None,
+        exclude_if=lambda ref: ref is None,
+        description="the user prompt, when stored by reference (schema 2); absent otherwise",
+    )
     model_turns: list[ModelTurn] = Field(default_factory=list)
     tool_calls: list[ToolCallTrace] = Field(default_factory=list)
     reviews: list[ReviewTrace] = Field(default_factory=list)
