@@ -225,3 +225,26 @@ def test_a_task_taken_out_of_its_trace_says_where_its_prompt_is() -> None:
     alone = TaskTrace.model_validate(trace.tasks[1].model_dump())
     with pytest.raises(ValueError, match="through the ExecutionTrace"):
         _ = alone.user_prompt
+
+
+def test_a_parallel_run_refers_only_to_tasks_earlier_in_the_trace() -> None:
+    """Tasks of a parallel run start and call the model in any order: a prompt may only be
+    stored by reference to a task that started before it."""
+    from agentensemble import Workflow
+
+    model = ScriptedChatModel([f"output-{n} {WORDS * 2}" for n in range(8)])
+    agent = Agent(role="Writer", goal="write")
+    first = [Task(description=f"root {n}", agent=agent) for n in range(3)]
+    wide = [Task(description=f"wide {n}", agent=agent, context=list(first)) for n in range(3)]
+    last = Task(description="last", agent=agent, context=[*first, wide[0]])
+    ensemble = Ensemble(tasks=[*first, *wide, last], llm=model, workflow=Workflow.PARALLEL)
+    trace = ensemble.run().trace
+    assert trace is not None
+    sent = {request.last_user_content for request in model.requests}
+    prompts = [task.user_prompt for task in trace.tasks]
+    assert set(prompts) == sent
+    for position, task in enumerate(trace.tasks):
+        if task.user_prompt_ref is not None:
+            assert task.user_prompt_ref.start_of < position
+    assert any(task.user_prompt_ref is not None for task in trace.tasks)
+    assert [t.user_prompt for t in ExecutionTrace.from_json(trace.to_json()).tasks] == prompts
