@@ -7,7 +7,8 @@ outputs of 20 words); a task's cost is the time from the previous task's end to 
 and CPU time of the process). Each sample is a fresh interpreter running the chain with the
 trace captured (the default) and off; the two trees alternate round by round (the baseline's
 ``agentensemble`` unpacked with ``git archive``, as ``core_compare.py`` does). Printed: medians
-over the samples of the first-50 and last-50 per-task medians, with min-max, and last / first.
+over the samples of the first-50 and last-50 per-task medians, with min-max, and last / first;
+then the size of the run's saved trace in each tree.
 """
 
 from __future__ import annotations
@@ -46,18 +47,20 @@ def chain(tasks, capture):
                 ends.append((time.perf_counter(), time.process_time()))
     ensemble = Ensemble(tasks=steps, listeners=[Ends()], capture=capture)
     start = (time.perf_counter(), time.process_time())
-    ensemble.run()
+    output = ensemble.run()
     marks = [start, *ends]
     wall = [b[0] - a[0] for a, b in zip(marks, marks[1:])]
     cpu = [b[1] - a[1] for a, b in zip(marks, marks[1:])]
-    return wall, cpu
+    saved = len(output.trace.to_json(indent=2).encode()) if output.trace is not None else 0
+    return wall, cpu, saved
 
 tasks = int(sys.argv[2])
 chain(20, "standard")
 out = {}
 for capture in ("standard", "off"):
-    wall, cpu = chain(tasks, capture)
+    wall, cpu, saved = chain(tasks, capture)
     out[capture] = {
+        "saved_bytes": saved,
         "first_wall": statistics.median(wall[:50]), "last_wall": statistics.median(wall[-50:]),
         "first_cpu": statistics.median(cpu[:50]), "last_cpu": statistics.median(cpu[-50:]),
         "whole_wall": sum(wall), "whole_cpu": sum(cpu),
@@ -119,6 +122,11 @@ def main() -> int:
                 f"| {capture}, whole run, {unit} | {fmt(before, 1, 2)} s | {fmt(after, 1, 2)} s "
                 f"| {change:.2f}x |"
             )
+    sizes = {name: found[name][0]["standard"].get("saved_bytes", 0) for name in trees}
+    print(
+        f"\nthe run's trace as `trace.save()` writes it: before {sizes['before'] / 1e6:.2f} MB, "
+        f"after {sizes['after'] / 1e6:.2f} MB"
+    )
     return 0
 
 

@@ -55,7 +55,7 @@ SAVED = {
         'wait_seconds":0.0,"retries":0}}],"exit_reason":"completed","total_duration":"PT0S","to'
         'tal_tool_calls":0,"usage":{"prompt_tokens":0,"completion_tokens":0,"total_tokens":0},"'
         'tool_metrics":{"tool":{"calls":2,"note":"caf�"}},"run_id":"","trace":{"schema_version"'
-        ':1,"run_id":"r1","parent_run_id":null,"capture":"standard","status":"running","started'
+        ':2,"run_id":"r1","parent_run_id":null,"capture":"standard","status":"running","started'
         '_at":"2026-11-27T19:00:00Z","ended_at":null,"workflow":"sequential","inputs":{"who":"c'
         'af�","n":1},"tasks":[{"index":1,"description":"Read �","agent_role":"Reader","task_nam'
         'e":null,"model":null,"status":"running","started_at":"2026-11-27T19:00:00Z","ended_at"'
@@ -182,7 +182,7 @@ SAVED = {
         " 'bytes': b'\\\\xff\\\\xfe'}\"}"
     ),
     "trace": (
-        '{"schema_version":1,"run_id":"r1","parent_run_id":null,"capture":"standard","status":"'
+        '{"schema_version":2,"run_id":"r1","parent_run_id":null,"capture":"standard","status":"'
         'running","started_at":"2026-11-27T19:00:00Z","ended_at":null,"workflow":"sequential","'
         'inputs":{"who":"caf\ufffd","n":1},"tasks":[{"index":1,"description":"Read \ufffd","age'
         'nt_role":"Reader","task_name":null,"model":null,"status":"running","started_at":"2026-'
@@ -264,7 +264,7 @@ SAVED = {
         "onds': 0.0, 'retries': 0}}], 'exit_reason': <ExitReason.COMPLETED: 'completed'>, 'tota"
         "l_duration': datetime.timedelta(0), 'total_tool_calls': 0, 'usage': {'prompt_tokens': "
         "0, 'completion_tokens': 0, 'total_tokens': 0}, 'tool_metrics': {'tool\\\\ud800': {'cal"
-        "ls': 2}, 'odd': <Custom>}, 'run_id': '', 'trace': {'schema_version': 1, 'run_id': 'r1'"
+        "ls': 2}, 'odd': <Custom>}, 'run_id': '', 'trace': {'schema_version': 2, 'run_id': 'r1'"
         ", 'parent_run_id': None, 'capture': 'standard', 'status': 'running', 'started_at': dat"
         "etime.datetime(2026, 11, 27, 19, 0, tzinfo=datetime.timezone.utc), 'ended_at': None, '"
         "workflow': 'sequential', 'inputs': {'who': 'caf\\\\udce9', 'n': 1}, 'tasks': [{'index'"
@@ -488,7 +488,7 @@ SAVED = {
         'task_name":null,"cost_usd":null,"metrics":{"model_seconds":0.0,"tool_seconds":0.0,"rev'
         'iew_wait_seconds":0.0,"retries":0}}],"exit_reason":"completed","total_duration":"PT0S"'
         ',"total_tool_calls":0,"usage":{"prompt_tokens":0,"completion_tokens":0,"total_tokens":'
-        '0},"tool_metrics":{"tool�":{"calls":1}},"run_id":"","trace":{"schema_version":1,"run_i'
+        '0},"tool_metrics":{"tool�":{"calls":1}},"run_id":"","trace":{"schema_version":2,"run_i'
         'd":"r2","parent_run_id":null,"capture":"standard","status":"running","started_at":"202'
         '6-11-27T19:00:00Z","ended_at":null,"workflow":"sequential","inputs":{"who�":"x"},"task'
         's":[],"events":[],"exit_reason":null,"error":null,"usage":{"prompt_tokens":0,"completi'

@@ -115,6 +115,22 @@ def build_system_prompt(
     return "\n\n".join(parts)
 
 
+CONTEXT_HEADING = "## Context from Previous Tasks"
+TASK_HEADING = "\n\n## Task\n"
+"""What follows a prompt's context sections (``build_user_prompt``): see ``context_end``."""
+
+
+def context_end(prompt: str) -> int:
+    """Where the context sections of a ``build_user_prompt`` prompt end: the next task of a
+    chain starts with the same text up to there (then its newest output's section). The trace
+    stores a prompt as that start of an earlier one plus the rest (``tracing/trace.py``); the
+    place is a guess the trace checks, so a description holding the heading costs nothing but
+    the sharing. ``-1`` for a prompt with no context."""
+    if not prompt.startswith(CONTEXT_HEADING):
+        return -1
+    return prompt.rfind(TASK_HEADING)
+
+
 def build_user_prompt(
     description: str,
     expected_output: str,
@@ -127,7 +143,7 @@ def build_user_prompt(
     a prompt holding every earlier output is copied once, not once more per enclosing part."""
     parts: list[str] = []
     if context:
-        parts.append("## Context from Previous Tasks")
+        parts.append(CONTEXT_HEADING)
         if isinstance(context, ContextItems):
             parts += context.sections()
         else:
@@ -140,9 +156,12 @@ def build_user_prompt(
 
 
 __all__ = [
+    "CONTEXT_HEADING",
     "STANDARD_INSTRUCTIONS",
+    "TASK_HEADING",
     "ContextItem",
     "ContextItems",
     "build_system_prompt",
     "build_user_prompt",
+    "context_end",
 ]

@@ -51,6 +51,7 @@ class TaskState:
 
     metrics: Counters = field(default_factory=lambda: Counters())
     record: Record | None = None
+    position: int = -1  # of the record in the trace's tasks (what a prompt reference names)
 
 
 __all__ = ["Counters", "OpenReview", "TaskState"]

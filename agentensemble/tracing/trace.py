@@ -12,13 +12,15 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import ConfigDict, Field
+from pydantic import ConfigDict, Field, PrivateAttr, model_validator
 
 from agentensemble._saveable import SaveableModel
 from agentensemble.outputs import TaskMetrics
 
 #: Bumped whenever a field is removed or changes meaning; new optional fields keep the version.
-SCHEMA_VERSION = 1
+#: 2: a task's ``user_prompt`` may be stored as ``user_prompt_ref`` (the start of an earlier
+#: task's prompt, then the rest). Version 1 files are read as they are.
+SCHEMA_VERSION = 2
 
 Capture = Literal["off", "standard", "full"]
 
@@ -132,8 +134,70 @@ class GuardrailTrace(_Model):
     checked_at: datetime
 
 
+class PromptRef(_Model):
+    """A prompt stored by reference: the first ``length`` characters of the user prompt of
+    ``tasks[start_of]`` (an earlier task of the same trace, by position), then ``rest``.
+
+    Task ``n`` of a chain shows every earlier output: its prompt is task ``n - 1``'s context
+    plus one section, so each prompt stored whole made the trace quadratic in memory and on
+    disk. Read it back as ``TaskTrace.user_prompt``, the exact (redacted) text."""
+
+    start_of: int = Field(ge=0, description="position in tasks[] of an earlier task")
+    length: int = Field(ge=0, description="how many characters of that task's prompt")
+    rest: str = Field(description="what follows them")
+
+
+class _Prompt:
+    """A prompt in memory: ``length`` characters of ``base`` then ``rest`` (``base`` None and
+    ``length`` 0 for a prompt stored whole). Immutable; copies share it, pickles hold the text.
+    Equal to any other and to None (a prompt not linked yet): the fields it was made from
+    (``PromptRef`` and the tasks it points to) are what two traces compare."""
+
+    __slots__ = ("base", "length", "rest", "size")
+
+    def __init__(self, base: _Prompt | None, length: int, rest: str) -> None:
+        self.base, self.length, self.rest = base, length, rest
+        self.size = length + len(rest)
+
+    def text(self) -> str:
+        """The whole prompt: one pass down the chain of bases, then one join."""
+        pieces: list[str] = []
+        node: _Prompt | None = self
+        end = self.size
+        while node is not None and end:
+            if end > node.length:
+                rest = node.rest
+                pieces.append(rest if end - node.length == len(rest) else rest[: end - node.length])
+                end = node.length
+            node = node.base
+        pieces.reverse()
+        return "".join(pieces)
+
+    def __eq__(self, other: object) -> bool:
+        return other is None or isinstance(other, _Prompt)
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __copy__(self) -> _Prompt:
+        return self
+
+    def __deepcopy__(self, memo: Any) -> _Prompt:
+        return self
+
+    def __reduce__(self) -> tuple[type[_Prompt], tuple[None, int, str]]:
+        return _Prompt, (None, 0, self.text())  # no chain of bases to recurse through
+
+
 class TaskTrace(_Model):
-    """One task: its agent, exact prompts, model turns, tool calls, reviews, outcome."""
+    """One task: its agent, exact prompts, model turns, tool calls, reviews, outcome.
+
+    ``user_prompt`` is the exact prompt sent, stored whole (field ``user_prompt``) or by
+    reference to an earlier task's (``user_prompt_ref``), which only its ``ExecutionTrace``
+    can resolve."""
+
+    model_config = ConfigDict(
+        validate_by_name=True, validate_by_alias=True, serialize_by_alias=True
+    )
 
     index: int
     description: str
@@ -144,7 +208,14 @@ class TaskTrace(_Model):
     started_at: datetime
     ended_at: datetime | None = None
     system_prompt: str | None = None
-    user_prompt: str | None = None
+    user_prompt_whole: str | None = Field(
+        default=None, alias="user_prompt", description="the user prompt, when stored whole"
+    )
+    user_prompt_ref: PromptRef | None = Field(
+        default=None,
+        exclude_if=lambda ref: ref is None,
+        description="the user prompt, when stored by reference (schema 2); absent otherwise",
+    )
     model_turns: list[ModelTurn] = Field(default_factory=list)
     tool_calls: list[ToolCallTrace] = Field(default_factory=list)
     reviews: list[ReviewTrace] = Field(default_factory=list)
@@ -156,6 +227,28 @@ class TaskTrace(_Model):
     usage: TokenCounts = Field(default_factory=TokenCounts)
     cost_usd: float | None = None
     metrics: TaskMetrics = Field(default_factory=TaskMetrics)
+    _prompt: _Prompt | None = PrivateAttr(default=None)  # set by ExecutionTrace, for a ref
+
+    @property
+    def user_prompt(self) -> str | None:
+        """The exact user prompt sent (redacted as everything in the trace), however stored."""
+        if self.user_prompt_ref is None:
+            return self.user_prompt_whole
+        prompt = self._prompt
+        if prompt is None:
+            raise ValueError(
+                "this task's prompt is stored by reference to an earlier task's: read it "
+                "through the ExecutionTrace that holds both"
+            )
+        return prompt.text()
+
+    def _prompt_node(self) -> _Prompt | None:
+        """This task's prompt as a base for a later one's (made for a prompt stored whole)."""
+        private: dict[str, Any] = self.__pydantic_private__  # type: ignore[assignment]
+        node: _Prompt | None = private["_prompt"]
+        if node is None and self.user_prompt_whole is not None:
+            node = private["_prompt"] = _Prompt(None, 0, self.user_prompt_whole)
+        return node
 
 
 class ExecutionTrace(_Model):
@@ -178,6 +271,43 @@ class ExecutionTrace(_Model):
     error: ErrorInfo | None = None
     usage: TokenCounts = Field(default_factory=TokenCounts)
     cost_usd: float | None = None
+
+    @model_validator(mode="after")
+    def _resolve_prompts(self) -> ExecutionTrace:
+        """Link each prompt stored by reference to the one it starts with. A trace read back is
+        hostile input: a reference must name an earlier task (no loops) whose prompt has at
+        least ``length`` characters, so a prompt is never longer than the text the trace holds
+        (``rest`` strings down one chain of earlier tasks): no expansion beyond the input."""
+        if self.schema_version > SCHEMA_VERSION:
+            raise ValueError(
+                f"trace schema_version {self.schema_version} is newer than this agentensemble "
+                f"reads ({SCHEMA_VERSION}): upgrade agentensemble to read it"
+            )
+        self.schema_version = SCHEMA_VERSION  # a version 1 trace is a version 2 one, saved so
+        tasks = self.tasks
+        for position, task in enumerate(tasks):
+            ref = task.user_prompt_ref
+            if ref is None:
+                continue
+            if task.user_prompt_whole is not None:
+                raise ValueError(f"tasks[{position}] has both user_prompt and user_prompt_ref")
+            if ref.start_of >= position:
+                raise ValueError(
+                    f"tasks[{position}].user_prompt_ref.start_of is {ref.start_of}: a prompt "
+                    "can only start with an earlier task's prompt"
+                )
+            base = tasks[ref.start_of]._prompt_node()
+            size = base.size if base is not None else 0
+            if ref.length > size:
+                raise ValueError(
+                    f"tasks[{position}].user_prompt_ref.length is {ref.length}, but the prompt of "
+                    f"tasks[{ref.start_of}] has {size} characters"
+                )
+            # the private dict itself: pydantic's attribute hooks cost microseconds a task
+            task.__pydantic_private__["_prompt"] = _Prompt(  # type: ignore[index]
+                base if ref.length else None, ref.length, ref.rest
+            )
+        return self
 
     def to_json(self, *, indent: int | None = None) -> str:
         """The trace as JSON text."""
@@ -211,6 +341,7 @@ __all__ = [
     "ExecutionTrace",
     "GuardrailTrace",
     "ModelTurn",
+    "PromptRef",
     "RequestedToolCall",
     "ReviewTrace",
     "TaskMetrics",

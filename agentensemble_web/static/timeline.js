@@ -151,12 +151,57 @@ function renderTask(task) {
     }));
 }
 
+// A saved trace (schema 2) may store a task's user prompt by reference: the first `length`
+// characters of the prompt of tasks[start_of], an earlier task, then `rest`. The file is
+// hostile input: a reference that is not to an earlier prompt, or that asks for more than it
+// holds, is shown as such; and the prompts shown add up to at most PROMPT_CHARS_SHOWN (a
+// small file naming one big prompt many times would otherwise expand to gigabytes here).
+const PROMPT_CHARS_SHOWN = 32 * 1024 * 1024;
+
+function tracePrompts(tasks) {
+  const sizes = [];  // each prompt's length (null: not valid), known without expanding it
+  const texts = [];  // each prompt as shown
+  const whole = [];  // whether texts[i] is the prompt itself (not a note about it)
+  let shown = 0;
+  tasks.forEach((t, position) => {
+    const ref = t && t.user_prompt_ref;
+    let size = null;
+    let text = null;
+    let real = false;
+    if (ref == null) {
+      text = t && typeof t.user_prompt === "string" ? t.user_prompt : null;
+      size = text === null ? 0 : text.length;
+      real = true;
+    } else if (!Number.isInteger(ref.start_of) || ref.start_of < 0 || ref.start_of >= position ||
+               !Number.isInteger(ref.length) || ref.length < 0 || typeof ref.rest !== "string" ||
+               sizes[ref.start_of] === null || ref.length > sizes[ref.start_of]) {
+      text = "(this prompt's reference to an earlier task's prompt is not valid)";
+    } else {
+      size = ref.length + ref.rest.length;
+      if (whole[ref.start_of] && shown + size <= PROMPT_CHARS_SHOWN) {
+        text = (texts[ref.start_of] || "").slice(0, ref.length) + ref.rest;
+        shown += size;
+        real = true;
+      } else {
+        text = "(a prompt of " + size + " characters, not shown: the prompts shown add up to " +
+          PROMPT_CHARS_SHOWN + " characters at most)";
+      }
+    }
+    sizes.push(size);
+    texts.push(text);
+    whole.push(real);
+  });
+  return texts;
+}
+
 function traceTasks(trace) {
-  return (trace.tasks || []).map((t) => {
+  const prompts = tracePrompts(trace.tasks || []);
+  return (trace.tasks || []).map((t, position) => {
     const items = [];
-    if (t.system_prompt || t.user_prompt) {
+    const userPrompt = prompts[position];
+    if (t.system_prompt || userPrompt) {
       items.push({kind: "prompt", label: "Prompt", folded: true,
-        text: "[system] " + (t.system_prompt || "") + "\n\n[user] " + (t.user_prompt || "")});
+        text: "[system] " + (t.system_prompt || "") + "\n\n[user] " + (userPrompt || "")});
     }
     const timed = [];
     for (const m of t.model_turns || []) {

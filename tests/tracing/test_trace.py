@@ -58,7 +58,7 @@ def test_the_trace_holds_prompts_turns_tool_calls_reviews_and_the_output() -> No
 
     trace = output.trace
     assert trace is not None
-    assert (trace.schema_version, trace.run_id, trace.status) == (1, output.run_id, "completed")
+    assert (trace.schema_version, trace.run_id, trace.status) == (2, output.run_id, "completed")
     assert trace.inputs == {"city": "Oslo"} and trace.workflow == "sequential"
     assert trace.started_at <= trace.ended_at  # type: ignore[operator]
     (task,) = trace.tasks
