@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import field, fields
-from itertools import chain
+from itertools import chain, repeat
 from operator import is_
 from typing import Any, NamedTuple, Protocol
 
@@ -81,15 +81,13 @@ def outside_deps(obj: Any) -> list[Any]:
         unique.pop(id(obj), None)
         return list(unique.values())
     steps = list(walk([obj]))
-    inside = {id(step) for step in steps}
-    found: list[Any] = []
-    seen: set[int] = set()  # by identity: a list scan per dependency was quadratic
+    found: dict[int, Any] = {}
+    for step in steps:  # Python work per step inside; per context link, none (C)
+        named = context_of(step)
+        found.update(zip(map(id, named), named, strict=True))  # a key seen keeps its place
     for step in steps:
-        for dependency in context_of(step):
-            if id(dependency) not in inside and id(dependency) not in seen:
-                seen.add(id(dependency))
-                found.append(dependency)
-    return found
+        found.pop(id(step), None)
+    return list(found.values())
 
 
 def body_key(obj: Any) -> str:
@@ -155,9 +153,8 @@ class Scope:
     def lookup_all(self, steps: Sequence[Any]) -> list[TaskOutput]:
         """``lookup`` of each of ``steps`` in turn, flattened: one call per task, not one per
         step (a task naming every earlier task spent most of its time in the calls)."""
-        if self.parent is None:
-            get = self.finals.get
-            return [out for step in steps for out in get(id(step), ())]
+        if self.parent is None:  # in C: no Python work per step
+            return list(chain.from_iterable(map(self.finals.get, map(id, steps), repeat(()))))
         return [out for step in steps for out in self.lookup(step)]
 
     def gather(
