@@ -209,3 +209,35 @@ def test_a_failure_skips_only_what_waits_on_it_directly_or_not() -> None:
         ensemble.run()
     assert sorted(order) == ["aside", "root"]
     assert [s.description for s in caught.value.skipped] == ["later", "after"]
+
+
+def test_a_scope_finds_the_innermost_record_of_each_step_in_order() -> None:
+    """``Scope.lookup_all`` / ``gather`` look every step up in C, one pass per scope: an inner
+    record (even an empty one) hides an outer one, a scope that recorded nothing is skipped,
+    and a step recorded nowhere gives nothing."""
+    from agentensemble.outputs import TaskOutput
+    from agentensemble.workflows.step import RunState, Scope
+
+    def out(raw: str) -> TaskOutput:
+        return TaskOutput(raw=raw, task_description=raw, agent_role="r")
+
+    a, b, c, d = (Task(description=n) for n in "abcd")
+    root = Scope()
+    root.record(a, [out("a outer")])
+    root.record(b, [out("b outer")])
+    root.record(c, [out("c outer")])
+    middle = root.child()
+    middle.record(b, [out("b inner")])
+    middle.record(c, [])
+    inner = middle.child()  # records nothing: skipped
+    found = inner.lookup_all([c, b, d, a, b])
+    assert [o.raw for o in found] == ["b inner", "a outer", "b inner"]
+    assert [o.raw for o in root.lookup_all([c, d, a])] == ["c outer", "a outer"]
+    assert Scope().child().lookup_all([a]) == []
+    items = inner.gather([a, b], RunState().context_items_of)
+    assert [item.output for item in items] == ["a outer", "b inner"]
+    middle.record(a, [out("a inner")])  # recorded after: the kept result is not used
+    assert [item.output for item in inner.gather([a, b], RunState().context_items_of)] == [
+        "a inner",
+        "b inner",
+    ]
