@@ -38,6 +38,8 @@ def check_structure(steps: Sequence[Any], workflow: Workflow) -> None:
             _raise_not_earlier(steps, *late)
     elif late is not None:  # any list order; no cycle, none outside (in list order: neither)
         _raise_itself(steps)
+        if _has_order_of_work(steps, top):
+            return _check_all_inside(steps, workflow, top)
         found: dict[int, list[Any]] = {}
 
         def deps(step: Any) -> list[Any]:
@@ -50,6 +52,10 @@ def check_structure(steps: Sequence[Any], workflow: Workflow) -> None:
             return known
 
         check_task_graph(steps, deps=deps)
+    _check_all_inside(steps, workflow, top)
+
+
+def _check_all_inside(steps: Sequence[Any], workflow: Workflow, top: set[int]) -> None:
     earlier: set[int] = set()
     for step in steps:
         if step_kind(step) in ("loop", "graph"):  # a task has nothing inside; a nested
@@ -58,6 +64,44 @@ def check_structure(steps: Sequence[Any], workflow: Workflow) -> None:
             else:
                 _check_inside(step, (top,), frozenset())
         earlier.add(id(step))
+
+
+def _has_order_of_work(steps: Sequence[Any], top: set[int]) -> bool:
+    """Whether the top-level steps have an order of work with no step outside them (then
+    ``check_task_graph`` finds nothing), found in C per context link; False when unsure (then
+    the full check runs, and names the problem if there is one).
+
+    A list in any order (a chain listed backwards, say) made ``check_task_graph`` do Python
+    work per link. Here the steps are tried fewest dependencies first, each needing all its
+    dependencies among those already taken (``set.issuperset``): when every step names all it
+    depends on, even indirectly (a chain), that is one pass. Otherwise the steps left over are
+    tried again, a few passes at most."""
+    needs: list[set[int]] = []
+    for step in steps:
+        ids = set(map(id, context_of(step)))
+        if not top.issuperset(ids):
+            return False  # a step outside: the full check names it
+        if step_kind(step) != "task":
+            ids |= top.intersection(map(id, outside_deps(step)))
+        needs.append(ids)
+    pending = sorted(range(len(steps)), key=lambda index: len(needs[index]))
+    taken: set[int] = set()
+    for _ in range(_ORDER_PASSES):
+        left = []
+        for index in pending:
+            if taken.issuperset(needs[index]):
+                taken.add(id(steps[index]))
+            else:
+                left.append(index)
+        if not left:
+            return True
+        if len(left) == len(pending):
+            return False  # a cycle, or a dependency never taken
+        pending = left
+    return False
+
+
+_ORDER_PASSES = 4
 
 
 def _check_unique(steps: Sequence[Any]) -> None:

@@ -402,6 +402,25 @@ def reversed_chain() -> list[Any]:
     return chain(30)[::-1]
 
 
+def reversed_chain_with_a_cycle() -> list[Any]:
+    steps = chain(20)
+    steps[5].context.append(steps[15])
+    return steps[::-1]
+
+
+def reversed_chain_with_a_stranger() -> list[Any]:
+    steps = chain(20)
+    steps[7].context.append(t("stranger"))
+    return steps[::-1]
+
+
+def fewer_names_but_later_in_the_order() -> list[Any]:
+    """``a`` names one step, which names three: fewest names first is not an order of work."""
+    c, d, e = t("c"), t("d"), t("e")
+    b = t("b", context=[c, d, e])
+    return [t("a", context=[b]), b, c, d, e]
+
+
 def a_cycle() -> list[Any]:
     a, b, c = t("a"), t("b"), t("c")
     return [t("first"), with_context(a, c), with_context(b, a), with_context(c, b)]
@@ -435,6 +454,20 @@ CYCLE = "(each needs the next one's output); remove one of these context links"
 PARALLEL_CASES: list[tuple[str, Callable[[], list[Any]], Verdict]] = [
     ("a chain", long_chain, None),
     ("a chain listed backwards", reversed_chain, None),
+    (
+        "a chain listed backwards with a cycle",
+        reversed_chain_with_a_cycle,
+        (ValueError, f"the tasks' context forms a cycle: 't5' -> 't15' -> 't5' {CYCLE}"),
+    ),
+    (
+        "a chain listed backwards with a stranger",
+        reversed_chain_with_a_stranger,
+        (
+            ValueError,
+            "task 13 ('t7') has context task 'stranger', which is not in this ensemble's tasks",
+        ),
+    ),
+    ("fewer names but later in the order", fewer_names_but_later_in_the_order, None),
     ("itself", itself, (ValueError, f"task 2 ('a') {ITSELF}")),
     ("a loop naming itself", loop_names_itself, (ValueError, f"task 2 ('l') {ITSELF}")),
     (
