@@ -84,9 +84,11 @@ def outside_deps(obj: Any) -> list[Any]:
     found: dict[int, Any] = {}
     for step in steps:  # Python work per step inside; per context link, none (C)
         named = context_of(step)
-        found.update(zip(map(id, named), named, strict=True))  # a key seen keeps its place
-    for step in steps:
-        found.pop(id(step), None)
+        if named:
+            found.update(zip(map(id, named), named, strict=True))  # a key seen keeps its place
+    if found:
+        for step in steps:
+            found.pop(id(step), None)
     return list(found.values())
 
 

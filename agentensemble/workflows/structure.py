@@ -168,8 +168,9 @@ def _first_not_in_order(steps: Sequence[Any], top: set[int]) -> tuple[int, Any, 
             previous = named
         else:  # what it names, then what its steps name at the top level
             outside = outside_deps(step)
-            inside = compress(outside, map(top.__contains__, map(id, outside)))
-            named = new = [*context_of(step), *inside]
+            named = new = context_of(step)
+            if outside:
+                named += compress(outside, map(top.__contains__, map(id, outside)))
         if not earlier.issuperset(map(id, new)):
             return index, step, named
         earlier.add(id(step))
