@@ -3,13 +3,13 @@
 What ``context`` may name (an earlier step; inside a loop body an earlier body step or a step
 outside the loop; inside a graph another state; never the step itself, in any workflow), no
 cycle in a PARALLEL order of work, no step object used twice, loop and graph names unique, and
-what HIERARCHICAL cannot run.
+what HIERARCHICAL cannot run. Loops and graphs check their own shape (``Loop`` / ``Graph``
+validators).
 
 Each context link is looked at in C (set and identity operations over ``map(id, ...)``): a
 chain of ``n`` steps each naming every earlier one has ``n * n / 2`` links, and Python work per
-link made preparing it quadratic. Python loops run only once the fast check found a problem,
-to name it. Loops and
-graphs check their own shape (``Loop`` / ``Graph`` validators).
+link made preparing it quadratic. Python loops over links run only once the fast check found a
+problem, to name it.
 """
 
 from __future__ import annotations
@@ -38,20 +38,19 @@ def check_structure(steps: Sequence[Any], workflow: Workflow) -> None:
             _raise_not_earlier(steps, *late)
     elif late is not None:  # any list order; no cycle, none outside (in list order: neither)
         _raise_itself(steps)
-        if _has_order_of_work(steps, top):
-            return _check_all_inside(steps, workflow, top)
-        found: dict[int, list[Any]] = {}
+        if not _has_order_of_work(steps, top):  # then name the stranger or the cycle
+            found: dict[int, list[Any]] = {}
 
-        def deps(step: Any) -> list[Any]:
-            known = found.get(id(step))
-            if known is None:
-                outside, named = outside_deps(step), context_of(step)
-                inside = compress(outside, map(top.__contains__, map(id, outside)))
-                strangers = compress(named, map(not_, map(top.__contains__, map(id, named))))
-                known = found[id(step)] = [*inside, *strangers]
-            return known
+            def deps(step: Any) -> list[Any]:
+                known = found.get(id(step))
+                if known is None:
+                    outside, named = outside_deps(step), context_of(step)
+                    inside = compress(outside, map(top.__contains__, map(id, outside)))
+                    strangers = compress(named, map(not_, map(top.__contains__, map(id, named))))
+                    known = found[id(step)] = [*inside, *strangers]
+                return known
 
-        check_task_graph(steps, deps=deps)
+            check_task_graph(steps, deps=deps)
     _check_all_inside(steps, workflow, top)
 
 
