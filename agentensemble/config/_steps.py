@@ -97,10 +97,21 @@ def _step(
     return build(doc, inner, name, body, agents, visible, named)
 
 
-def _step_context(doc: Located, path: Path, value: Any, visible: dict[str, Any]) -> list[Any]:
+def _step_context(
+    doc: Located, path: Path, value: Any, visible: dict[str, Any], own: str, kind: str
+) -> list[Any]:
+    """The steps ``context`` names; the step itself (``own``, a ``kind``) is refused as the
+    structure check refuses it (``workflows/structure.py``), not as an unknown name."""
+    refs = as_list(doc, path, value)
+    for i, ref in enumerate(refs):
+        if own and ref == own and ref not in visible:
+            raise doc.error(
+                (*path, i),
+                f"{kind} {own!r} has itself as context; a step cannot use its own output as "
+                "its context: remove it from its context list",
+            )
     return [
-        lookup(doc, (*path, i), ref, visible, "task (an earlier one)")
-        for i, ref in enumerate(as_list(doc, path, value))
+        lookup(doc, (*path, i), ref, visible, "task (an earlier one)") for i, ref in enumerate(refs)
     ]
 
 
@@ -118,7 +129,9 @@ def _loop(
     known_keys(doc, path, spec, LOOP_KEYS, "Loop")
     fields = {k: v for k, v in spec.items() if k not in ("body", "until", "context")}
     if "context" in spec:
-        fields["context"] = _step_context(doc, (*path, "context"), spec["context"], visible)
+        fields["context"] = _step_context(
+            doc, (*path, "context"), spec["context"], visible, name, "loop"
+        )
     if not spec.get("body"):
         raise doc.error(
             (*path, "body") if "body" in spec else path,
@@ -145,7 +158,9 @@ def _graph(
     known_keys(doc, path, spec, GRAPH_KEYS, "Graph")
     fields = {k: v for k, v in spec.items() if k not in ("states", "edges", "context")}
     if "context" in spec:
-        fields["context"] = _step_context(doc, (*path, "context"), spec["context"], visible)
+        fields["context"] = _step_context(
+            doc, (*path, "context"), spec["context"], visible, name, "graph"
+        )
     section = spec.get("states")
     if not isinstance(section, Mapping) or not section:
         raise doc.error(
@@ -225,7 +240,10 @@ def _task(
     if "agent" in fields:
         fields["agent"] = lookup(doc, (*path, "agent"), fields["agent"], agents, "agent")
     if "context" in fields:
-        fields["context"] = _step_context(doc, (*path, "context"), fields["context"], visible)
+        own = str(fields.get("name") or "")
+        fields["context"] = _step_context(
+            doc, (*path, "context"), fields["context"], visible, own, "task"
+        )
     fields["tools"] = tools_from(doc, (*path, "tools"), fields.get("tools"))
     for key in ("input_guardrails", "output_guardrails"):
         if key in fields:

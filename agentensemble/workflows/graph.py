@@ -171,7 +171,7 @@ class GraphStep:
 
     async def run(self, call: StepCall) -> StepResult:
         graph = self.graph
-        handed = tuple(out for step in graph.context for out in call.scope.lookup(step))
+        handed = tuple(call.scope.lookup_all(graph.context))
         scope = call.scope.child()  # a state's context naming another state: its latest output
         path: list[str] = []
         latest: dict[str, TaskOutput] = {}

@@ -168,7 +168,7 @@ class LoopStep:
 
     async def run(self, call: StepCall) -> StepResult:
         loop = self.loop
-        handed = tuple(out for step in loop.context for out in call.scope.lookup(step))
+        handed = tuple(call.scope.lookup_all(loop.context))
         history: list[dict[str, TaskOutput]] = []
         indices: list[int] = []
         feedback = call.feedback

@@ -17,8 +17,10 @@ completed.
 from __future__ import annotations
 
 import asyncio
+import heapq
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from itertools import filterfalse
 from typing import Any
 
 from agentensemble._interrupts import (
@@ -85,17 +87,26 @@ class StepsRun:
         self.steps = list(steps)
         self.call = call
         self.limit = max(1, limit or len(self.steps))
-        self.position = {id(step.source): i for i, step in enumerate(self.steps, start=1)}
+        self.position = position = {id(step.source): i for i, step in enumerate(self.steps, 1)}
         self.base: dict[int, int] = {}
         base = call.base
         for step in self.steps:
             self.base[id(step.source)] = base
             base += step.capacity
-        self.deps = {
-            id(step.source): [d for d in outside_deps(step.source) if id(d) in self.position]
-            for step in self.steps
-        }
-        self.waiting = list(self.steps)
+        self.sources = {id(step.source): step.source for step in self.steps}
+        self.deps = {id(step.source): _member_deps(step.source, position) for step in self.steps}
+        self.waiting: dict[int, Step] = {id(step.source): step for step in self.steps}
+        """The steps not started yet, in list order (by their source's identity)."""
+        self._unmet: dict[int, Iterator[int]] = {}
+        """Per waiting step, what is left to look at of its dependencies (latest first)."""
+        self._watchers: dict[int, list[int]] = {}
+        """Per dependency not recorded yet, the waiting steps that stopped at it."""
+        self._ready: list[int] = []
+        """Positions of the waiting steps whose dependencies are all recorded (a heap: they
+        start in list order)."""
+        for key in self.waiting:
+            self._unmet[key] = iter(self.deps[key])
+            self._wait_or_ready(key)
         self.running: dict[asyncio.Task[StepResult], Step] = {}
         self.failures: dict[Any, BaseException] = {}
         self.skipped: list[Any] = []
@@ -103,7 +114,28 @@ class StepsRun:
         self.results: dict[int, StepResult] = {}
 
     def deps_of(self, source: Any) -> list[Any]:
-        return self.deps.get(id(source), [])
+        """The steps of this run that ``source`` waits for."""
+        sources = self.sources
+        return [sources[key] for key in self.deps.get(id(source), ())]
+
+    def _wait_or_ready(self, key: int) -> None:
+        """Move the waiting step ``key`` on to its next dependency not recorded in the scope
+        (one pass over each step's dependencies in a whole run, in C), or mark it ready.
+
+        Dependencies are looked at latest first: a step of a chain waits on the one before it,
+        and when that is recorded every earlier one is too."""
+        missing = next(filterfalse(self.call.scope.finals.__contains__, self._unmet[key]), None)
+        if missing is None:
+            del self._unmet[key]
+            heapq.heappush(self._ready, self.position[key])
+        else:
+            self._watchers.setdefault(missing, []).append(key)
+
+    def _recorded(self, source: Any) -> None:
+        """``source`` was recorded: the steps that waited on it look further."""
+        for key in self._watchers.pop(id(source), ()):
+            if key in self.waiting:
+                self._wait_or_ready(key)
 
     async def run(self, fail_fast: bool) -> None:
         try:
@@ -122,8 +154,8 @@ class StepsRun:
             if self.stop is None and not (fail_fast and self.failures):
                 self._start_ready()
             if not self.running:
-                self.skipped += [step.source for step in self.waiting]  # their input failed
-                self.waiting = []
+                self.skipped += [step.source for step in self.waiting.values()]  # input failed
+                self.waiting = {}
                 return
             done, _ = await asyncio.wait(self.running, return_when=asyncio.FIRST_COMPLETED)
             for finished in sorted(done, key=lambda t: self.position[id(self.running[t].source)]):
@@ -132,14 +164,14 @@ class StepsRun:
                 return
 
     def _start_ready(self) -> None:
-        scope = self.call.scope
-        for step in list(self.waiting):
-            if len(self.running) >= self.limit:
-                return
-            if all(scope.has(d) for d in self.deps_of(step.source)):
-                self.waiting.remove(step)
-                coroutine = contained(step.run(self.call.at(self.base[id(step.source)])))
-                self.running[asyncio.ensure_future(coroutine)] = step
+        ready = self._ready
+        while ready and len(self.running) < self.limit:
+            step = self.steps[heapq.heappop(ready) - 1]
+            key = id(step.source)
+            if self.waiting.pop(key, None) is None:
+                continue  # skipped meanwhile: an input failed
+            coroutine = contained(step.run(self.call.at(self.base[key])))
+            self.running[asyncio.ensure_future(coroutine)] = step
 
     def _settle(self, finished: asyncio.Task[StepResult], step: Step) -> None:
         try:
@@ -153,13 +185,14 @@ class StepsRun:
         except Exception as caught:
             error = caught.error if isinstance(caught, EscapedError) else caught
             self.failures[step.source] = error
-            sources = [s.source for s in self.waiting]
+            sources = [s.source for s in self.waiting.values()]
             blocked = downstream_of(step.source, sources, self.deps_of)
             self.skipped += blocked
-            gone = {id(source) for source in blocked}
-            self.waiting = [s for s in self.waiting if id(s.source) not in gone]
+            for source in blocked:
+                del self.waiting[id(source)]
         else:
             self.call.scope.record(step.source, result.outputs)
+            self._recorded(step.source)
             self.results[id(step.source)] = result
             if result.stop:
                 self.stop = self.call.state.exit_reason
@@ -222,6 +255,16 @@ class StepsRun:
         )
         error.__cause__ = cause
         return error
+
+
+def _member_deps(source: Any, position: dict[int, int]) -> list[int]:
+    """The ids of the steps of this run that ``source`` waits for (named in a context in it),
+    once each, latest in the list first; never ``source`` itself. Made in C from the context
+    lists: no Python work per context link."""
+    named = source.context if step_kind(source) == "task" else outside_deps(source)
+    ids = position.keys() & set(map(id, named))
+    ids.discard(id(source))
+    return sorted(ids, key=position.__getitem__, reverse=True)
 
 
 __all__ = ["ParallelRunner", "StepsRun"]

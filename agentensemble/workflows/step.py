@@ -81,15 +81,15 @@ def outside_deps(obj: Any) -> list[Any]:
         unique.pop(id(obj), None)
         return list(unique.values())
     steps = list(walk([obj]))
-    inside = {id(step) for step in steps}
-    found: list[Any] = []
-    seen: set[int] = set()  # by identity: a list scan per dependency was quadratic
-    for step in steps:
-        for dependency in context_of(step):
-            if id(dependency) not in inside and id(dependency) not in seen:
-                seen.add(id(dependency))
-                found.append(dependency)
-    return found
+    found: dict[int, Any] = {}
+    for step in steps:  # Python work per step inside; per context link, none (C)
+        named = context_of(step)
+        if named:
+            found.update(zip(map(id, named), named, strict=True))  # a key seen keeps its place
+    if found:
+        for step in steps:
+            found.pop(id(step), None)
+    return list(found.values())
 
 
 def body_key(obj: Any) -> str:
@@ -155,10 +155,25 @@ class Scope:
     def lookup_all(self, steps: Sequence[Any]) -> list[TaskOutput]:
         """``lookup`` of each of ``steps`` in turn, flattened: one call per task, not one per
         step (a task naming every earlier task spent most of its time in the calls)."""
-        if self.parent is None:
-            get = self.finals.get
-            return [out for step in steps for out in get(id(step), ())]
-        return [out for step in steps for out in self.lookup(step)]
+        return list(chain.from_iterable(filter(None, self._found_all(list(map(id, steps))))))
+
+    def _found_all(self, keys: list[int]) -> list[list[TaskOutput] | None]:
+        """``_found`` of each key in turn, in C: one ``dict.get`` pass per scope that recorded
+        anything, the outermost first, each inner one's entry replacing what is found outside
+        (``get(key, found_outside)``). A body step naming every earlier step outside its loop
+        did Python work per named step, in every iteration."""
+        levels: list[dict[int, list[TaskOutput]]] = []
+        scope: Scope | None = self
+        while scope is not None:
+            if scope.finals:
+                levels.append(scope.finals)
+            scope = scope.parent
+        if not levels:
+            return [None] * len(keys)
+        found: list[list[TaskOutput] | None] = list(map(levels[-1].get, keys))
+        for finals in reversed(levels[:-1]):
+            found = list(map(finals.get, keys, found))
+        return found
 
     def gather(
         self, steps: Sequence[Any], as_items: Callable[[Sequence[TaskOutput]], list[ContextItem]]
@@ -188,10 +203,9 @@ class Scope:
             new, base, named = steps[known:], last.items, last.steps
         else:
             new, base, named = steps, _NO_ITEMS, []
-        find = self.finals.get if self.parent is None else self._found
-        found = [handed for handed in map(find, map(id, new)) if handed is not None]
-        items = base.extended(as_items(list(chain.from_iterable(found))))
-        if len(found) == len(new):
+        found = self._found_all(list(map(id, new)))
+        items = base.extended(as_items(list(chain.from_iterable(filter(None, found)))))
+        if None not in found:
             named += new  # the kept steps grow with the kept items: both by appending
             self._gathered = _Gathered(named, rewrites, items)
         else:  # a step not recorded yet: recording it later changes this result

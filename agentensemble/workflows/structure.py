@@ -1,15 +1,22 @@
 """Checks of an ensemble's steps made when it is built, before any model call.
 
 What ``context`` may name (an earlier step; inside a loop body an earlier body step or a step
-outside the loop; inside a graph another state), no cycle in a PARALLEL order of work, no step
-object used twice, loop and graph names unique, and what HIERARCHICAL cannot run. Loops and
-graphs check their own shape (``Loop`` / ``Graph`` validators).
+outside the loop; inside a graph another state; never the step itself, in any workflow), no
+cycle in a PARALLEL order of work, no step object used twice, loop and graph names unique, and
+what HIERARCHICAL cannot run. Loops and graphs check their own shape (``Loop`` / ``Graph``
+validators).
+
+Each context link is looked at in C (set and identity operations over ``map(id, ...)``): a
+chain of ``n`` steps each naming every earlier one has ``n * n / 2`` links, and Python work per
+link made preparing it quadratic. Python loops over links run only once the fast check found a
+problem, to name it.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from operator import is_
+from collections.abc import Collection, Sequence
+from itertools import compress, repeat
+from operator import is_, not_
 from typing import Any
 
 from agentensemble.errors import ConfigurationError
@@ -30,20 +37,70 @@ def check_structure(steps: Sequence[Any], workflow: Workflow) -> None:
         if late is not None:
             _raise_not_earlier(steps, *late)
     elif late is not None:  # any list order; no cycle, none outside (in list order: neither)
+        _raise_itself(steps)
+        if not _has_order_of_work(steps, top):  # then name the stranger or the cycle
+            found: dict[int, list[Any]] = {}
 
-        def deps(step: Any) -> list[Any]:
-            inside = [d for d in outside_deps(step) if id(d) in top]
-            return inside + [d for d in context_of(step) if id(d) not in top]
+            def deps(step: Any) -> list[Any]:
+                known = found.get(id(step))
+                if known is None:
+                    outside, named = outside_deps(step), context_of(step)
+                    inside = compress(outside, map(top.__contains__, map(id, outside)))
+                    strangers = compress(named, map(not_, map(top.__contains__, map(id, named))))
+                    known = found[id(step)] = [*inside, *strangers]
+                return known
 
-        check_task_graph(steps, deps=deps)
-    for position, step in enumerate(steps):
-        if step_kind(step) not in ("loop", "graph"):
-            continue  # a task has nothing inside; a nested ensemble checked its own
-        if workflow is Workflow.SEQUENTIAL:
-            visible = {id(s) for s in steps[:position]}
-        else:
-            visible = top - {id(step)}
-        _check_inside(step, frozenset(visible))
+            check_task_graph(steps, deps=deps)
+    _check_all_inside(steps, workflow, top)
+
+
+def _check_all_inside(steps: Sequence[Any], workflow: Workflow, top: set[int]) -> None:
+    earlier: set[int] = set()
+    for step in steps:
+        if step_kind(step) in ("loop", "graph"):  # a task has nothing inside; a nested
+            if workflow is Workflow.SEQUENTIAL:  # ensemble checked its own
+                _check_inside(step, (earlier,), frozenset())
+            else:
+                _check_inside(step, (top,), frozenset())
+        earlier.add(id(step))
+
+
+def _has_order_of_work(steps: Sequence[Any], top: set[int]) -> bool:
+    """Whether the top-level steps have an order of work with no step outside them (then
+    ``check_task_graph`` finds nothing), found in C per context link; False when unsure (then
+    the full check runs, and names the problem if there is one).
+
+    A list in any order (a chain listed backwards, say) made ``check_task_graph`` do Python
+    work per link. Here the steps are tried fewest dependencies first, each needing all its
+    dependencies among those already taken (``set.issuperset``): when every step names all it
+    depends on, even indirectly (a chain), that is one pass. Otherwise the steps left over are
+    tried again, a few passes at most."""
+    needs: list[set[int]] = []
+    for step in steps:
+        ids = set(map(id, context_of(step)))
+        if not top.issuperset(ids):
+            return False  # a step outside: the full check names it
+        if step_kind(step) != "task":
+            ids |= top.intersection(map(id, outside_deps(step)))
+        needs.append(ids)
+    pending = sorted(range(len(steps)), key=lambda index: len(needs[index]))
+    taken: set[int] = set()
+    for _ in range(_ORDER_PASSES):
+        left = []
+        for index in pending:
+            if taken.issuperset(needs[index]):
+                taken.add(id(steps[index]))
+            else:
+                left.append(index)
+        if not left:
+            return True
+        if len(left) == len(pending):
+            return False  # a cycle, or a dependency never taken
+        pending = left
+    return False
+
+
+_ORDER_PASSES = 4
 
 
 def _check_unique(steps: Sequence[Any]) -> None:
@@ -109,7 +166,10 @@ def _first_not_in_order(steps: Sequence[Any], top: set[int]) -> tuple[int, Any, 
                 new = named
             previous = named
         else:  # what it names, then what its steps name at the top level
-            named = new = [*context_of(step), *(d for d in outside_deps(step) if id(d) in top)]
+            outside = outside_deps(step)
+            named = new = context_of(step)
+            if outside:
+                named += compress(outside, map(top.__contains__, map(id, outside)))
         if not earlier.issuperset(map(id, new)):
             return index, step, named
         earlier.add(id(step))
@@ -120,6 +180,8 @@ def _raise_not_earlier(steps: Sequence[Any], index: int, step: Any, named: Seque
     """The error for the first step in ``named`` that is not before ``step`` (task ``index``)."""
     positions = {id(s): i for i, s in enumerate(steps, start=1)}
     for dependency in named:
+        if dependency is step:
+            raise ValueError(_itself(f"task {index} ({step_label(step)!r})"))
         position = positions.get(id(dependency))
         if position is None:
             raise ValueError(
@@ -134,30 +196,73 @@ def _raise_not_earlier(steps: Sequence[Any], index: int, step: Any, named: Seque
             )
 
 
-def _check_inside(step: Any, visible: frozenset[int]) -> None:
+def _itself(who: str) -> str:
+    return (
+        f"{who} has itself as context; a step cannot use its own output as its context: "
+        "remove it from its context list"
+    )
+
+
+def _raise_itself(steps: Sequence[Any]) -> None:
+    """The error for the first top-level step naming itself in its own ``context``, if any."""
+    for index, step in enumerate(steps, start=1):
+        if any(map(is_, context_of(step), repeat(step))):
+            raise ValueError(_itself(f"task {index} ({step_label(step)!r})"))
+
+
+Sight = tuple[Collection[int], ...]
+"""The ids ``context`` may name at some depth: the union of these sets (the outer ones first),
+less the enclosing steps (``hidden``)."""
+
+
+def _check_inside(step: Any, sight: Sight, hidden: frozenset[int]) -> None:
     """A loop body's steps see earlier body steps and what the loop sees; a graph's states see
-    each other and what the graph sees. Nested ensembles checked their own tasks."""
+    each other and what the graph sees; none sees itself or a step enclosing it. Nested
+    ensembles checked their own tasks."""
     kind = step_kind(step)
+    hidden = hidden | {id(step)}
     if kind == "loop":
         body = list(step.body)
+        seen: set[int] = set()
+        here = (*sight, seen)
         for position, inner in enumerate(body):
-            here = visible | {id(s) for s in body[:position]}
-            _check_names(inner, here, f"Loop {step.name!r} body", later=body[position:])
-            _check_inside(inner, frozenset(here))
+            _check_names(inner, here, hidden, f"Loop {step.name!r} body", body[position + 1 :])
+            _check_inside(inner, here, hidden)
+            seen.add(id(inner))
     elif kind == "graph":
         states = list(step.states.values())
+        here = (*sight, set(map(id, states)))
         for inner in states:
-            here = visible | ({id(s) for s in states} - {id(inner)})
-            _check_names(inner, here, f"Graph {step.name!r}", later=[inner])
-            _check_inside(inner, frozenset(here))
+            _check_names(inner, here, hidden | {id(inner)}, f"Graph {step.name!r}", ())
+            _check_inside(inner, here, hidden)
 
 
-def _check_names(step: Any, visible: frozenset[int], where: str, later: Sequence[Any]) -> None:
-    for dependency in context_of(step):
-        if id(dependency) in visible:
+def _sees_all(sight: Sight, hidden: frozenset[int], named: Sequence[Any]) -> bool:
+    """Whether every step in ``named`` is visible (in C: set operations, no loop per step)."""
+    rest = set(map(id, named))
+    if not rest.isdisjoint(hidden):
+        return False
+    for layer in reversed(sight):  # the innermost first: the smallest
+        if not rest:
+            break
+        rest.difference_update(layer)
+    return not rest
+
+
+def _check_names(
+    step: Any, sight: Sight, hidden: frozenset[int], where: str, later: Sequence[Any]
+) -> None:
+    named = context_of(step)
+    if _sees_all(sight, hidden, named):
+        return
+    for dependency in named:  # name the first problem, in context order
+        key = id(dependency)
+        if dependency is step:
+            raise ConfigurationError(_itself(f"{where}: step {step_label(step)!r}"))
+        if key not in hidden and any(key in layer for layer in sight):
             continue
         if any(dependency is s for s in later):
-            problem = "which runs later in the body (or is the step itself)"
+            problem = "which runs later in the body"
         else:
             problem = "which it cannot see"
         raise ConfigurationError(

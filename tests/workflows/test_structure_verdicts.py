@@ -39,6 +39,41 @@ def itself() -> list[Any]:
     return [t("first"), with_context(a, a)]
 
 
+def loop_names_itself() -> list[Any]:
+    loop = Loop(name="l", body=[t("in")])
+    return [t("first"), with_context(loop, loop)]
+
+
+def body_step_names_itself() -> list[Any]:
+    inner = t("in")
+    return [t("first"), Loop(name="l", body=[t("before"), with_context(inner, inner)])]
+
+
+def graph_state_names_itself() -> list[Any]:
+    s = t("s")
+    graph = Graph(
+        name="g", start="s", states={"s": with_context(s, s)}, edges=[Edge("s", Graph.END)]
+    )
+    return [t("first"), graph]
+
+
+def stranger_then_itself() -> list[Any]:
+    a = t("a")
+    return [t("first"), with_context(a, t("stranger"), a)]
+
+
+def body_step_names_later_body_step() -> list[Any]:
+    later = t("later")
+    return [Loop(name="l", body=[t("in", context=[later]), later])]
+
+
+def body_step_names_its_loop() -> list[Any]:
+    inner = t("in")
+    loop = Loop(name="l", body=[inner])
+    with_context(inner, loop)
+    return [t("first"), loop]
+
+
 def stranger() -> list[Any]:
     a = t("a")
     return [a, t("b", context=[a, t("stranger")])]
@@ -167,6 +202,10 @@ def same_task_top_and_body() -> list[Any]:
 
 
 LATER = "context must come from an earlier task"
+ITSELF = (
+    "has itself as context; a step cannot use its own output as its context: remove it from "
+    "its context list"
+)
 UNSEEN = (
     "context names an earlier step of the same body, another state of the same graph, or an "
     "earlier step outside it"
@@ -179,10 +218,41 @@ CASES: list[tuple[str, Callable[[], list[Any]], Verdict]] = [
         later_task,
         (ValueError, f"task 1 ('a') has context task 'b', which runs later (task 2); {LATER}"),
     ),
+    ("itself", itself, (ValueError, f"task 2 ('a') {ITSELF}")),
+    ("a loop naming itself", loop_names_itself, (ValueError, f"task 2 ('l') {ITSELF}")),
     (
-        "itself",
-        itself,
-        (ValueError, f"task 2 ('a') has context task 'a', which runs later (task 2); {LATER}"),
+        "a body step naming itself",
+        body_step_names_itself,
+        (ConfigurationError, f"Loop 'l' body: step 'in' {ITSELF}"),
+    ),
+    (
+        "a graph state naming itself",
+        graph_state_names_itself,
+        (ConfigurationError, f"Graph 'g': step 's' {ITSELF}"),
+    ),
+    (
+        "a stranger, then itself",
+        stranger_then_itself,
+        (
+            ValueError,
+            "task 2 ('a') has context task 'stranger', which is not in this ensemble's tasks",
+        ),
+    ),
+    (
+        "a body step naming a later body step",
+        body_step_names_later_body_step,
+        (
+            ConfigurationError,
+            f"Loop 'l' body: step 'in' has context 'later', which runs later in the body; {UNSEEN}",
+        ),
+    ),
+    (
+        "a body step naming its loop",
+        body_step_names_its_loop,
+        (
+            ConfigurationError,
+            f"Loop 'l' body: step 'in' has context 'l', which it cannot see; {UNSEEN}",
+        ),
     ),
     (
         "a stranger",
@@ -332,6 +402,25 @@ def reversed_chain() -> list[Any]:
     return chain(30)[::-1]
 
 
+def reversed_chain_with_a_cycle() -> list[Any]:
+    steps = chain(20)
+    steps[5].context.append(steps[15])
+    return steps[::-1]
+
+
+def reversed_chain_with_a_stranger() -> list[Any]:
+    steps = chain(20)
+    steps[7].context.append(t("stranger"))
+    return steps[::-1]
+
+
+def fewer_names_but_later_in_the_order() -> list[Any]:
+    """``a`` names one step, which names three: fewest names first is not an order of work."""
+    c, d, e = t("c"), t("d"), t("e")
+    b = t("b", context=[c, d, e])
+    return [t("a", context=[b]), b, c, d, e]
+
+
 def a_cycle() -> list[Any]:
     a, b, c = t("a"), t("b"), t("c")
     return [t("first"), with_context(a, c), with_context(b, a), with_context(c, b)]
@@ -365,7 +454,41 @@ CYCLE = "(each needs the next one's output); remove one of these context links"
 PARALLEL_CASES: list[tuple[str, Callable[[], list[Any]], Verdict]] = [
     ("a chain", long_chain, None),
     ("a chain listed backwards", reversed_chain, None),
-    ("itself", itself, None),
+    (
+        "a chain listed backwards with a cycle",
+        reversed_chain_with_a_cycle,
+        (ValueError, f"the tasks' context forms a cycle: 't5' -> 't15' -> 't5' {CYCLE}"),
+    ),
+    (
+        "a chain listed backwards with a stranger",
+        reversed_chain_with_a_stranger,
+        (
+            ValueError,
+            "task 13 ('t7') has context task 'stranger', which is not in this ensemble's tasks",
+        ),
+    ),
+    ("fewer names but later in the order", fewer_names_but_later_in_the_order, None),
+    ("itself", itself, (ValueError, f"task 2 ('a') {ITSELF}")),
+    ("a loop naming itself", loop_names_itself, (ValueError, f"task 2 ('l') {ITSELF}")),
+    (
+        "a body step naming itself",
+        body_step_names_itself,
+        (ConfigurationError, f"Loop 'l' body: step 'in' {ITSELF}"),
+    ),
+    (
+        "a graph state naming itself",
+        graph_state_names_itself,
+        (ConfigurationError, f"Graph 'g': step 's' {ITSELF}"),
+    ),
+    ("a stranger, then itself", stranger_then_itself, (ValueError, f"task 2 ('a') {ITSELF}")),
+    (
+        "a body step naming its loop",
+        body_step_names_its_loop,
+        (
+            ConfigurationError,
+            f"Loop 'l' body: step 'in' has context 'l', which it cannot see; {UNSEEN}",
+        ),
+    ),
     ("duplicates of an earlier task", duplicates_fine, None),
     (
         "an equal stranger",
