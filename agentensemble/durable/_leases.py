@@ -217,6 +217,10 @@ def _engine(url: str) -> sa.Engine:
         max_overflow=1,
         pool_pre_ping=True,
         connect_args={"connect_timeout": 10},
+        # every lease write is one statement, committed as it runs: a worker paused between
+        # its heartbeat's UPDATE and the COMMIT (SIGSTOP, a long GC pause) used to keep the row
+        # locked, and the worker declaring it dead waited on its claim for as long
+        isolation_level="AUTOCOMMIT",
     )
 
 

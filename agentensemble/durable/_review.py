@@ -10,7 +10,8 @@ so a late decision can never be applied to another review.
 A deadline is a deadline whoever is running: the review's deadline (wall clock, fixed once as
 a step) is published with it. A decision made after it is refused by the client
 (``ReviewClosedError``), and one that reaches the run stamped after it is not applied: the
-review times out and ``on_timeout`` applies, as when a worker was waiting all along.
+review times out and ``on_timeout`` applies, as when a worker was waiting all along. The run
+waits until that deadline, whenever it resumes, never a full timeout again.
 """
 
 from __future__ import annotations
@@ -80,7 +81,12 @@ class DurableReviewHandler:
                 listed = [*(known if isinstance(known, list) else []), review_id]
                 await DBOS.set_event_async(REVIEWS_KEY, list(listed))
             await DBOS.set_event_async(review_key(review_id), pending)
-            message = await DBOS.recv_async(topic=review_id, timeout_seconds=timeout)
+            # the wait ends at the deadline fixed above, not a full timeout from now: a recovery
+            # that replays the review before its wait was recorded (the process died between
+            # publishing and waiting) waits what is left, possibly nothing; DBOS records the
+            # wait's end as the run waits, so a later replay keeps it
+            left = max(0.0, deadline - time.time())
+            message = await DBOS.recv_async(topic=review_id, timeout_seconds=left)
             late = _late(message, deadline)
         if message is None or late:
             await DBOS.set_event_async(review_key(review_id), {**pending, "state": "timed_out"})

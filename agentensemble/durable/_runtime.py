@@ -15,6 +15,7 @@ import re
 import threading
 import uuid
 from collections.abc import AsyncIterator, Callable, Coroutine, Mapping, Sequence
+from contextvars import ContextVar
 from datetime import timedelta
 from typing import Any, TypeVar
 
@@ -76,12 +77,22 @@ _registry_lock = threading.Lock()
 _STEPS = DBOSSteps()
 # run id -> the listeners of a DurableRuntime.astream watching it in this process
 _watchers: dict[str, Sequence[EnsembleListener]] = {}
+# The ensemble ``arun`` built (checking its factory) for the run it starts now, by name: the run
+# takes it instead of calling the factory a second time. The workflow's task inherits it as it
+# is created, and clears it in its own context, so it serves one execution: a replay in another
+# process, or a run started from inside this one, calls the factory as before.
+_handed: ContextVar[tuple[str, Ensemble] | None] = ContextVar(
+    "agentensemble_durable_handed", default=None
+)
 
 
 @DBOS.workflow(name=WORKFLOW_NAME)
 async def _durable_run(name: str, inputs: dict[str, Any]) -> dict[str, Any]:
     """One durable run: the ensemble rebuilt from its factory, every call a checkpointed step."""
-    ensemble = _build(name)
+    handed = _handed.get()
+    if handed is not None:
+        _handed.set(None)  # this task's context only: nothing started from here gets it
+    ensemble = handed[1] if handed is not None and handed[0] == name else _build(name)
     watchers = _watchers.get(DBOS.workflow_id or "")
     # one read as the run starts: a fork's edited output (_forks.py), and whether any step of
     # the run is checkpointed yet (a fresh execution skips DBOS's read before each step)
@@ -285,15 +296,19 @@ class DurableRuntime:
         """Run ``name`` in this process and wait for its output (resumes ``run_id`` if known)."""
         self._require_launched()
         self.liveness.refuse_if_lost()
-        _build(name)
+        built = _build(name)  # fails here, before any run starts, if the factory does
         existing = await _recorded_run(run_id, name, inputs)
         if run_id and existing is not None and getattr(existing, "queue_name", None):
             # queued (submit): a worker runs it; starting it again here would only make DBOS
             # warn that the queue cannot change, on every resume by id
             handle: Any = await DBOS.retrieve_workflow_async(run_id)
         else:
-            with SetWorkflowID(run_id) if run_id else contextlib.nullcontext():
-                handle = await DBOS.start_workflow_async(_durable_run, name, dict(inputs or {}))
+            handing = _handed.set((name, built))  # the run started here uses it (_handed)
+            try:
+                with SetWorkflowID(run_id) if run_id else contextlib.nullcontext():
+                    handle = await DBOS.start_workflow_async(_durable_run, name, dict(inputs or {}))
+            finally:
+                _handed.reset(handing)
         return await _result_of(handle, handle.workflow_id)
 
     async def asubmit(

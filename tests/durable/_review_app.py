@@ -1,7 +1,9 @@
 """A durable app whose run waits for a human: ``python _review_app.py DB_URL start|resume RUN_ID``.
 
 Task "draft" writes a draft and asks for a review (DurableReviewHandler, timeout from
-$REVIEW_TIMEOUT seconds); task "publish" publishes what the reviewer let through.
+$REVIEW_TIMEOUT seconds); task "publish" publishes what the reviewer let through. With
+$REVIEW_APP_DIE_AT_WAIT set, the process kills itself (SIGKILL) as the run starts waiting for
+the decision: the review is published, the wait not yet recorded, and nobody holds the run.
 """
 
 from __future__ import annotations
@@ -37,6 +39,16 @@ def build() -> Ensemble:
 
 runtime = DurableRuntime(DB_URL)
 runtime.register("announce", build)
+
+if os.environ.get("REVIEW_APP_DIE_AT_WAIT"):
+    import signal
+
+    from dbos import DBOS
+
+    async def _die(*args: object, **kwargs: object) -> None:
+        os.kill(os.getpid(), signal.SIGKILL)
+
+    DBOS.recv_async = _die  # type: ignore[method-assign]
 
 if __name__ == "__main__":
     runtime.launch()

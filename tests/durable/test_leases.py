@@ -8,6 +8,7 @@ import socket
 import threading
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 import sqlalchemy as sa
@@ -234,3 +235,39 @@ def test_workers_starting_together_on_a_fresh_database_all_get_the_table(
     finally:
         for table in opened:
             table.close()
+
+
+def test_a_worker_paused_anywhere_in_its_lease_writes_holds_no_lock_on_it(
+    postgres_url: str,
+) -> None:
+    """Each lease write commits as its statement runs (autocommit): a worker paused (SIGSTOP,
+    a long GC pause) right after a heartbeat's or a claim's statement holds no row lock that
+    would block the worker taking it over, which used to wait for its claim forever."""
+    import psycopg
+
+    leases = Leases(postgres_url, APP)
+    held: list[str] = []
+
+    def check(conn: Any, cursor: Any, statement: str, *args: Any) -> None:
+        if not statement.startswith("UPDATE"):
+            return
+        with psycopg.connect(postgres_url, autocommit=True) as other:
+            try:
+                other.execute(
+                    f"SELECT 1 FROM {TABLE} WHERE app_name = %s FOR UPDATE NOWAIT", (APP,)
+                )
+            except psycopg.errors.LockNotAvailable:
+                held.append(statement.split()[0])
+
+    try:
+        incarnation = leases.acquire("paused", dead_after=5)
+        sa.event.listen(leases.engine, "after_cursor_execute", check)
+        assert leases.beat("paused", incarnation)
+        plant(leases, "gone", age_s=60)
+        [stale] = [
+            lease for lease in leases.stale(5, besides="x", limit=5) if lease.worker_id == "gone"
+        ]
+        assert leases.claim(stale, "taker", dead_after=5)
+    finally:
+        leases.close()
+    assert held == []

@@ -103,17 +103,21 @@ def test_a_decision_after_the_deadline_while_no_worker_runs_is_refused_and_times
     tmp_path: Path,
 ) -> None:
     db = f"sqlite:///{tmp_path}/runs.sqlite"
-    first = start(db, "start", "announce-late", REVIEW_TIMEOUT="2")
+    # the process dies as the run starts waiting (the review published, the wait not recorded):
+    # nobody holds the run when the deadline passes, however slow the machine
+    first = start(db, "start", "announce-late", REVIEW_TIMEOUT="2", REVIEW_APP_DIE_AT_WAIT="1")
     client = DurableClient(db)
     try:
+        first.wait(timeout=120)
         review = wait_for_review(client, "announce-late")
-        first.kill()  # nobody holds the run when the deadline passes
-        first.wait(timeout=30)
+        assert review["state"] == "pending"
         while time.time() <= review["deadline"]:  # wait for the deadline itself, no guess
             time.sleep(0.1)
 
         with pytest.raises(ReviewClosedError, match=r"timed.out"):
             client.decide("announce-late", review["review_id"], "continue")
+        # the resuming process has another timeout (600 s): the run waits until the deadline
+        # fixed when the review was asked, already past, not a new timeout from its recovery
         resumed = finished(start(db, "resume", "announce-late"))
     finally:
         client.close()

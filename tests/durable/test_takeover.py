@@ -38,6 +38,13 @@ def wait_until_pending(client: DurableClient, run_ids: list[str], timeout: float
         time.sleep(0.05)
 
 
+def wait_for_file(path: Path, timeout: float = 120) -> None:
+    deadline = time.monotonic() + timeout
+    while not path.exists():
+        assert time.monotonic() < deadline, f"{path} never appeared"
+        time.sleep(0.05)
+
+
 def executor_of(client: DurableClient, run_id: str) -> str | None:
     [status] = client._client.list_workflows(workflow_ids=[run_id], load_input=False)
     return status.executor_id
@@ -170,17 +177,19 @@ def test_a_paused_worker_declared_dead_stops_and_its_late_step_is_refused(
     postgres_url: str, client: DurableClient, tmp_path: Path
 ) -> None:
     log = tmp_path / "log.txt"
+    gate = tmp_path / "gate"  # the zombie's tool call waits for this file (none for w2's)
     workers = Workers(
         postgres_url, log, QUEUE_APP_MODEL_LOG=str(tmp_path / "model.txt"), **FAST_LEASES
     )
     try:
-        zombie = workers.start("zombie", QUEUE_APP_SLOW="3", QUEUE_APP_CONCURRENCY="1")
+        zombie = workers.start("zombie", QUEUE_APP_GATE=str(gate), QUEUE_APP_CONCURRENCY="1")
         [run_id] = [client.submit("record", {"item": "slow-z"})]
-        wait_until_pending(client, [run_id])
+        wait_for_file(Path(f"{gate}.entered"))  # inside the tool call: no sleep to outrun
         workers.kill("zombie", signal.SIGSTOP)  # paused inside the tool call, lease ageing
         workers.start("w2")
         assert client.result(run_id, timeout=120).raw == "done"  # w2 took it over
 
+        gate.touch()  # the zombie's tool call may end once it wakes: late, after the takeover
         workers.kill("zombie", signal.SIGCONT)  # wakes, finishes its tool call late
         zombie.wait(timeout=60)
         steps = client._client.list_workflow_steps(run_id)

@@ -1,0 +1,88 @@
+"""``run()`` builds the run's ensemble once: the factory call that checks it (before the run
+starts) hands its ensemble to the run it starts in this process, instead of a second call.
+
+Each run still gets an ensemble of its own (a factory is called for every run), a run resumed
+by id or recorded already gets nothing handed that another run built, and a failing factory
+still fails ``run()`` before any run is recorded.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+APP = """
+import json, sys
+from agentensemble import Ensemble, Task
+from agentensemble.durable import DurableRuntime
+
+db = sys.argv[1]
+built = []  # (name, id of the ensemble's state) per factory call
+used = []  # (name, id of the state the run's handler saw) per run
+
+def factory(name):
+    def build():
+        state = object()
+        built.append((name, id(state)))
+        def handler(ctx, state=state):
+            used.append((name, id(state)))
+            return name + " done"
+        return Ensemble(tasks=[Task(description="d", handler=handler)])
+    return build
+
+def broken():
+    if built:  # the check at launch passes; runs fail to build
+        raise RuntimeError("no ensemble today")
+    built.append(("broken", 0))
+    return Ensemble(tasks=[Task(description="d", handler=lambda ctx: "x")])
+
+runtime = DurableRuntime(db)
+runtime.register("one", factory("one"))
+runtime.register("two", factory("two"))
+runtime.launch()
+runtime.register("broken", broken)
+at_launch = len(built)
+outputs = [runtime.run("one").raw, runtime.run("two").raw, runtime.run("one", run_id="r1").raw]
+again = runtime.run("one", run_id="r1").raw  # recorded: its output, no execution
+after_runs = len(built)
+try:
+    runtime.run("broken")
+    failed = None
+except RuntimeError as error:
+    failed = str(error)
+listed = [r.run_id for r in runtime.list_runs()]
+runtime.shutdown()
+print(json.dumps({"at_launch": at_launch, "after_runs": after_runs, "built": built,
+                  "used": used, "outputs": outputs, "again": again, "failed": failed,
+                  "runs": len(listed)}))
+"""
+
+
+def test_a_run_uses_the_ensemble_its_check_built_and_each_run_gets_its_own(
+    tmp_path: Path,
+) -> None:
+    script = tmp_path / "app.py"
+    script.write_text(APP)
+    done = subprocess.run(
+        [sys.executable, str(script), f"sqlite:///{tmp_path}/runs.sqlite"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr
+    found = json.loads(done.stdout.strip().splitlines()[-1])
+
+    assert found["outputs"] == ["one done", "two done", "one done"]
+    assert found["again"] == "one done"
+    # launch checks each factory once; then one call per run() (four, the last one recorded)
+    assert found["after_runs"] == found["at_launch"] + 4
+    used = [tuple(pair) for pair in found["used"]]
+    built = [tuple(pair) for pair in found["built"]]
+    assert len(used) == 3  # the recorded run did not execute again
+    assert len(set(used)) == 3  # every run had an ensemble of its own
+    assert set(used) <= set(built)  # ... one its factory built, for its own name
+    # the failing factory failed run() itself, before a run was recorded
+    assert found["failed"] == "no ensemble today"
+    assert found["runs"] == 3
