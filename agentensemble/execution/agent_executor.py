@@ -48,7 +48,7 @@ from agentensemble.llm.cost import add_costs, cost_usd
 from agentensemble.llm.response_format import ResponseFormat, supports_response_format
 from agentensemble.llm.types import ChatModel, ChatResponse, Message, ToolCall, model_label
 from agentensemble.logging import get_logger
-from agentensemble.outputs import ReturnBehavior, TaskOutput, TokenUsage, ToolCallRecord
+from agentensemble.outputs import ReturnBehavior, TaskOutput, ToolCallRecord, no_usage
 from agentensemble.redaction import redact_text
 from agentensemble.run_context import model_call_scope, new_id_hex
 from agentensemble.steps import as_step, branches, checkpointing, replaced_output
@@ -146,7 +146,7 @@ class AgentExecutor:
         self._format: ResponseFormat | None = None
         self.records: list[ToolCallRecord] = []
         self.llm_calls = 0
-        self.usage = TokenUsage()
+        self.usage = no_usage()
         self._tool_calls_made = 0
         self._stops = 0
         self._transcript = Transcript(task.role) if task.verbose else None

@@ -11,7 +11,7 @@ from dataclasses import field
 from typing import Any, Protocol, runtime_checkable
 
 from agentensemble._dataclass import dataclass
-from agentensemble.outputs import TokenUsage
+from agentensemble.outputs import TokenUsage, no_usage
 
 Message = dict[str, Any]
 ToolSpec = dict[str, Any]
@@ -32,7 +32,7 @@ class ChatResponse:
 
     content: str | None = None
     tool_calls: list[ToolCall] = field(default_factory=list)
-    usage: TokenUsage = field(default_factory=TokenUsage)
+    usage: TokenUsage = field(default_factory=no_usage)  # the shared zero: frozen
     finish_reason: str | None = None
     model: str | None = None
     attempts: int = 1  # tries it took, retries included (set by LLM; 1 for other models)
