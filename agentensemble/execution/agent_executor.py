@@ -46,7 +46,14 @@ from agentensemble.execution.structured import (
 from agentensemble.guardrails import GuardrailInput
 from agentensemble.llm.cost import add_costs, cost_usd
 from agentensemble.llm.response_format import ResponseFormat, supports_response_format
-from agentensemble.llm.types import ChatModel, ChatResponse, Message, ToolCall, model_label
+from agentensemble.llm.types import (
+    ChatModel,
+    ChatResponse,
+    Message,
+    ToolCall,
+    assistant_message,
+    model_label,
+)
 from agentensemble.logging import get_logger
 from agentensemble.outputs import ReturnBehavior, TaskOutput, ToolCallRecord, no_usage
 from agentensemble.redaction import redact_text
@@ -363,7 +370,7 @@ class AgentExecutor:
             for call in calls[allowed:]
         ]
         outcomes = [*executed, *stopped]
-        self.messages.append(ChatResponse(tool_calls=list(calls)).to_message())
+        self.messages.append(assistant_message(None, calls))
         for outcome in outcomes:
             self._record(outcome)
         if stopped:
