@@ -44,6 +44,23 @@ async def run_turn(calls: Sequence[Coroutine[Any, Any, T]], stopped: threading.E
     return [task.result() for task in tasks]
 
 
+async def run_alone(call: Coroutine[Any, Any, T], stopped: threading.Event) -> T:
+    """``run_turn`` of one call whose work on the event loop is all the framework's own (a
+    sync tool's body runs in a worker thread, with a copy of the context variables): awaited
+    in the turn's own task, not in a task of its own (about 20 us and two turns of the event
+    loop fewer, per call).
+
+    When it raises, or this turn is cancelled, ``stopped`` is set before the error goes on; the
+    call has ended by then (there are no siblings to cancel). A KeyboardInterrupt goes on as
+    itself, as ``run_turn`` raises it again.
+    """
+    try:
+        return await call
+    except BaseException:
+        stopped.set()
+        raise
+
+
 async def run_in_order(
     calls: Sequence[Callable[[], Coroutine[Any, Any, T]]], stopped: threading.Event
 ) -> list[T]:
@@ -92,4 +109,4 @@ async def _stop(tasks: Sequence[asyncio.Future[Any]], stopped: threading.Event) 
             task.exception()
 
 
-__all__ = ["run_in_order", "run_turn"]
+__all__ = ["run_alone", "run_in_order", "run_turn"]

@@ -27,7 +27,7 @@ from agentensemble.events import (
     ToolCallStarted,
 )
 from agentensemble.execution._recall import show_recollection
-from agentensemble.execution._turn import in_scope, run_in_order, run_turn
+from agentensemble.execution._turn import in_scope, run_alone, run_in_order, run_turn
 from agentensemble.execution._verbose import Transcript
 from agentensemble.execution.guardrails import (
     check_input,
@@ -46,9 +46,16 @@ from agentensemble.execution.structured import (
 from agentensemble.guardrails import GuardrailInput
 from agentensemble.llm.cost import add_costs, cost_usd
 from agentensemble.llm.response_format import ResponseFormat, supports_response_format
-from agentensemble.llm.types import ChatModel, ChatResponse, Message, ToolCall, model_label
+from agentensemble.llm.types import (
+    ChatModel,
+    ChatResponse,
+    Message,
+    ToolCall,
+    assistant_message,
+    model_label,
+)
 from agentensemble.logging import get_logger
-from agentensemble.outputs import ReturnBehavior, TaskOutput, TokenUsage, ToolCallRecord
+from agentensemble.outputs import ReturnBehavior, TaskOutput, ToolCallRecord, no_usage
 from agentensemble.redaction import redact_text
 from agentensemble.run_context import model_call_scope, new_id_hex
 from agentensemble.steps import as_step, branches, checkpointing, replaced_output
@@ -56,6 +63,7 @@ from agentensemble.task_memory import TaskMemory
 from agentensemble.tools._gate import ToolCallResult
 from agentensemble.tools.base import ToolResult
 from agentensemble.tools.context import ToolContext, in_tool_call, use_tool_context
+from agentensemble.tools.decorator import FunctionTool
 from agentensemble.tools.metrics import ToolMetricsRegistry
 from agentensemble.tools.return_rule import should_return_immediately
 
@@ -146,7 +154,7 @@ class AgentExecutor:
         self._format: ResponseFormat | None = None
         self.records: list[ToolCallRecord] = []
         self.llm_calls = 0
-        self.usage = TokenUsage()
+        self.usage = no_usage()
         self._tool_calls_made = 0
         self._stops = 0
         self._transcript = Transcript(task.role) if task.verbose else None
@@ -328,7 +336,8 @@ class AgentExecutor:
             loop=asyncio.get_running_loop(),  # set here: use_tool_context need not copy it
         )
         with use_tool_context(context):
-            own = checkpointing() and any(self._checkpoints_itself(c.name) for c in calls)
+            durable = checkpointing()
+            own = durable and any(self._checkpoints_itself(c.name) for c in calls)
             scopes = branches(allowed) if own and allowed > 1 else None
             if scopes is not None:
                 # calls making steps of their own (a delegation, an approval waiting in the
@@ -344,6 +353,8 @@ class AgentExecutor:
                 executed = await run_in_order(
                     [partial(self._run_one, call) for call in calls[:allowed]], context.stopped
                 )
+            elif allowed == 1 and not durable and self._all_ours_on_the_loop(calls[0].name):
+                executed = [await run_alone(self._run_one(calls[0]), context.stopped)]
             else:
                 executed = await run_turn(
                     [self._run_one(call) for call in calls[:allowed]], context.stopped
@@ -359,7 +370,7 @@ class AgentExecutor:
             for call in calls[allowed:]
         ]
         outcomes = [*executed, *stopped]
-        self.messages.append(ChatResponse(tool_calls=list(calls)).to_message())
+        self.messages.append(assistant_message(None, calls))
         for outcome in outcomes:
             self._record(outcome)
         if stopped:
@@ -387,6 +398,23 @@ class AgentExecutor:
             return True
         handler = self.env.review_handler
         return tool.requires_approval and getattr(handler, "durable_itself", False) is True
+
+    def _all_ours_on_the_loop(self, name: str) -> bool:
+        """Whether a call of tool ``name`` runs nothing but the framework's code on the event
+        loop: an unknown tool, or a sync ``@tool`` function that can never ask for approval (its
+        body runs in a worker thread). Such a call, alone in its turn, needs no task of its own
+        (``run_alone``): no user code on the loop could set context variables the rest of the
+        task would see, or swallow the turn's cancellation. (A durable run's steps keep a task
+        each: its step runner's code runs on the loop.)"""
+        tool = self.task.tools.get(name) if self.task.tools else None
+        if tool is None:
+            return True
+        body = tool.tool
+        return (
+            type(body) is FunctionTool
+            and not body.definition.is_async
+            and not body._may_need_approval()
+        )
 
     def _behavior(self, name: str) -> ReturnBehavior:
         tool = self.task.tools.get(name) if self.task.tools else None

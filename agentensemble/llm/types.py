@@ -11,7 +11,7 @@ from dataclasses import field
 from typing import Any, Protocol, runtime_checkable
 
 from agentensemble._dataclass import dataclass
-from agentensemble.outputs import TokenUsage
+from agentensemble.outputs import TokenUsage, no_usage
 
 Message = dict[str, Any]
 ToolSpec = dict[str, Any]
@@ -32,7 +32,7 @@ class ChatResponse:
 
     content: str | None = None
     tool_calls: list[ToolCall] = field(default_factory=list)
-    usage: TokenUsage = field(default_factory=TokenUsage)
+    usage: TokenUsage = field(default_factory=no_usage)  # the shared zero: frozen
     finish_reason: str | None = None
     model: str | None = None
     attempts: int = 1  # tries it took, retries included (set by LLM; 1 for other models)
@@ -40,17 +40,22 @@ class ChatResponse:
     def to_message(self) -> Message:
         """The assistant message to append to the conversation history. ``content`` is ``""``
         for a turn of only tool calls, never null: local servers' chat templates require it."""
-        message: Message = {"role": "assistant", "content": self.content or ""}
-        if self.tool_calls:
-            message["tool_calls"] = [
-                {
-                    "id": call.id,
-                    "type": "function",
-                    "function": {"name": call.name, "arguments": call.arguments},
-                }
-                for call in self.tool_calls
-            ]
-        return message
+        return assistant_message(self.content, self.tool_calls)
+
+
+def assistant_message(content: str | None, tool_calls: Sequence[ToolCall] = ()) -> Message:
+    """``ChatResponse(content, tool_calls).to_message()``, without building the response."""
+    message: Message = {"role": "assistant", "content": content or ""}
+    if tool_calls:
+        message["tool_calls"] = [
+            {
+                "id": call.id,
+                "type": "function",
+                "function": {"name": call.name, "arguments": call.arguments},
+            }
+            for call in tool_calls
+        ]
+    return message
 
 
 @runtime_checkable
@@ -70,4 +75,12 @@ def model_label(model: object) -> str:
     return name if isinstance(name, str) else type(model).__name__
 
 
-__all__ = ["ChatModel", "ChatResponse", "Message", "ToolCall", "ToolSpec", "model_label"]
+__all__ = [
+    "ChatModel",
+    "ChatResponse",
+    "Message",
+    "ToolCall",
+    "ToolSpec",
+    "assistant_message",
+    "model_label",
+]
