@@ -46,6 +46,9 @@ def test_parses_ordinary_json(text: str | bytes, expected: Any) -> None:
         ("[" + "1," * 100 + "1]", {"max_chars": 100}, "too large (203 characters; at most 100"),
         (b"\xff\xfe", {}, "not valid UTF-8"),
         ('{"to": "ann", "to": "eve"}', {"unique_keys": True}, "duplicate key 'to'"),
+        ('\ufeff{"a": 1}', {}, "Unexpected UTF-8 BOM"),
+        ('\ufeff{"a": 1}', {"unique_keys": True}, "Unexpected UTF-8 BOM"),  # the same error
+        ('{"a": [1, {"b": 2}', {"unique_keys": True}, "not valid JSON (Expecting ',' delimiter"),
     ],
 )
 def test_every_failure_is_one_clean_error(
@@ -63,6 +66,8 @@ def test_a_duplicate_key_names_the_key_and_is_kept_only_when_asked() -> None:
         parse_json('{"a": {"to": 1, "to": 2}}', unique_keys=True)
     assert info.value.key == "to"
     assert parse_json('{"to": 1, "to": 2}') == {"to": 2}
+    # the decoder kept for unique keys holds nothing from the call that failed
+    assert parse_json('{"to": 1, "cc": {"to": 2}}', unique_keys=True) == {"to": 1, "cc": {"to": 2}}
 
 
 def test_depth_is_counted_without_recursion() -> None:
