@@ -64,8 +64,10 @@ class DurableReviewHandler:
         late = False
         if DBOS.step_id is not None:  # inside a step (an ensemble nested in a tool's body)
             review_id = str(request.id)  # the step's key: the same when the step runs again
-            pending = _pending(review_id, request)
-            message = await wait_in_step(run_id, review_id, pending, timeout)
+            asked = _pending(review_id, request)
+            message, deadline = await wait_in_step(run_id, review_id, asked, timeout)
+            pending = {**asked, "deadline": deadline}
+            late = _late(message, deadline)
         else:
             context = get_local_dbos_context()
             assert context is not None

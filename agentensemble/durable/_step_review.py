@@ -21,9 +21,16 @@ from typing import Any
 POLL_SECONDS = 0.2
 
 
-async def wait_in_step(run_id: str, review_id: str, pending: dict[str, Any], timeout: float) -> Any:
-    """Publish ``pending`` as review ``review_id`` of ``run_id`` from inside a step and wait up
-    to ``timeout`` seconds for the first decision sent to it; that message, or None."""
+async def wait_in_step(
+    run_id: str, review_id: str, pending: dict[str, Any], timeout: float
+) -> tuple[Any, float]:
+    """Publish ``pending`` as review ``review_id`` of ``run_id`` from inside a step and wait for
+    the first decision sent to it until the review's deadline: ``(message or None, deadline)``.
+
+    The deadline (wall clock) is fixed when the review is first published, ``timeout`` seconds
+    from then, and published with it; a step run again after a crash keeps it, so the review
+    waits what is left of it, never a whole timeout again (and a client refuses a decision
+    after it, as for the run's own reviews)."""
     from dbos import DBOS
 
     from agentensemble.durable._review import REVIEWS_KEY, review_key
@@ -36,20 +43,25 @@ async def wait_in_step(run_id: str, review_id: str, pending: dict[str, Any], tim
             await DBOS.set_event_async(REVIEWS_KEY, [*listed, review_id])
     current = await DBOS.get_event_async(run_id, review_key(review_id), timeout_seconds=0)
     state = current.get("state") if isinstance(current, dict) else None
+    fixed = current.get("deadline") if isinstance(current, dict) else None
+    deadline = (
+        float(fixed)
+        if isinstance(fixed, int | float) and not isinstance(fixed, bool)
+        else time.time() + timeout
+    )
     if state == "timed_out":  # it timed out before a crash: it stays timed out
-        return None
+        return None, deadline
     if state != "decided":
-        await DBOS.set_event_async(review_key(review_id), pending)
+        await DBOS.set_event_async(review_key(review_id), {**pending, "deadline": deadline})
     loop = asyncio.get_running_loop()
-    deadline = time.monotonic() + timeout
     with concurrent.futures.ThreadPoolExecutor(1, "agentensemble-step-review") as pool:
         while True:
             message = await loop.run_in_executor(pool, _first_message, run_id, review_id)
             if message is not None:
-                return message
-            left = deadline - time.monotonic()
+                return message, deadline
+            left = deadline - time.time()
             if left <= 0:
-                return None
+                return None, deadline
             await asyncio.sleep(min(POLL_SECONDS, left))
 
 

@@ -61,6 +61,13 @@ class _TurnStopped(threading.Event):
         return made
 
 
+_turn_event: type[threading.Event] = (
+    _TurnStopped if set(vars(threading.Event())) == {"_cond", "_flag"} else threading.Event
+)
+"""The stock ``Event`` where its insides are not the two attributes ``_TurnStopped`` knows (a
+Python that changed them keeps working, at the stock cost)."""
+
+
 @dataclass
 class ToolContext:
     """Run-wide services for tools.
@@ -80,7 +87,7 @@ class ToolContext:
     agent_role: str = ""
     loop: asyncio.AbstractEventLoop | None = None
     emit: Callable[[Any], None] | None = None
-    stopped: threading.Event = field(default_factory=_TurnStopped)
+    stopped: threading.Event = field(default_factory=_turn_event)
 
     def emit_event(self, event: Any) -> None:
         """Send ``event`` to the run's listeners, on the loop's thread when there is one."""

@@ -15,7 +15,10 @@ approval (DurableReviewHandler).
 human's approval (DurableReviewHandler): an approval asked inside a tool.
 
 ``nested``: an agent calls ``ask_team``, a tool whose body runs an ensemble whose agent calls
-``publish`` (DurableReviewHandler): an approval asked inside a step.
+``publish`` (DurableReviewHandler): an approval asked inside a step. With $APPROVAL_TIMEOUT
+set, ``publish``'s approval times out after that many seconds (EXIT_EARLY); with
+$DIE_AT_STEP_WAIT set, the process SIGKILLs itself as the step starts waiting for the decision
+(the review published, the step not ended, nobody holds the run).
 
 Every model call and every tool body appends a line to a file in WORKDIR, so the test counts
 what ran in all processes. It prints ``ready`` once launched and the output as JSON last.
@@ -34,6 +37,7 @@ from typing import Any
 from agentensemble import Agent, Ensemble, Task, ToolPipeline, Workflow, tool
 from agentensemble.durable import DurableReviewHandler, DurableRuntime
 from agentensemble.testing import FunctionChatModel, tool_calls
+from agentensemble_review import Review
 
 DB_URL, WORKDIR, MODE, COMMAND, RUN_ID = sys.argv[1:6]
 CALLS, EFFECTS = Path(WORKDIR) / "calls.log", Path(WORKDIR) / "effects.log"
@@ -80,7 +84,11 @@ def note(text: str) -> str:
     return f"noted {text}"
 
 
-@tool(requires_approval=True)
+@tool(
+    requires_approval=Review.required(timeout=float(os.environ["APPROVAL_TIMEOUT"]))
+    if os.environ.get("APPROVAL_TIMEOUT")
+    else True
+)
 def publish(text: str) -> str:
     """Publish a post (a side effect a human must approve)."""
     log(EFFECTS, text.replace(" ", "_"))
@@ -209,6 +217,13 @@ def build_nested() -> Ensemble:
 
 
 runtime = DurableRuntime(DB_URL)
+if os.environ.get("DIE_AT_STEP_WAIT"):
+    from agentensemble.durable import _step_review
+
+    def _die(*args: object) -> None:
+        os.kill(os.getpid(), signal.SIGKILL)
+
+    _step_review._first_message = _die  # type: ignore[assignment]
 runtime.register("team", build_team)
 runtime.register("poster", build_poster)
 runtime.register("pipeline", build_pipeline)

@@ -16,7 +16,10 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from agentensemble.durable import DurableClient
+import pytest
+
+from agentensemble.durable import DurableClient, ReviewClosedError
+from agentensemble.durable._review import REVIEWS_KEY, review_key
 
 APP = Path(__file__).with_name("_concurrency_app.py")
 
@@ -191,3 +194,45 @@ def test_an_approval_inside_an_ensemble_nested_in_a_tool_is_decided_across_a_kil
     # review ran again (the step re-ran and found the decision under the same review id);
     # the outer turn before the tool was not asked again
     assert lines(tmp_path / "calls.log") == ["outer", "inner", "inner", "inner", "outer"]
+
+
+def published_review(client: DurableClient, run_id: str) -> dict[str, Any]:
+    """The run's first review as published, whatever its state: on a loaded machine a review
+    with a short timeout may be past its deadline when first seen."""
+
+    def read() -> Any:
+        listed = client._client.get_event(run_id, REVIEWS_KEY, timeout_seconds=0) or []
+        return client._client.get_event(run_id, review_key(listed[0]), timeout_seconds=0)
+
+    return dict(wait_until("the published review", read))
+
+
+def test_an_approval_inside_a_step_keeps_its_deadline_across_a_kill(tmp_path: Path) -> None:
+    """A step run again after a crash waits what is left of its review's deadline, fixed when
+    the review was first published, not a whole new timeout; a decision after it is refused."""
+    db = f"sqlite:///{tmp_path}/runs.sqlite"
+    # the process kills itself as the step starts waiting: the review is published with its
+    # deadline, the tool's step has not ended, and nobody holds the run
+    first = start(
+        db, tmp_path, "nested", "start", "nest-late", APPROVAL_TIMEOUT="2", DIE_AT_STEP_WAIT="1"
+    )
+    client = DurableClient(db)
+    try:
+        first.communicate(timeout=120)
+        review = published_review(client, "nest-late")
+        assert review["state"] == "pending"
+        assert isinstance(review["deadline"], float)
+        while time.time() <= review["deadline"]:  # wait for the deadline itself, no guess
+            time.sleep(0.1)
+        with pytest.raises(ReviewClosedError):
+            client.decide("nest-late", review["review_id"], "continue")
+        # the resuming process asks with a 600 s timeout: the re-run step waits until the
+        # deadline fixed before the kill, already past, so the approval times out at once
+        resumed = finished(
+            start(db, tmp_path, "nested", "resume", "nest-late", APPROVAL_TIMEOUT="600")
+        )
+    finally:
+        client.close()
+
+    assert lines(tmp_path / "effects.log") == []  # never approved: publish never ran
+    assert resumed["raw"].startswith("Outer: ")

@@ -21,10 +21,12 @@ from agentensemble.durable import DurableRuntime
 db = sys.argv[1]
 built = []  # (name, id of the ensemble's state) per factory call
 used = []  # (name, id of the state the run's handler saw) per run
+kept = []  # every state stays alive: an id is never reused for a later one
 
 def factory(name):
     def build():
         state = object()
+        kept.append(state)
         built.append((name, id(state)))
         def handler(ctx, state=state):
             used.append((name, id(state)))

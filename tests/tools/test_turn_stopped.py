@@ -46,3 +46,12 @@ def _wait_for(event: threading.Event, ready: threading.Barrier, woke: list[bool]
 def test_unknown_attributes_are_still_missing() -> None:
     stopped = ToolContext().stopped
     assert not hasattr(stopped, "no_such_attribute")
+
+
+def test_a_turn_uses_the_lazy_event_on_this_python() -> None:
+    # the stock Event holds just these two: the lazy one mirrors them (else it falls back)
+    from agentensemble.tools.context import _turn_event, _TurnStopped
+
+    assert set(vars(threading.Event())) == {"_cond", "_flag"}
+    assert _turn_event is _TurnStopped
+    assert type(ToolContext().stopped) is _TurnStopped

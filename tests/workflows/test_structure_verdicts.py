@@ -211,13 +211,7 @@ UNSEEN = (
     "earlier step outside it"
 )
 Verdict = tuple[type[Exception], str] | None
-CASES: list[tuple[str, Callable[[], list[Any]], Verdict]] = [
-    ("a chain", long_chain, None),
-    (
-        "a later task",
-        later_task,
-        (ValueError, f"task 1 ('a') has context task 'b', which runs later (task 2); {LATER}"),
-    ),
+SELF_CASES: list[tuple[str, Callable[[], list[Any]], Verdict]] = [  # one rule, every process
     ("itself", itself, (ValueError, f"task 2 ('a') {ITSELF}")),
     ("a loop naming itself", loop_names_itself, (ValueError, f"task 2 ('l') {ITSELF}")),
     (
@@ -230,6 +224,16 @@ CASES: list[tuple[str, Callable[[], list[Any]], Verdict]] = [
         graph_state_names_itself,
         (ConfigurationError, f"Graph 'g': step 's' {ITSELF}"),
     ),
+]
+
+CASES: list[tuple[str, Callable[[], list[Any]], Verdict]] = [
+    ("a chain", long_chain, None),
+    (
+        "a later task",
+        later_task,
+        (ValueError, f"task 1 ('a') has context task 'b', which runs later (task 2); {LATER}"),
+    ),
+    *SELF_CASES,
     (
         "a stranger, then itself",
         stranger_then_itself,
@@ -468,18 +472,7 @@ PARALLEL_CASES: list[tuple[str, Callable[[], list[Any]], Verdict]] = [
         ),
     ),
     ("fewer names but later in the order", fewer_names_but_later_in_the_order, None),
-    ("itself", itself, (ValueError, f"task 2 ('a') {ITSELF}")),
-    ("a loop naming itself", loop_names_itself, (ValueError, f"task 2 ('l') {ITSELF}")),
-    (
-        "a body step naming itself",
-        body_step_names_itself,
-        (ConfigurationError, f"Loop 'l' body: step 'in' {ITSELF}"),
-    ),
-    (
-        "a graph state naming itself",
-        graph_state_names_itself,
-        (ConfigurationError, f"Graph 'g': step 's' {ITSELF}"),
-    ),
+    *SELF_CASES,
     ("a stranger, then itself", stranger_then_itself, (ValueError, f"task 2 ('a') {ITSELF}")),
     (
         "a body step naming its loop",
