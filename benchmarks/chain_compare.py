@@ -21,20 +21,17 @@ import tempfile
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from core_compare import ROOT, fmt, probe, unpack
+from core_compare import ANSWERING, ROOT, fmt, probe, unpack
 
-PROBE = r"""
+PROBE = (
+    r"""
 import json, statistics, sys, time
 sys.path.insert(0, sys.argv[1])
 from agentensemble import Agent, Ensemble, Task
 from agentensemble.events import TaskCompleted
-from agentensemble.llm.types import ChatResponse
-
-class Answering:
-    model = "bench"
-    async def complete(self, messages, **_):
-        return ChatResponse(content="answer " * 20, finish_reason="stop")
-
+"""
+    + ANSWERING
+    + r"""
 def chain(tasks, capture):
     agent = Agent(role="Writer", goal="g", llm=Answering())
     steps = []
@@ -67,6 +64,7 @@ for capture in ("standard", "off"):
     }
 print(json.dumps(out))
 """
+)
 
 
 def sample(tree: Path, tasks: int) -> dict[str, dict[str, float]]:

@@ -92,6 +92,18 @@ STATEMENTS = {
 }
 
 
+ANSWERING = r"""
+from agentensemble.llm.types import ChatResponse
+
+class Answering:
+    model = "bench"
+    async def complete(self, messages, **_):
+        return ChatResponse(content="answer " * 20, finish_reason="stop")
+"""
+"""A probe's scripted model answering 20 words at once (no provider, no network): paste it
+into a probe's text after its tree is on ``sys.path``."""
+
+
 def unpack(rev: str, into: Path) -> Path:
     archive = subprocess.run(
         ["git", "archive", rev, "agentensemble"], cwd=ROOT, capture_output=True, check=True

@@ -31,24 +31,21 @@ import tempfile
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from core_compare import ROOT, fmt, probe, unpack
+from core_compare import ANSWERING, ROOT, fmt, probe, unpack
 
 SIZES = (50, 200, 400)
 WORKFLOWS = ("sequential", "parallel")
 SHAPES = ("tasks", "loops", "graphs", "ensembles")
 
-PROBE = r"""
+PROBE = (
+    r"""
 import json, statistics, sys, time
 sys.path.insert(0, sys.argv[1])
 from agentensemble import Agent, Edge, Ensemble, Graph, Loop, Task, Workflow
-from agentensemble.llm.types import ChatResponse
 from agentensemble.workflows.prepare import prepare_run
-
-class Answering:
-    model = "bench"
-    async def complete(self, messages, **_):
-        return ChatResponse(content="answer " * 20, finish_reason="stop")
-
+"""
+    + ANSWERING
+    + r"""
 agent = Agent(role="Writer", goal="g", llm=Answering())
 RUN = sys.argv[5] == "1"
 
@@ -110,6 +107,7 @@ for shape in sys.argv[4].split(","):
                 out[key]["run cpu"] = statistics.median(t[1] for t in runs)
 print(json.dumps(out))
 """
+)
 
 
 def sample(
