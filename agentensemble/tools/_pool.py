@@ -206,6 +206,8 @@ class DaemonPool:
                     hand_back()
                 except BaseException:  # hand-backs report their own errors
                     pass
+            # an idle worker keeps nothing of its last job (its result, its caller's loop)
+            work = hand_back = None
             work = self._next_work(me)
 
     def _next_work(self, me: _PipeWorker | _LockWorker) -> _Work | None:
