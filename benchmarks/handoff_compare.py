@@ -1,6 +1,6 @@
 """The sync tool's hand-off: this checkout's against an earlier commit's, in one process.
 
-Usage: ``python benchmarks/handoff_compare.py [--baseline REV] [--rounds N] [--calls N]``.
+Usage: ``python benchmarks/handoff_compare.py [--baseline REV] [--rounds N] [--calls N] [--runs]``.
 
 ``in_worker_thread`` of a trivial function, awaited on one loop, as each tree has it: the
 baseline's ``tools/_sync.py`` and ``tools/_pool.py`` loaded from ``git show`` (its
@@ -8,6 +8,10 @@ baseline's ``tools/_sync.py`` and ``tools/_pool.py`` loaded from ``git show`` (i
 ``--calls`` calls, the trees alternating batch by batch in one process, so load drift hits both
 alike. Printed: CPU of the process per call (median, min-max), voluntary and involuntary
 context switches per call, and the median of the pair ratios.
+
+``--runs``: whole 1-tool scripted ``run()``s instead of bare calls (batches of ``--calls``
+runs, 100 by default), every module that imported ``in_worker_thread`` pointed at one tree's or
+the other's batch by batch: what the hand-off is worth in a run, in one warm process.
 """
 
 from __future__ import annotations
@@ -66,26 +70,63 @@ async def batch(hand_off: Callable[..., Any], calls: int) -> None:
         await hand_off(echo, 1)
 
 
+def runs_with(hand_off: Callable[..., Any], runs: int) -> None:
+    """``runs`` whole 1-tool ``run()``s with ``hand_off`` as every module's ``in_worker_thread``."""
+    for module in list(sys.modules.values()):
+        name = getattr(module, "__name__", "")
+        if (
+            name.startswith("agentensemble.")
+            and name != _sync.__name__
+            and (getattr(module, "in_worker_thread", None) in HAND_OFFS)
+        ):
+            module.in_worker_thread = hand_off  # type: ignore[attr-defined]
+    for _ in range(runs):
+        ENSEMBLE[0].run()
+
+
+HAND_OFFS: list[Callable[..., Any]] = []
+ENSEMBLE: list[Any] = []
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--baseline", default="main")
     parser.add_argument("--rounds", type=int, default=11)
-    parser.add_argument("--calls", type=int, default=2000)
+    parser.add_argument("--calls", type=int, default=None)
+    parser.add_argument("--runs", action="store_true", help="whole 1-tool run()s")
     args = parser.parse_args()
     trees = {"before": baseline_hand_off(args.baseline), "after": _sync.in_worker_thread}
+    HAND_OFFS.extend(trees.values())
     loop = asyncio.new_event_loop()
+    if args.runs:
+        sys.path.insert(1, str(ROOT / "benchmarks"))
+        from runtime_bench import _one_tool_ensemble
+
+        ENSEMBLE.append(_one_tool_ensemble())
+        args.calls = args.calls or 100
+        unit = "run"
+
+        def measure(hand_off: Callable[..., Any], calls: int) -> None:
+            runs_with(hand_off, calls)
+    else:
+        args.calls = args.calls or 2000
+        unit = "call"
+
+        def measure(hand_off: Callable[..., Any], calls: int) -> None:
+            loop.run_until_complete(batch(hand_off, calls))
+
     cpu: dict[str, list[float]] = {name: [] for name in trees}
     switches: dict[str, list[tuple[float, float]]] = {name: [] for name in trees}
     with open("/proc/loadavg") as file:
         load_before = file.read().split()[0]
     for hand_off in trees.values():  # warm-up
-        loop.run_until_complete(batch(hand_off, 200))
+        measure(hand_off, 200)
     for number in range(args.rounds):
         order = list(trees.items()) if number % 2 == 0 else list(reversed(trees.items()))
         for name, hand_off in order:
             used = resource.getrusage(resource.RUSAGE_SELF)
             started = time.process_time()
-            loop.run_until_complete(batch(hand_off, args.calls))
+            measure(hand_off, args.calls)
             cpu[name].append((time.process_time() - started) / args.calls * 1e6)
             done = resource.getrusage(resource.RUSAGE_SELF)
             switches[name].append(
@@ -96,14 +137,16 @@ def main() -> None:
             )
     with open("/proc/loadavg") as file:
         load_after = file.read().split()[0]
-    print(f"load average {load_before} -> {load_after}; {args.rounds} rounds of {args.calls} calls")
+    print(
+        f"load average {load_before} -> {load_after}; {args.rounds} rounds of {args.calls} {unit}s"
+    )
     for name in trees:
         values = cpu[name]
         voluntary = statistics.median(s[0] for s in switches[name])
         involuntary = statistics.median(s[1] for s in switches[name])
         print(
-            f"{name}: {statistics.median(values):.1f} us CPU per call "
-            f"({min(values):.1f}-{max(values):.1f}); context switches per call "
+            f"{name}: {statistics.median(values):.1f} us CPU per {unit} "
+            f"({min(values):.1f}-{max(values):.1f}); context switches per {unit} "
             f"{voluntary:.2f} voluntary, {involuntary:.2f} involuntary"
         )
     ratios = [a / b for a, b in zip(cpu["after"], cpu["before"], strict=True)]
