@@ -274,3 +274,22 @@ def test_a_sync_guardrail_raising_stop_iteration_fails_its_task_instead_of_hangi
     (error,) = done
     assert isinstance(error, TaskExecutionError)
     assert "StopIteration" in str(error)
+
+
+def test_without_eventfd_the_inbox_wakes_its_loop_through_a_pipe(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.delattr(os, "eventfd", raising=False)  # as on macOS
+    loop = asyncio.new_event_loop()
+    try:
+        for word in "abc":
+            assert loop.run_until_complete(_sync.in_worker_thread(str.upper, word)) == word.upper()
+        inbox = inbox_of(loop)
+        assert inbox is not None
+        fds = (inbox._read_fd, inbox._write_fd)
+        assert fds[0] != fds[1]
+    finally:
+        loop.close()
+    del loop
+    gc.collect()
+    assert not any(is_open(fd) for fd in fds)
