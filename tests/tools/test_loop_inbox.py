@@ -293,3 +293,25 @@ def test_without_eventfd_the_inbox_wakes_its_loop_through_a_pipe(
     del loop
     gc.collect()
     assert not any(is_open(fd) for fd in fds)
+
+
+def test_a_sync_tool_raising_stop_iteration_fails_its_call_and_the_run_goes_on() -> None:
+    from agentensemble import Agent, Ensemble, Task, tool
+    from agentensemble.testing import ScriptedChatModel, tool_calls
+
+    @tool(description="Takes the next item.")
+    def take(value: str) -> str:
+        return str(next(iter([])))
+
+    model = ScriptedChatModel([tool_calls(("take", {"value": "x"})), "done"])
+    agent = Agent(role="worker", goal="work", llm=model, tools=[take])
+    task = Task(description="take one", expected_output="an item", agent=agent)
+    done: list[Any] = []
+    runner = threading.Thread(
+        target=lambda: done.append(Ensemble(agents=[agent], tasks=[task]).run()), daemon=True
+    )
+    with pytest.warns(Warning, match="StopIteration"):
+        runner.start()
+        runner.join(LIMIT)
+    assert not runner.is_alive(), "the run never ended"
+    assert done[0].raw == "done"
