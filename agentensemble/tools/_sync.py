@@ -19,7 +19,6 @@ import collections
 import contextvars
 import os
 import sys
-import threading
 import weakref
 from collections.abc import Callable, Coroutine
 from typing import Any, TypeVar
@@ -181,8 +180,6 @@ class _Inbox:
 # id(loop) -> (a weak reference to the loop, its inbox); an entry goes when its loop does
 _inboxes: dict[int, tuple[weakref.ref[asyncio.AbstractEventLoop], _Inbox]] = {}
 _no_inbox: set[type] = set()  # loop types that cannot watch a descriptor or be weakly referenced
-_inboxes_lock = threading.Lock()
-_EMPTY = contextvars.Context()
 
 
 def _inbox(loop: asyncio.AbstractEventLoop) -> _Inbox | None:
@@ -200,10 +197,10 @@ def _new_inbox(loop: asyncio.AbstractEventLoop) -> _Inbox | None:
     key = id(loop)
 
     def forget(ref: weakref.ref[asyncio.AbstractEventLoop]) -> None:  # the loop is gone
-        with _inboxes_lock:
-            entry = _inboxes.get(key)
-            if entry is not None and entry[0] is ref:
-                del _inboxes[key]
+        # no lock (this may run in a garbage collection anywhere): while the loop is being
+        # freed no other object can have its id, so no other entry can be under this key
+        if _inboxes.get(key, (None,))[0] is ref:
+            _inboxes.pop(key, None)
         inbox.close()
 
     try:
@@ -214,7 +211,8 @@ def _new_inbox(loop: asyncio.AbstractEventLoop) -> _Inbox | None:
         ref = weakref.ref(loop, forget)
         # in an empty context: the reader's handle keeps a copy of the context it was added in
         # for the loop's life, and the first caller's (its run's) values must not stay with it
-        _EMPTY.run(loop.add_reader, inbox._read_fd, inbox.drain)
+        # (a new one each time: a context entered in one thread cannot be entered in another)
+        contextvars.Context().run(loop.add_reader, inbox._read_fd, inbox.drain)
     except (TypeError, NotImplementedError):  # no weak references, or no add_reader
         inbox.close()
         _no_inbox.add(type(loop))
@@ -225,8 +223,7 @@ def _new_inbox(loop: asyncio.AbstractEventLoop) -> _Inbox | None:
     except BaseException:
         inbox.close()
         raise
-    with _inboxes_lock:
-        _inboxes[key] = (ref, inbox)
+    _inboxes[key] = (ref, inbox)  # only the loop's own thread adds its entry
     return inbox
 
 
@@ -234,9 +231,7 @@ def _forget_inboxes_in_child() -> None:
     """After ``os.fork()``: the parent's inboxes are not the child's (their descriptors are
     shared with the parent); close the child's copies. A loop used again in the child gets a
     fresh inbox."""
-    global _inboxes_lock
-    _inboxes_lock = threading.Lock()
-    for _, inbox in _inboxes.values():
+    for _, inbox in list(_inboxes.values()):
         inbox.close()
     _inboxes.clear()
 
