@@ -7,9 +7,10 @@ watches with ``add_reader``, made once per loop on its first sync call. Waking t
 one ``write`` and one ``read``; ``call_soon_threadsafe`` goes through asyncio's self-pipe
 socket (a ``send``, then ``recv`` until it fails with ``EAGAIN``) and builds a handle per call:
 about a quarter of the hand-off's CPU (benchmarks/RESULTS.md, the sync tool's hand-off). A loop
-that cannot watch a descriptor (``add_reader`` not implemented), cannot be weakly referenced,
-or a process out of descriptors falls back to ``call_soon_threadsafe``. The inbox's descriptor
-is closed when its loop is garbage collected, and a forked child closes the parent's.
+that cannot watch a descriptor (``add_reader`` not implemented; any loop on Windows, where a
+selector loop watches sockets only), cannot be weakly referenced, or a process out of
+descriptors falls back to ``call_soon_threadsafe``. The inbox's descriptor is closed when its
+loop is garbage collected, and a forked child closes the parent's.
 """
 
 from __future__ import annotations
@@ -180,6 +181,8 @@ class _Inbox:
 # id(loop) -> (a weak reference to the loop, its inbox); an entry goes when its loop does
 _inboxes: dict[int, tuple[weakref.ref[asyncio.AbstractEventLoop], _Inbox]] = {}
 _no_inbox: set[type] = set()  # loop types that cannot watch a descriptor or be weakly referenced
+# Windows: a selector loop there watches sockets only (a pipe would break its select)
+_CAN_WATCH = os.name == "posix"
 
 
 def _inbox(loop: asyncio.AbstractEventLoop) -> _Inbox | None:
@@ -188,7 +191,7 @@ def _inbox(loop: asyncio.AbstractEventLoop) -> _Inbox | None:
     entry = _inboxes.get(id(loop))
     if entry is not None and entry[0]() is loop:
         return entry[1]
-    if type(loop) in _no_inbox:
+    if not _CAN_WATCH or type(loop) in _no_inbox:
         return None
     return _new_inbox(loop)
 

@@ -315,3 +315,15 @@ def test_a_sync_tool_raising_stop_iteration_fails_its_call_and_the_run_goes_on()
         runner.join(LIMIT)
     assert not runner.is_alive(), "the run never ended"
     assert done[0].raw == "done"
+
+
+def test_where_loops_watch_sockets_only_results_go_through_call_soon_threadsafe(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(_sync, "_CAN_WATCH", False)  # as on Windows
+    loop = asyncio.new_event_loop()
+    try:
+        assert loop.run_until_complete(_sync.in_worker_thread(str.upper, "a")) == "A"
+        assert inbox_of(loop) is None
+    finally:
+        loop.close()
