@@ -19,12 +19,11 @@ import asyncio
 import collections
 import contextvars
 import os
-import sys
 import weakref
 from collections.abc import Callable, Coroutine
 from typing import Any, TypeVar
 
-from agentensemble.tools._pool import HandBack, daemon_pool
+from agentensemble.tools._pool import _ONE, HandBack, daemon_pool
 
 T = TypeVar("T")
 
@@ -110,9 +109,6 @@ class _Carried(Exception):
     def __init__(self, exception: GeneratorExit | StopIteration) -> None:
         super().__init__(str(exception))
         self.exception = exception
-
-
-_ONE = (1).to_bytes(8, sys.byteorder)  # an eventfd takes an 8-byte count; a pipe, any bytes
 
 
 def _wake_fds() -> tuple[int, int]:
