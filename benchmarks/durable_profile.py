@@ -124,7 +124,7 @@ def _profiling() -> tuple[Callable[[], None], Callable[[], dict[str, Any]]]:
         merged: dict[Any, Any] = {}
         for profile in list(profiles):
             profile.snapshot_stats()
-            for key, (cc, nc, tt, ct, callers) in profile.stats.items():  # type: ignore[attr-defined]
+            for key, (cc, nc, tt, ct, callers) in profile.stats.items():
                 if key in merged:
                     old = merged[key]
                     both = dict(old[4])
