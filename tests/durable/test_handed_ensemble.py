@@ -88,3 +88,70 @@ def test_a_run_uses_the_ensemble_its_check_built_and_each_run_gets_its_own(
     # the failing factory failed run() itself, before a run was recorded
     assert found["failed"] == "no ensemble today"
     assert found["runs"] == 3
+
+
+SUBMIT_APP = """
+import json, sys
+from agentensemble import Ensemble, Task
+from agentensemble.durable import DurableRuntime
+from agentensemble.errors import ConfigurationError
+
+db = sys.argv[1]
+calls = {"one": 0, "later": 0}
+
+def counted(name, fail=False):
+    def build():
+        calls[name] += 1
+        if fail:
+            raise RuntimeError("no ensemble today")
+        return Ensemble(tasks=[Task(description="d", handler=lambda ctx: name + " done")])
+    return build
+
+runtime = DurableRuntime(db)
+runtime.register("one", counted("one"))
+runtime.launch()
+at_launch = dict(calls)
+ids = [runtime.submit("one") for _ in range(3)]
+outputs = [runtime.result(run_id).raw for run_id in ids]
+after_submits = dict(calls)
+refused = []
+try:
+    runtime.submit("nobody")
+except ConfigurationError as error:
+    refused.append("nobody")
+runtime.register("later", counted("later", fail=True))  # registered after launch: checked
+try:
+    runtime.submit("later")
+except RuntimeError as error:
+    refused.append(str(error))
+runtime.register("later", counted("later"))  # replaced: checked again, then not
+later = [runtime.submit("later"), runtime.submit("later")]
+later_outputs = [runtime.result(run_id).raw for run_id in later]
+runtime.shutdown()
+print(json.dumps({"at_launch": at_launch, "after_submits": after_submits, "refused": refused,
+                  "outputs": outputs, "later_outputs": later_outputs, "calls": calls,
+                  "runs": len(ids) + len(later)}))
+"""
+
+
+def test_submit_checks_a_factory_once_and_each_queued_run_builds_its_own(tmp_path: Path) -> None:
+    script = tmp_path / "submit_app.py"
+    script.write_text(SUBMIT_APP)
+    done = subprocess.run(
+        [sys.executable, str(script), f"sqlite:///{tmp_path}/runs.sqlite"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr
+    found = json.loads(done.stdout.strip().splitlines()[-1])
+
+    assert found["at_launch"] == {"one": 1, "later": 0}
+    assert found["outputs"] == ["one done"] * 3
+    # no factory call per submit: launch's check, then one per run, by the worker running it
+    assert found["after_submits"]["one"] == 1 + 3
+    # an unknown name, and a factory that has never built here, are still refused at submit
+    assert found["refused"] == ["nobody", "no ensemble today"]
+    # a factory registered in its place is checked once (its first build), then each run's
+    assert found["later_outputs"] == ["later done"] * 2
+    assert found["calls"]["later"] == 1 + 1 + 2
