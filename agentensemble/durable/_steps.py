@@ -222,13 +222,13 @@ class DBOSSteps:
 
         async def step() -> Any:
             with skipping_read(False):  # the body's own DBOS calls read as usual
-                return _pickled_once(await call(), name)
+                return checkpointable(await call(), name)
 
         try:
             # DBOS numbers the step as it starts, in this task's range; a fresh execution
             # skips its read of the step's checkpoint (_fresh.py)
             with _in_task_range(), skipping_read():
-                result: Any = await DBOS.run_step_async({"name": name}, step)
+                result: T = await DBOS.run_step_async({"name": name}, step)
         except DBOSUnexpectedStepError as error:
             raise DurableDivergenceError(
                 f"run {DBOS.workflow_id!r} diverged from its checkpoints at {kind} step "
@@ -236,9 +236,7 @@ class DBOSSteps:
                 "tool and review calls in the same order as the code that started it; finish "
                 "or cancel runs before deploying such a change"
             ) from None
-        if type(result) is _Pickled:  # this execution's own result (a replay gets the value)
-            return result.value  # type: ignore[no-any-return]
-        return result  # type: ignore[no-any-return]
+        return result
 
     def branches(self, count: int) -> list[AbstractContextManager[None]] | None:
         """``count`` scopes, one per concurrent call of a turn, each numbering the steps run
@@ -271,35 +269,6 @@ class DBOSSteps:
         from agentensemble.durable._step_keys import durable_step_key
 
         return durable_step_key(_run_steps.get())
-
-
-class _Pickled:
-    """A step's result with the pickle that proved it can be checkpointed.
-
-    DBOS checkpoints what a step returns by pickling it; pickling this wrapper writes the bytes
-    already made (a copy) instead of pickling the result a second time, and reading the
-    checkpoint back (``pickle.loads`` of a ``pickle.loads`` call) gives the result itself, as a
-    plain pickle of it would: the row is an ordinary pickle for every reader and every replay.
-    The run itself goes on with the result (unwrapped as the step returns).
-    """
-
-    __slots__ = ("data", "value")
-
-    def __init__(self, value: Any, data: bytes) -> None:
-        self.value = value
-        self.data = data
-
-    def __reduce__(self) -> tuple[Any, tuple[bytes]]:
-        return pickle.loads, (self.data,)
-
-
-def _pickled_once(value: Any, step: str) -> Any:
-    """``value`` made checkpointable (``checkpointable``), pickled once for DBOS to write."""
-    try:
-        data = pickle.dumps(value)
-    except Exception:
-        return checkpointable(value, step)  # the fallback pickles it again: rare, and logged
-    return _Pickled(value, data)
 
 
 def checkpointable(value: T, step: str) -> T:

@@ -41,37 +41,3 @@ def test_only_the_fields_pickle_refuses_are_replaced() -> None:
     kept = checkpointable(odd, "tool:t")
     assert kept.output == "ok" and isinstance(kept.structured_output, str)
     assert "generator" in kept.structured_output
-
-
-class _Counted:
-    """Counts how often it is pickled."""
-
-    pickled = 0
-
-    def __init__(self, text: str) -> None:
-        self.text = text
-
-    def __reduce__(self) -> tuple[object, tuple[str]]:
-        type(self).pickled += 1
-        return _Counted, (self.text,)
-
-
-def test_a_step_result_is_pickled_once_and_its_checkpoint_reads_back_as_the_result() -> None:
-    import pickle
-
-    from agentensemble.durable._steps import _Pickled, _pickled_once
-
-    value = ToolResult.success("ok", structured_output={"made": _Counted("x")})
-    wrapped = _pickled_once(value, "tool:t")
-    assert isinstance(wrapped, _Pickled) and wrapped.value is value
-    assert _Counted.pickled == 1
-    stored = pickle.dumps(wrapped)  # what DBOS's serializer does with a step's result
-    assert _Counted.pickled == 1  # the bytes made by the check, copied: not pickled again
-    back = pickle.loads(stored)  # a replay, any reader of the row: the result, not the wrapper
-    assert type(back) is ToolResult and back.output == "ok"
-    assert type(back.structured_output["made"]) is _Counted
-    assert back.structured_output["made"].text == "x"
-    # what pickle refuses still falls back to the JSON form, unwrapped
-    odd = ToolResult.success("ok", structured_output=(x for x in ()))
-    kept = _pickled_once(odd, "tool:t")
-    assert type(kept) is ToolResult and isinstance(kept.structured_output, str)
