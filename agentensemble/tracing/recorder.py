@@ -14,6 +14,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from agentensemble._prompt_layout import context_end
 from agentensemble.events import (
     DelegationCompleted,
     DelegationFailed,
@@ -36,10 +37,10 @@ from agentensemble.events import (
     ToolCallCompleted,
     ToolCallStarted,
 )
-from agentensemble.execution.prompts import context_end
 from agentensemble.llm.cost import add_costs
 from agentensemble.logging import get_logger, redact_text
 from agentensemble.outputs import EnsembleOutput, TaskMetrics
+from agentensemble.redaction import starts_alike
 from agentensemble.tracing._records import (
     Record,
     counts,
@@ -245,7 +246,7 @@ class TraceRecorder:
             record["user_prompt"] = prompt
             return
         for start_of, earlier, shared in self._prompts:
-            if start_of < position and _starts_with(prompt, earlier, shared):
+            if start_of < position and starts_alike(prompt, earlier, shared):
                 record["user_prompt_ref"] = {
                     "start_of": start_of,
                     "length": shared,
@@ -462,12 +463,6 @@ class TraceRecorder:
 _SHARED_FROM = 2048
 """Prompts shorter than this are stored whole: a reference saves little below it."""
 _PROMPTS_KEPT = 4
-
-
-def _starts_with(text: str, start: str, length: int) -> bool:
-    """``text[:length] == start[:length]``: one slice, whose memory the next task reuses now
-    that the trace keeps no prompt whole (8 kB slices in a loop cost 18 us for 60 kB, this 3)."""
-    return len(start) >= length and text.startswith(start[:length])
 
 
 _HANDLERS: dict[type, Any] = {  # None: ignored
