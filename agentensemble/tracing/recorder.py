@@ -51,6 +51,7 @@ from agentensemble.tracing._records import (
     json_safe,
     now,
     text,
+    with_datetimes,
 )
 from agentensemble.tracing._state import OpenReview, TaskState
 from agentensemble.tracing.trace import Capture, ExecutionTrace
@@ -231,7 +232,7 @@ class TraceRecorder:
             "call_id": event.call_id,
             "model": event.model,
             "agent_role": event.agent_role,
-            "started_at": now(),  # a datetime already: validating a float into one costs more
+            "started_at": now(),  # a stamp: a datetime when the trace is built
             "message_count": len(messages),
         }
         if self.capture == "full":
@@ -467,7 +468,7 @@ class TraceRecorder:
 def _validated(record: Record) -> ExecutionTrace | None:
     """The recorded dicts as an ``ExecutionTrace``; None (logged) if they do not validate."""
     try:
-        return ExecutionTrace.model_validate(record)
+        return ExecutionTrace.model_validate(with_datetimes(record))
     except ValidationError as error:  # observing a run must never break it
         _log.error("execution trace dropped: it did not validate", error=str(error)[:500])
         return None

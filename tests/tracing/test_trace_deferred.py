@@ -179,3 +179,25 @@ def test_the_field_is_still_a_field_and_subclasses_keep_their_own_default() -> N
     assert EnsembleOutput(raw="r", task_outputs=[]).trace is None
     with pytest.raises(Exception, match="frozen"):
         run().trace = None  # type: ignore[misc]
+
+
+def test_the_trace_times_are_utc_datetimes_in_the_order_things_happened() -> None:
+    from datetime import datetime, timezone
+
+    before = datetime.now(timezone.utc)
+    output = run()
+    after = datetime.now(timezone.utc)
+    trace = output.trace
+    assert trace is not None
+    task = trace.tasks[0]
+    times = [
+        trace.started_at,
+        task.started_at,
+        task.model_turns[0].started_at,
+        task.tool_calls[0].started_at,
+        task.model_turns[1].started_at,
+        task.ended_at,
+        trace.ended_at,
+    ]
+    assert all(type(t) is datetime and t.tzinfo is timezone.utc for t in times)
+    assert [before, *times, after] == sorted([before, *times, after])
