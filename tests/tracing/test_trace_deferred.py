@@ -201,3 +201,15 @@ def test_the_trace_times_are_utc_datetimes_in_the_order_things_happened() -> Non
     ]
     assert all(type(t) is datetime and t.tzinfo is timezone.utc for t in times)
     assert [before, *times, after] == sorted([before, *times, after])
+
+
+def test_a_lone_surrogate_in_a_traced_key_saves_alike_before_and_after_the_read() -> None:
+    from agentensemble.testing import ScriptedChatModel as Model
+
+    task = Task(description="Forecast {city}", expected_output="x", agent=Agent(role="r", goal="g"))
+    output = Ensemble(tasks=[task], llm=Model(["ok"])).run({"city": "Oslo", "n\ud800": "v"})
+    saved = output.model_dump_json()
+    assert deferred(output)
+    assert '"n\ufffd":"v"' in saved
+    output.trace  # noqa: B018
+    assert output.model_dump_json() == saved
