@@ -19,6 +19,7 @@ from pydantic import (
     field_validator,
 )
 
+from agentensemble._deferred import DeferredField, resolved
 from agentensemble._saveable import SaveableModel, jsonable
 
 if TYPE_CHECKING:
@@ -241,10 +242,16 @@ class EnsembleOutput(SaveableModel):
                 found = output
         return found
 
+    def __iter__(self) -> Any:
+        """``dict(output)``: the trace made first, if the run left it to its first read."""
+        self.trace  # noqa: B018 - the read stores it (DeferredField)
+        return super().__iter__()
+
     @field_validator("trace", mode="before")
     @classmethod
     def _trace_model(cls, value: Any) -> Any:
         """A trace given as data (an EnsembleOutput loaded from JSON) becomes an ExecutionTrace."""
+        value = resolved(value)  # an output re-validated as it is (revalidate_instances)
         if value is None or type(value).__name__ == "ExecutionTrace":
             return value
         from agentensemble.tracing.trace import ExecutionTrace
@@ -284,6 +291,10 @@ class EnsembleOutput(SaveableModel):
         )
         summary._tasks = list(tasks)
         return summary
+
+
+# the trace may be left to its first read (tracing/recorder.py): see _deferred.py
+type.__setattr__(EnsembleOutput, "trace", DeferredField("trace"))
 
 
 def _install_private_defaults() -> None:
