@@ -284,11 +284,14 @@ class AgentExecutor:
             options["response_format"] = self._format
         try:
             with model_call_scope(role, name, call_id):
-                response: ChatResponse = await as_step(
-                    "model",
-                    f"model:{role}",
-                    lambda: complete(self.messages, tools=specs or None, **options),
-                )
+                if checkpointing():  # a durable run: the turn is a step of it
+                    response: ChatResponse = await as_step(
+                        "model",
+                        f"model:{role}",
+                        lambda: complete(self.messages, tools=specs or None, **options),
+                    )
+                else:  # what as_step does with no step runner, without its frame and lambda
+                    response = await complete(self.messages, tools=specs or None, **options)
         except Exception as error:
             if emitter:
                 failed_after = timedelta(seconds=time.perf_counter() - started)
@@ -444,12 +447,15 @@ class AgentExecutor:
                     return called
                 return dataclasses.replace(called, result=shown)
 
-            called = await as_step(
-                "tool",
-                f"tool:{call.name}",
-                redacted_call,
-                durable_itself=self._checkpoints_itself(call.name),
-            )
+            if checkpointing():  # a durable run: the call is a step of it
+                called = await as_step(
+                    "tool",
+                    f"tool:{call.name}",
+                    redacted_call,
+                    durable_itself=self._checkpoints_itself(call.name),
+                )
+            else:  # what as_step does with no step runner
+                called = await redacted_call()
             result, ran_with = called.result, called.ran_with
             behavior = tool.return_behavior
             duration = time.perf_counter() - started
