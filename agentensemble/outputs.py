@@ -289,7 +289,11 @@ class EnsembleOutput(SaveableModel):
             total_tool_calls=sum(len(o.tool_calls) for o in outputs),
             usage=usage,
         )
-        summary._tasks = list(tasks)
+        private = summary.__pydantic_private__  # set as pydantic's __setattr__ would set it,
+        if type(private) is dict:  # without its Python frame (once a run)
+            private["_tasks"] = list(tasks)
+        else:  # pragma: no cover - a pydantic that keeps them otherwise
+            summary._tasks = list(tasks)
         return summary
 
 
