@@ -242,6 +242,44 @@ class EnsembleOutput(SaveableModel):
                 found = output
         return found
 
+    def __getstate__(self) -> dict[Any, Any]:
+        """A pickle holds what the run produced, not its definition: ``output_for`` finds a task
+        by identity, which an unpickled copy shares with no task (and a task's agent, model,
+        tools or guardrails may not pickle at all), so there it answers None."""
+        state = super().__getstate__()
+        private = state.get("__pydantic_private__")
+        if private:
+            state["__pydantic_private__"] = {**private, "_tasks": [], "_steps": []}
+        return state
+
+    def __eq__(self, other: object) -> bool:
+        """Equal when what the runs produced is: the fields and the costs no task output holds.
+        The run's definitions (what ``output_for`` looks up by identity) are not compared, so a
+        pickled copy equals its original."""
+        if not isinstance(other, EnsembleOutput):
+            return NotImplemented
+        mine, theirs = self.__pydantic_private__ or {}, other.__pydantic_private__ or {}
+        return (
+            type(self) is type(other)
+            and self.__dict__ == other.__dict__
+            and self.__pydantic_extra__ == other.__pydantic_extra__
+            and mine.get("_extra_costs") == theirs.get("_extra_costs")
+        )
+
+    __hash__ = None  # type: ignore[assignment]  # as before: its task_outputs list never hashed
+
+    def __deepcopy__(self, memo: dict[int, Any] | None = None) -> EnsembleOutput:
+        """A deep copy shares the run's own Task, Loop, Graph and Ensemble objects, so its
+        ``output_for`` answers for the very same ones (copying them would copy agents, models
+        and tools, which may refuse)."""
+        memo = {} if memo is None else memo
+        private = self.__pydantic_private__ or {}
+        for task in private.get("_tasks") or ():
+            memo[id(task)] = task
+        for step, _ in private.get("_steps") or ():
+            memo[id(step)] = step
+        return super().__deepcopy__(memo)
+
     def __iter__(self) -> Any:
         """``dict(output)``: the trace made first, if the run left it to its first read."""
         self.trace  # noqa: B018 - the read stores it (DeferredField)
