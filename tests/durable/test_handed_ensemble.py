@@ -12,6 +12,7 @@ import json
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 APP = """
 import json, sys
@@ -62,11 +63,10 @@ print(json.dumps({"at_launch": at_launch, "after_runs": after_runs, "built": bui
 """
 
 
-def test_a_run_uses_the_ensemble_its_check_built_and_each_run_gets_its_own(
-    tmp_path: Path,
-) -> None:
-    script = tmp_path / "app.py"
-    script.write_text(APP)
+def _run_app(tmp_path: Path, name: str, source: str) -> Any:
+    """Run ``source`` as a script on a fresh SQLite database; the JSON its last line prints."""
+    script = tmp_path / name
+    script.write_text(source)
     done = subprocess.run(
         [sys.executable, str(script), f"sqlite:///{tmp_path}/runs.sqlite"],
         capture_output=True,
@@ -74,7 +74,13 @@ def test_a_run_uses_the_ensemble_its_check_built_and_each_run_gets_its_own(
         timeout=300,
     )
     assert done.returncode == 0, done.stderr
-    found = json.loads(done.stdout.strip().splitlines()[-1])
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def test_a_run_uses_the_ensemble_its_check_built_and_each_run_gets_its_own(
+    tmp_path: Path,
+) -> None:
+    found = _run_app(tmp_path, "app.py", APP)
 
     assert found["outputs"] == ["one done", "two done", "one done"]
     assert found["again"] == "one done"
@@ -135,16 +141,7 @@ print(json.dumps({"at_launch": at_launch, "after_submits": after_submits, "refus
 
 
 def test_submit_checks_a_factory_once_and_each_queued_run_builds_its_own(tmp_path: Path) -> None:
-    script = tmp_path / "submit_app.py"
-    script.write_text(SUBMIT_APP)
-    done = subprocess.run(
-        [sys.executable, str(script), f"sqlite:///{tmp_path}/runs.sqlite"],
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    assert done.returncode == 0, done.stderr
-    found = json.loads(done.stdout.strip().splitlines()[-1])
+    found = _run_app(tmp_path, "submit_app.py", SUBMIT_APP)
 
     assert found["at_launch"] == {"one": 1, "later": 0}
     assert found["outputs"] == ["one done"] * 3

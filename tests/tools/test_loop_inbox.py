@@ -19,18 +19,11 @@ import weakref
 from typing import Any
 
 import pytest
+from _fds import is_open
 
 from agentensemble.tools import _sync
 
 LIMIT = 10.0  # seconds: a bound on any wait here, never an expectation
-
-
-def is_open(fd: int) -> bool:
-    try:
-        os.fstat(fd)
-    except OSError:
-        return False
-    return True
 
 
 def inbox_of(loop: asyncio.AbstractEventLoop) -> _sync._Inbox | None:

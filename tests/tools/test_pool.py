@@ -15,6 +15,7 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
+from _fds import is_open
 
 from agentensemble import Agent, Ensemble, Task, tool
 from agentensemble.testing import ScriptedChatModel, tool_calls
@@ -188,14 +189,6 @@ class RecordedPipeWorker(_PipeWorker):
 
     def fds(self) -> tuple[int, int]:
         return self._read_fd, self._write_fd
-
-
-def is_open(fd: int) -> bool:
-    try:
-        os.fstat(fd)
-    except OSError:
-        return False
-    return True
 
 
 @pytest.fixture
