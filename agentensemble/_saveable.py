@@ -30,6 +30,8 @@ from pydantic_core import (
     to_jsonable_python,
 )
 
+from agentensemble._deferred import resolved
+
 _LONE_SURROGATE = re.compile("[\ud800-\udfff]")
 REPLACEMENT = "\ufffd"
 _LOSSY_TEXT = REPLACEMENT * 3  # how pydantic writes one lone surrogate in a typed key
@@ -97,7 +99,8 @@ def _keys_cleaned(value: Any) -> Any:
         return items if any(a is not b for a, b in zip(items, value, strict=True)) else value
     if isinstance(value, BaseModel):
         update = {}
-        for name, item in value.__dict__.items():
+        for name, held in value.__dict__.items():
+            item = resolved(held)  # a trace left to its first read (_deferred.py)
             new = _keys_cleaned(item)
             if new is not item:
                 update[name] = new

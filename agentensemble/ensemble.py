@@ -260,7 +260,7 @@ class Ensemble(BaseModel):
             recorder = TraceRecorder(
                 current_run_id(),
                 capture=self.capture,
-                workflow=self.workflow.value,
+                workflow=self.workflow._value_,  # ``.value`` is a Python property: two calls
                 inputs=values,
                 parent_run_id=parent_run_id,
             )
@@ -276,7 +276,10 @@ class Ensemble(BaseModel):
             if team is not None:
                 team.env = env
             try:
-                with use_sink(EventSink(env.emitter.emit)) if stream else nullcontext():
+                if stream:
+                    with use_sink(EventSink(env.emitter.emit)):
+                        output = await runner.run(prepared, env, values)
+                else:  # no ``nullcontext()``: three Python calls a run for nothing
                     output = await runner.run(prepared, env, values)
             except TaskExecutionError as error:
                 error.trace = recorder.fail(error)

@@ -19,6 +19,7 @@ from pydantic import (
     field_validator,
 )
 
+from agentensemble._deferred import DeferredField, resolved
 from agentensemble._saveable import SaveableModel, jsonable
 
 if TYPE_CHECKING:
@@ -241,10 +242,54 @@ class EnsembleOutput(SaveableModel):
                 found = output
         return found
 
+    def __getstate__(self) -> dict[Any, Any]:
+        """A pickle holds what the run produced, not its definition: ``output_for`` finds a task
+        by identity, which an unpickled copy shares with no task (and a task's agent, model,
+        tools or guardrails may not pickle at all), so there it answers None."""
+        state = super().__getstate__()
+        private = state.get("__pydantic_private__")
+        if private:
+            state["__pydantic_private__"] = {**private, "_tasks": [], "_steps": []}
+        return state
+
+    def __eq__(self, other: object) -> bool:
+        """Equal when what the runs produced is: the fields and the costs no task output holds.
+        The run's definitions (what ``output_for`` looks up by identity) are not compared, so a
+        pickled copy equals its original."""
+        if not isinstance(other, EnsembleOutput):
+            return NotImplemented
+        mine, theirs = self.__pydantic_private__ or {}, other.__pydantic_private__ or {}
+        return (
+            type(self) is type(other)
+            and self.__dict__ == other.__dict__
+            and self.__pydantic_extra__ == other.__pydantic_extra__
+            and mine.get("_extra_costs") == theirs.get("_extra_costs")
+        )
+
+    __hash__ = None  # type: ignore[assignment]  # as before: its task_outputs list never hashed
+
+    def __deepcopy__(self, memo: dict[int, Any] | None = None) -> EnsembleOutput:
+        """A deep copy shares the run's own Task, Loop, Graph and Ensemble objects, so its
+        ``output_for`` answers for the very same ones (copying them would copy agents, models
+        and tools, which may refuse)."""
+        memo = {} if memo is None else memo
+        private = self.__pydantic_private__ or {}
+        for task in private.get("_tasks") or ():
+            memo[id(task)] = task
+        for step, _ in private.get("_steps") or ():
+            memo[id(step)] = step
+        return super().__deepcopy__(memo)
+
+    def __iter__(self) -> Any:
+        """``dict(output)``: the trace made first, if the run left it to its first read."""
+        self.trace  # noqa: B018 - the read stores it (DeferredField)
+        return super().__iter__()
+
     @field_validator("trace", mode="before")
     @classmethod
     def _trace_model(cls, value: Any) -> Any:
         """A trace given as data (an EnsembleOutput loaded from JSON) becomes an ExecutionTrace."""
+        value = resolved(value)  # an output re-validated as it is (revalidate_instances)
         if value is None or type(value).__name__ == "ExecutionTrace":
             return value
         from agentensemble.tracing.trace import ExecutionTrace
@@ -282,8 +327,16 @@ class EnsembleOutput(SaveableModel):
             total_tool_calls=sum(len(o.tool_calls) for o in outputs),
             usage=usage,
         )
-        summary._tasks = list(tasks)
+        private = summary.__pydantic_private__  # set as pydantic's __setattr__ would set it,
+        if type(private) is dict:  # without its Python frame (once a run)
+            private["_tasks"] = list(tasks)
+        else:  # pragma: no cover - a pydantic that keeps them otherwise
+            summary._tasks = list(tasks)
         return summary
+
+
+# the trace may be left to its first read (tracing/recorder.py): see _deferred.py
+type.__setattr__(EnsembleOutput, "trace", DeferredField("trace"))
 
 
 def _install_private_defaults() -> None:

@@ -263,7 +263,7 @@ def _sectioned(text: str, extra: tuple[str, ...]) -> str:
                 when == generation
                 and cut < len(text) <= cut + _REST_MOST
                 and text.startswith("### ", cut)
-                and _starts_alike(text, seen, cut)
+                and starts_alike(text, seen, cut)
             ):
                 rest = text[cut:]  # redacted at once: the newest output or two
                 shown = _redact_whole(rest, extra)
@@ -279,11 +279,12 @@ def _sectioned(text: str, extra: tuple[str, ...]) -> str:
     return result
 
 
-def _starts_alike(text: str, seen: str, cut: int) -> bool:
-    """``text[:cut] == seen[:cut]``, with one copy: a freed prompt-sized copy is reused by the
-    next one (the trace no longer keeps every prompt alive), and one compare in C costs a
-    tenth of comparing in 8 kB slices."""
-    return text.startswith(seen[:cut])
+def starts_alike(text: str, start: str, length: int) -> bool:
+    """``text[:length] == start[:length]`` for a ``start`` of at least ``length`` characters
+    (False for a shorter one), with one copy: a freed prompt-sized copy is reused by the next
+    one, and one compare in C costs a tenth of comparing in 8 kB slices. Used here for the
+    clean heads of long prompts, and by the trace for prompts stored by reference."""
+    return len(start) >= length and text.startswith(start[:length])
 
 
 def _remember_head(text: str, generation: int) -> None:
@@ -563,4 +564,5 @@ __all__ = [
     "register_secret",
     "register_url_secrets",
     "safe_url",
+    "starts_alike",
 ]

@@ -25,6 +25,7 @@ import sys
 import tempfile
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -42,9 +43,122 @@ CALLS = (
 )
 
 
+def _owner(filename: str, name: str) -> str:
+    """Whose code a profiled function is: ours, DBOS's, SQLAlchemy's, the driver's, Python's."""
+    if filename == "~":  # a builtin: the driver's own, else its caller's (split later)
+        return "driver (sqlite3 / psycopg)" if "sqlite3" in name or "psycopg" in name else ""
+    for part, owner in (
+        ("/agentensemble/durable/", "ours: agentensemble/durable"),
+        ("/agentensemble/", "ours: agentensemble (the run itself)"),
+        ("/dbos/", "DBOS"),
+        ("/sqlalchemy/", "SQLAlchemy"),
+        ("/psycopg", "driver (sqlite3 / psycopg)"),
+        ("/sqlite3/", "driver (sqlite3 / psycopg)"),
+        ("/asyncio/", "asyncio"),
+        ("/concurrent/", "threads (concurrent, threading, queue)"),
+        ("/threading.py", "threads (concurrent, threading, queue)"),
+        ("/queue.py", "threads (concurrent, threading, queue)"),
+        ("/pydantic", "pydantic"),
+        ("/opentelemetry/", "opentelemetry"),
+    ):
+        if part in filename:
+            return owner
+    return "other (stdlib, logging, json, pickle...)"
+
+
+def _split(stats: dict[Any, Any]) -> dict[str, float]:
+    """Seconds of own time by owner; a builtin's time goes to its callers' owners, in the
+    shares of its calls' time from each."""
+    found: collections.Counter[str] = collections.Counter()
+    for (filename, _line, name), (_cc, _nc, tottime, _ct, callers) in stats.items():
+        owner = _owner(filename, name)
+        if owner:
+            found[owner] += tottime
+            continue
+        shares = {key: value[2] for key, value in callers.items()} if callers else {}
+        whole = sum(shares.values())
+        if not whole:
+            found["other (stdlib, logging, json, pickle...)"] += tottime
+            continue
+        for (c_file, _c_line, c_name), part in shares.items():
+            found[_owner(c_file, c_name) or "other (stdlib, logging, json, pickle...)"] += (
+                tottime * part / whole
+            )
+    return dict(found)
+
+
+def _where(key: tuple[str, int, str]) -> str:
+    return f"{key[0].rsplit('/', 2)[-1]}:{key[1]}({key[2]})"
+
+
+def _callers(callers: dict[Any, Any]) -> list[str]:
+    """The three callers giving a function the most of its own time."""
+    ranked = sorted(callers.items(), key=lambda kv: -kv[1][2])[:3]
+    return [_where(key) for key, _value in ranked]
+
+
+def _profiling() -> tuple[Callable[[], None], Callable[[], dict[str, Any]]]:
+    """A cProfile per thread (threads started from now on, and this one): start, and a
+    snapshot of every thread's profile merged (taken under the GIL while they run)."""
+    import cProfile
+
+    profiles: list[cProfile.Profile] = []
+    original_run = threading.Thread.run
+
+    def run(self: threading.Thread) -> None:
+        profile = cProfile.Profile(time.thread_time)
+        profiles.append(profile)
+        profile.enable()
+        try:
+            original_run(self)
+        finally:
+            profile.disable()
+
+    def start() -> None:
+        for profile in profiles:
+            profile.disable()
+        profiles.clear()
+        threading.Thread.run = run  # type: ignore[method-assign]
+
+    def snapshot() -> dict[str, Any]:
+        merged: dict[Any, Any] = {}
+        for profile in list(profiles):
+            profile.snapshot_stats()
+            for key, (cc, nc, tt, ct, callers) in profile.stats.items():
+                if key in merged:
+                    old = merged[key]
+                    both = dict(old[4])
+                    for caller, value in callers.items():
+                        if caller in both:
+                            both[caller] = tuple(
+                                a + b for a, b in zip(both[caller], value, strict=True)
+                            )
+                        else:
+                            both[caller] = value
+                    merged[key] = (old[0] + cc, old[1] + nc, old[2] + tt, old[3] + ct, both)
+                else:
+                    merged[key] = (cc, nc, tt, ct, dict(callers))
+        top = sorted(merged.items(), key=lambda kv: -kv[1][2])[:25]
+        return {
+            "owners": _split(merged),
+            "top": [[_where(k), v[2], v[1], _callers(v[4])] for k, v in top],
+            "ours": [
+                [_where(k), v[2], v[1], _callers(v[4])]
+                for k, v in sorted(merged.items(), key=lambda kv: -kv[1][2])
+                if "/agentensemble/durable/" in k[0]
+            ][:12],
+        }
+
+    return start, snapshot
+
+
 def _worker(out: str) -> None:
     """The worker, timed; writes its figures to ``out`` on SIGUSR1, resets them on SIGUSR2."""
     sys.path.insert(0, str(HERE))
+    profiled = os.environ.get("DURABLE_PROFILE_CPROFILE") == "1"
+    if profiled:  # before DBOS starts its threads: each gets a profile of its own
+        start_profiles, snapshot = _profiling()
+        start_profiles()
     from dbos._sys_db import SystemDatabase
     from sqlalchemy import event
     from sqlalchemy.engine import Engine
@@ -105,6 +219,8 @@ def _worker(out: str) -> None:
             "calls": dict(timed),
             "statements": dict(statements),
         }
+        if profiled:
+            figures["profile"] = snapshot()
         Path(out).write_text(json.dumps(figures))
         os._exit(0)
 
@@ -120,6 +236,12 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=200)
     parser.add_argument("--concurrency", type=int, default=16, help="worker_concurrency")
     parser.add_argument("--database", help="database URL (default: a fresh SQLite file)")
+    parser.add_argument(
+        "--cprofile",
+        action="store_true",
+        help="also cProfile every worker thread (slower: read the shares, not the times) and "
+        "split its CPU by whose code runs: ours, DBOS, SQLAlchemy, the driver, Python's",
+    )
     parser.add_argument("--worker-out", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.worker_out:
@@ -137,6 +259,7 @@ def main() -> None:
             ),
             "AGENTENSEMBLE_DATABASE_URL": url,
             "DURABLE_BENCH_CONCURRENCY": str(args.concurrency),
+            "DURABLE_PROFILE_CPROFILE": "1" if args.cprofile else "",
         }
         command = [sys.executable, __file__, "--worker-out", str(out)]
         with open(log, "wb") as sink:
@@ -177,6 +300,20 @@ def main() -> None:
     print(f"statements: {total / runs:.1f} a run")
     for text, n in sorted(figures["statements"].items(), key=lambda kv: -kv[1])[:12]:
         print(f"  {n / runs:5.2f}  {text}")
+    if "profile" in figures:
+        owners = figures["profile"]["owners"]
+        whole = sum(owners.values()) or 1.0
+        print("under cProfile (thread CPU, every thread; shares of the profiled CPU):")
+        for owner, seconds in sorted(owners.items(), key=lambda kv: -kv[1]):
+            print(f"  {100 * seconds / whole:5.1f} %  {seconds * 1e3 / runs:6.2f} ms  {owner}")
+        print("functions with the most own time (ms a run, calls a run):")
+        for name, seconds, calls, callers in [
+            *figures["profile"]["top"],
+            ["-- agentensemble/durable's own, most first:", 0.0, 0, []],
+            *figures["profile"]["ours"],
+        ]:
+            print(f"  {seconds * 1e3 / runs:6.2f} ms  {calls / runs:7.2f}x  {name[:90]}")
+            print(f"{'':28}from {'; '.join(c[:60] for c in callers)}")
 
 
 if __name__ == "__main__":

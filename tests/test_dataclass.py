@@ -368,3 +368,76 @@ def test_copy_replace_works_as_on_a_stock_dataclass() -> None:
     stock, ours = _twins({"__annotations__": {"a": "int", "b": "int"}, "b": 2})
     replace = copy.replace  # type: ignore[attr-defined]
     assert replace(ours(1), b=5).b == replace(stock(1), b=5).b == 5
+
+
+def test_a_frozen_init_stores_the_fields_as_the_generated_one_does() -> None:
+    # ours writes a frozen class's fields into ``__dict__`` (no ``object.__setattr__`` per
+    # field): the same values, in the same order, with the same defaults, factories,
+    # keyword-only fields, fields left out of ``__init__`` and ``__post_init__``
+    made = []
+
+    def factory() -> list[int]:
+        made.append(1)
+        return [len(made)]
+
+    for ours_now, deco in ((False, dataclasses.dataclass(frozen=True)), (True, lean(frozen=True))):
+
+        @deco
+        class Shape:
+            a: int
+            b: str = "x"
+            c: list[int] = dataclasses.field(default_factory=factory)
+            d: int = dataclasses.field(default=0, kw_only=True)
+            e: list[int] = dataclasses.field(default_factory=list, init=False)
+            f: int = dataclasses.field(default=5, init=False)
+            g: int = dataclasses.field(default_factory=lambda: 9, kw_only=True)
+
+            def __post_init__(self) -> None:
+                object.__setattr__(self, "f", self.a + 1)
+
+        made.clear()
+        built = (Shape(1), Shape(1, "y", [7], d=3, g=4))
+        seen = [*(list(vars(one).items()) for one in built), list(made)]  # in store order
+        if ours_now:
+            assert "__setattr__" not in Shape.__dict__["__init__"].__code__.co_names
+            ours = seen
+        else:
+            stock = seen
+        with pytest.raises(TypeError, match="missing 1 required positional argument: 'a'"):
+            Shape()
+        with pytest.raises(dataclasses.FrozenInstanceError):
+            Shape(1).a = 2  # type: ignore[misc]
+    assert ours == stock
+    assert [name for name, _ in ours[1]] == ["a", "b", "c", "d", "e", "g", "f"]
+
+
+def test_a_frozen_class_whose_store_does_more_keeps_the_generated_init() -> None:
+    # a descriptor-typed field (its __set__ runs on every store) and a class with slots (no
+    # __dict__): the generated __init__, whose object.__setattr__ does that
+    stored: list[int] = []
+
+    class Doubled:
+        def __set_name__(self, owner: type, name: str) -> None:
+            self.name = "_" + name
+
+        def __get__(self, obj: object, owner: type | None = None) -> int:
+            return 0 if obj is None else getattr(obj, self.name)
+
+        def __set__(self, obj: object, value: int) -> None:
+            stored.append(value)
+            object.__setattr__(obj, self.name, value * 2)
+
+    @lean(frozen=True)
+    class Described:
+        a: Doubled = Doubled()
+
+    assert Described(3).a == 6 and stored == [3]
+    assert "__setattr__" in Described.__dict__["__init__"].__code__.co_names
+
+    @lean(frozen=True)
+    class Slotted:
+        __slots__ = ("a",)
+        a: int
+
+    assert Slotted(4).a == 4
+    assert "__setattr__" in Slotted.__dict__["__init__"].__code__.co_names

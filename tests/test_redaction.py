@@ -448,7 +448,7 @@ def test_a_text_sharing_a_remembered_start_is_cut_only_where_a_section_starts(
 
 
 def test_two_long_texts_are_alike_up_to_a_place_only_when_every_character_before_it_is() -> None:
-    from agentensemble.redaction import _starts_alike
+    from agentensemble.redaction import starts_alike as _starts_alike
 
     seen = "".join(chr(65 + n % 26) for n in range(40_000))
     for cut in (1, 8191, 8192, 8193, 20_000, 40_000):
@@ -456,6 +456,9 @@ def test_two_long_texts_are_alike_up_to_a_place_only_when_every_character_before
         for place in {0, cut // 2, cut - 1, 8191 % cut, 8192 % cut}:
             changed = seen[:place] + "!" + seen[place + 1 :]
             assert not _starts_alike(changed, seen, cut), (cut, place)
+    # a start shorter than the place: never alike (the text may hold more there)
+    assert not _starts_alike(seen[:100], seen[:100], 101)
+    assert not _starts_alike(seen[:100] + "x", seen[:100], 101)
 
 
 def test_the_patterns_compile_on_first_use_and_redact_as_compiled_ones() -> None:

@@ -96,3 +96,42 @@ async def test_a_managers_delegations_of_one_turn_run_one_after_another_when_che
         ("model", "model:Writer", False),
         ("model", "model:Manager", False),
     ]
+
+
+async def test_a_plain_tool_run_asks_the_runner_for_every_step_and_runs_alike_without_one() -> None:
+    # without a runner the executor and the tool skip ``as_step`` (a plain call): the same
+    # run with a runner installed must still see the model turns and both tool layers
+    from agentensemble import tool
+
+    ran: list[str] = []
+
+    @tool(description="Echo a value.")
+    def echo(value: str) -> str:
+        ran.append(value)
+        return value.upper()
+
+    def ensemble() -> Ensemble:
+        model = ScriptedChatModel([tool_calls(("echo", {"value": "x"})), "done"])
+        agent = Agent(role="Helper", goal="g", tools=[echo], llm=model)
+        return Ensemble(tasks=[Task(description="d", expected_output="e", agent=agent)])
+
+    plain = await ensemble().arun()
+    runner = RecordingRunner()
+    with use_step_runner(runner):
+        stepped = await ensemble().arun()
+
+    assert runner.steps == [
+        ("model", "model:Helper", False),
+        ("tool", "tool:echo", False),  # the call, as the executor checkpoints it
+        ("tool", "tool:echo", False),  # its body, behind the tool's own gate
+        ("model", "model:Helper", False),
+    ]
+    assert ran == ["x", "x"]
+    for output in (plain, stepped):
+        record = output.task_outputs[0].tool_calls[0]
+        assert (record.output, record.arguments, record.model_arguments) == (
+            "X",
+            '{"value": "x"}',
+            None,
+        )
+        assert output.raw == "done"

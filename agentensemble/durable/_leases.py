@@ -201,11 +201,18 @@ def _engine(url: str) -> sa.Engine:
     parsed = sa.make_url(url)
     if parsed.drivername.startswith("sqlite"):
         in_memory = parsed.database in (None, "", ":memory:")
-        engine = sa.create_engine(parsed, **({} if in_memory else {"pool_size": 1}))
+        # every lease write is one statement committed as it runs (autocommit): SQLite takes
+        # the write lock as a writing statement starts (waiting up to busy_timeout behind
+        # another writer, so no read-then-upgrade deadlock) and lets go of it as the statement
+        # ends. A worker paused (SIGSTOP, a long GC pause) after its heartbeat's UPDATE used to
+        # keep the database's write lock until its COMMIT, blocking every writer (DBOS's
+        # checkpoints included) for up to the busy timeout; and no BEGIN / COMMIT round trips
+        engine = sa.create_engine(
+            parsed, isolation_level="AUTOCOMMIT", **({} if in_memory else {"pool_size": 1})
+        )
 
         @sa.event.listens_for(engine, "connect")
         def _sqlite(connection: Any, _record: Any) -> None:
-            connection.isolation_level = "IMMEDIATE"  # writers queue up instead of deadlocking
             connection.execute("PRAGMA busy_timeout=30000")
 
         return engine

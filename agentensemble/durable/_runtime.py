@@ -119,6 +119,21 @@ async def _durable_run(name: str, inputs: dict[str, Any]) -> dict[str, Any]:
     return {"output": output.model_dump(mode="json", exclude={"tool_metrics"})}
 
 
+# name -> the factory whose build last succeeded here: ``asubmit`` checks a name once per
+# registered factory (launch() checks each), not once per submit; registering replaces it
+_checked: dict[str, EnsembleFactory] = {}
+
+
+def _check(name: str) -> None:
+    """Fail now if ``name`` is not registered or its factory has never built an ensemble here;
+    a factory already seen to build is not called again just to check it."""
+    with _registry_lock:
+        factory = _registry.get(name)
+        if factory is not None and _checked.get(name) is factory:
+            return
+    _build(name)
+
+
 def _build(name: str) -> Ensemble:
     with _registry_lock:
         factory = _registry.get(name)
@@ -134,6 +149,9 @@ def _build(name: str) -> Ensemble:
             f"the factory registered as {name!r} returned {type(ensemble).__name__}, not an "
             "Ensemble"
         )
+    with _registry_lock:
+        if _registry.get(name) is factory:  # not replaced while it built
+            _checked[name] = factory
     return ensemble
 
 
@@ -246,6 +264,7 @@ class DurableRuntime:
             )
         with _registry_lock:
             _registry[name] = factory
+            _checked.pop(name, None)
 
     def launch(self) -> None:
         """Check every registered ensemble builds, then start DBOS (resuming interrupted runs)."""
@@ -316,7 +335,7 @@ class DurableRuntime:
     ) -> str:
         """Queue a run of ``name`` for any worker; its run id (``run_id`` makes it idempotent)."""
         self._require_launched()
-        _build(name)
+        _check(name)  # its factory builds (once per registered factory: the worker builds)
         await _recorded_run(run_id, name, inputs)
         with SetWorkflowID(run_id) if run_id else contextlib.nullcontext():
             assert self._queue is not None

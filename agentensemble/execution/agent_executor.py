@@ -141,6 +141,9 @@ class AgentExecutor:
         self.task = task
         self._started = started
         self.env = env or ExecutionEnv()
+        # the emitter when it has listeners, read once (its listeners are fixed when it is
+        # made): each check was a Python ``__bool__`` call, seven a 1-tool run
+        self._emitter = self.env.emitter if self.env.emitter else None
         self.messages: list[Message] = [
             {
                 "role": "system",
@@ -236,7 +239,7 @@ class AgentExecutor:
     async def _run(self) -> TaskOutput:
         started = self._started if self._started is not None else time.perf_counter()
         await self._prepare()
-        specs = self.task.tools.specs if self.task.tools else None
+        specs = self.task.tools.specs if self.task.tools is not None else None  # [] for none
         corrections = 0
         nudged = False
         while True:
@@ -273,9 +276,9 @@ class AgentExecutor:
     async def _ask_model(self, specs: list[dict[str, Any]] | None) -> ChatResponse:
         if self._transcript is not None:
             self._transcript.messages(self.messages)
-        role, name, emitter = self.task.role, self.task.task_name, self.env.emitter
+        role, name, emitter = self.task.role, self.task.task_name, self._emitter
         label, call_id = model_label(self.task.model), new_id_hex()
-        if emitter:
+        if emitter is not None:
             emitter.emit(LLMCallStarted(role, label, call_id, name, list(self.messages)))
         started = time.perf_counter()
         complete: Any = self.task.model.complete  # a model that said it takes the format
@@ -284,13 +287,16 @@ class AgentExecutor:
             options["response_format"] = self._format
         try:
             with model_call_scope(role, name, call_id):
-                response: ChatResponse = await as_step(
-                    "model",
-                    f"model:{role}",
-                    lambda: complete(self.messages, tools=specs or None, **options),
-                )
+                if checkpointing():  # a durable run: the turn is a step of it
+                    response: ChatResponse = await as_step(
+                        "model",
+                        f"model:{role}",
+                        lambda: complete(self.messages, tools=specs or None, **options),
+                    )
+                else:  # what as_step does with no step runner, without its frame and lambda
+                    response = await complete(self.messages, tools=specs or None, **options)
         except Exception as error:
-            if emitter:
+            if emitter is not None:
                 failed_after = timedelta(seconds=time.perf_counter() - started)
                 emitter.emit(LLMCallFailed(role, label, call_id, failed_after, error, name))
             raise
@@ -301,7 +307,7 @@ class AgentExecutor:
         self.usage = self.usage + response.usage
         cost = cost_usd(response.usage, label, response.model)
         self._costs.append(cost)
-        if emitter:
+        if emitter is not None:
             emitter.emit(
                 LLMCallCompleted(
                     agent_role=role,
@@ -330,7 +336,7 @@ class AgentExecutor:
         context = ToolContext(
             review_handler=self.env.review_handler,
             metrics=self.env.metrics,
-            emit=self.env.emitter.emit if self.env.emitter else None,
+            emit=self._emitter.emit if self._emitter is not None else None,
             task_description=self.task.description,
             agent_role=self.task.role,
             loop=asyncio.get_running_loop(),  # set here: use_tool_context need not copy it
@@ -391,7 +397,7 @@ class AgentExecutor:
         those one by one instead of the call as a whole: a delegation (the worker's model and
         tool calls), or a call whose approval waits in the run itself (a review handler such as
         DurableReviewHandler) before its body runs as a step."""
-        tool = self.task.tools.get(name) if self.task.tools else None
+        tool = self.task.tools.get(name) if self.task.tools is not None else None
         if tool is None:
             return False
         if getattr(tool.tool, "durable_itself", False) is True:
@@ -406,7 +412,7 @@ class AgentExecutor:
         (``run_alone``): no user code on the loop could set context variables the rest of the
         task would see, or swallow the turn's cancellation. (A durable run's steps keep a task
         each: its step runner's code runs on the loop.)"""
-        tool = self.task.tools.get(name) if self.task.tools else None
+        tool = self.task.tools.get(name) if self.task.tools is not None else None
         if tool is None:
             return True
         body = tool.tool
@@ -417,13 +423,13 @@ class AgentExecutor:
         )
 
     def _behavior(self, name: str) -> ReturnBehavior:
-        tool = self.task.tools.get(name) if self.task.tools else None
+        tool = self.task.tools.get(name) if self.task.tools is not None else None
         return tool.return_behavior if tool is not None else ReturnBehavior.TO_LLM
 
     async def _run_one(self, call: ToolCall) -> _CallOutcome:
-        tool = self.task.tools.get(call.name) if self.task.tools else None
-        if self.env.emitter:
-            self.env.emitter.emit(
+        tool = self.task.tools.get(call.name) if self.task.tools is not None else None
+        if self._emitter is not None:
+            self._emitter.emit(
                 ToolCallStarted(
                     self.task.role, self.task.description, call.id, call.name, call.arguments
                 )
@@ -432,17 +438,12 @@ class AgentExecutor:
         if tool is None:
             available = ", ".join(self.task.tools.names) if self.task.tools else "none"
             result = ToolResult.failure(f"Unknown tool '{call.name}'. Available tools: {available}")
-            behavior = ReturnBehavior.TO_LLM
-        else:
+            duration = time.perf_counter() - started
+            return _CallOutcome(call, result, ReturnBehavior.TO_LLM, duration, True)
+        if checkpointing():  # a durable run: the call is a step of it
 
             async def redacted_call() -> ToolCallResult:
-                # what a durable run checkpoints (a record outside the process) and what an
-                # IMMEDIATE tool returns pass the redaction policy, as the model's text does
-                called = await tool.call(call.arguments)
-                shown = _redacted(called.result)
-                if shown is called.result:  # nothing to redact: no copy
-                    return called
-                return dataclasses.replace(called, result=shown)
+                return _redacted_call(await tool.call(call.arguments))
 
             called = await as_step(
                 "tool",
@@ -450,11 +451,12 @@ class AgentExecutor:
                 redacted_call,
                 durable_itself=self._checkpoints_itself(call.name),
             )
-            result, ran_with = called.result, called.ran_with
-            behavior = tool.return_behavior
-            duration = time.perf_counter() - started
-            return _CallOutcome(call, result, behavior, duration, True, ran_with)
-        return _CallOutcome(call, result, behavior, time.perf_counter() - started, True)
+        else:  # what as_step does with no step runner: the call itself, without a frame
+            called = _redacted_call(await tool.call(call.arguments))
+        duration = time.perf_counter() - started
+        return _CallOutcome(
+            call, called.result, tool.return_behavior, duration, True, called.ran_with
+        )
 
     def _record(self, outcome: _CallOutcome) -> None:
         result = outcome.result
@@ -477,8 +479,8 @@ class AgentExecutor:
             structured_output=result.structured_output,
         )
         self.records.append(record)
-        if self.env.emitter:
-            self.env.emitter.emit(
+        if self._emitter is not None:
+            self._emitter.emit(
                 ToolCallCompleted(
                     agent_role=self.task.role,
                     task_description=self.task.description,
@@ -510,6 +512,15 @@ class AgentExecutor:
             task_name=self.task.task_name,
             cost_usd=add_costs(self._costs),
         )
+
+
+def _redacted_call(called: ToolCallResult) -> ToolCallResult:
+    """What a durable run checkpoints (a record outside the process) and what an IMMEDIATE
+    tool returns pass the redaction policy, as the model's text does."""
+    shown = _redacted(called.result)
+    if shown is called.result:  # nothing to redact: no copy
+        return called
+    return dataclasses.replace(called, result=shown)
 
 
 def _redacted(result: ToolResult) -> ToolResult:

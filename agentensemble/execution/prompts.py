@@ -8,6 +8,7 @@ from itertools import islice
 from typing import overload
 
 from agentensemble._dataclass import dataclass
+from agentensemble._prompt_layout import CONTEXT_HEADING, TASK_HEADING, context_end
 
 STANDARD_INSTRUCTIONS = (
     "Work on the task below until it is complete. "
@@ -113,22 +114,6 @@ def build_system_prompt(
     if response_format and response_format.strip():
         parts.append(f"## Response Format\n{response_format.strip()}")
     return "\n\n".join(parts)
-
-
-CONTEXT_HEADING = "## Context from Previous Tasks"
-TASK_HEADING = "\n\n## Task\n"
-"""What follows a prompt's context sections (``build_user_prompt``): see ``context_end``."""
-
-
-def context_end(prompt: str) -> int:
-    """Where the context sections of a ``build_user_prompt`` prompt end: the next task of a
-    chain starts with the same text up to there (then its newest output's section). The trace
-    stores a prompt as that start of an earlier one plus the rest (``tracing/trace.py``); the
-    place is a guess the trace checks, so a description holding the heading costs nothing but
-    the sharing. ``-1`` for a prompt with no context."""
-    if not prompt.startswith(CONTEXT_HEADING):
-        return -1
-    return prompt.rfind(TASK_HEADING)
 
 
 def build_user_prompt(

@@ -10,10 +10,11 @@ busy worker: a call goes to an idle worker if there is one, otherwise a new work
 blocked tool can never starve other calls. A worker idle for ``IDLE_SECONDS`` exits. After
 ``os.fork()`` the child starts with an empty pool (the parent's threads do not exist there).
 
-Each idle worker waits on its own wake-up (a pipe where ``select.poll`` exists, one pipe per
-live worker, closed when it exits; a lock elsewhere); a call takes the worker idle last, hands
-it the job and wakes it. See ``_PipeWorker`` for why a pipe. A process out of file
-descriptors still gets workers: those wait on a lock.
+Each idle worker waits on its own wake-up (where ``select.poll`` exists, an ``eventfd`` on
+Linux or a pipe elsewhere: one descriptor per live worker, or two, closed when it exits; a lock
+elsewhere); a call takes the worker idle last, hands it the job and wakes it. See
+``_PipeWorker`` for why a descriptor. A process out of file descriptors still gets workers:
+those wait on a lock.
 
 A job may return a *hand-back*: a callable the worker runs once it has counted itself idle
 again, just before it waits for more work. Handing a result back wakes the waiting thread (the
@@ -29,6 +30,7 @@ import contextvars
 import itertools
 import os
 import select
+import sys
 import threading
 from collections.abc import Callable
 from functools import partial
@@ -74,35 +76,49 @@ class _LockWorker:
         pass
 
 
-class _PipeWorker:
-    """One worker thread's own wake-up pipe and the job handed to it.
+_ONE = (1).to_bytes(8, sys.byteorder)  # an eventfd takes an 8-byte count; a pipe, any bytes
 
-    Why a pipe: the waker's ``os.write`` lets go of the GIL, so the woken worker finds it free.
-    Released locks and queues wake the worker while the waker still holds the GIL: it runs,
-    finds the GIL taken and sleeps again, and each call paid about two more context switches
-    (benchmarks/RESULTS.md, the sync tool's hand-off)."""
+
+def _wake_fds() -> tuple[int, int]:
+    """A worker's wake-up (read end, write end): one eventfd where the platform has it (one
+    descriptor, and a little cheaper to wake through than a pipe), else a pipe; neither is
+    inherited by child processes."""
+    if hasattr(os, "eventfd"):
+        fd = os.eventfd(0, os.EFD_CLOEXEC)
+        return fd, fd
+    return os.pipe()
+
+
+class _PipeWorker:
+    """One worker thread's own wake-up descriptor (an eventfd, or a pipe) and its job.
+
+    Why a descriptor: the waker's ``os.write`` lets go of the GIL, so the woken worker finds it
+    free. Released locks and queues wake the worker while the waker still holds the GIL: it
+    runs, finds the GIL taken and sleeps again, and each call paid about two more context
+    switches (benchmarks/RESULTS.md, the sync tool's hand-off). Wake-ups not yet read add up
+    in an eventfd and are read at once: a late one is skipped either way (``_next_work``)."""
 
     __slots__ = ("_poller", "_read_fd", "_write_fd", "thread", "work")
 
     def __init__(self) -> None:
-        self._read_fd, self._write_fd = os.pipe()  # not inherited by child processes
+        self._read_fd, self._write_fd = _wake_fds()
         self._poller = select.poll()
         self._poller.register(self._read_fd, select.POLLIN)
         self.work: _Work | None = None
         self.thread: threading.Thread | None = None
 
     def wake(self) -> None:
-        os.write(self._write_fd, b"\0")
+        os.write(self._write_fd, _ONE)
 
     def wait(self, timeout_ms: int) -> bool:
         """Wait for a wake-up; False if none came within ``timeout_ms``."""
         if not self._poller.poll(timeout_ms):
             return False
-        os.read(self._read_fd, 1)
+        os.read(self._read_fd, 8)
         return True
 
     def close(self) -> None:
-        for fd in (self._read_fd, self._write_fd):
+        for fd in {self._read_fd, self._write_fd}:
             try:  # noqa: SIM105 - a try is free; suppress() costs a context manager
                 os.close(fd)
             except OSError:
@@ -206,6 +222,8 @@ class DaemonPool:
                     hand_back()
                 except BaseException:  # hand-backs report their own errors
                     pass
+            # an idle worker keeps nothing of its last job (its result, its caller's loop)
+            work = hand_back = None
             work = self._next_work(me)
 
     def _next_work(self, me: _PipeWorker | _LockWorker) -> _Work | None:

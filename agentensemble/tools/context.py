@@ -11,8 +11,8 @@ import asyncio
 import dataclasses
 import os
 import threading
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager, suppress
+from collections.abc import Callable
+from contextlib import AbstractContextManager, suppress
 from contextvars import ContextVar
 from dataclasses import field
 from typing import Any
@@ -110,17 +110,30 @@ def _in_loop(loop: asyncio.AbstractEventLoop) -> bool:
 _current: ContextVar[ToolContext | None] = ContextVar("agentensemble_tool_context", default=None)
 
 
-@contextmanager
-def use_tool_context(context: ToolContext) -> Iterator[ToolContext]:
+class _Using:
+    """The block of ``use_tool_context`` (a class, not a generator: entered on every tool turn,
+    where ``contextlib.contextmanager``'s generator and wrapper cost more than the work)."""
+
+    __slots__ = ("_context", "_token")
+
+    def __init__(self, context: ToolContext) -> None:
+        self._context = context
+
+    def __enter__(self) -> ToolContext:
+        context = self._context
+        if context.loop is None:
+            with suppress(RuntimeError):  # no running loop: sync caller
+                context = dataclasses.replace(context, loop=asyncio.get_running_loop())
+        self._token = _current.set(context)
+        return context
+
+    def __exit__(self, *_: object) -> None:
+        _current.reset(self._token)
+
+
+def use_tool_context(context: ToolContext) -> AbstractContextManager[ToolContext]:
     """Make ``context`` the current one inside the block (capturing the running loop, if any)."""
-    if context.loop is None:
-        with suppress(RuntimeError):  # no running loop: sync caller
-            context = dataclasses.replace(context, loop=asyncio.get_running_loop())
-    token = _current.set(context)
-    try:
-        yield context
-    finally:
-        _current.reset(token)
+    return _Using(context)
 
 
 def current_tool_context() -> ToolContext:

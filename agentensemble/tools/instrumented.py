@@ -20,6 +20,7 @@ from agentensemble.errors import (
     ToolArgumentsError,
     ToolExecutionError,
 )
+from agentensemble.steps import checkpointing
 from agentensemble.tools import _approval, _gate
 from agentensemble.tools._sync import in_worker_thread, run_coroutine_sync
 from agentensemble.tools._tool_errors import model_text, warn_tool_exception
@@ -184,14 +185,18 @@ class InstrumentedTool(AgentTool, Generic[InputT]):
 
     async def _run_async(self, raw: str, context: ToolContext) -> ToolResult:
         parsed = self._parse_input(raw)
-        shown = self._shown(parsed, raw) if self._may_need_approval() else raw
-        if self.needs_approval(shown):
-            setting = _gate.review_setting(self.requires_approval)
-            verdict = await _approval.areview_tool_input(self.name, shown, setting)
-            approved = self._approved(verdict, shown, parsed)
-            if isinstance(approved, ToolResult):
-                return approved
-            parsed = approved
+        if self._may_need_approval():  # else ``needs_approval`` is False for every input
+            shown = self._shown(parsed, raw)
+            if self.needs_approval(shown):
+                setting = _gate.review_setting(self.requires_approval)
+                verdict = await _approval.areview_tool_input(self.name, shown, setting)
+                approved = self._approved(verdict, shown, parsed)
+                if isinstance(approved, ToolResult):
+                    return approved
+                parsed = approved
+        if not checkpointing():  # ``run_body`` with no step runner: the body, detached
+            with _gate.detached():
+                return self._to_result(await self.ado_execute(parsed))
 
         async def body() -> ToolResult:
             return self._to_result(await self.ado_execute(parsed))

@@ -53,6 +53,16 @@ class ToolMetrics:
         with self._lock:
             return self.total_duration / self.calls if self.calls else timedelta(0)
 
+    def __getstate__(self) -> dict[str, object]:
+        """Pickle and deepcopy take the counters, not the lock (a lock cannot be pickled: an
+        ``EnsembleOutput`` of any run with tools could be neither pickled nor deep-copied)."""
+        with self._lock:
+            return {name: value for name, value in self.__dict__.items() if name != "_lock"}
+
+    def __setstate__(self, state: dict[str, object]) -> None:
+        self.__dict__.update(state)
+        self.__dict__["_lock"] = threading.Lock()
+
     def snapshot(self) -> ToolMetrics:
         """A consistent copy, safe to read while calls keep running."""
         with self._lock:

@@ -138,6 +138,9 @@ class ExecutableTool:
     async def call(self, arguments: str) -> ToolCallResult:
         """Run one call; the result, and the arguments it ran with when a reviewer's edit
         changed them (canonical JSON, e.g. ``{"input": "..."}`` for a single-string tool)."""
+        if self._instrumented and not self.tool._may_need_approval():  # type: ignore[attr-defined]
+            # no gate of this call can ask, so none notes an edit (its body runs detached)
+            return ToolCallResult(await self._run(arguments))
         with _gate.recording() as ran_with:
             result = await self._run(arguments)
         if ran_with.input is None:

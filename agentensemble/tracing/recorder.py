@@ -10,10 +10,13 @@ from __future__ import annotations
 
 import threading
 import time
+from functools import partial
 from typing import Any
 
 from pydantic import ValidationError
 
+from agentensemble._deferred import Deferred
+from agentensemble._prompt_layout import context_end
 from agentensemble.events import (
     DelegationCompleted,
     DelegationFailed,
@@ -36,10 +39,10 @@ from agentensemble.events import (
     ToolCallCompleted,
     ToolCallStarted,
 )
-from agentensemble.execution.prompts import context_end
 from agentensemble.llm.cost import add_costs
 from agentensemble.logging import get_logger, redact_text
 from agentensemble.outputs import EnsembleOutput, TaskMetrics
+from agentensemble.redaction import starts_alike
 from agentensemble.tracing._records import (
     Record,
     counts,
@@ -48,6 +51,7 @@ from agentensemble.tracing._records import (
     json_safe,
     now,
     text,
+    with_datetimes,
 )
 from agentensemble.tracing._state import OpenReview, TaskState
 from agentensemble.tracing.trace import Capture, ExecutionTrace
@@ -228,7 +232,7 @@ class TraceRecorder:
             "call_id": event.call_id,
             "model": event.model,
             "agent_role": event.agent_role,
-            "started_at": now(),  # a datetime already: validating a float into one costs more
+            "started_at": now(),  # a stamp: a datetime when the trace is built
             "message_count": len(messages),
         }
         if self.capture == "full":
@@ -245,7 +249,7 @@ class TraceRecorder:
             record["user_prompt"] = prompt
             return
         for start_of, earlier, shared in self._prompts:
-            if start_of < position and _starts_with(prompt, earlier, shared):
+            if start_of < position and starts_alike(prompt, earlier, shared):
                 record["user_prompt_ref"] = {
                     "start_of": start_of,
                     "length": shared,
@@ -417,7 +421,10 @@ class TraceRecorder:
 
     def complete(self, output: EnsembleOutput, **fields: Any) -> EnsembleOutput:
         """``output`` with per-task metrics, the total cost and (unless off) the trace; and
-        ``fields``, the run's own (its id, tool metrics): one copy of the output per run."""
+        ``fields``, the run's own (its id, tool metrics): one copy of the output per run.
+
+        The trace is validated on its first read (``_deferred.py``): most runs' traces are
+        never read, and validating the recorded dicts was most of what the trace cost a run."""
         with self._lock:
             outputs = [
                 o.model_copy(update={"metrics": self.metrics_for(self._by_output[id(o)])})
@@ -430,44 +437,46 @@ class TraceRecorder:
             # pydantic's __getattr__ for a private attribute costs ~3 us (a failed hasattr)
             priced += (output.__pydantic_private__ or {}).get("_extra_costs") or ()
             cost = add_costs(priced) if priced else None
-            trace = self._finished(
+            record = self._finished(
                 status="completed",
                 usage=counts(output.usage),
                 cost_usd=cost,
                 exit_reason=output.exit_reason.value,
             )
+        trace = None if record is None else Deferred(partial(_validated, record))
         fields.update(task_outputs=outputs, cost_usd=cost, trace=trace)
         return output.model_copy(update=fields)
 
     def fail(self, error: BaseException) -> ExecutionTrace | None:
         """The trace of a failed run, everything up to the failure included."""
         with self._lock:
-            return self._finished(status="failed", error=error_record(error))
+            record = self._finished(status="failed", error=error_record(error))
+        return None if record is None else _validated(record)
 
-    def _finished(self, **fields: Any) -> ExecutionTrace | None:
-        """Validate the recorded dicts into the trace, once; later events change nothing."""
+    def _finished(self, **fields: Any) -> Record | None:
+        """The trace's final record, once; later events change nothing. The recorder keeps no
+        hold on it after this (closed), so it is the trace's alone until validated."""
         self._closed = True
         if self._trace is None:
             return None
         for task in self._tasks.values():
             if task.record is not None:  # a dict: TaskMetrics is built once, for the output
                 task.record["metrics"] = task.metrics.fields()
-        try:
-            return ExecutionTrace.model_validate({**self._trace, "ended_at": now(), **fields})
-        except ValidationError as error:  # observing a run must never break it
-            _log.error("execution trace dropped: it did not validate", error=str(error)[:500])
-            return None
+        return {**self._trace, "ended_at": now(), **fields}
+
+
+def _validated(record: Record) -> ExecutionTrace | None:
+    """The recorded dicts as an ``ExecutionTrace``; None (logged) if they do not validate."""
+    try:
+        return ExecutionTrace.model_validate(with_datetimes(record))
+    except ValidationError as error:  # observing a run must never break it
+        _log.error("execution trace dropped: it did not validate", error=str(error)[:500])
+        return None
 
 
 _SHARED_FROM = 2048
 """Prompts shorter than this are stored whole: a reference saves little below it."""
 _PROMPTS_KEPT = 4
-
-
-def _starts_with(text: str, start: str, length: int) -> bool:
-    """``text[:length] == start[:length]``: one slice, whose memory the next task reuses now
-    that the trace keeps no prompt whole (8 kB slices in a loop cost 18 us for 60 kB, this 3)."""
-    return len(start) >= length and text.startswith(start[:length])
 
 
 _HANDLERS: dict[type, Any] = {  # None: ignored

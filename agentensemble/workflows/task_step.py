@@ -8,6 +8,7 @@ typed output, guardrails, events and the trace work alike everywhere.
 from __future__ import annotations
 
 import inspect
+import logging
 import time
 from collections.abc import Callable
 from datetime import timedelta
@@ -117,14 +118,15 @@ async def _run(item: PreparedTask, slot: int, call: StepCall) -> tuple[TaskOutpu
             items = items.extended(state.context_items_of(handed))
         agent_task = item.agent_task.for_run(description, items)
         output = await AgentExecutor(agent_task, env, started=started).run()
-    _log.info(
-        "task finished",
-        task_index=slot,
-        agent_role=item.agent_role,
-        duration_s=round(output.duration.total_seconds(), 3),
-        llm_calls=output.llm_calls,
-        tool_calls=len(output.tool_calls),
-    )
+    if _log.isEnabledFor(logging.INFO):  # its fields are built only if the line is shown
+        _log.info(
+            "task finished",
+            task_index=slot,
+            agent_role=item.agent_role,
+            duration_s=round(output.duration.total_seconds(), 3),
+            llm_calls=output.llm_calls,
+            tool_calls=len(output.tool_calls),
+        )
 
     stop = None
     if is_enabled(item.after_review):

@@ -12,6 +12,7 @@ import json
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 APP = """
 import json, sys
@@ -62,11 +63,10 @@ print(json.dumps({"at_launch": at_launch, "after_runs": after_runs, "built": bui
 """
 
 
-def test_a_run_uses_the_ensemble_its_check_built_and_each_run_gets_its_own(
-    tmp_path: Path,
-) -> None:
-    script = tmp_path / "app.py"
-    script.write_text(APP)
+def _run_app(tmp_path: Path, name: str, source: str) -> Any:
+    """Run ``source`` as a script on a fresh SQLite database; the JSON its last line prints."""
+    script = tmp_path / name
+    script.write_text(source)
     done = subprocess.run(
         [sys.executable, str(script), f"sqlite:///{tmp_path}/runs.sqlite"],
         capture_output=True,
@@ -74,7 +74,13 @@ def test_a_run_uses_the_ensemble_its_check_built_and_each_run_gets_its_own(
         timeout=300,
     )
     assert done.returncode == 0, done.stderr
-    found = json.loads(done.stdout.strip().splitlines()[-1])
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def test_a_run_uses_the_ensemble_its_check_built_and_each_run_gets_its_own(
+    tmp_path: Path,
+) -> None:
+    found = _run_app(tmp_path, "app.py", APP)
 
     assert found["outputs"] == ["one done", "two done", "one done"]
     assert found["again"] == "one done"
@@ -88,3 +94,61 @@ def test_a_run_uses_the_ensemble_its_check_built_and_each_run_gets_its_own(
     # the failing factory failed run() itself, before a run was recorded
     assert found["failed"] == "no ensemble today"
     assert found["runs"] == 3
+
+
+SUBMIT_APP = """
+import json, sys
+from agentensemble import Ensemble, Task
+from agentensemble.durable import DurableRuntime
+from agentensemble.errors import ConfigurationError
+
+db = sys.argv[1]
+calls = {"one": 0, "later": 0}
+
+def counted(name, fail=False):
+    def build():
+        calls[name] += 1
+        if fail:
+            raise RuntimeError("no ensemble today")
+        return Ensemble(tasks=[Task(description="d", handler=lambda ctx: name + " done")])
+    return build
+
+runtime = DurableRuntime(db)
+runtime.register("one", counted("one"))
+runtime.launch()
+at_launch = dict(calls)
+ids = [runtime.submit("one") for _ in range(3)]
+outputs = [runtime.result(run_id).raw for run_id in ids]
+after_submits = dict(calls)
+refused = []
+try:
+    runtime.submit("nobody")
+except ConfigurationError as error:
+    refused.append("nobody")
+runtime.register("later", counted("later", fail=True))  # registered after launch: checked
+try:
+    runtime.submit("later")
+except RuntimeError as error:
+    refused.append(str(error))
+runtime.register("later", counted("later"))  # replaced: checked again, then not
+later = [runtime.submit("later"), runtime.submit("later")]
+later_outputs = [runtime.result(run_id).raw for run_id in later]
+runtime.shutdown()
+print(json.dumps({"at_launch": at_launch, "after_submits": after_submits, "refused": refused,
+                  "outputs": outputs, "later_outputs": later_outputs, "calls": calls,
+                  "runs": len(ids) + len(later)}))
+"""
+
+
+def test_submit_checks_a_factory_once_and_each_queued_run_builds_its_own(tmp_path: Path) -> None:
+    found = _run_app(tmp_path, "submit_app.py", SUBMIT_APP)
+
+    assert found["at_launch"] == {"one": 1, "later": 0}
+    assert found["outputs"] == ["one done"] * 3
+    # no factory call per submit: launch's check, then one per run, by the worker running it
+    assert found["after_submits"]["one"] == 1 + 3
+    # an unknown name, and a factory that has never built here, are still refused at submit
+    assert found["refused"] == ["nobody", "no ensemble today"]
+    # a factory registered in its place is checked once (its first build), then each run's
+    assert found["later_outputs"] == ["later done"] * 2
+    assert found["calls"]["later"] == 1 + 1 + 2

@@ -271,3 +271,48 @@ def test_a_worker_paused_anywhere_in_its_lease_writes_holds_no_lock_on_it(
     finally:
         leases.close()
     assert held == []
+
+
+def test_a_sqlite_worker_paused_anywhere_in_its_lease_writes_holds_no_write_lock(
+    tmp_path: Path,
+) -> None:
+    """On SQLite too each lease write commits as its statement runs (autocommit): right after a
+    heartbeat's, a claim's or a release's statement another connection can take the database's
+    write lock at once, so a worker paused there (SIGSTOP, a long GC pause) blocks no writer
+    (DBOS's checkpoints, the worker taking it over). It used to hold the lock until its COMMIT."""
+    import sqlite3
+
+    path = tmp_path / "leases.sqlite"
+    leases = Leases(f"sqlite:///{path}", APP)
+    held: list[str] = []
+    seen: list[str] = []
+
+    def check(conn: Any, cursor: Any, statement: str, *args: Any) -> None:
+        verb = statement.split()[0]
+        if verb not in ("INSERT", "UPDATE", "DELETE"):
+            return
+        seen.append(verb)
+        other = sqlite3.connect(path, timeout=0, isolation_level=None)
+        try:
+            other.execute("BEGIN IMMEDIATE")
+            other.execute("ROLLBACK")
+        except sqlite3.OperationalError:  # database is locked
+            held.append(verb)
+        finally:
+            other.close()
+
+    try:
+        sa.event.listen(leases.engine, "after_cursor_execute", check)
+        incarnation = leases.acquire("paused", dead_after=5)
+        assert leases.beat("paused", incarnation)
+        plant(leases, "gone", age_s=60)
+        [stale] = [
+            lease for lease in leases.stale(5, besides="x", limit=5) if lease.worker_id == "gone"
+        ]
+        assert leases.claim(stale, "taker", dead_after=5)
+        leases.release(stale, "taker")
+        assert leases.read("gone") is None
+    finally:
+        leases.close()
+    assert {"INSERT", "UPDATE", "DELETE"} <= set(seen)
+    assert held == []

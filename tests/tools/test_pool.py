@@ -15,10 +15,11 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
+from _fds import is_open
 
 from agentensemble import Agent, Ensemble, Task, tool
 from agentensemble.testing import ScriptedChatModel, tool_calls
-from agentensemble.tools._pool import DaemonPool, _LockWorker, _PipeWorker
+from agentensemble.tools._pool import _ONE, DaemonPool, _LockWorker, _PipeWorker
 
 LIMIT = 10.0  # seconds: a bound on any wait here, never an expectation
 
@@ -190,14 +191,6 @@ class RecordedPipeWorker(_PipeWorker):
         return self._read_fd, self._write_fd
 
 
-def is_open(fd: int) -> bool:
-    try:
-        os.fstat(fd)
-    except OSError:
-        return False
-    return True
-
-
 @pytest.fixture
 def recorded() -> Iterator[list[RecordedPipeWorker]]:
     RecordedPipeWorker.made = []
@@ -266,6 +259,8 @@ def test_a_process_out_of_file_descriptors_still_gets_workers(
 
     pool = pool_of(_PipeWorker, "no-fds", LIMIT)
     monkeypatch.setattr(os, "pipe", no_pipe)
+    if hasattr(os, "eventfd"):  # a worker's wake-up is an eventfd where there is one
+        monkeypatch.setattr(os, "eventfd", lambda *_: no_pipe()[0])
     worker = pool.submit(current_thread).result(LIMIT)
     wait_until(lambda: not pool.busy_threads())
     assert pool.submit(current_thread).result(LIMIT) is worker  # and it is reused
@@ -302,7 +297,7 @@ def test_a_late_wake_up_with_no_job_is_skipped(recorded: list[RecordedPipeWorker
     first = pool.submit(current_thread).result(LIMIT)
     wait_until(lambda: not pool.busy_threads())
     (made,) = recorded
-    os.write(made.fds()[1], b"\0")  # a wake-up with no job: the worker must wait on
+    os.write(made.fds()[1], _ONE)  # a wake-up with no job: the worker must wait on
     time.sleep(0.05)
     assert first.is_alive()
     assert pool.submit(current_thread).result(LIMIT) is first
@@ -321,3 +316,20 @@ def test_a_worker_taken_without_a_job_leaves_when_its_wait_runs_out(
     first.join(LIMIT)
     assert not first.is_alive()
     assert pool.submit(current_thread).result(LIMIT) is not first
+
+
+@needs_poll
+def test_without_eventfd_a_worker_wakes_through_a_pipe_and_closes_both_ends(
+    monkeypatch: pytest.MonkeyPatch, recorded: list[RecordedPipeWorker]
+) -> None:
+    monkeypatch.delattr(os, "eventfd", raising=False)  # as on macOS
+    pool = pool_of(RecordedPipeWorker, "piped", 0.05)
+    first = pool.submit(current_thread).result(LIMIT)
+    wait_until(lambda: not pool.busy_threads())
+    assert pool.submit(current_thread).result(LIMIT) is first  # woken through its pipe
+    (made,) = recorded
+    read_fd, write_fd = made.fds()
+    assert read_fd != write_fd
+    first.join(LIMIT)
+    assert not first.is_alive()
+    assert not any(is_open(fd) for fd in (read_fd, write_fd))
