@@ -9,30 +9,23 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import field
 from datetime import timedelta
-from functools import partial
 from typing import Any, Protocol, runtime_checkable
 
-from agentensemble import run_context
 from agentensemble._dataclass import dataclass
 from agentensemble._interrupts import ends_the_run
 from agentensemble.logging import get_logger
 from agentensemble.outputs import EnsembleOutput, TaskOutput, TokenUsage, ToolCallRecord
-from agentensemble.run_context import enter_task
-
-# ``current_run_id()`` and ``current_task_index()`` read in C: a run builds ten events or more,
-# each reading both, and a Python function per read cost more than the read itself
-_run_id_now = partial(run_context._run_id.get, "")  # "" outside any run
-_task_index_now = run_context._task_index.get  # None outside a task
+from agentensemble.run_context import enter_task, read_run_id, read_task_index
 
 
 def _run_id() -> Any:
     """Every event carries the id of its run, read from the context it is built in."""
-    return field(default_factory=_run_id_now, kw_only=True)
+    return field(default_factory=read_run_id, kw_only=True)
 
 
 def _task_index() -> Any:
     """Events inside a task carry its 1-based index (None outside a task)."""
-    return field(default_factory=_task_index_now, kw_only=True)
+    return field(default_factory=read_task_index, kw_only=True)
 
 
 @dataclass(frozen=True)

@@ -12,6 +12,7 @@ from __future__ import annotations
 import os
 from contextlib import AbstractContextManager
 from contextvars import ContextVar
+from functools import partial
 
 import structlog
 
@@ -60,6 +61,14 @@ def current_task_index() -> int | None:
     """The 1-based index of the task this code belongs to (set when ``TaskStarted`` is
     emitted), or None outside a task."""
     return _task_index.get()
+
+
+# ``current_run_id`` and ``current_task_index`` as C calls, for the events' default factories:
+# a run builds ten events or more, each reading both, and a Python function per read cost more
+# than the read. A run id is never bound empty or None, so ``get("")`` answers as
+# ``current_run_id`` does.
+read_run_id = partial(_run_id.get, "")
+read_task_index = _task_index.get
 
 
 def current_model_call() -> ModelCallScope | None:
@@ -143,5 +152,7 @@ __all__ = [
     "model_call_scope",
     "new_id_hex",
     "new_run_id",
+    "read_run_id",
+    "read_task_index",
     "run_scope",
 ]
