@@ -6,6 +6,7 @@ probably a mistake. Silence a warning class with the ``warnings`` module:
 
 from __future__ import annotations
 
+import difflib
 import functools
 import os
 import re
@@ -23,6 +24,13 @@ _ON_AGENT = "{name} belongs on Agent: Agent(role=..., goal=..., background=...)"
 _MODEL = "use llm=... (a model name such as 'openai/gpt-4o-mini', an LLM or a ChatModel)"
 _OUTPUT_TYPE = "use output_type=YourModel (a pydantic model, list[Item], int, ...)"
 _GUARDRAILS = "use output_guardrails=[...] (and input_guardrails=[...] for the input)"
+_MEMORY = (
+    "memory is set per task and stored on the ensemble: Task(..., memory=['scope']) with "
+    "Ensemble(..., memory=SQLiteMemory('memory.sqlite')) (from agentensemble.memory)"
+)
+_KNOWLEDGE = (
+    "use knowledge=[Knowledge(paths=[...])] (from agentensemble.memory) on the Ensemble or a Task"
+)
 _RATE_LIMIT = (
     "limit the model instead: LLM(model, rate_limit=RateLimit(requests_per_minute=...)), "
     "shared by every agent given that LLM object"
@@ -34,6 +42,9 @@ _ON_MODEL = (
 )
 #: Sampling settings users pass where CrewAI or PydanticAI take them: they belong on ``LLM``.
 MODEL_SETTINGS = ("temperature", "max_tokens", "top_p", "seed", "stop", "frequency_penalty")
+
+#: Where a model is served: settings of ``LLM``, not of the objects that use it.
+ENDPOINT_SETTINGS = ("api_base", "base_url", "api_key")
 
 #: Keyword arguments users bring from CrewAI, PydanticAI or the OpenAI Agents SDK.
 FOREIGN_NAMES: dict[str, dict[str, str]] = {
@@ -49,6 +60,10 @@ FOREIGN_NAMES: dict[str, dict[str, str]] = {
         "max_rpm": _RATE_LIMIT,
         "model": _MODEL,
         "output_type": _ON_TASK,
+        **{name: _ON_MODEL.replace("{owner}", "Agent") for name in ENDPOINT_SETTINGS},
+        "memory": _MEMORY,
+        "knowledge": _KNOWLEDGE,
+        "knowledge_sources": _KNOWLEDGE,
     },
     "Task": {
         **{
@@ -71,6 +86,12 @@ FOREIGN_NAMES: dict[str, dict[str, str]] = {
         "guardrail_max_retries": "use max_output_retries=...",
         "llm": "set the model on the agent (Agent(llm=...)) or the ensemble (Ensemble(llm=...))",
         "model": "set the model on the agent (Agent(llm=...)) or the ensemble (Ensemble(llm=...))",
+        "max_iterations": "max_iterations belongs on Agent: Agent(..., max_iterations=...) "
+        "(the most tool calls in one task)",
+        "max_iter": "max_iterations belongs on Agent: Agent(..., max_iterations=...) "
+        "(the most tool calls in one task)",
+        "agent_role": "use agent=<the Agent object> (in a crew file, agent: <its role or name>)",
+        "knowledge_sources": _KNOWLEDGE,
     },
     "Ensemble": {
         **{name: _ON_MODEL.replace("{owner}", "Ensemble") for name in MODEL_SETTINGS},
@@ -80,6 +101,12 @@ FOREIGN_NAMES: dict[str, dict[str, str]] = {
         "its workers with agents=[...] (workflow=Workflow.HIERARCHICAL)",
         "model": _MODEL,
         "inputs": "inputs are given when it runs: ensemble.run(inputs={'topic': 'AI'})",
+        "knowledge_sources": _KNOWLEDGE,
+        **{name: _ON_MODEL.replace("{owner}", "Ensemble") for name in ENDPOINT_SETTINGS},
+    },
+    "Loop": {
+        "max_iter": "use max_iterations=...",
+        "condition": "use until=lambda state: ... (state is a LoopState; true ends the loop)",
     },
 }
 
@@ -119,13 +146,24 @@ def reject_foreign_names(model: type[Any], data: Any) -> Any:
     table = FOREIGN_NAMES.get(model.__name__, {})
     fields = getattr(model, "model_fields", {})
     hints = [
-        f"{model.__name__} has no field {name!r}: {table[name].replace('{name}', name)}"
+        f"{model.__name__} has no field {name!r}: {advice}"
         for name in data
-        if isinstance(name, str) and name in table and name not in fields
+        if isinstance(name, str) and name not in fields
+        for advice in [_advice(name, table, fields)]
+        if advice
     ]
     if hints:
         raise ValueError("; ".join(hints))
     return data
+
+
+def _advice(name: str, table: Mapping[str, str], fields: Mapping[str, Any]) -> str | None:
+    """What to write instead of an unknown keyword: the foreign name's hint, or the field it is
+    a misspelling of (``contxt`` -> ``context``); None when neither is known."""
+    if name in table:
+        return table[name].replace("{name}", name)
+    close = difflib.get_close_matches(name, list(fields), n=1, cutoff=0.8)
+    return f"did you mean {close[0]}=...?" if close else None
 
 
 def _takes_a_list(annotation: Any) -> bool:
@@ -321,6 +359,7 @@ def warn_undescribed_tool(name: str, kind: str) -> None:
 
 __all__ = [
     "CALLER",
+    "ENDPOINT_SETTINGS",
     "FOREIGN_METHODS",
     "FOREIGN_NAMES",
     "MODEL_SETTINGS",

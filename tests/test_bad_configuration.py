@@ -313,8 +313,8 @@ ROWS = [
         "a misspelt keyword",
         lambda m: Agent(role="Researcher", goal="Find facts", tols=[Echo()]),  # type: ignore[call-arg]
         ValidationError,
-        ("Extra inputs are not permitted",),
-        "tols",
+        ("Agent has no field 'tols'", "did you mean tools=...?"),
+        None,  # the hint names the keyword itself, as every foreign-name hint does
     ),
     Row(
         "a model timeout of zero",

@@ -13,6 +13,7 @@ from pydantic import ValidationError
 from agentensemble import (
     LLM,
     Agent,
+    ConfigurationError,
     Ensemble,
     MissingContextWarning,
     ModelSettingsError,
@@ -174,9 +175,41 @@ def test_a_model_name_without_a_provider_fails_before_any_request(
 
 @pytest.mark.parametrize("name", ["gpt-4o-mini", "openai/anything-local", "ollama/llama3"])
 def test_names_litellm_routes_are_accepted(name: str) -> None:
-    from agentensemble.llm._config_checks import model_name_problem
+    from agentensemble.llm._config_checks import model_name_problem, provider_problem
 
     assert model_name_problem(name, {}) is None
+    assert provider_problem(name, {}) is None
+
+
+@pytest.mark.parametrize(
+    ("name", "suggestion"),
+    [
+        ("acme/some-model", ""),
+        ("opnai/gpt-4o", "did you mean 'openai'"),
+        ("antropic/x", "'anthropic'"),
+    ],
+)
+def test_a_provider_litellm_does_not_know_fails_before_any_request(
+    name: str, suggestion: str
+) -> None:
+    with OpenAICompatibleServer(["never"]) as server:
+        llm = LLM(name, api_base=server.base_url, api_key="sk-test")
+        agent = Agent(role="R", goal="G", llm=llm)
+        with pytest.raises(ConfigurationError) as caught:
+            Ensemble(tasks=[Task(description="d", agent=agent)]).run()
+        assert server.requests == []
+    provider = name.split("/")[0]
+    assert f"names the provider {provider!r}, which litellm does not know" in str(caught.value)
+    assert suggestion in str(caught.value)
+
+
+@pytest.mark.parametrize(
+    "name", ["hosted_vllm/my-model", "lm_studio/qwen", "openrouter/x/y", "groq/llama"]
+)
+def test_providers_litellm_routes_without_prices_are_accepted(name: str) -> None:
+    from agentensemble.llm._config_checks import provider_problem
+
+    assert provider_problem(name, {}) is None
 
 
 # -- a tool's exception: its type to the model, a warning at the tool's line to the developer --

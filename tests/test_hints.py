@@ -13,6 +13,7 @@ from pydantic import ValidationError
 from agentensemble import (
     Agent,
     Ensemble,
+    Loop,
     MissingContextWarning,
     Task,
     ToolDescriptionWarning,
@@ -36,6 +37,20 @@ from agentensemble.testing import ScriptedChatModel
         (Agent, "max_rpm", "rate_limit=RateLimit(requests_per_minute="),
         (Ensemble, "manager_agent", "manager_llm="),
         (Ensemble, "inputs", "ensemble.run(inputs="),
+        # CrewAI habits on memory, knowledge and loops; settings of the model on the agent
+        (Agent, "memory", "Task(..., memory=['scope'])"),
+        (Agent, "knowledge_sources", "use knowledge=[Knowledge(paths="),
+        (Ensemble, "knowledge_sources", "use knowledge=[Knowledge(paths="),
+        (Loop, "max_iter", "use max_iterations="),
+        (Agent, "api_base", "Agent(llm=LLM('openai/gpt-4o-mini', api_base=...))"),
+        (Ensemble, "base_url", "Ensemble(llm=LLM('openai/gpt-4o-mini', base_url=...))"),
+        (Task, "max_iterations", "max_iterations belongs on Agent"),
+        (Task, "agent_role", "use agent=<the Agent object>"),
+        # misspelt fields: the field that was meant
+        (Task, "contxt", "did you mean context=...?"),
+        (Task, "expected_ouput", "did you mean expected_output=...?"),
+        (Agent, "backgrund", "did you mean background=...?"),
+        (Loop, "max_iteration", "did you mean max_iterations=...?"),
     ],
 )
 def test_foreign_keywords_get_a_hint(model: Any, keyword: str, hint: str) -> None:
@@ -43,6 +58,7 @@ def test_foreign_keywords_get_a_hint(model: Any, keyword: str, hint: str) -> Non
         Agent: {"role": "R", "goal": "G"},
         Task: {"description": "D"},
         Ensemble: {"tasks": [Task(description="D")]},
+        Loop: {"name": "L", "body": [Task(description="D", name="d")]},
     }[model]
     with pytest.raises(ValidationError) as info:
         model(**base, **{keyword: "x"})

@@ -14,7 +14,7 @@ from agentensemble.config._crew_paths import in_crew_folder
 from agentensemble.config._positions import Located, Path
 from agentensemble.config._refs import BadReference, build_tool, builtin_tool, import_object
 from agentensemble.errors import ConfigurationError
-from agentensemble.hints import FOREIGN_NAMES, MODEL_SETTINGS
+from agentensemble.hints import ENDPOINT_SETTINGS, FOREIGN_NAMES, MODEL_SETTINGS
 from agentensemble.tools.resolver import ToolResolver
 
 _SCALARS: dict[str, Any] = {"str": str, "int": int, "float": float, "bool": bool}
@@ -117,7 +117,7 @@ _MODEL_SETTING_IN_FILE = (
 def known_keys(doc: Located, path: Path, spec: Mapping[str, Any], known: Any, what: str) -> None:
     foreign = {
         **FOREIGN_NAMES.get(what, {}),
-        **{name: _MODEL_SETTING_IN_FILE for name in MODEL_SETTINGS},
+        **{name: _MODEL_SETTING_IN_FILE for name in (*MODEL_SETTINGS, *ENDPOINT_SETTINGS)},
     }
     for key in spec:
         if key in known:

@@ -203,6 +203,38 @@ def model_name_problem(model: str, extra: Mapping[str, Any]) -> str | None:
     )
 
 
+def provider_problem(model: str, extra: Mapping[str, Any]) -> str | None:
+    """A ``provider/model`` name whose provider litellm does not know (``acme/some-model``):
+    litellm would refuse it only at the first request. The price table answers for the common
+    providers; litellm's own provider list (loaded only for a name the table does not know)
+    for the rest. Suggests close spellings."""
+    if "/" not in model or extra.get("custom_llm_provider"):
+        return None
+    provider = model.split("/", 1)[0].lower()
+    table_providers = {
+        str(entry.get("litellm_provider"))
+        for entry in price_table().values()
+        if isinstance(entry, Mapping) and entry.get("litellm_provider")
+    }
+    if provider in table_providers or provider in KEY_VARIABLES:
+        return None
+    known = table_providers | set(KEY_VARIABLES) | _litellm_providers()
+    if provider in known:
+        return None
+    close = get_close_matches(provider, sorted(known), n=3, cutoff=0.8)
+    advice = f"; did you mean {' or '.join(repr(n) for n in close)}?" if close else ""
+    return (
+        f"model {model!r} names the provider {provider!r}, which litellm does not know: write it "
+        f"as 'provider/model' with a provider litellm supports, such as 'openai/gpt-4o-mini', or "
+        f"'openai/<model>' with api_base=... for an OpenAI-compatible server{advice}"
+    )
+
+
+def _litellm_providers() -> set[str]:
+    providers = getattr(load_litellm(), "provider_list", ())
+    return {str(getattr(p, "value", p)) for p in providers}
+
+
 def _squash(name: str) -> str:
     return "".join(ch for ch in name.lower() if ch.isalnum())
 
@@ -212,8 +244,10 @@ def check_model_settings(
 ) -> None:
     """Raise ``ModelSettingsError`` for settings that cannot work; register environment keys."""
     register_environment_keys(model)
-    problem = model_name_problem(model, extra) or (
-        api_base_problem(api_base) if api_base is not None else base_url_problem(model)
+    problem = (
+        model_name_problem(model, extra)
+        or provider_problem(model, extra)
+        or (api_base_problem(api_base) if api_base is not None else base_url_problem(model))
     )
     if problem:
         raise ModelSettingsError(problem)
@@ -233,5 +267,6 @@ __all__ = [
     "missing_key_problem",
     "model_name_problem",
     "provider_of",
+    "provider_problem",
     "register_environment_keys",
 ]

@@ -23,7 +23,7 @@ def write(folder: Path, text: str) -> Path:
 
 
 CREW_WITH_SANDBOXES = """
-model: m/m
+model: openai/m
 agents:
   clerk:
     role: Clerk
@@ -70,7 +70,7 @@ def test_a_stdlib_named_file_beside_the_crew_does_not_shadow_the_standard_librar
     crew = write(
         tmp_path / "crew",
         """
-        model: m/m
+        model: openai/m
         agents:
           reader: {role: Reader, goal: Read, tools: [{http_fetch: {allow: [example.com]}}]}
         tasks:
@@ -97,7 +97,7 @@ def test_a_five_thousand_digit_integer_is_a_file_and_line_error_with_exit_2(
 ) -> None:
     crew = write(
         tmp_path,
-        "model: m/m\ntasks:\n  a:\n    description: D\n    max_iterations: " + "9" * 5000 + "\n",
+        "model: openai/m\ntasks:\n  a:\n    description: D\n    max_iterations: " + "9" * 5000 + "\n",
     )
     with pytest.raises(ConfigurationError) as caught:
         Ensemble.from_yaml(crew)
