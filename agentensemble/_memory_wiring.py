@@ -4,10 +4,13 @@ imported only when one of them is configured, so ``import agentensemble`` stays 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Sequence
+import dataclasses
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from agentensemble.errors import ConfigurationError
+from agentensemble.task_memory import MemoryScope
+from agentensemble.templates import fill_template
 
 _STORE_METHODS = ("add", "search", "entries")
 _USE = "Ensemble(memory=SQLiteMemory('memory.sqlite')) from agentensemble.memory"
@@ -23,14 +26,50 @@ def check_store(value: Any) -> Any:
     return value
 
 
-def check_scopes(value: list[Any] | str) -> list[str]:
-    """``Task(memory=[...])``: non-blank scope names, each once."""
+def check_scopes(value: list[Any] | str) -> list[Any]:
+    """``Task(memory=[...])``: non-blank scope names or ``MemoryScope`` objects, each name once."""
     if isinstance(value, str):
         raise ValueError(f"memory takes a list of scope names, e.g. memory=[{value!r}]")
+    kept: dict[str, Any] = {}
     for scope in value:
-        if not isinstance(scope, str) or not scope.strip():
-            raise ValueError(f"memory scopes must be non-blank strings; got {scope!r}")
-    return list(dict.fromkeys(value))
+        if isinstance(scope, MemoryScope):
+            name = scope.name
+        elif isinstance(scope, str) and scope.strip():
+            name = scope
+        else:
+            raise ValueError(
+                "memory scopes must be non-blank strings or MemoryScope(...) "
+                f"(from agentensemble.memory); got {scope!r}"
+            )
+        if name in kept and kept[name] != scope:
+            raise ValueError(f"memory scope {name!r} is listed twice with different settings")
+        kept.setdefault(name, scope)
+    return list(kept.values())
+
+
+def scope_texts(scopes: Sequence[Any]) -> list[str]:
+    """The templates of a task's memory scopes: names and text queries (for the check that
+    every variable is given)."""
+    texts: list[str] = []
+    for scope in scopes:
+        if isinstance(scope, MemoryScope):
+            texts.append(scope.name)
+            if isinstance(scope.query, str):
+                texts.append(scope.query)
+        else:
+            texts.append(scope)
+    return texts
+
+
+def filled_scopes(scopes: Sequence[Any], inputs: Mapping[str, Any]) -> list[MemoryScope]:
+    """A task's scopes with their names and text queries filled from the run's inputs."""
+    filled: dict[str, MemoryScope] = {}
+    for scope in scopes:
+        rule = scope if isinstance(scope, MemoryScope) else MemoryScope(scope)
+        query = fill_template(rule.query, inputs) if isinstance(rule.query, str) else rule.query
+        done = dataclasses.replace(rule, name=fill_template(rule.name, inputs), query=query)
+        filled.setdefault(done.name, done)
+    return list(filled.values())
 
 
 def check_knowledge(value: list[Any]) -> list[Any]:
@@ -105,17 +144,21 @@ def task_memory(
     memory: Any,
     ensemble_knowledge: Sequence[Any],
     session: str | None,
+    inputs: Mapping[str, Any] | None = None,
 ) -> Any:
-    """The ``TaskMemory`` for one task, or None when it has no memory of any kind."""
+    """The ``TaskMemory`` for one task, or None when it has no memory of any kind. Scope
+    names and text queries are filled from ``inputs``."""
     knowledge = [*ensemble_knowledge, *task.knowledge]
     if not task.memory and not knowledge and session is None:
         return None
     from agentensemble.memory._task_memory import StoreTaskMemory
 
+    rules = filled_scopes(task.memory, inputs or {})
     return StoreTaskMemory(
         role=role,
         store=memory,
-        scopes=list(task.memory),
+        scopes=[rule.name for rule in rules],
+        rules={rule.name: rule for rule in rules if rule != MemoryScope(rule.name)},
         knowledge=[(item.store_for(memory), item.scope) for item in knowledge],
         session=session,
     )
@@ -136,12 +179,13 @@ def team_memory(items: Sequence[Any]) -> Any:
     first = found[0]
     scopes = list(dict.fromkeys(scope for m in found for scope in m.scopes))
     knowledge = list(dict.fromkeys(pair for m in found for pair in m.knowledge))
+    rules = {name: rule for m in found for name, rule in m.rules.items()}
 
     def memory_for(role: str, manager: bool = False) -> Any:
         if manager:
-            session_only = replace(first, role=role, scopes=[], knowledge=[])
+            session_only = replace(first, role=role, scopes=[], knowledge=[], rules={})
             return session_only if first.session is not None else None
-        return replace(first, role=role, scopes=scopes, knowledge=knowledge)
+        return replace(first, role=role, scopes=scopes, knowledge=knowledge, rules=rules)
 
     return memory_for
 
@@ -152,7 +196,9 @@ __all__ = [
     "check_session",
     "check_store",
     "check_wiring",
+    "filled_scopes",
     "knowledge_of",
+    "scope_texts",
     "sync_knowledge",
     "task_memory",
     "team_memory",

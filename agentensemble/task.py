@@ -57,8 +57,10 @@ class Task(BaseModel):
     for_each: str | None = Field(
         default=None, description="one run per item of inputs[for_each]; {item} and {index}"
     )
-    memory: list[str] = Field(
-        default_factory=list, description="scopes searched before the task, written after it"
+    memory: list[Any] = Field(
+        default_factory=list,
+        description="scopes searched before the task, written after it: names (templates) or "
+        "MemoryScope(name, write=..., query=...)",
     )
     knowledge: list[Any] = Field(default_factory=list, description="Knowledge(paths=[...])")
 
@@ -116,7 +118,11 @@ class Task(BaseModel):
     @field_validator("memory", mode="before")
     @classmethod
     def _memory(cls, value: Any) -> Any:
-        return check_scopes(value) if isinstance(value, (list, str)) else value
+        if isinstance(value, (list, tuple, str)):
+            return check_scopes(list(value) if isinstance(value, tuple) else value)
+        raise ValueError(
+            f"memory takes a list of scope names, e.g. memory=['notes']; got {value!r}"
+        )
 
     @field_validator("knowledge")
     @classmethod

@@ -8,7 +8,8 @@ It imports nothing from agentensemble, so every layer may use it.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import dataclasses
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import field
@@ -51,6 +52,46 @@ class Recollection:
         return not self.history and self.context is None
 
 
+@dataclasses.dataclass(frozen=True)
+class MemoryScope:
+    """One memory scope of a task, with what is recalled from it and what is written to it.
+
+    ``Task(memory=["notes"])`` is ``Task(memory=[MemoryScope("notes")])``: the task's filled
+    description is the recall query and its final output is written back. ``name`` and a text
+    ``query`` may use ``{variables}``, filled from the run's inputs like every other template
+    (``MemoryScope("customer-{customer}")``); a variable the inputs lack is refused before any
+    model call.
+
+    ``write``: ``True`` writes the output, ``False`` makes the scope read-only (recalled, never
+    written), a callable gets the output text and returns what to write (``None`` or blank:
+    nothing). ``query``: ``None`` for the task's description, a text (a template), or a callable
+    given the filled description and returning the query.
+    """
+
+    name: str
+    write: bool | Callable[[str], str | None] = True
+    query: str | Callable[[str], str] | None = None
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.name, str) or not self.name.strip():
+            raise ValueError(f"MemoryScope needs a non-blank scope name; got {self.name!r}")
+        if not isinstance(self.write, bool) and not callable(self.write):
+            raise ValueError(
+                f"MemoryScope({self.name!r}, write=...) takes True, False (read-only) or a "
+                f"callable picking what to write from the output; got {self.write!r}"
+            )
+        query = self.query
+        if (
+            query is not None
+            and not callable(query)
+            and not (isinstance(query, str) and query.strip())
+        ):
+            raise ValueError(
+                f"MemoryScope({self.name!r}, query=...) takes a non-blank text or a callable "
+                f"given the task's description; got {query!r}"
+            )
+
+
 class TaskMemory(Protocol):
     """Memory as one task sees it."""
 
@@ -82,6 +123,7 @@ def use_run_memory_store(store: Any) -> Iterator[None]:
 
 
 __all__ = [
+    "MemoryScope",
     "RecalledItem",
     "Recollection",
     "TaskMemory",

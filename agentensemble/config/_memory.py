@@ -29,6 +29,7 @@ from agentensemble.config._values import as_list, entries, imported, kind_of, kn
 MEMORY_SECTIONS = ("memory", "knowledge")
 MEMORY_KEYS = ("sqlite", "url_env", "url", "embedder")
 KNOWLEDGE_KEYS = ("paths", "scope", "chunk_chars")
+SCOPE_KEYS = ("scope", "write", "query")
 _POSTGRES = ("postgresql://", "postgres://")
 _PASSWORD_IN_URL = re.compile(r"://[^/@:]*:[^/@]+@")
 _EXAMPLE = "memory: memory.sqlite, or memory: {url_env: MEMORY_DATABASE_URL} for Postgres"
@@ -141,6 +142,28 @@ def _embedder(doc: Located, path: Path, value: Any) -> Any:
     if not callable(getattr(made, "embed", None)):
         raise doc.error(path, f"{value} is not an embedder (it has no embed(texts) method)")
     return made
+
+
+def task_scopes(doc: Located, path: Path, value: Any) -> list[Any]:
+    """A task's ``memory:``: scope names, and ``{scope, write, query}`` mappings
+    (``write: false`` for a read-only scope; ``query`` a template)."""
+    from agentensemble.task_memory import MemoryScope
+
+    scopes: list[Any] = []
+    for index, item in enumerate(as_list(doc, path, value)):
+        where: Path = (*path, index)
+        if not isinstance(item, Mapping):
+            scopes.append(item)  # a name: Task checks it
+            continue
+        known_keys(doc, where, item, SCOPE_KEYS, "memory scope")
+        if not isinstance(item.get("write", True), bool):
+            raise doc.error((*where, "write"), "write takes true or false (false: read-only)")
+        name: Any = item.get("scope")  # MemoryScope says what is wrong with it
+        try:
+            scopes.append(MemoryScope(name, item.get("write", True), item.get("query")))
+        except ValueError as error:
+            raise doc.error(where, str(error)) from None
+    return scopes
 
 
 def knowledge_list(doc: Located, path: Path, value: Any) -> list[Any]:

@@ -8,7 +8,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from agentensemble.agent import Agent
-from agentensemble.config._memory import knowledge_list
+from agentensemble.config._memory import knowledge_list, task_scopes
 from agentensemble.config._positions import Located, Path
 from agentensemble.config._refs import is_import_path
 from agentensemble.config._values import (
@@ -257,7 +257,7 @@ def _task(
         if fields.get(key) is not None:
             fields[key] = task_review(doc, (*path, key), fields[key])
     if fields.get("memory") is not None:  # one scope may be written without brackets
-        fields["memory"] = as_list(doc, (*path, "memory"), fields["memory"])
+        fields["memory"] = task_scopes(doc, (*path, "memory"), fields["memory"])
     if fields.get("knowledge") is not None:
         fields["knowledge"] = knowledge_list(doc, (*path, "knowledge"), fields["knowledge"])
     task: Task = construct(doc, path, Task, fields)

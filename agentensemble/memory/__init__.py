@@ -18,6 +18,7 @@ if TYPE_CHECKING:
     from agentensemble.memory.sqlite import SQLiteMemory
     from agentensemble.memory.store import MemoryStore
     from agentensemble.memory.tool import MemoryTool
+    from agentensemble.task_memory import MemoryScope
 
 _LAZY: dict[str, str] = {
     "Embedder": "agentensemble.memory.embedders",
@@ -29,6 +30,7 @@ _LAZY: dict[str, str] = {
     "SQLiteMemory": "agentensemble.memory.sqlite",
     "MemoryStore": "agentensemble.memory.store",
     "MemoryTool": "agentensemble.memory.tool",
+    "MemoryScope": "agentensemble.task_memory",
 }
 
 
@@ -40,6 +42,7 @@ __all__ = [
     "Knowledge",
     "LiteLLMEmbedder",
     "MemoryEntry",
+    "MemoryScope",
     "MemoryStore",
     "MemoryTool",
     "PostgresMemory",

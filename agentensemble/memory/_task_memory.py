@@ -19,7 +19,7 @@ from agentensemble.memory.entry import MemoryEntry
 from agentensemble.memory.store import MemoryStore
 from agentensemble.run_context import current_run_id
 from agentensemble.steps import as_step
-from agentensemble.task_memory import RecalledItem, Recollection
+from agentensemble.task_memory import MemoryScope, RecalledItem, Recollection
 
 MAX_ITEMS = 6
 MAX_ITEM_CHARS = 1_500
@@ -82,13 +82,47 @@ def render(items: Sequence[RecalledItem]) -> str | None:
 
 @dataclass
 class StoreTaskMemory:
-    """``TaskMemory`` for one task: its memory scopes, knowledge and the run's session."""
+    """``TaskMemory`` for one task: its memory scopes, knowledge and the run's session.
+    ``rules``: the scopes (by filled name) whose query or writing is not the default one."""
 
     role: str
     store: MemoryStore | None = None
     scopes: list[str] = field(default_factory=list)
     knowledge: list[tuple[MemoryStore, str]] = field(default_factory=list)
     session: str | None = None
+    rules: dict[str, MemoryScope] = field(default_factory=dict)
+
+    def _query(self, scope: str, description: str) -> str:
+        """What ``scope`` is searched with: its own query, or the task's description."""
+        rule = self.rules.get(scope)
+        if rule is None or rule.query is None:
+            return description
+        query = rule.query(description) if callable(rule.query) else rule.query
+        if not isinstance(query, str):
+            raise TypeError(f"memory scope {scope!r}: query() must return a text; got {query!r}")
+        return query if query.strip() else description
+
+    def _written(self, scope: str, output: str) -> str | None:
+        """What the task leaves in ``scope``: the output, what its ``write`` picks, or nothing
+        for a read-only scope."""
+        rule = self.rules.get(scope)
+        if rule is None or rule.write is True:
+            return output
+        if rule.write is False:
+            return None
+        picked = rule.write(output)
+        if picked is not None and not isinstance(picked, str):
+            raise TypeError(
+                f"memory scope {scope!r}: write() must return a text or None; got {picked!r}"
+            )
+        return picked if picked and picked.strip() else None
+
+    @property
+    def writes(self) -> bool:
+        """Whether ``remember`` can write anything: a writable scope or a session."""
+        return self.session is not None or any(
+            self.rules.get(scope, MemoryScope(scope)).write is not False for scope in self.scopes
+        )
 
     async def recall(self, description: str) -> Recollection:
         """A step of the run: a durable run checkpoints what was recalled, so a resumed run
@@ -99,7 +133,7 @@ class StoreTaskMemory:
         rankings: list[list[RecalledItem]] = []
         if self.store is not None:
             for scope in self.scopes:
-                hits = await search(self.store, scope, description, MAX_ITEMS)
+                hits = await search(self.store, scope, self._query(scope, description), MAX_ITEMS)
                 rankings.append([_item("memory", hit) for hit in hits])
         for store, scope in self.knowledge:
             hits = await search(store, scope, description, MAX_ITEMS)
@@ -135,7 +169,7 @@ class StoreTaskMemory:
 
     async def remember(self, description: str, output: str) -> None:
         """A step of the run: a resumed durable run skips a write it already made."""
-        if not output.strip() or (self.store is None or (not self.scopes and not self.session)):
+        if not output.strip() or self.store is None or not self.writes:
             return
         await as_step("tool", "memory:remember", lambda: self._remember(description, output))
 
@@ -147,7 +181,9 @@ class StoreTaskMemory:
         }
         if self.store is not None:
             for scope in self.scopes:
-                await add(self.store, scope, output, metadata)
+                text = self._written(scope, output)
+                if text is not None:
+                    await add(self.store, scope, text, metadata)
             if self.session is not None:
                 scope = session_scope(self.session, self.role)
                 await add(self.store, scope, output, {**metadata, "session": self.session})

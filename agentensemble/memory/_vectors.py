@@ -89,20 +89,31 @@ class VectorIndex:
         return sorted((p for p in pairs if p[1] >= MIN_SIMILARITY), key=lambda p: -p[1])
 
 
+def relative(lexical: Sequence[tuple[Any, float]]) -> dict[Any, float]:
+    """Lexical scores divided by the best one: 1.0 for the best match of this search, so a
+    score reads the same whatever the store's size (raw BM25 values here are as small as 1e-6)."""
+    best = max((score for _, score in lexical), default=0.0)
+    return {key: score / best for key, score in lexical} if best > 0 else {}
+
+
 def fuse(
     lexical: Sequence[tuple[Any, float]], semantic: Sequence[tuple[Any, float]]
 ) -> dict[Any, float]:
     """Lexical and vector scores combined: ``LEXICAL_WEIGHT * lexical / best lexical +
     (1 - LEXICAL_WEIGHT) * cosine``. Relative lexical scores keep BM25's knowledge of which
     words are rare; an entry sharing no word with the query still scores by similarity."""
-    best = max((score for _, score in lexical), default=0.0)
-    scores: dict[Any, float] = {}
-    if best > 0:
-        for key, score in lexical:
-            scores[key] = LEXICAL_WEIGHT * score / best
+    scores = {key: LEXICAL_WEIGHT * score for key, score in relative(lexical).items()}
     for key, cosine in semantic:
         scores[key] = scores.get(key, 0.0) + (1.0 - LEXICAL_WEIGHT) * max(0.0, cosine)
     return scores
 
 
-__all__ = ["LEXICAL_WEIGHT", "MIN_SIMILARITY", "VectorIndex", "fuse", "pack", "unpack"]
+__all__ = [
+    "LEXICAL_WEIGHT",
+    "MIN_SIMILARITY",
+    "VectorIndex",
+    "fuse",
+    "pack",
+    "relative",
+    "unpack",
+]

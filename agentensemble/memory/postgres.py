@@ -21,7 +21,7 @@ from datetime import timedelta
 from typing import Any
 
 from agentensemble.memory._query import query_terms
-from agentensemble.memory._vectors import VectorIndex, fuse, pack, unpack
+from agentensemble.memory._vectors import VectorIndex, fuse, pack, relative, unpack
 from agentensemble.memory.embedders import Embedder, embed_one, normalised
 from agentensemble.memory.entry import MemoryEntry
 from agentensemble.memory.store import (
@@ -216,7 +216,7 @@ class PostgresMemory(AsyncStoreMethods):
         connection = self._connection()
         lexical = self._lexical(connection, scope, terms, pool) if terms else []
         if self.embedder is None:
-            scores = dict(lexical)
+            scores = relative(lexical)
         else:
             semantic: list[tuple[int, float]] = []
             if query.strip():

@@ -23,7 +23,7 @@ from typing import Any
 
 from agentensemble.memory._lexical import LexicalRanking
 from agentensemble.memory._query import query_terms
-from agentensemble.memory._vectors import VectorIndex, fuse, pack, unpack
+from agentensemble.memory._vectors import VectorIndex, fuse, pack, relative, unpack
 from agentensemble.memory.embedders import Embedder, embed_one, normalised
 from agentensemble.memory.entry import MemoryEntry
 from agentensemble.memory.store import (
@@ -271,7 +271,7 @@ class SQLiteMemory(AsyncStoreMethods):
         connection = self._connection()
         lexical = self._lexical.ranked(connection, scope, terms, pool)
         if self.embedder is None:
-            scores = dict(lexical)
+            scores = relative(lexical)
         else:
             semantic: list[tuple[int, float]] = []
             if query.strip():

@@ -13,7 +13,7 @@ import weakref
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from agentensemble._memory_wiring import task_memory
+from agentensemble._memory_wiring import scope_texts, task_memory
 from agentensemble.agent import Agent
 from agentensemble.errors import ConfigurationError, PromptTemplateError
 from agentensemble.execution.agent_executor import AgentTask
@@ -143,9 +143,9 @@ def check_inputs_for(
     for task in tasks:
         if task.for_each is not None:
             fan_out_items(task, inputs)
-            per_item_texts += (task.description, task.expected_output)
+            per_item_texts += (task.description, task.expected_output, *scope_texts(task.memory))
         else:
-            texts += (task.description, task.expected_output)
+            texts += (task.description, task.expected_output, *scope_texts(task.memory))
     # each agent's texts are checked once (an agent doing several tasks is listed once per
     # task): against the inputs with item and index when it is filled per item, else alone
     per_item = agents_filled_per_item(ensemble, tasks, agents)
@@ -350,6 +350,7 @@ class _Preparation:
             memory=self.memory,
             ensemble_knowledge=self.knowledge,
             session=self.session,
+            inputs=inputs,
         )
         if item.agent_task is not None:
             item.agent_task.memory = item.memory
