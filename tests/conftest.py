@@ -24,6 +24,11 @@ settings.register_profile(
 )
 settings.load_profile("agentensemble")
 
+# Memory stores given no embedder use the local one when wordllama is installed (it is, in the
+# dev extra). Tests written for lexical recall say so here; the tests of the local embedder and
+# of that default (tests/memory/test_memory_local_embedder.py) set it back. Subprocesses inherit.
+os.environ.setdefault("AGENTENSEMBLE_EMBEDDER", "lexical")
+
 
 @pytest.fixture
 def anyio_backend() -> str:

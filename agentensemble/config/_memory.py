@@ -126,16 +126,24 @@ def _built(doc: Located, path: Path, kind: str, where: str, embedder: Any) -> An
 
 
 def _embedder(doc: Located, path: Path, value: Any) -> Any:
-    """``hashing`` (HashingEmbedder), or an import path to an embedder (a class is called)."""
+    """``local`` (LocalEmbedder), ``hashing`` (HashingEmbedder), ``lexical`` (none), or an import
+    path to an embedder (a class is called); absent: the store's default (``auto``)."""
     if value is None:
+        return "auto"
+    if value == "lexical":
         return None
-    if value == "hashing":
-        from agentensemble.memory.embedders import HashingEmbedder
+    if value in ("hashing", "local"):
+        from agentensemble.memory.embedders import HashingEmbedder, LocalEmbedder
 
-        return HashingEmbedder()
+        try:
+            return HashingEmbedder() if value == "hashing" else LocalEmbedder()
+        except ImportError as error:
+            raise doc.error(path, str(error)) from None
     if not isinstance(value, str) or ":" not in value:
         raise doc.error(
-            path, f"embedder: is hashing or an import path package.module:name; got {value!r}"
+            path,
+            "embedder: is local, hashing, lexical or an import path package.module:name; "
+            f"got {value!r}",
         )
     found = imported(doc, path, value)
     made = found() if isinstance(found, type) else found

@@ -1,16 +1,22 @@
-"""Embedders turn texts into vectors for semantic recall; none is ever used by default.
+"""Embedders turn texts into vectors for semantic recall.
 
-``HashingEmbedder`` needs no model and no network: it hashes words and character trigrams into
-a fixed number of dimensions with a stable hash (BLAKE2), so every process, machine and Python
-version gives the same vector. It finds texts sharing words or word pieces ("deploy" and
-"deployment"), not synonyms; use ``LiteLLMEmbedder`` for that.
+``LocalEmbedder`` runs a small static embedding model (WordLlama, 16 MB) whose weights ship
+inside its wheel: offline, no download at run time, no key. It is the stores' default when its
+extra is installed (``pip install "agentensemble-py[local-embeddings]"``); otherwise search is
+lexical. ``HashingEmbedder`` needs no model and no network: it hashes words and character
+trigrams into a fixed number of dimensions with a stable hash (BLAKE2), so every process, machine
+and Python version gives the same vector. It finds texts sharing words or word pieces ("deploy"
+and "deployment"), not synonyms. ``LiteLLMEmbedder`` calls a provider's embedding model.
 """
 
 from __future__ import annotations
 
 import hashlib
+import importlib.util
 import math
+import os
 import re
+import threading
 from collections.abc import Sequence
 from typing import Any, Protocol, runtime_checkable
 
@@ -100,6 +106,85 @@ class LiteLLMEmbedder:
         return f"LiteLLMEmbedder(model={self.model!r})"
 
 
+#: ``AGENTENSEMBLE_EMBEDDER``: ``auto`` (the default: ``LocalEmbedder`` when installed) or
+#: ``lexical`` (never an embedder unless one is passed), for a deployment or a test suite.
+EMBEDDER_VARIABLE = "AGENTENSEMBLE_EMBEDDER"
+_INSTALL = 'pip install "agentensemble-py[local-embeddings]"'
+
+
+class LocalEmbedder:
+    """WordLlama's ``l2_supercat`` model, loaded from the files its wheel ships (never from the
+    network: a missing file is an error, not a download). Loaded on the first ``embed`` call,
+    once per embedder, so building a store stays cheap."""
+
+    CONFIG = "l2_supercat"
+
+    def __init__(self, dims: int = 256) -> None:
+        if dims not in (64, 128, 256):  # the wheel ships the 256-wide weights; fewer truncate
+            raise ValueError(f"dims must be 64, 128 or 256; got {dims!r}")
+        if importlib.util.find_spec("wordllama") is None:
+            raise ImportError(f"LocalEmbedder needs the wordllama package: {_INSTALL}")
+        self.dims = dims
+        self._model: Any = None
+        self._lock = threading.Lock()
+
+    def _loaded(self) -> Any:
+        with self._lock:
+            if self._model is None:
+                from pathlib import Path
+
+                import wordllama
+
+                # The wheel holds the weights and tokenizer; pointing the cache at the package
+                # folder finds both there (wordllama 0.4 looks for the tokenizer only in its
+                # cache), and disable_download makes a missing file an error, not a request.
+                folder = Path(wordllama.__file__).parent
+                self._model = wordllama.WordLlama.load(
+                    config=self.CONFIG,
+                    cache_dir=folder,
+                    disable_download=True,
+                    dim=256,
+                    trunc_dim=self.dims if self.dims < 256 else None,
+                )
+            return self._model
+
+    def embed(self, texts: list[str]) -> list[list[float]]:
+        if not texts:
+            return []
+        vectors = self._loaded().embed(list(texts), norm=True)
+        return [normalised([float(x) for x in row]) for row in vectors]
+
+    def __repr__(self) -> str:
+        return f"LocalEmbedder(dims={self.dims})"
+
+
+def default_embedder() -> Embedder | None:
+    """The embedder a store uses when given none: ``LocalEmbedder`` when wordllama is
+    installed and ``AGENTENSEMBLE_EMBEDDER`` is not ``lexical``; otherwise None (lexical)."""
+    choice = os.environ.get(EMBEDDER_VARIABLE, "auto").strip().lower()
+    if choice in ("lexical", "none", "off"):
+        return None
+    if choice not in ("", "auto", "local"):
+        raise ValueError(
+            f"{EMBEDDER_VARIABLE}={choice!r}: use auto (a local embedder when installed) or lexical"
+        )
+    if importlib.util.find_spec("wordllama") is None:
+        if choice == "local":
+            raise ImportError(f"{EMBEDDER_VARIABLE}=local needs the wordllama package: {_INSTALL}")
+        return None
+    return LocalEmbedder()
+
+
+def chosen_embedder(embedder: Any) -> Any:
+    """A store's ``embedder=`` argument: ``"auto"`` is ``default_embedder()``, None is lexical
+    search, anything else must have ``embed(texts)``."""
+    if isinstance(embedder, str) and embedder == "auto":
+        return default_embedder()
+    if embedder is not None and not callable(getattr(embedder, "embed", None)):
+        raise ValueError(f"embedder needs an embed(texts) method; got {embedder!r}")
+    return embedder
+
+
 def _field(item: Any, name: str) -> Any:
     return item[name] if isinstance(item, dict) else getattr(item, name)
 
@@ -112,4 +197,14 @@ def embed_one(embedder: Embedder, text: str) -> list[float]:
     return normalised([float(x) for x in vectors[0]])
 
 
-__all__ = ["Embedder", "HashingEmbedder", "LiteLLMEmbedder", "embed_one", "normalised"]
+__all__ = [
+    "EMBEDDER_VARIABLE",
+    "Embedder",
+    "HashingEmbedder",
+    "LiteLLMEmbedder",
+    "LocalEmbedder",
+    "chosen_embedder",
+    "default_embedder",
+    "embed_one",
+    "normalised",
+]

@@ -18,11 +18,11 @@ import threading
 import time
 import uuid
 from datetime import timedelta
-from typing import Any
+from typing import Any, Literal
 
 from agentensemble.memory._query import query_terms
 from agentensemble.memory._vectors import VectorIndex, fuse, pack, relative, unpack
-from agentensemble.memory.embedders import Embedder, embed_one, normalised
+from agentensemble.memory.embedders import Embedder, chosen_embedder, embed_one, normalised
 from agentensemble.memory.entry import MemoryEntry
 from agentensemble.memory.store import (
     AsyncStoreMethods,
@@ -68,7 +68,7 @@ def _shown(url: str) -> str:
 class PostgresMemory(AsyncStoreMethods):
     """A memory store in a Postgres database (its table is created on first use)."""
 
-    def __init__(self, url: str, embedder: Embedder | None = None) -> None:
+    def __init__(self, url: str, embedder: Embedder | Literal["auto"] | None = "auto") -> None:
         try:
             import psycopg
         except ImportError as error:
@@ -77,11 +77,9 @@ class PostgresMemory(AsyncStoreMethods):
             ) from error
         if not isinstance(url, str) or not url.strip():
             raise ValueError("PostgresMemory needs a database URL such as postgresql://host/db")
-        if embedder is not None and not callable(getattr(embedder, "embed", None)):
-            raise ValueError(f"embedder needs an embed(texts) method; got {embedder!r}")
         self._psycopg = psycopg
         self.url = url
-        self.embedder = embedder
+        self.embedder = chosen_embedder(embedder)
         self.use_numpy = True
         self._local = threading.local()
         self._lock = threading.Lock()

@@ -19,12 +19,12 @@ from collections.abc import Iterator
 from contextlib import contextmanager, suppress
 from datetime import timedelta
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from agentensemble.memory._lexical import LexicalRanking
 from agentensemble.memory._query import query_terms
 from agentensemble.memory._vectors import VectorIndex, fuse, pack, relative, unpack
-from agentensemble.memory.embedders import Embedder, embed_one, normalised
+from agentensemble.memory.embedders import Embedder, chosen_embedder, embed_one, normalised
 from agentensemble.memory.entry import MemoryEntry
 from agentensemble.memory.store import (
     AsyncStoreMethods,
@@ -73,11 +73,11 @@ class SQLiteMemory(AsyncStoreMethods):
     """A memory store in one SQLite file (created on first use; its folder must exist)."""
 
     def __init__(
-        self, path: str | os.PathLike[str] = DEFAULT_PATH, embedder: Embedder | None = None
+        self,
+        path: str | os.PathLike[str] = DEFAULT_PATH,
+        embedder: Embedder | Literal["auto"] | None = "auto",
     ) -> None:
-        if embedder is not None and not callable(getattr(embedder, "embed", None)):
-            raise ValueError(f"embedder needs an embed(texts) method; got {embedder!r}")
-        self.embedder = embedder
+        self.embedder = chosen_embedder(embedder)
         self._memory_uri: str | None = None
         if str(path) == ":memory:":  # one database shared by this store's threads
             self._memory_uri = f"file:agentensemble-{uuid.uuid4().hex}?mode=memory&cache=shared"
