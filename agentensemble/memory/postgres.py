@@ -13,13 +13,13 @@ from __future__ import annotations
 import json
 import math
 import os
-import re
 import threading
 import time
 import uuid
 from datetime import timedelta
 from typing import Any
 
+from agentensemble._dsn import mask_dsn, mask_in
 from agentensemble.memory._query import query_terms
 from agentensemble.memory._vectors import VectorIndex, fuse, pack, unpack
 from agentensemble.memory.embedders import Embedder, embed_one, normalised
@@ -53,7 +53,6 @@ CREATE TABLE IF NOT EXISTS {_TABLE}_scopes (scope TEXT PRIMARY KEY, version BIGI
 ALTER TABLE {_TABLE}_scopes ADD COLUMN IF NOT EXISTS entries BIGINT NOT NULL DEFAULT 0;
 """
 _COLUMNS = "seq, id, scope, text, metadata, created_at"
-_PASSWORD = re.compile(r"(://[^:/@]*:)[^@]*@")
 #: A query word found in at least this many entries of the scope is left out of the search
 #: when the query has rarer words (counting stops there, so a count costs at most this much).
 COMMON_CAP = 1_000
@@ -62,7 +61,7 @@ MIN_CANDIDATES = 20
 
 
 def _shown(url: str) -> str:
-    return _PASSWORD.sub(r"\1***@", url)
+    return mask_dsn(url)
 
 
 class PostgresMemory(AsyncStoreMethods):
@@ -100,7 +99,8 @@ class PostgresMemory(AsyncStoreMethods):
         except self._psycopg.Error as error:
             first = (str(error).strip().splitlines() or [type(error).__name__])[0]
             raise ConnectionError(
-                f"memory store: cannot connect to Postgres at {_shown(self.url)}: {first}"
+                f"memory store: cannot connect to Postgres at {_shown(self.url)}: "
+                f"{mask_in(first, self.url)}"
             ) from None
         self._local.connection = connection
         self._local.pid = os.getpid()
