@@ -143,9 +143,14 @@ def duration(text: str) -> timedelta:
         raise argparse.ArgumentTypeError(
             f"{text!r} is not an age: use a number with s, m, h, d or w (7d, 12h)"
         ) from None
-    if seconds <= 0:
+    if not seconds > 0:  # also NaN
         raise argparse.ArgumentTypeError(f"{text!r} is not a positive age")
-    return timedelta(seconds=seconds)
+    try:
+        return timedelta(seconds=seconds)
+    except OverflowError:  # over 999,999,999 days (inf too)
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is too long an age: at most {timedelta.max.days} days"
+        ) from None
 
 
 def run_durable(args: argparse.Namespace) -> int:
