@@ -1,10 +1,12 @@
 """The report as a plain-text table for a terminal: a line per case, a line per evaluator,
 the totals, and with a baseline the regressions and improvements. Model text never appears
-here raw: reasons are cut short and control characters shown escaped."""
+here raw: reasons are redacted, cut short and control characters shown escaped."""
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
+
+from agentensemble.redaction import redact_text
 
 if TYPE_CHECKING:
     from agentensemble.evals.report import CaseResult, EvalReport
@@ -13,8 +15,9 @@ WIDTH = 32  # of the case column
 
 
 def printable(text: str, limit: int = 100) -> str:
-    """One line of ``text``: control characters (escape sequences too) escaped, cut short."""
-    cleaned = "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
+    """One line of ``text``: redacted (before it is cut, so no half secret slips past the
+    policy), control characters (escape sequences too) escaped, cut short."""
+    cleaned = "".join(c if c.isprintable() else repr(c)[1:-1] for c in redact_text(text))
     return cleaned if len(cleaned) <= limit else cleaned[: limit - 3] + "..."
 
 
@@ -79,7 +82,7 @@ def format_report(report: EvalReport, baseline: EvalReport | None = None) -> str
             f"{baseline.tokens} -> {report.tokens}, cost {money(baseline.cost_usd)} -> "
             f"{money(report.cost_usd)}"
         )
-    return "\n".join(line.rstrip() for line in lines)
+    return redact_text("\n".join(line.rstrip() for line in lines))
 
 
 __all__ = ["format_report", "money", "printable"]

@@ -1,7 +1,8 @@
 """The report as one self-contained HTML page: pass/fail at a glance, the trajectory of each
 run (agents, tasks, tool calls in order), the verdicts, and the diff against a baseline.
 
-Model output is hostile: every text goes through ``html.escape`` and is cut to a bounded length,
+Model output is hostile: every text is redacted (the one policy: a secret echoed in an answer,
+an argument or an error is ``***``), goes through ``html.escape`` and is cut to a bounded length,
 the page has no script, and its Content-Security-Policy forbids loading anything (no scripts,
 no images from elsewhere, no fonts), so even a missed escape could neither run nor call home.
 """
@@ -13,6 +14,7 @@ from html import escape
 from typing import TYPE_CHECKING, Any
 
 from agentensemble.evals._table import money
+from agentensemble.redaction import redact, redact_text
 
 if TYPE_CHECKING:
     from agentensemble.evals.report import CaseResult, CaseRun, EvalReport, ReportDiff
@@ -56,8 +58,11 @@ margin:6px 0;max-height:320px;overflow:auto}
 
 
 def _text(value: Any, limit: int = MAX_TEXT) -> str:
-    """Any value as escaped text of bounded length."""
+    """Any value as redacted, escaped text of bounded length (redacted first: a secret cut in
+    two or escaped would slip past the policy)."""
+    value = redact(value)
     text = value if isinstance(value, str) else json.dumps(value, default=str, ensure_ascii=False)
+    text = redact_text(text)
     if len(text) > limit:
         text = text[:limit] + f"... ({len(text) - limit} more characters)"
     return escape(text, quote=True)
