@@ -108,8 +108,10 @@ def _act(store: Any, args: argparse.Namespace) -> int:
                 print(f"{shown(scope)}  {count} entries")
         return EXIT_OK
     if action == "list":
-        entries = store.entries(args.scope)
-        _print_entries(entries[-args.last :] if args.last else entries, args.json)
+        from agentensemble.memory.store import recent_entries
+
+        entries = recent_entries(store, args.scope, args.last) if args.last else None
+        _print_entries(store.entries(args.scope) if entries is None else entries, args.json)
     elif action == "search":
         _print_entries(store.search(args.scope, args.query, limit=args.limit), args.json)
     elif action == "prune":

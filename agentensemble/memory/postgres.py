@@ -195,12 +195,22 @@ class PostgresMemory(AsyncStoreMethods):
 
     # -- reading ------------------------------------------------------------------------------
 
-    def entries(self, scope: str) -> list[MemoryEntry]:
+    def entries(self, scope: str, *, last: int | None = None) -> list[MemoryEntry]:
+        """Every entry of ``scope``, oldest first; with ``last``, only the newest ``last``
+        (read with a LIMIT, as ``SQLiteMemory.entries``)."""
         check_scope(scope)
+        if last is None:
+            rows = self._connection().execute(
+                f"SELECT {_COLUMNS} FROM {_TABLE} WHERE scope = %s ORDER BY created_at, seq",
+                (scope,),
+            )
+            return [_entry(row) for row in rows]
         rows = self._connection().execute(
-            f"SELECT {_COLUMNS} FROM {_TABLE} WHERE scope = %s ORDER BY created_at, seq", (scope,)
+            f"SELECT {_COLUMNS} FROM {_TABLE} WHERE scope = %s "
+            "ORDER BY created_at DESC, seq DESC LIMIT %s",
+            (scope, check_limit(last)),
         )
-        return [_entry(row) for row in rows]
+        return [_entry(row) for row in rows][::-1]
 
     def scopes(self) -> list[tuple[str, int]]:
         rows = self._connection().execute(
