@@ -36,7 +36,17 @@ def _fails(result: CaseResult) -> str:
     return ""
 
 
-def format_report(report: EvalReport, baseline: EvalReport | None = None) -> str:
+def verdict(report: EvalReport, min_pass_rate: float = 1.0) -> str:
+    """``PASSED`` or ``FAILED`` as the ``eval`` command decides it: the share of passing cases
+    against ``min_pass_rate`` (1.0: every case), so the table and the exit code agree."""
+    if report.passed or report.pass_rate >= min_pass_rate:
+        return "PASSED" if report.passed else f"PASSED (at least {min_pass_rate:.0%} required)"
+    return "FAILED"
+
+
+def format_report(
+    report: EvalReport, baseline: EvalReport | None = None, min_pass_rate: float = 1.0
+) -> str:
     repeat = max(report.repeat, 1)
     lines = [
         f"Evaluation {printable(report.name)}: {len(report.cases)} case(s) x {repeat} run(s)",
@@ -59,7 +69,7 @@ def format_report(report: EvalReport, baseline: EvalReport | None = None) -> str
     passed_cases = sum(c.passed for c in report.cases)
     lines += [
         "",
-        f"{'PASSED' if report.passed else 'FAILED'}: {passed_cases}/{len(report.cases)} cases "
+        f"{verdict(report, min_pass_rate)}: {passed_cases}/{len(report.cases)} cases "
         f"({report.pass_rate:.0%}), {report.tokens} tokens, cost {money(report.cost_usd)}, "
         f"{report.duration.total_seconds():.2f}s",
     ]
@@ -85,4 +95,4 @@ def format_report(report: EvalReport, baseline: EvalReport | None = None) -> str
     return redact_text("\n".join(line.rstrip() for line in lines))
 
 
-__all__ = ["format_report", "money", "printable"]
+__all__ = ["format_report", "money", "printable", "verdict"]

@@ -13,7 +13,7 @@ import json
 from html import escape
 from typing import TYPE_CHECKING, Any
 
-from agentensemble.evals._table import money
+from agentensemble.evals._table import money, verdict
 from agentensemble.redaction import redact, redact_text
 
 if TYPE_CHECKING:
@@ -164,7 +164,7 @@ def _diff(diff: ReportDiff, report: EvalReport, baseline: EvalReport) -> str:
         )
         return f'<h3 class="{kind}-title">{title} ({len(names)})</h3><ul class="diff">{items}</ul>'
 
-    verdict = "No regressions" if diff.ok else f"{len(diff.regressions)} regression(s)"
+    headline = "No regressions" if diff.ok else f"{len(diff.regressions)} regression(s)"
     totals = (
         f"pass rate {baseline.pass_rate:.0%} &rarr; {report.pass_rate:.0%}, tokens "
         f"{baseline.tokens} &rarr; {report.tokens}, cost {escape(money(baseline.cost_usd))} "
@@ -175,7 +175,7 @@ def _diff(diff: ReportDiff, report: EvalReport, baseline: EvalReport) -> str:
         for name, change in diff.evaluators.items()
     )
     return (
-        f'<section id="baseline"><h2>Against the baseline: {verdict}</h2>'
+        f'<section id="baseline"><h2>Against the baseline: {headline}</h2>'
         f'<p class="totals">{totals}</p>'
         f"{block('Regressions', diff.regressions, 'regressions')}"
         f"{block('Improvements', diff.improvements, 'improvements')}"
@@ -186,8 +186,10 @@ def _diff(diff: ReportDiff, report: EvalReport, baseline: EvalReport) -> str:
     )
 
 
-def report_html(report: EvalReport, baseline: EvalReport | None = None) -> str:
-    """The whole page, as text."""
+def report_html(
+    report: EvalReport, baseline: EvalReport | None = None, min_pass_rate: float = 1.0
+) -> str:
+    """The whole page, as text; its verdict as the ``eval`` command decides it."""
     diff = report.compare(baseline) if baseline is not None else None
     passed = sum(c.passed for c in report.cases)
     cells = "".join(
@@ -200,7 +202,8 @@ def report_html(report: EvalReport, baseline: EvalReport | None = None) -> str:
         f"<tr><td>{_text(name, 200)}</td><td>{_bar(rate)}</td><td>{scores[name]:.2f}</td></tr>"
         for name, rate in report.evaluator_pass_rates().items()
     )
-    verdict = "PASSED" if report.passed else "FAILED"
+    shown_verdict = verdict(report, min_pass_rate)
+    ok = shown_verdict != "FAILED"
     stats = "".join(
         (
             _stat("cases passed", f"{passed}/{len(report.cases)}"),
@@ -215,10 +218,11 @@ def report_html(report: EvalReport, baseline: EvalReport | None = None) -> str:
         "<!DOCTYPE html><html lang=en><head><meta charset=utf-8>"
         f'<meta http-equiv="Content-Security-Policy" content="{CSP}">'
         '<meta name="viewport" content="width=device-width,initial-scale=1">'
-        f"<title>Evaluation {_text(report.name, 200)}: {verdict}</title>"
+        f"<title>Evaluation {_text(report.name, 200)}: {escape(shown_verdict)}</title>"
         f"<style>{STYLE}</style></head><body><main>"
         f"<h1>Evaluation {_text(report.name, 200)}</h1>"
-        f'<span id="verdict" class="verdict {"pass" if report.passed else "fail"}">{verdict}</span>'
+        f'<span id="verdict" class="verdict {"pass" if ok else "fail"}">{escape(shown_verdict)}'
+        "</span>"
         f' <span class="muted">started {escape(report.started_at.isoformat(timespec="seconds"))}'
         f"</span><div class=stats>{stats}</div>"
         f'<div class="grid" aria-label="cases at a glance">{cells}</div>'

@@ -202,12 +202,19 @@ class EvalReport(BaseModel):
                 diff.evaluators[name] = f"runs passed: {old_rates[name]:.0%} -> {rate:.0%}"
         return diff
 
-    def print(self, file: IO[str] | None = None, *, baseline: EvalReport | None = None) -> None:
+    def print(
+        self,
+        file: IO[str] | None = None,
+        *,
+        baseline: EvalReport | None = None,
+        min_pass_rate: float = 1.0,
+    ) -> None:
         """A readable table: one line per case, then per evaluator, then the totals (every
-        text redacted, as in the JSON and the page)."""
+        text redacted, as in the JSON and the page). The verdict is PASSED when at least
+        ``min_pass_rate`` of the cases passed (default: every case), as ``eval`` decides."""
         from agentensemble.evals._table import format_report
 
-        print(format_report(self, baseline), file=file)
+        print(format_report(self, baseline, min_pass_rate), file=file)
 
     def to_json(self) -> str:
         """The report as JSON, through the redaction policy (``agentensemble.redaction``): a
@@ -225,15 +232,21 @@ class EvalReport(BaseModel):
         """A saved report (cases come back without their evaluators: the results hold them)."""
         return cls.model_validate_json(Path(path).read_text(encoding="utf-8"))
 
-    def to_html(self, baseline: EvalReport | None = None) -> str:
+    def to_html(self, baseline: EvalReport | None = None, *, min_pass_rate: float = 1.0) -> str:
         """A self-contained page: pass/fail at a glance, each run's trajectory, the diff."""
         from agentensemble.evals.html import report_html
 
-        return report_html(self, baseline)
+        return report_html(self, baseline, min_pass_rate)
 
-    def save_html(self, path: str | os.PathLike[str], baseline: EvalReport | None = None) -> None:
+    def save_html(
+        self,
+        path: str | os.PathLike[str],
+        baseline: EvalReport | None = None,
+        *,
+        min_pass_rate: float = 1.0,
+    ) -> None:
         """Write ``to_html()`` to ``path`` (every text on the page redacted, then escaped)."""
-        Path(path).write_text(self.to_html(baseline), encoding="utf-8")
+        Path(path).write_text(self.to_html(baseline, min_pass_rate=min_pass_rate), encoding="utf-8")
 
 
 __all__ = ["CaseResult", "CaseRun", "EvalReport", "ReportDiff", "mean_scores"]
