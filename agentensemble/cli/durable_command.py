@@ -37,7 +37,7 @@ import uuid
 from collections.abc import Sequence
 from datetime import timedelta
 
-from agentensemble.cli import EXIT_USAGE, Command
+from agentensemble.cli import EXIT_USAGE, Command, run_handler
 
 # the durable package's settings (checked equal by the tests; importing it here would import DBOS)
 DATABASE_ENV = "AGENTENSEMBLE_DATABASE_URL"
@@ -187,7 +187,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         prog="python -m agentensemble.durable", description=COMMAND.help
     )
     add_durable_arguments(parser)
-    return run_durable(parser.parse_args(argv))
+    return run_handler(run_durable, parser.parse_args(argv))
 
 
 COMMAND = Command(
