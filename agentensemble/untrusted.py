@@ -21,6 +21,12 @@ surface inherits the defences instead of re-implementing them::
   (over Python's 4300 digits), invalid UTF-8 and, with ``unique_keys=True``, an object naming a
   key twice (``DuplicateKeyError``) are refused the same way.
 
+HTML is read one way too: ``html_text`` (the bounded single-scan converter of
+``agentensemble._html``, linear on any page), never the standard library's ``html.parser``,
+which is quadratic on unfinished constructs (a 60 kB page held a run 30-50 s). A test forbids
+``html.parser`` and raw ``json.loads``/``yaml.load`` on outside data everywhere else
+(``tests/test_untrusted_readers.py``).
+
 The module imports only the standard library; importing it is cheap.
 """
 
@@ -164,6 +170,25 @@ async def aparse_json(
         raise UntrustedInputError(what, f"too slow to parse (over {timeout:g} s)") from None
 
 
+def html_text(
+    page: str, *, what: str = "the page", max_chars: int = MAX_CHARS, deadline: float | None = None
+) -> str:
+    """The visible text of untrusted HTML ``page``: tags dropped, scripts and styles skipped,
+    one block per line, whitespace collapsed; linear in the size. Raises
+    ``UntrustedInputError`` for a page over ``max_chars`` or one not converted before
+    ``deadline`` (a ``time.monotonic()`` value)."""
+    from agentensemble._html import ConversionTimeout, html_to_text
+
+    if len(page) > max_chars:
+        raise UntrustedInputError(
+            what, f"too large ({len(page)} characters; at most {max_chars} are accepted)"
+        )
+    try:
+        return html_to_text(page, deadline=deadline)
+    except ConversionTimeout:
+        raise UntrustedInputError(what, "too slow to convert to text") from None
+
+
 def depth_exceeds(value: Any, max_depth: int) -> bool:
     """Whether ``value`` nests lists/dicts deeper than ``max_depth`` (iterative: no recursion)."""
     stack: list[tuple[Any, int]] = [(value, 1)]
@@ -194,5 +219,6 @@ __all__ = [
     "UntrustedInputError",
     "aparse_json",
     "depth_exceeds",
+    "html_text",
     "parse_json",
 ]

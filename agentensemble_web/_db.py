@@ -18,7 +18,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from agentensemble.redaction import redact_text
+from agentensemble._dsn import mask_dsn, mask_in
 
 MEMORY = ":memory:"
 POSTGRES_SCHEMES = ("postgresql://", "postgres://")
@@ -35,7 +35,7 @@ def is_postgres(target: str) -> bool:
 
 def shown(target: str) -> str:
     """``target`` as messages show it: a URL's password and secret query values masked."""
-    return redact_text(target)
+    return mask_dsn(target)
 
 
 class Database:
@@ -158,7 +158,7 @@ def _postgres_connection(url: str, schema: str) -> Any:
     except psycopg.Error as exc:
         raise StoreUnavailableError(
             f"cannot reach the console's database {shown(url)}: "
-            f"{redact_text(str(exc)).strip().splitlines()[0] if str(exc).strip() else exc}"
+            f"{mask_in(str(exc), url).strip().splitlines()[0] if str(exc).strip() else exc}"
         ) from None
     try:
         # tables created by two processes at once (a console and `reviewers add`): one waits
@@ -170,7 +170,7 @@ def _postgres_connection(url: str, schema: str) -> Any:
     except psycopg.Error as exc:
         conn.close()
         raise StoreUnavailableError(
-            f"cannot create the console's tables in {shown(url)}: {redact_text(str(exc))}"
+            f"cannot create the console's tables in {shown(url)}: {mask_in(str(exc), url)}"
         ) from None
     return conn
 

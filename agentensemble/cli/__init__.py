@@ -71,11 +71,33 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)  # exits with 2 on a usage error, as argparse does
     try:
-        code: int = args.handler(args)
+        return run_handler(args.handler, args)
     except KeyboardInterrupt:
         print("agentensemble: interrupted", file=sys.stderr)
         return EXIT_INTERRUPTED
+
+
+def run_handler(handler: Callable[[argparse.Namespace], int], args: argparse.Namespace) -> int:
+    """``handler(args)``; a reader that went away (``agentensemble ... | head``) ends it quietly
+    with exit 0, never a ``BrokenPipeError`` traceback, whichever command was writing."""
+    try:
+        code = handler(args)
+        sys.stdout.flush()  # a closed pipe shows here, not in the interpreter's flush at exit
+    except BrokenPipeError:  # the reader took what it wanted
+        _silence_stdout()
+        return EXIT_OK
     return code
+
+
+def _silence_stdout() -> None:
+    """Point stdout at /dev/null: the interpreter's last flush at exit would raise again."""
+    import os
+
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError, AttributeError):  # no file descriptor (a captured stdout)
+        pass
 
 
 __all__ = [
@@ -88,4 +110,5 @@ __all__ = [
     "build_parser",
     "commands",
     "main",
+    "run_handler",
 ]

@@ -111,11 +111,11 @@ def _review_settings(review: tuple[str, str | None] | None, file: str) -> dict[s
 
 
 def _file_sets_a_policy(file: str) -> bool:
-    import yaml
+    from agentensemble.config._positions import ConfigFileError, load_located
 
-    try:
-        data = yaml.safe_load(Path(file).read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, yaml.YAMLError):  # the loader says it in its words
+    try:  # the crew loader's bounded reading; it says what is wrong in its own words
+        data = load_located(Path(file).read_text(encoding="utf-8"), file).data
+    except (OSError, UnicodeDecodeError, ConfigFileError):
         return False
     review = data.get("review") if isinstance(data, dict) else None
     policy = review.get("policy") if isinstance(review, dict) else None

@@ -15,7 +15,9 @@ import threading
 from typing import Any
 
 from agentensemble._display import escape_for_row
+from agentensemble._dsn import mask_dsn, sqlite_file_problem
 from agentensemble.durable._client import DurableClient, ReviewClosedError, past_deadline
+from agentensemble.durable._database import database_url, sqlite_path
 from agentensemble.durable._runtime import DurableRuntime
 from agentensemble.errors import ConfigurationError
 from agentensemble.logging import LOGGER_NAME, configure_logging
@@ -44,6 +46,20 @@ def load_runtime(target: str) -> DurableRuntime:
             "to use as MODULE:ATTRIBUTE"
         )
     return runtimes[0]
+
+
+def _client(database: str | None) -> DurableClient:
+    """A client of the runs' database, which must be a database: a file that is something else
+    is one line (exit 2), never the driver's traceback."""
+    url = database_url(database)
+    path = sqlite_path(url)
+    problem = sqlite_file_problem(path) if path is not None else None
+    if problem is not None:
+        raise ConfigurationError(
+            f"the durable database {mask_dsn(url)!r} cannot be read: {problem} (--database or "
+            "$AGENTENSEMBLE_DATABASE_URL)"
+        )
+    return DurableClient(database, prepare=False)
 
 
 def _worker(target: str) -> int:
@@ -100,7 +116,7 @@ def _recover(target: str, dead: str, force: bool) -> int:
 
 def _runs(database: str | None, status: str | None) -> int:
     # reads only: launching here would resume live runs, and preparing would create a file
-    client = DurableClient(database, prepare=False)
+    client = _client(database)
     try:
         for info in client.list_runs(status=status):
             print(f"{info.run_id}\t{info.ensemble}\t{info.status}\t{info.created_at}")
@@ -132,7 +148,7 @@ def review_row(review: dict[str, Any]) -> str:
 
 
 def _reviews(run_id: str, database: str | None) -> int:
-    client = DurableClient(database, prepare=False)
+    client = _client(database)
     try:
         for review in client.pending_reviews(run_id):
             print(review_row(review))
@@ -142,7 +158,7 @@ def _reviews(run_id: str, database: str | None) -> int:
 
 
 def _decide(args: argparse.Namespace) -> int:
-    client = DurableClient(args.database, prepare=False)
+    client = _client(args.database)
     try:
         outcome = client.decide(
             args.run_id,
@@ -167,7 +183,7 @@ def _decide(args: argparse.Namespace) -> int:
 
 
 def _steps(args: argparse.Namespace) -> int:
-    client = DurableClient(args.database, prepare=False)
+    client = _client(args.database)
     try:
         steps = client.steps(args.run_id, internal=args.all)
     except KeyError as error:
@@ -187,7 +203,7 @@ def _steps(args: argparse.Namespace) -> int:
 
 
 def _trace(args: argparse.Namespace) -> int:
-    client = DurableClient(args.database, prepare=False)
+    client = _client(args.database)
     try:
         trace = client.trace(args.run_id)
     finally:
@@ -203,13 +219,13 @@ def _trace(args: argparse.Namespace) -> int:
 def _fork(args: argparse.Namespace) -> int:
     inputs = None
     if args.input:
-        client = DurableClient(args.database, prepare=False)
+        client = _client(args.database)
         try:
             parent = client.inputs(args.run_id)
         finally:
             client.close()
         inputs = {**parent, **_pairs(args.input)}
-    client = DurableClient(args.database, prepare=False)
+    client = _client(args.database)
     try:
         forked = client.fork(
             args.run_id,
@@ -247,7 +263,7 @@ def _prune(args: argparse.Namespace) -> int:
         print("agentensemble durable prune: say what to keep: --keep-last N, --older-than AGE, "
               "or both", file=sys.stderr)  # fmt: skip
         return EXIT_USAGE
-    client = DurableClient(args.database, prepare=False)
+    client = _client(args.database)
     try:
         removed = client.prune(
             keep_last=args.keep_last, older_than=args.older_than, ensemble=args.ensemble
@@ -259,8 +275,7 @@ def _prune(args: argparse.Namespace) -> int:
 
 
 def _where(runtime: DurableRuntime) -> str:
-    url = runtime.database_url
-    return url.split("@")[-1] if "@" in url else url
+    return mask_dsn(runtime.database_url)
 
 
 def dispatch(args: argparse.Namespace) -> int:

@@ -37,7 +37,7 @@ import uuid
 from collections.abc import Sequence
 from datetime import timedelta
 
-from agentensemble.cli import EXIT_USAGE, Command
+from agentensemble.cli import EXIT_USAGE, Command, run_handler
 
 # the durable package's settings (checked equal by the tests; importing it here would import DBOS)
 DATABASE_ENV = "AGENTENSEMBLE_DATABASE_URL"
@@ -143,9 +143,14 @@ def duration(text: str) -> timedelta:
         raise argparse.ArgumentTypeError(
             f"{text!r} is not an age: use a number with s, m, h, d or w (7d, 12h)"
         ) from None
-    if seconds <= 0:
+    if not seconds > 0:  # also NaN
         raise argparse.ArgumentTypeError(f"{text!r} is not a positive age")
-    return timedelta(seconds=seconds)
+    try:
+        return timedelta(seconds=seconds)
+    except OverflowError:  # over 999,999,999 days (inf too)
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is too long an age: at most {timedelta.max.days} days"
+        ) from None
 
 
 def run_durable(args: argparse.Namespace) -> int:
@@ -182,7 +187,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         prog="python -m agentensemble.durable", description=COMMAND.help
     )
     add_durable_arguments(parser)
-    return run_durable(parser.parse_args(argv))
+    return run_handler(run_durable, parser.parse_args(argv))
 
 
 COMMAND = Command(

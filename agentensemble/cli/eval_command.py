@@ -136,11 +136,11 @@ def run(args: argparse.Namespace) -> int:
     if args.save:
         report.save(args.save)
     if args.html:
-        report.save_html(args.html, baseline=baseline)
+        report.save_html(args.html, baseline=baseline, min_pass_rate=args.min_pass_rate)
     if args.json:
         print(report.to_json())
     else:
-        report.print(baseline=baseline)
+        report.print(baseline=baseline, min_pass_rate=args.min_pass_rate)
     return _verdict(report, baseline, args.min_pass_rate)
 
 

@@ -70,10 +70,14 @@ def _entry(entry: Any) -> dict[str, Any]:
     }
 
 
-def _print_entries(entries: list[Any], as_json: bool) -> None:
+def _print_entries(entries: list[Any], as_json: bool, nothing: str) -> None:
+    """The entries, one a line (or as JSON: ``[]``); ``nothing`` said when there are none, so
+    an empty answer is not mistaken for a command that did nothing."""
     if as_json:
         print(json.dumps([_entry(e) for e in entries], indent=2, ensure_ascii=False))
         return
+    if not entries:
+        print(nothing)
     for entry in entries:
         score = f"  score {entry.score:.3f}" if entry.score is not None else ""
         stamp = entry.created_at.strftime("%Y-%m-%d %H:%M:%S")
@@ -91,6 +95,8 @@ def run(args: argparse.Namespace) -> int:
         return _act(store, args)
     except ValueError as error:
         return usage_failure(args, error)
+    except BrokenPipeError:  # the reader went away (| head): cli.main ends quietly
+        raise
     except OSError as error:
         return report_error(args, error, EXIT_FAILED)
     finally:
@@ -108,10 +114,15 @@ def _act(store: Any, args: argparse.Namespace) -> int:
                 print(f"{shown(scope)}  {count} entries")
         return EXIT_OK
     if action == "list":
-        entries = store.entries(args.scope)
-        _print_entries(entries[-args.last :] if args.last else entries, args.json)
+        from agentensemble.memory.store import recent_entries
+
+        entries = recent_entries(store, args.scope, args.last) if args.last else None
+        entries = store.entries(args.scope) if entries is None else entries
+        _print_entries(entries, args.json, f"no entries in scope {shown(args.scope)!r}")
     elif action == "search":
-        _print_entries(store.search(args.scope, args.query, limit=args.limit), args.json)
+        found = store.search(args.scope, args.query, limit=args.limit)
+        nothing = f"nothing in scope {shown(args.scope)!r} matches {shown(args.query)!r}"
+        _print_entries(found, args.json, nothing)
     elif action == "prune":
         if args.keep_last is None and args.older_than is None:
             raise UsageError("prune needs --keep-last N, --older-than DURATION or both")

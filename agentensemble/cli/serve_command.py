@@ -14,10 +14,11 @@ from __future__ import annotations
 import argparse
 import contextlib
 import os
+import sqlite3
 import sys
 
+from agentensemble._dsn import mask_dsn, mask_in
 from agentensemble.cli import EXIT_OK, EXIT_USAGE, Command
-from agentensemble.redaction import redact_text
 
 DEFAULT_PORT = 8766
 TOKEN_VARIABLE = "AGENTENSEMBLE_WEB_TOKEN"
@@ -77,7 +78,14 @@ def _run(args: argparse.Namespace) -> int:
     try:  # a database that cannot be opened is one line, before anything is served
         connect(db).close()
     except StoreUnavailableError as exc:
-        print(f"agentensemble serve: {exc}", file=sys.stderr)
+        print(f"agentensemble serve: {mask_in(str(exc), db)}", file=sys.stderr)
+        return EXIT_USAGE
+    except (sqlite3.Error, OSError) as exc:  # a file that is not a database, unreadable
+        print(
+            f"agentensemble serve: --db {mask_dsn(db)}: cannot be used as the console's "
+            f"database ({mask_in(str(exc), db)})",
+            file=sys.stderr,
+        )
         return EXIT_USAGE
     server = WebConsoleServer(
         args.host,
@@ -108,7 +116,7 @@ def _run(args: argparse.Namespace) -> int:
         f"(or set {TOKEN_VARIABLE})",
         flush=True,
     )
-    print(f"  history kept in: {redact_text(server.db)}", flush=True)
+    print(f"  history kept in: {mask_dsn(server.db)}", flush=True)
     with contextlib.suppress(KeyboardInterrupt):  # a second Ctrl-C while stopping: quietly
         server.serve_forever()
     return EXIT_OK

@@ -90,6 +90,10 @@ def load_located(text: str, source: str) -> Located:
             line=line,
             key="",
         ) from error
+    except RecursionError:  # PyYAML's composer recurses per level, before _build counts them
+        raise ConfigFileError(
+            f"the file is too deep (over {MAX_DEPTH} levels)", file=source, line=None, key=""
+        ) from None
     located = Located(data=None, source=source)
     if node is None:
         located.data = {}

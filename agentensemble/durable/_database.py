@@ -10,10 +10,9 @@ traceback, and a read-only command never creates a file.
 from __future__ import annotations
 
 import os
-from urllib.parse import urlsplit
 
+from agentensemble._dsn import mask_dsn, mask_in
 from agentensemble.errors import ConfigurationError
-from agentensemble.redaction import redact_text
 
 DATABASE_ENV = "AGENTENSEMBLE_DATABASE_URL"
 DEFAULT_DATABASE_URL = "sqlite:///agentensemble.sqlite"
@@ -28,8 +27,8 @@ class DatabaseUnavailableError(ConfigurationError):
 def mask_url(url: str) -> str:
     """``url`` as errors show it: the outward-redaction policy masks its password and secret
     query values, and keeps scheme, user, host and database, so the reader can tell which
-    database is meant."""
-    return redact_text(url)
+    database is meant (``agentensemble._dsn``: every URL shape, never raises)."""
+    return mask_dsn(url)
 
 
 def sqlite_path(url: str) -> str | None:
@@ -120,9 +119,8 @@ def is_missing_schema(error: BaseException) -> bool:
 
 
 def _masked(text: str, url: str) -> str:
-    """A driver's message with the URL's password (should it repeat it) masked too."""
-    password = urlsplit(url).password
-    return redact_text(text, extra=[password] if password else [])
+    """A driver's message with the URL and its password (should it repeat them) masked too."""
+    return mask_in(text, url)
 
 
 __all__ = [

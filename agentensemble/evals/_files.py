@@ -41,6 +41,7 @@ from agentensemble.evals.evaluators import (
 from agentensemble.evals.judge import LLMJudge
 from agentensemble.evals.reviewed import Reviewed
 from agentensemble.evals.trajectory import Trajectory
+from agentensemble.untrusted import UntrustedInputError, parse_json
 
 MAX_FILE_BYTES = 20_000_000
 SUFFIXES = (".yaml", ".yml", ".json")
@@ -96,12 +97,12 @@ def read_dataset(path: str | os.PathLike[str]) -> Dataset:
 def _located(text: str, source: str, *, json_file: bool) -> Located:
     if not json_file:
         return load_located(text, source)
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as error:
-        raise ConfigFileError(
-            f"not valid JSON: {error.msg}", file=source, line=error.lineno, key=""
-        ) from None
+    try:  # bounded: a deep, huge-number or duplicate-key file is one line, never a traceback
+        data = parse_json(text, what="the file", max_chars=MAX_FILE_BYTES, unique_keys=True)
+    except UntrustedInputError as error:
+        cause = error.__cause__
+        line = cause.lineno if isinstance(cause, json.JSONDecodeError) else None
+        raise ConfigFileError(error.reason, file=source, line=line, key="") from None
     try:  # JSON is YAML: read it again for the lines of its keys
         return load_located(text, source)
     except ConfigFileError:  # a few JSON texts (tabs) are not YAML 1.1: no lines then

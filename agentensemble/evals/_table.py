@@ -1,10 +1,12 @@
 """The report as a plain-text table for a terminal: a line per case, a line per evaluator,
 the totals, and with a baseline the regressions and improvements. Model text never appears
-here raw: reasons are cut short and control characters shown escaped."""
+here raw: reasons are redacted, cut short and control characters shown escaped."""
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
+
+from agentensemble.redaction import redact_text
 
 if TYPE_CHECKING:
     from agentensemble.evals.report import CaseResult, EvalReport
@@ -13,8 +15,9 @@ WIDTH = 32  # of the case column
 
 
 def printable(text: str, limit: int = 100) -> str:
-    """One line of ``text``: control characters (escape sequences too) escaped, cut short."""
-    cleaned = "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
+    """One line of ``text``: redacted (before it is cut, so no half secret slips past the
+    policy), control characters (escape sequences too) escaped, cut short."""
+    cleaned = "".join(c if c.isprintable() else repr(c)[1:-1] for c in redact_text(text))
     return cleaned if len(cleaned) <= limit else cleaned[: limit - 3] + "..."
 
 
@@ -33,7 +36,17 @@ def _fails(result: CaseResult) -> str:
     return ""
 
 
-def format_report(report: EvalReport, baseline: EvalReport | None = None) -> str:
+def verdict(report: EvalReport, min_pass_rate: float = 1.0) -> str:
+    """``PASSED`` or ``FAILED`` as the ``eval`` command decides it: the share of passing cases
+    against ``min_pass_rate`` (1.0: every case), so the table and the exit code agree."""
+    if report.passed or report.pass_rate >= min_pass_rate:
+        return "PASSED" if report.passed else f"PASSED (at least {min_pass_rate:.0%} required)"
+    return "FAILED"
+
+
+def format_report(
+    report: EvalReport, baseline: EvalReport | None = None, min_pass_rate: float = 1.0
+) -> str:
     repeat = max(report.repeat, 1)
     lines = [
         f"Evaluation {printable(report.name)}: {len(report.cases)} case(s) x {repeat} run(s)",
@@ -56,7 +69,7 @@ def format_report(report: EvalReport, baseline: EvalReport | None = None) -> str
     passed_cases = sum(c.passed for c in report.cases)
     lines += [
         "",
-        f"{'PASSED' if report.passed else 'FAILED'}: {passed_cases}/{len(report.cases)} cases "
+        f"{verdict(report, min_pass_rate)}: {passed_cases}/{len(report.cases)} cases "
         f"({report.pass_rate:.0%}), {report.tokens} tokens, cost {money(report.cost_usd)}, "
         f"{report.duration.total_seconds():.2f}s",
     ]
@@ -79,7 +92,7 @@ def format_report(report: EvalReport, baseline: EvalReport | None = None) -> str
             f"{baseline.tokens} -> {report.tokens}, cost {money(baseline.cost_usd)} -> "
             f"{money(report.cost_usd)}"
         )
-    return "\n".join(line.rstrip() for line in lines)
+    return redact_text("\n".join(line.rstrip() for line in lines))
 
 
-__all__ = ["format_report", "money", "printable"]
+__all__ = ["format_report", "money", "printable", "verdict"]

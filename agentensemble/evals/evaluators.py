@@ -8,7 +8,6 @@ their own. Any callable ``(ctx) -> bool | float | EvaluatorResult`` is an evalua
 from __future__ import annotations
 
 import dataclasses
-import json
 from collections.abc import Awaitable
 from typing import Any
 
@@ -17,6 +16,7 @@ from pydantic.dataclasses import dataclass
 
 from agentensemble.evals._results import EvalContext, EvaluatorResult, shorten
 from agentensemble.outputs import EnsembleOutput
+from agentensemble.untrusted import parse_json
 
 
 class Evaluator:
@@ -163,8 +163,8 @@ class MaxCost(Evaluator):
 
 
 def _arguments_of(text: str) -> Any:
-    try:
-        return json.loads(text)
+    try:  # the model's arguments: hostile, bounded like every outside text
+        return parse_json(text, what="the arguments")
     except (ValueError, TypeError):
         return None
 

@@ -1,7 +1,8 @@
 """The report as one self-contained HTML page: pass/fail at a glance, the trajectory of each
 run (agents, tasks, tool calls in order), the verdicts, and the diff against a baseline.
 
-Model output is hostile: every text goes through ``html.escape`` and is cut to a bounded length,
+Model output is hostile: every text is redacted (the one policy: a secret echoed in an answer,
+an argument or an error is ``***``), goes through ``html.escape`` and is cut to a bounded length,
 the page has no script, and its Content-Security-Policy forbids loading anything (no scripts,
 no images from elsewhere, no fonts), so even a missed escape could neither run nor call home.
 """
@@ -12,7 +13,8 @@ import json
 from html import escape
 from typing import TYPE_CHECKING, Any
 
-from agentensemble.evals._table import money
+from agentensemble.evals._table import money, verdict
+from agentensemble.redaction import redact, redact_text
 
 if TYPE_CHECKING:
     from agentensemble.evals.report import CaseResult, CaseRun, EvalReport, ReportDiff
@@ -56,8 +58,11 @@ margin:6px 0;max-height:320px;overflow:auto}
 
 
 def _text(value: Any, limit: int = MAX_TEXT) -> str:
-    """Any value as escaped text of bounded length."""
+    """Any value as redacted, escaped text of bounded length (redacted first: a secret cut in
+    two or escaped would slip past the policy)."""
+    value = redact(value)
     text = value if isinstance(value, str) else json.dumps(value, default=str, ensure_ascii=False)
+    text = redact_text(text)
     if len(text) > limit:
         text = text[:limit] + f"... ({len(text) - limit} more characters)"
     return escape(text, quote=True)
@@ -159,7 +164,7 @@ def _diff(diff: ReportDiff, report: EvalReport, baseline: EvalReport) -> str:
         )
         return f'<h3 class="{kind}-title">{title} ({len(names)})</h3><ul class="diff">{items}</ul>'
 
-    verdict = "No regressions" if diff.ok else f"{len(diff.regressions)} regression(s)"
+    headline = "No regressions" if diff.ok else f"{len(diff.regressions)} regression(s)"
     totals = (
         f"pass rate {baseline.pass_rate:.0%} &rarr; {report.pass_rate:.0%}, tokens "
         f"{baseline.tokens} &rarr; {report.tokens}, cost {escape(money(baseline.cost_usd))} "
@@ -170,7 +175,7 @@ def _diff(diff: ReportDiff, report: EvalReport, baseline: EvalReport) -> str:
         for name, change in diff.evaluators.items()
     )
     return (
-        f'<section id="baseline"><h2>Against the baseline: {verdict}</h2>'
+        f'<section id="baseline"><h2>Against the baseline: {headline}</h2>'
         f'<p class="totals">{totals}</p>'
         f"{block('Regressions', diff.regressions, 'regressions')}"
         f"{block('Improvements', diff.improvements, 'improvements')}"
@@ -181,8 +186,10 @@ def _diff(diff: ReportDiff, report: EvalReport, baseline: EvalReport) -> str:
     )
 
 
-def report_html(report: EvalReport, baseline: EvalReport | None = None) -> str:
-    """The whole page, as text."""
+def report_html(
+    report: EvalReport, baseline: EvalReport | None = None, min_pass_rate: float = 1.0
+) -> str:
+    """The whole page, as text; its verdict as the ``eval`` command decides it."""
     diff = report.compare(baseline) if baseline is not None else None
     passed = sum(c.passed for c in report.cases)
     cells = "".join(
@@ -195,7 +202,8 @@ def report_html(report: EvalReport, baseline: EvalReport | None = None) -> str:
         f"<tr><td>{_text(name, 200)}</td><td>{_bar(rate)}</td><td>{scores[name]:.2f}</td></tr>"
         for name, rate in report.evaluator_pass_rates().items()
     )
-    verdict = "PASSED" if report.passed else "FAILED"
+    shown_verdict = verdict(report, min_pass_rate)
+    ok = shown_verdict != "FAILED"
     stats = "".join(
         (
             _stat("cases passed", f"{passed}/{len(report.cases)}"),
@@ -210,10 +218,11 @@ def report_html(report: EvalReport, baseline: EvalReport | None = None) -> str:
         "<!DOCTYPE html><html lang=en><head><meta charset=utf-8>"
         f'<meta http-equiv="Content-Security-Policy" content="{CSP}">'
         '<meta name="viewport" content="width=device-width,initial-scale=1">'
-        f"<title>Evaluation {_text(report.name, 200)}: {verdict}</title>"
+        f"<title>Evaluation {_text(report.name, 200)}: {escape(shown_verdict)}</title>"
         f"<style>{STYLE}</style></head><body><main>"
         f"<h1>Evaluation {_text(report.name, 200)}</h1>"
-        f'<span id="verdict" class="verdict {"pass" if report.passed else "fail"}">{verdict}</span>'
+        f'<span id="verdict" class="verdict {"pass" if ok else "fail"}">{escape(shown_verdict)}'
+        "</span>"
         f' <span class="muted">started {escape(report.started_at.isoformat(timespec="seconds"))}'
         f"</span><div class=stats>{stats}</div>"
         f'<div class="grid" aria-label="cases at a glance">{cells}</div>'

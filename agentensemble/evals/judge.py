@@ -17,6 +17,7 @@ from pydantic.dataclasses import dataclass
 
 from agentensemble.evals._results import EvalContext, EvaluatorResult, shorten
 from agentensemble.evals.evaluators import Evaluator
+from agentensemble.untrusted import parse_json
 
 MAX_JUDGED = 20_000  # characters of the answer the judge sees
 MAX_VERDICT = 20_000  # characters of the judge's answer we read
@@ -54,8 +55,8 @@ def read_verdict(text: str | None) -> tuple[float, str] | None:
     The last JSON object with a numeric ``score`` wins; the score must lie in 0..1."""
     for found in reversed(_OBJECT.findall((text or "")[:MAX_VERDICT])):
         try:
-            data = json.loads(found)
-        except ValueError:
+            data = parse_json(found, what="the judge's verdict")
+        except ValueError:  # UntrustedInputError too
             continue
         score = data.get("score") if isinstance(data, dict) else None
         if isinstance(score, bool) or not isinstance(score, int | float):

@@ -1,9 +1,14 @@
 """What an evaluation found: per run, per case and in total; saved as JSON and compared with a
 baseline report (``compare``). The terminal table is ``_table.py``'s job, the page ``html.py``'s.
+
+Every way out of a report (``to_json``/``save``, ``to_html``/``save_html``, ``print``, the
+``eval`` command) passes the one redaction policy: model answers, tool arguments and errors are
+where secrets echo.
 """
 
 from __future__ import annotations
 
+import json
 import os
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
@@ -15,6 +20,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_serializer
 from agentensemble.evals._results import EvaluatorResult
 from agentensemble.evals.dataset import Case
 from agentensemble.outputs import EnsembleOutput
+from agentensemble.redaction import redact
 
 
 class CaseRun(BaseModel):
@@ -196,16 +202,29 @@ class EvalReport(BaseModel):
                 diff.evaluators[name] = f"runs passed: {old_rates[name]:.0%} -> {rate:.0%}"
         return diff
 
-    def print(self, file: IO[str] | None = None, *, baseline: EvalReport | None = None) -> None:
-        """A readable table: one line per case, then per evaluator, then the totals."""
+    def print(
+        self,
+        file: IO[str] | None = None,
+        *,
+        baseline: EvalReport | None = None,
+        min_pass_rate: float = 1.0,
+    ) -> None:
+        """A readable table: one line per case, then per evaluator, then the totals (every
+        text redacted, as in the JSON and the page). The verdict is PASSED when at least
+        ``min_pass_rate`` of the cases passed (default: every case), as ``eval`` decides."""
         from agentensemble.evals._table import format_report
 
-        print(format_report(self, baseline), file=file)
+        print(format_report(self, baseline, min_pass_rate), file=file)
 
     def to_json(self) -> str:
-        return self.model_dump_json(indent=2)
+        """The report as JSON, through the redaction policy (``agentensemble.redaction``): a
+        report carries model answers, tool arguments and errors, so it is a way out of the
+        process like a log line; a secret in any of them is ``***`` in the file."""
+        data = redact(self.model_dump(mode="json"))
+        return json.dumps(data, indent=2, ensure_ascii=False)
 
     def save(self, path: str | os.PathLike[str]) -> None:
+        """Write ``to_json()`` to ``path`` (redacted, as every way out of a report is)."""
         Path(path).write_text(self.to_json(), encoding="utf-8")
 
     @classmethod
@@ -213,14 +232,21 @@ class EvalReport(BaseModel):
         """A saved report (cases come back without their evaluators: the results hold them)."""
         return cls.model_validate_json(Path(path).read_text(encoding="utf-8"))
 
-    def to_html(self, baseline: EvalReport | None = None) -> str:
+    def to_html(self, baseline: EvalReport | None = None, *, min_pass_rate: float = 1.0) -> str:
         """A self-contained page: pass/fail at a glance, each run's trajectory, the diff."""
         from agentensemble.evals.html import report_html
 
-        return report_html(self, baseline)
+        return report_html(self, baseline, min_pass_rate)
 
-    def save_html(self, path: str | os.PathLike[str], baseline: EvalReport | None = None) -> None:
-        Path(path).write_text(self.to_html(baseline), encoding="utf-8")
+    def save_html(
+        self,
+        path: str | os.PathLike[str],
+        baseline: EvalReport | None = None,
+        *,
+        min_pass_rate: float = 1.0,
+    ) -> None:
+        """Write ``to_html()`` to ``path`` (every text on the page redacted, then escaped)."""
+        Path(path).write_text(self.to_html(baseline, min_pass_rate=min_pass_rate), encoding="utf-8")
 
 
 __all__ = ["CaseResult", "CaseRun", "EvalReport", "ReportDiff", "mean_scores"]

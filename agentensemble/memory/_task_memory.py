@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from agentensemble.memory.entry import MemoryEntry
-from agentensemble.memory.store import MemoryStore
+from agentensemble.memory.store import MemoryStore, recent_entries
 from agentensemble.run_context import current_run_id
 from agentensemble.steps import as_step
 from agentensemble.task_memory import MemoryScope, RecalledItem, Recollection
@@ -153,7 +153,7 @@ class StoreTaskMemory:
         if self.session is None or self.store is None:
             return []
         scope = session_scope(self.session, self.role)
-        entries = await asyncio.to_thread(self.store.entries, scope)
+        entries = await asyncio.to_thread(recent_entries, self.store, scope, SESSION_EXCHANGES)
         exchanges: list[list[dict[str, str]]] = []
         used = 0
         for entry in reversed(entries):  # newest first, until the budget is spent

@@ -13,13 +13,13 @@ from __future__ import annotations
 import json
 import math
 import os
-import re
 import threading
 import time
 import uuid
 from datetime import timedelta
 from typing import Any, Literal
 
+from agentensemble._dsn import mask_dsn, mask_in
 from agentensemble.memory._query import query_terms
 from agentensemble.memory._vectors import VectorIndex, fuse, pack, relative, unpack
 from agentensemble.memory.embedders import Embedder, chosen_embedder, embed_one, normalised
@@ -53,7 +53,6 @@ CREATE TABLE IF NOT EXISTS {_TABLE}_scopes (scope TEXT PRIMARY KEY, version BIGI
 ALTER TABLE {_TABLE}_scopes ADD COLUMN IF NOT EXISTS entries BIGINT NOT NULL DEFAULT 0;
 """
 _COLUMNS = "seq, id, scope, text, metadata, created_at"
-_PASSWORD = re.compile(r"(://[^:/@]*:)[^@]*@")
 #: A query word found in at least this many entries of the scope is left out of the search
 #: when the query has rarer words (counting stops there, so a count costs at most this much).
 COMMON_CAP = 1_000
@@ -62,7 +61,7 @@ MIN_CANDIDATES = 20
 
 
 def _shown(url: str) -> str:
-    return _PASSWORD.sub(r"\1***@", url)
+    return mask_dsn(url)
 
 
 class PostgresMemory(AsyncStoreMethods):
@@ -98,7 +97,8 @@ class PostgresMemory(AsyncStoreMethods):
         except self._psycopg.Error as error:
             first = (str(error).strip().splitlines() or [type(error).__name__])[0]
             raise ConnectionError(
-                f"memory store: cannot connect to Postgres at {_shown(self.url)}: {first}"
+                f"memory store: cannot connect to Postgres at {_shown(self.url)}: "
+                f"{mask_in(first, self.url)}"
             ) from None
         self._local.connection = connection
         self._local.pid = os.getpid()
@@ -193,12 +193,22 @@ class PostgresMemory(AsyncStoreMethods):
 
     # -- reading ------------------------------------------------------------------------------
 
-    def entries(self, scope: str) -> list[MemoryEntry]:
+    def entries(self, scope: str, *, last: int | None = None) -> list[MemoryEntry]:
+        """Every entry of ``scope``, oldest first; with ``last``, only the newest ``last``
+        (read with a LIMIT, as ``SQLiteMemory.entries``)."""
         check_scope(scope)
+        if last is None:
+            rows = self._connection().execute(
+                f"SELECT {_COLUMNS} FROM {_TABLE} WHERE scope = %s ORDER BY created_at, seq",
+                (scope,),
+            )
+            return [_entry(row) for row in rows]
         rows = self._connection().execute(
-            f"SELECT {_COLUMNS} FROM {_TABLE} WHERE scope = %s ORDER BY created_at, seq", (scope,)
+            f"SELECT {_COLUMNS} FROM {_TABLE} WHERE scope = %s "
+            "ORDER BY created_at DESC, seq DESC LIMIT %s",
+            (scope, check_limit(last)),
         )
-        return [_entry(row) for row in rows]
+        return [_entry(row) for row in rows][::-1]
 
     def scopes(self) -> list[tuple[str, int]]:
         rows = self._connection().execute(

@@ -246,14 +246,22 @@ class SQLiteMemory(AsyncStoreMethods):
 
     # -- reading ------------------------------------------------------------------------------
 
-    def entries(self, scope: str) -> list[MemoryEntry]:
-        """Every entry of ``scope``, oldest first."""
+    def entries(self, scope: str, *, last: int | None = None) -> list[MemoryEntry]:
+        """Every entry of ``scope``, oldest first; with ``last``, only the newest ``last`` of
+        them (read with a LIMIT: a long session costs what it shows, not its whole history)."""
         check_scope(scope)
+        if last is None:
+            rows = self._connection().execute(
+                f"SELECT {_COLUMNS} FROM memory_entries WHERE scope = ? ORDER BY created_at, rowid",
+                (scope,),
+            )
+            return [_entry(row) for row in rows]
         rows = self._connection().execute(
-            f"SELECT {_COLUMNS} FROM memory_entries WHERE scope = ? ORDER BY created_at, rowid",
-            (scope,),
+            f"SELECT {_COLUMNS} FROM memory_entries WHERE scope = ? "
+            "ORDER BY created_at DESC, rowid DESC LIMIT ?",
+            (scope, check_limit(last)),
         )
-        return [_entry(row) for row in rows]
+        return [_entry(row) for row in rows][::-1]
 
     def scopes(self) -> list[tuple[str, int]]:
         """Every scope holding entries, with its entry count (for a person inspecting a store)."""

@@ -28,6 +28,7 @@ from agentensemble.agent import Agent
 from agentensemble.logging import register_secret
 from agentensemble.serve._clean import cleaned
 from agentensemble.tools.base import AgentTool, ToolResult
+from agentensemble.untrusted import parse_json
 
 #: The largest agent card read (bytes).
 MAX_CARD_BYTES = 256 * 1024
@@ -141,7 +142,7 @@ class A2AAgent(AgentTool):
                 if len(body) > MAX_CARD_BYTES:
                     raise RemoteAgentError(f"the agent card is over {MAX_CARD_BYTES} bytes")
         try:
-            card = parse_agent_card(json.loads(body))
+            card = parse_agent_card(parse_json(body, what="the agent card"))
         except Exception as error:
             raise RemoteAgentError(f"unreadable agent card ({type(error).__name__})") from None
         for interface in card.supported_interfaces:

@@ -93,8 +93,17 @@ def test_a_minimum_pass_rate_decides_the_exit_code(tmp_path: Path) -> None:
     assert strict.returncode == 1
     assert "pass rate 67% is below 100%" in strict.stderr
     assert "PromptTemplateError" in strict.stdout and "{topic}" in strict.stdout  # that case only
-    lenient = agentensemble_eval(CREW, dataset, "--model", "scripted", "--min-pass-rate", "0.6")
+    assert "FAILED: 2/3 cases (67%)" in strict.stdout
+    page_path = tmp_path / "r.html"
+    lenient = agentensemble_eval(
+        CREW, dataset, "--model", "scripted", "--min-pass-rate", "0.6", "--html", page_path
+    )
     assert lenient.returncode == 0, lenient.stderr
+    # the table and the page agree with the exit code (issue 43: they said FAILED, exit 0)
+    assert "PASSED (at least 60% required): 2/3 cases (67%)" in lenient.stdout
+    assert "FAILED" not in lenient.stdout
+    page = page_path.read_text()
+    assert 'class="verdict pass">PASSED (at least 60% required)</span>' in page
 
 
 @pytest.mark.parametrize(

@@ -245,3 +245,26 @@ def test_an_alias_bomb_is_refused(tmp_path: Path) -> None:
     path = write(tmp_path, "\n".join(lines) + "\ncases: *a7\n")
     with pytest.raises(ConfigFileError, match="too large or too deep"):
         Dataset.from_file(path)
+
+
+@pytest.mark.parametrize(
+    ("name", "text", "words"),
+    [
+        ("deep.json", "[" * 100_000 + "]" * 100_000, "nested too deeply"),
+        ("deep.yaml", "[" * 100_000 + "]" * 100_000, "too deep"),
+        ("digits.json", '{"cases": [{"name": "a", "inputs": {"x": ' + "9" * 5000 + "}}]}", "4300"),
+        ("digits.yaml", "cases: [{name: a, inputs: {x: " + "9" * 5000 + "}}]", "number this long"),
+        ("dup.json", '{"cases": [{"name": "a", "inputs": {}, "inputs": {"x": 1}}]}', "'inputs'"),
+        ("dup.yaml", "cases: [{name: a, inputs: {}, inputs: {x: 1}}]", "appears twice"),
+    ],
+)
+def test_a_hostile_file_is_one_error_naming_it(
+    tmp_path: Path, name: str, text: str, words: str
+) -> None:
+    """Deep nesting, a 5,000-digit number and a duplicated key: refused as the docs say, in
+    one ConfigFileError naming the file, never a RecursionError or ValueError traceback."""
+    path = write(tmp_path, text, name)
+    with pytest.raises(ConfigFileError) as caught:
+        Dataset.from_file(path)
+    assert str(caught.value).startswith(str(path)), str(caught.value)
+    assert words in str(caught.value)

@@ -94,3 +94,21 @@ def test_bad_usage_exits_2_and_creates_nothing(
 )
 def test_durations(text: str, seconds: int) -> None:
     assert duration(text).total_seconds() == seconds
+
+
+@pytest.mark.parametrize(
+    ("args", "said"),
+    [
+        (("search", "customer-42", "zebra"), "nothing in scope 'customer-42' matches 'zebra'"),
+        (("list", "customer-99"), "no entries in scope 'customer-99'"),
+    ],
+)
+def test_nothing_found_is_said_not_left_blank(
+    store_path: Path, args: tuple[str, ...], said: str
+) -> None:
+    """Issue 43: a search with no match printed nothing, like a command that did nothing."""
+    done = cli(*args, "--store", str(store_path))
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == said
+    as_json = cli(*args, "--json", "--store", str(store_path))
+    assert json.loads(as_json.stdout) == []  # scripts still get the plain answer

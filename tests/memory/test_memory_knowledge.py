@@ -182,3 +182,46 @@ def test_pdf_files_are_read_with_the_pdf_extra(tmp_path: Path) -> None:
     assert store.search("knowledge", "how long do refunds take")[0].text == (
         "Refunds take ten days."
     )
+
+
+HOSTILE_PAGES = [
+    "<!--" * 15_000,  # 60 kB: html.parser held the run 30-50 s on pages like these
+    "<a" * 30_000,
+    "</" * 30_000,
+    "<![" * 20_000,
+    "&#" * 30_000,
+    "<p>ok</p>" + "<" * 60_000,
+]
+
+
+@pytest.mark.parametrize("page", HOSTILE_PAGES, ids=range(len(HOSTILE_PAGES)))
+def test_knowledge_reads_html_with_the_bounded_converter_never_html_parser(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, page: str
+) -> None:
+    """Knowledge files are converted by ``agentensemble.untrusted.html_text`` (one forward scan,
+    as HttpFetch), never the stdlib's quadratic ``html.parser``: any use of it fails here."""
+    import html.parser
+
+    def refused(*args: object, **kwargs: object) -> None:
+        raise AssertionError("knowledge used html.parser on an untrusted file")
+
+    monkeypatch.setattr(html.parser.HTMLParser, "feed", refused)
+    monkeypatch.setattr(html.parser.HTMLParser, "goahead", refused)
+    folder = tmp_path / "docs"
+    folder.mkdir()
+    (folder / "page.html").write_text(f"<h1>Opening hours</h1><p>9 to 5</p>{page}")
+    store = SQLiteMemory(tmp_path / "m.sqlite")
+    Knowledge([folder]).sync(store)
+    joined = "\n".join(texts(store))
+    assert "Opening hours" in joined and "9 to 5" in joined
+
+
+@pytest.mark.parametrize(
+    "text", ["[" * 100_000 + "]" * 100_000, '{"n": ' + "9" * 5000 + "}"], ids=["deep", "digits"]
+)
+def test_a_hostile_json_knowledge_file_is_refused_naming_it(tmp_path: Path, text: str) -> None:
+    folder = tmp_path / "docs"
+    folder.mkdir()
+    (folder / "data.json").write_text(text)
+    with pytest.raises(ValueError, match=r"data.json: cannot be read as JSON: (nested|not usable)"):
+        Knowledge([folder]).sync(SQLiteMemory(tmp_path / "m.sqlite"))

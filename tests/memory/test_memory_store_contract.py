@@ -164,3 +164,14 @@ async def test_async_variants(store: Any) -> None:
     assert await store.aprune("kb", keep_last=5) == 6
     assert await store.adelete(entry.id) is False
     assert await store.aclear("kb") == 5
+
+
+def test_entries_last_reads_only_the_newest_oldest_first(store: Any) -> None:
+    added = [store.add("chat", f"exchange {n}").id for n in range(12)]
+    assert [e.id for e in store.entries("chat", last=3)] == added[-3:]
+    assert [e.id for e in store.entries("chat", last=50)] == added
+    assert [e.id for e in store.entries("chat")] == added
+    assert store.entries("nothing here", last=3) == []
+    for bad in (0, -1, True, "3"):
+        with pytest.raises(ValueError, match="limit"):
+            store.entries("chat", last=bad)

@@ -302,3 +302,44 @@ def test_a_session_without_a_store_or_blank_fails_before_any_model_call(
     with pytest.raises(ValueError, match="non-blank"):
         support(server, SQLiteMemory(tmp_path / "m.sqlite")).run({"question": "q"}, session=" ")
     assert server.requests == []
+
+
+class ProtocolOnlyStore:
+    """A store of your own with the protocol's ``entries(scope)`` only (no ``last=``)."""
+
+    def __init__(self, inner: SQLiteMemory) -> None:
+        self.inner = inner
+
+    def entries(self, scope: str) -> list[Any]:
+        return self.inner.entries(scope)
+
+
+@pytest.mark.parametrize("size", [100, 3_000])
+def test_session_history_reads_only_the_exchanges_it_shows(tmp_path: Path, size: int) -> None:
+    """Showing the last exchanges of a long session reads those, never the whole history (10,000
+    exchanges cost 57 MB per task): memory use stays flat whatever the session's length."""
+    import asyncio
+    import tracemalloc
+
+    from agentensemble.memory._task_memory import SESSION_EXCHANGES, StoreTaskMemory, session_scope
+    from agentensemble.memory.store import recent_entries
+
+    store = SQLiteMemory(tmp_path / "memory.sqlite")
+    scope = session_scope("long", "Support")
+    for n in range(size):  # a long session: each answer a thousand characters
+        store.add(scope, f"answer {n} " + "x" * 1_000, metadata={"task": f"question {n}"})
+    memory = StoreTaskMemory(role="Support", store=store, session="long")
+    asyncio.run(memory.recall("warm up"))  # imports and caches, outside the measure
+    tracemalloc.start()
+    try:
+        recollection = asyncio.run(memory.recall("what next?"))
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    answers = [m["content"] for m in recollection.history if m["role"] == "assistant"]
+    shown = [str(n) for n in range(size - SESSION_EXCHANGES, size)]
+    assert [a.split()[1] for a in answers] == shown
+    assert peak < 1_000_000, f"{peak} bytes to show {SESSION_EXCHANGES} of {size} exchanges"
+    # a store of your own with only entries(scope) still works: cut after reading
+    own = recent_entries(ProtocolOnlyStore(store), scope, 3)  # type: ignore[arg-type]
+    assert [e.text.split()[1] for e in own] == [str(n) for n in range(size - 3, size)]

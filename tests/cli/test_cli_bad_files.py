@@ -1,0 +1,134 @@
+"""Bad files and bad database locations on the command line: one line naming what was wrong,
+the documented exit code, never a traceback and never a password (issue 38)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import agentensemble
+
+REPO_ROOT = Path(agentensemble.__file__).absolute().parent.parent
+CREW = REPO_ROOT / "examples" / "evals" / "crew.yaml"
+PASSWORD = "s3cretPassw0rd"
+
+
+def agentensemble_cli(
+    *args: str | Path, cwd: Path, extra_env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("AGENTENSEMBLE_")}
+    env |= {"PYTHONPATH": str(REPO_ROOT), "HOME": str(cwd), **(extra_env or {})}
+    return subprocess.run(
+        [sys.executable, "-m", "agentensemble", *map(str, args)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=env,
+        cwd=cwd,
+    )
+
+
+def one_line(done: subprocess.CompletedProcess[str]) -> str:
+    """stderr, checked to be one error line (argparse's usage lines aside), no traceback."""
+    assert "Traceback" not in done.stderr, done.stderr
+    lines = [line for line in done.stderr.splitlines() if line.strip()]
+    errors = [line for line in lines if not line.startswith(("usage:", " "))]
+    assert len(errors) == 1, done.stderr
+    return errors[0]
+
+
+DATASETS = [
+    ("deep.json", "[" * 100_000 + "]" * 100_000, "nested too deeply"),
+    ("digits.json", '{"cases": [{"name": "a", "inputs": {"x": ' + "9" * 5000 + "}}]}", "4300"),
+    ("dup.json", '{"cases": [{"name": "a", "inputs": {}, "inputs": {"topic": 1}}]}', "'inputs'"),
+    ("deep.yaml", "[" * 100_000 + "]" * 100_000, "too deep"),
+]
+
+
+@pytest.mark.parametrize(("name", "text", "words"), DATASETS)
+def test_eval_on_a_hostile_dataset_exits_2_naming_the_file(
+    tmp_path: Path, name: str, text: str, words: str
+) -> None:
+    (tmp_path / name).write_text(text)
+    done = agentensemble_cli("eval", CREW, name, "--model", "scripted", cwd=tmp_path)
+    assert done.returncode == 2, done.stderr  # bad input, not "evaluation failed"
+    line = one_line(done)
+    assert name in line and words in line
+
+
+def not_a_database(tmp_path: Path) -> Path:
+    path = tmp_path / "runs.sqlite"
+    path.write_text("these are my notes, not a database\n" * 10)
+    return path
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ("durable", "runs", "--database", "sqlite:///runs.sqlite"),
+        ("durable", "steps", "some-run", "--database", "sqlite:///runs.sqlite"),
+        ("durable", "prune", "--keep-last", "3", "--database", "sqlite:///runs.sqlite"),
+        ("serve", "--db", "runs.sqlite", "--port", "0"),
+        ("memory", "list", "scope", "--store", "runs.sqlite"),
+    ],
+)
+def test_a_file_that_is_not_a_database_is_one_line(tmp_path: Path, args: tuple[str, ...]) -> None:
+    pytest.importorskip("dbos" if args[0] == "durable" else "agentensemble")
+    not_a_database(tmp_path)
+    done = agentensemble_cli(*args, cwd=tmp_path)
+    assert done.returncode in (1, 2), done.stderr
+    line = one_line(done)
+    assert "runs.sqlite" in line and "not a database" in line
+
+
+@pytest.mark.parametrize("age", ["99999999999w", "1e400s", "nan", "infd"])
+def test_an_age_too_long_for_prune_is_a_usage_error(tmp_path: Path, age: str) -> None:
+    done = agentensemble_cli("durable", "prune", f"--older-than={age}", cwd=tmp_path)
+    assert done.returncode == 2, done.stderr
+    assert "--older-than" in one_line(done)
+
+
+BAD_URLS = [
+    f"postgresql://app:{PASSWORD}@[::1/runs",  # an unclosed IPv6 bracket
+    f"postgresql://app:{PASSWORD}@[::1",
+    f"postgresql://app:{PASSWORD[:6]}@{PASSWORD[6:]}@127.0.0.1:1/runs",  # an unescaped '@'
+    f"postgresql://app@127.0.0.1:1/runs?sslmode=disable&password={PASSWORD}",
+]
+
+
+@pytest.mark.parametrize("url", BAD_URLS)
+@pytest.mark.parametrize("via", ["option", "environment"])
+def test_a_durable_database_url_never_shows_its_password(
+    tmp_path: Path, url: str, via: str
+) -> None:
+    pytest.importorskip("dbos")
+    if via == "option":
+        done = agentensemble_cli("durable", "runs", "--database", url, cwd=tmp_path)
+    else:
+        extra = {"AGENTENSEMBLE_DATABASE_URL": url}
+        done = agentensemble_cli("durable", "runs", cwd=tmp_path, extra_env=extra)
+    assert done.returncode == 2, done.stderr
+    line = one_line(done)
+    assert "***" in line
+    for piece in (PASSWORD, PASSWORD[:6], PASSWORD[6:]):
+        assert piece not in done.stdout + done.stderr
+
+
+@pytest.mark.parametrize("url", BAD_URLS[1:3])
+@pytest.mark.parametrize("command", ["memory", "serve"])
+def test_memory_and_serve_never_show_a_database_password(
+    tmp_path: Path, url: str, command: str
+) -> None:
+    pytest.importorskip("psycopg")
+    if command == "memory":
+        done = agentensemble_cli("memory", "list", "scope", "--store", url, cwd=tmp_path)
+    else:
+        done = agentensemble_cli("serve", "--db", url, "--port", "0", cwd=tmp_path)
+    assert done.returncode != 0
+    one_line(done)
+    for piece in (PASSWORD, PASSWORD[:6], PASSWORD[6:]):
+        assert piece not in done.stdout + done.stderr
