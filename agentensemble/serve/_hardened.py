@@ -16,19 +16,20 @@ Per request (``Hardened``, in this order):
   "simple request" needs no CORS preflight): 415;
 - a body over ``max_body_bytes`` (declared or counted): 413;
 - JSON nested deeper than ``max_json_depth``, or not JSON: 400; holding more than
-  ``max_json_items`` values (250,000 empty lists froze the A2A SDK's parser for seconds): 413.
-  Bodies are parsed by ``agentensemble.untrusted`` (off the event loop when large) before the
-  app parses them again.
+  ``max_json_items`` values (250,000 empty lists froze the A2A SDK's parser for seconds): 413,
+  arrays and objects counted on the raw bytes before any parsing. Bodies are parsed by
+  ``agentensemble.untrusted`` (off the event loop when large) before the app parses them.
 
 Per connection (``hardened_server``, uvicorn with the ``h11`` protocol):
 
-- at most ``max_connections`` open (and ``max_connections_per_client`` from one address not on
-  loopback): the next one gets ``503`` and is closed at once, so sockets never run out;
+- at most ``max_connections`` open: the next one gets ``503`` and is closed at once, so sockets
+  never run out (per-caller limits are the surfaces' own: A2A tasks, MCP sessions);
 - a request's headers must be complete within ``header_timeout`` seconds of the connection
   opening (or of the next request's first byte): a client that never finishes them
   (slowloris) gets ``408`` and is closed; uvicorn has no such deadline of its own;
 - idle keep-alive connections close after ``keep_alive_seconds``; a header block over
-  ``max_header_bytes`` is refused by h11.
+  ``max_header_bytes`` gets ``431`` and is closed (h11's own bound,
+  ``h11_max_incomplete_event_size``, only holds for a block arriving in pieces).
 """
 
 from __future__ import annotations
@@ -36,7 +37,6 @@ from __future__ import annotations
 import asyncio
 import urllib.parse
 import weakref
-from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -50,7 +50,6 @@ from agentensemble.serve._http_guard import (
     Receive,
     Scope,
     Send,
-    is_loopback,
     refuse,
 )
 from agentensemble.untrusted import aparse_json
@@ -71,7 +70,6 @@ class Limits:
     header_timeout: float = 10.0
     keep_alive_seconds: int = 5
     max_connections: int = 256
-    max_connections_per_client: int = 64
     max_header_bytes: int = 64 * 1024
 
 
@@ -196,15 +194,17 @@ class Hardened:
         body = b"".join(chunks)
         if body:
             limits = self.limits
+            # before parsing (a C-speed count; brackets inside strings count too, harmlessly)
+            if body.count(b"[") + body.count(b"{") > limits.max_json_items:
+                await refuse(send, 413, f"the body holds more than {limits.max_json_items} values")
+                return
             try:
                 value = await aparse_json(body, what="the body", max_depth=limits.max_json_depth)
             except UntrustedInputError as error:
                 await refuse(send, 400, str(error))
                 return
             if count_items(value, limits.max_json_items):
-                await refuse(
-                    send, 413, f"the body holds more than {limits.max_json_items} JSON values"
-                )
+                await refuse(send, 413, f"the body holds more than {limits.max_json_items} values")
                 return
         delivered = False
 
@@ -232,26 +232,18 @@ def hardened_surface(app: Any) -> str | None:
 def _protocol(limits: Limits) -> type[asyncio.Protocol]:
     """uvicorn's h11 protocol with the connection cap and the header deadline (SEAMS: it
     overrides ``connection_made``/``data_received``/``on_response_complete`` and reads
-    ``connections``, ``client``, ``cycle``, ``transport``, ``loop``)."""
+    ``connections``, ``cycle``, ``transport``, ``loop``)."""
     from uvicorn.protocols.http.h11_impl import H11Protocol
-
-    per_client: Counter[str] = Counter()
 
     class Deadlined(H11Protocol):
         _timer: asyncio.TimerHandle | None = None
         _tail = b""
-        _peer = ""
+        _head_bytes = 0
         _awaiting_head = True
 
         def connection_made(self, transport: Any) -> None:  # type: ignore[override]
             super().connection_made(transport)
-            self._peer = self.client[0] if self.client else ""
-            capped = self._peer and not is_loopback(self._peer)
-            if capped:
-                per_client[self._peer] += 1
-            if len(self.connections) > limits.max_connections or (
-                capped and per_client[self._peer] > limits.max_connections_per_client
-            ):
+            if len(self.connections) > limits.max_connections:
                 self._close(503, "Service Unavailable")
                 return
             self._arm()
@@ -261,7 +253,13 @@ def _protocol(limits: Limits) -> type[asyncio.Protocol]:
                 self._arm()  # the first byte of the next request: its head is now timed
             if self._timer is not None:
                 seen = self._tail + data
-                if b"\r\n\r\n" in seen:
+                end = seen.find(b"\r\n\r\n")
+                self._head_bytes += len(data) if end < 0 else end + 4 - len(self._tail)
+                if self._head_bytes > limits.max_header_bytes:
+                    self._disarm()
+                    self._close(431, "Request Header Fields Too Large")
+                    return
+                if end >= 0:
                     self._disarm()
                     self._awaiting_head = False
                 else:
@@ -274,16 +272,12 @@ def _protocol(limits: Limits) -> type[asyncio.Protocol]:
 
         def connection_lost(self, exc: Exception | None) -> None:
             self._disarm()
-            if self._peer and not is_loopback(self._peer):
-                per_client[self._peer] -= 1
-                if per_client[self._peer] <= 0:
-                    del per_client[self._peer]
-                self._peer = ""
             super().connection_lost(exc)
 
         def _arm(self) -> None:
             self._disarm()
             self._tail = b""
+            self._head_bytes = 0
             self._timer = self.loop.call_later(limits.header_timeout, self._too_slow)
 
         def _disarm(self) -> None:
