@@ -20,7 +20,8 @@ Per request (``Hardened``, in this order):
   arrays and objects counted on the raw bytes before any parsing. Bodies are parsed by
   ``agentensemble.untrusted`` (off the event loop when large) before the app parses them.
 
-Per connection (``hardened_server``, uvicorn with the ``h11`` protocol):
+Per connection (``hardened_server``, uvicorn with the ``h11`` protocol; ``HardenedHTTPServer``
+and ``HeadDeadline`` give the stdlib review server the same bounds):
 
 - at most ``max_connections`` open: the next one gets ``503`` and is closed at once, so sockets
   never run out (per-caller limits are the surfaces' own: A2A tasks, MCP sessions);
@@ -35,10 +36,14 @@ Per connection (``hardened_server``, uvicorn with the ``h11`` protocol):
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import socket
+import threading
 import urllib.parse
 import weakref
 from collections.abc import Callable
 from dataclasses import dataclass
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 from agentensemble.errors import UntrustedInputError
@@ -52,7 +57,7 @@ from agentensemble.serve._http_guard import (
     Send,
     refuse,
 )
-from agentensemble.untrusted import aparse_json
+from agentensemble.untrusted import aparse_json, parse_json
 
 CHANGES = frozenset({"POST", "PUT", "PATCH", "DELETE"})
 """Methods that change state: checked for a cross-site origin."""
@@ -192,20 +197,10 @@ class Hardened:
             if not message.get("more_body"):
                 break
         body = b"".join(chunks)
-        if body:
-            limits = self.limits
-            # before parsing (a C-speed count; brackets inside strings count too, harmlessly)
-            if body.count(b"[") + body.count(b"{") > limits.max_json_items:
-                await refuse(send, 413, f"the body holds more than {limits.max_json_items} values")
-                return
-            try:
-                value = await aparse_json(body, what="the body", max_depth=limits.max_json_depth)
-            except UntrustedInputError as error:
-                await refuse(send, 400, str(error))
-                return
-            if count_items(value, limits.max_json_items):
-                await refuse(send, 413, f"the body holds more than {limits.max_json_items} values")
-                return
+        refusal = await json_refusal(body, self.limits)
+        if refusal is not None:
+            await refuse(send, *refusal)
+            return
         delivered = False
 
         async def replay() -> Message:
@@ -216,6 +211,115 @@ class Hardened:
             return {"type": "http.request", "body": body, "more_body": False}
 
         await self.app(scope, replay, send)
+
+
+def _shape_refusal(body: bytes, limits: Limits) -> tuple[int, str] | None:
+    # before parsing (a C-speed count; brackets inside strings count too, harmlessly)
+    if body.count(b"[") + body.count(b"{") > limits.max_json_items:
+        return 413, f"the body holds more than {limits.max_json_items} values"
+    return None
+
+
+def _value_refusal(value: Any, limits: Limits) -> tuple[int, str] | None:
+    if count_items(value, limits.max_json_items):
+        return 413, f"the body holds more than {limits.max_json_items} values"
+    return None
+
+
+async def json_refusal(body: bytes, limits: Limits) -> tuple[int, str] | None:
+    """Why a JSON body is refused (status, message), or None: too many values (413), too
+    deep or not JSON (400). Large bodies are parsed off the event loop."""
+    if not body:
+        return None
+    refusal = _shape_refusal(body, limits)
+    if refusal is not None:
+        return refusal
+    try:
+        value = await aparse_json(body, what="the body", max_depth=limits.max_json_depth)
+    except UntrustedInputError as error:
+        return 400, str(error)
+    return _value_refusal(value, limits)
+
+
+def json_refusal_sync(body: bytes, limits: Limits) -> tuple[int, str] | None:
+    """``json_refusal`` for a threaded (stdlib) server."""
+    if not body:
+        return None
+    refusal = _shape_refusal(body, limits)
+    if refusal is not None:
+        return refusal
+    try:
+        value = parse_json(body, what="the body", max_depth=limits.max_json_depth)
+    except UntrustedInputError as error:
+        return 400, str(error)
+    return _value_refusal(value, limits)
+
+
+class HardenedHTTPServer(ThreadingHTTPServer):
+    """The stdlib counterpart of ``hardened_server`` for the reference review server (a
+    ``ThreadingHTTPServer``): at most ``limits.max_connections`` connections (the next one
+    gets 503 and is closed), and a request's headers must be complete within
+    ``limits.header_timeout`` seconds (else the connection is closed). Its handler must be a
+    ``HeadDeadline``; ``surface`` must be declared."""
+
+    daemon_threads = True
+    limits = Limits()
+    surface = ""
+
+    def server_activate(self) -> None:
+        if self.surface not in SURFACES:
+            raise ValueError(f"undeclared surface {self.surface!r}: call declare_surface first")
+        self._live = 0
+        self._count = threading.Lock()
+        super().server_activate()
+
+    def process_request(self, request: Any, client_address: Any) -> None:
+        with self._count:
+            full = self._live >= self.limits.max_connections
+            if not full:
+                self._live += 1
+        if full:
+            with contextlib.suppress(OSError):
+                request.sendall(
+                    b"HTTP/1.1 503 Service Unavailable\r\nconnection: close\r\n"
+                    b"content-length: 0\r\n\r\n"
+                )
+            self.shutdown_request(request)
+            return
+        super().process_request(request, client_address)
+
+    def process_request_thread(self, request: Any, client_address: Any) -> None:
+        try:
+            super().process_request_thread(request, client_address)
+        finally:
+            with self._count:
+                self._live -= 1
+
+
+class HeadDeadline(BaseHTTPRequestHandler):
+    """A stdlib handler whose every request head must arrive within the server's
+    ``limits.header_timeout`` seconds: a watchdog shuts the socket down otherwise (a socket
+    timeout alone restarts with every byte a slowloris sends)."""
+
+    server: HardenedHTTPServer
+
+    def handle_one_request(self) -> None:
+        timer = threading.Timer(self.server.limits.header_timeout, self._too_slow)
+        timer.daemon = True
+        self._head_timer = timer
+        timer.start()
+        try:
+            super().handle_one_request()
+        finally:
+            timer.cancel()
+
+    def parse_request(self) -> bool:
+        self._head_timer.cancel()  # the head is in: the deadline is met
+        return super().parse_request()
+
+    def _too_slow(self) -> None:
+        with contextlib.suppress(OSError):
+            self.connection.shutdown(socket.SHUT_RDWR)
 
 
 def hardened_surface(app: Any) -> str | None:
@@ -342,10 +446,14 @@ def hardened_server(
 __all__ = [
     "SURFACES",
     "Hardened",
+    "HardenedHTTPServer",
+    "HeadDeadline",
     "Limits",
     "built",
     "count_items",
     "declare_surface",
     "hardened_server",
     "hardened_surface",
+    "json_refusal",
+    "json_refusal_sync",
 ]

@@ -139,3 +139,28 @@ def test_a_header_block_over_the_bound_is_refused() -> None:
         except ConnectionError:
             answer = b""
     assert answer.startswith(b"HTTP/1.1 431") or answer == b""
+
+
+def test_the_review_server_drops_slow_heads_and_caps_its_connections() -> None:
+    """The stdlib review server gets the same bounds (``HardenedHTTPServer``, ``HeadDeadline``):
+    a socket timeout alone restarted with every byte a slowloris sent."""
+    from agentensemble_review.server import ReviewServer
+
+    server = ReviewServer(port=0, token="review-token-long-enough")
+    server.bind()
+    assert server._httpd is not None
+    server._httpd.limits = Limits(max_connections=10, header_timeout=1.0)
+    with server:
+        port = server.port
+        slow = []
+        for _ in range(40):
+            sock = socket.create_connection(("127.0.0.1", port), timeout=WAIT)
+            sock.sendall(b"GET /reviews HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Slow: ")
+            slow.append(sock)
+        try:
+            answers = answers_until_closed(slow)
+        finally:
+            for sock in slow:
+                sock.close()
+        assert any(a.startswith(b"HTTP/1.1 503") for a in answers)
+        assert get(port, "/health").startswith(b"HTTP/1.")  # answered again (any status)

@@ -5,10 +5,11 @@ below, so its defences are checked from the day it exists."""
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import json
 import re
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any
 
@@ -24,8 +25,8 @@ pytestmark = pytest.mark.anyio
 
 TOKEN = "a-surface-token-long-enough"
 ROOTS = [
-    Path(agentensemble.__file__).parent,
-    Path(agentensemble.__file__).parent.parent / "agentensemble_web",
+    Path(agentensemble.__file__).parent.parent / name
+    for name in ("agentensemble", "agentensemble_web", "agentensemble_review")
 ]
 
 
@@ -54,11 +55,29 @@ def web() -> Any:
     return create_app(TOKEN, "127.0.0.1", 9)
 
 
-# surface -> (how to build it, the path taking a JSON body)
+@contextlib.asynccontextmanager
+async def in_process(app: Any) -> AsyncIterator[httpx.AsyncClient]:
+    transport = httpx.ASGITransport(app=app)
+    async with httpx.AsyncClient(transport=transport, base_url="http://127.0.0.1:9") as http:
+        yield http
+
+
+@contextlib.asynccontextmanager
+async def review() -> AsyncIterator[httpx.AsyncClient]:
+    """The reference review server is a stdlib threaded server: attacked over a real socket."""
+    from agentensemble_review.server import ReviewServer
+
+    with ReviewServer(port=0, token=TOKEN) as server:
+        async with httpx.AsyncClient(base_url=server.url, timeout=30) as http:
+            yield http
+
+
+# surface -> (a client of it, the path taking a JSON body)
 EXAMPLES: dict[str, tuple[Callable[[], Any], str]] = {
-    "a2a": (a2a, "/"),
-    "mcp-http": (mcp_http, "/mcp"),
-    "web": (web, "/api/events"),
+    "a2a": (lambda: in_process(a2a()), "/"),
+    "mcp-http": (lambda: in_process(mcp_http()), "/mcp"),
+    "web": (lambda: in_process(web()), "/api/events"),
+    "review": (review, "/reviews/r-1/decision"),
 }
 
 
@@ -83,14 +102,20 @@ def test_every_declared_surface_has_an_example_here() -> None:
     assert set(declared) <= set(SURFACES)
 
 
+SERVER_CLASSES = re.compile(r"uvicorn\.(Config|run)\(|\b(Threading)?HTTPServer\b|socketserver")
+TEST_DOUBLES = "agentensemble/testing/"  # the offline model server of the tests: not served
+
+
 def test_no_server_is_started_past_the_hardened_setup() -> None:
-    """uvicorn is configured in one place, which refuses an app that was not hardened."""
+    """uvicorn is configured in one place, which refuses an app that was not hardened, and the
+    one stdlib server class is ``HardenedHTTPServer``."""
     offenders = []
     for root in ROOTS:
         for path in root.rglob("*.py"):
-            text = path.read_text(encoding="utf-8")
-            if path.name != "_hardened.py" and re.search(r"uvicorn\.(Config|run)\(", text):
-                offenders.append(str(path))
+            if path.name == "_hardened.py" or TEST_DOUBLES in path.as_posix():
+                continue
+            for match in SERVER_CLASSES.finditer(path.read_text(encoding="utf-8")):
+                offenders.append(f"{path.name}: {match.group(0)}")
     assert offenders == []
     with pytest.raises(TypeError, match="Hardened"):
         hardened_server(lambda scope, receive, send: None)
@@ -118,8 +143,7 @@ ATTACKS = [
 async def test_each_surface_refuses_each_attack(
     surface: str, what: str, headers: dict[str, str], body: str, status: int | tuple[int, ...]
 ) -> None:
-    build, path = EXAMPLES[surface]
-    app = build()
+    connect, path = EXAMPLES[surface]
     sent = {
         "Content-Type": "application/json",
         "Accept": "application/json, text/event-stream",
@@ -127,9 +151,11 @@ async def test_each_surface_refuses_each_attack(
         **headers,
     }
     sent = {key: value for key, value in sent.items() if value}
-    transport = httpx.ASGITransport(app=app)
-    async with httpx.AsyncClient(transport=transport, base_url="http://127.0.0.1:9") as http:
+    if "Host" not in sent and surface == "review":
+        sent["Host"] = "127.0.0.1"
+    async with connect() as http:
         answer = await http.post(path, content=body.encode(), headers=sent)
     expected = status if isinstance(status, tuple) else (status,)
     assert answer.status_code in expected, (surface, what, answer.status_code, answer.text[:200])
-    assert built(surface), f"{surface} was not built through Hardened"
+    if surface != "review":  # the stdlib server is hardened by its class (HardenedHTTPServer)
+        assert built(surface), f"{surface} was not built through Hardened"
