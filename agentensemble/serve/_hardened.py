@@ -41,7 +41,7 @@ import socket
 import threading
 import urllib.parse
 import weakref
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -123,7 +123,7 @@ class Hardened:
         surface: str,
         allowed_hosts: set[str] | Callable[[str], bool],
         port: int | None = None,
-        token: str | None = None,
+        token: str | Mapping[str, str] | None = None,
         open_paths: tuple[str, ...] = (),
         limits: Limits = Limits(),
         foreign_host_status: int = 421,
@@ -345,7 +345,7 @@ def _protocol(limits: Limits) -> type[asyncio.Protocol]:
         _head_bytes = 0
         _awaiting_head = True
 
-        def connection_made(self, transport: Any) -> None:  # type: ignore[override]
+        def connection_made(self, transport: Any) -> None:
             super().connection_made(transport)
             if len(self.connections) > limits.max_connections:
                 self._close(503, "Service Unavailable")

@@ -156,7 +156,7 @@ class OwnedTaskStore(InMemoryTaskStore):
             await super().delete(key[1], ServerCallContext(user=_Caller(key[0])))
 
 
-class _OwnedRequests(DefaultRequestHandler):  # type: ignore[misc,valid-type]
+class _OwnedRequests(DefaultRequestHandler):
     """The SDK's handler without ``ListTasks`` and with a cap on each caller's running tasks."""
 
     def __init__(self, *, store: OwnedTaskStore, **settings: Any) -> None:
