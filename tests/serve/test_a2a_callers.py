@@ -3,6 +3,7 @@ reading or cancelling another's tasks, tasks piling up, a body built to freeze t
 
 from __future__ import annotations
 
+import asyncio
 import json
 import time
 import uuid
@@ -14,7 +15,7 @@ import pytest
 from agentensemble import Agent, Ensemble, Task
 from agentensemble.serve import a2a_app
 from agentensemble.serve.a2a_serving import TaskLimits
-from agentensemble.testing import ScriptedChatModel
+from agentensemble.testing import FunctionChatModel, ScriptedChatModel
 
 pytestmark = pytest.mark.anyio
 
@@ -163,3 +164,39 @@ async def test_a_body_built_to_freeze_the_parser_is_refused_before_it(
     async with client(app()) as http:
         answer = await http.post("/", content=body, headers={"Content-Type": "application/json"})
     assert answer.status_code == status, answer.text
+
+
+async def test_a_caller_runs_a_bounded_number_of_tasks_at_once() -> None:
+    release = asyncio.Event()
+
+    async def answer(messages: Any, tools: Any) -> str:
+        await release.wait()
+        return "a line"
+
+    def waiting() -> Ensemble:
+        agent = Agent(role="Writer", goal="Write", llm=FunctionChatModel(answer))
+        task = Task(description="Write about {topic}", expected_output="a line", agent=agent)
+        return Ensemble(tasks=[task])
+
+    served = a2a_app(
+        waiting,
+        name="writer",
+        description="writes",
+        url=URL,
+        token=TOKENS,
+        task_limits=TaskLimits(max_running_per_caller=1),
+    )
+
+    def at_once(text: str) -> dict[str, Any]:
+        request = send(text)
+        request["params"]["configuration"] = {"returnImmediately": True}
+        return request
+
+    async with client(served, "alice") as alice, client(served, "bob") as bob:
+        first = (await alice.post("/", json=at_once("one"))).json()
+        second = (await alice.post("/", json=at_once("two"))).json()
+        other = (await bob.post("/", json=at_once("three"))).json()  # bob has his own share
+        release.set()
+    assert "task" in first["result"]
+    assert "result" not in second and "already run 1 tasks" in second["error"]["message"]
+    assert "task" in other["result"]
