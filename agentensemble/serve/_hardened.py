@@ -94,6 +94,31 @@ def built(surface: str) -> list[Hardened]:
     return list(_BUILT.get(surface, ()))
 
 
+def same_site(
+    headers: Mapping[str, str], port: int | None, host_allowed: Callable[[str], bool]
+) -> bool:
+    """No ``Origin`` (not a browser) or this server's own (``host_allowed`` and ``port``, any
+    port when None); never a cross-site fetch (``Sec-Fetch-Site``). ``headers``: lower-case
+    names. The one origin rule of every server (the review server's and console's ``Guard``)."""
+    site = headers.get("sec-fetch-site")
+    if site is not None and site.lower() not in ("same-origin", "none"):
+        return False
+    origin = headers.get("origin")
+    if origin is None:
+        return True
+    parts = urllib.parse.urlsplit(origin.strip())
+    try:
+        given = parts.port or (443 if parts.scheme == "https" else 80)
+    except ValueError:
+        return False
+    return (
+        parts.scheme in ("http", "https")
+        and (port is None or given == port)
+        and parts.hostname is not None
+        and host_allowed(parts.netloc)
+    )
+
+
 def count_items(value: Any, limit: int) -> bool:
     """Whether ``value`` holds more than ``limit`` values (containers and scalars, iterative)."""
     seen = 0
@@ -147,25 +172,6 @@ class Hardened:
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         await self._guard(scope, receive, send)
 
-    def origin_allowed(self, headers: dict[str, str]) -> bool:
-        """No ``Origin`` (not a browser) or this server's own; never a cross-site fetch."""
-        site = headers.get("sec-fetch-site")
-        if site is not None and site.lower() not in ("same-origin", "none"):
-            return False
-        origin = headers.get("origin")
-        if origin is None:
-            return True
-        parts = urllib.parse.urlsplit(origin.strip())
-        try:
-            port = parts.port or (443 if parts.scheme == "https" else 80)
-        except ValueError:
-            return False
-        return (
-            parts.scheme in ("http", "https")
-            and (self.port is None or port == self.port)
-            and self._guard.host_allowed(parts.netloc)
-        )
-
     async def _checked(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
@@ -174,7 +180,7 @@ class Hardened:
         for key, value in scope["headers"]:
             headers.setdefault(key.decode("latin-1").lower(), value.decode("latin-1"))
         method = scope.get("method", "GET")
-        if method in CHANGES and not self.origin_allowed(headers):
+        if method in CHANGES and not same_site(headers, self.port, self._guard.host_allowed):
             await refuse(send, 403, "requests from another site are refused")
             return
         if method not in WITH_JSON_BODY:
@@ -456,4 +462,5 @@ __all__ = [
     "hardened_surface",
     "json_refusal",
     "json_refusal_sync",
+    "same_site",
 ]

@@ -90,20 +90,25 @@ def answers_until_closed(socks: list[socket.socket]) -> list[bytes]:
     return [received[sock] for sock in socks]
 
 
+def slowloris(port: int, count: int) -> list[bytes]:
+    """``count`` connections that never finish their headers; what each got before it closed."""
+    slow = []
+    try:
+        for _ in range(count):
+            sock = socket.create_connection(("127.0.0.1", port), timeout=WAIT)
+            sock.sendall(b"GET / HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Slow: ")  # never finished
+            slow.append(sock)
+        return answers_until_closed(slow)
+    finally:
+        for sock in slow:
+            sock.close()
+
+
 def test_connections_that_never_finish_their_headers_cannot_lock_the_server_out() -> None:
     limits = Limits(max_connections=20, header_timeout=1.0)
     with hardened_serving(agent(limits), lifespan="off") as port:
         assert get(port).startswith(b"HTTP/1.1 200")
-        slow = []
-        for _ in range(200):  # ten times the cap
-            sock = socket.create_connection(("127.0.0.1", port), timeout=WAIT)
-            sock.sendall(b"GET / HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Slow: ")  # never finished
-            slow.append(sock)
-        try:
-            answers = answers_until_closed(slow)
-        finally:
-            for sock in slow:
-                sock.close()
+        answers = slowloris(port, 200)  # ten times the cap
         statuses = {answer[:12] for answer in answers}
         assert statuses <= {b"HTTP/1.1 503", b"HTTP/1.1 408", b""}
         assert any(a.startswith(b"HTTP/1.1 503") for a in answers)  # over the cap: at once
@@ -152,15 +157,6 @@ def test_the_review_server_drops_slow_heads_and_caps_its_connections() -> None:
     server._httpd.limits = Limits(max_connections=10, header_timeout=1.0)
     with server:
         port = server.port
-        slow = []
-        for _ in range(40):
-            sock = socket.create_connection(("127.0.0.1", port), timeout=WAIT)
-            sock.sendall(b"GET /reviews HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Slow: ")
-            slow.append(sock)
-        try:
-            answers = answers_until_closed(slow)
-        finally:
-            for sock in slow:
-                sock.close()
+        answers = slowloris(port, 40)
         assert any(a.startswith(b"HTTP/1.1 503") for a in answers)
         assert get(port, "/health").startswith(b"HTTP/1.")  # answered again (any status)
