@@ -7,9 +7,9 @@ is typed). A failure is a tool result with ``isError`` and the redacted error te
 cancellation cancels the run (the SDK cancels the handler's task). Calls run concurrently.
 
 ``mcp_http_app`` serves it over streamable HTTP through the one hardened setup
-(``_hardened.Hardened``), with sessions bounded: at most ``max_sessions`` open, at most
-``max_sessions_per_caller`` for one caller (429 past it), each closed after
-``idle_seconds`` without a request.
+(``_hardened.Hardened``), with sessions owned and bounded: a session is its opener's (another
+caller gets 404), at most ``max_sessions`` open, at most ``max_sessions_per_caller`` for one
+caller (429 past it), each closed after ``idle_seconds`` without a request.
 """
 
 from __future__ import annotations
@@ -215,9 +215,9 @@ class SessionLimits:
 
 @dataclass
 class _SessionCap:
-    """Refuses a caller's new session past its share (429); counts the sessions the SDK opens
-    (the ``Mcp-Session-Id`` of its answers) and forgets them when deleted or idle as long as
-    the SDK's own idle timeout."""
+    """Refuses a caller's new session past its share (429) and another caller's session (404,
+    as if unknown); counts the sessions the SDK opens (the ``Mcp-Session-Id`` of its answers)
+    and forgets them when deleted or idle as long as the SDK's own idle timeout."""
 
     app: ASGIApp
     limits: SessionLimits
@@ -235,7 +235,11 @@ class _SessionCap:
         now = time.monotonic()
         self._forget_idle(now)
         if given is not None:
-            if given in self.used and self.used[given][0] == caller:
+            owner = self.used.get(given, (caller, now))[0]
+            if owner != caller:  # another caller's session: as if it did not exist
+                await refuse(send, 404, "unknown MCP session: start a new one")
+                return
+            if given in self.used:
                 self.used[given] = (caller, now)
             if scope["method"] == "DELETE":
                 self.used.pop(given, None)

@@ -66,6 +66,8 @@ def test_one_caller_cannot_take_every_session() -> None:
         assert [answer.status_code for answer in mine] == [200, 200, 200]
         assert hoarded.status_code == 429 and "open MCP sessions" in hoarded.text
         assert other.status_code == 200
+        stolen = close_session(url, "bob", mine[1].headers["mcp-session-id"])
+        assert stolen.status_code == 404  # a session is its opener's
         closed = close_session(url, "alice", mine[0].headers["mcp-session-id"])
         assert closed.status_code in (200, 204)
         assert open_session(url, "alice").status_code == 200  # a closed one frees its place
