@@ -343,7 +343,15 @@ def _protocol(limits: Limits) -> type[asyncio.Protocol]:
     """uvicorn's h11 protocol with the connection cap and the header deadline (SEAMS: it
     overrides ``connection_made``/``data_received``/``on_response_complete`` and reads
     ``connections``, ``cycle``, ``transport``, ``loop``)."""
+    import uvicorn
     from uvicorn.protocols.http.h11_impl import H11Protocol
+
+    for name in ("connection_made", "data_received", "on_response_complete", "connection_lost"):
+        if not callable(getattr(H11Protocol, name, None)):  # checked at start, not at attack
+            raise RuntimeError(
+                f"uvicorn {uvicorn.__version__}: H11Protocol.{name} is gone, so the header "
+                "deadline cannot be enforced; pin uvicorn below this version (serve/_hardened.py)"
+            )
 
     class Deadlined(H11Protocol):
         _timer: asyncio.TimerHandle | None = None
