@@ -20,6 +20,8 @@ import ipaddress
 import urllib.parse
 from collections.abc import Iterable, Mapping
 
+from agentensemble.serve._hardened import same_site
+
 SECURITY_HEADERS = {
     "X-Frame-Options": "DENY",
     "Content-Security-Policy": "default-src 'none'; frame-ancestors 'none'",
@@ -67,24 +69,8 @@ class Guard:
 
     def origin_allowed(self, headers: Mapping[str, str]) -> bool:
         """No ``Origin`` (not a browser) or this server's own origin; never a cross-site fetch.
-        ``headers`` has lower-case names (see ``lower_headers``)."""
-        site = headers.get("sec-fetch-site")
-        if site is not None and site.lower() not in ("same-origin", "none"):
-            return False
-        origin = headers.get("origin")
-        if origin is None:
-            return True
-        parts = urllib.parse.urlsplit(origin.strip())
-        try:
-            port = parts.port
-        except ValueError:
-            return False
-        return (
-            parts.scheme == "http"
-            and port == self.port
-            and parts.hostname is not None
-            and self.host_allowed(parts.netloc)
-        )
+        ``headers`` has lower-case names (see ``lower_headers``). The hardened setup's rule."""
+        return same_site(headers, self.port, self.host_allowed)
 
     def token_given(self, path: str, headers: Mapping[str, str]) -> bool:
         """Whether the request carries the token (query ``token`` or a Bearer header)."""

@@ -6,9 +6,9 @@ import json
 import urllib.parse
 from collections.abc import Mapping
 from http import HTTPStatus
-from http.server import BaseHTTPRequestHandler
 from typing import Any
 
+from agentensemble.serve._hardened import HardenedHTTPServer, HeadDeadline, json_refusal_sync
 from agentensemble_review._server_guard import SECURITY_HEADERS
 
 MAX_BODY_BYTES = 1_000_000
@@ -16,8 +16,12 @@ MAX_DRAINED_BYTES = 16_000_000
 """An oversized body up to this size is read and dropped, so the client gets its 413 answer."""
 
 
-class JSONRequestHandler(BaseHTTPRequestHandler):
-    """Sends JSON (or any body) with the security headers on every answer; reads bounded bodies."""
+class JSONRequestHandler(HeadDeadline):
+    """Sends JSON (or any body) with the security headers on every answer; reads bounded bodies
+    (size, then JSON shape: the hardened setup's ``json_refusal_sync``); a request head must
+    arrive within the server's header deadline (``HeadDeadline``)."""
+
+    server: HardenedHTTPServer
 
     def _send(
         self,
@@ -76,7 +80,13 @@ class JSONRequestHandler(BaseHTTPRequestHandler):
                 f"the review request is too large ({size} bytes; at most {MAX_BODY_BYTES})",
             )
             return None
-        return self.rfile.read(size)
+        body: bytes = self.rfile.read(size)
+        refusal = json_refusal_sync(body, self.server.limits)
+        if refusal is not None:
+            self.close_connection = True
+            self._error(HTTPStatus(refusal[0]), refusal[1])
+            return None
+        return body
 
     def _route(self) -> list[str]:
         path = urllib.parse.urlsplit(self.path).path

@@ -34,11 +34,11 @@ import urllib.parse
 import uuid
 from collections.abc import Iterable, Mapping
 from http import HTTPStatus
-from http.server import ThreadingHTTPServer
 from types import TracebackType
 from typing import Any
 
 from agentensemble.redaction import redact_text, register_secret
+from agentensemble.serve._hardened import HardenedHTTPServer, Limits, declare_surface
 from agentensemble.untrusted import UntrustedInputError, parse_json
 from agentensemble_review._server_guard import Guard, is_json, lower_headers
 from agentensemble_review._server_http import MAX_BODY_BYTES, JSONRequestHandler
@@ -60,10 +60,15 @@ from agentensemble_review.protocol import (
     verify_signature,
 )
 
+SURFACE = declare_surface("review", "the reference review server (agentensemble-review-server)")
 
-class _HTTPServer(ThreadingHTTPServer):
-    daemon_threads = True
+
+class _HTTPServer(HardenedHTTPServer):
+    """Bounded by the hardened setup (connections, header deadline, JSON bodies)."""
+
     allow_reuse_address = True
+    surface = SURFACE
+    limits = Limits(max_body_bytes=MAX_BODY_BYTES, max_json_items=200_000, max_connections=64)
 
     def __init__(self, address: tuple[str, int], app: ReviewServer) -> None:
         self.app = app

@@ -30,6 +30,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
+from agentensemble.serve._hardened import Hardened, Limits, declare_surface
 from agentensemble.untrusted import UntrustedInputError, aparse_json
 from agentensemble_review._server_guard import Guard
 from agentensemble_web._guard import SecurityMiddleware, Sessions
@@ -40,6 +41,9 @@ from agentensemble_web._sanitize import clean, clean_text
 from agentensemble_web.reviewers import ReviewerBook
 from agentensemble_web.store import PAGE_SIZE_MAX, Store
 
+SURFACE = declare_surface("web", "the web console (agentensemble serve, WebConsoleServer)")
+LIMITS = Limits(max_body_bytes=2_000_000, max_json_depth=100, max_json_items=200_000)
+"""A batch of run events is larger than an agent's request: up to ``MAX_BATCH`` events."""
 MAX_BATCH = 1_000
 MAX_WAIT_SECONDS = 30.0
 KEEPALIVE_SECONDS = 15.0
@@ -118,6 +122,7 @@ def create_app(
     """The console app for a server bound to ``host:port`` with login ``token``, keeping its
     history in ``store`` (in memory when None)."""
     state = ConsoleState(store)
+    guard = Guard(host, port, token, allowed_hosts)
     files = {name: _static_file(name) for name in _STATIC}
 
     async def page(request: Request) -> Response:
@@ -240,6 +245,12 @@ def create_app(
         if sub is None:
             return _error(HTTPStatus.SERVICE_UNAVAILABLE, "the console is stopping")
 
+        who = request.state.principal
+
+        def revoked() -> bool:
+            """A named reviewer revoked since the stream opened: it ends before another word."""
+            return who not in ("api", "console") and state.reviewers.revoked(who)
+
         async def messages() -> AsyncIterator[str]:
             try:
                 yield "retry: 2000\n\n"
@@ -247,9 +258,13 @@ def create_app(
                     try:
                         message = await asyncio.wait_for(sub.queue.get(), KEEPALIVE_SECONDS)
                     except asyncio.TimeoutError:
+                        if revoked():
+                            break
                         state.reviews.all()  # expires overdue and abandoned reviews (published)
                         yield ": keep-alive\n\n"
                         continue
+                    if message is not None and revoked():
+                        break
                     chunk = []
                     while message is not None:  # send what is queued in one write
                         chunk.append(f"data: {json.dumps(message, ensure_ascii=True)}\n\n")
@@ -287,12 +302,20 @@ def create_app(
         ],
         middleware=[
             Middleware(
+                Hardened,
+                surface=SURFACE,
+                allowed_hosts=guard.host_allowed,
+                port=port,
+                limits=LIMITS,
+                foreign_host_status=HTTPStatus.FORBIDDEN,
+            ),
+            Middleware(
                 SecurityMiddleware,
-                guard=Guard(host, port, token, allowed_hosts),
+                guard=guard,
                 sessions=Sessions(state.store),
                 reviewers=state.reviewers.who,
                 revoked=state.reviewers.revoked,
-            )
+            ),
         ],
         exception_handlers={ReviewRefused: refused},
     )

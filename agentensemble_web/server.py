@@ -15,14 +15,16 @@ import socket
 import threading
 import urllib.parse
 from collections.abc import Iterable
+from dataclasses import replace
 from pathlib import Path
 from types import TracebackType
 
 import uvicorn
 
 from agentensemble.redaction import register_secret
+from agentensemble.serve._hardened import hardened_server
 from agentensemble_review._server_guard import is_loopback
-from agentensemble_web.app import ConsoleState, create_app
+from agentensemble_web.app import LIMITS, ConsoleState, create_app
 from agentensemble_web.store import DEFAULT_KEEP_DAYS, DEFAULT_KEEP_RUNS, MEMORY, Store
 
 DEFAULT_PORT = 8766
@@ -116,16 +118,22 @@ class WebConsoleServer:
         store = Store(self.db, keep_days=self._keep[0], keep_runs=self._keep[1])
         app = create_app(self.token, self.host, self.port, self._allowed_hosts, store)
         self._state = app.state.console
-        config = uvicorn.Config(
+        state = app.state.console
+
+        class Server(_Server):
+            def __init__(self, config: uvicorn.Config) -> None:
+                super().__init__(config, state)
+
+        return hardened_server(  # type: ignore[no-any-return]
             app,
+            limits=replace(LIMITS, keep_alive_seconds=30),
+            server_class=Server,
             log_level="warning",
             access_log=False,
             lifespan="off",
             ws="none",
             timeout_graceful_shutdown=2,
-            timeout_keep_alive=30,
         )
-        return _Server(config, app.state.console)
 
     async def _serve(self, server: uvicorn.Server) -> None:
         self._loop = asyncio.get_running_loop()

@@ -53,7 +53,7 @@ def run(args: argparse.Namespace) -> int:
         return EXIT_OK
     try:
         port, url = choose_port(args)
-        app = _http_app(server, args, token)
+        app = _http_app(server, args, token, port)
         serve_app(app, args, port, url, "MCP server (streamable HTTP at /mcp)")
     except UsageError as error:
         return usage_failure(args, error)
@@ -77,21 +77,21 @@ async def _serve_stdio(server: object) -> None:
         await server.run(read, write, server.create_initialization_options())  # type: ignore[attr-defined]
 
 
-def _http_app(server: object, args: argparse.Namespace, token: str | None) -> object:
-    from mcp.server.transport_security import TransportSecuritySettings
+def _http_app(server: object, args: argparse.Namespace, token: str | None, port: int) -> object:
+    from dataclasses import replace
 
-    from agentensemble.serve._http_guard import HTTPGuard, allowed_host_names
+    from agentensemble.serve._hardened import Limits
+    from agentensemble.serve.mcp_serving import mcp_http_app
 
-    hosts = allowed_host_names(args.host, args.allow_host)
-    security = TransportSecuritySettings(
-        enable_dns_rebinding_protection=True,
-        allowed_hosts=[f"{name}:*" for name in hosts] + sorted(hosts),
-        allowed_origins=[f"http://{name}:*" for name in hosts],
+    limits = replace(Limits(), max_body_bytes=args.max_body)
+    return mcp_http_app(
+        server,  # type: ignore[arg-type]
+        host=args.host,
+        port=port,
+        allowed_hosts=args.allow_host,
+        token=token,
+        limits=limits,
     )
-    app = server.streamable_http_app(  # type: ignore[attr-defined]
-        host=args.host, transport_security=security, max_request_body_size=args.max_body
-    )
-    return HTTPGuard(app, allowed_hosts=hosts, token=token, max_body_bytes=args.max_body)
 
 
 COMMAND = Command(

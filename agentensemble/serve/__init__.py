@@ -8,13 +8,18 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from agentensemble.serve._hardened import Limits
     from agentensemble.serve.a2a_remote import A2AAgent
-    from agentensemble.serve.a2a_serving import a2a_app
+    from agentensemble.serve.a2a_serving import TaskLimits, a2a_app
     from agentensemble.serve.mcp_review import MCPReviewHandler
-    from agentensemble.serve.mcp_serving import mcp_server
+    from agentensemble.serve.mcp_serving import SessionLimits, mcp_http_app, mcp_server
 
 _WHERE = {
     "mcp_server": ("agentensemble.serve.mcp_serving", "mcp"),
+    "mcp_http_app": ("agentensemble.serve.mcp_serving", "mcp"),
+    "SessionLimits": ("agentensemble.serve.mcp_serving", "mcp"),
+    "TaskLimits": ("agentensemble.serve.a2a_serving", "a2a"),
+    "Limits": ("agentensemble.serve._hardened", "mcp"),  # no extra needed: uvicorn is lazy
     "MCPReviewHandler": ("agentensemble.serve.mcp_review", "mcp"),
     "a2a_app": ("agentensemble.serve.a2a_serving", "a2a"),
     "A2AAgent": ("agentensemble.serve.a2a_remote", "a2a"),
@@ -35,4 +40,13 @@ def __getattr__(name: str) -> Any:
     return getattr(module, name)
 
 
-__all__ = ["A2AAgent", "MCPReviewHandler", "a2a_app", "mcp_server"]
+__all__ = [
+    "A2AAgent",
+    "Limits",
+    "MCPReviewHandler",
+    "SessionLimits",
+    "TaskLimits",
+    "a2a_app",
+    "mcp_http_app",
+    "mcp_server",
+]

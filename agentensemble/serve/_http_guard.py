@@ -1,8 +1,10 @@
-"""One ASGI guard in front of both HTTP servers: Host allow-list, bearer token, bounded bodies.
+"""The base of every hardened server (``_hardened.Hardened`` wraps it): Host allow-list, bearer
+token(s), bounded bodies.
 
 Hostile requests are refused before the app sees them: a ``Host`` not on the list (DNS
 rebinding), a missing or wrong ``Authorization: Bearer`` token when one is set (compared in
-constant time), a body larger than the limit (by ``Content-Length`` and by counting what
+constant time; the caller it names goes in ``scope["state"]["caller"]``, else the caller's
+address), a body larger than the limit (by ``Content-Length`` and by counting what
 actually arrives).
 """
 
@@ -11,7 +13,7 @@ from __future__ import annotations
 import hmac
 import ipaddress
 import json
-from collections.abc import Awaitable, Callable, Iterable, MutableMapping
+from collections.abc import Awaitable, Callable, Iterable, Mapping, MutableMapping
 from typing import Any
 
 Scope = MutableMapping[str, Any]
@@ -43,7 +45,7 @@ def allowed_host_names(bind_host: str, extra: Iterable[str] = ()) -> set[str]:
     return {name.lower() for name in names}
 
 
-def _host_name(value: str) -> str:
+def host_name(value: str) -> str:
     value = value.strip().lower()
     if value.startswith("["):
         return value.split("]", 1)[0] + "]"
@@ -57,34 +59,39 @@ class HTTPGuard:
         self,
         app: ASGIApp,
         *,
-        allowed_hosts: set[str],
-        token: str | None = None,
+        allowed_hosts: set[str] | Callable[[str], bool],
+        token: str | Mapping[str, str] | None = None,
         max_body_bytes: int = MAX_BODY_BYTES,
         open_paths: tuple[str, ...] = (),
+        foreign_host_status: int = 421,
     ) -> None:
         self.app = app
         self.allowed_hosts = allowed_hosts
-        self.token = token
+        # each caller's name -> its token; one plain token is the caller "token"
+        self.tokens = {"token": token} if isinstance(token, str) else dict(token or {})
         self.max_body_bytes = max_body_bytes
         self.open_paths = open_paths  # served without the token (a public agent card)
+        self.foreign_host_status = foreign_host_status
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
         headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope["headers"]}
-        if _host_name(headers.get("host", "")) not in self.allowed_hosts:
-            await _refuse(send, 421, "this server does not answer to that Host")
+        if not self.host_allowed(headers.get("host", "")):
+            await refuse(send, self.foreign_host_status, "this server does not answer to that Host")
             return
-        if self.token is not None and scope.get("path") not in self.open_paths:
-            given = headers.get("authorization", "")
-            expected = f"Bearer {self.token}"
-            if not hmac.compare_digest(given.encode(), expected.encode()):
-                await _refuse(send, 401, "a valid 'Authorization: Bearer <token>' is required")
-                return
+        caller = self._caller(headers.get("authorization", ""))
+        if self.tokens and caller is None and scope.get("path") not in self.open_paths:
+            await refuse(send, 401, "a valid 'Authorization: Bearer <token>' is required")
+            return
+        if caller is None:  # no token: the caller is known by its address only
+            client = scope.get("client") or ("", 0)
+            caller = f"address:{client[0]}"
+        scope.setdefault("state", {})["caller"] = caller
         length = headers.get("content-length")
         if length is not None and (not length.isdigit() or int(length) > self.max_body_bytes):
-            await _refuse(send, 413, f"the body is over {self.max_body_bytes} bytes")
+            await refuse(send, 413, f"the body is over {self.max_body_bytes} bytes")
             return
         seen = 0
         started = False
@@ -103,7 +110,7 @@ class HTTPGuard:
                     refused = True
                     if not started:
                         started = True
-                        await _refuse(send, 413, f"the body is over {self.max_body_bytes} bytes")
+                        await refuse(send, 413, f"the body is over {self.max_body_bytes} bytes")
                     return {"type": "http.disconnect"}
             return message
 
@@ -121,8 +128,23 @@ class HTTPGuard:
             if not refused:  # the app's failure on a refused body is the refusal's, not news
                 raise
 
+    def host_allowed(self, value: str) -> bool:
+        """Whether a ``Host`` value (or an origin's ``host:port``) names this server."""
+        if callable(self.allowed_hosts):
+            return self.allowed_hosts(value)
+        return host_name(value) in self.allowed_hosts
 
-async def _refuse(send: Send, status: int, message: str) -> None:
+    def _caller(self, given: str) -> str | None:
+        """The name of the caller whose token ``given`` carries (every token compared in
+        constant time), or None."""
+        found = None
+        for name, token in self.tokens.items():
+            if hmac.compare_digest(given.encode(), f"Bearer {token}".encode()):
+                found = name
+        return found
+
+
+async def refuse(send: Send, status: int, message: str) -> None:
     body = json.dumps({"error": message}).encode()
     headers = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]
     if status == 401:
@@ -131,4 +153,11 @@ async def _refuse(send: Send, status: int, message: str) -> None:
     await send({"type": "http.response.body", "body": body})
 
 
-__all__ = ["MAX_BODY_BYTES", "HTTPGuard", "allowed_host_names", "is_loopback"]
+__all__ = [
+    "MAX_BODY_BYTES",
+    "HTTPGuard",
+    "allowed_host_names",
+    "host_name",
+    "is_loopback",
+    "refuse",
+]

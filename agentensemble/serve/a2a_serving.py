@@ -6,16 +6,26 @@ storage); this module supplies the card (skills from the ensemble's tasks) and a
 ``AgentExecutor`` that runs one fresh run per task: ``working`` with a status update per task
 event, the final output as an artifact (text, plus data when the last task is typed), then
 ``completed``; a failed run is ``failed`` with the redacted error text, bad input is
-``rejected`` before any model call, a cancel request cancels the run (``canceled``). An
-``HTTPGuard`` refuses foreign ``Host`` headers, bounds bodies and checks the optional token.
+``rejected`` before any model call, a cancel request cancels the run (``canceled``).
+
+Served through the one hardened setup (``_hardened.Hardened``: Host, Origin, JSON-only bodies,
+size and shape bounds, the optional token). Every task belongs to the caller that created it
+(the name of its token, else its address): ``GetTask`` and ``CancelTask`` find only the caller's
+own tasks, ``ListTasks`` is not served, a caller runs at most ``max_running_per_caller`` tasks
+at once, and finished tasks are dropped after ``finished_task_ttl`` seconds or once more than
+``max_tasks`` (or ``max_task_bytes``) are kept, oldest first.
 """
 
 from __future__ import annotations
 
+import time
+from collections import OrderedDict
 from collections.abc import Mapping
+from dataclasses import dataclass, replace
 from typing import Any
 from urllib.parse import urlsplit
 
+from a2a.auth.user import User
 from a2a.helpers.proto_helpers import (
     get_data_parts,
     new_data_part,
@@ -24,25 +34,34 @@ from a2a.helpers.proto_helpers import (
     new_text_part,
 )
 from a2a.server.agent_execution import AgentExecutor, RequestContext
+from a2a.server.context import ServerCallContext
 from a2a.server.events import EventQueue
 from a2a.server.request_handlers import DefaultRequestHandler
 from a2a.server.routes import create_agent_card_routes, create_jsonrpc_routes
+from a2a.server.routes.common import DefaultServerCallContextBuilder
 from a2a.server.tasks import InMemoryTaskStore, TaskUpdater
 from a2a.types.a2a_pb2 import (
     AgentCapabilities,
     AgentCard,
     AgentInterface,
     AgentSkill,
+    ListTasksRequest,
+    ListTasksResponse,
+    SendMessageRequest,
+    Task,
     TaskState,
 )
 from a2a.utils.constants import AGENT_CARD_WELL_KNOWN_PATH, PROTOCOL_VERSION_1_0
+from a2a.utils.errors import InvalidRequestError, UnsupportedOperationError
 from starlette.applications import Starlette
+from starlette.requests import Request
 
 from agentensemble.ensemble import Ensemble
 from agentensemble.errors import ConfigurationError
 from agentensemble.logging import redact, redact_text
 from agentensemble.serve._durable_serving import check_registered, run_durably
-from agentensemble.serve._http_guard import MAX_BODY_BYTES, HTTPGuard, allowed_host_names
+from agentensemble.serve._hardened import Hardened, Limits, declare_surface
+from agentensemble.serve._http_guard import MAX_BODY_BYTES, allowed_host_names
 from agentensemble.serve._progress import ProgressPump
 from agentensemble.serve._shape import (
     BadArguments,
@@ -59,6 +78,115 @@ from agentensemble.workflows.step import step_kind, step_label
 
 TEXT = "text/plain"
 JSON = "application/json"
+SURFACE = declare_surface("a2a", "an ensemble as an A2A agent (a2a_app, serve-a2a)")
+FINISHED = frozenset(
+    {
+        TaskState.TASK_STATE_COMPLETED,
+        TaskState.TASK_STATE_CANCELED,
+        TaskState.TASK_STATE_FAILED,
+        TaskState.TASK_STATE_REJECTED,
+    }
+)
+
+
+@dataclass(frozen=True)
+class TaskLimits:
+    """How many tasks an A2A agent keeps and runs (see the module docstring)."""
+
+    finished_task_ttl: float = 600.0
+    max_tasks: int = 1000
+    max_task_bytes: int = 64 * 1024 * 1024
+    max_running_per_caller: int = 8
+
+
+class _Caller(User):
+    """The A2A SDK's view of a caller: the name the hardened guard gave it."""
+
+    def __init__(self, name: str) -> None:
+        self._name = name
+
+    @property
+    def is_authenticated(self) -> bool:
+        return not self._name.startswith("address:")
+
+    @property
+    def user_name(self) -> str:
+        return self._name
+
+
+class _CallerContexts(DefaultServerCallContextBuilder):
+    """Each request's context names its caller, so the task store scopes tasks to it."""
+
+    def build_user(self, request: Request) -> User:
+        return _Caller(str(request.scope.get("state", {}).get("caller", "")))
+
+
+class OwnedTaskStore(InMemoryTaskStore):
+    """The SDK's in-memory store (tasks kept per owner, ``resolve_user_scope``), with finished
+    tasks expiring and the total bounded, oldest finished first."""
+
+    def __init__(self, limits: TaskLimits) -> None:
+        super().__init__()
+        self.limits = limits
+        # (owner, task id) -> (size in bytes, when it finished or None while running)
+        self._kept: OrderedDict[tuple[str, str], tuple[int, float | None]] = OrderedDict()
+
+    async def save(self, task: Task, context: ServerCallContext) -> None:
+        await super().save(task, context)
+        key = (context.user.user_name, task.id)
+        finished = time.monotonic() if task.status.state in FINISHED else None
+        self._kept[key] = (task.ByteSize(), finished)
+        self._kept.move_to_end(key)
+        await self._prune()
+
+    def running(self, owner: str) -> int:
+        """How many of ``owner``'s tasks have not finished."""
+        return sum(1 for (who, _), (_, done) in self._kept.items() if who == owner and not done)
+
+    async def _prune(self) -> None:
+        limits = self.limits
+        now = time.monotonic()
+        total = sum(size for size, _ in self._kept.values())
+        for key, (size, done) in list(self._kept.items()):  # oldest first
+            over = len(self._kept) > limits.max_tasks or total > limits.max_task_bytes
+            if done is None or (not over and now - done < limits.finished_task_ttl):
+                continue
+            del self._kept[key]
+            total -= size
+            await super().delete(key[1], ServerCallContext(user=_Caller(key[0])))
+
+
+class _OwnedRequests(DefaultRequestHandler):
+    """The SDK's handler without ``ListTasks`` and with a cap on each caller's running tasks."""
+
+    def __init__(self, *, store: OwnedTaskStore, **settings: Any) -> None:
+        super().__init__(task_store=store, **settings)
+        self._owned = store
+
+    async def on_list_tasks(
+        self, params: ListTasksRequest, context: ServerCallContext
+    ) -> ListTasksResponse:
+        raise UnsupportedOperationError(
+            message="ListTasks is not served: keep the id of each task you start"
+        )
+
+    async def on_message_send(self, params: SendMessageRequest, context: ServerCallContext) -> Any:
+        self._check_running(context)
+        return await super().on_message_send(params, context)
+
+    async def on_message_send_stream(
+        self, params: SendMessageRequest, context: ServerCallContext
+    ) -> Any:
+        self._check_running(context)
+        async for event in super().on_message_send_stream(params, context):
+            yield event
+
+    def _check_running(self, context: ServerCallContext) -> None:
+        most = self._owned.limits.max_running_per_caller
+        if self._owned.running(context.user.user_name) >= most:
+            raise InvalidRequestError(
+                message=f"you already run {most} tasks: wait for one to finish or cancel one"
+            )
 
 
 def agent_card(ensemble: Ensemble, *, name: str, description: str, url: str) -> AgentCard:
@@ -206,16 +334,22 @@ def a2a_app(
     name: str,
     description: str,
     url: str,
-    token: str | None = None,
+    token: str | Mapping[str, str] | None = None,
     allowed_hosts: list[str] | None = None,
     max_body_bytes: int = MAX_BODY_BYTES,
     durable: Any = None,
+    limits: Limits | None = None,
+    task_limits: TaskLimits = TaskLimits(),
 ) -> Any:
     """An ASGI app serving ``ensemble`` (or a factory, called per task) as an A2A agent.
 
     ``url`` is the address clients use (it goes on the card). Requests whose ``Host`` is not
-    ``url``'s host (or one of ``allowed_hosts``) are refused, bodies over ``max_body_bytes``
-    too; with ``token`` every request but the card's needs ``Authorization: Bearer <token>``.
+    ``url``'s host (or one of ``allowed_hosts``) are refused, and so are state changes from
+    another site, bodies that are not JSON or over ``max_body_bytes``; with ``token`` every
+    request but the card's needs ``Authorization: Bearer <token>``. ``token`` may also map
+    callers' names to their tokens: each caller then sees only its own tasks (without tokens,
+    a caller is known by its address). ``limits`` and ``task_limits`` bound requests,
+    connections and kept tasks (the defaults suit a local agent).
 
     ``durable``: a launched ``DurableRuntime`` in which the ensemble is registered under
     ``name``; each task is then a durable run of it (docs/durable.md), and ``CancelTask``
@@ -232,22 +366,35 @@ def a2a_app(
         check_registered(durable, [name])
     card = agent_card(template, name=name, description=description, url=url)
     executor = EnsembleExecutor(ensemble, input_kinds(template), durable=durable, durable_name=name)
-    handler = DefaultRequestHandler(
-        agent_executor=executor,
-        task_store=InMemoryTaskStore(),
-        agent_card=card,
+    handler = _OwnedRequests(
+        agent_executor=executor, store=OwnedTaskStore(task_limits), agent_card=card
     )
     path = parsed.path or "/"
-    routes = [*create_agent_card_routes(card), *create_jsonrpc_routes(handler, rpc_url=path)]
+    routes = [
+        *create_agent_card_routes(card),
+        *create_jsonrpc_routes(handler, rpc_url=path, context_builder=_CallerContexts()),
+    ]
     app = Starlette(routes=routes)
     hosts = allowed_host_names(parsed.hostname, allowed_hosts or ())
-    return HTTPGuard(
+    bounds = limits or Limits()
+    if bounds.max_body_bytes != max_body_bytes:
+        bounds = replace(bounds, max_body_bytes=max_body_bytes)
+    return Hardened(
         app,
+        surface=SURFACE,
         allowed_hosts=hosts,
+        port=parsed.port or (443 if parsed.scheme == "https" else 80),
         token=token,
-        max_body_bytes=max_body_bytes,
         open_paths=(AGENT_CARD_WELL_KNOWN_PATH,),
+        limits=bounds,
     )
 
 
-__all__ = ["EnsembleExecutor", "a2a_app", "agent_card", "message_inputs"]
+__all__ = [
+    "EnsembleExecutor",
+    "OwnedTaskStore",
+    "TaskLimits",
+    "a2a_app",
+    "agent_card",
+    "message_inputs",
+]

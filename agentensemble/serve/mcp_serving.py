@@ -5,12 +5,18 @@ when given a factory, runs it with a listener that turns task events into progre
 notifications, and answers with the final output (and ``structuredContent`` when the last task
 is typed). A failure is a tool result with ``isError`` and the redacted error text; a client's
 cancellation cancels the run (the SDK cancels the handler's task). Calls run concurrently.
+
+``mcp_http_app`` serves it over streamable HTTP through the one hardened setup
+(``_hardened.Hardened``), with sessions owned and bounded: a session is its opener's (another
+caller gets 404), at most ``max_sessions`` open, at most ``max_sessions_per_caller`` for one
+caller (429 past it), each closed after ``idle_seconds`` without a request.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from dataclasses import dataclass
+import time
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
 import mcp_types as types
@@ -20,6 +26,16 @@ from agentensemble.ensemble import Ensemble
 from agentensemble.errors import ConfigurationError
 from agentensemble.logging import redact, redact_text
 from agentensemble.serve._durable_serving import check_registered, run_durably
+from agentensemble.serve._hardened import Hardened, Limits, declare_surface
+from agentensemble.serve._http_guard import (
+    ASGIApp,
+    Message,
+    Receive,
+    Scope,
+    Send,
+    allowed_host_names,
+    refuse,
+)
 from agentensemble.serve._mcp_rounds import ServedRun
 from agentensemble.serve._progress import ProgressPump
 from agentensemble.serve._shape import (
@@ -184,4 +200,114 @@ def mcp_server(
     )
 
 
-__all__ = ["mcp_server"]
+SURFACE = declare_surface("mcp-http", "ensembles as MCP tools over streamable HTTP (serve-mcp)")
+SESSION_HEADER = "mcp-session-id"
+
+
+@dataclass(frozen=True)
+class SessionLimits:
+    """How many MCP sessions stay open, and for how long without a request."""
+
+    max_sessions: int = 200
+    max_sessions_per_caller: int = 32
+    idle_seconds: float = 600.0
+
+
+@dataclass
+class _SessionCap:
+    """Refuses a caller's new session past its share (429) and another caller's session (404,
+    as if unknown); counts the sessions the SDK opens (the ``Mcp-Session-Id`` of its answers)
+    and forgets them when deleted or idle as long as the SDK's own idle timeout."""
+
+    app: ASGIApp
+    limits: SessionLimits
+    used: dict[str, tuple[str, float]] = field(default_factory=dict)  # id -> (caller, last use)
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        caller = str(scope.get("state", {}).get("caller", ""))
+        given = next(
+            (v.decode("latin-1") for k, v in scope["headers"] if k.lower() == b"mcp-session-id"),
+            None,
+        )
+        now = time.monotonic()
+        self._forget_idle(now)
+        if given is not None:
+            owner = self.used.get(given, (caller, now))[0]
+            if owner != caller:  # another caller's session: as if it did not exist
+                await refuse(send, 404, "unknown MCP session: start a new one")
+                return
+            if given in self.used:
+                self.used[given] = (caller, now)
+            if scope["method"] == "DELETE":
+                self.used.pop(given, None)
+            await self.app(scope, receive, send)
+            return
+        mine = sum(1 for who, _ in self.used.values() if who == caller)
+        if scope["method"] == "POST" and mine >= self.limits.max_sessions_per_caller:
+            await refuse(
+                send,
+                429,
+                f"you have {mine} open MCP sessions: close one (DELETE) or reuse one",
+            )
+            return
+
+        async def counting(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                for key, value in message.get("headers", []):
+                    if key.lower() == SESSION_HEADER.encode():
+                        self.used[value.decode("latin-1")] = (caller, time.monotonic())
+            await send(message)
+
+        await self.app(scope, receive, counting)
+
+    def _forget_idle(self, now: float) -> None:
+        idle = [
+            key for key, (_, last) in self.used.items() if now - last > self.limits.idle_seconds
+        ]
+        for key in idle:
+            del self.used[key]
+
+
+def mcp_http_app(
+    server: Server[Any],
+    *,
+    host: str = "127.0.0.1",
+    port: int | None = None,
+    allowed_hosts: Iterable[str] = (),
+    token: str | Mapping[str, str] | None = None,
+    limits: Limits | None = None,
+    sessions: SessionLimits = SessionLimits(),
+) -> Any:
+    """``server`` (from ``mcp_server``) as a streamable HTTP ASGI app at ``/mcp``, hardened
+    (``_hardened.Hardened``) and with its sessions bounded (``sessions``); ``host`` is the bound
+    address (its names are the ``Host`` values accepted, with ``allowed_hosts``)."""
+    from mcp.server.transport_security import TransportSecuritySettings
+
+    limits = limits or Limits()
+    hosts = allowed_host_names(host, allowed_hosts)
+    security = TransportSecuritySettings(
+        enable_dns_rebinding_protection=True,
+        allowed_hosts=[f"{name}:*" for name in hosts] + sorted(hosts),
+        allowed_origins=[f"http://{name}:*" for name in hosts],
+    )
+    app = server.streamable_http_app(
+        host=host,
+        transport_security=security,
+        max_request_body_size=limits.max_body_bytes,
+        session_idle_timeout=sessions.idle_seconds,
+        max_sessions=sessions.max_sessions,
+    )
+    return Hardened(
+        _SessionCap(app, sessions),
+        surface=SURFACE,
+        allowed_hosts=hosts,
+        port=port,
+        token=token,
+        limits=limits,
+    )
+
+
+__all__ = ["SessionLimits", "mcp_http_app", "mcp_server"]

@@ -7,6 +7,7 @@ import json
 import os
 import re
 import signal
+import socket
 import subprocess
 import sys
 import threading
@@ -177,3 +178,27 @@ class FakeRemote:
     def close(self) -> None:
         self.server.shutdown()
         self.server.server_close()
+
+
+@contextmanager
+def hardened_serving(app: Any, **settings: Any) -> Iterator[int]:
+    """``app`` served by ``hardened_server`` on a free 127.0.0.1 port in a thread (the port is
+    yielded once it accepts connections); stopped and joined on exit."""
+    from agentensemble.serve._hardened import hardened_server
+
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(1024)
+    server = hardened_server(app, log_level="critical", **settings)
+    thread = threading.Thread(target=server.run, kwargs={"sockets": [listener]}, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 30
+    while not server.started and thread.is_alive() and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert server.started
+    try:
+        yield listener.getsockname()[1]
+    finally:
+        server.should_exit = True
+        thread.join(30)
+        listener.close()

@@ -272,3 +272,41 @@ def test_one_session_cannot_hold_more_than_its_share_of_streams(console: WebCons
         time.sleep(0.02)
     assert ended == [0]  # the oldest stream of the session was closed for the newest
     browser.close()
+
+
+def test_revoking_a_reviewer_closes_the_live_stream_their_page_holds(tmp_path: Path) -> None:
+    """The page a revoked reviewer has open shows nothing new: its stream ends before the next
+    message (issue 38: it went on showing new runs live)."""
+    db = tmp_path / "console.sqlite3"
+    token = add_reviewer(db, "alice")
+    lines: list[str] = []
+    subscribed, ended = threading.Event(), threading.Event()
+    with WebConsoleServer(port=0, db=db) as console:
+        alice, _ = logged_in(console, token)
+
+        def watch() -> None:
+            try:
+                with alice.stream("GET", "/api/stream", timeout=30.0) as answer:
+                    subscribed.set()
+                    for line in answer.iter_lines():
+                        lines.append(line)
+            finally:
+                ended.set()
+
+        with closing(alice):
+            watcher = threading.Thread(target=watch, daemon=True)
+            watcher.start()
+            assert subscribed.wait(10)
+            with api_client(console) as api:
+                before = {"type": "EnsembleStarted", "run_id": "seen", "total_tasks": 1}
+                api.post("/api/events", json={"events": [before]})
+                deadline = time.monotonic() + 20
+                while not any("seen" in line for line in lines) and time.monotonic() < deadline:
+                    time.sleep(0.02)  # the stream works before the revocation
+                revoke_reviewer(db, "alice")
+                after = {"type": "EnsembleStarted", "run_id": "secret-run", "total_tasks": 1}
+                api.post("/api/events", json={"events": [after]})
+            assert ended.wait(20), "the revoked reviewer's stream stayed open"
+            watcher.join(5)
+    assert any("seen" in line for line in lines)
+    assert not any("secret-run" in line for line in lines)

@@ -1,0 +1,162 @@
+"""The hardened server against connections that never finish (issue 38): 1,100 connections that
+never completed their headers locked the A2A agent, the MCP server and the web console out for
+good. Real sockets on 127.0.0.1, a lowered cap, bounded counts; every wait is on a condition."""
+
+from __future__ import annotations
+
+import selectors
+import socket
+import time
+from typing import Any
+
+from serve_helpers import hardened_serving
+
+from agentensemble import Agent, Ensemble, Task
+from agentensemble.serve import a2a_app
+from agentensemble.serve._hardened import Limits
+from agentensemble.testing import ScriptedChatModel
+
+CARD = "/.well-known/agent-card.json"
+WAIT = 30.0  # the bound on every wait below (the header deadline is 1 s)
+
+
+def agent(limits: Limits) -> Any:
+    crew = Ensemble(
+        tasks=[
+            Task(
+                description="Write about {topic}",
+                expected_output="x",
+                agent=Agent(role="W", goal="W", llm=ScriptedChatModel(["x"])),
+            )
+        ]
+    )
+    return a2a_app(
+        crew, name="w", description="w", url="http://127.0.0.1:9/", allowed_hosts=[], limits=limits
+    )
+
+
+def response(sock: socket.socket) -> bytes:
+    """One whole answer: its head, then ``Content-Length`` bytes of body ("" if closed)."""
+    data = b""
+    while b"\r\n\r\n" not in data:
+        chunk = sock.recv(65536)
+        if not chunk:
+            return data
+        data += chunk
+    head, _, body = data.partition(b"\r\n\r\n")
+    length = 0
+    for line in head.split(b"\r\n")[1:]:
+        name, _, value = line.partition(b":")
+        if name.strip().lower() == b"content-length":
+            length = int(value)
+    while len(body) < length:
+        chunk = sock.recv(65536)
+        if not chunk:
+            break
+        body += chunk
+    return head + b"\r\n\r\n" + body
+
+
+def get(port: int, path: str = CARD) -> bytes:
+    with socket.create_connection(("127.0.0.1", port), timeout=WAIT) as sock:
+        sock.sendall(f"GET {path} HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n".encode())
+        return response(sock)
+
+
+def answers_until_closed(socks: list[socket.socket]) -> list[bytes]:
+    """What the server sent each socket before closing it; fails if one stays open past WAIT."""
+    received = {sock: b"" for sock in socks}
+    selector = selectors.DefaultSelector()
+    for sock in socks:
+        sock.setblocking(False)
+        selector.register(sock, selectors.EVENT_READ)
+    deadline = time.monotonic() + WAIT
+    open_ = set(socks)
+    while open_ and time.monotonic() < deadline:
+        for key, _ in selector.select(timeout=0.5):
+            sock = key.fileobj
+            assert isinstance(sock, socket.socket)
+            try:
+                chunk = sock.recv(4096)
+            except ConnectionError:
+                chunk = b""
+            if chunk:
+                received[sock] += chunk
+            else:
+                selector.unregister(sock)
+                open_.discard(sock)
+    selector.close()
+    assert not open_, f"{len(open_)} connections were never closed"
+    return [received[sock] for sock in socks]
+
+
+def slowloris(port: int, count: int) -> list[bytes]:
+    """``count`` connections that never finish their headers; what each got before it closed."""
+    slow = []
+    try:
+        for _ in range(count):
+            sock = socket.create_connection(("127.0.0.1", port), timeout=WAIT)
+            sock.sendall(b"GET / HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Slow: ")  # never finished
+            slow.append(sock)
+        return answers_until_closed(slow)
+    finally:
+        for sock in slow:
+            sock.close()
+
+
+def test_connections_that_never_finish_their_headers_cannot_lock_the_server_out() -> None:
+    limits = Limits(max_connections=20, header_timeout=1.0)
+    with hardened_serving(agent(limits), lifespan="off") as port:
+        assert get(port).startswith(b"HTTP/1.1 200")
+        answers = slowloris(port, 200)  # ten times the cap
+        statuses = {answer[:12] for answer in answers}
+        assert statuses <= {b"HTTP/1.1 503", b"HTTP/1.1 408", b""}
+        assert any(a.startswith(b"HTTP/1.1 503") for a in answers)  # over the cap: at once
+        assert any(a.startswith(b"HTTP/1.1 408") for a in answers)  # too slow: dropped
+        assert get(port).startswith(b"HTTP/1.1 200")  # the agent answers again
+
+
+def test_headers_sent_in_pieces_within_the_deadline_are_served() -> None:
+    limits = Limits(header_timeout=WAIT)
+    with (
+        hardened_serving(agent(limits), lifespan="off") as port,
+        socket.create_connection(("127.0.0.1", port), timeout=WAIT) as sock,
+    ):
+        for piece in (b"GET ", CARD.encode(), b" HTTP/1.1\r\nHost: 127.", b"0.0.1\r\n\r\n"):
+            sock.sendall(piece)
+        first = response(sock)
+        sock.sendall(f"GET {CARD} HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n".encode())
+        second = response(sock)  # the same kept-alive connection serves the next request
+    assert first.startswith(b"HTTP/1.1 200") and second.startswith(b"HTTP/1.1 200")
+
+
+def test_a_header_block_over_the_bound_is_refused() -> None:
+    size = 100 * 1024
+    limits = Limits(max_header_bytes=16 * 1024)
+    with (
+        hardened_serving(agent(limits), lifespan="off") as port,
+        socket.create_connection(("127.0.0.1", port), timeout=WAIT) as sock,
+    ):
+        head = f"GET {CARD} HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Big: {'a' * size}\r\n\r\n"
+        try:
+            sock.sendall(head.encode())
+            answer = response(sock)
+        except ConnectionError:
+            answer = b""
+    assert answer.startswith(b"HTTP/1.1 431") or answer == b""
+
+
+def test_the_review_server_drops_slow_heads_and_caps_its_connections() -> None:
+    """The stdlib review server gets the same bounds (``HardenedHTTPServer``, ``HeadDeadline``):
+    a socket timeout alone restarted with every byte a slowloris sent."""
+    from agentensemble_review.server import ReviewServer
+
+    server = ReviewServer(port=0, token="review-token-long-enough")
+    server.bind()
+    assert server._httpd is not None
+    server._httpd.limits = Limits(max_connections=10, header_timeout=1.0)
+    with server:
+        port = server.port
+        answers = slowloris(port, 40)
+        assert any(a.startswith(b"HTTP/1.1 503") for a in answers)
+        assert get(port, "/health").startswith(b"HTTP/1.")  # answered again (any status)
