@@ -20,6 +20,7 @@ import contextlib
 import time
 from typing import Any
 
+from agentensemble.durable import _dbos
 from agentensemble.durable._step_review import wait_in_step
 from agentensemble.durable._steps import reviews_lock
 from agentensemble.errors import ConfigurationError
@@ -48,7 +49,6 @@ class DurableReviewHandler:
 
     async def areview(self, request: Any) -> Any:
         from dbos import DBOS
-        from dbos._context import get_local_dbos_context
 
         from agentensemble_review import Continue, Edit, ExitEarly, ReviewProtocolError
         from agentensemble_review._asking import apply_on_timeout
@@ -69,9 +69,8 @@ class DurableReviewHandler:
             pending = {**asked, "deadline": deadline}
             late = _late(message, deadline)
         else:
-            context = get_local_dbos_context()
-            assert context is not None
-            review_id = f"{run_id}:{context.function_id}"  # the same when a recovery replays it
+            # the same when a recovery replays it
+            review_id = f"{run_id}:{_dbos.current_function_id()}"
             deadline = await DBOS.run_step_async(  # fixed once: a recovery keeps the first one
                 {"name": "review_deadline"}, _deadline_in, timeout
             )

@@ -22,6 +22,7 @@ from typing import Any, TypeVar
 from dbos import DBOS, Queue, SetWorkflowID
 
 from agentensemble._background_loop import run_on_background_loop
+from agentensemble.durable import _dbos
 from agentensemble.durable._database import (
     DATABASE_ENV,
     DEFAULT_DATABASE_URL,
@@ -277,11 +278,12 @@ class DurableRuntime:
         for name in names:
             _build(name)  # the determinism guard: a run must find its ensemble at recovery
         _quiet_dbos_logs()
+        _dbos.check_dbos()  # an upgraded DBOS fails here, not at the first crash it must handle
         with self.liveness.launching():  # the lease first: see _liveness.py
             DBOS.launch()
-            dbos = _dbos_instance()
-            skip_fresh_reads(dbos._sys_db)
-            skip_needless_work(dbos._sys_db)
+            _dbos.check_launched()
+            skip_fresh_reads()
+            skip_needless_work(_dbos.instance()._sys_db)
             self._queue = DBOS.register_queue(
                 QUEUE_NAME,
                 polling_interval_sec=self.poll_interval,
@@ -290,7 +292,7 @@ class DurableRuntime:
             )
             # new work wakes the queue poll: runs finishing or submitted here, and on Postgres
             # a notification from any process (_wake.py)
-            wake_on_work(dbos, QUEUE_NAME, self._queue_settings["worker_concurrency"])
+            wake_on_work(QUEUE_NAME, self._queue_settings["worker_concurrency"])
             self._listener = start_listener(self.database_url, self.app_name)
         self._launched = True
         self.unresumable = _report_other_formats()
@@ -341,7 +343,7 @@ class DurableRuntime:
             assert self._queue is not None
             handle = await self._queue.enqueue_async(_durable_run, name, dict(inputs or {}))
         wake()  # this process's queue poll; others' through Postgres
-        await asyncio.to_thread(notify, _dbos_instance()._sys_db.engine, self.app_name)
+        await asyncio.to_thread(notify, _dbos.system_engine(), self.app_name)
         return handle.workflow_id
 
     async def aresult(self, run_id: str) -> EnsembleOutput:
@@ -483,12 +485,6 @@ def _report_other_formats() -> list[RunInfo]:
             "them, or cancel them"
         )
     return [run_info(w) for w in other]
-
-
-def _dbos_instance() -> Any:
-    from dbos._dbos import _get_dbos_instance
-
-    return _get_dbos_instance()
 
 
 def _quiet_dbos_logs() -> None:

@@ -7,7 +7,7 @@ step's key (``run:created:step.n``), the same when a recovery re-runs the step, 
 sent while no process ran is found the moment the step asks again, and is applied once: a
 decided review is refused by ``DurableClient.decide``. The step is not checkpointed until it
 ends, so the work before the review inside it runs again after a crash (as any step's does).
-Reads a few of DBOS's internals (pinned DBOS minor: see pyproject).
+Reads DBOS's message table through ``_dbos.first_message``.
 """
 
 from __future__ import annotations
@@ -17,6 +17,8 @@ import concurrent.futures
 import contextlib
 import time
 from typing import Any
+
+from agentensemble.durable import _dbos
 
 POLL_SECONDS = 0.2
 
@@ -56,33 +58,13 @@ async def wait_in_step(
     loop = asyncio.get_running_loop()
     with concurrent.futures.ThreadPoolExecutor(1, "agentensemble-step-review") as pool:
         while True:
-            message = await loop.run_in_executor(pool, _first_message, run_id, review_id)
+            message = await loop.run_in_executor(pool, _dbos.first_message, run_id, review_id)
             if message is not None:
                 return message, deadline
             left = deadline - time.time()
             if left <= 0:
                 return None, deadline
             await asyncio.sleep(min(POLL_SECONDS, left))
-
-
-def _first_message(run_id: str, review_id: str) -> Any:
-    """The first message sent to ``run_id`` on topic ``review_id`` (consumed or not), or None."""
-    import sqlalchemy
-    from dbos._dbos import _get_dbos_instance
-    from dbos._serialization import deserialize_value
-
-    sys_db: Any = _get_dbos_instance()._sys_db
-    table = sys_db.tables.notifications
-    query = (
-        sqlalchemy.select(table.c.message, table.c.serialization)
-        .where(table.c.destination_uuid == run_id)
-        .where(table.c.topic == review_id)
-        .order_by(table.c.created_at_epoch_ms)
-        .limit(1)
-    )
-    with sys_db.engine.connect() as connection:
-        row = connection.execute(query).first()
-    return None if row is None else deserialize_value(row[0], row[1], sys_db.serializer)
 
 
 __all__ = ["wait_in_step"]

@@ -20,7 +20,6 @@ so every replay hands each branch the same numbers, whatever order the branches 
 from __future__ import annotations
 
 import asyncio
-import copy
 import dataclasses
 import json
 import pickle
@@ -30,6 +29,7 @@ from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
+from agentensemble.durable import _dbos
 from agentensemble.durable._fresh import skipping_read
 from agentensemble.errors import AgentEnsembleError, ConfigurationError
 from agentensemble.logging import get_logger
@@ -84,14 +84,12 @@ class _RunSteps:
                     f"a durable run numbers each task's steps apart and holds at most "
                     f"{MAX_TASKS} tasks; task {task} is beyond that"
                 )
-            found = copy.copy(self.root)  # same workflow, same owner; its own step counter
-            found.function_id = task * _RANGE
-            found.curr_step_function_id = -1
-            found.context_spans = list(self.root.context_spans)
+            # same workflow, same owner; its own step counter
+            found = _dbos.counter_from(self.root, task * _RANGE)
             self.tasks[task] = found
-        if found.function_id >= (task + 1) * _RANGE - _MARGIN:
+        if _dbos.counter_last(found) >= (task + 1) * _RANGE - _MARGIN:
             raise ConfigurationError(
-                f"task {task} of durable run {found.workflow_id!r} took more than "
+                f"task {task} of durable run {_dbos.counter_run_id(found)!r} took more than "
                 f"{_RANGE - _MARGIN} steps; a durable task is bounded to that many"
             )
         return found
@@ -101,10 +99,11 @@ class _RunSteps:
         branch it runs in, else its task's (else the run's own)."""
         branch = _branch.get()
         if branch is not None and branch.task == task:
-            if branch.context.function_id >= branch.end - _MARGIN:
+            if _dbos.counter_last(branch.context) >= branch.end - _MARGIN:
                 raise ConfigurationError(
-                    f"a concurrent call of durable run {branch.context.workflow_id!r} took "
-                    f"more than its {branch.end - branch.context.function_id} remaining steps "
+                    f"a concurrent call of durable run {_dbos.counter_run_id(branch.context)!r} "
+                    f"took more than its {branch.end - _dbos.counter_last(branch.context)} "
+                    "remaining steps "
                     "(a branch's range is a share of its task's); make fewer calls at once or "
                     "fewer steps inside one call"
                 )
@@ -122,10 +121,8 @@ def numbering_per_task(edits: dict[int, str] | None = None) -> Iterator[None]:
     """Inside a durable run's workflow: number each task's steps in its own range.
 
     ``edits``: outputs that replace tasks' own (a fork's edited output), by 1-based task."""
-    from dbos._context import get_local_dbos_context
-
-    root = get_local_dbos_context()
-    if root is None or not root.is_workflow():
+    root = _dbos.workflow_context()
+    if root is None:
         raise ConfigurationError("numbering_per_task() belongs inside a DBOS workflow")
     token = _run_steps.set(_RunSteps(root, edits=dict(edits or {})))
     try:
@@ -137,18 +134,13 @@ def numbering_per_task(edits: dict[int, str] | None = None) -> Iterator[None]:
 @contextmanager
 def _in_task_range() -> Iterator[None]:
     """Make the DBOS operations of the block count in the current task's range."""
-    from dbos._context import _dbos_context_var
-
     steps = _run_steps.get()
     task = current_task_index()
     if steps is None or (task is None and _branch.get() is None):
         yield
         return
-    token = _dbos_context_var.set(steps.current(task)[0])
-    try:
+    with _dbos.counting_with(steps.current(task)[0]):
         yield
-    finally:
-        _dbos_context_var.reset(token)
 
 
 def branch_ranges(count: int) -> list[_Branch] | None:
@@ -165,23 +157,20 @@ def branch_ranges(count: int) -> list[_Branch] | None:
         return None
     task = current_task_index()
     context, end = steps.current(task)
-    start = context.function_id + 1
+    start = _dbos.counter_last(context) + 1
     left = end - _MARGIN - start
     size = left // max(64, 2 * count)
     if size < MIN_BRANCH_STEPS:
         raise ConfigurationError(
-            f"durable run {context.workflow_id!r} has no room left for {count} concurrent "
-            f"calls ({left} step numbers left where they start); make fewer calls at once, or "
-            "fewer nested concurrent calls"
+            f"durable run {_dbos.counter_run_id(context)!r} has no room left for {count} "
+            f"concurrent calls ({left} step numbers left where they start); make fewer calls at "
+            "once, or fewer nested concurrent calls"
         )
     branches = []
     for index in range(count):
-        copied = copy.copy(context)
-        copied.function_id = start + index * size - 1  # DBOS adds 1 before numbering a step
-        copied.curr_step_function_id = -1
-        copied.context_spans = list(context.context_spans)
+        copied = _dbos.counter_from(context, start + index * size - 1)
         branches.append(_Branch(task, copied, start + (index + 1) * size))
-    context.function_id = start + count * size - 1
+    _dbos.move_counter(context, start + count * size - 1)
     return branches
 
 
