@@ -32,7 +32,6 @@ from agentensemble.durable._database import (
 from agentensemble.durable._forks import fork_edits
 from agentensemble.durable._fresh import fresh_execution, read_run_start
 from agentensemble.durable._fresh import install as skip_fresh_reads
-from agentensemble.durable._lean import install as skip_needless_work
 from agentensemble.durable._liveness import Liveness, recover_pending_runs
 from agentensemble.durable._retention import PruneTimer, Retention, prune
 from agentensemble.durable._reuse import refuse_changed_reuse
@@ -283,7 +282,6 @@ class DurableRuntime:
             DBOS.launch()
             _dbos.check_launched()
             skip_fresh_reads()
-            skip_needless_work(_dbos.instance()._sys_db)
             self._queue = DBOS.register_queue(
                 QUEUE_NAME,
                 polling_interval_sec=self.poll_interval,
