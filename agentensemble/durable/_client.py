@@ -1,7 +1,7 @@
 """DurableClient: submit runs and read their results from any process, without running them.
 
-A web app, a script or a CLI talks to the database only; the workers (``python -m
-agentensemble.durable worker ...``) do the runs. Nothing here imports the user's ensembles.
+A web app, a script or a CLI talks to the database only; the workers (``agentensemble durable
+worker ...``) do the runs. Nothing here imports the user's ensembles.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from datetime import datetime, timedelta, timezone
 from typing import Any, Literal
 
-from dbos import DBOSClient
+from dbos import DBOS, DBOSClient
 
 from agentensemble.durable import _dbos
 from agentensemble.durable._database import (
@@ -67,7 +67,7 @@ class DurableClient:
             if not prepare:
                 self._client.destroy()
                 raise no_schema_error(self.database_url)
-            self._client._sys_db.run_migrations()
+            DBOS.migrate(self.database_url)  # DBOS's public call, as a worker's launch does
 
     def submit(
         self, name: str, inputs: Mapping[str, Any] | None = None, *, run_id: str | None = None

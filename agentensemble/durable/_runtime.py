@@ -34,7 +34,7 @@ from agentensemble.durable._fresh import fresh_execution, read_run_start
 from agentensemble.durable._fresh import install as skip_fresh_reads
 from agentensemble.durable._liveness import Liveness, recover_pending_runs
 from agentensemble.durable._retention import PruneTimer, Retention, prune
-from agentensemble.durable._reuse import refuse_changed_reuse
+from agentensemble.durable._reuse import fork_inputs, refuse_changed_reuse
 from agentensemble.durable._run_records import (
     FAILURE_KEY,
     DurableRunError,
@@ -97,6 +97,9 @@ async def _durable_run(name: str, inputs: dict[str, Any]) -> dict[str, Any]:
     # one read as the run starts: a fork's edited output (_forks.py), and whether any step of
     # the run is checkpointed yet (a fresh execution skips DBOS's read before each step)
     attributes, fresh = await read_run_start(DBOS.workflow_id or "")
+    replaced = fork_inputs(attributes)  # a fork's new inputs (kept in its record)
+    if replaced is not None:
+        inputs = replaced
     with (
         use_step_runner(_STEPS),
         numbering_per_task(fork_edits(attributes)),

@@ -31,6 +31,7 @@ from typing import Any, TypeVar
 
 from agentensemble.durable import _dbos
 from agentensemble.durable._fresh import skipping_read
+from agentensemble.durable._step_keys import durable_step_key, step_execution
 from agentensemble.errors import AgentEnsembleError, ConfigurationError
 from agentensemble.logging import get_logger
 from agentensemble.run_context import current_task_index
@@ -196,7 +197,7 @@ class DBOSSteps:
         self, kind: StepKind, name: str, call: Callable[[], Awaitable[T]], *, durable_itself: bool
     ) -> T:
         from dbos import DBOS
-        from dbos._error import DBOSUnexpectedStepError
+        from dbos import error as dbos_error
 
         if DBOS.workflow_id is None or DBOS.step_id is not None:
             # outside a durable run, or a step inside a step (its work is checkpointed with it)
@@ -210,7 +211,9 @@ class DBOSSteps:
             name = f"task{task}:{name}"
 
         async def step() -> Any:
-            with skipping_read(False):  # the body's own DBOS calls read as usual
+            # the body's own DBOS calls read as usual; its reviews count their keys afresh in
+            # each execution of the step (a retry, a recovery)
+            with skipping_read(False), step_execution():
                 return checkpointable(await call(), name)
 
         try:
@@ -218,7 +221,7 @@ class DBOSSteps:
             # skips its read of the step's checkpoint (_fresh.py)
             with _in_task_range(), skipping_read():
                 result: T = await DBOS.run_step_async({"name": name}, step)
-        except DBOSUnexpectedStepError as error:
+        except dbos_error.DBOSUnexpectedStepError as error:
             raise DurableDivergenceError(
                 f"run {DBOS.workflow_id!r} diverged from its checkpoints at {kind} step "
                 f"{name!r}: {error}. The code that recovers a run must make the same model, "
@@ -255,8 +258,6 @@ class DBOSSteps:
         execution of the step. The run's creation time (kept in the database) tells apart two
         runs given the same id in two databases that share one review server.
         """
-        from agentensemble.durable._step_keys import durable_step_key
-
         return durable_step_key(_run_steps.get())
 
 
