@@ -62,7 +62,11 @@ class DurableClient:
         check_database(self.database_url, read_only=not prepare)
         _dbos.check_dbos()  # an upgraded DBOS fails here, not in an operator's command
         self._client = DBOSClient(system_database_url=self.database_url, application_name=app_name)
-        _dbos.check_client(self._client)
+        try:
+            _dbos.check_client(self._client)
+        except _dbos.DBOSShapeError:
+            self._client.destroy()
+            raise
         if not _has_tables(self._client):
             if not prepare:
                 self._client.destroy()

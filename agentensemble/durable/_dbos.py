@@ -2,8 +2,8 @@
 
 No other module of the package imports ``dbos._...``, reads ``_sys_db``, calls
 ``_get_dbos_instance`` or ``get_local_dbos_context``, touches a ``DBOSContext``'s fields or names a
-DBOS table; each such reach is a small named function here (the rows of
-``../shared/design/SEAMS.md`` it answers are in brackets). The rest of ``durable/`` calls these.
+DBOS table; each such reach is a small named function here (in brackets: its row in issue 37's
+inventory of internals, D1-D19). The rest of ``durable/`` calls these.
 
 An upgrade of DBOS that renames or reshapes one of them must fail at start, loudly, not after a
 crash in production (taking over a dead worker's runs is the first time D18 runs): so
