@@ -2,7 +2,7 @@
 after ``DURABLE_BENCH_MODEL_MS`` (default 50 ms) as a real one would (awaiting, not computing).
 
 Task 1 calls the stamp tool, then answers; task 2 answers: three model turns and a tool call.
-Workers: ``python -m agentensemble.durable worker _durable_app --worker-id w1`` run from this
+Workers: ``agentensemble durable worker _durable_app --worker-id w1`` run from this
 directory with ``AGENTENSEMBLE_DATABASE_URL`` set. ``DURABLE_BENCH_SLOW`` (seconds) makes the
 tool sleep, so a worker can be killed while it holds runs; each answer names the worker that
 made it, so the benchmark can see how runs spread over workers. ``DURABLE_BENCH_CONCURRENCY``

@@ -54,7 +54,7 @@ class Workers:
         self.log_paths: list[Path] = []
 
     def command(self, *args: str) -> list[str]:
-        return [sys.executable, "-m", "agentensemble.durable", *args]
+        return [sys.executable, "-m", "agentensemble", "durable", *args]
 
     def env(self, **extra: str) -> dict[str, str]:
         # the code measured: this checkout's (or DURABLE_BENCH_SRC's, a baseline), never

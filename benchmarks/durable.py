@@ -286,15 +286,16 @@ NOTES = """
   branch's overhead over the baseline's, round by round.
 - **What a step costs now** (SQLite; CPU timers (`time.thread_time`) around DBOS's calls, the
   driver's statements timed through SQLAlchemy's cursor events, cProfile and py-spy): a run's
-  first execution skips DBOS's read before each step (two queries in a transaction), and the
-  two stages of a step that then carry no work (the skipped read, and the stage that only
-  hands back the next) run in place on the event loop (`durable/_lean.py`), so a step takes
-  one thread hop, for its write. What is left per turn is DBOS writing the two checkpoints: an
-  `UPDATE` that checks the run's owner, an `INSERT` of the pickled output, one commit, about
+  first execution skips DBOS's read before each step (two queries in a transaction); each
+  stage of a step goes through DBOS's own thread hop (`asyncio.to_thread`: the skipped read,
+  the stage that hands back the next, the write; running the first two in place, issue 27's
+  `durable/_lean.py`, was removed in issue 37 as within the noise). What is left per turn is
+  DBOS writing the two checkpoints: an `UPDATE` that checks the run's owner, an `INSERT` of the
+  pickled output, one commit, about
   1.2-1.7 ms of CPU each at load 2-5, of which SQLite's own work is about 0.35 ms (the two
   statements at the driver) and the rest DBOS's code building the statements through
   SQLAlchemy, keying them for the statement cache and executing them (the "now" expression
-  each write stamps cost 0.16 ms of it; it is now built once per database). Then the run's
+  each write stamps costs 0.16 ms of it, built by DBOS per write). Then the run's
   start and end spread over its turns (about 9 ms of CPU a run: the workflow row, our start
   read, the outcome, the output as JSON with its trace), pickling each output twice (about
   0.05 ms each), and the process's background threads (about 35 ms of CPU a second on an idle

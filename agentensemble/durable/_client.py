@@ -1,7 +1,7 @@
 """DurableClient: submit runs and read their results from any process, without running them.
 
-A web app, a script or a CLI talks to the database only; the workers (``python -m
-agentensemble.durable worker ...``) do the runs. Nothing here imports the user's ensembles.
+A web app, a script or a CLI talks to the database only; the workers (``agentensemble durable
+worker ...``) do the runs. Nothing here imports the user's ensembles.
 """
 
 from __future__ import annotations
@@ -12,8 +12,9 @@ from collections.abc import Mapping
 from datetime import datetime, timedelta, timezone
 from typing import Any, Literal
 
-from dbos import DBOSClient
+from dbos import DBOS, DBOSClient
 
+from agentensemble.durable import _dbos
 from agentensemble.durable._database import (
     check_database,
     database_url,
@@ -59,12 +60,18 @@ class DurableClient:
         self.database_url = _resolve(database_url)
         self.app_name = app_name
         check_database(self.database_url, read_only=not prepare)
+        _dbos.check_dbos()  # an upgraded DBOS fails here, not in an operator's command
         self._client = DBOSClient(system_database_url=self.database_url, application_name=app_name)
+        try:
+            _dbos.check_client(self._client)
+        except _dbos.DBOSShapeError:
+            self._client.destroy()
+            raise
         if not _has_tables(self._client):
             if not prepare:
                 self._client.destroy()
                 raise no_schema_error(self.database_url)
-            self._client._sys_db.run_migrations()
+            DBOS.migrate(self.database_url)  # DBOS's public call, as a worker's launch does
 
     def submit(
         self, name: str, inputs: Mapping[str, Any] | None = None, *, run_id: str | None = None
@@ -281,7 +288,7 @@ class DurableClient:
 def _wake_workers(client: DBOSClient, app_name: str) -> None:
     """New work: wake a worker of this process, and on Postgres every worker (_wake.py)."""
     wake()
-    notify(client._sys_db.engine, app_name)
+    notify(_dbos.client_engine(client), app_name)
 
 
 def past_deadline(review: Mapping[str, Any], now: float | None = None) -> bool:
@@ -301,31 +308,15 @@ def _resolve(url: str | None) -> str:
 def _queued_decision_time(client: DBOSClient, run_id: str, review_id: str) -> datetime | None:
     """When the oldest decision still waiting for ``review_id`` was sent, or None.
 
-    Reads DBOS's message table (pinned DBOS minor: see pyproject): a message not yet received
-    by the run is a decision no worker has applied yet."""
-    import sqlalchemy
-
-    sys_db: Any = client._sys_db
-    table = sys_db.tables.notifications
-    query = (
-        sqlalchemy.select(sqlalchemy.func.min(table.c.created_at_epoch_ms))
-        .where(table.c.destination_uuid == run_id)
-        .where(table.c.topic == review_id)
-        .where(table.c.consumed == sqlalchemy.false())
-    )
-    with sys_db.engine.connect() as connection:
-        sent = connection.execute(query).scalar()
+    A message not yet received by the run is a decision no worker has applied yet."""
+    sent = _dbos.oldest_unread_message_ms(client, run_id, review_id)
     return None if sent is None else datetime.fromtimestamp(sent / 1000, tz=timezone.utc)
 
 
 def _has_tables(client: DBOSClient) -> bool:
     """Whether a DBOS application (a worker, or a client that prepared it) created the tables."""
-    import sqlalchemy
-
-    engine: Any = client._sys_db.engine
-    schema = None if engine.dialect.name == "sqlite" else "dbos"
     try:
-        return bool(sqlalchemy.inspect(engine).has_table("workflow_status", schema=schema))
+        return _dbos.has_system_tables(client)
     except Exception as error:
         if is_missing_schema(error):
             return False

@@ -4,7 +4,9 @@ DBOS copies the parent's checkpoints before the fork point into the new run, so 
 it replay without a model request or a tool call, and the rest runs again. The fork is made on a
 queue no worker reads, given its record (parent, fork point) and, optionally, new inputs, and
 only then handed to the workers' queue: no worker can start it half made. The parent is never
-changed. Reads and writes a few of DBOS's internals (pinned DBOS minor: see pyproject).
+changed. New inputs are kept in the fork's record (its attributes, as JSON) and the run takes
+them instead of the recorded ones as it starts (``run_arguments``, ``fork_inputs``), so nothing
+of DBOS's own tables is written here.
 
 A fork may carry an edited output for the task before its fork point: its record keeps the
 text (``edited_outputs``, by task, with the parent's own edits of the tasks it still reuses),
@@ -14,16 +16,16 @@ downstream instead of that task's recorded output, as a reviewer's Edit would.
 
 from __future__ import annotations
 
+import json
 import uuid
 from collections.abc import Mapping
 from typing import Any
 
 from agentensemble.durable._retention import FINISHED
-from agentensemble.durable._reuse import run_arguments
+from agentensemble.durable._reuse import FORK_ATTRIBUTE, fork_inputs, run_arguments
 from agentensemble.errors import ConfigurationError
 
 HOLD_QUEUE = "agentensemble-forks-hold"  # no worker reads it: a fork waits here while it is made
-FORK_ATTRIBUTE = "agentensemble_fork"
 TASK_RANGE_BITS = 20  # as in _steps.py: task i numbers its steps from i * 2**20
 MAX_EDITED_OUTPUT = 1_000_000  # characters: an edited output is kept in the fork's record
 
@@ -61,6 +63,7 @@ def fork_run(
                 f"edited_output is {len(edited_output)} characters; at most "
                 f"{MAX_EDITED_OUTPUT} are kept in a fork's record"
             )
+    new_inputs = None if inputs is None else _json_inputs(inputs)
     found = client.list_workflows(workflow_ids=[run_id], load_output=False)
     if not found:
         raise ConfigurationError(f"there is no durable run {run_id!r} to fork")
@@ -96,9 +99,12 @@ def fork_run(
     }
     if edits:
         record["edited_outputs"] = edits
+    # the inputs it runs with, when not the recorded ones: the new ones, or the parent's own new
+    # ones (a fork of a fork: DBOS copied the recorded inputs, not the parent's record)
+    kept_inputs = new_inputs if new_inputs is not None else fork_inputs(parent.attributes)
+    if kept_inputs is not None and args:
+        record["inputs"] = kept_inputs
     client.update_workflow_attributes(chosen, {**(parent.attributes or {}), FORK_ATTRIBUTE: record})
-    if inputs is not None and args:
-        _replace_inputs(client, chosen, (args[0], dict(inputs)))
     client.resume_workflow(chosen, queue_name=queue_name)  # now a worker may take it
     return chosen
 
@@ -128,32 +134,20 @@ def fork_edits(attributes: dict[str, Any] | None) -> dict[int, str]:
     }
 
 
-def _replace_inputs(client: Any, run_id: str, args: tuple[Any, ...]) -> None:
-    """Give the fork (still on the hold queue) its new arguments, as DBOS would have stored
-    them had it been submitted with them."""
-    import sqlalchemy
-    from dbos._serialization import serialize_args
-
-    sys_db = client._sys_db
-    serialized, serialization = serialize_args(args, {}, None, client._serializer)
-    inputs_table, status_table = sys_db.tables.workflow_input, sys_db.tables.workflow_status
-    with sys_db.engine.begin() as connection:
-        updated = connection.execute(
-            sqlalchemy.update(inputs_table)
-            .where(inputs_table.c.workflow_uuid == run_id)
-            .values(inputs=serialized)
-        ).rowcount
-        if not updated:
-            connection.execute(
-                sqlalchemy.update(status_table)
-                .where(status_table.c.workflow_uuid == run_id)
-                .values(inputs=serialized)
-            )
-        connection.execute(
-            sqlalchemy.update(status_table)
-            .where(status_table.c.workflow_uuid == run_id)
-            .values(serialization=serialization)
-        )
+def _json_inputs(inputs: Mapping[str, Any]) -> dict[str, Any]:
+    """A fork's new inputs as its record keeps them (JSON); refused, naming the input (never its
+    value), if one cannot be."""
+    kept: dict[str, Any] = {}
+    for name, value in dict(inputs).items():
+        try:
+            kept[str(name)] = json.loads(json.dumps(value, allow_nan=False))
+        except (TypeError, ValueError) as error:
+            raise ConfigurationError(
+                f"a fork's new input {str(name)!r} ({type(value).__name__}) cannot be kept in the "
+                f"fork's record, which holds JSON: {type(error).__name__}; pass text, numbers, "
+                "booleans, lists or objects of them"
+            ) from None
+    return kept
 
 
 __all__ = [

@@ -21,7 +21,9 @@ import os
 import threading
 from collections.abc import Iterator
 
+from agentensemble.durable import _dbos
 from agentensemble.durable._leases import Lease, Leases
+from agentensemble.durable._wake import notify, wake
 from agentensemble.errors import ConfigurationError
 from agentensemble.logging import get_logger
 
@@ -292,21 +294,15 @@ def _log_takeover(lease: Lease, by: str, runs: list[str]) -> None:
 def recover_pending_runs(worker_id: str) -> list[str]:
     """Hand ``worker_id``'s PENDING runs back to the queue; their run ids.
 
-    DBOS has no public API for this yet; its private ``_recover_pending_workflows``
-    re-enqueues a PENDING run only while its row still names ``worker_id`` (so two recoverers
-    cannot both hand it back), and the queue's ENQUEUED->PENDING dequeue admits one runner.
+    DBOS has no public API for this yet (``_dbos.recover_pending``): it re-enqueues a PENDING
+    run only while its row still names ``worker_id`` (so two recoverers cannot both hand it
+    back), and the queue's ENQUEUED->PENDING dequeue admits one runner.
     """
-    from dbos import DBOS
-    from dbos._dbos import _get_dbos_instance
-
-    from agentensemble.durable._wake import notify, wake
-
-    handles = DBOS._recover_pending_workflows([worker_id])
-    if handles:  # back on the queue: wake this worker's poll, and the others' on Postgres
+    run_ids = _dbos.recover_pending(worker_id)
+    if run_ids:  # back on the queue: wake this worker's poll, and the others' on Postgres
         wake()
-        sys_db = _get_dbos_instance()._sys_db
-        notify(sys_db.engine, str(sys_db.app_name))
-    return [handle.workflow_id for handle in handles]
+        notify(_dbos.system_engine(), _dbos.system_app_name())
+    return run_ids
 
 
 def pending_runs_of(worker_id: str) -> dict[str, str]:
@@ -323,13 +319,10 @@ def stop_dequeuing() -> None:
     """Stop this process's DBOS from taking queued runs (and scheduled work); runs in flight go
     on until their next checkpoint, which DBOS refuses once another worker owns the run.
 
-    DBOS has no public switch for this: its queue threads (and pollers) stop on the events in
-    ``background_thread_stop_events``, the same ones ``DBOS.destroy`` sets first.
+    DBOS has no public switch for this: its queue threads (and pollers) stop on the events
+    ``DBOS.destroy`` sets first (``_dbos.stop_background_threads``).
     """
-    from dbos._dbos import _get_dbos_instance
-
-    for event in list(_get_dbos_instance().background_thread_stop_events):
-        event.set()
+    _dbos.stop_background_threads()
 
 
 __all__ = [

@@ -13,14 +13,29 @@ from typing import Any
 
 from agentensemble.errors import ConfigurationError
 
+FORK_ATTRIBUTE = "agentensemble_fork"  # a fork's record in its run's attributes (_forks.py)
+
 
 def run_arguments(status: Any) -> Sequence[Any]:
-    """The recorded arguments ``(ensemble name, inputs)`` of a DBOS workflow status, or ()."""
+    """The arguments ``(ensemble name, inputs)`` a DBOS workflow status runs with, or (): the
+    recorded ones, with a fork's new inputs (kept in its record) instead of its parent's."""
     inputs = getattr(status, "input", None)
     args = getattr(inputs, "args", None)
     if args is None and isinstance(inputs, dict):
         args = inputs.get("args")
-    return tuple(args or ())
+    found = tuple(args or ())
+    replaced = fork_inputs(getattr(status, "attributes", None))
+    if replaced is not None and found:
+        return (found[0], replaced, *found[2:])
+    return found
+
+
+def fork_inputs(attributes: Any) -> dict[str, Any] | None:
+    """The inputs a fork runs with instead of its parent's, from its attributes (None: the
+    recorded ones)."""
+    record = attributes.get(FORK_ATTRIBUTE) if isinstance(attributes, dict) else None
+    found = record.get("inputs") if isinstance(record, dict) else None
+    return found if isinstance(found, dict) else None
 
 
 def refuse_changed_reuse(
@@ -59,4 +74,4 @@ def _comparable(inputs: Any) -> dict[str, Any]:
     return loaded if isinstance(loaded, dict) else {"": loaded}
 
 
-__all__ = ["refuse_changed_reuse", "run_arguments"]
+__all__ = ["FORK_ATTRIBUTE", "fork_inputs", "refuse_changed_reuse", "run_arguments"]

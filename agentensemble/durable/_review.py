@@ -12,19 +12,31 @@ a step) is published with it. A decision made after it is refused by the client
 (``ReviewClosedError``), and one that reaches the run stamped after it is not applied: the
 review times out and ``on_timeout`` applies, as when a worker was waiting all along. The run
 waits until that deadline, whenever it resumes, never a full timeout again.
+
+A review asked from inside a step (an ensemble nested in a tool's body) cannot wait for a message
+as the run does: DBOS lets a step publish events but not receive messages. It is published the
+same way, and the step then waits for the decision by reading DBOS's message table without
+consuming the message (``wait_in_step``, through ``_dbos.first_message``). Its id is the step's
+key (``run:created:step.n``), the same when a recovery re-runs the step, so a decision sent
+while no process ran is found the moment the step asks again, and is applied once: a decided
+review is refused by ``DurableClient.decide``. The step is not checkpointed until it ends, so
+the work before the review inside it runs again after a crash (as any step's does).
 """
 
 from __future__ import annotations
 
+import asyncio
+import concurrent.futures
 import contextlib
 import time
 from typing import Any
 
-from agentensemble.durable._step_review import wait_in_step
+from agentensemble.durable import _dbos
 from agentensemble.durable._steps import reviews_lock
 from agentensemble.errors import ConfigurationError
 
 REVIEWS_KEY = "reviews"
+POLL_SECONDS = 0.2  # how often a review waiting inside a step looks for its decision
 
 
 def review_key(review_id: str) -> str:
@@ -40,7 +52,7 @@ class DurableReviewHandler:
     and runs the tool's body as a step after it. A pipeline whose steps ask approvals runs in
     the run itself too, each of its steps' bodies a step, so its inner approvals wait durably.
     An approval asked from inside a step (an ensemble nested in a tool's body) is published the
-    same way and waited for from the step (``_step_review.py``): its id is the step's key, so
+    same way and waited for from the step (``wait_in_step``): its id is the step's key, so
     a recovery that re-runs the step finds the decision sent meanwhile.
     """
 
@@ -48,7 +60,6 @@ class DurableReviewHandler:
 
     async def areview(self, request: Any) -> Any:
         from dbos import DBOS
-        from dbos._context import get_local_dbos_context
 
         from agentensemble_review import Continue, Edit, ExitEarly, ReviewProtocolError
         from agentensemble_review._asking import apply_on_timeout
@@ -69,9 +80,8 @@ class DurableReviewHandler:
             pending = {**asked, "deadline": deadline}
             late = _late(message, deadline)
         else:
-            context = get_local_dbos_context()
-            assert context is not None
-            review_id = f"{run_id}:{context.function_id}"  # the same when a recovery replays it
+            # the same when a recovery replays it
+            review_id = f"{run_id}:{_dbos.current_function_id()}"
             deadline = await DBOS.run_step_async(  # fixed once: a recovery keeps the first one
                 {"name": "review_deadline"}, _deadline_in, timeout
             )
@@ -128,4 +138,45 @@ def _late(message: Any, deadline: float) -> bool:
     return isinstance(sent, int | float) and sent > deadline
 
 
-__all__ = ["REVIEWS_KEY", "DurableReviewHandler", "review_key"]
+async def wait_in_step(
+    run_id: str, review_id: str, pending: dict[str, Any], timeout: float
+) -> tuple[Any, float]:
+    """Publish ``pending`` as review ``review_id`` of ``run_id`` from inside a step and wait for
+    the first decision sent to it until the review's deadline: ``(message or None, deadline)``.
+
+    The deadline (wall clock) is fixed when the review is first published, ``timeout`` seconds
+    from then, and published with it; a step run again after a crash keeps it, so the review
+    waits what is left of it, never a whole timeout again (and a client refuses a decision
+    after it, as for the run's own reviews)."""
+    from dbos import DBOS
+
+    async with reviews_lock() or contextlib.nullcontext():
+        known = await DBOS.get_event_async(run_id, REVIEWS_KEY, timeout_seconds=0)
+        listed = [*(known if isinstance(known, list) else [])]
+        if review_id not in listed:  # a re-run step asks about the same review again
+            await DBOS.set_event_async(REVIEWS_KEY, [*listed, review_id])
+    current = await DBOS.get_event_async(run_id, review_key(review_id), timeout_seconds=0)
+    state = current.get("state") if isinstance(current, dict) else None
+    fixed = current.get("deadline") if isinstance(current, dict) else None
+    deadline = (
+        float(fixed)
+        if isinstance(fixed, int | float) and not isinstance(fixed, bool)
+        else time.time() + timeout
+    )
+    if state == "timed_out":  # it timed out before a crash: it stays timed out
+        return None, deadline
+    if state != "decided":
+        await DBOS.set_event_async(review_key(review_id), {**pending, "deadline": deadline})
+    loop = asyncio.get_running_loop()
+    with concurrent.futures.ThreadPoolExecutor(1, "agentensemble-step-review") as pool:
+        while True:
+            message = await loop.run_in_executor(pool, _dbos.first_message, run_id, review_id)
+            if message is not None:
+                return message, deadline
+            left = deadline - time.time()
+            if left <= 0:
+                return None, deadline
+            await asyncio.sleep(min(POLL_SECONDS, left))
+
+
+__all__ = ["REVIEWS_KEY", "DurableReviewHandler", "review_key", "wait_in_step"]

@@ -22,6 +22,7 @@ from typing import Any, TypeVar
 from dbos import DBOS, Queue, SetWorkflowID
 
 from agentensemble._background_loop import run_on_background_loop
+from agentensemble.durable import _dbos
 from agentensemble.durable._database import (
     DATABASE_ENV,
     DEFAULT_DATABASE_URL,
@@ -31,10 +32,9 @@ from agentensemble.durable._database import (
 from agentensemble.durable._forks import fork_edits
 from agentensemble.durable._fresh import fresh_execution, read_run_start
 from agentensemble.durable._fresh import install as skip_fresh_reads
-from agentensemble.durable._lean import install as skip_needless_work
 from agentensemble.durable._liveness import Liveness, recover_pending_runs
 from agentensemble.durable._retention import PruneTimer, Retention, prune
-from agentensemble.durable._reuse import refuse_changed_reuse
+from agentensemble.durable._reuse import fork_inputs, refuse_changed_reuse
 from agentensemble.durable._run_records import (
     FAILURE_KEY,
     DurableRunError,
@@ -97,6 +97,9 @@ async def _durable_run(name: str, inputs: dict[str, Any]) -> dict[str, Any]:
     # one read as the run starts: a fork's edited output (_forks.py), and whether any step of
     # the run is checkpointed yet (a fresh execution skips DBOS's read before each step)
     attributes, fresh = await read_run_start(DBOS.workflow_id or "")
+    replaced = fork_inputs(attributes)  # a fork's new inputs (kept in its record)
+    if replaced is not None:
+        inputs = replaced
     with (
         use_step_runner(_STEPS),
         numbering_per_task(fork_edits(attributes)),
@@ -277,11 +280,11 @@ class DurableRuntime:
         for name in names:
             _build(name)  # the determinism guard: a run must find its ensemble at recovery
         _quiet_dbos_logs()
+        _dbos.check_dbos()  # an upgraded DBOS fails here, not at the first crash it must handle
         with self.liveness.launching():  # the lease first: see _liveness.py
             DBOS.launch()
-            dbos = _dbos_instance()
-            skip_fresh_reads(dbos._sys_db)
-            skip_needless_work(dbos._sys_db)
+            _dbos.check_launched()
+            skip_fresh_reads()
             self._queue = DBOS.register_queue(
                 QUEUE_NAME,
                 polling_interval_sec=self.poll_interval,
@@ -290,7 +293,7 @@ class DurableRuntime:
             )
             # new work wakes the queue poll: runs finishing or submitted here, and on Postgres
             # a notification from any process (_wake.py)
-            wake_on_work(dbos, QUEUE_NAME, self._queue_settings["worker_concurrency"])
+            wake_on_work(QUEUE_NAME, self._queue_settings["worker_concurrency"])
             self._listener = start_listener(self.database_url, self.app_name)
         self._launched = True
         self.unresumable = _report_other_formats()
@@ -341,7 +344,7 @@ class DurableRuntime:
             assert self._queue is not None
             handle = await self._queue.enqueue_async(_durable_run, name, dict(inputs or {}))
         wake()  # this process's queue poll; others' through Postgres
-        await asyncio.to_thread(notify, _dbos_instance()._sys_db.engine, self.app_name)
+        await asyncio.to_thread(notify, _dbos.system_engine(), self.app_name)
         return handle.workflow_id
 
     async def aresult(self, run_id: str) -> EnsembleOutput:
@@ -483,12 +486,6 @@ def _report_other_formats() -> list[RunInfo]:
             "them, or cancel them"
         )
     return [run_info(w) for w in other]
-
-
-def _dbos_instance() -> Any:
-    from dbos._dbos import _get_dbos_instance
-
-    return _get_dbos_instance()
 
 
 def _quiet_dbos_logs() -> None:

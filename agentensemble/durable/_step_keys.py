@@ -10,30 +10,41 @@ from __future__ import annotations
 
 import concurrent.futures
 import hashlib
-import threading
-import weakref
+import itertools
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from typing import Any
 
-_asked: weakref.WeakKeyDictionary[Any, int] = weakref.WeakKeyDictionary()
-_asked_lock = threading.Lock()
+# the keys asked so far in the current execution of a step: set by the step runner as each
+# execution of a step starts (DBOSSteps.run_step), so counts restart at 0 when a step runs again
+_asked: ContextVar[Iterator[int] | None] = ContextVar("agentensemble_step_asked", default=None)
 MAX_KEY_LENGTH = 160
 
 
+@contextmanager
+def step_execution() -> Iterator[None]:
+    """Around one execution of a durable step's body: its keys are counted from 0."""
+    token = _asked.set(itertools.count())
+    try:
+        yield
+    finally:
+        _asked.reset(token)
+
+
 def durable_step_key(run: Any = None) -> str | None:
-    """The key for ``DBOSSteps.step_key``; None outside a step of a durable run.
+    """The key for ``DBOSSteps.step_key``; None outside a step of a durable run (or in a step
+    the step runner did not start, which has no count of its own).
 
     ``run``: the run's step counters (``_RunSteps``), where the run's creation time is kept
     once read, so a run asking many reviews reads it once."""
     from dbos import DBOS
-    from dbos._context import get_local_dbos_context
 
-    context = get_local_dbos_context()
+    asked = _asked.get()
     run_id, step = DBOS.workflow_id, DBOS.step_id
-    if context is None or run_id is None or step is None:
+    if asked is None or run_id is None or step is None:
         return None
-    with _asked_lock:  # each execution of a step has its own DBOS context: counts restart at 0
-        ordinal = _asked.get(context, 0)
-        _asked[context] = ordinal + 1
+    ordinal = next(asked)
     created = getattr(run, "created_at", None)
     if created is None:
         created = _created_at(run_id)
@@ -56,4 +67,4 @@ def _created_at(run_id: str) -> int:
     return created if isinstance(created, int) else 0
 
 
-__all__ = ["MAX_KEY_LENGTH", "durable_step_key"]
+__all__ = ["MAX_KEY_LENGTH", "durable_step_key", "step_execution"]

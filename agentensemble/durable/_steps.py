@@ -20,7 +20,6 @@ so every replay hands each branch the same numbers, whatever order the branches 
 from __future__ import annotations
 
 import asyncio
-import copy
 import dataclasses
 import json
 import pickle
@@ -30,7 +29,9 @@ from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
+from agentensemble.durable import _dbos
 from agentensemble.durable._fresh import skipping_read
+from agentensemble.durable._step_keys import durable_step_key, step_execution
 from agentensemble.errors import AgentEnsembleError, ConfigurationError
 from agentensemble.logging import get_logger
 from agentensemble.run_context import current_task_index
@@ -84,14 +85,12 @@ class _RunSteps:
                     f"a durable run numbers each task's steps apart and holds at most "
                     f"{MAX_TASKS} tasks; task {task} is beyond that"
                 )
-            found = copy.copy(self.root)  # same workflow, same owner; its own step counter
-            found.function_id = task * _RANGE
-            found.curr_step_function_id = -1
-            found.context_spans = list(self.root.context_spans)
+            # same workflow, same owner; its own step counter
+            found = _dbos.counter_from(self.root, task * _RANGE)
             self.tasks[task] = found
-        if found.function_id >= (task + 1) * _RANGE - _MARGIN:
+        if _dbos.counter_last(found) >= (task + 1) * _RANGE - _MARGIN:
             raise ConfigurationError(
-                f"task {task} of durable run {found.workflow_id!r} took more than "
+                f"task {task} of durable run {_dbos.counter_run_id(found)!r} took more than "
                 f"{_RANGE - _MARGIN} steps; a durable task is bounded to that many"
             )
         return found
@@ -101,10 +100,11 @@ class _RunSteps:
         branch it runs in, else its task's (else the run's own)."""
         branch = _branch.get()
         if branch is not None and branch.task == task:
-            if branch.context.function_id >= branch.end - _MARGIN:
+            if _dbos.counter_last(branch.context) >= branch.end - _MARGIN:
                 raise ConfigurationError(
-                    f"a concurrent call of durable run {branch.context.workflow_id!r} took "
-                    f"more than its {branch.end - branch.context.function_id} remaining steps "
+                    f"a concurrent call of durable run {_dbos.counter_run_id(branch.context)!r} "
+                    f"took more than its {branch.end - _dbos.counter_last(branch.context)} "
+                    "remaining steps "
                     "(a branch's range is a share of its task's); make fewer calls at once or "
                     "fewer steps inside one call"
                 )
@@ -122,10 +122,8 @@ def numbering_per_task(edits: dict[int, str] | None = None) -> Iterator[None]:
     """Inside a durable run's workflow: number each task's steps in its own range.
 
     ``edits``: outputs that replace tasks' own (a fork's edited output), by 1-based task."""
-    from dbos._context import get_local_dbos_context
-
-    root = get_local_dbos_context()
-    if root is None or not root.is_workflow():
+    root = _dbos.workflow_context()
+    if root is None:
         raise ConfigurationError("numbering_per_task() belongs inside a DBOS workflow")
     token = _run_steps.set(_RunSteps(root, edits=dict(edits or {})))
     try:
@@ -137,18 +135,13 @@ def numbering_per_task(edits: dict[int, str] | None = None) -> Iterator[None]:
 @contextmanager
 def _in_task_range() -> Iterator[None]:
     """Make the DBOS operations of the block count in the current task's range."""
-    from dbos._context import _dbos_context_var
-
     steps = _run_steps.get()
     task = current_task_index()
     if steps is None or (task is None and _branch.get() is None):
         yield
         return
-    token = _dbos_context_var.set(steps.current(task)[0])
-    try:
+    with _dbos.counting_with(steps.current(task)[0]):
         yield
-    finally:
-        _dbos_context_var.reset(token)
 
 
 def branch_ranges(count: int) -> list[_Branch] | None:
@@ -165,23 +158,20 @@ def branch_ranges(count: int) -> list[_Branch] | None:
         return None
     task = current_task_index()
     context, end = steps.current(task)
-    start = context.function_id + 1
+    start = _dbos.counter_last(context) + 1
     left = end - _MARGIN - start
     size = left // max(64, 2 * count)
     if size < MIN_BRANCH_STEPS:
         raise ConfigurationError(
-            f"durable run {context.workflow_id!r} has no room left for {count} concurrent "
-            f"calls ({left} step numbers left where they start); make fewer calls at once, or "
-            "fewer nested concurrent calls"
+            f"durable run {_dbos.counter_run_id(context)!r} has no room left for {count} "
+            f"concurrent calls ({left} step numbers left where they start); make fewer calls at "
+            "once, or fewer nested concurrent calls"
         )
     branches = []
     for index in range(count):
-        copied = copy.copy(context)
-        copied.function_id = start + index * size - 1  # DBOS adds 1 before numbering a step
-        copied.curr_step_function_id = -1
-        copied.context_spans = list(context.context_spans)
+        copied = _dbos.counter_from(context, start + index * size - 1)
         branches.append(_Branch(task, copied, start + (index + 1) * size))
-    context.function_id = start + count * size - 1
+    _dbos.move_counter(context, start + count * size - 1)
     return branches
 
 
@@ -207,7 +197,7 @@ class DBOSSteps:
         self, kind: StepKind, name: str, call: Callable[[], Awaitable[T]], *, durable_itself: bool
     ) -> T:
         from dbos import DBOS
-        from dbos._error import DBOSUnexpectedStepError
+        from dbos import error as dbos_error
 
         if DBOS.workflow_id is None or DBOS.step_id is not None:
             # outside a durable run, or a step inside a step (its work is checkpointed with it)
@@ -221,7 +211,9 @@ class DBOSSteps:
             name = f"task{task}:{name}"
 
         async def step() -> Any:
-            with skipping_read(False):  # the body's own DBOS calls read as usual
+            # the body's own DBOS calls read as usual; its reviews count their keys afresh in
+            # each execution of the step (a retry, a recovery)
+            with skipping_read(False), step_execution():
                 return checkpointable(await call(), name)
 
         try:
@@ -229,7 +221,7 @@ class DBOSSteps:
             # skips its read of the step's checkpoint (_fresh.py)
             with _in_task_range(), skipping_read():
                 result: T = await DBOS.run_step_async({"name": name}, step)
-        except DBOSUnexpectedStepError as error:
+        except dbos_error.DBOSUnexpectedStepError as error:
             raise DurableDivergenceError(
                 f"run {DBOS.workflow_id!r} diverged from its checkpoints at {kind} step "
                 f"{name!r}: {error}. The code that recovers a run must make the same model, "
@@ -266,8 +258,6 @@ class DBOSSteps:
         execution of the step. The run's creation time (kept in the database) tells apart two
         runs given the same id in two databases that share one review server.
         """
-        from agentensemble.durable._step_keys import durable_step_key
-
         return durable_step_key(_run_steps.get())
 
 

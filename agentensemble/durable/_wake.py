@@ -33,6 +33,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from agentensemble.durable import _dbos
 from agentensemble.logging import get_logger
 
 _log = get_logger()
@@ -42,10 +43,6 @@ _NONE, _SLOT, _WORK = 0, 1, 2
 _pending = [_NONE]
 _MIN_GAP = 0.01  # seconds between two woken polls, at least
 LINGER = 0.2  # seconds a freed slot waits for others to free before the poll, at most
-
-
-def _thread_name(queue_name: str) -> str:
-    return f"queue-worker-{queue_name}"  # DBOS names each queue's thread so
 
 
 class _WakeableEvent(threading.Event):
@@ -126,32 +123,22 @@ def batch_of(worker_concurrency: int) -> int:
     return max(1, worker_concurrency // 4)
 
 
-def install(dbos: Any, queue_name: str, worker_concurrency: int) -> None:
-    """Make the launched ``dbos`` instance's queue thread of ``queue_name`` wakeable, and wake
-    it whenever a run of that queue finishes in this process."""
-    active = dbos._active_workflows_set
+def install(queue_name: str, worker_concurrency: int) -> None:
+    """Make the launched DBOS's queue thread of ``queue_name`` wakeable, and wake it whenever a
+    run of that queue finishes in this process (a slot is free: take the next queued runs
+    soon). DBOS's internals are reached through ``_dbos.py``."""
 
     def free_slots() -> int:
-        return worker_concurrency - int(active.count_for_queue(queue_name))
+        return worker_concurrency - _dbos.running_on_queue(queue_name)
 
-    for event in list(getattr(dbos, "background_thread_stop_events", [])):
+    for event in _dbos.queue_stop_events():
         if type(event) is threading.Event:
             event.__class__ = _WakeableEvent
         if isinstance(event, _WakeableEvent):
-            event._queue_thread = _thread_name(queue_name)
+            event._queue_thread = _dbos.queue_thread_name(queue_name)
             event._free_slots = free_slots
             event._batch = batch_of(worker_concurrency)
-    if getattr(active, "_agentensemble_wakes", False):
-        return
-    remove = active._remove
-
-    def _remove(key: str, bucket: Any) -> None:
-        remove(key, bucket)
-        if bucket is not None and bucket[0] == queue_name:
-            _slot_freed()  # a slot is free: take the next queued runs soon
-
-    active._remove = _remove
-    active._agentensemble_wakes = True
+    _dbos.on_run_finished(queue_name, _slot_freed)
 
 
 def channel(app_name: str) -> str:

@@ -218,12 +218,12 @@ def build_nested() -> Ensemble:
 
 runtime = DurableRuntime(DB_URL)
 if os.environ.get("DIE_AT_STEP_WAIT"):
-    from agentensemble.durable import _step_review
+    from agentensemble.durable import _dbos
 
     def _die(*args: object) -> None:
         os.kill(os.getpid(), signal.SIGKILL)
 
-    _step_review._first_message = _die  # type: ignore[assignment]
+    _dbos.first_message = _die  # type: ignore[assignment]  # the step's wait for a decision
 runtime.register("team", build_team)
 runtime.register("poster", build_poster)
 runtime.register("pipeline", build_pipeline)

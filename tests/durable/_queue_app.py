@@ -1,6 +1,6 @@
 """A durable app for the worker tests: each run calls one tool that records which worker ran it.
 
-Workers: ``python -m agentensemble.durable worker _queue_app --worker-id w1`` with
+Workers: ``python -m agentensemble durable worker _queue_app --worker-id w1`` with
 ``AGENTENSEMBLE_DATABASE_URL`` and ``QUEUE_APP_LOG`` (the file the tool appends to) set;
 ``QUEUE_APP_MODEL_LOG``, if set, gets a line per model request (``turn item worker``);
 ``QUEUE_APP_POLL`` sets the worker's ``poll_interval`` (seconds); ``QUEUE_APP_GATE``, if set,

@@ -31,7 +31,7 @@ class Workers:
         self.stopped: list[subprocess.Popen[str]] = []  # killed or replaced, kept for stderr
 
     def command(self, *args: str) -> list[str]:
-        return [sys.executable, "-m", "agentensemble.durable", *args]
+        return [sys.executable, "-m", "agentensemble", "durable", *args]
 
     def spawn(self, worker_id: str, **env: str) -> subprocess.Popen[str]:
         """Start a worker process without waiting for it."""

@@ -52,9 +52,9 @@ def build():
 runtime = DurableRuntime(db, poll_interval=0.05)
 runtime.register("notes", build)
 runtime.launch()
-from dbos._dbos import _get_dbos_instance
+from agentensemble.durable import _dbos
 reads = []
-@sa.event.listens_for(_get_dbos_instance()._sys_db.engine, "before_cursor_execute")
+@sa.event.listens_for(_dbos.system_engine(), "before_cursor_execute")
 def count(conn, cursor, statement, parameters, context, executemany):
     if statement.startswith("SELECT") and "operation_outputs" in statement \\
             and "function_id =" in statement:

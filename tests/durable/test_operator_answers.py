@@ -164,8 +164,8 @@ def test_the_durable_commands_are_part_of_the_one_command_line() -> None:
     assert helped.returncode == 0
     for command in ("worker", "recover", "runs", "reviews", "decide"):
         assert command in helped.stdout
-    module = subprocess.run(
-        [sys.executable, "-m", "agentensemble.durable", "--help"], capture_output=True, text=True
+    module = subprocess.run(  # the same commands through the package's own entry point
+        [sys.executable, "-m", "agentensemble", "durable", "--help"], capture_output=True, text=True
     )
     assert module.returncode == 0 and "decide" in module.stdout
 

@@ -1,4 +1,4 @@
-"""``python -m agentensemble.durable reviews RUN``: one line per pending review that names what
+"""``agentensemble durable reviews RUN``: one line per pending review that names what
 is to be approved (the tool and its arguments, or the task and its output) and the prompt, with
 every character a model chose escaped: no fake rows, no fake columns, no terminal control."""
 

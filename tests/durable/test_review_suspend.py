@@ -150,7 +150,7 @@ def test_reviews_are_listed_and_decided_from_the_command_line(tmp_path: Path) ->
 
     def command(*args: str) -> subprocess.CompletedProcess[str]:
         return subprocess.run(
-            [sys.executable, "-m", "agentensemble.durable", *args, "--database", db],
+            [sys.executable, "-m", "agentensemble", "durable", *args, "--database", db],
             capture_output=True,
             text=True,
             timeout=60,
@@ -186,7 +186,7 @@ def test_a_message_that_is_no_decision_never_approves(tmp_path: Path) -> None:
         client._client.send("announce-4", {"decision": "approve!"}, topic=review["review_id"])
         out, err = run.communicate(timeout=120)
         listed = subprocess.run(
-            [sys.executable, "-m", "agentensemble.durable", "runs", "--database", db],
+            [sys.executable, "-m", "agentensemble", "durable", "runs", "--database", db],
             capture_output=True,
             text=True,
             timeout=60,

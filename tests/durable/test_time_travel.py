@@ -91,6 +91,9 @@ def test_a_fork_reuses_the_tasks_before_its_point_and_runs_the_rest_again(app: A
     with_inputs = app("fork", "r1", "1", "r1-waves", "waves")  # everything again, other inputs
     assert app.calls() == [*task("one", "waves"), *task("two", "waves")]
     assert with_inputs["tasks"][1].startswith("two on waves")
+    waves_again = app("fork", "r1-waves", "2", "r1-waves-again")  # its new inputs carried on
+    assert app.calls() == task("two", "waves")
+    assert waves_again["tasks"][1].startswith("two on waves")
 
     again = app("fork", "r1-again", "2", "r1-again-again")  # a fork of a fork
     assert app.calls() == task("two", "tides")
@@ -136,6 +139,8 @@ def test_only_a_finished_run_is_forked_and_the_mistakes_are_named(tmp_path: Path
             client.fork("done", from_task=1, edited_output="x")
         with pytest.raises(ConfigurationError, match="at most 1000000 are kept"):
             client.fork("done", from_task=2, edited_output="x" * 1_000_001)
+        with pytest.raises(ConfigurationError, match=r"new input 'when' \(object\) cannot be kept"):
+            client.fork("done", from_task=1, inputs={"topic": "x", "when": object()})
         with pytest.raises(ConfigurationError, match="'waiting' is already taken"):
             client.fork("done", from_task=1, new_run_id="waiting")
         with pytest.raises(KeyError, match="no durable run"):

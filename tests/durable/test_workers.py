@@ -67,7 +67,8 @@ def test_a_killed_workers_runs_are_taken_over_by_another(postgres_url: str, tmp_
                 [
                     sys.executable,
                     "-m",
-                    "agentensemble.durable",
+                    "agentensemble",
+                    "durable",
                     "recover",
                     "_queue_app",
                     "doomed",

@@ -1,6 +1,6 @@
 """A durable app for the evals tests: a geographer registered on a DurableRuntime.
 
-Workers: ``python -m agentensemble.durable worker _durable_eval_app --worker-id w1``; the
+Workers: ``agentensemble durable worker _durable_eval_app --worker-id w1``; the
 evaluation itself: ``python _durable_eval_app.py EVAL_ID REPEAT`` (a worker too), which prints
 the report as JSON on its last line. ``AGENTENSEMBLE_DATABASE_URL`` names the database and
 ``EVAL_APP_LOG`` the file that gets a line per model request (``country turn worker``): what

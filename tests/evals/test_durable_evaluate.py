@@ -85,7 +85,7 @@ class Workers:
 
     def start(self, worker_id: str) -> None:
         process = subprocess.Popen(
-            [sys.executable, "-m", "agentensemble.durable", "worker", "_durable_eval_app",
+            [sys.executable, "-m", "agentensemble", "durable", "worker", "_durable_eval_app",
              "--worker-id", worker_id],
             cwd=HERE, env=self.env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
         )  # fmt: skip
@@ -156,7 +156,7 @@ def test_a_crashed_workers_case_runs_are_taken_over_and_not_paid_twice(
         doomed.kill()  # mid-run: its first model call checkpointed, its answer in flight
         doomed.wait(timeout=30)
         recovered = subprocess.run(
-            [sys.executable, "-m", "agentensemble.durable", "recover", "_durable_eval_app",
+            [sys.executable, "-m", "agentensemble", "durable", "recover", "_durable_eval_app",
              "doomed"],
             cwd=HERE, env=env(postgres_url, log), capture_output=True, text=True, timeout=120,
         )  # fmt: skip
