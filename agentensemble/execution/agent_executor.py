@@ -44,6 +44,8 @@ from agentensemble.execution.structured import (
     response_format,
 )
 from agentensemble.guardrails import GuardrailInput
+from agentensemble.limits import after_model_call, before_model_call, before_tool_call
+from agentensemble.llm._chain import answered_by
 from agentensemble.llm.cost import add_costs, cost_usd
 from agentensemble.llm.response_format import ResponseFormat, supports_response_format
 from agentensemble.llm.types import (
@@ -278,6 +280,7 @@ class AgentExecutor:
             self._transcript.messages(self.messages)
         role, name, emitter = self.task.role, self.task.task_name, self._emitter
         label, call_id = model_label(self.task.model), new_id_hex()
+        await before_model_call(self.task.model, self.messages, specs)  # limits.py: run budget
         if emitter is not None:
             emitter.emit(LLMCallStarted(role, label, call_id, name, list(self.messages)))
         started = time.perf_counter()
@@ -305,8 +308,10 @@ class AgentExecutor:
             self._transcript.answer(response)
         self.llm_calls += 1
         self.usage = self.usage + response.usage
+        label = answered_by(self.task.model, response, label)  # a fallback chain: who answered
         cost = cost_usd(response.usage, label, response.model)
         self._costs.append(cost)
+        after_model_call(response.usage, cost)
         if emitter is not None:
             emitter.emit(
                 LLMCallCompleted(
@@ -427,6 +432,7 @@ class AgentExecutor:
         return tool.return_behavior if tool is not None else ReturnBehavior.TO_LLM
 
     async def _run_one(self, call: ToolCall) -> _CallOutcome:
+        before_tool_call(call.name)  # limits.py: the run's tool_calls budget
         tool = self.task.tools.get(call.name) if self.task.tools is not None else None
         if self._emitter is not None:
             self._emitter.emit(
