@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import inspect
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import field
@@ -35,7 +36,12 @@ from agentensemble.execution.guardrails import (
     guardrail_feedback,
     output_violation,
 )
-from agentensemble.execution.prompts import ContextItem, build_system_prompt, build_user_prompt
+from agentensemble.execution.prompts import (
+    ContextItem,
+    build_system_prompt,
+    build_user_prompt,
+    with_instructions,
+)
 from agentensemble.execution.structured import (
     DEFAULT_OUTPUT_RETRIES,
     correction_message,
@@ -59,7 +65,7 @@ from agentensemble.llm.types import (
 from agentensemble.logging import get_logger
 from agentensemble.outputs import ReturnBehavior, TaskOutput, ToolCallRecord, no_usage
 from agentensemble.redaction import redact_text
-from agentensemble.run_context import model_call_scope, new_id_hex
+from agentensemble.run_context import RunContext, current_run_id, model_call_scope, new_id_hex
 from agentensemble.steps import as_step, branches, checkpointing, replaced_output
 from agentensemble.task_memory import TaskMemory
 from agentensemble.tools._gate import ToolCallResult
@@ -103,6 +109,7 @@ class AgentTask:
     output_guardrails: Sequence[Any] = ()
     inputs: Mapping[str, Any] = field(default_factory=dict)
     memory: TaskMemory | None = None  # memory, knowledge, session: shown before the task
+    instructions: Any = None  # the agent's: text, or a function of RunContext (each task start)
 
     def for_run(self, description: str, context: Sequence[ContextItem]) -> AgentTask:
         """A copy for one run of the task, with its (reviewed) description and its context: a
@@ -149,8 +156,11 @@ class AgentExecutor:
         self.messages: list[Message] = [
             {
                 "role": "system",
-                "content": build_system_prompt(
-                    task.role, task.goal, task.background, task.response_format
+                "content": with_instructions(
+                    build_system_prompt(
+                        task.role, task.goal, task.background, task.response_format
+                    ),
+                    task.instructions if isinstance(task.instructions, str) else None,
                 ),
             },
             {"role": "user", "content": self._user_prompt(schema_in_prompt=True)},
@@ -179,6 +189,9 @@ class AgentExecutor:
         """Input guardrails first (no model call if one fails), then the output schema's route:
         the model's native ``response_format`` when it says it honours one, else the prompt."""
         task = self.task
+        if callable(task.instructions):  # computed now, placed after the static system prompt
+            text = await computed_instructions(task)
+            self.messages[0]["content"] = with_instructions(self.messages[0]["content"], text)
         if task.input_guardrails:
             seen = GuardrailInput(
                 description=task.description,
@@ -518,6 +531,33 @@ class AgentExecutor:
             task_name=self.task.task_name,
             cost_usd=add_costs(self._costs),
         )
+
+
+async def computed_instructions(task: AgentTask) -> str:
+    """Call the agent's ``instructions`` function with the run's context; its text, or
+    ``AgentExecutionError`` naming the agent when it fails or answers anything but text."""
+    context = RunContext(
+        inputs=dict(task.inputs),
+        session=task.memory.session if task.memory is not None else None,
+        task_name=task.task_name,
+        task_description=task.description,
+        agent_role=task.role,
+        run_id=current_run_id(),
+    )
+    try:
+        text = task.instructions(context)
+        if inspect.isawaitable(text):
+            text = await text
+    except Exception as error:
+        raise AgentExecutionError(
+            f"Agent {task.role!r}: its instructions function raised {type(error).__name__}: {error}"
+        ) from error
+    if not isinstance(text, str):
+        raise AgentExecutionError(
+            f"Agent {task.role!r}: its instructions function must return text; "
+            f"got {type(text).__name__}"
+        )
+    return text
 
 
 def _redacted_call(called: ToolCallResult) -> ToolCallResult:
