@@ -242,11 +242,13 @@ class AllModelsFailedError(LLMError):
         self.failures = list(failures)
 
 
-class UsageLimitExceeded(AgentEnsembleError):
+class UsageLimitExceeded(TaskExecutionError):
     """A run budget (``UsageLimits``) would be passed by the next model or tool call, which was
     not made. ``limit`` names the field (``"model_calls"``, ``"cost_usd"``...), ``used`` is what
     the run had used before that call (None: a cost that was unknown), ``allowed`` the limit;
-    ``completed_outputs`` holds every task output finished before the stop."""
+    ``completed_outputs`` holds every task output finished before the stop, ``task`` the task
+    whose call was refused. A TaskExecutionError (so every place that keeps a failed run's
+    outputs, a durable run's record included, keeps these too), hence an AgentEnsembleError."""
 
     def __init__(
         self,
@@ -257,20 +259,17 @@ class UsageLimitExceeded(AgentEnsembleError):
         completed_outputs: list[TaskOutput] | None = None,
         detail: str = "",
     ) -> None:
-        self.detail = detail
         shown = "unknown" if used is None else f"{used:g}"
         more = f"; {detail}" if detail else ""
         super().__init__(
             f"Usage limit {limit}={allowed:g} reached ({shown} used{more}): "
-            "the next call was not made"
+            "the next call was not made",
+            completed_outputs=completed_outputs,
         )
+        self.detail = detail
         self.limit = limit
         self.used = used
         self.allowed = allowed
-        self.completed_outputs: list[TaskOutput] = list(completed_outputs or [])
-        self.task: Any = None  # the task whose call was refused
-        self.run_id: str = current_run_id()
-        self.trace: Any = None  # the run's ExecutionTrace up to the stop (None: capture off)
 
     def __reduce__(self) -> tuple[Any, ...]:
         state = (self.limit, self.used, self.allowed, self.completed_outputs, self.detail)
