@@ -84,23 +84,15 @@ class UsageMeter:
         self.total_tokens = 0
         self.cost_usd: float | None = 0.0  # None once a call's cost was unknown
         self._lock = threading.Lock()  # tool calls and nested runs count from worker threads
-
-    def chain(self) -> Iterator[UsageMeter]:
+        self.meters: tuple[UsageMeter, ...] = (self, *(parent.meters if parent else ()))
         """This meter, then each enclosing run's."""
-        meter: UsageMeter | None = self
-        while meter is not None:
-            yield meter
-            meter = meter.parent
-
-    @property
-    def counts_tokens(self) -> bool:
-        """Whether any meter of the chain limits tokens or cost."""
-        return any(meter.limits.counts_tokens for meter in self.chain())
+        self.counts_tokens = any(meter.limits.counts_tokens for meter in self.meters)
+        """Whether any meter of the chain limits tokens or cost (a prompt is then estimated)."""
 
     def reserve_model_call(self, prompt_tokens: int, prompt_cost: float | None) -> None:
         """Count one model call whose prompt is about ``prompt_tokens`` (0: not estimated);
         raise ``UsageLimitExceeded`` instead when it would pass a limit of any run."""
-        meters = list(self.chain())
+        meters = self.meters
         for meter in meters:
             with meter._lock:
                 meter._check_model_call(prompt_tokens, prompt_cost)
@@ -149,7 +141,7 @@ class UsageMeter:
 
     def add_usage(self, usage: TokenUsage, cost: float | None) -> None:
         """Add a model call's reported usage and cost (None: unknown) to every run's counts."""
-        for meter in self.chain():
+        for meter in self.meters:
             with meter._lock:
                 meter.input_tokens += usage.prompt_tokens
                 meter.output_tokens += usage.completion_tokens
@@ -159,7 +151,7 @@ class UsageMeter:
 
     def reserve_tool_call(self, name: str) -> None:
         """Count one call of tool ``name``, or raise ``UsageLimitExceeded`` instead."""
-        meters = list(self.chain())
+        meters = self.meters
         for meter in meters:
             allowed = meter.limits.tool_calls
             with meter._lock:
