@@ -205,3 +205,10 @@ def test_a_crew_file_sets_limits_and_bad_ones_name_the_key() -> None:
     with pytest.raises(Exception, match=r"limits.*model_calls") as caught:
         Ensemble.from_dict({**crew, "limits": {"model_calls": -2}})
     assert "greater than 0" in str(caught.value)
+
+
+def test_a_nested_ensemble_step_with_limits_of_its_own_is_refused() -> None:
+    inner = two_tasks(limits=UsageLimits(model_calls=2), name="inner")
+    with pytest.raises(ConfigurationError, match="nested ensemble 'inner' has limits"):
+        Ensemble(tasks=[inner])
+    assert Ensemble(tasks=[two_tasks(name="inner")], limits=UsageLimits(model_calls=2))
