@@ -9,7 +9,8 @@ Usage: ``python benchmarks/limits_check.py [--repeats N] [--write]``.
 - A whole run of 200 model turns and 100 tool calls on a scripted model, with and without a
   budget: the difference per model call.
 
-Medians of interleaved rounds. ``--write`` writes the table to ``benchmarks/results.d/model-use.md``.
+Medians of interleaved rounds. ``--write`` writes the table to
+``benchmarks/results.d/model-use.md``.
 """
 
 from __future__ import annotations
@@ -106,8 +107,10 @@ def main() -> None:
     rows = [
         ("checks per model call, no budget bound", f"{med['none']:.2f} us"),
         ("checks per model call, model_calls + tool_calls budget", f"{med['counts']:.2f} us"),
-        ("checks per model call, total_tokens budget (4,000-char prompt counted)",
-         f"{med['tokens']:.0f} us"),
+        (
+            "checks per model call, total_tokens budget (4,000-char prompt counted)",
+            f"{med['tokens']:.0f} us",
+        ),
         ("whole run, per model call, no budget (scripted model)", f"{run_none:.1f} us"),
         ("whole run, per model call, model_calls + tool_calls budget", f"{run_counts:.1f} us"),
         ("difference per model call", f"{run_counts - run_none:+.1f} us"),
