@@ -124,3 +124,23 @@ def test_a_crew_file_takes_instructions_as_text_only() -> None:
     crew["agents"]["writer"]["instructions"] = {"call": "mymodule:fn"}  # type: ignore[index]
     with pytest.raises(Exception, match="instructions must be text"):
         Ensemble.from_dict(crew)
+
+
+def test_the_run_context_names_the_session(tmp_path: Any) -> None:
+    from agentensemble.memory import SQLiteMemory
+
+    sessions: list[str | None] = []
+
+    def instructions(context: RunContext) -> str:
+        sessions.append(context.session)
+        return "Remember the user."
+
+    model = ScriptedChatModel(["hello", "again"])
+    agent = Agent(role="Helper", goal="Help", llm=model, instructions=instructions)
+    ensemble = Ensemble(
+        tasks=[Task(description="Answer", agent=agent)],
+        memory=SQLiteMemory(tmp_path / "memory.sqlite"),
+    )
+    ensemble.run(session="user-42")
+    ensemble.run()
+    assert sessions == ["user-42", None]

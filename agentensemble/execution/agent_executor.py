@@ -538,7 +538,7 @@ async def computed_instructions(task: AgentTask) -> str:
     ``AgentExecutionError`` naming the agent when it fails or answers anything but text."""
     context = RunContext(
         inputs=dict(task.inputs),
-        session=task.memory.session if task.memory is not None else None,
+        session=getattr(task.memory, "session", None),  # set when the run has a session
         task_name=task.task_name,
         task_description=task.description,
         agent_role=task.role,

@@ -137,7 +137,9 @@ class FallbackModel:
 
 def chain_models(model: object) -> list[object]:
     """The models a model stands for (each of a chain's; else itself), for price checks."""
-    return _flat(model)  # type: ignore[arg-type]
+    if isinstance(model, (FallbackModel, LLM)):
+        return list(_flat(model))
+    return [model]
 
 
 __all__ = ["FallbackModel", "chain_entry", "chain_models", "check_chain"]
