@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
-import inspect
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import field
@@ -27,6 +26,7 @@ from agentensemble.events import (
     ToolCallCompleted,
     ToolCallStarted,
 )
+from agentensemble.execution._instructions import computed_instructions
 from agentensemble.execution._recall import show_recollection
 from agentensemble.execution._turn import in_scope, run_alone, run_in_order, run_turn
 from agentensemble.execution._verbose import Transcript
@@ -65,7 +65,7 @@ from agentensemble.llm.types import (
 from agentensemble.logging import get_logger
 from agentensemble.outputs import ReturnBehavior, TaskOutput, ToolCallRecord, no_usage
 from agentensemble.redaction import redact_text
-from agentensemble.run_context import RunContext, current_run_id, model_call_scope, new_id_hex
+from agentensemble.run_context import model_call_scope, new_id_hex
 from agentensemble.steps import as_step, branches, checkpointing, replaced_output
 from agentensemble.task_memory import TaskMemory
 from agentensemble.tools._gate import ToolCallResult
@@ -531,33 +531,6 @@ class AgentExecutor:
             task_name=self.task.task_name,
             cost_usd=add_costs(self._costs),
         )
-
-
-async def computed_instructions(task: AgentTask) -> str:
-    """Call the agent's ``instructions`` function with the run's context; its text, or
-    ``AgentExecutionError`` naming the agent when it fails or answers anything but text."""
-    context = RunContext(
-        inputs=dict(task.inputs),
-        session=getattr(task.memory, "session", None),  # set when the run has a session
-        task_name=task.task_name,
-        task_description=task.description,
-        agent_role=task.role,
-        run_id=current_run_id(),
-    )
-    try:
-        text = task.instructions(context)
-        if inspect.isawaitable(text):
-            text = await text
-    except Exception as error:
-        raise AgentExecutionError(
-            f"Agent {task.role!r}: its instructions function raised {type(error).__name__}: {error}"
-        ) from error
-    if not isinstance(text, str):
-        raise AgentExecutionError(
-            f"Agent {task.role!r}: its instructions function must return text; "
-            f"got {type(text).__name__}"
-        )
-    return text
 
 
 def _redacted_call(called: ToolCallResult) -> ToolCallResult:
