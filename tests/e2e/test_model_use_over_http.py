@@ -16,6 +16,7 @@ from agentensemble import (
     LLMCallCompleted,
     RetryPolicy,
     Task,
+    TokenDelta,
     UsageLimitExceeded,
     UsageLimits,
     tool,
@@ -144,3 +145,40 @@ def test_a_budget_stops_a_loop_of_tool_calls_before_the_request_that_would_pass_
     assert caught.value.limit == "model_calls"
     assert len(openai_server.requests) == 6  # never a seventh
     assert [o.raw for o in caught.value.completed_outputs] == ["warmed"]
+
+
+@pytest.mark.anyio
+@pytest.mark.usefixtures("model_lane")
+async def test_a_stream_broken_midway_restarts_before_the_backup_streams(
+    openai_server: OpenAIServer, second_server: OpenAIServer
+) -> None:
+    openai_server.push_fault(kind="stream_break", body="The answer is")
+    second_server.push_text("The answer is 42")
+    once = RetryPolicy(max_attempts=1)
+    llm = LLM(
+        "openai/gpt-4o",
+        api_base=openai_server.base_url,
+        api_key="sk-e2e-primary",
+        retry_policy=once,
+        fallbacks=[
+            LLM(
+                "openai/gpt-4o-mini",
+                api_base=second_server.base_url,
+                api_key="sk-e2e-backup",
+                retry_policy=once,
+            )
+        ],
+    )
+    agent = Agent(role="Answerer", goal="Answer", llm=llm)
+    ensemble = Ensemble(tasks=[Task(description="Answer", agent=agent, name="answer")])
+    events = [event async for event in ensemble.astream()]
+
+    kinds = [type(event).__name__ for event in events]
+    restart = kinds.index("StreamRestarted")
+    before = "".join(e.text for e in events[:restart] if isinstance(e, TokenDelta))
+    after = "".join(e.text for e in events[restart:] if isinstance(e, TokenDelta))
+    assert (before, after) == ("The answer is", "The answer is 42")
+    assert events[restart].task_name == "answer"
+    completed = [e for e in events if isinstance(e, LLMCallCompleted)]
+    assert [e.model for e in completed] == ["openai/gpt-4o-mini"]
+    assert events[-1].output.raw == "The answer is 42"
