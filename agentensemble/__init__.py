@@ -23,6 +23,7 @@ if TYPE_CHECKING:
     from agentensemble.errors import (
         AgentEnsembleError,
         AgentExecutionError,
+        AllModelsFailedError,
         ConfigurationError,
         ExitEarlyError,
         GraphMaxStepsError,
@@ -40,6 +41,7 @@ if TYPE_CHECKING:
         ToolExecutionError,
         ToolNameError,
         UntrustedInputError,
+        UsageLimitExceeded,
     )
     from agentensemble.events import (
         DelegationCompleted,
@@ -77,6 +79,9 @@ if TYPE_CHECKING:
         ToolDescriptionWarning,
         ToolExceptionWarning,
     )
+    from agentensemble.limits import (
+        UsageLimits,
+    )
     from agentensemble.llm import (
         LLM,
         ChatModel,
@@ -85,6 +90,9 @@ if TYPE_CHECKING:
         RateLimitedModel,
         RetryPolicy,
         ToolCall,
+    )
+    from agentensemble.llm.fallback import (
+        FallbackModel,
     )
     from agentensemble.logging import (
         configure_logging,
@@ -102,6 +110,9 @@ if TYPE_CHECKING:
     )
     from agentensemble.progress import (
         ConsoleProgressListener,
+    )
+    from agentensemble.run_context import (
+        RunContext,
     )
     from agentensemble.task import (
         Task,
@@ -147,6 +158,7 @@ _LAZY: dict[str, str] = {
     "Ensemble": "agentensemble.ensemble",
     "AgentEnsembleError": "agentensemble.errors",
     "AgentExecutionError": "agentensemble.errors",
+    "AllModelsFailedError": "agentensemble.errors",
     "ConfigurationError": "agentensemble.errors",
     "ExitEarlyError": "agentensemble.errors",
     "GraphMaxStepsError": "agentensemble.errors",
@@ -164,6 +176,7 @@ _LAZY: dict[str, str] = {
     "ToolExecutionError": "agentensemble.errors",
     "ToolNameError": "agentensemble.errors",
     "UntrustedInputError": "agentensemble.errors",
+    "UsageLimitExceeded": "agentensemble.errors",
     "DelegationCompleted": "agentensemble.events",
     "DelegationFailed": "agentensemble.events",
     "DelegationStarted": "agentensemble.events",
@@ -201,6 +214,8 @@ _LAZY: dict[str, str] = {
     "RateLimitedModel": "agentensemble.llm",
     "RetryPolicy": "agentensemble.llm",
     "ToolCall": "agentensemble.llm",
+    "UsageLimits": "agentensemble.limits",
+    "FallbackModel": "agentensemble.llm.fallback",
     "configure_logging": "agentensemble.logging",
     "EnsembleOutput": "agentensemble.outputs",
     "ExitReason": "agentensemble.outputs",
@@ -212,6 +227,7 @@ _LAZY: dict[str, str] = {
     "TokenUsage": "agentensemble.outputs",
     "ToolCallRecord": "agentensemble.outputs",
     "ConsoleProgressListener": "agentensemble.progress",
+    "RunContext": "agentensemble.run_context",
     "Task": "agentensemble.task",
     "TaskHandlerContext": "agentensemble.task",
     "AbstractAgentTool": "agentensemble.tools",
@@ -250,6 +266,7 @@ __all__ = [
     "AgentEnsembleWarning",
     "AgentExecutionError",
     "AgentTool",
+    "AllModelsFailedError",
     "ChatModel",
     "ChatResponse",
     "ConfigurationError",
@@ -268,6 +285,7 @@ __all__ = [
     "ExecutionTrace",
     "ExitEarlyError",
     "ExitReason",
+    "FallbackModel",
     "Graph",
     "GraphMaxStepsError",
     "GraphNoEdgeError",
@@ -304,6 +322,7 @@ __all__ = [
     "ReturnBehavior",
     "ReviewDecided",
     "ReviewRequested",
+    "RunContext",
     "StreamRestarted",
     "Task",
     "TaskCompleted",
@@ -332,6 +351,8 @@ __all__ = [
     "ToolResult",
     "TypedAgentTool",
     "UntrustedInputError",
+    "UsageLimitExceeded",
+    "UsageLimits",
     "Workflow",
     "__version__",
     "configure_logging",

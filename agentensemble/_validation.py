@@ -54,6 +54,28 @@ def check_model(value: Any) -> Any:
     return value
 
 
+def check_instructions(value: Any) -> Any:
+    """An agent's ``instructions``: None, text, or a function taking the run context (sync or
+    async); anything else is refused, naming the field."""
+    if value is None or isinstance(value, str):
+        return value
+    refuse_class(value, "instructions")
+    if not callable(value):
+        raise ValueError(
+            f"instructions must be text or a function (context) -> str; got {type(value).__name__}"
+        )
+    try:
+        inspect.signature(value).bind(None)
+    except TypeError:
+        raise ValueError(
+            "instructions must be a function taking one argument (the RunContext); "
+            f"{getattr(value, '__name__', type(value).__name__)} does not"
+        ) from None
+    except ValueError:  # a builtin without a signature: called as it is
+        pass
+    return value
+
+
 def check_tools(tools: Sequence[Any]) -> list[Any]:
     """Resolve the tools now so bad names fail the model's construction.
 

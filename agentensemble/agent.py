@@ -6,7 +6,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from agentensemble._validation import check_model, check_tools, require_text
+from agentensemble._validation import check_instructions, check_model, check_tools, require_text
 from agentensemble.hints import reject_foreign_names
 
 
@@ -28,6 +28,11 @@ class Agent(BaseModel):
     allow_delegation: bool = Field(
         default=False, description="may hand work to the ensemble's other agents"
     )
+    instructions: Any = Field(
+        default=None,
+        description="text after the system prompt, or a function (RunContext) -> str, sync or "
+        "async, called at each task start",
+    )
 
     @model_validator(mode="before")
     @classmethod
@@ -43,6 +48,11 @@ class Agent(BaseModel):
     @classmethod
     def _model(cls, value: Any) -> Any:
         return check_model(value)
+
+    @field_validator("instructions")
+    @classmethod
+    def _instructions(cls, value: Any) -> Any:
+        return check_instructions(value)
 
     @field_validator("tools")
     @classmethod

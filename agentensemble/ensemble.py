@@ -33,6 +33,7 @@ from agentensemble.hints import (
     user_line,
     warn_missing_context,
 )
+from agentensemble.limits import UsageLimits, check_limits, check_prices, limit_error, metered
 from agentensemble.llm.streaming import EventSink, use_sink
 from agentensemble.outputs import EnsembleOutput
 from agentensemble.run_context import current_run_id, new_run_id, run_scope
@@ -81,6 +82,7 @@ class Ensemble(BaseModel):
     name: str | None = Field(default=None, description="as a step of another ensemble")
     memory: Any = Field(default=None, description="a MemoryStore (agentensemble.memory)")
     knowledge: list[Any] = Field(default_factory=list, description="Knowledge for every task")
+    limits: UsageLimits | None = Field(default=None, description="each run's budget (limits.py)")
 
     @model_validator(mode="before")
     @classmethod
@@ -181,16 +183,25 @@ class Ensemble(BaseModel):
     # -- running ------------------------------------------------------------------------------
 
     async def arun(
-        self, inputs: Mapping[str, Any] | None = None, *, session: str | None = None
+        self,
+        inputs: Mapping[str, Any] | None = None,
+        *,
+        session: str | None = None,
+        limits: UsageLimits | None = None,
     ) -> EnsembleOutput:
         """Run the ensemble. Validation failures raise before any model call.
 
         ``session``: continue that conversation (kept in ``memory``): each agent sees its
-        earlier exchanges of the session, bounded, oldest dropped first (docs/memory.md)."""
-        return await self._execute(inputs, (), session=session)
+        earlier exchanges of the session, bounded, oldest dropped first (docs/memory.md).
+        ``limits``: this run's budget, instead of the ensemble's ``limits`` (docs/limits.md)."""
+        return await self._execute(inputs, (), session=session, limits=limits)
 
     def astream(
-        self, inputs: Mapping[str, Any] | None = None, *, session: str | None = None
+        self,
+        inputs: Mapping[str, Any] | None = None,
+        *,
+        session: str | None = None,
+        limits: UsageLimits | None = None,
     ) -> AsyncIterator[EnsembleEvent]:
         """Run and yield the run's events as they happen, model text as ``TokenDelta``s; ends
         with ``EnsembleCompleted``. Closing the iterator (``aclose()``, ``contextlib.aclosing``)
@@ -198,9 +209,36 @@ class Ensemble(BaseModel):
         from agentensemble.streaming import astream
 
         memory_wiring.check_session(session, self.memory, self._hierarchical)
-        return astream(partial(self._execute, session=session), inputs)
+        return astream(partial(self._execute, session=session, limits=limits), inputs)
 
     async def _execute(
+        self,
+        inputs: Mapping[str, Any] | None,
+        extra_listeners: Sequence[EnsembleListener],
+        stream: bool = False,
+        *,
+        session: str | None = None,
+        limits: UsageLimits | None = None,
+    ) -> EnsembleOutput:
+        """One run, counted on a budget: ``limits``, else the ensemble's (``limits.py``). A
+        ``cost_usd`` limit with a model of unknown price is refused before anything starts; a
+        run a limit stopped raises ``UsageLimitExceeded`` holding every completed output."""
+        chosen = self.limits if limits is None else check_limits(limits, "run(limits=...)")
+        if chosen is None:  # counted on an enclosing run's budget, if any
+            return await self._execute_run(inputs, extra_listeners, stream, session=session)
+        agents = team_and_task_agents(self)
+        check_prices(chosen, [self.llm, self.manager_llm, *(agent.llm for agent in agents)])
+        with metered(chosen):
+            try:
+                return await self._execute_run(inputs, extra_listeners, stream, session=session)
+            except TaskExecutionError as error:
+                stopped = limit_error(error)
+                if stopped is None:
+                    raise
+                stopped.task = error.task
+                raise stopped from None
+
+    async def _execute_run(
         self,
         inputs: Mapping[str, Any] | None,
         extra_listeners: Sequence[EnsembleListener],
@@ -327,20 +365,24 @@ class Ensemble(BaseModel):
         )
 
     def run(
-        self, inputs: Mapping[str, Any] | None = None, *, session: str | None = None
+        self,
+        inputs: Mapping[str, Any] | None = None,
+        *,
+        session: str | None = None,
+        limits: UsageLimits | None = None,
     ) -> EnsembleOutput:
         """Run synchronously; works from plain scripts and inside a running loop (Jupyter).
 
         The run goes on this thread's own long-lived event loop (inside a running loop: on one
         background loop shared by such calls), so HTTP connections are reused across runs;
-        Ctrl-C cancels it at once. ``session``: as ``arun``.
+        Ctrl-C cancels it at once. ``session`` and ``limits``: as ``arun``.
         """
         memory_wiring.check_session(session, self.memory, self._hierarchical)
         # warnings raised on the background loop are located at this caller: the run's task
         # starts in a copy of this context (no wrapper coroutine around arun for it)
         token = CALLER.set(user_line())
         try:
-            return run_sync(self.arun(inputs, session=session))
+            return run_sync(self.arun(inputs, session=session, limits=limits))
         finally:
             CALLER.reset(token)
 

@@ -227,9 +227,71 @@ class LLMError(AgentEnsembleError):
         self.attempts = attempts
 
 
+class AllModelsFailedError(LLMError):
+    """Every model of a fallback chain failed this turn. ``failures`` pairs each model's name
+    with its error, in chain order; the message lists them all."""
+
+    def __init__(self, failures: list[tuple[str, BaseException]]) -> None:
+        lines = "; ".join(f"{name}: {error}" for name, error in failures)
+        last = failures[-1][1] if failures else None
+        super().__init__(
+            f"All {len(failures)} models of the fallback chain failed: {lines}",
+            status_code=getattr(last, "status_code", None),
+            attempts=sum(getattr(error, "attempts", 1) for _, error in failures),
+        )
+        self.failures = list(failures)
+
+
+class UsageLimitExceeded(TaskExecutionError):
+    """A run budget (``UsageLimits``) would be passed by the next model or tool call, which was
+    not made. ``limit`` names the field (``"model_calls"``, ``"cost_usd"``...), ``used`` is what
+    the run had used before that call (None: a cost that was unknown), ``allowed`` the limit;
+    ``completed_outputs`` holds every task output finished before the stop, ``task`` the task
+    whose call was refused. A TaskExecutionError (so every place that keeps a failed run's
+    outputs, a durable run's record included, keeps these too), hence an AgentEnsembleError."""
+
+    def __init__(
+        self,
+        limit: str,
+        *,
+        used: float | int | None,
+        allowed: float | int,
+        completed_outputs: list[TaskOutput] | None = None,
+        detail: str = "",
+    ) -> None:
+        shown = "unknown" if used is None else f"{used:g}"
+        more = f"; {detail}" if detail else ""
+        super().__init__(
+            f"Usage limit {limit}={allowed:g} reached ({shown} used{more}): "
+            "the next call was not made",
+            completed_outputs=completed_outputs,
+        )
+        self.detail = detail
+        self.limit = limit
+        self.used = used
+        self.allowed = allowed
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        state = (self.limit, self.used, self.allowed, self.completed_outputs, self.detail)
+        return (_rebuild_usage_limit, state)
+
+
+def _rebuild_usage_limit(
+    limit: str,
+    used: float | int | None,
+    allowed: float | int,
+    outputs: list[TaskOutput],
+    detail: str,
+) -> UsageLimitExceeded:
+    return UsageLimitExceeded(
+        limit, used=used, allowed=allowed, completed_outputs=outputs, detail=detail
+    )
+
+
 __all__ = [
     "AgentEnsembleError",
     "AgentExecutionError",
+    "AllModelsFailedError",
     "ConfigurationError",
     "ExitEarlyError",
     "GraphMaxStepsError",
@@ -247,4 +309,5 @@ __all__ = [
     "ToolExecutionError",
     "ToolNameError",
     "UntrustedInputError",
+    "UsageLimitExceeded",
 ]

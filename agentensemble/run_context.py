@@ -10,9 +10,11 @@ they are built, which is how an event knows its run and task without any plumbin
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from contextlib import AbstractContextManager
 from contextvars import ContextVar
 from functools import partial
+from typing import Any
 
 import structlog
 
@@ -26,6 +28,19 @@ class ModelCallScope:
     agent_role: str
     task_name: str | None
     call_id: str
+
+
+@dataclass(frozen=True)
+class RunContext:
+    """What an agent's ``instructions`` function is given at each task start: the run's inputs,
+    its session (None outside one), the task and the agent working on it."""
+
+    inputs: Mapping[str, Any]
+    session: str | None
+    task_name: str | None
+    task_description: str
+    agent_role: str
+    run_id: str
 
 
 _run_id: ContextVar[str | None] = ContextVar("agentensemble_run_id", default=None)
@@ -145,6 +160,7 @@ class _ModelCallScope:
 
 __all__ = [
     "ModelCallScope",
+    "RunContext",
     "current_model_call",
     "current_run_id",
     "current_task_index",

@@ -82,6 +82,13 @@ RUNS = {
             "Rounds: 2; stopped by: until",
         )
     ),
+    "budget_loop.py": Run(
+        expected=(
+            OFFLINE,
+            "Stopped by the budget: model_calls used 7 of 7",
+            "Rounds finished before the stop: 3",
+        )
+    ),
     "support_graph.py": Run(
         expected=(
             OFFLINE,

@@ -4,8 +4,11 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import sys
+from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from agentensemble.cli import EXIT_FAILED, EXIT_OK, Command
 from agentensemble.cli._common import (
@@ -20,7 +23,11 @@ from agentensemble.cli._common import (
     usage_failure,
 )
 from agentensemble.errors import AgentEnsembleError, ConfigurationError, PromptTemplateError
+from agentensemble.limits import UsageLimits
 from agentensemble.outputs import EnsembleOutput
+
+if TYPE_CHECKING:
+    from agentensemble.ensemble import Ensemble
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -30,6 +37,43 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="NAME",
         help="continue the conversation NAME (kept in the crew file's memory: store)",
     )
+    parser.add_argument(
+        "--max-cost",
+        metavar="USD",
+        type=_positive(float, "--max-cost"),
+        help="stop the run before a model call would pass USD dollars (docs/limits.md)",
+    )
+    parser.add_argument(
+        "--max-model-calls",
+        metavar="N",
+        type=_positive(int, "--max-model-calls"),
+        help="stop the run before its N+1th model call",
+    )
+
+
+def _positive(kind: type[float] | type[int], option: str) -> Callable[[str], float | int]:
+    """An argparse type: a positive number of ``kind``, or an error naming ``option``."""
+
+    def parse(text: str) -> float | int:
+        try:
+            value = kind(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{option} takes a number, not {text!r}") from None
+        if not math.isfinite(value) or value <= 0:
+            raise argparse.ArgumentTypeError(f"{option} must be more than 0, not {text}")
+        return value
+
+    return parse
+
+
+def _with_limits(ensemble: Ensemble, args: argparse.Namespace) -> None:
+    """``--max-cost`` / ``--max-model-calls`` over the crew file's ``limits:``."""
+    given = {"cost_usd": getattr(args, "max_cost", None)}
+    given["model_calls"] = getattr(args, "max_model_calls", None)
+    chosen = {key: value for key, value in given.items() if value is not None}
+    if chosen:
+        kept = ensemble.limits.model_dump(exclude_none=True) if ensemble.limits else {}
+        ensemble.limits = UsageLimits(**{**kept, **chosen})
 
 
 def run(args: argparse.Namespace) -> int:
@@ -48,6 +92,7 @@ def run(args: argparse.Namespace) -> int:
         if session is not None and not session.strip():
             raise UsageError("--session needs a non-blank name such as user-42")
         ensemble = load_crew(args)  # with --review and --model
+        _with_limits(ensemble, args)
         if session is not None and ensemble.memory is None:
             raise UsageError(
                 f"--session {session} needs a store to keep the conversation in: add "

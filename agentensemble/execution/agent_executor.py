@@ -26,6 +26,7 @@ from agentensemble.events import (
     ToolCallCompleted,
     ToolCallStarted,
 )
+from agentensemble.execution._instructions import computed_instructions
 from agentensemble.execution._recall import show_recollection
 from agentensemble.execution._turn import in_scope, run_alone, run_in_order, run_turn
 from agentensemble.execution._verbose import Transcript
@@ -35,7 +36,12 @@ from agentensemble.execution.guardrails import (
     guardrail_feedback,
     output_violation,
 )
-from agentensemble.execution.prompts import ContextItem, build_system_prompt, build_user_prompt
+from agentensemble.execution.prompts import (
+    ContextItem,
+    build_system_prompt,
+    build_user_prompt,
+    with_instructions,
+)
 from agentensemble.execution.structured import (
     DEFAULT_OUTPUT_RETRIES,
     correction_message,
@@ -44,6 +50,8 @@ from agentensemble.execution.structured import (
     response_format,
 )
 from agentensemble.guardrails import GuardrailInput
+from agentensemble.limits import after_model_call, before_model_call, before_tool_call
+from agentensemble.llm._chain import answered_by
 from agentensemble.llm.cost import add_costs, cost_usd
 from agentensemble.llm.response_format import ResponseFormat, supports_response_format
 from agentensemble.llm.types import (
@@ -101,6 +109,7 @@ class AgentTask:
     output_guardrails: Sequence[Any] = ()
     inputs: Mapping[str, Any] = field(default_factory=dict)
     memory: TaskMemory | None = None  # memory, knowledge, session: shown before the task
+    instructions: Any = None  # the agent's: text, or a function of RunContext (each task start)
 
     def for_run(self, description: str, context: Sequence[ContextItem]) -> AgentTask:
         """A copy for one run of the task, with its (reviewed) description and its context: a
@@ -147,8 +156,11 @@ class AgentExecutor:
         self.messages: list[Message] = [
             {
                 "role": "system",
-                "content": build_system_prompt(
-                    task.role, task.goal, task.background, task.response_format
+                "content": with_instructions(
+                    build_system_prompt(
+                        task.role, task.goal, task.background, task.response_format
+                    ),
+                    task.instructions if isinstance(task.instructions, str) else None,
                 ),
             },
             {"role": "user", "content": self._user_prompt(schema_in_prompt=True)},
@@ -177,6 +189,9 @@ class AgentExecutor:
         """Input guardrails first (no model call if one fails), then the output schema's route:
         the model's native ``response_format`` when it says it honours one, else the prompt."""
         task = self.task
+        if callable(task.instructions):  # computed now, placed after the static system prompt
+            text = await computed_instructions(task)
+            self.messages[0]["content"] = with_instructions(self.messages[0]["content"], text)
         if task.input_guardrails:
             seen = GuardrailInput(
                 description=task.description,
@@ -278,6 +293,7 @@ class AgentExecutor:
             self._transcript.messages(self.messages)
         role, name, emitter = self.task.role, self.task.task_name, self._emitter
         label, call_id = model_label(self.task.model), new_id_hex()
+        await before_model_call(self.task.model, self.messages, specs)  # limits.py: run budget
         if emitter is not None:
             emitter.emit(LLMCallStarted(role, label, call_id, name, list(self.messages)))
         started = time.perf_counter()
@@ -305,8 +321,10 @@ class AgentExecutor:
             self._transcript.answer(response)
         self.llm_calls += 1
         self.usage = self.usage + response.usage
+        label = answered_by(self.task.model, response, label)  # a fallback chain: who answered
         cost = cost_usd(response.usage, label, response.model)
         self._costs.append(cost)
+        after_model_call(response.usage, cost)
         if emitter is not None:
             emitter.emit(
                 LLMCallCompleted(
@@ -427,6 +445,7 @@ class AgentExecutor:
         return tool.return_behavior if tool is not None else ReturnBehavior.TO_LLM
 
     async def _run_one(self, call: ToolCall) -> _CallOutcome:
+        before_tool_call(call.name)  # limits.py: the run's tool_calls budget
         tool = self.task.tools.get(call.name) if self.task.tools is not None else None
         if self._emitter is not None:
             self._emitter.emit(

@@ -116,6 +116,14 @@ def build_system_prompt(
     return "\n\n".join(parts)
 
 
+def with_instructions(system_prompt: str, instructions: str | None) -> str:
+    """The system prompt with an agent's instructions after it: the static text stays first, so
+    a provider's prompt cache still matches it when the instructions change from run to run."""
+    if not instructions or not instructions.strip():
+        return system_prompt
+    return f"{system_prompt}\n\n## Instructions\n{instructions.strip()}"
+
+
 def build_user_prompt(
     description: str,
     expected_output: str,
@@ -149,4 +157,5 @@ __all__ = [
     "build_system_prompt",
     "build_user_prompt",
     "context_end",
+    "with_instructions",
 ]

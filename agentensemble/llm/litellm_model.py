@@ -18,10 +18,12 @@ from pydantic import (
     SecretStr,
     field_serializer,
     field_validator,
+    model_validator,
 )
 
 from agentensemble.errors import LLMError
 from agentensemble.llm import _model_table, _openai_lane, _openai_stream
+from agentensemble.llm._chain import complete_down, provider_unavailable
 from agentensemble.llm._config_checks import api_base_problem, check_model_settings
 from agentensemble.llm._lanes import Lane, LaneSetting, choose_lane
 from agentensemble.llm._litellm import is_loaded, load_litellm
@@ -73,8 +75,12 @@ class LLM(BaseModel):
     rate_limit: RateLimit | None = None
     lane: LaneSetting = "auto"
     extra: dict[str, Any] = Field(default_factory=dict, repr=False)
+    fallbacks: list[LLM] = Field(
+        default_factory=list, repr=False, description="models for a turn it cannot answer"
+    )
     _rate_limiter: Any = PrivateAttr(default=None)  # one bucket per object (rate_limit.py)
     _settings_checked: bool = PrivateAttr(default=False)
+    _chain: Any = PrivateAttr(default=None)  # fallback_chain(), made once
 
     def __init__(
         self,
@@ -89,6 +95,7 @@ class LLM(BaseModel):
         retry_policy: RetryPolicy | None = None,
         rate_limit: RateLimit | None = None,
         lane: LaneSetting = "auto",
+        fallbacks: Sequence[str | LLM] = (),
         **params: Any,
     ) -> None:
         """``model`` positionally or by keyword; unknown keywords (or ``extra={...}``) are
@@ -107,6 +114,7 @@ class LLM(BaseModel):
             rate_limit=rate_limit,
             lane=lane,
             extra=extra,
+            fallbacks=fallbacks,
         )
 
     @field_validator("api_base")
@@ -116,6 +124,30 @@ class LLM(BaseModel):
         if problem:
             raise ValueError(problem)
         return value
+
+    @field_validator("fallbacks", mode="before")
+    @classmethod
+    def _fallback_models(cls, value: Any) -> Any:
+        return fallback_models(value)
+
+    @model_validator(mode="after")
+    def _not_its_own_fallback(self) -> LLM:
+        own = self.model_dump(exclude={"fallbacks"})
+        for position, model in enumerate(self.fallbacks):
+            if model.model_dump(exclude={"fallbacks"}) == own:
+                raise ValueError(
+                    f"fallbacks[{position}] is this model itself ({self.model!r}, same settings)"
+                )
+        return self
+
+    def fallback_chain(self) -> list[tuple[str, LLM]]:
+        """``(name, model)`` for this model (its own settings, no fallbacks) and each fallback."""
+        chain: list[tuple[str, LLM]] | None = self._chain
+        if chain is None:
+            first = self.model_copy(update={"fallbacks": [], "rate_limit": None})  # waited here
+            chain = [(self.model, first), *((m.model, m) for m in self.fallbacks)]
+            self._chain = chain
+        return chain
 
     def model_post_init(self, context: Any, /) -> None:
         """Register the key and secret-looking extra settings (headers, credentials) by value,
@@ -208,6 +240,11 @@ class LLM(BaseModel):
     ) -> ChatResponse:
         """One model turn; ``LLMError`` once the provider fails for good, ``ConfigurationError``
         (before any request) for settings that cannot work."""
+        if self.fallbacks:  # llm/_chain.py: the next model answers a turn this one cannot
+            options = {} if response_format is None else {"response_format": response_format}
+            return await complete_down(
+                self.fallback_chain(), messages, tools, options, provider_unavailable
+            )
         self.check_settings()
         kwargs = self.request_kwargs(messages, tools, response_format)
         secrets = [self.api_key.get_secret_value()] if self.api_key is not None else []
@@ -251,6 +288,28 @@ class LLM(BaseModel):
         if not isinstance(response, ChatResponse):
             response = to_chat_response(response, label=self.model)
         return dataclasses.replace(response, attempts=attempts)
+
+
+def fallback_models(value: Any) -> Any:
+    """``LLM(fallbacks=...)`` as LLMs: names become LLMs; anything else is refused, by position."""
+    if isinstance(value, (str, bytes)) or not isinstance(value, Sequence):
+        raise ValueError(f"fallbacks must be a list of model names or LLMs; got {value!r}")
+    models: list[Any] = []
+    for position, entry in enumerate(value):
+        if isinstance(entry, str) and entry.strip():
+            entry = LLM(entry)
+        if not isinstance(entry, LLM):
+            raise ValueError(
+                f"fallbacks[{position}] must be a model name or an LLM; got {type(entry).__name__}"
+            )
+        if entry.fallbacks:
+            raise ValueError(
+                f"fallbacks[{position}] has fallbacks of its own; list every model in one chain"
+            )
+        if entry in models:
+            raise ValueError(f"fallbacks[{position}] repeats {entry.model!r}")
+        models.append(entry)
+    return models
 
 
 def _get(obj: Any, name: str) -> Any:

@@ -292,6 +292,7 @@ class TraceRecorder:
         if turn is None:
             return
         turn.update(
+            model=event.model,  # who answered: a fallback chain's model, not the chain
             latency_seconds=latency,
             attempts=attempts,
             usage=counts(event.usage),

@@ -323,6 +323,9 @@ class _Preparation:
                 role = fill_template(agent.role, inputs)
                 goal = fill_template(agent.goal, inputs)
                 background = fill_template(agent.background, inputs) if agent.background else None
+            instructions = agent.instructions
+            if isinstance(instructions, str):
+                instructions = fill_template(instructions, inputs)
             chosen = agent.llm if agent.llm is not None else llm
             who = "its synthesised agent" if task.agent is None else f"agent {agent.role!r}"
             item.agent_role = role
@@ -343,6 +346,7 @@ class _Preparation:
                 input_guardrails=task.input_guardrails,
                 output_guardrails=task.output_guardrails,
                 inputs=inputs,
+                instructions=instructions,
             )
         item.memory = task_memory(
             role=item.agent_role,

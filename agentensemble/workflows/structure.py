@@ -119,6 +119,12 @@ def _check_unique(steps: Sequence[Any]) -> None:
                 f"the nested ensemble {step_label(step)!r} is HIERARCHICAL; a nested ensemble "
                 "runs as a step of its outer run: give it workflow SEQUENTIAL or PARALLEL"
             )
+        if kind == "ensemble" and getattr(step, "limits", None) is not None:
+            raise ConfigurationError(
+                f"the nested ensemble {step_label(step)!r} has limits; a nested ensemble runs "
+                "as a step of its outer run and counts on the outer run's budget: set limits "
+                "on the outer ensemble (or on its run)"
+            )
         if kind in ("loop", "graph"):
             name = step.name
             if name in names:

@@ -1,0 +1,154 @@
+"""Keeping a conversation inside the model's window: ``ContextPolicy`` and its strategies.
+
+The strategies are pure functions of a message list (OpenAI chat format) and a token counter,
+each testable on its own, applied in this order by ``fit``:
+
+1. ``drop_old_tool_results``: tool results beyond the newest ``keep_tool_results`` become a
+   one-line placeholder (the message stays, so each tool call keeps its answer);
+2. ``trim_oldest_turns``: the oldest turns after the prompt are removed, an assistant turn
+   always with its tool results (a lone ``tool`` message is rejected by OpenAI), until the
+   conversation fits;
+3. summarising the oldest part (``summarize_with=``) needs a model call and is not here:
+   ``oldest_part`` says which messages a summary would replace.
+
+The head of the conversation (the system prompt, session history marked as such and the task's
+own prompt) is never dropped: ``head`` messages are counted but kept. Wiring into the executor
+(the window from litellm's model table, one compaction and a retry on a provider's
+context-length error) comes with the executor's next change.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+Message = dict[str, Any]
+TokenCount = Callable[[Sequence[Message]], int]
+
+#: What a dropped tool result is replaced with: the model sees that it was there.
+PLACEHOLDER = "[tool result of {name} removed to keep the conversation short: {size} characters]"
+
+
+class ContextPolicy(BaseModel):
+    """How a long conversation is kept inside the model's window.
+
+    ``max_prompt_tokens``: a number, or ``"model"`` (the model's window from litellm's table).
+    ``keep_tool_results``: how many of the newest tool results stay whole (None: all).
+    ``summarize_with``: a model that summarises the oldest turns instead of dropping them.
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
+
+    max_prompt_tokens: int | Literal["model"] = Field(default="model")
+    keep_tool_results: int | None = Field(default=None, ge=0)
+    summarize_with: Any = Field(default=None, description="a model name or LLM")
+
+    @field_validator("max_prompt_tokens", mode="before")
+    @classmethod
+    def _positive(cls, value: Any) -> Any:
+        if isinstance(value, bool) or (isinstance(value, int) and value <= 0):
+            raise ValueError(f"max_prompt_tokens must be more than 0 or 'model'; got {value!r}")
+        return value
+
+    @field_validator("summarize_with")
+    @classmethod
+    def _a_model(cls, value: Any) -> Any:
+        if value is None or (isinstance(value, str) and value.strip()):
+            return value
+        if isinstance(value, type) or not callable(getattr(value, "complete", None)):
+            raise ValueError(
+                f"summarize_with must be a model name or an LLM; got {type(value).__name__}"
+            )
+        return value
+
+
+def _tool_names(messages: Sequence[Message]) -> dict[str, str]:
+    """Tool call id -> tool name, from the assistant messages' calls."""
+    names: dict[str, str] = {}
+    for message in messages:
+        for call in message.get("tool_calls") or ():
+            function = call.get("function") or {}
+            names[str(call.get("id"))] = str(function.get("name") or "a tool")
+    return names
+
+
+def drop_old_tool_results(messages: Sequence[Message], keep: int | None) -> list[Message]:
+    """A copy of ``messages`` whose tool results beyond the newest ``keep`` are a one-line
+    placeholder. Every tool message stays (its call keeps its answer); None keeps all."""
+    result = list(messages)
+    if keep is None:
+        return result
+    positions = [i for i, m in enumerate(result) if m.get("role") == "tool"]
+    old = positions[: max(0, len(positions) - keep)]
+    names = _tool_names(result)
+    for position in old:
+        message = result[position]
+        content = str(message.get("content") or "")
+        name = names.get(str(message.get("tool_call_id")), "a tool")
+        shown = PLACEHOLDER.format(name=name, size=len(content))
+        if content != shown:
+            result[position] = {**message, "content": shown}
+    return result
+
+
+def turns(messages: Sequence[Message], head: int) -> list[list[Message]]:
+    """The messages after the first ``head``, cut into turns: a message, with an assistant
+    message's tool results kept beside it (a tool message never starts a turn)."""
+    cut: list[list[Message]] = []
+    for message in messages[head:]:
+        if message.get("role") == "tool" and cut:
+            cut[-1].append(message)
+        else:
+            cut.append([message])
+    return cut
+
+
+def trim_oldest_turns(
+    messages: Sequence[Message], head: int, limit: int, count: TokenCount
+) -> list[Message]:
+    """``messages`` with the oldest turns after the first ``head`` removed until ``count``
+    says the rest fits in ``limit`` tokens. The head and the newest turn always stay (what
+    cannot fit then is the caller's to report); a tool call never loses its result."""
+    kept = turns(messages, head)
+    start = list(messages[:head])
+    while len(kept) > 1 and count(start + [m for turn in kept for m in turn]) > limit:
+        kept.pop(0)
+    return start + [m for turn in kept for m in turn]
+
+
+def oldest_part(
+    messages: Sequence[Message], head: int, limit: int, count: TokenCount
+) -> tuple[list[Message], list[Message]]:
+    """``(old, rest)``: the oldest whole turns after the head that must go for the rest to fit
+    (what a summary would replace), and the messages that stay."""
+    kept = trim_oldest_turns(messages, head, limit, count)
+    dropped = len(messages) - len(kept)
+    return list(messages[head : head + dropped]), kept
+
+
+def fit(
+    messages: Sequence[Message],
+    policy: ContextPolicy,
+    *,
+    head: int,
+    limit: int,
+    count: TokenCount,
+) -> list[Message]:
+    """The strategies in order: old tool results first, then the oldest turns if still over."""
+    shorter = drop_old_tool_results(messages, policy.keep_tool_results)
+    if count(shorter) <= limit:
+        return shorter
+    return trim_oldest_turns(shorter, head, limit, count)
+
+
+__all__ = [
+    "PLACEHOLDER",
+    "ContextPolicy",
+    "drop_old_tool_results",
+    "fit",
+    "oldest_part",
+    "trim_oldest_turns",
+    "turns",
+]
