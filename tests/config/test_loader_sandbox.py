@@ -97,7 +97,9 @@ def test_a_five_thousand_digit_integer_is_a_file_and_line_error_with_exit_2(
 ) -> None:
     crew = write(
         tmp_path,
-        "model: openai/m\ntasks:\n  a:\n    description: D\n    max_iterations: " + "9" * 5000 + "\n",
+        "model: openai/m\ntasks:\n  a:\n    description: D\n    max_iterations: "
+        + "9" * 5000
+        + "\n",
     )
     with pytest.raises(ConfigurationError) as caught:
         Ensemble.from_yaml(crew)
