@@ -212,12 +212,3 @@ def test_a_nested_ensemble_step_with_limits_of_its_own_is_refused() -> None:
     with pytest.raises(ConfigurationError, match="nested ensemble 'inner' has limits"):
         Ensemble(tasks=[inner])
     assert Ensemble(tasks=[two_tasks(name="inner")], limits=UsageLimits(model_calls=2))
-
-
-def test_a_crew_file_names_a_fallback_chain_among_a_models_settings() -> None:
-    agent = {"role": "W", "goal": "G", "llm": {"model": "openai/gpt-4o", "fallbacks": ["x/y"]}}
-    crew = {"agents": {"w": agent}, "tasks": [{"description": "Work", "agent": "w"}]}
-    assert [m.model for m in Ensemble.from_dict(crew).agents[0].llm.fallbacks] == ["x/y"]
-    agent["llm"] = {"model": "openai/gpt-4o", "fallbacks": [3]}
-    with pytest.raises(Exception, match=r"agents\.w\.llm\.fallbacks: fallbacks\[0\] must be"):
-        Ensemble.from_dict(crew)
