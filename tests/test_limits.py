@@ -212,3 +212,31 @@ def test_a_nested_ensemble_step_with_limits_of_its_own_is_refused() -> None:
     with pytest.raises(ConfigurationError, match="nested ensemble 'inner' has limits"):
         Ensemble(tasks=[inner])
     assert Ensemble(tasks=[two_tasks(name="inner")], limits=UsageLimits(model_calls=2))
+
+
+def test_the_count_holds_across_for_each_items_and_delegations() -> None:
+    model = FunctionChatModel(lambda messages, tools: "summary")
+    agent = Agent(role="Summariser", goal="Summarise", llm=model)
+    mapper = Task(name="summarise", description="Summarise {item}", for_each="docs", agent=agent)
+    with pytest.raises(UsageLimitExceeded) as caught:
+        Ensemble(tasks=[mapper]).run(
+            {"docs": [f"doc {n}" for n in range(10)]}, limits=UsageLimits(model_calls=4)
+        )
+    assert caught.value.limit == "model_calls"
+    assert len(model.requests) == 4
+
+    def lead(messages: list[dict[str, Any]], tools: Any) -> Any:
+        if messages[-1]["role"] == "tool":
+            return "lead done"
+        return tool_call(
+            "delegate_to_agent", {"agent_role": "Worker", "instructions": "Write the part"}
+        )
+
+    worker_model = FunctionChatModel(lambda messages, tools: "part written")
+    worker = Agent(role="Worker", goal="Write parts", llm=worker_model)
+    boss = Agent(role="Lead", goal="Lead", llm=FunctionChatModel(lead), allow_delegation=True)
+    team = Ensemble(agents=[boss, worker], tasks=[Task(description="Lead the work", agent=boss)])
+    assert team.run(limits=UsageLimits(model_calls=3)).raw == "lead done"
+    with pytest.raises(UsageLimitExceeded):  # lead, the worker's turn, lead: the third refused
+        team.run(limits=UsageLimits(model_calls=2))
+    assert len(worker_model.requests) == 2  # the worker's calls count on the same budget
