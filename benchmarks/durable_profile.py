@@ -163,7 +163,7 @@ def _worker(out: str) -> None:
     from sqlalchemy import event
     from sqlalchemy.engine import Engine
 
-    from agentensemble.durable import _fresh
+    from agentensemble.durable import _dbos
 
     timed: dict[str, list[int]] = collections.defaultdict(lambda: [0, 0])
     statements: collections.Counter[str] = collections.Counter()
@@ -186,7 +186,7 @@ def _worker(out: str) -> None:
     for name in CALLS:
         if hasattr(SystemDatabase, name):
             wrap(SystemDatabase, name, f"DBOS {name}")
-    wrap(_fresh, "_read", "ours: the run's start read")
+    wrap(_dbos, "read_run_start", "ours: the run's start read")
 
     @event.listens_for(Engine, "before_cursor_execute")
     def count(conn: Any, cursor: Any, statement: str, *rest: Any) -> None:
