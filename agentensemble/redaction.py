@@ -67,9 +67,11 @@ _NOT_SECRET_NAMES = frozenset(
 )
 
 _SHAPE_SOURCES: tuple[tuple[str, str], ...] = (
-    # scheme://user:password@host -> scheme://user:***@host (database, broker, proxy URLs).
-    # Anchored on the literal "://", every class excluding what ends it: linear on any text
-    (r"(://[^\s/?#@:\"'<>]*:)[^\s/?#@\"'<>]+(@)", r"\1***\2"),
+    # scheme://user:password@host -> scheme://user:***@host (database, broker, proxy URLs); the
+    # password runs to the last "@" before the host (it may hold an unescaped "@"). Anchored on
+    # the literal "://", the password's class excluding "/" (so a scan ends at the next "://"):
+    # linear on any text
+    (r"(://[^\s/?#@:\"'<>]*:)[^\s/?#\"'<>]+(@)", r"\1***\2"),
     # Authorization credentials: "Bearer <token>", "Basic <base64>"
     (r"\b((?i:bearer|basic)\s+)[A-Za-z0-9._\-~+/=]{6,}", r"\1***"),
     # provider key shapes

@@ -39,6 +39,9 @@ REPO = Path(agentensemble.__file__).absolute().parent.parent
         ),
         ("redis://:hunter2@cache:6379/0", "redis://:***@cache:6379/0"),
         ("proxy http://u:p%40ss@proxy:3128 set", "proxy http://u:***@proxy:3128 set"),
+        # an unescaped "@" in the password: masked whole, not up to its first "@" (issue 38)
+        ("postgresql://app:pa@ss99word@db:5432/x", "postgresql://app:***@db:5432/x"),
+        ("db at postgresql://app:a@b@c@[::1/x now", "db at postgresql://app:***@[::1/x now"),
         ("Authorization: Bearer abc.def-123456", "Authorization: Bearer ***"),
         ("Basic dXNlcjpwYXNzd29yZA==", "Basic ***"),
         ("key sk-proj-0123456789abcdef", "key ***"),

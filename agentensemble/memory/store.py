@@ -174,7 +174,7 @@ def recent_entries(store: MemoryStore, scope: str, last: int) -> list[MemoryEntr
 def _takes_last(store_type: type) -> bool:
     """Whether ``store_type.entries`` accepts ``last=`` (asked once per store class)."""
     try:
-        parameters = inspect.signature(store_type.entries).parameters
+        parameters = inspect.signature(getattr(store_type, "entries")).parameters  # noqa: B009
     except (AttributeError, TypeError, ValueError):
         return False
     return "last" in parameters
