@@ -72,7 +72,7 @@ def read_usage(usage: Any) -> TokenUsage:
     Cached reads: ``prompt_tokens_details.cached_tokens`` (OpenAI, and litellm's Anthropic and
     Gemini mapping), ``cache_read_input_tokens`` (Anthropic), ``prompt_cache_hit_tokens``
     (DeepSeek). Cache writes: ``cache_creation_input_tokens`` (Anthropic) or
-    ``prompt_tokens_details.cache_creation_tokens``. Reasoning:
+    ``prompt_tokens_details.cache_creation_tokens`` / ``cache_write_tokens`` (OpenAI). Reasoning:
     ``completion_tokens_details.reasoning_tokens``. Cached and written tokens are counted within
     ``prompt_tokens``, as providers report it (litellm adds Anthropic's in).
     """
@@ -88,8 +88,10 @@ def read_usage(usage: Any) -> TokenUsage:
         or _count(_get(usage, "cache_read_input_tokens"))
         or _count(_get(usage, "prompt_cache_hit_tokens"))
     )
-    written = _count(_get(usage, "cache_creation_input_tokens")) or _count(
-        _get(prompt_details, "cache_creation_tokens")
+    written = (
+        _count(_get(usage, "cache_creation_input_tokens"))
+        or _count(_get(prompt_details, "cache_creation_tokens"))
+        or _count(_get(prompt_details, "cache_write_tokens"))
     )
     reasoning = _count(_get(completion_details, "reasoning_tokens"))
     return TokenUsage(

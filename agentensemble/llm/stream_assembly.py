@@ -20,6 +20,11 @@ from agentensemble.llm._messages import read_parts, read_usage
 from agentensemble.llm.types import PROVIDER_KEY, ChatResponse, ToolCall
 from agentensemble.outputs import TokenUsage
 
+#: The refusal of a streamed turn whose words did not reach us: the stream opened a refusal
+#: (``"refusal": ""``) and wrote nothing else. litellm's stream wrapper drops the refusal
+#: pieces that follow (non-streamed answers keep them).
+REFUSAL_UNSAID = "(the provider refused; its streamed words were not passed on)"
+
 
 class IncompleteStreamError(ConnectionError):
     """The stream ended before the model finished its turn (no finish reason was sent)."""
@@ -103,7 +108,7 @@ class StreamAssembler:
             self._add_call(raw)
         self._add_reasoning(delta)
         refusal = _get(delta, "refusal")
-        if isinstance(refusal, str) and refusal:
+        if isinstance(refusal, str):  # even "": the turn is a refusal (see REFUSAL_UNSAID)
             self._refusal.append(refusal)
         text = _get(delta, "content")
         if isinstance(text, str) and text:
@@ -153,6 +158,14 @@ class StreamAssembler:
         if isinstance(fields, dict):
             call.fields.update({k: v for k, v in fields.items() if v is not None})
 
+    def _refusal_text(self, text: str, calls: list[ToolCall]) -> str | None:
+        if not self._refusal:
+            return None
+        words = "".join(self._refusal)
+        if words:
+            return words
+        return None if text or calls else REFUSAL_UNSAID
+
     @property
     def text(self) -> str:
         """The text received so far."""
@@ -189,9 +202,9 @@ class StreamAssembler:
             finish_reason=self._finish_reason,
             model=self._model,
             reasoning=reasoning or None,
-            refusal="".join(self._refusal) or None,
+            refusal=self._refusal_text(text, calls),
             provider_parts=read_parts(message, self._provider),
         )
 
 
-__all__ = ["IncompleteStreamError", "StreamAssembler"]
+__all__ = ["REFUSAL_UNSAID", "IncompleteStreamError", "StreamAssembler"]

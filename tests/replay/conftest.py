@@ -35,6 +35,5 @@ def model(name: str, server: ReplayServer, *, suffix: str = "", **settings: Any)
         api_base=server.url + suffix,
         api_key="test-key",
         retry_policy=NO_RETRY,
-        lane="litellm",
-        **settings,
+        **{"lane": "litellm", **settings},
     )

@@ -10,6 +10,7 @@ at most ``limit`` requests and stops on ``close()`` (or leaving the ``with`` blo
 from __future__ import annotations
 
 import json
+import re
 import socket
 import threading
 from dataclasses import dataclass, field
@@ -42,8 +43,20 @@ def recorded_request(name: str, index: int) -> Any:
 
 
 def sse_events(text: str) -> list[str]:
-    """An SSE text split into its events, each with its blank-line terminator."""
-    return [event + "\n\n" for event in text.split("\n\n") if event.strip()]
+    """An SSE text split into its events (blank-line separated, ``\n`` or ``\r\n`` as the
+    provider wrote them), each with its terminator, to send one by one."""
+    events = re.split(r"(?<=\r\n\r\n)|(?<=\n\n)", text)
+    return [event for event in events if event.strip()]
+
+
+def sse_data(text: str) -> list[Any]:
+    """The JSON ``data:`` payloads of an SSE text, in order (``[DONE]`` left out)."""
+    found = []
+    for event in sse_events(text):
+        for line in event.splitlines():
+            if line.startswith("data:") and line[5:].strip() != "[DONE]":
+                found.append(json.loads(line[5:]))
+    return found
 
 
 @dataclass
@@ -157,4 +170,13 @@ class ReplayServer:
         self._server.server_close()
 
 
-__all__ = ["CORPUS", "Received", "ReplayServer", "load", "recorded_request", "responses"]
+__all__ = [
+    "CORPUS",
+    "Received",
+    "ReplayServer",
+    "load",
+    "recorded_request",
+    "responses",
+    "sse_data",
+    "sse_events",
+]

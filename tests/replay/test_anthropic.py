@@ -41,7 +41,7 @@ def test_a_thinking_turn_goes_back_with_its_signed_block_and_its_text(replay: An
     result = Ensemble(tasks=[task]).run()
     output = result.task_outputs[0]
 
-    first, second = (request.body for request in server.requests)
+    _, second = (request.body for request in server.requests)
     assistant = second["messages"][-2]
     assert assistant["role"] == "assistant"
     thinking, text, call = assistant["content"]
