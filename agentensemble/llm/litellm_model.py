@@ -18,8 +18,10 @@ from pydantic import (
     field_validator,
 )
 
+from agentensemble.errors import LLMError
 from agentensemble.llm import _model_table, _openai_lane, _openai_stream
 from agentensemble.llm._config_checks import api_base_problem, check_model_settings, provider_of
+from agentensemble.llm._failures import malformed_tool_call
 from agentensemble.llm._lanes import Lane, LaneSetting, choose_lane
 from agentensemble.llm._litellm import is_loaded, load_litellm
 from agentensemble.llm._litellm_stream import StreamAttempts, stream_turn
@@ -35,6 +37,12 @@ from agentensemble.redaction import register_secret
 
 #: Extra seconds past ``timeout`` before our own guard cancels a call litellm did not time out.
 _GUARD_SECONDS = 5.0
+#: How many times one call tells the model its tool call was malformed and asks again.
+MAX_TOOL_CORRECTIONS = 2
+TOOL_CORRECTION = (
+    "The provider rejected your last tool call: {words}\n"
+    "Call the tool again with arguments that match its schema."
+)
 
 
 ReasoningEffort = Literal["low", "medium", "high"]
@@ -216,8 +224,29 @@ class LLM(BaseModel):
         response_format: ResponseFormat | None = None,
     ) -> ChatResponse:
         """One model turn; ``LLMError`` once the provider fails for good, ``ConfigurationError``
-        (before any request) for settings that cannot work."""
+        (before any request) for settings that cannot work.
+
+        When the provider rejects the model's own tool call as malformed (Groq's
+        ``tool_use_failed``), the model is told what was wrong and asked again, at most
+        ``MAX_TOOL_CORRECTIONS`` times; the correction is not kept in the caller's history."""
         self.check_settings()
+        sent = list(messages)
+        for corrections in range(MAX_TOOL_CORRECTIONS + 1):
+            try:
+                return await self._complete_once(sent, tools, response_format)
+            except LLMError as error:
+                words = malformed_tool_call(error)
+                if words is None or corrections == MAX_TOOL_CORRECTIONS:
+                    raise
+                sent = [*sent, {"role": "user", "content": TOOL_CORRECTION.format(words=words)}]
+        raise AssertionError("unreachable: the last correction returns or raises")
+
+    async def _complete_once(
+        self,
+        messages: Sequence[Message],
+        tools: Sequence[ToolSpec] | None,
+        response_format: ResponseFormat | None,
+    ) -> ChatResponse:
         kwargs = self.request_kwargs(messages, tools, response_format)
         secrets = [self.api_key.get_secret_value()] if self.api_key is not None else []
         send: Callable[[], Awaitable[Any]]
