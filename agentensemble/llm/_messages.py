@@ -180,16 +180,11 @@ def read_response(response: Any, *, provider: str, label: str = "llm") -> ChatRe
     )
 
 
-def _outgoing_call(call: dict[str, Any], provider: str | None) -> dict[str, Any]:
-    fields = call.get("provider_specific_fields")
-    if not isinstance(fields, dict):
+def _outgoing_call(call: dict[str, Any]) -> dict[str, Any]:
+    """A tool call without the provider fields another provider gave it."""
+    if "provider_specific_fields" not in call:
         return call
-    copy = dict(call)
-    if fields.get(PROVIDER_KEY, provider) != provider:
-        del copy["provider_specific_fields"]
-    else:
-        copy["provider_specific_fields"] = {k: v for k, v in fields.items() if k != PROVIDER_KEY}
-    return copy
+    return {key: value for key, value in call.items() if key != "provider_specific_fields"}
 
 
 def outgoing_message(message: Message, provider: str | None) -> Message:
@@ -199,13 +194,12 @@ def outgoing_message(message: Message, provider: str | None) -> Message:
     copy = dict(message)
     source = copy.pop(PROVIDER_KEY, None)
     if source != provider:  # another provider's parts: never sent where they are not known
+        # (a message without a source has none: it was not built from a provider's answer)
         for name in PART_FIELDS:
             copy.pop(name, None)
     calls = copy.get("tool_calls")
-    if calls:
-        copy["tool_calls"] = [
-            _outgoing_call(call, provider) if isinstance(call, dict) else call for call in calls
-        ]
+    if calls and source != provider:
+        copy["tool_calls"] = [_outgoing_call(c) if isinstance(c, dict) else c for c in calls]
     content = copy.get("content")
     if provider in BLOCK_PROVIDERS:
         if not content and calls:

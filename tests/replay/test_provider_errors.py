@@ -39,7 +39,9 @@ async def test_an_openrouter_error_shows_the_upstream_reason(replay: Any, lane: 
         await llm.complete([{"role": "user", "content": "hi"}])
 
     message = str(caught.value)
-    assert "Provider returned error (upstream Google: google/gemini-2.0-flash-exp:free is " in message
+    assert (
+        "Provider returned error (upstream Google: google/gemini-2.0-flash-exp:free is " in message
+    )
     assert "temporarily rate-limited upstream" in message
     assert caught.value.status_code == 429
 
