@@ -5,7 +5,7 @@ Usage: ``python benchmarks/one_way_out.py [--concurrency 200 1000] [--delay 0.05
 
 - **Concurrent**: against ``latency_server.py`` (its own process, every answer after ``--delay``
   seconds), each variant in a fresh child process sends ``2 x concurrency`` requests with
-  ``concurrency`` in flight at once (after 20 warm-up requests), and reports requests per second
+  ``concurrency`` in flight at once (after 5 warm-up requests), and reports requests per second
   and the child's CPU seconds per request (``time.process_time``: all threads).
 - **Fresh process**: ``python -c`` importing the client and making one call, wall time from spawn
   to exit (best of ``--fresh``, the first run discarded: bytecode caches allowed).
@@ -72,7 +72,7 @@ def _client(variant: str, url: str) -> Any:
 
 async def _burst(variant: str, url: str, concurrency: int) -> dict[str, float]:
     send = _client(variant, url)
-    for _ in range(20):
+    for _ in range(5):
         await send()
     total = 2 * concurrency
     gate = asyncio.Semaphore(concurrency)
@@ -91,10 +91,10 @@ def _child(variant: str, url: str, concurrency: int) -> dict[str, float]:
     env = dict(os.environ)
     if "aiohttp" in variant and variant.startswith("litellm"):
         env["DISABLE_AIOHTTP_TRANSPORT"] = "False"  # our loader leaves litellm's default then
+    here = str(ROOT / "benchmarks")
     code = (
-        "import asyncio, json, sys; sys.path.insert(0, %r); import one_way_out as b; "
-        "print(json.dumps(asyncio.run(b._burst(%r, %r, %d))))"
-        % (str(ROOT / "benchmarks"), variant, url, concurrency)
+        f"import asyncio, json, sys; sys.path.insert(0, {here!r}); import one_way_out as b; "
+        f"print(json.dumps(asyncio.run(b._burst({variant!r}, {url!r}, {concurrency}))))"
     )
     out = subprocess.run(
         [sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True
@@ -106,9 +106,10 @@ def _fresh(variant: str, url: str, runs: int) -> float:
     env = dict(os.environ)
     if "aiohttp" in variant and variant.startswith("litellm"):
         env["DISABLE_AIOHTTP_TRANSPORT"] = "False"
+    here = str(ROOT / "benchmarks")
     code = (
-        "import asyncio, sys; sys.path.insert(0, %r); import one_way_out as b; "
-        "asyncio.run(b._client(%r, %r)())" % (str(ROOT / "benchmarks"), variant, url)
+        f"import asyncio, sys; sys.path.insert(0, {here!r}); import one_way_out as b; "
+        f"asyncio.run(b._client({variant!r}, {url!r})())"
     )
     times = []
     for _ in range(runs + 1):
@@ -124,6 +125,7 @@ def main() -> None:
     parser.add_argument("--delay", type=float, default=0.05)
     parser.add_argument("--fresh", type=int, default=3)
     parser.add_argument("--rounds", type=int, default=1)
+    parser.add_argument("--only", nargs="*", default=[], help="variants starting with these")
     args = parser.parse_args()
     server = subprocess.Popen(
         [sys.executable, str(ROOT / "benchmarks" / "latency_server.py"), str(args.delay)],
@@ -135,11 +137,12 @@ def main() -> None:
         assert server.stdout is not None
         url = server.stdout.readline().strip()
         started = time.perf_counter()
-        print(f"| variant | fresh process to first answer | "
-              + " | ".join(f"{c} concurrent: requests/s, CPU ms/request" for c in args.concurrency)
-              + " |")
+        columns = [f"{c} concurrent: requests/s, CPU ms/request" for c in args.concurrency]
+        print("| variant | fresh process to first answer | " + " | ".join(columns) + " |")
         print("|---|---|" + "---|" * len(args.concurrency))
         for variant in VARIANTS:
+            if args.only and not variant.startswith(tuple(args.only)):
+                continue
             fresh = _fresh(variant, url, args.fresh)
             cells = []
             for concurrency in args.concurrency:

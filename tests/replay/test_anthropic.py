@@ -168,3 +168,13 @@ async def test_a_streamed_thinking_turn_keeps_its_block_whole(replay: Any) -> No
     assert block["signature"] and block["thinking"] == response.reasoning
     assert "".join(sink.reasoning_pieces) == response.reasoning
     assert "".join(sink.texts) == response.content
+
+
+async def test_reasoning_effort_becomes_a_thinking_budget(replay: Any) -> None:
+    server = replay("anthropic/thinking_tools", 0)
+
+    await model(CLAUDE, server, reasoning_effort="low").complete([{"role": "user", "content": "x"}])
+
+    thinking = server.requests[0].body["thinking"]
+    assert thinking["type"] in ("enabled", "adaptive")
+    assert thinking.get("budget_tokens", 1) > 0

@@ -180,3 +180,14 @@ class _nothing:
 
     def __exit__(self, *exc: object) -> None:
         return None
+
+
+@pytest.mark.parametrize("lane", LANES)
+async def test_reasoning_effort_is_sent_as_openai_names_it(replay: Any, lane: str) -> None:
+    server = replay("openai/parallel_tools")
+
+    await model(
+        "openai/o4-mini", server, suffix="/v1", lane=lane, reasoning_effort="high"
+    ).complete([{"role": "user", "content": "x"}])
+
+    assert server.requests[0].body["reasoning_effort"] == "high"
