@@ -118,9 +118,16 @@ def test_parallel_calls_run_and_each_turn_goes_back_with_its_own_reasoning(repla
     assert output.usage.reasoning_tokens > 0
 
 
-def test_reasoning_streams_as_reasoning_deltas_beside_the_text(replay: Any) -> None:
+@pytest.mark.parametrize(
+    ("name", "lane"),
+    [(REASONER, "litellm"), ("openai/deepseek-reasoner", "auto")],  # litellm; the openai lane
+)
+def test_reasoning_streams_as_reasoning_deltas_beside_the_text(
+    replay: Any, name: str, lane: str
+) -> None:
     server = replay("deepseek/thinking_stream")
-    agent = Agent(role="Greeter", goal="Greet", llm=model(REASONER, server, suffix="/v1"))
+    llm = model(name, server, suffix="/v1", lane=lane)
+    agent = Agent(role="Greeter", goal="Greet", llm=llm)
     task = Task(description="Hello", agent=agent)
 
     async def collect() -> list[Any]:
