@@ -78,6 +78,47 @@ class TaskExecutionError(AgentEnsembleError):
         self.trace: Any = None  # the run's ExecutionTrace up to the failure (None: capture off)
 
 
+class ModelRefusalError(TaskExecutionError):
+    """The provider refused the turn (its ``refusal`` words) or stopped it on its content filter
+    or safety settings (``finish_reason`` ``content_filter``, Gemini's ``SAFETY``). Raised at
+    once: asking again would get the same answer. ``.refusal`` holds the provider's words (""
+    when a filter said none), ``.finish_reason`` the stop reason it gave."""
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        refusal: str = "",
+        finish_reason: str = "",
+        task: Any = None,
+        completed_outputs: list[TaskOutput] | None = None,
+    ) -> None:
+        super().__init__(message, task=task, completed_outputs=completed_outputs)
+        self.refusal = redact_text(refusal)
+        self.finish_reason = finish_reason
+
+    @classmethod
+    def from_response(cls, response: Any, agent_role: str) -> ModelRefusalError:
+        """The error for a refused ``ChatResponse`` of agent ``agent_role``'s model."""
+        refusal = getattr(response, "refusal", None) or ""
+        finish = getattr(response, "finish_reason", None) or ""
+        model = getattr(response, "model", None) or "the model"
+        said = f": {refusal}" if refusal else f" (finish_reason {finish!r})"
+        kind = "refused" if refusal else "stopped on its content filter"
+        return cls(
+            f"Agent '{agent_role}': {model} {kind}{said}",
+            refusal=refusal,
+            finish_reason=finish,
+        )
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (_rebuild_refusal, (str(self), self.refusal, self.finish_reason))
+
+
+def _rebuild_refusal(message: str, refusal: str, finish_reason: str) -> ModelRefusalError:
+    return ModelRefusalError(message, refusal=refusal, finish_reason=finish_reason)
+
+
 class ParallelExecutionError(TaskExecutionError):
     """Tasks of a parallel run failed (``CONTINUE_ON_ERROR``): independent branches finished.
 
@@ -300,6 +341,7 @@ __all__ = [
     "LLMError",
     "LoopMaxIterationsError",
     "MaxIterationsExceededError",
+    "ModelRefusalError",
     "ModelSettingsError",
     "OutputParsingError",
     "ParallelExecutionError",

@@ -182,6 +182,20 @@ class TokenDelta:
 
 
 @dataclass(frozen=True)
+class ReasoningDelta:
+    """A piece of the model's reasoning as it is generated (only while streaming, and only from
+    providers that show their reasoning). Redacted like everything else; never another agent's
+    context."""
+
+    run_id: str
+    agent_role: str
+    task_name: str | None
+    text: str
+    task_index: int | None = _task_index()
+    call_id: str = field(default="", kw_only=True)
+
+
+@dataclass(frozen=True)
 class StreamRestarted:
     """A stream broke mid-way and is retried from the start: drop the text shown so far."""
 
@@ -349,6 +363,7 @@ EnsembleEvent = (
     | ReviewDecided
     | GuardrailChecked
     | TokenDelta
+    | ReasoningDelta
     | StreamRestarted
     | DelegationStarted
     | DelegationCompleted
@@ -406,6 +421,7 @@ __all__ = [
     "LLMCallStarted",
     "LoopIterationCompleted",
     "MemoryRetrieved",
+    "ReasoningDelta",
     "ReviewDecided",
     "ReviewRequested",
     "StreamRestarted",

@@ -70,6 +70,9 @@ class TokenUsage(BaseModel):
     prompt_tokens: int = 0
     completion_tokens: int = 0
     total_tokens: int = 0
+    cached_prompt_tokens: int = 0  # read from the provider's cache; within prompt_tokens
+    cache_write_tokens: int = 0  # written to the provider's cache; within prompt_tokens
+    reasoning_tokens: int = 0  # the model's reasoning; within completion_tokens
 
     def __add__(self, other: TokenUsage) -> TokenUsage:
         # frozen: adding nothing hands back the other side as it is (a scripted or local
@@ -83,6 +86,9 @@ class TokenUsage(BaseModel):
             prompt_tokens=self.prompt_tokens + other.prompt_tokens,
             completion_tokens=self.completion_tokens + other.completion_tokens,
             total_tokens=self.total_tokens + other.total_tokens,
+            cached_prompt_tokens=self.cached_prompt_tokens + other.cached_prompt_tokens,
+            cache_write_tokens=self.cache_write_tokens + other.cache_write_tokens,
+            reasoning_tokens=self.reasoning_tokens + other.reasoning_tokens,
         )
 
 
@@ -150,6 +156,11 @@ class TaskOutput(SaveableModel):
         default=None, description="USD from litellm's bundled prices; None if any model is unknown"
     )
     metrics: TaskMetrics = Field(default_factory=TaskMetrics)
+    reasoning: str | None = Field(
+        default=None,
+        description="the last model turn's reasoning text (redacted), when the provider shows "
+        "it; never passed to another task as context",
+    )
 
     def parsed_as(self, output_type: type[T]) -> T:
         """``parsed`` with its precise type for a type checker: ``out.parsed_as(Report)``.

@@ -16,6 +16,7 @@ from agentensemble.errors import (
     AgentEnsembleError,
     AgentExecutionError,
     MaxIterationsExceededError,
+    ModelRefusalError,
     OutputParsingError,
 )
 from agentensemble.events import (
@@ -170,6 +171,7 @@ class AgentExecutor:
         self.records: list[ToolCallRecord] = []
         self.llm_calls = 0
         self.usage = no_usage()
+        self.reasoning: str | None = None  # the last turn's, for TaskOutput.reasoning
         self._tool_calls_made = 0
         self._stops = 0
         self._transcript = Transcript(task.role) if task.verbose else None
@@ -259,8 +261,10 @@ class AgentExecutor:
         nudged = False
         while True:
             response = await self._ask_model(specs)
+            if response.refused:  # a refusal or a filter stop: no retry as an "empty answer"
+                raise ModelRefusalError.from_response(response, self.task.role)
             if response.tool_calls:
-                immediate = await self._run_tool_calls(response.tool_calls)
+                immediate = await self._run_tool_calls(response.tool_calls, response.to_message())
                 if immediate is not None:
                     output = self._output(immediate, started, returned_immediately=True)
                     failed = await self._check_output(output, 1)
@@ -322,6 +326,7 @@ class AgentExecutor:
         self.llm_calls += 1
         self.usage = self.usage + response.usage
         label = answered_by(self.task.model, response, label)  # a fallback chain: who answered
+        self.reasoning = redact_text(response.reasoning) if response.reasoning else None
         cost = cost_usd(response.usage, label, response.model)
         self._costs.append(cost)
         after_model_call(response.usage, cost)
@@ -342,7 +347,9 @@ class AgentExecutor:
             )
         return response
 
-    async def _run_tool_calls(self, calls: Sequence[ToolCall]) -> str | None:
+    async def _run_tool_calls(
+        self, calls: Sequence[ToolCall], turn: Message | None = None
+    ) -> str | None:
         """Run one response's calls concurrently; the joined outputs if the task ends now.
 
         The assistant's tool-call message and every result are appended together, after the calls
@@ -394,7 +401,8 @@ class AgentExecutor:
             for call in calls[allowed:]
         ]
         outcomes = [*executed, *stopped]
-        self.messages.append(assistant_message(None, calls))
+        # the model's turn as it was: its text beside the calls, the parts its provider needs back
+        self.messages.append(turn if turn is not None else assistant_message(None, calls))
         for outcome in outcomes:
             self._record(outcome)
         if stopped:
@@ -530,6 +538,7 @@ class AgentExecutor:
             returned_immediately=returned_immediately,
             task_name=self.task.task_name,
             cost_usd=add_costs(self._costs),
+            reasoning=self.reasoning,
         )
 
 

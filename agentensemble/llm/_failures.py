@@ -240,12 +240,30 @@ def _error_body(chain: list[BaseException]) -> Any:
     return _NO_BODY
 
 
+def _with_upstream(body: dict[str, Any], message: str) -> str:
+    """``message`` plus the upstream reason a gateway's error carries in its ``metadata``
+    (OpenRouter: ``{"provider_name": "Google", "raw": "...rate-limited upstream..."}``)."""
+    metadata = body.get("metadata")
+    if not isinstance(metadata, dict):
+        return message
+    raw, provider = metadata.get("raw"), metadata.get("provider_name")
+    if isinstance(raw, dict | list):
+        raw = json.dumps(raw, default=str)
+    if not isinstance(raw, str) or not raw.strip():
+        return message
+    where = f"upstream {provider}" if isinstance(provider, str) and provider else "upstream"
+    return f"{message} ({where}: {raw.strip()})"
+
+
 def _provider_message(chain: list[BaseException]) -> str:
-    """The provider's own error message, without the wrappers' prefixes."""
+    """The provider's own error message, without the wrappers' prefixes; a gateway's upstream
+    reason added when its error carries one."""
     body = _error_body(chain)
     if isinstance(body, dict):
         message = body.get("message")
-        return message if isinstance(message, str) else json.dumps(body, default=str)
+        if isinstance(message, str):
+            return _with_upstream(body, message)
+        return json.dumps(body, default=str)
     if isinstance(body, str):
         return body.strip()
     if body is None:
@@ -260,7 +278,27 @@ def _provider_message(chain: list[BaseException]) -> str:
         return stripped
     error = parsed.get("error") if isinstance(parsed, dict) else None
     message = error.get("message") if isinstance(error, dict) else None
-    return message if isinstance(message, str) else stripped
+    if isinstance(message, str) and isinstance(error, dict):
+        return _with_upstream(error, message)
+    return stripped
+
+
+def malformed_tool_call(exc: BaseException) -> str | None:
+    """The provider's words when it rejected the model's own tool call as malformed (Groq's
+    400 ``tool_use_failed``, with the model's text as ``failed_generation``); None otherwise."""
+    chain = chain_of(exc)
+    body = _error_body(chain)
+    if not isinstance(body, dict) or body.get("code") != "tool_use_failed":
+        text = " ".join(str(e) for e in chain)
+        if "tool_use_failed" not in text:
+            return None
+        return text
+    message = body.get("message")
+    generated = body.get("failed_generation")
+    said = message if isinstance(message, str) else "the tool call was malformed"
+    if isinstance(generated, str) and generated:
+        return f"{said}\nThe call you wrote: {generated}"
+    return said
 
 
 def _error_code(chain: list[BaseException]) -> str:
@@ -342,5 +380,6 @@ __all__ = [
     "chain_of",
     "classify",
     "describe",
+    "malformed_tool_call",
     "status_code_of",
 ]

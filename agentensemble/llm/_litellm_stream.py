@@ -74,7 +74,11 @@ async def next_within(iterator: Any, deadline: StreamDeadline) -> Any:
 
 
 async def stream_turn(
-    litellm: Any, kwargs: dict[str, Any], state: StreamAttempts, guard: float
+    litellm: Any,
+    kwargs: dict[str, Any],
+    state: StreamAttempts,
+    guard: float,
+    provider: str = "openai",
 ) -> ChatResponse:
     """Stream one attempt of a model call and assemble its ChatResponse."""
     if state.showed_text:
@@ -86,7 +90,8 @@ async def stream_turn(
             stream = await litellm.acompletion(**request)
     else:
         stream = await asyncio.wait_for(litellm.acompletion(**request), timeout=guard)
-    assembler = StreamAssembler()
+    assembler = StreamAssembler(provider)
+    reasoning = getattr(state.sink, "reasoning", None)  # sinks before ReasoningDelta lack it
     iterator = stream.__aiter__()
     deadline = StreamDeadline(guard)
     while True:
@@ -96,6 +101,8 @@ async def stream_turn(
             break
         deadline.progressed()
         piece = assembler.add(chunk)
+        if assembler.reasoning_piece and reasoning is not None:
+            reasoning(assembler.reasoning_piece)
         if piece:
             state.showed_text = True
             state.sink.text(piece)

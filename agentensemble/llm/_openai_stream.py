@@ -38,6 +38,7 @@ async def stream_turn(request: OpenAIRequest, state: StreamAttempts, guard: floa
     clients = await loop_clients()
     index = clients.acquire()
     assembler = StreamAssembler()
+    reasoning = getattr(state.sink, "reasoning", None)  # sinks before ReasoningDelta lack it
     try:
         async with clients.clients[index].stream(
             "POST",
@@ -68,6 +69,8 @@ async def stream_turn(request: OpenAIRequest, state: StreamAttempts, guard: floa
                 if data == "[DONE]":
                     break
                 piece = assembler.add(parse_json(data, what="a streamed chunk"))
+                if assembler.reasoning_piece and reasoning is not None:
+                    reasoning(assembler.reasoning_piece)
                 if piece:
                     state.showed_text = True
                     state.sink.text(piece)

@@ -74,14 +74,27 @@ def _price(entry: Any, key: str) -> float | None:
     return float(value)
 
 
-def _prices(table: Mapping[str, Any], models: tuple[object, ...]) -> tuple[float, float] | None:
-    """Per-token (prompt, completion) USD of the first of ``models`` ``table`` prices."""
+#: Per-token USD: prompt, completion, cache read, cache write (the last two default to prompt).
+Prices = tuple[float, float, float, float]
+
+
+def _prices(table: Mapping[str, Any], models: tuple[object, ...]) -> Prices | None:
+    """Per-token USD of the first of ``models`` ``table`` prices: prompt, completion, and the
+    cache read and cache write rates (``cache_read_input_token_cost``,
+    ``cache_creation_input_token_cost``; the prompt rate where the table gives none)."""
     for name in _candidates(models):
         entry = table.get(name)
         prompt = _price(entry, "input_cost_per_token")
         completion = _price(entry, "output_cost_per_token")
         if prompt is not None and completion is not None:
-            return prompt, completion
+            read = _price(entry, "cache_read_input_token_cost")
+            write = _price(entry, "cache_creation_input_token_cost")
+            return (
+                prompt,
+                completion,
+                prompt if read is None else read,
+                prompt if write is None else write,
+            )
     return None
 
 
@@ -89,12 +102,16 @@ def _prices(table: Mapping[str, Any], models: tuple[object, ...]) -> tuple[float
 #: only: that table is ours and never changes once read, while litellm's ``model_cost`` (the
 #: table once litellm is loaded) changes in place when a user registers a model, so lookups
 #: in it are never kept. Bounded: a provider's model names are not ours to count.
-_bundled_lookups: dict[tuple[object, ...], tuple[float, float] | None] = {}
+_bundled_lookups: dict[tuple[object, ...], Prices | None] = {}
 _MAX_LOOKUPS = 256
 
 
 def cost_usd(usage: TokenUsage, *models: object) -> float | None:
-    """USD for ``usage`` under the first of ``models`` the price table knows; None if none."""
+    """USD for ``usage`` under the first of ``models`` the price table knows; None if none.
+
+    Cached prompt tokens are priced at the cache read rate and cache writes at the write rate;
+    both are within ``prompt_tokens`` (as providers report them), so the rest pays the full rate.
+    """
     table = price_table()
     if table is _bundled:
         try:
@@ -110,7 +127,11 @@ def cost_usd(usage: TokenUsage, *models: object) -> float | None:
         prices = _prices(table, models)
     if prices is None:
         return None
-    return usage.prompt_tokens * prices[0] + usage.completion_tokens * prices[1]
+    prompt, completion, read, write = prices
+    cached = min(usage.cached_prompt_tokens, usage.prompt_tokens)
+    written = min(usage.cache_write_tokens, usage.prompt_tokens - cached)
+    full = usage.prompt_tokens - cached - written
+    return full * prompt + cached * read + written * write + usage.completion_tokens * completion
 
 
 def add_costs(costs: Iterable[float | None]) -> float | None:

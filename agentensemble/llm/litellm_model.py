@@ -4,11 +4,9 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
-import json
 import sys
-import uuid
 from collections.abc import Awaitable, Callable, Sequence
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import (
     BaseModel,
@@ -24,32 +22,32 @@ from pydantic import (
 from agentensemble.errors import LLMError
 from agentensemble.llm import _model_table, _openai_lane, _openai_stream
 from agentensemble.llm._chain import complete_down, provider_unavailable
-from agentensemble.llm._config_checks import api_base_problem, check_model_settings
+from agentensemble.llm._config_checks import api_base_problem, check_model_settings, provider_of
+from agentensemble.llm._failures import malformed_tool_call
 from agentensemble.llm._lanes import Lane, LaneSetting, choose_lane
 from agentensemble.llm._litellm import is_loaded, load_litellm
 from agentensemble.llm._litellm_stream import StreamAttempts, stream_turn
+from agentensemble.llm._messages import outgoing, outgoing_tools, read_response
 from agentensemble.llm._secrets import masked, register_setting_secrets
 from agentensemble.llm._sendable import sendable
 from agentensemble.llm.rate_limit import RateLimit, rate_limited
 from agentensemble.llm.response_format import ResponseFormat, litellm_supports_schema
 from agentensemble.llm.retry import RetryPolicy
 from agentensemble.llm.streaming import current_sink
-from agentensemble.llm.types import ChatResponse, Message, ToolCall, ToolSpec
-from agentensemble.outputs import TokenUsage
+from agentensemble.llm.types import ChatResponse, Message, ToolSpec
 from agentensemble.redaction import register_secret
 
 #: Extra seconds past ``timeout`` before our own guard cancels a call litellm did not time out.
 _GUARD_SECONDS = 5.0
+#: How many times one call tells the model its tool call was malformed and asks again.
+MAX_TOOL_CORRECTIONS = 2
+TOOL_CORRECTION = (
+    "The provider rejected your last tool call: {words}\n"
+    "Call the tool again with arguments that match its schema."
+)
 
 
-def with_content(message: Message) -> dict[str, Any]:
-    """A copy of ``message`` whose assistant turn carries ``content`` even with only tool calls:
-    ``""``, never missing or null, which chat templates of local servers (llama.cpp,
-    llama-cpp-python, vLLM) require; providers that drop empty text (Anthropic) drop it."""
-    copy = dict(message)
-    if copy.get("role") == "assistant" and copy.get("content") is None:
-        copy["content"] = ""
-    return copy
+ReasoningEffort = Literal["low", "medium", "high"]
 
 
 class LLM(BaseModel):
@@ -60,6 +58,11 @@ class LLM(BaseModel):
     ``max_retries`` retries after the first attempt); the openai SDK's own retries are off.
     Other keyword arguments are passed to ``litellm.acompletion`` as they are.
     ``api_key`` is a SecretStr: it never shows in repr, str or errors.
+    ``reasoning_effort`` asks a reasoning model to think less or more (litellm maps it to each
+    provider's setting: OpenAI's ``reasoning_effort``, Anthropic's and Gemini's thinking
+    budgets). ``prompt_cache`` marks the stable prefix (system text, tool specs) for providers
+    that cache only at breakpoints (Anthropic ``cache_control``); OpenAI-style automatic caching
+    is left alone.
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
@@ -74,6 +77,8 @@ class LLM(BaseModel):
     retry_policy: RetryPolicy | None = None
     rate_limit: RateLimit | None = None
     lane: LaneSetting = "auto"
+    reasoning_effort: ReasoningEffort | None = None
+    prompt_cache: bool = True
     extra: dict[str, Any] = Field(default_factory=dict, repr=False)
     fallbacks: list[LLM] = Field(
         default_factory=list, repr=False, description="models for a turn it cannot answer"
@@ -95,6 +100,8 @@ class LLM(BaseModel):
         retry_policy: RetryPolicy | None = None,
         rate_limit: RateLimit | None = None,
         lane: LaneSetting = "auto",
+        reasoning_effort: ReasoningEffort | None = None,
+        prompt_cache: bool = True,
         fallbacks: Sequence[str | LLM] = (),
         **params: Any,
     ) -> None:
@@ -113,6 +120,8 @@ class LLM(BaseModel):
             retry_policy=retry_policy,
             rate_limit=rate_limit,
             lane=lane,
+            reasoning_effort=reasoning_effort,
+            prompt_cache=prompt_cache,
             extra=extra,
             fallbacks=fallbacks,
         )
@@ -188,6 +197,11 @@ class LLM(BaseModel):
         )
 
     @property
+    def provider(self) -> str:
+        """The litellm provider calls go to (``openai`` for a bare OpenAI name)."""
+        return provider_of(self.model) or "openai"
+
+    @property
     def policy(self) -> RetryPolicy:
         """The retry policy in force."""
         return self.retry_policy or RetryPolicy(max_attempts=self.max_retries + 1)
@@ -200,14 +214,15 @@ class LLM(BaseModel):
     ) -> dict[str, Any]:
         """The keyword arguments for ``litellm.acompletion`` (secrets included: never log)."""
         kwargs: dict[str, Any] = dict(self.extra)
+        provider, cache = self.provider, self.prompt_cache
         kwargs.update(
             model=self.model,
-            messages=sendable([with_content(message) for message in messages]),
+            messages=sendable(outgoing(messages, provider, prompt_cache=cache)),
             timeout=self.timeout,
             max_retries=0,  # the openai SDK retries twice by default; ours is the only layer
         )
         if tools:
-            kwargs["tools"] = sendable(list(tools))
+            kwargs["tools"] = sendable(outgoing_tools(tools, provider, prompt_cache=cache))
             # said explicitly: some OpenAI-compatible servers ignore tools without it
             kwargs.setdefault("tool_choice", "auto")
         if response_format is not None:
@@ -216,6 +231,8 @@ class LLM(BaseModel):
             kwargs["temperature"] = self.temperature
         if self.max_tokens is not None:
             kwargs["max_tokens"] = self.max_tokens
+        if self.reasoning_effort is not None:
+            kwargs["reasoning_effort"] = self.reasoning_effort
         if self.api_base is not None:
             kwargs["api_base"] = self.api_base
         if self.api_key is not None:
@@ -239,13 +256,35 @@ class LLM(BaseModel):
         response_format: ResponseFormat | None = None,
     ) -> ChatResponse:
         """One model turn; ``LLMError`` once the provider fails for good, ``ConfigurationError``
-        (before any request) for settings that cannot work."""
-        if self.fallbacks:  # llm/_chain.py: the next model answers a turn this one cannot
+        (before any request) for settings that cannot work.
+
+        When the provider rejects the model's own tool call as malformed (Groq's
+        ``tool_use_failed``), the model is told what was wrong and asked again, at most
+        ``MAX_TOOL_CORRECTIONS`` times; the correction is not kept in the caller's history.
+        With ``fallbacks``, the next model answers a turn this one cannot (llm/_chain.py)."""
+        if self.fallbacks:
             options = {} if response_format is None else {"response_format": response_format}
             return await complete_down(
                 self.fallback_chain(), messages, tools, options, provider_unavailable
             )
         self.check_settings()
+        sent = list(messages)
+        for corrections in range(MAX_TOOL_CORRECTIONS + 1):
+            try:
+                return await self._complete_once(sent, tools, response_format)
+            except LLMError as error:
+                words = malformed_tool_call(error)
+                if words is None or corrections == MAX_TOOL_CORRECTIONS:
+                    raise
+                sent = [*sent, {"role": "user", "content": TOOL_CORRECTION.format(words=words)}]
+        raise AssertionError("unreachable: the last correction returns or raises")
+
+    async def _complete_once(
+        self,
+        messages: Sequence[Message],
+        tools: Sequence[ToolSpec] | None,
+        response_format: ResponseFormat | None,
+    ) -> ChatResponse:
         kwargs = self.request_kwargs(messages, tools, response_format)
         secrets = [self.api_key.get_secret_value()] if self.api_key is not None else []
         send: Callable[[], Awaitable[Any]]
@@ -276,7 +315,7 @@ class LLM(BaseModel):
                 if stream_request is not None:  # the openai lane (same chunks, same assembly)
                     return await _openai_stream.stream_turn(stream_request, streaming, guard)
                 lite = load_litellm() if is_loaded() else await asyncio.to_thread(load_litellm)
-                return await stream_turn(lite, kwargs, streaming, guard)
+                return await stream_turn(lite, kwargs, streaming, guard, self.provider)
             if sys.version_info >= (3, 11):
                 async with asyncio.timeout(guard):  # no extra task, unlike wait_for
                     return await send()
@@ -286,7 +325,7 @@ class LLM(BaseModel):
             call, label=self.model, secrets=secrets, endpoint=self.api_base
         )
         if not isinstance(response, ChatResponse):
-            response = to_chat_response(response, label=self.model)
+            response = to_chat_response(response, label=self.model, provider=self.provider)
         return dataclasses.replace(response, attempts=attempts)
 
 
@@ -312,52 +351,12 @@ def fallback_models(value: Any) -> Any:
     return models
 
 
-def _get(obj: Any, name: str) -> Any:
-    """Attribute or key access: litellm objects are both, providers' extras are dicts."""
-    if isinstance(obj, dict):
-        return obj.get(name)
-    return getattr(obj, name, None)
-
-
-def _arguments_text(arguments: Any) -> str:
-    if isinstance(arguments, str):
-        return arguments
-    if arguments is None:
-        return "{}"
-    return json.dumps(arguments)
-
-
-def _count(value: Any) -> int:
-    return value if isinstance(value, int) and not isinstance(value, bool) else 0
-
-
-def to_chat_response(response: Any, *, label: str = "llm") -> ChatResponse:
-    """Convert a litellm ``ModelResponse`` into our ChatResponse (tool arguments verbatim)."""
-    choices = _get(response, "choices") or []
-    if not choices:
-        raise LLMError(f"{label}: the provider answered with no choices", attempts=1)
-    choice = choices[0]
-    message = _get(choice, "message")
-    calls = [
-        ToolCall(
-            id=_get(raw, "id") or f"call_{uuid.uuid4().hex[:24]}",
-            name=_get(_get(raw, "function"), "name") or "",
-            arguments=_arguments_text(_get(_get(raw, "function"), "arguments")),
-        )
-        for raw in (_get(message, "tool_calls") or [])
-    ]
-    usage = _get(response, "usage")
-    prompt = _count(_get(usage, "prompt_tokens"))
-    completion = _count(_get(usage, "completion_tokens"))
-    total = _count(_get(usage, "total_tokens")) or prompt + completion
-    content = _get(message, "content")
-    return ChatResponse(
-        content=content if isinstance(content, str) else None,
-        tool_calls=calls,
-        usage=TokenUsage(prompt_tokens=prompt, completion_tokens=completion, total_tokens=total),
-        finish_reason=_get(choice, "finish_reason"),
-        model=_get(response, "model"),
-    )
+def to_chat_response(
+    response: Any, *, label: str = "llm", provider: str = "openai"
+) -> ChatResponse:
+    """Convert a litellm ``ModelResponse`` into our ChatResponse (tool arguments verbatim;
+    reasoning, refusal, usage details and the parts ``provider`` needs back kept)."""
+    return read_response(response, provider=provider, label=label)
 
 
 __all__ = ["LLM", "to_chat_response"]

@@ -3,9 +3,11 @@
 Takes OpenAI-shaped ``chat.completion.chunk`` objects (litellm's stream objects or plain dicts
 from any OpenAI-compatible client), hands back each piece of text as it arrives, and assembles
 the tool calls: a call's first delta brings its ``index``, ``id`` and name; later deltas with
-the same ``index`` append fragments of its arguments. A stream that ends without a finish reason
-was cut off: ``response()`` raises ``IncompleteStreamError`` (a ConnectionError, so the retry
-policy tries again from the start).
+the same ``index`` append fragments of its arguments. Reasoning pieces (``reasoning_content``),
+refusal pieces and Anthropic's streamed thinking blocks (text and signature in pieces) are
+assembled too, so a streamed turn keeps what a whole one keeps. A stream that ends without a
+finish reason was cut off: ``response()`` raises ``IncompleteStreamError`` (a ConnectionError,
+so the retry policy tries again from the start).
 """
 
 from __future__ import annotations
@@ -14,8 +16,14 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Any
 
-from agentensemble.llm.types import ChatResponse, ToolCall
+from agentensemble.llm._messages import read_parts, read_usage
+from agentensemble.llm.types import PROVIDER_KEY, ChatResponse, ToolCall
 from agentensemble.outputs import TokenUsage
+
+#: The refusal of a streamed turn whose words did not reach us: the stream opened a refusal
+#: (``"refusal": ""``) and wrote nothing else. litellm's stream wrapper drops the refusal
+#: pieces that follow (non-streamed answers keep them).
+REFUSAL_UNSAID = "(the provider refused; its streamed words were not passed on)"
 
 
 class IncompleteStreamError(ConnectionError):
@@ -37,32 +45,55 @@ class _PartialCall:
     id: str = ""
     name: str = ""
     arguments: list[str] = field(default_factory=list)
+    fields: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class _Thinking:
+    """One streamed thinking block: its text and signature arrive in pieces."""
+
+    type: str = "thinking"
+    text: list[str] = field(default_factory=list)
+    signature: list[str] = field(default_factory=list)
+    data: str | None = None  # a redacted block's opaque data
+
+    def block(self) -> dict[str, Any]:
+        if self.type == "redacted_thinking":
+            return {"type": self.type, "data": self.data or ""}
+        return {
+            "type": self.type,
+            "thinking": "".join(self.text),
+            "signature": "".join(self.signature),
+        }
 
 
 class StreamAssembler:
     """Feed chunks with ``add``; read the finished turn with ``response``."""
 
-    def __init__(self) -> None:
+    def __init__(self, provider: str = "openai") -> None:
+        self._provider = provider
         self._text: list[str] = []
+        self._reasoning: list[str] = []
+        self._refusal: list[str] = []
+        self._thinking: list[_Thinking] = []
+        self._signatures: list[Any] = []
         self._calls: dict[int, _PartialCall] = {}
         self._finish_reason: str | None = None
         self._usage: TokenUsage | None = None
         self._model: str | None = None
+        self.reasoning_piece = ""  # the reasoning text the last chunk brought ("" for none)
 
     def add(self, chunk: Any) -> str:
         """Take one chunk; returns its new text ("" when it carries none)."""
         model = _get(chunk, "model")
         if isinstance(model, str) and model:
             self._model = model
+        self.reasoning_piece = ""
         usage = _get(chunk, "usage")
         if usage is not None:
-            prompt = _count(_get(usage, "prompt_tokens"))
-            completion = _count(_get(usage, "completion_tokens"))
-            total = _count(_get(usage, "total_tokens")) or prompt + completion
-            if prompt or completion or total:
-                self._usage = TokenUsage(
-                    prompt_tokens=prompt, completion_tokens=completion, total_tokens=total
-                )
+            read = read_usage(usage)
+            if read.prompt_tokens or read.completion_tokens or read.total_tokens:
+                self._usage = read
         choices = _get(chunk, "choices") or []
         if not choices:
             return ""
@@ -75,11 +106,38 @@ class StreamAssembler:
             return ""
         for raw in _get(delta, "tool_calls") or []:
             self._add_call(raw)
+        self._add_reasoning(delta)
+        refusal = _get(delta, "refusal")
+        if isinstance(refusal, str):  # even "": the turn is a refusal (see REFUSAL_UNSAID)
+            self._refusal.append(refusal)
         text = _get(delta, "content")
         if isinstance(text, str) and text:
             self._text.append(text)
             return text
         return ""
+
+    def _add_reasoning(self, delta: Any) -> None:
+        reasoning = _get(delta, "reasoning_content")
+        if isinstance(reasoning, str) and reasoning:
+            self._reasoning.append(reasoning)
+            self.reasoning_piece = reasoning
+        for block in _get(delta, "thinking_blocks") or []:
+            kind = _get(block, "type") or "thinking"
+            if kind == "redacted_thinking":
+                self._thinking.append(_Thinking(type=kind, data=_get(block, "data")))
+                continue
+            if not self._thinking or self._thinking[-1].signature:
+                self._thinking.append(_Thinking())  # a signature ends a block
+            current = self._thinking[-1]
+            text, signature = _get(block, "thinking"), _get(block, "signature")
+            if isinstance(text, str):
+                current.text.append(text)
+            if isinstance(signature, str):
+                current.signature.append(signature)
+        fields = _get(delta, "provider_specific_fields")
+        signatures = _get(fields, "thought_signatures")
+        if isinstance(signatures, list):
+            self._signatures.extend(signatures)
 
     def _add_call(self, raw: Any) -> None:
         index = _get(raw, "index")
@@ -96,6 +154,17 @@ class StreamAssembler:
         arguments = _get(function, "arguments")
         if isinstance(arguments, str):
             call.arguments.append(arguments)
+        fields = _get(raw, "provider_specific_fields") or _get(function, "provider_specific_fields")
+        if isinstance(fields, dict):
+            call.fields.update({k: v for k, v in fields.items() if v is not None})
+
+    def _refusal_text(self, text: str, calls: list[ToolCall]) -> str | None:
+        if not self._refusal:
+            return None
+        words = "".join(self._refusal)
+        if words:
+            return words
+        return None if text or calls else REFUSAL_UNSAID
 
     @property
     def text(self) -> str:
@@ -113,17 +182,29 @@ class StreamAssembler:
                 id=call.id or f"call_{uuid.uuid4().hex[:24]}",
                 name=call.name,
                 arguments="".join(call.arguments) or "{}",
+                provider_fields={**call.fields, PROVIDER_KEY: self._provider}
+                if call.fields
+                else None,
             )
             for _, call in sorted(self._calls.items())
         ]
         text = self.text
+        reasoning = "".join(self._reasoning)
+        message: dict[str, Any] = {"reasoning_content": reasoning or None}
+        if self._thinking:
+            message["thinking_blocks"] = [block.block() for block in self._thinking]
+        if self._signatures:
+            message["provider_specific_fields"] = {"thought_signatures": self._signatures}
         return ChatResponse(
             content=text if text or not calls else None,
             tool_calls=calls,
             usage=self._usage or TokenUsage(),
             finish_reason=self._finish_reason,
             model=self._model,
+            reasoning=reasoning or None,
+            refusal=self._refusal_text(text, calls),
+            provider_parts=read_parts(message, self._provider),
         )
 
 
-__all__ = ["IncompleteStreamError", "StreamAssembler"]
+__all__ = ["REFUSAL_UNSAID", "IncompleteStreamError", "StreamAssembler"]

@@ -14,7 +14,8 @@ from contextlib import contextmanager
 from contextvars import ContextVar
 from typing import Any, Protocol
 
-from agentensemble.events import StreamRestarted, TokenDelta
+from agentensemble.events import ReasoningDelta, StreamRestarted, TokenDelta
+from agentensemble.redaction import redact_text
 from agentensemble.run_context import current_model_call, current_run_id
 
 
@@ -58,6 +59,19 @@ class EventSink:
                 scope.agent_role if scope else "",
                 scope.task_name if scope else None,
                 piece,
+                call_id=scope.call_id if scope else "",
+            )
+        )
+
+    def reasoning(self, piece: str) -> None:
+        """A piece of the model's reasoning: a ``ReasoningDelta``, redacted."""
+        scope = current_model_call()
+        self._emit(
+            ReasoningDelta(
+                current_run_id(),
+                scope.agent_role if scope else "",
+                scope.task_name if scope else None,
+                redact_text(piece),
                 call_id=scope.call_id if scope else "",
             )
         )

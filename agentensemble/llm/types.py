@@ -2,6 +2,12 @@
 
 Messages are plain dicts in the OpenAI chat format (what litellm takes as is); tool specs are
 OpenAI function-calling specs. Anything with an async ``complete`` of this shape is a ChatModel.
+
+An assistant turn may carry what its provider needs back on the next request (``provider_parts``:
+Anthropic's signed thinking blocks, DeepSeek's ``reasoning_content``, Gemini's thought
+signatures). ``to_message`` writes them on the message under the names litellm reads, with the
+provider they came from under ``PROVIDER_KEY``, so a request to another provider can leave them
+out (``LLM.request_kwargs``).
 """
 
 from __future__ import annotations
@@ -17,13 +23,35 @@ Message = dict[str, Any]
 ToolSpec = dict[str, Any]
 
 
+#: The assistant message's key naming the provider its ``provider_parts`` came from.
+PROVIDER_KEY = "_provider"
+
+#: Finish reasons that mean the provider stopped the turn on its content policy.
+FILTER_FINISH_REASONS = frozenset({"content_filter", "safety", "SAFETY", "refusal"})
+
+
 @dataclass(frozen=True)
 class ToolCall:
-    """One function call requested by the model; ``arguments`` is JSON text as the model sent it."""
+    """One function call requested by the model; ``arguments`` is JSON text as the model sent it.
+
+    ``provider_fields``: what the provider attached to the call and needs back with it (Gemini's
+    ``thought_signature``), sent back unchanged on the next turn."""
 
     id: str
     name: str
     arguments: str
+    provider_fields: dict[str, Any] | None = None
+
+
+@dataclass(frozen=True)
+class ProviderPart:
+    """One field of an assistant message a provider needs back exactly as it sent it:
+    ``field`` is the message key litellm reads (``thinking_blocks``, ``reasoning_content``),
+    ``provider`` the litellm provider it came from (``anthropic``, ``deepseek``...)."""
+
+    provider: str
+    field: str
+    value: Any
 
 
 @dataclass(frozen=True)
@@ -36,26 +64,58 @@ class ChatResponse:
     finish_reason: str | None = None
     model: str | None = None
     attempts: int = 1  # tries it took, retries included (set by LLM; 1 for other models)
+    reasoning: str | None = None  # the model's reasoning text, when the provider shows it
+    refusal: str | None = None  # the provider's refusal words (OpenAI ``message.refusal``)
+    provider_parts: tuple[ProviderPart, ...] = ()
+
+    @property
+    def refused(self) -> bool:
+        """Whether the provider refused the turn or stopped it on its content filter."""
+        return bool(self.refusal) or self.finish_reason in FILTER_FINISH_REASONS
 
     def to_message(self) -> Message:
-        """The assistant message to append to the conversation history. ``content`` is ``""``
-        for a turn of only tool calls, never null: local servers' chat templates require it."""
-        return assistant_message(self.content, self.tool_calls)
+        """The assistant message to append to the conversation history: the text as the model
+        wrote it (beside tool calls too), the calls, and the provider parts to send back."""
+        return assistant_message(self.content, self.tool_calls, self.provider_parts)
 
 
-def assistant_message(content: str | None, tool_calls: Sequence[ToolCall] = ()) -> Message:
-    """``ChatResponse(content, tool_calls).to_message()``, without building the response."""
+def assistant_message(
+    content: str | None,
+    tool_calls: Sequence[ToolCall] = (),
+    provider_parts: Sequence[ProviderPart] = (),
+) -> Message:
+    """``ChatResponse(content, tool_calls, ...).to_message()``, without building the response.
+
+    ``content`` is the text, or ``""`` when there is none: how each provider wants a turn of
+    only tool calls is settled when the request is built (``LLM.request_kwargs``)."""
     message: Message = {"role": "assistant", "content": content or ""}
     if tool_calls:
-        message["tool_calls"] = [
-            {
-                "id": call.id,
-                "type": "function",
-                "function": {"name": call.name, "arguments": call.arguments},
-            }
+        message["tool_calls"] = [_call_message(call) for call in tool_calls]
+    for part in provider_parts:
+        message[part.field] = part.value
+        message[PROVIDER_KEY] = part.provider
+    if PROVIDER_KEY not in message and any(call.provider_fields for call in tool_calls):
+        provider = next(
+            str(call.provider_fields.get(PROVIDER_KEY, ""))
             for call in tool_calls
-        ]
+            if call.provider_fields
+        )
+        if provider:
+            message[PROVIDER_KEY] = provider
     return message
+
+
+def _call_message(call: ToolCall) -> dict[str, Any]:
+    entry: dict[str, Any] = {
+        "id": call.id,
+        "type": "function",
+        "function": {"name": call.name, "arguments": call.arguments},
+    }
+    if call.provider_fields:
+        fields = {k: v for k, v in call.provider_fields.items() if k != PROVIDER_KEY}
+        if fields:
+            entry["provider_specific_fields"] = fields
+    return entry
 
 
 @runtime_checkable
@@ -76,9 +136,12 @@ def model_label(model: object) -> str:
 
 
 __all__ = [
+    "FILTER_FINISH_REASONS",
+    "PROVIDER_KEY",
     "ChatModel",
     "ChatResponse",
     "Message",
+    "ProviderPart",
     "ToolCall",
     "ToolSpec",
     "assistant_message",

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import inspect
 import itertools
 import json
@@ -33,6 +34,10 @@ def _usage(messages: Sequence[Message], content: str | None) -> TokenUsage:
 def _streamed(response: ChatResponse) -> ChatResponse:
     """In a streaming run (``Ensemble.astream``), hand the text to the sink piece by piece."""
     sink = current_sink()
+    reasoning = getattr(sink, "reasoning", None)
+    if reasoning is not None and response.reasoning:
+        for piece in stream_pieces(response.reasoning):
+            reasoning(piece)
     if sink is not None and response.content:
         for piece in stream_pieces(response.content):
             sink.text(piece)
@@ -162,12 +167,9 @@ class ScriptedChatModel(_Recording):
             )
         response = self._script.pop(0)
         if response.usage == TokenUsage():
-            response = ChatResponse(
-                content=response.content,
-                tool_calls=response.tool_calls,
-                usage=_usage(messages, response.content),
-                finish_reason=response.finish_reason,
-                model=self.model,
+            # every other field kept: reasoning, refusal and provider parts a test scripted
+            response = dataclasses.replace(
+                response, usage=_usage(messages, response.content), model=self.model
             )
         return _streamed(response)
 

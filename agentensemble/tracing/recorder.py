@@ -29,6 +29,7 @@ from agentensemble.events import (
     LLMCallCompleted,
     LLMCallFailed,
     LLMCallStarted,
+    ReasoningDelta,
     ReviewDecided,
     ReviewRequested,
     StreamRestarted,
@@ -301,6 +302,10 @@ class TraceRecorder:
         response = event.response
         if response is not None:
             turn["content"] = text(response.content)
+            if getattr(response, "reasoning", None):  # redacted, as the content is
+                turn["reasoning"] = text(response.reasoning)
+            if getattr(response, "refusal", None):
+                turn["refusal"] = text(response.refusal)
             reason = response.finish_reason  # from the provider: hostile until checked
             turn["finish_reason"] = reason if isinstance(reason, str) else None
             turn["tool_calls"] = [
@@ -497,6 +502,7 @@ _HANDLERS: dict[type, Any] = {  # None: ignored
     EnsembleCompleted: None,
     EnsembleFailed: None,
     TokenDelta: None,
+    ReasoningDelta: None,
     StreamRestarted: None,
     ReviewRequested: TraceRecorder._review_requested,
     ReviewDecided: TraceRecorder._review_decided,

@@ -64,6 +64,8 @@ class ModelTurn(_Model):
     message_count: int = 0
     messages: list[dict[str, Any]] | None = None
     content: str | None = None
+    reasoning: str | None = None  # the model's reasoning text (redacted), when shown
+    refusal: str | None = None  # the provider's refusal words
     tool_calls: list[RequestedToolCall] = Field(default_factory=list)
     finish_reason: str | None = None
     usage: TokenCounts = Field(default_factory=TokenCounts)

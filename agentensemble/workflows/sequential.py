@@ -8,7 +8,7 @@ from datetime import timedelta
 from typing import Any
 
 from agentensemble._interrupts import ends_the_run, keep_outputs
-from agentensemble.errors import ExitEarlyError, TaskExecutionError
+from agentensemble.errors import ExitEarlyError, ModelRefusalError, TaskExecutionError
 from agentensemble.logging import get_logger
 from agentensemble.outputs import EnsembleOutput, ExitReason
 from agentensemble.workflows.base import PreparedTask  # re-exported: it used to live here
@@ -32,6 +32,10 @@ def run_error(error: BaseException, step: Step, position: int, state: RunState) 
         error.completed_outputs = outputs
         return error
     index, task = state.failed if state.failed is not None else (position, step.source)
+    if isinstance(error, ModelRefusalError) and error.task is None:  # raised as itself
+        error.task, error.completed_outputs = task, outputs
+        error.args = (f"Task {index} ({step_label(task)!r}) failed: {error}",)
+        return error
     wrapped = TaskExecutionError(
         f"Task {index} ({step_label(task)!r}) failed: {type(error).__name__}: {error}",
         task=task,

@@ -1,0 +1,253 @@
+"""Our message model <-> litellm's: the one conversion every model call goes through.
+
+Pure functions, no I/O. ``read_response`` turns litellm's answer (or a plain OpenAI-shaped dict)
+into a ``ChatResponse`` with reasoning, refusal, usage details and the parts the provider needs
+back; ``outgoing`` turns our history into what a request to ``provider`` sends: provider parts
+only to the provider they came from, no empty text part for providers that build content blocks,
+and Anthropic ``cache_control`` breakpoints on the stable prefix when prompt caching is on.
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from collections.abc import Sequence
+from typing import Any
+
+from agentensemble.errors import LLMError
+from agentensemble.llm.types import (
+    PROVIDER_KEY,
+    ChatResponse,
+    Message,
+    ProviderPart,
+    ToolCall,
+    ToolSpec,
+)
+from agentensemble.outputs import TokenUsage
+
+#: Providers litellm converts into content blocks (Anthropic messages, Gemini parts, Bedrock
+#: Converse): an assistant turn of only tool calls goes with no text at all, since an empty
+#: string becomes an empty ``{"text": ""}`` part or litellm's "[System: Empty message content
+#: sanitised...]" placeholder. Everyone else (the OpenAI wire: OpenAI, DeepSeek, Groq,
+#: OpenRouter, vLLM, llama.cpp, Ollama...) gets ``""``: local servers' chat templates need it.
+BLOCK_PROVIDERS = frozenset(
+    {"anthropic", "gemini", "vertex_ai", "vertex_ai_beta", "bedrock", "bedrock_converse"}
+)
+#: Gemini's providers: thoughts and thought signatures go back, not Anthropic-style blocks.
+GEMINI_PROVIDERS = frozenset({"gemini", "vertex_ai", "vertex_ai_beta"})
+#: Providers that need explicit cache breakpoints; OpenAI-style caching is automatic.
+BREAKPOINT_PROVIDERS = frozenset({"anthropic", "bedrock", "vertex_ai"})
+#: Assistant-message fields a provider reads back (what ``ProviderPart.field`` may name).
+PART_FIELDS = ("thinking_blocks", "reasoning_content", "provider_specific_fields")
+
+_EPHEMERAL = {"type": "ephemeral"}
+
+
+def _get(obj: Any, name: str) -> Any:
+    """Attribute or key access: litellm objects are both, providers' extras are dicts."""
+    if isinstance(obj, dict):
+        return obj.get(name)
+    return getattr(obj, name, None)
+
+
+def _count(value: Any) -> int:
+    return value if isinstance(value, int) and not isinstance(value, bool) else 0
+
+
+def _plain(value: Any) -> Any:
+    """A litellm object as plain JSON-like data (dicts, lists, strings), to keep and resend."""
+    if isinstance(value, dict):
+        return {str(k): _plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    dump = getattr(value, "model_dump", None)
+    if callable(dump):
+        return _plain(dump())
+    return value
+
+
+def read_usage(usage: Any) -> TokenUsage:
+    """Token counts from any provider's usage shape, as litellm hands them on.
+
+    Cached reads: ``prompt_tokens_details.cached_tokens`` (OpenAI, and litellm's Anthropic and
+    Gemini mapping), ``cache_read_input_tokens`` (Anthropic), ``prompt_cache_hit_tokens``
+    (DeepSeek). Cache writes: ``cache_creation_input_tokens`` (Anthropic) or
+    ``prompt_tokens_details.cache_creation_tokens`` / ``cache_write_tokens`` (OpenAI). Reasoning:
+    ``completion_tokens_details.reasoning_tokens``. Cached and written tokens are counted within
+    ``prompt_tokens``, as providers report it (litellm adds Anthropic's in).
+    """
+    if usage is None:
+        return TokenUsage()
+    prompt = _count(_get(usage, "prompt_tokens"))
+    completion = _count(_get(usage, "completion_tokens"))
+    total = _count(_get(usage, "total_tokens")) or prompt + completion
+    prompt_details = _get(usage, "prompt_tokens_details")
+    completion_details = _get(usage, "completion_tokens_details")
+    cached = (
+        _count(_get(prompt_details, "cached_tokens"))
+        or _count(_get(usage, "cache_read_input_tokens"))
+        or _count(_get(usage, "prompt_cache_hit_tokens"))
+    )
+    written = (
+        _count(_get(usage, "cache_creation_input_tokens"))
+        or _count(_get(prompt_details, "cache_creation_tokens"))
+        or _count(_get(prompt_details, "cache_write_tokens"))
+    )
+    reasoning = _count(_get(completion_details, "reasoning_tokens"))
+    return TokenUsage(
+        prompt_tokens=prompt,
+        completion_tokens=completion,
+        total_tokens=total,
+        cached_prompt_tokens=min(cached, prompt) if prompt else cached,
+        cache_write_tokens=written,
+        reasoning_tokens=reasoning,
+    )
+
+
+def _arguments_text(arguments: Any) -> str:
+    if isinstance(arguments, str):
+        return arguments
+    if arguments is None:
+        return "{}"
+    return json.dumps(arguments)
+
+
+def read_call(raw: Any, provider: str) -> ToolCall:
+    """One tool call, arguments verbatim; the provider's own fields on it kept to send back."""
+    function = _get(raw, "function")
+    fields = _get(raw, "provider_specific_fields") or _get(function, "provider_specific_fields")
+    kept = {k: _plain(v) for k, v in fields.items() if v is not None} if fields else {}
+    if kept:
+        kept[PROVIDER_KEY] = provider
+    return ToolCall(
+        id=_get(raw, "id") or f"call_{uuid.uuid4().hex[:24]}",
+        name=_get(function, "name") or "",
+        arguments=_arguments_text(_get(function, "arguments")),
+        provider_fields=kept or None,
+    )
+
+
+def read_parts(message: Any, provider: str) -> tuple[ProviderPart, ...]:
+    """What the provider needs back from this turn, in the fields litellm reads back: Anthropic's
+    thinking blocks with their signatures; Gemini's thoughts and thought signatures; the
+    ``reasoning_content`` DeepSeek-style APIs take back."""
+    reasoning = _get(message, "reasoning_content")
+    reasoning = reasoning if isinstance(reasoning, str) and reasoning else None
+    if provider in GEMINI_PROVIDERS:
+        parts: list[ProviderPart] = []
+        if reasoning is not None:
+            parts.append(ProviderPart(provider, "reasoning_content", reasoning))
+        fields = _get(message, "provider_specific_fields")
+        signatures = _get(fields, "thought_signatures")
+        if signatures:
+            value = {"thought_signatures": _plain(signatures)}
+            parts.append(ProviderPart(provider, "provider_specific_fields", value))
+        return tuple(parts)
+    blocks = _get(message, "thinking_blocks")
+    if blocks:
+        return (ProviderPart(provider, "thinking_blocks", _plain(blocks)),)
+    if reasoning is not None and provider not in BLOCK_PROVIDERS:
+        return (ProviderPart(provider, "reasoning_content", reasoning),)
+    return ()
+
+
+def read_refusal(message: Any) -> str | None:
+    """The provider's refusal words (OpenAI ``message.refusal``), wherever litellm put them."""
+    refusal = _get(message, "refusal")
+    if not refusal:
+        refusal = _get(_get(message, "provider_specific_fields"), "refusal")
+    return refusal if isinstance(refusal, str) and refusal else None
+
+
+def read_response(response: Any, *, provider: str, label: str = "llm") -> ChatResponse:
+    """Convert a litellm ``ModelResponse`` (or an OpenAI-shaped dict) into our ChatResponse."""
+    choices = _get(response, "choices") or []
+    if not choices:
+        raise LLMError(f"{label}: the provider answered with no choices", attempts=1)
+    choice = choices[0]
+    message = _get(choice, "message")
+    content = _get(message, "content")
+    reasoning = _get(message, "reasoning_content")
+    return ChatResponse(
+        content=content if isinstance(content, str) else None,
+        tool_calls=[read_call(raw, provider) for raw in (_get(message, "tool_calls") or [])],
+        usage=read_usage(_get(response, "usage")),
+        finish_reason=_get(choice, "finish_reason"),
+        model=_get(response, "model"),
+        reasoning=reasoning if isinstance(reasoning, str) and reasoning else None,
+        refusal=read_refusal(message),
+        provider_parts=read_parts(message, provider),
+    )
+
+
+def _outgoing_call(call: dict[str, Any]) -> dict[str, Any]:
+    """A tool call without the provider fields another provider gave it."""
+    if "provider_specific_fields" not in call:
+        return call
+    return {key: value for key, value in call.items() if key != "provider_specific_fields"}
+
+
+def outgoing_message(message: Message, provider: str | None) -> Message:
+    """One history message as a request to ``provider`` sends it (see the module doc)."""
+    if message.get("role") != "assistant":
+        return message
+    copy = dict(message)
+    source = copy.pop(PROVIDER_KEY, None)
+    if source != provider:  # another provider's parts: never sent where they are not known
+        # (a message without a source has none: it was not built from a provider's answer)
+        for name in PART_FIELDS:
+            copy.pop(name, None)
+    calls = copy.get("tool_calls")
+    if calls and source != provider:
+        copy["tool_calls"] = [_outgoing_call(c) if isinstance(c, dict) else c for c in calls]
+    content = copy.get("content")
+    if provider in BLOCK_PROVIDERS:
+        if not content and calls:
+            copy["content"] = None  # no empty text block beside the calls
+    elif content is None:
+        copy["content"] = ""  # chat templates of local servers need a string
+    return copy
+
+
+def _cached_system(message: Message) -> Message:
+    content = message.get("content")
+    if isinstance(content, str) and content:
+        blocks: list[Any] = [{"type": "text", "text": content, "cache_control": _EPHEMERAL}]
+        return {**message, "content": blocks}
+    return message
+
+
+def outgoing(
+    messages: Sequence[Message], provider: str | None, *, prompt_cache: bool = False
+) -> list[Message]:
+    """The history as a request to ``provider`` sends it; with ``prompt_cache`` and a provider
+    that needs breakpoints, the system messages are marked as the cached prefix."""
+    sent = [outgoing_message(message, provider) for message in messages]
+    if prompt_cache and provider in BREAKPOINT_PROVIDERS:
+        sent = [_cached_system(m) if m.get("role") == "system" else m for m in sent]
+    return sent
+
+
+def outgoing_tools(
+    tools: Sequence[ToolSpec], provider: str | None, *, prompt_cache: bool = False
+) -> list[ToolSpec]:
+    """Tool specs as sent; the last one carries the cache breakpoint for providers needing it
+    (Anthropic caches everything up to and including the marked tool)."""
+    sent = list(tools)
+    if prompt_cache and sent and provider in BREAKPOINT_PROVIDERS:
+        sent[-1] = {**sent[-1], "cache_control": _EPHEMERAL}
+    return sent
+
+
+__all__ = [
+    "BLOCK_PROVIDERS",
+    "BREAKPOINT_PROVIDERS",
+    "outgoing",
+    "outgoing_message",
+    "outgoing_tools",
+    "read_call",
+    "read_parts",
+    "read_refusal",
+    "read_response",
+    "read_usage",
+]

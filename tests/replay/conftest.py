@@ -1,0 +1,39 @@
+"""Replay tests: real provider traffic from other projects' recordings (``corpus/``, sources in
+``SOURCES.md``) served by ``replay_server.ReplayServer`` on 127.0.0.1."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from contextlib import ExitStack
+from typing import Any
+
+import pytest
+from replay_server import ReplayServer, responses
+
+from agentensemble import LLM, RetryPolicy
+
+#: No waiting between tries: a replayed answer is never transient.
+NO_RETRY = RetryPolicy(max_attempts=1)
+
+
+@pytest.fixture
+def replay() -> Iterator[Callable[..., ReplayServer]]:
+    """``replay("anthropic/thinking_tools")`` starts a server answering with that recording's
+    responses (all, or those at the given indices), closed when the test ends."""
+    with ExitStack() as stack:
+
+        def start(name: str, *indices: int) -> ReplayServer:
+            return stack.enter_context(ReplayServer(responses(name, *indices)))
+
+        yield start
+
+
+def model(name: str, server: ReplayServer, *, suffix: str = "", **settings: Any) -> LLM:
+    """An ``LLM`` for ``name`` pointed at ``server`` (``suffix``: the path its base URL needs)."""
+    return LLM(
+        name,
+        api_base=server.url + suffix,
+        api_key="test-key",
+        retry_policy=NO_RETRY,
+        **{"lane": "litellm", **settings},
+    )
