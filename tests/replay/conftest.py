@@ -5,15 +5,9 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from contextlib import ExitStack
-from typing import Any
 
 import pytest
 from replay_server import ReplayServer, responses
-
-from agentensemble import LLM, RetryPolicy
-
-#: No waiting between tries: a replayed answer is never transient.
-NO_RETRY = RetryPolicy(max_attempts=1)
 
 
 @pytest.fixture
@@ -26,14 +20,3 @@ def replay() -> Iterator[Callable[..., ReplayServer]]:
             return stack.enter_context(ReplayServer(responses(name, *indices)))
 
         yield start
-
-
-def model(name: str, server: ReplayServer, *, suffix: str = "", **settings: Any) -> LLM:
-    """An ``LLM`` for ``name`` pointed at ``server`` (``suffix``: the path its base URL needs)."""
-    return LLM(
-        name,
-        api_base=server.url + suffix,
-        api_key="test-key",
-        retry_policy=NO_RETRY,
-        **{"lane": "litellm", **settings},
-    )

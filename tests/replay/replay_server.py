@@ -18,6 +18,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
+from agentensemble import LLM, RetryPolicy
+
 CORPUS = Path(__file__).parent / "corpus"
 
 #: Which recorded path a request may take, by the family's endpoint.
@@ -170,11 +172,28 @@ class ReplayServer:
         self._server.server_close()
 
 
+#: No waiting between tries: a replayed answer is never transient.
+NO_RETRY = RetryPolicy(max_attempts=1)
+
+
+def model(name: str, server: ReplayServer, *, suffix: str = "", **settings: Any) -> LLM:
+    """An ``LLM`` for ``name`` pointed at ``server`` (``suffix``: the path its base URL needs)."""
+    return LLM(
+        name,
+        api_base=server.url + suffix,
+        api_key="test-key",
+        retry_policy=NO_RETRY,
+        **{"lane": "litellm", **settings},
+    )
+
+
 __all__ = [
     "CORPUS",
+    "NO_RETRY",
     "Received",
     "ReplayServer",
     "load",
+    "model",
     "recorded_request",
     "responses",
     "sse_data",

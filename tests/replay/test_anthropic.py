@@ -7,8 +7,7 @@ import json
 from typing import Any
 
 import pytest
-from conftest import model
-from replay_server import load
+from replay_server import load, model
 
 from agentensemble import Agent, Ensemble, Task, tool
 from agentensemble.llm.cost import cost_usd, price_table

@@ -7,8 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from conftest import model
-from replay_server import load
+from replay_server import load, model
 
 from agentensemble import Agent, Ensemble, ReasoningDelta, Task, TokenDelta, tool
 from agentensemble.llm.types import ProviderPart

@@ -7,8 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from conftest import model
-from replay_server import load, sse_data
+from replay_server import load, model, sse_data
 
 from agentensemble import Agent, Ensemble, ModelRefusalError, Task, tool
 

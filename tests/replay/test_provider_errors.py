@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from conftest import model
+from replay_server import model
 
 from agentensemble import LLMError
 from agentensemble.llm.litellm_model import MAX_TOOL_CORRECTIONS
