@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import field
 from datetime import timedelta
 from functools import partial
@@ -68,7 +68,7 @@ from agentensemble.tools.metrics import ToolMetricsRegistry
 from agentensemble.tools.return_rule import should_return_immediately
 
 if TYPE_CHECKING:
-    from agentensemble.tools.resolver import ResolvedTools
+    from agentensemble.tools.resolver import ExecutableTool, ResolvedTools
 
 MAX_STOPS = 3
 STOP_MESSAGE = (
@@ -162,6 +162,7 @@ class AgentExecutor:
         self._stops = 0
         self._transcript = Transcript(task.role) if task.verbose else None
         self._costs: list[float | None] = []
+        self._model_step = f"model:{task.role}"
 
     def _user_prompt(self, *, schema_in_prompt: bool) -> str:
         task = self.task
@@ -239,11 +240,11 @@ class AgentExecutor:
     async def _run(self) -> TaskOutput:
         started = self._started if self._started is not None else time.perf_counter()
         await self._prepare()
-        specs = self.task.tools.specs if self.task.tools is not None else None  # [] for none
+        complete = self._completion()
         corrections = 0
         nudged = False
         while True:
-            response = await self._ask_model(specs)
+            response = await self._ask_model(complete)
             if response.tool_calls:
                 immediate = await self._run_tool_calls(response.tool_calls)
                 if immediate is not None:
@@ -273,7 +274,18 @@ class AgentExecutor:
             self.messages.append({"role": "assistant", "content": text})
             self.messages.append({"role": "user", "content": feedback})
 
-    async def _ask_model(self, specs: list[dict[str, Any]] | None) -> ChatResponse:
+    def _completion(self) -> Callable[[list[Message]], Awaitable[ChatResponse]]:
+        """The model's ``complete`` with this task's tools and output format bound (fixed once
+        ``_prepare`` chose the format's route): each turn passes only the messages."""
+        specs = self.task.tools.specs if self.task.tools is not None else None
+        options: dict[str, Any] = {"tools": specs or None}
+        if self._format is not None:  # a model that said it takes the format
+            options["response_format"] = self._format
+        return partial(self.task.model.complete, **options)
+
+    async def _ask_model(
+        self, complete: Callable[[list[Message]], Awaitable[ChatResponse]]
+    ) -> ChatResponse:
         if self._transcript is not None:
             self._transcript.messages(self.messages)
         role, name, emitter = self.task.role, self.task.task_name, self._emitter
@@ -281,20 +293,11 @@ class AgentExecutor:
         if emitter is not None:
             emitter.emit(LLMCallStarted(role, label, call_id, name, list(self.messages)))
         started = time.perf_counter()
-        complete: Any = self.task.model.complete  # a model that said it takes the format
-        options: dict[str, Any] = {}
-        if self._format is not None:
-            options["response_format"] = self._format
         try:
             with model_call_scope(role, name, call_id):
-                if checkpointing():  # a durable run: the turn is a step of it
-                    response: ChatResponse = await as_step(
-                        "model",
-                        f"model:{role}",
-                        lambda: complete(self.messages, tools=specs or None, **options),
-                    )
-                else:  # what as_step does with no step runner, without its frame and lambda
-                    response = await complete(self.messages, tools=specs or None, **options)
+                response: ChatResponse = await as_step(
+                    "model", self._model_step, complete, self.messages
+                )
         except Exception as error:
             if emitter is not None:
                 failed_after = timedelta(seconds=time.perf_counter() - started)
@@ -440,19 +443,14 @@ class AgentExecutor:
             result = ToolResult.failure(f"Unknown tool '{call.name}'. Available tools: {available}")
             duration = time.perf_counter() - started
             return _CallOutcome(call, result, ReturnBehavior.TO_LLM, duration, True)
-        if checkpointing():  # a durable run: the call is a step of it
-
-            async def redacted_call() -> ToolCallResult:
-                return _redacted_call(await tool.call(call.arguments))
-
-            called = await as_step(
-                "tool",
-                f"tool:{call.name}",
-                redacted_call,
-                durable_itself=self._checkpoints_itself(call.name),
-            )
-        else:  # what as_step does with no step runner: the call itself, without a frame
-            called = _redacted_call(await tool.call(call.arguments))
+        called = await as_step(
+            "tool",
+            f"tool:{call.name}",
+            _redacted_call,
+            tool,
+            call.arguments,
+            durable_itself=self._checkpoints_itself(call.name),
+        )
         duration = time.perf_counter() - started
         return _CallOutcome(
             call, called.result, tool.return_behavior, duration, True, called.ran_with
@@ -514,9 +512,11 @@ class AgentExecutor:
         )
 
 
-def _redacted_call(called: ToolCallResult) -> ToolCallResult:
-    """What a durable run checkpoints (a record outside the process) and what an IMMEDIATE
-    tool returns pass the redaction policy, as the model's text does."""
+async def _redacted_call(tool: ExecutableTool, arguments: str) -> ToolCallResult:
+    """One call of ``tool``, its result through the redaction policy, as the model's text is:
+    what a durable run checkpoints (a record outside the process) and what an IMMEDIATE tool
+    returns."""
+    called = await tool.call(arguments)
     shown = _redacted(called.result)
     if shown is called.result:  # nothing to redact: no copy
         return called

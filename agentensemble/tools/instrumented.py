@@ -20,7 +20,6 @@ from agentensemble.errors import (
     ToolArgumentsError,
     ToolExecutionError,
 )
-from agentensemble.steps import checkpointing
 from agentensemble.tools import _approval, _gate
 from agentensemble.tools._sync import in_worker_thread, run_coroutine_sync
 from agentensemble.tools._tool_errors import model_text, warn_tool_exception
@@ -194,14 +193,10 @@ class InstrumentedTool(AgentTool, Generic[InputT]):
                 if isinstance(approved, ToolResult):
                     return approved
                 parsed = approved
-        if not checkpointing():  # ``run_body`` with no step runner: the body, detached
-            with _gate.detached():
-                return self._to_result(await self.ado_execute(parsed))
+        return await _gate.run_body(self.name, self, self._body, parsed)
 
-        async def body() -> ToolResult:
-            return self._to_result(await self.ado_execute(parsed))
-
-        return await _gate.run_body(self.name, self, body)
+    async def _body(self, parsed: InputT) -> ToolResult:
+        return self._to_result(await self.ado_execute(parsed))
 
     def _may_need_approval(self) -> bool:
         """False when no call can need approval (``requires_approval`` False, the default, and

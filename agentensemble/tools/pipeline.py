@@ -392,9 +392,7 @@ async def _run_plain_stage(stage: _Stage, tool_input: str, context: ToolContext)
             tool_input = gated
             plain = stage.tool
             # a step of its own when the pipeline runs in a durable run itself (else a plain call)
-            result = await _gate.run_body(
-                stage.name, plain, lambda: _gate.as_result(plain.aexecute(tool_input))
-            )
+            result = await _gate.run_body(stage.name, plain, _gate.run_plain, plain, tool_input)
     except BaseException as exc:
         if ends_the_run(exc) or stops_the_run(exc):
             raise

@@ -182,9 +182,8 @@ class ExecutableTool:
             if self._instrumented:  # its own gate notes an edit; its body runs detached
                 result = as_tool_result(await self.tool.aexecute(tool_input))
             else:
-                body = self.tool.aexecute
                 result = await _gate.run_body(
-                    self.name, self.tool, lambda: _gate.as_result(body(tool_input))
+                    self.name, self.tool, _gate.run_plain, self.tool, tool_input
                 )
         except BaseException as exc:
             if ends_the_run(exc):
