@@ -38,16 +38,18 @@ class StepRunner(Protocol):
 _runner: ContextVar[StepRunner | None] = ContextVar("agentensemble_step_runner", default=None)
 
 
-async def as_step(
+def as_step(
     kind: StepKind,
     name: str,
     fn: Callable[..., Awaitable[T]],
     *args: Any,
     durable_itself: bool = False,
-) -> T:
-    """``await fn(*args)`` as a step of the current run; with no runner installed (a plain run),
-    exactly that call: the one place that decides, so callers pass the callable and its
-    arguments (no lambda, no closure) and never test for a runner themselves.
+) -> Awaitable[T]:
+    """``fn(*args)`` as a step of the current run, to be awaited; with no runner installed (a
+    plain run), exactly that call: the one place that decides, so callers pass the callable
+    and its arguments (no lambda, no closure) and never test for a runner themselves. (A plain
+    function handing back the awaitable: in a plain run no frame of its own sits between the
+    caller and the call.)
 
     ``durable_itself``: the call makes its own durable operations (a delegation, a review
     handler that waits for a message across restarts); a runner must let it run in the run
@@ -55,9 +57,9 @@ async def as_step(
     """
     runner = _runner.get()
     if runner is None:
-        return await fn(*args)
+        return fn(*args)
     call = partial(fn, *args) if args else fn
-    return await runner.run_step(kind, name, call, durable_itself=durable_itself)
+    return runner.run_step(kind, name, call, durable_itself=durable_itself)
 
 
 def step_key() -> str | None:

@@ -149,7 +149,10 @@ class ToolTurns:
             loop=asyncio.get_running_loop(),  # set here: use_tool_context need not copy it
         )
         with use_tool_context(context):
-            executed = await self._run_calls(shape, running, context.stopped)
+            if shape == "alone":
+                executed = [await run_alone(self._run_one(*running[0]), context.stopped)]
+            else:
+                executed = await self._run_calls(shape, running, context.stopped)
         stopped = [
             _CallOutcome(
                 call,
@@ -183,8 +186,7 @@ class ToolTurns:
         running: list[tuple[ToolCall, ExecutableTool | None]],
         stopped: threading.Event,
     ) -> list[_CallOutcome]:
-        if shape == "alone":
-            return [await run_alone(self._run_one(*running[0]), stopped)]
+        """Every shape but ``alone`` (awaited in ``run`` itself, with no frame of its own)."""
         if shape == "together":
             return await run_turn([self._run_one(*pair) for pair in running], stopped)
         scopes = branches(len(running)) if shape == "branches" else None
@@ -218,7 +220,7 @@ class ToolTurns:
             return _CallOutcome(call, result, ReturnBehavior.TO_LLM, duration, True)
         called = await as_step(
             "tool",
-            f"tool:{call.name}",
+            tool.step_name,
             _redacted_call,
             tool,
             call.arguments,

@@ -111,6 +111,7 @@ class ExecutableTool:
     ) -> None:
         self.tool = tool
         self.name = name
+        self.step_name = f"tool:{name}"  # its calls' name as steps of a durable run
         self.description = description
         self.return_behavior = return_behavior
         self.plan = plan
