@@ -21,6 +21,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 WARM_UP = 30
+CALLGRIND = ("valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null")
 PROBE = """
 import sys
 sys.path.insert(0, {tree!r})
@@ -42,8 +43,7 @@ def count(tree: Path, runs: int) -> int:
     env = {**os.environ, "PYTHONDONTWRITEBYTECODE": "0"}
     subprocess.run([sys.executable, "-c", code], env=env, check=True, cwd=tree)  # bytecode
     done = subprocess.run(
-        ["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null", sys.executable, "-c"]
-        + [code],
+        [*CALLGRIND, sys.executable, "-c", code],
         env=env,
         capture_output=True,
         text=True,
