@@ -16,7 +16,8 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable, Iterator
 from contextlib import AbstractContextManager, contextmanager
 from contextvars import ContextVar
-from typing import Literal, Protocol, TypeVar
+from functools import partial
+from typing import Any, Literal, Protocol, TypeVar
 
 T = TypeVar("T")
 StepKind = Literal["model", "tool", "review"]
@@ -37,22 +38,28 @@ class StepRunner(Protocol):
 _runner: ContextVar[StepRunner | None] = ContextVar("agentensemble_step_runner", default=None)
 
 
-async def as_step(
+def as_step(
     kind: StepKind,
     name: str,
-    call: Callable[[], Awaitable[T]],
-    *,
+    fn: Callable[..., Awaitable[T]],
+    *args: Any,
     durable_itself: bool = False,
-) -> T:
-    """Run ``call`` as a step of the current run (a plain call when no runner is installed).
+) -> Awaitable[T]:
+    """``fn(*args)`` as a step of the current run, to be awaited; with no runner installed (a
+    plain run), exactly that call: the one place that decides, so callers pass the callable
+    and its arguments (no lambda, no closure) and never test for a runner themselves. (A plain
+    function handing back the awaitable: in a plain run no frame of its own sits between the
+    caller and the call.)
 
-    ``durable_itself``: the call makes its own durable operations (a review handler that waits
-    for a message across restarts); a runner must let it run in the run itself, not in a step.
+    ``durable_itself``: the call makes its own durable operations (a delegation, a review
+    handler that waits for a message across restarts); a runner must let it run in the run
+    itself, not in a step.
     """
     runner = _runner.get()
     if runner is None:
-        return await call()
-    return await runner.run_step(kind, name, call, durable_itself=durable_itself)
+        return fn(*args)
+    call = partial(fn, *args) if args else fn
+    return runner.run_step(kind, name, call, durable_itself=durable_itself)
 
 
 def step_key() -> str | None:
@@ -72,7 +79,8 @@ def step_key() -> str | None:
 
 
 def checkpointing() -> bool:
-    """Whether a step runner is installed (a durable run): calls must start in replay order."""
+    """Whether a step runner is installed (a durable run): the calls of a tool turn must start
+    in replay order (the turn's plan reads it once; a call never needs to: see ``as_step``)."""
     return _runner.get() is not None
 
 

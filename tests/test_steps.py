@@ -99,8 +99,8 @@ async def test_a_managers_delegations_of_one_turn_run_one_after_another_when_che
 
 
 async def test_a_plain_tool_run_asks_the_runner_for_every_step_and_runs_alike_without_one() -> None:
-    # without a runner the executor and the tool skip ``as_step`` (a plain call): the same
-    # run with a runner installed must still see the model turns and both tool layers
+    # without a runner ``as_step`` is the plain call itself: the same run with a runner
+    # installed must still see the model turns and both tool layers
     from agentensemble import tool
 
     ran: list[str] = []
@@ -135,3 +135,14 @@ async def test_a_plain_tool_run_asks_the_runner_for_every_step_and_runs_alike_wi
             None,
         )
         assert output.raw == "done"
+
+
+async def test_a_step_takes_the_callable_and_its_arguments_with_or_without_a_runner() -> None:
+    async def add(a: int, b: int) -> int:
+        return a + b
+
+    assert await as_step("tool", "tool:add", add, 2, 3) == 5
+    runner = RecordingRunner()
+    with use_step_runner(runner):
+        assert await as_step("tool", "tool:add", add, 4, 5, durable_itself=True) == 9
+    assert runner.steps == [("tool", "tool:add", True)]

@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-import asyncio
-import dataclasses
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import field
 from datetime import timedelta
 from functools import partial
@@ -15,22 +13,14 @@ from agentensemble._dataclass import dataclass
 from agentensemble.errors import (
     AgentEnsembleError,
     AgentExecutionError,
-    MaxIterationsExceededError,
     ModelRefusalError,
     OutputParsingError,
 )
-from agentensemble.events import (
-    EventEmitter,
-    LLMCallCompleted,
-    LLMCallFailed,
-    LLMCallStarted,
-    ToolCallCompleted,
-    ToolCallStarted,
-)
+from agentensemble.events import LLMCallCompleted, LLMCallFailed, LLMCallStarted
 from agentensemble.execution._instructions import computed_instructions
 from agentensemble.execution._recall import show_recollection
-from agentensemble.execution._turn import in_scope, run_alone, run_in_order, run_turn
 from agentensemble.execution._verbose import Transcript
+from agentensemble.execution.env import ExecutionEnv
 from agentensemble.execution.guardrails import (
     check_input,
     first_failure,
@@ -50,8 +40,9 @@ from agentensemble.execution.structured import (
     parse_output,
     response_format,
 )
+from agentensemble.execution.tool_turn import ToolTurns
 from agentensemble.guardrails import GuardrailInput
-from agentensemble.limits import after_model_call, before_model_call, before_tool_call
+from agentensemble.limits import after_model_call, before_model_call
 from agentensemble.llm._chain import answered_by
 from agentensemble.llm.cost import add_costs, cost_usd
 from agentensemble.llm.response_format import ResponseFormat, supports_response_format
@@ -59,31 +50,19 @@ from agentensemble.llm.types import (
     ChatModel,
     ChatResponse,
     Message,
-    ToolCall,
-    assistant_message,
     model_label,
 )
 from agentensemble.logging import get_logger
-from agentensemble.outputs import ReturnBehavior, TaskOutput, ToolCallRecord, no_usage
+from agentensemble.outputs import TaskOutput, ToolCallRecord, no_usage
 from agentensemble.redaction import redact_text
 from agentensemble.run_context import model_call_scope, new_id_hex
-from agentensemble.steps import as_step, branches, checkpointing, replaced_output
+from agentensemble.steps import as_step, replaced_output
 from agentensemble.task_memory import TaskMemory
-from agentensemble.tools._gate import ToolCallResult
-from agentensemble.tools.base import ToolResult
-from agentensemble.tools.context import ToolContext, in_tool_call, use_tool_context
-from agentensemble.tools.decorator import FunctionTool
-from agentensemble.tools.metrics import ToolMetricsRegistry
-from agentensemble.tools.return_rule import should_return_immediately
+from agentensemble.tools.context import in_tool_call
 
 if TYPE_CHECKING:
     from agentensemble.tools.resolver import ResolvedTools
 
-MAX_STOPS = 3
-STOP_MESSAGE = (
-    "STOP: the tool-call limit for this task ({limit}) is reached; this call was not executed. "
-    "Do not call any more tools. Give your final answer now."
-)
 EMPTY_ANSWER_NUDGE = "Your reply was empty. Give your final answer to the task now."
 _log = get_logger()
 
@@ -121,25 +100,6 @@ class AgentTask:
         return run
 
 
-@dataclass
-class ExecutionEnv:
-    """Run-wide services handed to every executor: events, review handler, tool metrics."""
-
-    emitter: EventEmitter = field(default_factory=EventEmitter)
-    review_handler: Any = None
-    metrics: ToolMetricsRegistry = field(default_factory=ToolMetricsRegistry)
-
-
-@dataclass
-class _CallOutcome:
-    call: ToolCall
-    result: ToolResult
-    behavior: ReturnBehavior
-    duration: float
-    executed: bool
-    ran_with: str | None = None
-
-
 class AgentExecutor:
     """Runs the loop: ask the model, run the tools it calls, feed results back, until an answer."""
 
@@ -172,10 +132,10 @@ class AgentExecutor:
         self.llm_calls = 0
         self.usage = no_usage()
         self.reasoning: str | None = None  # the last turn's, for TaskOutput.reasoning
-        self._tool_calls_made = 0
-        self._stops = 0
+        self._turns: ToolTurns | None = None
         self._transcript = Transcript(task.role) if task.verbose else None
         self._costs: list[float | None] = []
+        self._model_step = f"model:{task.role}"
 
     def _user_prompt(self, *, schema_in_prompt: bool) -> str:
         task = self.task
@@ -256,17 +216,18 @@ class AgentExecutor:
     async def _run(self) -> TaskOutput:
         started = self._started if self._started is not None else time.perf_counter()
         await self._prepare()
-        specs = self.task.tools.specs if self.task.tools is not None else None  # [] for none
+        complete = self._completion()
         corrections = 0
         nudged = False
         while True:
-            response = await self._ask_model(specs)
+            response = await self._ask_model(complete)
             if response.refused:  # a refusal or a filter stop: no retry as an "empty answer"
                 raise ModelRefusalError.from_response(response, self.task.role)
             if response.tool_calls:
-                immediate = await self._run_tool_calls(response.tool_calls, response.to_message())
-                if immediate is not None:
-                    output = self._output(immediate, started, returned_immediately=True)
+                said = next_message(response)
+                turn = await self._tool_turns().run(response.tool_calls, said)
+                if turn.next is not None:
+                    output = self._output(turn.next, started, returned_immediately=True)
                     failed = await self._check_output(output, 1)
                     if failed is not None:  # no model turn to correct a tool's direct answer
                         raise output_violation(*failed, attempts=1)
@@ -279,7 +240,7 @@ class AgentExecutor:
                         f"Agent '{self.task.role}' returned an empty answer twice"
                     )
                 nudged = True
-                self.messages.append({"role": "assistant", "content": text})
+                self.messages.append(next_message(response))
                 self.messages.append({"role": "user", "content": EMPTY_ANSWER_NUDGE})
                 continue
             finished = await self._finish(text, started, attempt=corrections + 1)
@@ -289,32 +250,51 @@ class AgentExecutor:
             if corrections >= self.task.max_output_retries:
                 raise error
             corrections += 1
-            self.messages.append({"role": "assistant", "content": text})
+            self.messages.append(next_message(response))
             self.messages.append({"role": "user", "content": feedback})
 
-    async def _ask_model(self, specs: list[dict[str, Any]] | None) -> ChatResponse:
+    def _tool_turns(self) -> ToolTurns:
+        """The task's tool turns (made at its first tool call: most tasks of a run make none)."""
+        if self._turns is None:
+            task = self.task
+            self._turns = ToolTurns(
+                tools=task.tools,
+                role=task.role,
+                description=task.description,
+                limit=task.max_iterations,
+                env=self.env,
+                emitter=self._emitter,
+                messages=self.messages,
+                records=self.records,
+            )
+        return self._turns
+
+    def _completion(self) -> Callable[[list[Message]], Awaitable[ChatResponse]]:
+        """The model's ``complete`` with this task's tools and output format bound (fixed once
+        ``_prepare`` chose the format's route): each turn passes only the messages."""
+        specs = self.task.tools.specs if self.task.tools is not None else None
+        options: dict[str, Any] = {"tools": specs or None}
+        if self._format is not None:  # a model that said it takes the format
+            options["response_format"] = self._format
+        return partial(self.task.model.complete, **options)
+
+    async def _ask_model(
+        self, complete: Callable[[list[Message]], Awaitable[ChatResponse]]
+    ) -> ChatResponse:
         if self._transcript is not None:
             self._transcript.messages(self.messages)
         role, name, emitter = self.task.role, self.task.task_name, self._emitter
         label, call_id = model_label(self.task.model), new_id_hex()
+        specs = self.task.tools.specs if self.task.tools is not None else None
         await before_model_call(self.task.model, self.messages, specs)  # limits.py: run budget
         if emitter is not None:
             emitter.emit(LLMCallStarted(role, label, call_id, name, list(self.messages)))
         started = time.perf_counter()
-        complete: Any = self.task.model.complete  # a model that said it takes the format
-        options: dict[str, Any] = {}
-        if self._format is not None:
-            options["response_format"] = self._format
         try:
             with model_call_scope(role, name, call_id):
-                if checkpointing():  # a durable run: the turn is a step of it
-                    response: ChatResponse = await as_step(
-                        "model",
-                        f"model:{role}",
-                        lambda: complete(self.messages, tools=specs or None, **options),
-                    )
-                else:  # what as_step does with no step runner, without its frame and lambda
-                    response = await complete(self.messages, tools=specs or None, **options)
+                response: ChatResponse = await as_step(
+                    "model", self._model_step, complete, self.messages
+                )
         except Exception as error:
             if emitter is not None:
                 failed_after = timedelta(seconds=time.perf_counter() - started)
@@ -347,175 +327,6 @@ class AgentExecutor:
             )
         return response
 
-    async def _run_tool_calls(
-        self, calls: Sequence[ToolCall], turn: Message | None = None
-    ) -> str | None:
-        """Run one response's calls concurrently; the joined outputs if the task ends now.
-
-        The assistant's tool-call message and every result are appended together, after the calls
-        finish, so a cancelled turn never leaves a call without its result in the history.
-        """
-        limit = self.task.max_iterations
-        allowed = max(0, min(len(calls), limit - self._tool_calls_made))
-        self._tool_calls_made += allowed
-        context = ToolContext(
-            review_handler=self.env.review_handler,
-            metrics=self.env.metrics,
-            emit=self._emitter.emit if self._emitter is not None else None,
-            task_description=self.task.description,
-            agent_role=self.task.role,
-            loop=asyncio.get_running_loop(),  # set here: use_tool_context need not copy it
-        )
-        with use_tool_context(context):
-            durable = checkpointing()
-            own = durable and any(self._checkpoints_itself(c.name) for c in calls)
-            scopes = branches(allowed) if own and allowed > 1 else None
-            if scopes is not None:
-                # calls making steps of their own (a delegation, an approval waiting in the
-                # run) run at once, each numbering its steps in a scope of its own
-                executed = await run_turn(
-                    [
-                        in_scope(scope, partial(self._run_one, call))
-                        for scope, call in zip(scopes, calls[:allowed], strict=True)
-                    ],
-                    context.stopped,
-                )
-            elif own:  # a runner that cannot number them apart: one after another
-                executed = await run_in_order(
-                    [partial(self._run_one, call) for call in calls[:allowed]], context.stopped
-                )
-            elif allowed == 1 and not durable and self._all_ours_on_the_loop(calls[0].name):
-                executed = [await run_alone(self._run_one(calls[0]), context.stopped)]
-            else:
-                executed = await run_turn(
-                    [self._run_one(call) for call in calls[:allowed]], context.stopped
-                )
-        stopped = [
-            _CallOutcome(
-                call,
-                ToolResult.failure(STOP_MESSAGE.format(limit=limit)),
-                self._behavior(call.name),
-                0.0,
-                executed=False,
-            )
-            for call in calls[allowed:]
-        ]
-        outcomes = [*executed, *stopped]
-        # the model's turn as it was: its text beside the calls, the parts its provider needs back
-        self.messages.append(turn if turn is not None else assistant_message(None, calls))
-        for outcome in outcomes:
-            self._record(outcome)
-        if stopped:
-            self._stops += 1
-            if self._stops >= MAX_STOPS:
-                raise MaxIterationsExceededError(
-                    f"Agent '{self.task.role}' kept calling tools after the limit of {limit} "
-                    f"tool calls and {MAX_STOPS} stop instructions",
-                    tool_calls=self.records,
-                )
-        any_failed = any(not o.result.is_success for o in outcomes)
-        if should_return_immediately([o.behavior for o in outcomes], any_failed):
-            return "\n\n".join(o.result.output for o in outcomes)
-        return None
-
-    def _checkpoints_itself(self, name: str) -> bool:
-        """Whether the call's work is made of steps of its own, so a durable run checkpoints
-        those one by one instead of the call as a whole: a delegation (the worker's model and
-        tool calls), or a call whose approval waits in the run itself (a review handler such as
-        DurableReviewHandler) before its body runs as a step."""
-        tool = self.task.tools.get(name) if self.task.tools is not None else None
-        if tool is None:
-            return False
-        if getattr(tool.tool, "durable_itself", False) is True:
-            return True
-        handler = self.env.review_handler
-        return tool.requires_approval and getattr(handler, "durable_itself", False) is True
-
-    def _all_ours_on_the_loop(self, name: str) -> bool:
-        """Whether a call of tool ``name`` runs nothing but the framework's code on the event
-        loop: an unknown tool, or a sync ``@tool`` function that can never ask for approval (its
-        body runs in a worker thread). Such a call, alone in its turn, needs no task of its own
-        (``run_alone``): no user code on the loop could set context variables the rest of the
-        task would see, or swallow the turn's cancellation. (A durable run's steps keep a task
-        each: its step runner's code runs on the loop.)"""
-        tool = self.task.tools.get(name) if self.task.tools is not None else None
-        if tool is None:
-            return True
-        body = tool.tool
-        return (
-            type(body) is FunctionTool
-            and not body.definition.is_async
-            and not body._may_need_approval()
-        )
-
-    def _behavior(self, name: str) -> ReturnBehavior:
-        tool = self.task.tools.get(name) if self.task.tools is not None else None
-        return tool.return_behavior if tool is not None else ReturnBehavior.TO_LLM
-
-    async def _run_one(self, call: ToolCall) -> _CallOutcome:
-        before_tool_call(call.name)  # limits.py: the run's tool_calls budget
-        tool = self.task.tools.get(call.name) if self.task.tools is not None else None
-        if self._emitter is not None:
-            self._emitter.emit(
-                ToolCallStarted(
-                    self.task.role, self.task.description, call.id, call.name, call.arguments
-                )
-            )
-        started = time.perf_counter()
-        if tool is None:
-            available = ", ".join(self.task.tools.names) if self.task.tools else "none"
-            result = ToolResult.failure(f"Unknown tool '{call.name}'. Available tools: {available}")
-            duration = time.perf_counter() - started
-            return _CallOutcome(call, result, ReturnBehavior.TO_LLM, duration, True)
-        if checkpointing():  # a durable run: the call is a step of it
-
-            async def redacted_call() -> ToolCallResult:
-                return _redacted_call(await tool.call(call.arguments))
-
-            called = await as_step(
-                "tool",
-                f"tool:{call.name}",
-                redacted_call,
-                durable_itself=self._checkpoints_itself(call.name),
-            )
-        else:  # what as_step does with no step runner: the call itself, without a frame
-            called = _redacted_call(await tool.call(call.arguments))
-        duration = time.perf_counter() - started
-        return _CallOutcome(
-            call, called.result, tool.return_behavior, duration, True, called.ran_with
-        )
-
-    def _record(self, outcome: _CallOutcome) -> None:
-        result = outcome.result
-        content = result.output if result.is_success else f"Error: {result.error_message or ''}"
-        if not outcome.executed:
-            content = result.error_message or ""
-        # the model's provider is outside the process: what a tool, a server's stderr or a
-        # reviewer's rejection carries passes the redaction policy (and so do the record, the
-        # events, the trace and durable records made from it)
-        content = redact_text(content)
-        self.messages.append({"role": "tool", "tool_call_id": outcome.call.id, "content": content})
-        record = ToolCallRecord(
-            name=outcome.call.name,
-            arguments=outcome.ran_with or outcome.call.arguments,
-            model_arguments=outcome.call.arguments if outcome.ran_with is not None else None,
-            output=content,
-            is_success=result.is_success,
-            duration=timedelta(seconds=outcome.duration),
-            return_behavior=outcome.behavior,
-            structured_output=result.structured_output,
-        )
-        self.records.append(record)
-        if self._emitter is not None:
-            self._emitter.emit(
-                ToolCallCompleted(
-                    agent_role=self.task.role,
-                    task_description=self.task.description,
-                    record=record,
-                    call_id=outcome.call.id,
-                )
-            )
-
     def _output(
         self, raw: str, started: float, *, parsed: Any = None, returned_immediately: bool = False
     ) -> TaskOutput:
@@ -542,23 +353,14 @@ class AgentExecutor:
         )
 
 
-def _redacted_call(called: ToolCallResult) -> ToolCallResult:
-    """What a durable run checkpoints (a record outside the process) and what an IMMEDIATE
-    tool returns pass the redaction policy, as the model's text does."""
-    shown = _redacted(called.result)
-    if shown is called.result:  # nothing to redact: no copy
-        return called
-    return dataclasses.replace(called, result=shown)
+def next_message(response: ChatResponse) -> Message:
+    """The assistant's message the conversation goes on with after ``response``: its tool
+    calls (appended with their results), else its text (an empty answer nudged, an output
+    sent back for correction). The one place that decides what of a response the model sees
+    again."""
+    if response.tool_calls:  # the turn as it was: text beside the calls, provider parts
+        return response.to_message()
+    return {"role": "assistant", "content": response.content or ""}
 
 
-def _redacted(result: ToolResult) -> ToolResult:
-    """``result`` with its texts through the redaction policy (``structured_output`` is the
-    tool's own value: it travels to records and listeners, never to the model)."""
-    error = None if result.error_message is None else redact_text(result.error_message)
-    output = redact_text(result.output)
-    if output == result.output and error == result.error_message:
-        return result
-    return dataclasses.replace(result, output=output, error_message=error)
-
-
-__all__ = ["AgentExecutor", "AgentTask", "ExecutionEnv"]
+__all__ = ["AgentExecutor", "AgentTask", "ExecutionEnv", "next_message"]

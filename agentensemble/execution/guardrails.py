@@ -5,17 +5,15 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from agentensemble.errors import GuardrailViolationError
 from agentensemble.events import EventEmitter, GuardrailChecked
+from agentensemble.execution.env import ExecutionEnv
 from agentensemble.guardrails import GuardrailInput, GuardrailResult, guardrail_name
 from agentensemble.logging import get_logger
 from agentensemble.outputs import TaskOutput
 from agentensemble.tools._sync import in_worker_thread
-
-if TYPE_CHECKING:
-    from agentensemble.execution.agent_executor import ExecutionEnv
 
 _log = get_logger()
 

@@ -151,9 +151,10 @@ def note_ran_with(text: str) -> None:
 
 
 async def run_body(
-    name: str, tool: object, body: Callable[[], Awaitable[ToolResult]]
+    name: str, tool: object, body: Callable[..., Awaitable[ToolResult]], *args: Any
 ) -> ToolResult:
-    """Run a tool's body once its gate let it through, detached from the call's note.
+    """Run a tool's body, ``body(*args)``, once its gate let it through, detached from the
+    call's note.
 
     In a durable run whose approval was asked in the run itself (not inside a step), the body
     is a step of its own, checkpointed; inside a step, or in a plain run, a plain call. A tool
@@ -164,13 +165,14 @@ async def run_body(
             "tool",
             f"tool:{name}",
             body,
+            *args,
             durable_itself=getattr(tool, "durable_itself", False) is True,
         )
 
 
-async def as_result(value: Awaitable[Any]) -> ToolResult:
-    """The ToolResult of a plain tool's ``aexecute`` (text or a ToolResult)."""
-    return as_tool_result(await value)
+async def run_plain(tool: Any, tool_input: str) -> ToolResult:
+    """The ToolResult of a plain tool's ``aexecute`` on ``tool_input`` (text or a ToolResult)."""
+    return as_tool_result(await tool.aexecute(tool_input))
 
 
 # -- the gate for plain AgentTools ---------------------------------------------------------
@@ -210,7 +212,6 @@ __all__ = [
     "RanWith",
     "ToolCallResult",
     "agate_plain",
-    "as_result",
     "asks",
     "canonical_arguments",
     "canonical_json",
@@ -221,4 +222,5 @@ __all__ = [
     "recording",
     "review_setting",
     "run_body",
+    "run_plain",
 ]

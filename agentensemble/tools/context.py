@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
-import os
 import threading
 from collections.abc import Callable
 from contextlib import AbstractContextManager, suppress
@@ -28,44 +27,6 @@ def _shared_logger() -> Any:
     """One logger for every context: a fresh one per run rebuilt its bound logger (its
     processors) at each run's first log call."""
     return _log
-
-
-_MAKING = threading.Lock()
-
-
-def _reset_after_fork() -> None:  # a fork while another thread held it: not held in the child
-    global _MAKING
-    _MAKING = threading.Lock()
-
-
-os.register_at_fork(after_in_child=_reset_after_fork)
-
-
-class _TurnStopped(threading.Event):
-    """A ``threading.Event`` that makes its ``Condition`` on first use (``set``, ``wait``,
-    ``clear``): a turn builds one, and nearly every turn ends without anyone setting it or
-    waiting on it (a ``Condition`` costs most of an ``Event``). The flag is the stock one, so
-    ``is_set()`` reads it as ever; the ``Condition`` is made once, under a lock, so a thread
-    setting the event and one waiting on it always share it."""
-
-    def __init__(self) -> None:  # no super().__init__(): the Condition comes on first use
-        self._flag = False
-
-    def __getattr__(self, name: str) -> Any:
-        if name != "_cond":
-            raise AttributeError(name)
-        with _MAKING:
-            made = self.__dict__.get("_cond")
-            if made is None:
-                made = self.__dict__["_cond"] = threading.Condition(threading.Lock())
-        return made
-
-
-_turn_event: type[threading.Event] = (
-    _TurnStopped if set(vars(threading.Event())) == {"_cond", "_flag"} else threading.Event
-)
-"""The stock ``Event`` where its insides are not the two attributes ``_TurnStopped`` knows (a
-Python that changed them keeps working, at the stock cost)."""
 
 
 @dataclass
@@ -87,7 +48,7 @@ class ToolContext:
     agent_role: str = ""
     loop: asyncio.AbstractEventLoop | None = None
     emit: Callable[[Any], None] | None = None
-    stopped: threading.Event = field(default_factory=_turn_event)
+    stopped: threading.Event = field(default_factory=threading.Event)
 
     def emit_event(self, event: Any) -> None:
         """Send ``event`` to the run's listeners, on the loop's thread when there is one."""

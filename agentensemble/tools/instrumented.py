@@ -5,7 +5,6 @@ exception safety and the approval gate; subclasses write only the body (``do_exe
 from __future__ import annotations
 
 import json
-import logging
 import time
 from collections.abc import Callable
 from datetime import timedelta
@@ -13,49 +12,19 @@ from typing import Any, Generic, TypeVar, final
 
 from pydantic import BaseModel
 
-from agentensemble._interrupts import ends_the_run, escaped_message
-from agentensemble.errors import (
-    ConfigurationError,
-    ExitEarlyError,
-    ToolArgumentsError,
-    ToolExecutionError,
-)
-from agentensemble.steps import checkpointing
+from agentensemble._interrupts import ends_the_run
+from agentensemble.errors import ConfigurationError, ToolArgumentsError
 from agentensemble.tools import _approval, _gate
+from agentensemble.tools._calls import exception_message, log_call, preview, stops_the_run
 from agentensemble.tools._sync import in_worker_thread, run_coroutine_sync
-from agentensemble.tools._tool_errors import model_text, warn_tool_exception
 from agentensemble.tools.base import AgentTool, ToolResult, as_tool_result, implements_body
 from agentensemble.tools.context import ToolContext, current_tool_context
-from agentensemble.tools.metrics import CallOutcome, ToolMetrics
+from agentensemble.tools.metrics import ToolMetrics
 
 InputT = TypeVar("InputT")
 
-LOG_PREVIEW_CHARS = 200
 EDIT_INVALID = _gate.EDIT_INVALID
 _FINAL_METHODS = ("execute", "aexecute")
-
-
-def preview(text: str, limit: int = LOG_PREVIEW_CHARS) -> str:
-    """``text`` cut to ``limit`` characters for a log line."""
-    return text if len(text) <= limit else text[: limit - 1] + "…"
-
-
-def stops_the_run(exc: BaseException) -> bool:
-    """Errors that stop the run instead of becoming a failed tool call: ExitEarlyError,
-    ConfigurationError and the review package's errors (the approval machinery itself failed).
-    """
-    return isinstance(exc, (ExitEarlyError, ConfigurationError)) or _approval.is_review_error(exc)
-
-
-def exception_message(exc: BaseException) -> str:
-    """What the model sees for an exception (API: ``Error: <message>``): an unexpected one with
-    its type, ``KeyError: 'O-9'``; a ToolExecutionError's own message. The traceback goes to the
-    WARNING log. A BaseException that is no Exception (SystemExit, ...) is named: "raised
-    SystemExit: 2". See ``_tool_errors``.
-    """
-    if not isinstance(exc, Exception):
-        return escaped_message(exc)
-    return model_text(exc)
 
 
 class InstrumentedTool(AgentTool, Generic[InputT]):
@@ -168,9 +137,9 @@ class InstrumentedTool(AgentTool, Generic[InputT]):
 
     def _run_sync(self, raw: str, context: ToolContext) -> ToolResult:
         parsed = self._parse_input(raw)
-        shown = self._shown(parsed, raw) if self._may_need_approval() else raw
-        if self.needs_approval(shown):
-            setting = _gate.review_setting(self.requires_approval)
+        asked = self._to_ask(parsed, raw)
+        if asked is not None:
+            shown, setting = asked
             verdict = _approval.review_tool_input(self.name, shown, setting)
             approved = self._approved(verdict, shown, parsed)
             if isinstance(approved, ToolResult):
@@ -185,31 +154,29 @@ class InstrumentedTool(AgentTool, Generic[InputT]):
 
     async def _run_async(self, raw: str, context: ToolContext) -> ToolResult:
         parsed = self._parse_input(raw)
-        if self._may_need_approval():  # else ``needs_approval`` is False for every input
-            shown = self._shown(parsed, raw)
-            if self.needs_approval(shown):
-                setting = _gate.review_setting(self.requires_approval)
-                verdict = await _approval.areview_tool_input(self.name, shown, setting)
-                approved = self._approved(verdict, shown, parsed)
-                if isinstance(approved, ToolResult):
-                    return approved
-                parsed = approved
-        if not checkpointing():  # ``run_body`` with no step runner: the body, detached
-            with _gate.detached():
-                return self._to_result(await self.ado_execute(parsed))
+        asked = self._to_ask(parsed, raw)
+        if asked is not None:
+            shown, setting = asked
+            verdict = await _approval.areview_tool_input(self.name, shown, setting)
+            approved = self._approved(verdict, shown, parsed)
+            if isinstance(approved, ToolResult):
+                return approved
+            parsed = approved
+        return await _gate.run_body(self.name, self, self._body, parsed)
 
-        async def body() -> ToolResult:
-            return self._to_result(await self.ado_execute(parsed))
+    async def _body(self, parsed: InputT) -> ToolResult:
+        return self._to_result(await self.ado_execute(parsed))
 
-        return await _gate.run_body(self.name, self, body)
-
-    def _may_need_approval(self) -> bool:
-        """False when no call can need approval (``requires_approval`` False, the default, and
-        ``needs_approval`` not overridden): the input is then not rendered for a reviewer."""
-        return (
-            self.requires_approval is not False
-            or type(self).needs_approval is not InstrumentedTool.needs_approval
-        )
+    def _to_ask(self, parsed: InputT, raw: str) -> tuple[str, Any] | None:
+        """The gate, for both entry points: the input as the reviewer sees it and the tool's
+        ``Review`` setting when this call must be approved first; None when it runs as is
+        (the input is rendered for a reviewer only when some call can ask: ``may_ask``)."""
+        if not may_ask(self):
+            return None
+        shown = self._shown(parsed, raw)
+        if not self.needs_approval(shown):
+            return None
+        return shown, _gate.review_setting(self.requires_approval)
 
     def _shown(self, parsed: InputT, raw: str) -> str:
         """The input as the reviewer sees it and a conditional rule reads it: exactly what the
@@ -270,51 +237,6 @@ class InstrumentedTool(AgentTool, Generic[InputT]):
         return result
 
 
-def log_call(
-    context: ToolContext,
-    name: str,
-    raw: str,
-    result: ToolResult,
-    duration: float,
-    exc: BaseException | None = None,
-) -> CallOutcome:
-    """Log one finished call and count it in the run's registry; returns its outcome.
-
-    INFO ``name(input) -> output`` (each cut to 200 characters) with the duration; WARNING
-    ``name(input) -> Error: message`` on failure (with the traceback for unexpected
-    exceptions); DEBUG with the full input and output.
-    """
-    duration_ms = round(duration * 1000, 1)
-    if result.is_success:
-        outcome = CallOutcome.SUCCESS
-        enabled = getattr(context.logger, "isEnabledFor", None)  # the line is built only if
-        if not callable(enabled) or enabled(logging.INFO):  # someone listens: most runs, nobody
-            context.logger.info(
-                f"{name}({preview(raw)}) -> {preview(result.output)}",
-                tool=name,
-                duration_ms=duration_ms,
-                success=True,
-            )
-        if not callable(enabled) or enabled(logging.DEBUG):
-            context.logger.debug("tool call", tool=name, input=raw, output=result.output)
-    else:
-        unexpected = exc is not None and not isinstance(exc, ToolExecutionError)
-        outcome = CallOutcome.ERROR if unexpected else CallOutcome.FAILURE
-        error = result.error_message or ""
-        if exc is not None and unexpected:
-            warn_tool_exception(name, exc)
-        context.logger.warning(
-            f"{name}({preview(raw)}) -> Error: {preview(error)}",
-            tool=name,
-            duration_ms=duration_ms,
-            success=False,
-            exc_info=exc if unexpected else None,
-        )
-        context.logger.debug("tool call", tool=name, input=raw, error=error)
-    context.metrics.record(name, outcome, duration)
-    return outcome
-
-
 class AbstractAgentTool(InstrumentedTool[str]):
     """The instrumented base for string-input tools: implement ``do_execute(input)`` (or
     ``async def ado_execute``) returning a ToolResult, a str or None (success, empty output).
@@ -328,6 +250,15 @@ class AbstractAgentTool(InstrumentedTool[str]):
 
     def _parse_input(self, raw: str) -> str:
         return raw
+
+
+def may_ask(tool: InstrumentedTool[Any]) -> bool:
+    """False when no call of ``tool`` can need approval (``requires_approval`` False, the
+    default, and ``needs_approval`` not overridden); the resolver plans with it (``CallPlan``)."""
+    return (
+        tool.requires_approval is not False
+        or type(tool).needs_approval is not InstrumentedTool.needs_approval
+    )
 
 
 def has_body(tool: AgentTool) -> bool:

@@ -22,17 +22,11 @@ from agentensemble._naming import tool_name_problem
 from agentensemble.errors import ConfigurationError, ToolNameError
 from agentensemble.outputs import ReturnBehavior
 from agentensemble.tools import _gate
+from agentensemble.tools._calls import exception_message, log_call, stops_the_run
 from agentensemble.tools.base import AgentTool, ToolResult
 from agentensemble.tools.context import ToolContext, current_tool_context
 from agentensemble.tools.decorator import FunctionTool, ToolDefinition, tool_definition
-from agentensemble.tools.instrumented import (
-    AbstractAgentTool,
-    InstrumentedTool,
-    exception_message,
-    has_body,
-    log_call,
-    stops_the_run,
-)
+from agentensemble.tools.instrumented import AbstractAgentTool, InstrumentedTool, has_body
 from agentensemble.tools.schema import DuplicateKeyError, loads_unique
 
 Adapter = Callable[[ToolResult], str]
@@ -392,9 +386,7 @@ async def _run_plain_stage(stage: _Stage, tool_input: str, context: ToolContext)
             tool_input = gated
             plain = stage.tool
             # a step of its own when the pipeline runs in a durable run itself (else a plain call)
-            result = await _gate.run_body(
-                stage.name, plain, lambda: _gate.as_result(plain.aexecute(tool_input))
-            )
+            result = await _gate.run_body(stage.name, plain, _gate.run_plain, plain, tool_input)
     except BaseException as exc:
         if ends_the_run(exc) or stops_the_run(exc):
             raise

@@ -25,6 +25,13 @@ from agentensemble.llm.types import ToolSpec
 from agentensemble.logging import get_logger
 from agentensemble.outputs import ReturnBehavior
 from agentensemble.tools import _gate
+from agentensemble.tools._calls import (
+    CallPlan,
+    exception_message,
+    log_call,
+    preview,
+    stops_the_run,
+)
 from agentensemble.tools._gate import ToolCallResult
 from agentensemble.tools.base import (
     AgentTool,
@@ -32,16 +39,9 @@ from agentensemble.tools.base import (
     as_tool_result,
     tool_description,
 )
-from agentensemble.tools.context import current_tool_context
+from agentensemble.tools.context import ToolContext, current_tool_context
 from agentensemble.tools.decorator import FunctionTool, ToolDefinition, tool_definition
-from agentensemble.tools.instrumented import (
-    InstrumentedTool,
-    exception_message,
-    has_body,
-    log_call,
-    preview,
-    stops_the_run,
-)
+from agentensemble.tools.instrumented import InstrumentedTool, has_body, may_ask
 from agentensemble.tools.schema import load_arguments_json
 from agentensemble.tools.source import ToolSource
 
@@ -89,7 +89,9 @@ def extract_input(arguments: str, tool_name: str) -> str:
 
 
 class ExecutableTool:
-    """The single shape the executor runs: a name, a spec and ``run(arguments)``.
+    """The single shape the executor runs: a name, a spec, a ``CallPlan`` and
+    ``run(arguments)``; this class runs a plain ``AgentTool`` (gate, timing, logging here),
+    ``InstrumentedExecutable`` one whose own ``execute`` does all that.
 
     ``run`` never raises for anything a model or a tool can get wrong: bad JSON, failed
     validation and exceptions all become failure results. Only ExitEarlyError,
@@ -104,20 +106,21 @@ class ExecutableTool:
         description: str,
         parameters: dict[str, Any] | None,
         return_behavior: ReturnBehavior,
-        requires_approval: bool,
+        plan: CallPlan,
         source: object,
     ) -> None:
         self.tool = tool
         self.name = name
+        self.step_name = f"tool:{name}"  # its calls' name as steps of a durable run
         self.description = description
         self.return_behavior = return_behavior
-        self.requires_approval = requires_approval
+        self.plan = plan
+        self.requires_approval = plan.declares_approval
         self.source = source
         self.takes_arguments = parameters is not None
         self.parameters: dict[str, Any] = (
             parameters if parameters is not None else copy.deepcopy(INPUT_PARAMETERS)
         )
-        self._instrumented = isinstance(tool, InstrumentedTool)
 
     @property
     def spec(self) -> ToolSpec:
@@ -138,8 +141,7 @@ class ExecutableTool:
     async def call(self, arguments: str) -> ToolCallResult:
         """Run one call; the result, and the arguments it ran with when a reviewer's edit
         changed them (canonical JSON, e.g. ``{"input": "..."}`` for a single-string tool)."""
-        if self._instrumented and not self.tool._may_need_approval():  # type: ignore[attr-defined]
-            # no gate of this call can ask, so none notes an edit (its body runs detached)
+        if not self.plan.can_ask:  # no gate of this call asks, so none notes an edit
             return ToolCallResult(await self._run(arguments))
         with _gate.recording() as ran_with:
             result = await self._run(arguments)
@@ -151,64 +153,84 @@ class ExecutableTool:
         return ToolCallResult(result, ran_with=ran)
 
     async def _run(self, arguments: str) -> ToolResult:
+        """The plain tool's call: its input (a key named twice refused), its gate, its body
+        (a step of its own where a durable run asks so), each failure logged and counted."""
         context = current_tool_context()
         started = time.perf_counter()
-        error: BaseException | None = None
         try:
             tool_input = self._tool_input(arguments)
-            if not self._instrumented:
-                gated = await _gate.agate_plain(
-                    self.name,
-                    getattr(self.tool, "requires_approval", False),
-                    tool_input,
-                    takes_arguments=self.takes_arguments,
-                )
-                if isinstance(gated, ToolResult):
-                    log_call(context, self.name, tool_input, gated, time.perf_counter() - started)
-                    return gated
-                tool_input = gated
-        except ToolArgumentsError as exc:
-            # never reached the tool: logged and counted here, even for instrumented tools
-            result = ToolResult.failure(str(exc))
-            log_call(context, self.name, arguments, result, time.perf_counter() - started, exc)
-            return result
-        except BaseException as exc:  # the approval itself failed: the tool did not run
-            if ends_the_run(exc) or stops_the_run(exc):
-                raise
-            result = ToolResult.failure(exception_message(exc))
-            log_call(context, self.name, arguments, result, time.perf_counter() - started, exc)
-            return result
+            gated = await _gate.agate_plain(  # reads the tool's rule at each call
+                self.name,
+                getattr(self.tool, "requires_approval", False),
+                tool_input,
+                takes_arguments=self.takes_arguments,
+            )
+            if isinstance(gated, ToolResult):  # rejected
+                log_call(context, self.name, tool_input, gated, time.perf_counter() - started)
+                return gated
+            tool_input = gated
+        except BaseException as exc:  # bad arguments, or the approval failed: the tool did not run
+            return _refused(context, self.name, arguments, exc, started)
+        error: BaseException | None = None
         try:
-            if self._instrumented:  # its own gate notes an edit; its body runs detached
-                result = as_tool_result(await self.tool.aexecute(tool_input))
-            else:
-                body = self.tool.aexecute
-                result = await _gate.run_body(
-                    self.name, self.tool, lambda: _gate.as_result(body(tool_input))
-                )
+            result = await _gate.run_body(
+                self.name, self.tool, _gate.run_plain, self.tool, tool_input
+            )
         except BaseException as exc:
             if ends_the_run(exc):
                 raise
             if stops_the_run(exc):
-                if isinstance(exc, ConfigurationError) and not self._instrumented:
+                if isinstance(exc, ConfigurationError):
                     _log.error(f"{self.name}({preview(tool_input)}) stopped the run: {exc}")
                 raise
             result, error = ToolResult.failure(exception_message(exc)), exc
-        if not self._instrumented or error is not None:
-            log_call(context, self.name, tool_input, result, time.perf_counter() - started, error)
+        log_call(context, self.name, tool_input, result, time.perf_counter() - started, error)
         return result
 
     def _tool_input(self, arguments: str) -> str:
-        """What the tool receives: the ``input`` string, or the arguments text (instrumented
-        tools validate it themselves; for others a key named twice is refused here)."""
+        """What the tool receives: the ``input`` string, or the arguments text (a key named
+        twice is refused: the reviewer and the tool would each read another value)."""
         if not self.takes_arguments:
             return extract_input(arguments, self.name)
-        if not self._instrumented:
-            _gate.canonical_json(arguments, self.name)  # refuses duplicate keys
+        _gate.canonical_json(arguments, self.name)
         return arguments
 
     def __repr__(self) -> str:
         return f"ExecutableTool(name={self.name!r}, tool={self.tool!r})"
+
+
+class InstrumentedExecutable(ExecutableTool):
+    """An ``InstrumentedTool`` resolved: its own ``execute`` validates the input, asks the
+    reviewer, times, logs and counts the call, and runs its body detached from the note."""
+
+    async def _run(self, arguments: str) -> ToolResult:
+        try:
+            tool_input = arguments if self.takes_arguments else extract_input(arguments, self.name)
+        except ToolArgumentsError as exc:  # never reached the tool: logged and counted here
+            return _refused(current_tool_context(), self.name, arguments, exc, None)
+        try:
+            return as_tool_result(await self.tool.aexecute(tool_input))
+        except BaseException as exc:  # its execute ends every other failure as a result
+            if ends_the_run(exc) or stops_the_run(exc):
+                raise
+            result = ToolResult.failure(exception_message(exc))
+            log_call(current_tool_context(), self.name, tool_input, result, 0.0, exc)
+            return result
+
+
+def _refused(
+    context: ToolContext, name: str, arguments: str, exc: BaseException, started: float | None
+) -> ToolResult:
+    """The failure of a call that never reached its tool (bad arguments, a failed approval),
+    logged and counted; what stops the run is raised again."""
+    if not isinstance(exc, ToolArgumentsError) and (ends_the_run(exc) or stops_the_run(exc)):
+        raise exc
+    result = ToolResult.failure(
+        str(exc) if isinstance(exc, ToolArgumentsError) else exception_message(exc)
+    )
+    duration = 0.0 if started is None else time.perf_counter() - started
+    log_call(context, name, arguments, result, duration, exc)
+    return result
 
 
 class ResolvedTools:
@@ -382,7 +404,7 @@ class _CheckedFunction:
     description: str
     parameters: dict[str, Any]
     return_behavior: ReturnBehavior
-    requires_approval: bool
+    plan: CallPlan
 
 
 # keyed weakly by definition; values hold nothing that refers back to it
@@ -405,16 +427,16 @@ def _from_function(
             executable.description,
             executable.parameters,
             executable.return_behavior,
-            executable.requires_approval,
+            executable.plan,
         )
         return executable
-    return ExecutableTool(
+    return InstrumentedExecutable(
         tool,
         name=checked.name,
         description=checked.description,
         parameters=checked.parameters,
         return_behavior=checked.return_behavior,
-        requires_approval=checked.requires_approval,
+        plan=checked.plan,
         source=source,
     )
 
@@ -443,15 +465,43 @@ def _from_agent_tool(tool: AgentTool, source: object | None = None) -> Executabl
     description = tool_description(tool)
     if not description.strip():
         warn_undescribed_tool(name, "a @tool function" if isinstance(tool, FunctionTool) else kind)
-    return ExecutableTool(
+    plan = plan_call(tool, _gate.declares_approval(rule))
+    executable = InstrumentedExecutable if plan.instrumented else ExecutableTool
+    return executable(
         tool,
         name=name,
         description=description,
         parameters=tool.parameters_schema(),
         return_behavior=behavior,
-        requires_approval=_gate.declares_approval(rule),
+        plan=plan,
         source=tool if source is None else source,
     )
 
 
-__all__ = ["ExecutableTool", "ResolvedTools", "ToolCallResult", "ToolResolver", "extract_input"]
+def plan_call(tool: AgentTool, declares_approval: bool) -> CallPlan:
+    """How every call of ``tool`` runs (see ``CallPlan``), read from the tool once.
+
+    A plain ``AgentTool``'s rule is read again at each call by its gate, so some call of it
+    may always ask. ``durable_itself`` counts when set on the class or the object (a
+    delegation), not as a property whose answer depends on the run (a pipeline's: its
+    approvals wait in the run only with a durable review handler, which ``own_steps`` asks).
+    """
+    instrumented = isinstance(tool, InstrumentedTool)
+    return CallPlan(
+        instrumented=instrumented,
+        declares_approval=declares_approval,
+        can_ask=may_ask(tool) if isinstance(tool, InstrumentedTool) else True,
+        body_in_thread=type(tool) is FunctionTool and not tool.definition.is_async,
+        makes_own_steps=inspect.getattr_static(tool, "durable_itself", False) is True,
+    )
+
+
+__all__ = [
+    "ExecutableTool",
+    "InstrumentedExecutable",
+    "ResolvedTools",
+    "ToolCallResult",
+    "ToolResolver",
+    "extract_input",
+    "plan_call",
+]

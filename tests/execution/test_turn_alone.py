@@ -16,7 +16,7 @@ import pytest
 
 from agentensemble import Agent, Ensemble, Task, tool
 from agentensemble.events import ToolCallCompleted
-from agentensemble.execution._turn import run_alone
+from agentensemble.execution.tool_turn import run_alone
 from agentensemble.testing import ScriptedChatModel, tool_calls
 
 pytestmark = pytest.mark.anyio

@@ -294,6 +294,7 @@ def test_the_arguments_are_rendered_for_a_reviewer_only_when_a_call_can_need_app
     # the canonical JSON a reviewer and a conditional rule read is not built for a tool that
     # can never ask (most tools, on every call); any rule, or needs_approval overridden, can
     from agentensemble.tools.decorator import FunctionTool, tool_definition
+    from agentensemble.tools.instrumented import may_ask
 
     def as_tool(fn: Any, cls: type[FunctionTool] = FunctionTool) -> FunctionTool:
         definition = tool_definition(fn)
@@ -308,7 +309,7 @@ def test_the_arguments_are_rendered_for_a_reviewer_only_when_a_call_can_need_app
         def needs_approval(self, input: str) -> bool:
             return "rm" in input
 
-    assert not as_tool(tool(body))._may_need_approval()
-    assert as_tool(tool(requires_approval=True)(body))._may_need_approval()
-    assert as_tool(tool(requires_approval=lambda shown: "rm" in shown)(body))._may_need_approval()
-    assert as_tool(tool(body), Asks)._may_need_approval()
+    assert not may_ask(as_tool(tool(body)))
+    assert may_ask(as_tool(tool(requires_approval=True)(body)))
+    assert may_ask(as_tool(tool(requires_approval=lambda shown: "rm" in shown)(body)))
+    assert may_ask(as_tool(tool(body), Asks))

@@ -1,0 +1,26 @@
+"""The run-wide services every executor of a run shares (below the executor and the guardrails
+runner, which both take it)."""
+
+from __future__ import annotations
+
+from dataclasses import field
+from typing import Any
+
+from agentensemble._dataclass import dataclass
+from agentensemble.events import EventEmitter
+from agentensemble.tools.metrics import ToolMetricsRegistry
+
+
+@dataclass
+class ExecutionEnv:
+    """Run-wide services handed to every executor: events, review handler, tool metrics."""
+
+    emitter: EventEmitter = field(default_factory=EventEmitter)
+    """The run's listeners (a task's model and tool calls, reviews, guardrails)."""
+    review_handler: Any = None
+    """Answers tool approvals and task reviews (None: none can be asked)."""
+    metrics: ToolMetricsRegistry = field(default_factory=ToolMetricsRegistry)
+    """Every tool call of the run, counted by tool name."""
+
+
+__all__ = ["ExecutionEnv"]
