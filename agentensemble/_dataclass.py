@@ -13,10 +13,8 @@ to its dependencies. Here:
   no cost at import, and none after the first call: it replaces itself). Until then
   ``inspect.signature`` sees the signature the generated one will have, and ``__doc__`` is the
   one ``dataclasses`` writes;
-- the fields are collected as ``dataclasses`` collects them, but with one look at each
-  annotation instead of three pattern matches (``ClassVar``, ``InitVar``, ``KW_ONLY``): what was
-  left of the decorator's cost. A class with any of those, a mutable default, or a field
-  without an annotation, and any Python this was not checked on, goes through ``dataclasses``.
+- the fields are collected by ``dataclasses`` itself (``init=False, repr=False, eq=False``:
+  nothing is compiled), so ``ClassVar``, ``KW_ONLY``, defaults and errors are its own.
 
 The classes stay real dataclasses: ``dataclasses.fields``, ``replace``, ``asdict``,
 ``__match_args__``, ``__dataclass_params__``, pickling and stock ``@dataclass`` subclasses work as
@@ -28,21 +26,33 @@ fields and frozen inheritance go to ``dataclasses.dataclass`` unchanged. Type ch
 
 from __future__ import annotations
 
-import abc
-import copy
 import dataclasses
+import functools
 import inspect
 import operator
 import reprlib
-import sys
-import types
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, Any
 
 __all__ = ["dataclass"]
 
-#: what ``dataclasses`` shows as the default of a field with a default factory (``<factory>``)
-_FACTORY: Any = getattr(dataclasses, "_HAS_DEFAULT_FACTORY", None)
+
+@functools.cache
+def _factory_marker() -> Any:
+    """What ``dataclasses`` shows as the default of a field with a default factory
+    (``<factory>``), read from the signature of a stock dataclass: made once, on first need."""
+    probe: Any = dataclasses.dataclass(
+        type(
+            "_Probe",
+            (),
+            {
+                "__annotations__": {"a": "list"},
+                "a": dataclasses.field(default_factory=list),
+                "__doc__": "-",  # else dataclasses writes one with ``inspect`` (slow, unused)
+            },
+        )
+    )
+    return inspect.signature(probe).parameters["a"].default
 
 
 def _values(names: tuple[str, ...]) -> Callable[[Any], tuple[Any, ...]]:
@@ -121,7 +131,7 @@ def _signature(fields: tuple[dataclasses.Field[Any], ...]) -> inspect.Signature:
             if f.default is not dataclasses.MISSING:
                 default = f.default
             elif f.default_factory is not dataclasses.MISSING:
-                default = _FACTORY
+                default = _factory_marker()
             else:
                 default = inspect.Parameter.empty
             params.append(
@@ -132,14 +142,7 @@ def _signature(fields: tuple[dataclasses.Field[Any], ...]) -> inspect.Signature:
                     annotation=f.type,
                 )
             )
-    return _unchecked(params)
-
-
-def _unchecked(params: list[inspect.Parameter]) -> inspect.Signature:
-    try:  # the checks Signature would repeat are made above (order, kinds, unique names)
-        return inspect.Signature(params, return_annotation=None, __validate_parameters__=False)
-    except TypeError:  # pragma: no cover - a Python without the switch
-        return inspect.Signature(params, return_annotation=None)
+    return inspect.Signature(params, return_annotation=None)
 
 
 def _frozen_init(cls: type) -> Callable[..., None] | None:
@@ -163,7 +166,7 @@ def _frozen_init(cls: type) -> Callable[..., None] | None:
             return None  # a descriptor object.__setattr__ would call
         if not f.name.isidentifier() or f.name.startswith("_init_") or f.name == "self":
             return None
-    namespace: dict[str, Any] = {"_init_factory": _FACTORY}
+    namespace: dict[str, Any] = {"_init_factory": _factory_marker()}
     positional: list[str] = []
     keyword: list[str] = []
     body: list[str] = ["    _init_dict = self.__dict__"]
@@ -226,102 +229,6 @@ def _first_init(cls: type, frozen: bool, signature: inspect.Signature) -> Callab
     return __init__
 
 
-#: the stdlib versions whose field collection ``_collect`` was compared with (3.10-3.13)
-_CHECKED = (3, 10) <= sys.version_info[:2] < (3, 14)
-#: what ``dataclasses`` calls a real field, and the pattern it reads string annotations with
-_FIELD_KIND: Any = getattr(dataclasses, "_FIELD", None)
-_IDENTIFIER: Any = getattr(dataclasses, "_MODULE_IDENTIFIER_RE", None)
-_SPECIAL_NAMES = frozenset(("ClassVar", "InitVar", "KW_ONLY"))
-#: a class the stock decorator made with no methods: its ``__dataclass_params__`` is copied, and
-#: the attributes it adds beyond fields (``__replace__`` on 3.13) are added alike
-_template: Any = None
-
-
-def _special(hint: Any, names: dict[str, Any]) -> bool:
-    """Whether ``dataclasses`` might read ``hint`` as ``ClassVar``, ``InitVar`` or ``KW_ONLY``.
-
-    A superset of its own test: a string whose leading name is one of those, or names (in the
-    class's module) an object that is one; an object that is one or is subscripted from one."""
-    if isinstance(hint, str):
-        match = _IDENTIFIER.match(hint)
-        if match is None:
-            return False
-        if match.group(2) in _SPECIAL_NAMES:
-            return True
-        if match.group(1):
-            return False  # ``module.Name``: dataclasses only accepts the three names above
-        hint = names.get(match.group(2))
-    origin = getattr(hint, "__origin__", None)
-    return (
-        hint is ClassVar
-        or origin is ClassVar
-        or hint is dataclasses.InitVar
-        or type(hint) is dataclasses.InitVar
-        or hint is getattr(dataclasses, "KW_ONLY", None)
-    )
-
-
-def _collect(cls: type) -> bool:
-    """Make ``cls`` a dataclass as ``dataclasses.dataclass(init=False, repr=False, eq=False)``
-    does for a class with no dataclass base; ``False`` (and ``cls`` untouched) for any shape
-    that this does not handle, which the caller then gives to ``dataclasses``."""
-    global _template
-    own = cls.__dict__
-    hints = own.get("__annotations__")
-    if not (_CHECKED and _FIELD_KIND is not None and _IDENTIFIER is not None):
-        return False
-    if type(hints) is not dict:
-        return False
-    if _template is None:
-        # with a docstring: else dataclasses writes one from ``inspect.signature``, which parses
-        # ``object.__init__``'s text signature with ``tokenize`` (7 ms to compile its pattern)
-        _template = dataclasses.dataclass(init=False, repr=False, eq=False)(
-            type("_Template", (), {"__doc__": "-"})
-        )
-    module = sys.modules.get(cls.__module__)
-    names = module.__dict__ if module is not None else {}
-    found: dict[str, dataclasses.Field[Any]] = {}
-    for name, hint in hints.items():
-        if _special(hint, names):
-            return False
-        default: Any = getattr(cls, name, dataclasses.MISSING)
-        if isinstance(default, dataclasses.Field):
-            made = default
-        else:
-            if isinstance(default, types.MemberDescriptorType):
-                default = dataclasses.MISSING  # a slot: no default
-            made = dataclasses.field(default=default)
-        value = made.default
-        if value is not dataclasses.MISSING and (
-            value.__class__.__hash__ is None or isinstance(value, (list, dict, set))
-        ):
-            return False  # a mutable default: dataclasses raises its own error
-        found[name] = made
-    for name, value in own.items():
-        if isinstance(value, dataclasses.Field) and name not in hints:
-            return False  # dataclasses raises: a field without an annotation
-    for name, made in found.items():
-        made.name = name
-        made.type = hints[name]
-        made._field_type = _FIELD_KIND  # type: ignore[attr-defined]
-        if made.kw_only is dataclasses.MISSING:
-            made.kw_only = False
-        if isinstance(getattr(cls, name, None), dataclasses.Field):
-            if made.default is dataclasses.MISSING:
-                delattr(cls, name)
-            else:
-                setattr(cls, name, made.default)
-    cls.__dataclass_params__ = copy.copy(_template.__dataclass_params__)  # type: ignore[attr-defined]
-    cls.__dataclass_fields__ = found  # type: ignore[attr-defined]
-    added = {k: v for k, v in vars(_template).items() if k == "__replace__"}
-    added["__match_args__"] = tuple(f.name for f in found.values() if f.init and not f.kw_only)
-    for name, value in added.items():
-        if name not in own:
-            setattr(cls, name, value)
-    abc.update_abstractmethods(cls)
-    return True
-
-
 def _lean(cls: type, frozen: bool, eq: bool) -> type:
     own = cls.__dict__
     if (
@@ -334,9 +241,7 @@ def _lean(cls: type, frozen: bool, eq: bool) -> type:
     had_doc = bool(own.get("__doc__"))
     if not had_doc:
         cls.__doc__ = "-"  # written below, from the signature, without a wasted inspection here
-    made: Any = (
-        cls if _collect(cls) else dataclasses.dataclass(init=False, repr=False, eq=False)(cls)
-    )
+    made: Any = dataclasses.dataclass(init=False, repr=False, eq=False)(cls)
     fields = dataclasses.fields(made)  # ClassVar pseudo-fields are in none of the methods
     signature = _signature(fields)
     added: dict[str, Any] = {"__init__": _first_init(made, frozen, signature)}
@@ -356,7 +261,7 @@ def _lean(cls: type, frozen: bool, eq: bool) -> type:
             method.__qualname__ = f"{made.__qualname__}.{name}"
         setattr(made, name, method)
     if not had_doc:  # as dataclasses writes it: the class's signature, ``self`` left out
-        unbound = _unchecked(list(signature.parameters.values())[1:])
+        unbound = signature.replace(parameters=list(signature.parameters.values())[1:])
         made.__doc__ = made.__name__ + str(unbound).replace(" -> None", "")
     dc_params = made.__dataclass_params__
     dc_params.init = dc_params.repr = True

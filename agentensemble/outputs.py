@@ -327,48 +327,12 @@ class EnsembleOutput(SaveableModel):
             total_tool_calls=sum(len(o.tool_calls) for o in outputs),
             usage=usage,
         )
-        private = summary.__pydantic_private__  # set as pydantic's __setattr__ would set it,
-        if type(private) is dict:  # without its Python frame (once a run)
-            private["_tasks"] = list(tasks)
-        else:  # pragma: no cover - a pydantic that keeps them otherwise
-            summary._tasks = list(tasks)
+        summary._tasks = list(tasks)
         return summary
 
 
 # the trace may be left to its first read (tracing/recorder.py): see _deferred.py
 type.__setattr__(EnsembleOutput, "trace", DeferredField("trace"))
-
-
-def _install_private_defaults() -> None:
-    """Give ``EnsembleOutput`` its private attributes (three empty lists) in one step.
-
-    Pydantic sets a model's private attributes after validation with ``model_post_init`` =
-    ``init_private_attributes``, which loops over them in Python and asks each for its default
-    (about 60 % of building an ``EnsembleOutput``, once a run). This does the same for the
-    class itself; a subclass keeps pydantic's own (it may add private attributes of its own),
-    and so does a pydantic whose internals moved (then nothing is installed).
-    """
-    try:
-        from pydantic._internal._model_construction import init_private_attributes
-    except ImportError:  # pragma: no cover - another pydantic: its own way, unchanged
-        return
-    if EnsembleOutput.model_post_init is not init_private_attributes or set(
-        EnsembleOutput.__private_attributes__
-    ) != {"_extra_costs", "_tasks", "_steps"}:
-        return  # pragma: no cover - not the shape this replaces
-
-    def model_post_init(self: BaseModel, context: Any, /) -> None:
-        if type(self) is not EnsembleOutput:
-            init_private_attributes(self, context)
-        elif getattr(self, "__pydantic_private__", None) is None:
-            object.__setattr__(
-                self, "__pydantic_private__", {"_extra_costs": [], "_tasks": [], "_steps": []}
-            )
-
-    EnsembleOutput.model_post_init = model_post_init  # type: ignore[method-assign]
-
-
-_install_private_defaults()
 
 
 def _public_fields(value: Any) -> Any:

@@ -333,24 +333,6 @@ def test_fields_are_collected_as_dataclasses_collects_them(body: dict[str, Any])
     assert _class_view(ours) == _class_view(stock)
 
 
-def test_shapes_dataclasses_reads_specially_go_through_dataclasses(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    taken: list[bool] = []
-    collect = _dataclass_module._collect
-
-    def spy(cls: type) -> bool:
-        taken.append(collect(cls))
-        return taken[-1]
-
-    monkeypatch.setattr(_dataclass_module, "_collect", spy)
-    _twins({"__annotations__": {"a": "int"}})
-    _twins({"__annotations__": {"a": "int", "k": "CV[int]"}, "k": 3})
-    _twins({"__annotations__": {"a": "int", "k": "ClassVar[int]"}, "k": 3})
-    expected_fast = _dataclass_module._CHECKED
-    assert taken == [expected_fast, False, False]
-
-
 def test_definition_errors_are_the_stock_ones() -> None:
     for body in (
         {"__annotations__": {"a": "list[int]"}, "a": []},  # a mutable default
