@@ -19,9 +19,9 @@ to its dependencies. Here:
 The classes stay real dataclasses: ``dataclasses.fields``, ``replace``, ``asdict``,
 ``__match_args__``, ``__dataclass_params__``, pickling and stock ``@dataclass`` subclasses work as
 before (``tests/test_dataclass.py`` compares every such class of the package with a stock twin).
-Options beyond ``frozen`` and ``eq``, explicit ``__setattr__`` on a frozen class, ``InitVar``
-fields and frozen inheritance go to ``dataclasses.dataclass`` unchanged. Type checkers see
-``dataclasses.dataclass`` itself.
+Options beyond ``frozen``, ``eq`` and ``slots``, explicit ``__setattr__`` on a frozen class,
+``InitVar`` fields and frozen inheritance go to ``dataclasses.dataclass`` unchanged. Type
+checkers see ``dataclasses.dataclass`` itself.
 """
 
 from __future__ import annotations
@@ -145,81 +145,19 @@ def _signature(fields: tuple[dataclasses.Field[Any], ...]) -> inspect.Signature:
     return inspect.Signature(params, return_annotation=None)
 
 
-def _frozen_init(cls: type) -> Callable[..., None] | None:
-    """The ``__init__`` of frozen ``cls`` that stores each field in the instance's ``__dict__``,
-    or None where that would differ from the generated one's ``object.__setattr__``.
-
-    ``dataclasses`` writes a frozen field as ``object.__setattr__(self, name, value)``: a
-    method lookup and a generic attribute store per field (about twice a dict store). Events,
-    model turns and tool calls are frozen dataclasses built on every run, so this writes the
-    same values into the same ``__dict__`` directly; the parameters, their defaults and
-    factories, keyword-only fields and ``__post_init__`` are the generated ones'. Where a store
-    through ``object.__setattr__`` would do more than a dict store (no ``__dict__``: slots; a
-    data descriptor, such as a property, named like a field) or a name could clash with the
-    function's own, None: the generated ``__init__`` is used."""
-    fields = dataclasses.fields(cls)
-    if not fields or getattr(cls, "__dictoffset__", 0) == 0:
-        return None
-    for f in fields:
-        held = inspect.getattr_static(cls, f.name, None)
-        if hasattr(type(held), "__set__") or hasattr(type(held), "__delete__"):
-            return None  # a descriptor object.__setattr__ would call
-        if not f.name.isidentifier() or f.name.startswith("_init_") or f.name == "self":
-            return None
-    namespace: dict[str, Any] = {"_init_factory": _factory_marker()}
-    positional: list[str] = []
-    keyword: list[str] = []
-    body: list[str] = ["    _init_dict = self.__dict__"]
-    for f in fields:
-        name = f.name
-        factory = f.default_factory is not dataclasses.MISSING
-        if factory:
-            namespace[f"_init_make_{name}"] = f.default_factory
-        if f.init:
-            if factory:
-                param = f"{name}=_init_factory"
-                value = f"_init_make_{name}() if {name} is _init_factory else {name}"
-            elif f.default is not dataclasses.MISSING:
-                namespace[f"_init_default_{name}"] = f.default
-                param, value = f"{name}=_init_default_{name}", name
-            else:
-                param, value = name, name
-            (keyword if f.kw_only else positional).append(param)
-        elif factory:
-            value = f"_init_make_{name}()"
-        else:
-            continue  # no ``init`` and no factory: the class's default, as dataclasses leaves it
-        body.append(f"    _init_dict[{name!r}] = {value}")
-    if hasattr(cls, "__post_init__"):
-        body.append("    self.__post_init__()")
-    params = ", ".join(["self", *positional, *(["*", *keyword] if keyword else [])])
-    source = f"def __init__({params}):\n" + "\n".join(body) + "\n"
-    exec(source, namespace)  # our own text, made from the field names checked above
-    init: Callable[..., None] = namespace["__init__"]
-    init.__annotations__ = {
-        **{f.name: f.type for f in fields if f.init},
-        "return": None,
-    }
-    init.__qualname__ = f"{cls.__qualname__}.__init__"
-    init.__module__ = cls.__module__
-    return init
-
-
 def _first_init(cls: type, frozen: bool, signature: inspect.Signature) -> Callable[..., None]:
     """An ``__init__`` that builds the generated one on the first construction, then is gone."""
 
     def __init__(self: Any, *args: Any, **kwargs: Any) -> None:
-        built = _frozen_init(cls) if frozen else None
-        if built is None:
-            # a subclass of ``cls`` with no fields of its own: dataclasses writes the very
-            # ``__init__`` it would write for ``cls`` (the fields are inherited), and only that
-            twin = type(
-                cls.__name__,
-                (cls,),
-                {"__module__": cls.__module__, "__qualname__": cls.__qualname__, "__doc__": "-"},
-            )
-            made: Any = dataclasses.dataclass(frozen=frozen, repr=False, eq=False)(twin)
-            built = made.__init__
+        # a subclass of ``cls`` with no fields of its own: dataclasses writes the very
+        # ``__init__`` it would write for ``cls`` (the fields are inherited), and only that
+        twin = type(
+            cls.__name__,
+            (cls,),
+            {"__module__": cls.__module__, "__qualname__": cls.__qualname__, "__doc__": "-"},
+        )
+        made: Any = dataclasses.dataclass(frozen=frozen, repr=False, eq=False)(twin)
+        built = made.__init__
         if cls.__dict__.get("__init__") is __init__:
             type.__setattr__(cls, "__init__", built)
         built(self, *args, **kwargs)
@@ -229,7 +167,7 @@ def _first_init(cls: type, frozen: bool, signature: inspect.Signature) -> Callab
     return __init__
 
 
-def _lean(cls: type, frozen: bool, eq: bool) -> type:
+def _lean(cls: type, frozen: bool, eq: bool, slots: bool) -> type:
     own = cls.__dict__
     if (
         "__init__" in own
@@ -237,11 +175,12 @@ def _lean(cls: type, frozen: bool, eq: bool) -> type:
         or any(getattr(base, "__dataclass_params__", None) for base in cls.__mro__[1:])
         or any("InitVar" in str(hint) for hint in own.get("__annotations__", {}).values())
     ):  # rare shapes (none in the package): the stock decorator, unchanged
-        return dataclasses.dataclass(frozen=frozen, eq=eq)(cls)
+        return dataclasses.dataclass(frozen=frozen, eq=eq, slots=slots)(cls)
     had_doc = bool(own.get("__doc__"))
     if not had_doc:
         cls.__doc__ = "-"  # written below, from the signature, without a wasted inspection here
-    made: Any = dataclasses.dataclass(init=False, repr=False, eq=False)(cls)
+    made: Any = dataclasses.dataclass(init=False, repr=False, eq=False, slots=slots)(cls)
+    own = made.__dict__  # with slots: a new class
     fields = dataclasses.fields(made)  # ClassVar pseudo-fields are in none of the methods
     signature = _signature(fields)
     added: dict[str, Any] = {"__init__": _first_init(made, frozen, signature)}
@@ -274,12 +213,12 @@ if TYPE_CHECKING:
     from dataclasses import dataclass
 else:
 
-    def dataclass(cls=None, /, *, frozen=False, eq=True, **options):
+    def dataclass(cls=None, /, *, frozen=False, eq=True, slots=False, **options):
         """``dataclasses.dataclass``, with its methods made without ``exec`` (see the module)."""
         if options:
-            return dataclasses.dataclass(cls, frozen=frozen, eq=eq, **options)
+            return dataclasses.dataclass(cls, frozen=frozen, eq=eq, slots=slots, **options)
 
         def wrap(cls):
-            return _lean(cls, frozen, eq)
+            return _lean(cls, frozen, eq, slots)
 
         return wrap if cls is None else wrap(cls)

@@ -120,7 +120,7 @@ class ExecutionEnv:
     metrics: ToolMetricsRegistry = field(default_factory=ToolMetricsRegistry)
 
 
-@dataclass
+@dataclass(slots=True)
 class _CallOutcome:
     call: ToolCall
     result: ToolResult

@@ -17,7 +17,7 @@ Message = dict[str, Any]
 ToolSpec = dict[str, Any]
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)
 class ToolCall:
     """One function call requested by the model; ``arguments`` is JSON text as the model sent it."""
 
@@ -26,7 +26,7 @@ class ToolCall:
     arguments: str
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)
 class ChatResponse:
     """One model turn: text, tool calls, or both."""
 
