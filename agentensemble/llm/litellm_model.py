@@ -73,7 +73,6 @@ class LLM(BaseModel):
     rate_limit: RateLimit | None = None
     lane: LaneSetting = "auto"
     extra: dict[str, Any] = Field(default_factory=dict, repr=False)
-    _rate_limiter: Any = PrivateAttr(default=None)  # one bucket per object (rate_limit.py)
     _settings_checked: bool = PrivateAttr(default=False)
 
     def __init__(
