@@ -3,17 +3,16 @@
 from __future__ import annotations
 
 import dataclasses
-import functools
 from collections.abc import Sequence
 from datetime import timedelta
 from enum import Enum
 from typing import TYPE_CHECKING, Any, Literal, TypeAlias, TypeVar
 
 from pydantic import (
-    BaseModel,
     ConfigDict,
     Field,
     PrivateAttr,
+    SerializerFunctionWrapHandler,
     ValidationError,
     field_serializer,
     field_validator,
@@ -21,9 +20,10 @@ from pydantic import (
 
 from agentensemble._deferred import DeferredField, resolved
 from agentensemble._saveable import SaveableModel, jsonable
+from agentensemble.run_metrics import TaskMetrics, TokenUsage, no_usage
 
 if TYPE_CHECKING:
-    from agentensemble.tracing.trace import ExecutionTrace
+    from agentensemble.trace_model import ExecutionTrace
 
     _Trace: TypeAlias = ExecutionTrace | None
 else:
@@ -62,38 +62,6 @@ class ReturnBehavior(str, Enum):
     IMMEDIATE_IF_LAST = "immediate_if_last"
 
 
-class TokenUsage(BaseModel):
-    """Tokens spent; adds up across calls, tasks and runs."""
-
-    model_config = ConfigDict(frozen=True, defer_build=True)
-
-    prompt_tokens: int = 0
-    completion_tokens: int = 0
-    total_tokens: int = 0
-
-    def __add__(self, other: TokenUsage) -> TokenUsage:
-        # frozen: adding nothing hands back the other side as it is (a scripted or local
-        # model reports no usage; a run of one task sums one usage): no new model built
-        if type(self) is TokenUsage and type(other) is TokenUsage:
-            if not (other.prompt_tokens or other.completion_tokens or other.total_tokens):
-                return self
-            if not (self.prompt_tokens or self.completion_tokens or self.total_tokens):
-                return other
-        return TokenUsage(
-            prompt_tokens=self.prompt_tokens + other.prompt_tokens,
-            completion_tokens=self.completion_tokens + other.completion_tokens,
-            total_tokens=self.total_tokens + other.total_tokens,
-        )
-
-
-@functools.cache
-def no_usage() -> TokenUsage:
-    """The zero ``TokenUsage``, built once and shared (the model is frozen): what a model turn
-    or a task without reported usage holds. Built on first use, not at import (pydantic builds
-    a model's validator on its first instance)."""
-    return TokenUsage()
-
-
 class ToolCallRecord(SaveableModel):
     """One tool call as the model made it and as it ended."""
 
@@ -118,17 +86,6 @@ class ToolCallRecord(SaveableModel):
     def _structured_json(self, value: Any) -> Any:
         """Whatever a tool returned can be saved: unknown objects as their text."""
         return jsonable(value)
-
-
-class TaskMetrics(BaseModel):
-    """Where a task's time went, and how often its model calls were retried."""
-
-    model_config = ConfigDict(extra="forbid", defer_build=True)
-
-    model_seconds: float = Field(default=0.0, description="time in model calls, retries included")
-    tool_seconds: float = Field(default=0.0, description="time in tool calls (summed per call)")
-    review_wait_seconds: float = Field(default=0.0, description="time waiting for reviewers")
-    retries: int = Field(default=0, description="model call attempts beyond the first")
 
 
 class TaskOutput(SaveableModel):
@@ -258,12 +215,11 @@ class EnsembleOutput(SaveableModel):
         pickled copy equals its original."""
         if not isinstance(other, EnsembleOutput):
             return NotImplemented
-        mine, theirs = self.__pydantic_private__ or {}, other.__pydantic_private__ or {}
         return (
             type(self) is type(other)
             and self.__dict__ == other.__dict__
             and self.__pydantic_extra__ == other.__pydantic_extra__
-            and mine.get("_extra_costs") == theirs.get("_extra_costs")
+            and self._extra_costs == other._extra_costs
         )
 
     __hash__ = None  # type: ignore[assignment]  # as before: its task_outputs list never hashed
@@ -273,10 +229,9 @@ class EnsembleOutput(SaveableModel):
         ``output_for`` answers for the very same ones (copying them would copy agents, models
         and tools, which may refuse)."""
         memo = {} if memo is None else memo
-        private = self.__pydantic_private__ or {}
-        for task in private.get("_tasks") or ():
+        for task in self._tasks:
             memo[id(task)] = task
-        for step, _ in private.get("_steps") or ():
+        for step, _ in self._steps:
             memo[id(step)] = step
         return super().__deepcopy__(memo)
 
@@ -292,9 +247,15 @@ class EnsembleOutput(SaveableModel):
         value = resolved(value)  # an output re-validated as it is (revalidate_instances)
         if value is None or type(value).__name__ == "ExecutionTrace":
             return value
-        from agentensemble.tracing.trace import ExecutionTrace
+        from agentensemble.trace_model import ExecutionTrace
 
         return ExecutionTrace.model_validate(value)
+
+    @field_serializer("trace", mode="wrap")
+    def _made_trace(self, value: Any, handler: SerializerFunctionWrapHandler) -> Any:
+        """A trace left to its first read (``_deferred.py``) dumps as the trace it makes; the
+        dump's options (include, exclude, mode) apply to that trace as to any."""
+        return handler(resolved(value))
 
     @field_serializer("tool_metrics")
     def _metrics_counters(self, metrics: dict[str, Any]) -> dict[str, Any]:
@@ -355,4 +316,5 @@ __all__ = [
     "TaskOutput",
     "TokenUsage",
     "ToolCallRecord",
+    "no_usage",
 ]
