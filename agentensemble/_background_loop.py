@@ -32,11 +32,6 @@ from collections.abc import Coroutine, Iterator
 from pathlib import Path
 from typing import Any, Generic, TypeVar
 
-try:  # the C functions under signal's enum-converting wrappers: 1 us a run instead of 16
-    import _signal as _csignal  # type: ignore[import-not-found,unused-ignore]
-except ImportError:  # pragma: no cover - other Python implementations
-    _csignal = signal
-
 from agentensemble._interrupts import keep_outputs
 from agentensemble.tools._pool import daemon_pool
 
@@ -237,7 +232,7 @@ def run_sync(coro: Coroutine[Any, Any, T]) -> T:
     finally:
         outcome.loop = None  # a stale stop request (a late callback) leaves later runs alone
         if previous is not None:
-            _csignal.signal(signal.SIGINT, previous)
+            signal.signal(signal.SIGINT, previous)
     if interrupted:  # cancelled by Ctrl-C, whether the run ended cancelled or caught it
         interrupt = KeyboardInterrupt()
         if outcome.stopped_with is not None:
@@ -266,9 +261,9 @@ def _take_sigint(handler: Any) -> Any:
     if threading.current_thread() is not threading.main_thread():
         return None
     try:
-        if _csignal.getsignal(signal.SIGINT) is not signal.default_int_handler:
+        if signal.getsignal(signal.SIGINT) is not signal.default_int_handler:
             return None
-        return _csignal.signal(signal.SIGINT, handler)
+        return signal.signal(signal.SIGINT, handler)
     except (ValueError, AttributeError):
         return None
 

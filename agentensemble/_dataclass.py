@@ -13,36 +13,46 @@ to its dependencies. Here:
   no cost at import, and none after the first call: it replaces itself). Until then
   ``inspect.signature`` sees the signature the generated one will have, and ``__doc__`` is the
   one ``dataclasses`` writes;
-- the fields are collected as ``dataclasses`` collects them, but with one look at each
-  annotation instead of three pattern matches (``ClassVar``, ``InitVar``, ``KW_ONLY``): what was
-  left of the decorator's cost. A class with any of those, a mutable default, or a field
-  without an annotation, and any Python this was not checked on, goes through ``dataclasses``.
+- the fields are collected by ``dataclasses`` itself (``init=False, repr=False, eq=False``:
+  nothing is compiled), so ``ClassVar``, ``KW_ONLY``, defaults and errors are its own.
 
 The classes stay real dataclasses: ``dataclasses.fields``, ``replace``, ``asdict``,
 ``__match_args__``, ``__dataclass_params__``, pickling and stock ``@dataclass`` subclasses work as
 before (``tests/test_dataclass.py`` compares every such class of the package with a stock twin).
-Options beyond ``frozen`` and ``eq``, explicit ``__setattr__`` on a frozen class, ``InitVar``
-fields and frozen inheritance go to ``dataclasses.dataclass`` unchanged. Type checkers see
-``dataclasses.dataclass`` itself.
+Options beyond ``frozen``, ``eq`` and ``slots``, explicit ``__setattr__`` on a frozen class,
+``InitVar`` fields and frozen inheritance go to ``dataclasses.dataclass`` unchanged. Type
+checkers see ``dataclasses.dataclass`` itself.
 """
 
 from __future__ import annotations
 
-import abc
-import copy
 import dataclasses
+import functools
 import inspect
 import operator
 import reprlib
-import sys
-import types
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, Any
 
 __all__ = ["dataclass"]
 
-#: what ``dataclasses`` shows as the default of a field with a default factory (``<factory>``)
-_FACTORY: Any = getattr(dataclasses, "_HAS_DEFAULT_FACTORY", None)
+
+@functools.cache
+def _factory_marker() -> Any:
+    """What ``dataclasses`` shows as the default of a field with a default factory
+    (``<factory>``), read from the signature of a stock dataclass: made once, on first need."""
+    probe: Any = dataclasses.dataclass(
+        type(
+            "_Probe",
+            (),
+            {
+                "__annotations__": {"a": "list"},
+                "a": dataclasses.field(default_factory=list),
+                "__doc__": "-",  # else dataclasses writes one with ``inspect`` (slow, unused)
+            },
+        )
+    )
+    return inspect.signature(probe).parameters["a"].default
 
 
 def _values(names: tuple[str, ...]) -> Callable[[Any], tuple[Any, ...]]:
@@ -121,7 +131,7 @@ def _signature(fields: tuple[dataclasses.Field[Any], ...]) -> inspect.Signature:
             if f.default is not dataclasses.MISSING:
                 default = f.default
             elif f.default_factory is not dataclasses.MISSING:
-                default = _FACTORY
+                default = _factory_marker()
             else:
                 default = inspect.Parameter.empty
             params.append(
@@ -132,91 +142,22 @@ def _signature(fields: tuple[dataclasses.Field[Any], ...]) -> inspect.Signature:
                     annotation=f.type,
                 )
             )
-    return _unchecked(params)
-
-
-def _unchecked(params: list[inspect.Parameter]) -> inspect.Signature:
-    try:  # the checks Signature would repeat are made above (order, kinds, unique names)
-        return inspect.Signature(params, return_annotation=None, __validate_parameters__=False)
-    except TypeError:  # pragma: no cover - a Python without the switch
-        return inspect.Signature(params, return_annotation=None)
-
-
-def _frozen_init(cls: type) -> Callable[..., None] | None:
-    """The ``__init__`` of frozen ``cls`` that stores each field in the instance's ``__dict__``,
-    or None where that would differ from the generated one's ``object.__setattr__``.
-
-    ``dataclasses`` writes a frozen field as ``object.__setattr__(self, name, value)``: a
-    method lookup and a generic attribute store per field (about twice a dict store). Events,
-    model turns and tool calls are frozen dataclasses built on every run, so this writes the
-    same values into the same ``__dict__`` directly; the parameters, their defaults and
-    factories, keyword-only fields and ``__post_init__`` are the generated ones'. Where a store
-    through ``object.__setattr__`` would do more than a dict store (no ``__dict__``: slots; a
-    data descriptor, such as a property, named like a field) or a name could clash with the
-    function's own, None: the generated ``__init__`` is used."""
-    fields = dataclasses.fields(cls)
-    if not fields or getattr(cls, "__dictoffset__", 0) == 0:
-        return None
-    for f in fields:
-        held = inspect.getattr_static(cls, f.name, None)
-        if hasattr(type(held), "__set__") or hasattr(type(held), "__delete__"):
-            return None  # a descriptor object.__setattr__ would call
-        if not f.name.isidentifier() or f.name.startswith("_init_") or f.name == "self":
-            return None
-    namespace: dict[str, Any] = {"_init_factory": _FACTORY}
-    positional: list[str] = []
-    keyword: list[str] = []
-    body: list[str] = ["    _init_dict = self.__dict__"]
-    for f in fields:
-        name = f.name
-        factory = f.default_factory is not dataclasses.MISSING
-        if factory:
-            namespace[f"_init_make_{name}"] = f.default_factory
-        if f.init:
-            if factory:
-                param = f"{name}=_init_factory"
-                value = f"_init_make_{name}() if {name} is _init_factory else {name}"
-            elif f.default is not dataclasses.MISSING:
-                namespace[f"_init_default_{name}"] = f.default
-                param, value = f"{name}=_init_default_{name}", name
-            else:
-                param, value = name, name
-            (keyword if f.kw_only else positional).append(param)
-        elif factory:
-            value = f"_init_make_{name}()"
-        else:
-            continue  # no ``init`` and no factory: the class's default, as dataclasses leaves it
-        body.append(f"    _init_dict[{name!r}] = {value}")
-    if hasattr(cls, "__post_init__"):
-        body.append("    self.__post_init__()")
-    params = ", ".join(["self", *positional, *(["*", *keyword] if keyword else [])])
-    source = f"def __init__({params}):\n" + "\n".join(body) + "\n"
-    exec(source, namespace)  # our own text, made from the field names checked above
-    init: Callable[..., None] = namespace["__init__"]
-    init.__annotations__ = {
-        **{f.name: f.type for f in fields if f.init},
-        "return": None,
-    }
-    init.__qualname__ = f"{cls.__qualname__}.__init__"
-    init.__module__ = cls.__module__
-    return init
+    return inspect.Signature(params, return_annotation=None)
 
 
 def _first_init(cls: type, frozen: bool, signature: inspect.Signature) -> Callable[..., None]:
     """An ``__init__`` that builds the generated one on the first construction, then is gone."""
 
     def __init__(self: Any, *args: Any, **kwargs: Any) -> None:
-        built = _frozen_init(cls) if frozen else None
-        if built is None:
-            # a subclass of ``cls`` with no fields of its own: dataclasses writes the very
-            # ``__init__`` it would write for ``cls`` (the fields are inherited), and only that
-            twin = type(
-                cls.__name__,
-                (cls,),
-                {"__module__": cls.__module__, "__qualname__": cls.__qualname__, "__doc__": "-"},
-            )
-            made: Any = dataclasses.dataclass(frozen=frozen, repr=False, eq=False)(twin)
-            built = made.__init__
+        # a subclass of ``cls`` with no fields of its own: dataclasses writes the very
+        # ``__init__`` it would write for ``cls`` (the fields are inherited), and only that
+        twin = type(
+            cls.__name__,
+            (cls,),
+            {"__module__": cls.__module__, "__qualname__": cls.__qualname__, "__doc__": "-"},
+        )
+        made: Any = dataclasses.dataclass(frozen=frozen, repr=False, eq=False)(twin)
+        built = made.__init__
         if cls.__dict__.get("__init__") is __init__:
             type.__setattr__(cls, "__init__", built)
         built(self, *args, **kwargs)
@@ -226,103 +167,7 @@ def _first_init(cls: type, frozen: bool, signature: inspect.Signature) -> Callab
     return __init__
 
 
-#: the stdlib versions whose field collection ``_collect`` was compared with (3.10-3.13)
-_CHECKED = (3, 10) <= sys.version_info[:2] < (3, 14)
-#: what ``dataclasses`` calls a real field, and the pattern it reads string annotations with
-_FIELD_KIND: Any = getattr(dataclasses, "_FIELD", None)
-_IDENTIFIER: Any = getattr(dataclasses, "_MODULE_IDENTIFIER_RE", None)
-_SPECIAL_NAMES = frozenset(("ClassVar", "InitVar", "KW_ONLY"))
-#: a class the stock decorator made with no methods: its ``__dataclass_params__`` is copied, and
-#: the attributes it adds beyond fields (``__replace__`` on 3.13) are added alike
-_template: Any = None
-
-
-def _special(hint: Any, names: dict[str, Any]) -> bool:
-    """Whether ``dataclasses`` might read ``hint`` as ``ClassVar``, ``InitVar`` or ``KW_ONLY``.
-
-    A superset of its own test: a string whose leading name is one of those, or names (in the
-    class's module) an object that is one; an object that is one or is subscripted from one."""
-    if isinstance(hint, str):
-        match = _IDENTIFIER.match(hint)
-        if match is None:
-            return False
-        if match.group(2) in _SPECIAL_NAMES:
-            return True
-        if match.group(1):
-            return False  # ``module.Name``: dataclasses only accepts the three names above
-        hint = names.get(match.group(2))
-    origin = getattr(hint, "__origin__", None)
-    return (
-        hint is ClassVar
-        or origin is ClassVar
-        or hint is dataclasses.InitVar
-        or type(hint) is dataclasses.InitVar
-        or hint is getattr(dataclasses, "KW_ONLY", None)
-    )
-
-
-def _collect(cls: type) -> bool:
-    """Make ``cls`` a dataclass as ``dataclasses.dataclass(init=False, repr=False, eq=False)``
-    does for a class with no dataclass base; ``False`` (and ``cls`` untouched) for any shape
-    that this does not handle, which the caller then gives to ``dataclasses``."""
-    global _template
-    own = cls.__dict__
-    hints = own.get("__annotations__")
-    if not (_CHECKED and _FIELD_KIND is not None and _IDENTIFIER is not None):
-        return False
-    if type(hints) is not dict:
-        return False
-    if _template is None:
-        # with a docstring: else dataclasses writes one from ``inspect.signature``, which parses
-        # ``object.__init__``'s text signature with ``tokenize`` (7 ms to compile its pattern)
-        _template = dataclasses.dataclass(init=False, repr=False, eq=False)(
-            type("_Template", (), {"__doc__": "-"})
-        )
-    module = sys.modules.get(cls.__module__)
-    names = module.__dict__ if module is not None else {}
-    found: dict[str, dataclasses.Field[Any]] = {}
-    for name, hint in hints.items():
-        if _special(hint, names):
-            return False
-        default: Any = getattr(cls, name, dataclasses.MISSING)
-        if isinstance(default, dataclasses.Field):
-            made = default
-        else:
-            if isinstance(default, types.MemberDescriptorType):
-                default = dataclasses.MISSING  # a slot: no default
-            made = dataclasses.field(default=default)
-        value = made.default
-        if value is not dataclasses.MISSING and (
-            value.__class__.__hash__ is None or isinstance(value, (list, dict, set))
-        ):
-            return False  # a mutable default: dataclasses raises its own error
-        found[name] = made
-    for name, value in own.items():
-        if isinstance(value, dataclasses.Field) and name not in hints:
-            return False  # dataclasses raises: a field without an annotation
-    for name, made in found.items():
-        made.name = name
-        made.type = hints[name]
-        made._field_type = _FIELD_KIND  # type: ignore[attr-defined]
-        if made.kw_only is dataclasses.MISSING:
-            made.kw_only = False
-        if isinstance(getattr(cls, name, None), dataclasses.Field):
-            if made.default is dataclasses.MISSING:
-                delattr(cls, name)
-            else:
-                setattr(cls, name, made.default)
-    cls.__dataclass_params__ = copy.copy(_template.__dataclass_params__)  # type: ignore[attr-defined]
-    cls.__dataclass_fields__ = found  # type: ignore[attr-defined]
-    added = {k: v for k, v in vars(_template).items() if k == "__replace__"}
-    added["__match_args__"] = tuple(f.name for f in found.values() if f.init and not f.kw_only)
-    for name, value in added.items():
-        if name not in own:
-            setattr(cls, name, value)
-    abc.update_abstractmethods(cls)
-    return True
-
-
-def _lean(cls: type, frozen: bool, eq: bool) -> type:
+def _lean(cls: type, frozen: bool, eq: bool, slots: bool) -> type:
     own = cls.__dict__
     if (
         "__init__" in own
@@ -330,13 +175,12 @@ def _lean(cls: type, frozen: bool, eq: bool) -> type:
         or any(getattr(base, "__dataclass_params__", None) for base in cls.__mro__[1:])
         or any("InitVar" in str(hint) for hint in own.get("__annotations__", {}).values())
     ):  # rare shapes (none in the package): the stock decorator, unchanged
-        return dataclasses.dataclass(frozen=frozen, eq=eq)(cls)
+        return dataclasses.dataclass(frozen=frozen, eq=eq, slots=slots)(cls)
     had_doc = bool(own.get("__doc__"))
     if not had_doc:
         cls.__doc__ = "-"  # written below, from the signature, without a wasted inspection here
-    made: Any = (
-        cls if _collect(cls) else dataclasses.dataclass(init=False, repr=False, eq=False)(cls)
-    )
+    made: Any = dataclasses.dataclass(init=False, repr=False, eq=False, slots=slots)(cls)
+    own = made.__dict__  # with slots: a new class
     fields = dataclasses.fields(made)  # ClassVar pseudo-fields are in none of the methods
     signature = _signature(fields)
     added: dict[str, Any] = {"__init__": _first_init(made, frozen, signature)}
@@ -356,7 +200,7 @@ def _lean(cls: type, frozen: bool, eq: bool) -> type:
             method.__qualname__ = f"{made.__qualname__}.{name}"
         setattr(made, name, method)
     if not had_doc:  # as dataclasses writes it: the class's signature, ``self`` left out
-        unbound = _unchecked(list(signature.parameters.values())[1:])
+        unbound = signature.replace(parameters=list(signature.parameters.values())[1:])
         made.__doc__ = made.__name__ + str(unbound).replace(" -> None", "")
     dc_params = made.__dataclass_params__
     dc_params.init = dc_params.repr = True
@@ -369,12 +213,12 @@ if TYPE_CHECKING:
     from dataclasses import dataclass
 else:
 
-    def dataclass(cls=None, /, *, frozen=False, eq=True, **options):
+    def dataclass(cls=None, /, *, frozen=False, eq=True, slots=False, **options):
         """``dataclasses.dataclass``, with its methods made without ``exec`` (see the module)."""
         if options:
-            return dataclasses.dataclass(cls, frozen=frozen, eq=eq, **options)
+            return dataclasses.dataclass(cls, frozen=frozen, eq=eq, slots=slots, **options)
 
         def wrap(cls):
-            return _lean(cls, frozen, eq)
+            return _lean(cls, frozen, eq, slots)
 
         return wrap if cls is None else wrap(cls)

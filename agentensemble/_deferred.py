@@ -8,8 +8,8 @@ gives the made value, never the placeholder:
 - attribute access (``output.trace``, ``getattr``): ``DeferredField``, a data descriptor on the
   class, makes the value and stores it in the instance's ``__dict__``;
 - dumps (``model_dump``, ``model_dump_json``, nested in another model, ``to_jsonable_python``):
-  pydantic-core serializes the placeholder with its own ``__pydantic_serializer__``, which hands
-  the made value (include/exclude and the other options apply to it as usual) on;
+  the field's own serializer (``EnsembleOutput._made_trace``, a pydantic ``field_serializer``)
+  hands the made value on, and include/exclude and the other options apply to it as usual;
 - ``==``, ``pickle``, ``copy.deepcopy``/``model_copy(deep=True)``: the made value (a shallow
   copy shares the placeholder, and so the one value, as it shared the trace before);
 - ``dict(output)`` and re-validation: the model's ``__iter__`` and field validator call
@@ -25,8 +25,6 @@ import copy
 import threading
 from collections.abc import Callable
 from typing import Any
-
-from pydantic_core import SchemaSerializer, core_schema
 
 _making = threading.RLock()  # making a value is rare (a read of a trace): one lock for all
 
@@ -69,20 +67,6 @@ class Deferred:
 
 def _itself(value: Any) -> Any:
     return value
-
-
-def _serialize(value: Deferred, handler: core_schema.SerializerFunctionWrapHandler) -> Any:
-    return handler(value.resolve())
-
-
-# read by pydantic-core for any object of this class in a field typed Any (see the docstring)
-Deferred.__pydantic_serializer__ = SchemaSerializer(  # type: ignore[attr-defined]
-    core_schema.any_schema(
-        serialization=core_schema.wrap_serializer_function_ser_schema(
-            _serialize, schema=core_schema.any_schema()
-        )
-    )
-)
 
 
 def resolved(value: Any) -> Any:

@@ -15,7 +15,7 @@ TASK_HEADING = "\n\n## Task\n"
 def context_end(prompt: str) -> int:
     """Where the context sections of a ``build_user_prompt`` prompt end: the next task of a
     chain starts with the same text up to there (then its newest output's section). The trace
-    stores a prompt as that start of an earlier one plus the rest (``tracing/trace.py``); the
+    stores a prompt as that start of an earlier one plus the rest (``trace_model.py``); the
     place is a guess the trace checks, so a description holding the heading costs nothing but
     the sharing. ``-1`` for a prompt with no context."""
     if not prompt.startswith(CONTEXT_HEADING):

@@ -298,7 +298,7 @@ class Ensemble(BaseModel):
             recorder = TraceRecorder(
                 current_run_id(),
                 capture=self.capture,
-                workflow=self.workflow._value_,  # ``.value`` is a Python property: two calls
+                workflow=self.workflow.value,
                 inputs=values,
                 parent_run_id=parent_run_id,
             )

@@ -3,17 +3,16 @@
 from __future__ import annotations
 
 import dataclasses
-import functools
 from collections.abc import Sequence
 from datetime import timedelta
 from enum import Enum
 from typing import TYPE_CHECKING, Any, Literal, TypeAlias, TypeVar
 
 from pydantic import (
-    BaseModel,
     ConfigDict,
     Field,
     PrivateAttr,
+    SerializerFunctionWrapHandler,
     ValidationError,
     field_serializer,
     field_validator,
@@ -21,9 +20,10 @@ from pydantic import (
 
 from agentensemble._deferred import DeferredField, resolved
 from agentensemble._saveable import SaveableModel, jsonable
+from agentensemble.run_metrics import TaskMetrics, TokenUsage, no_usage
 
 if TYPE_CHECKING:
-    from agentensemble.tracing.trace import ExecutionTrace
+    from agentensemble.trace_model import ExecutionTrace
 
     _Trace: TypeAlias = ExecutionTrace | None
 else:
@@ -62,44 +62,6 @@ class ReturnBehavior(str, Enum):
     IMMEDIATE_IF_LAST = "immediate_if_last"
 
 
-class TokenUsage(BaseModel):
-    """Tokens spent; adds up across calls, tasks and runs."""
-
-    model_config = ConfigDict(frozen=True, defer_build=True)
-
-    prompt_tokens: int = 0
-    completion_tokens: int = 0
-    total_tokens: int = 0
-    cached_prompt_tokens: int = 0  # read from the provider's cache; within prompt_tokens
-    cache_write_tokens: int = 0  # written to the provider's cache; within prompt_tokens
-    reasoning_tokens: int = 0  # the model's reasoning; within completion_tokens
-
-    def __add__(self, other: TokenUsage) -> TokenUsage:
-        # frozen: adding nothing hands back the other side as it is (a scripted or local
-        # model reports no usage; a run of one task sums one usage): no new model built
-        if type(self) is TokenUsage and type(other) is TokenUsage:
-            if not (other.prompt_tokens or other.completion_tokens or other.total_tokens):
-                return self
-            if not (self.prompt_tokens or self.completion_tokens or self.total_tokens):
-                return other
-        return TokenUsage(
-            prompt_tokens=self.prompt_tokens + other.prompt_tokens,
-            completion_tokens=self.completion_tokens + other.completion_tokens,
-            total_tokens=self.total_tokens + other.total_tokens,
-            cached_prompt_tokens=self.cached_prompt_tokens + other.cached_prompt_tokens,
-            cache_write_tokens=self.cache_write_tokens + other.cache_write_tokens,
-            reasoning_tokens=self.reasoning_tokens + other.reasoning_tokens,
-        )
-
-
-@functools.cache
-def no_usage() -> TokenUsage:
-    """The zero ``TokenUsage``, built once and shared (the model is frozen): what a model turn
-    or a task without reported usage holds. Built on first use, not at import (pydantic builds
-    a model's validator on its first instance)."""
-    return TokenUsage()
-
-
 class ToolCallRecord(SaveableModel):
     """One tool call as the model made it and as it ended."""
 
@@ -124,17 +86,6 @@ class ToolCallRecord(SaveableModel):
     def _structured_json(self, value: Any) -> Any:
         """Whatever a tool returned can be saved: unknown objects as their text."""
         return jsonable(value)
-
-
-class TaskMetrics(BaseModel):
-    """Where a task's time went, and how often its model calls were retried."""
-
-    model_config = ConfigDict(extra="forbid", defer_build=True)
-
-    model_seconds: float = Field(default=0.0, description="time in model calls, retries included")
-    tool_seconds: float = Field(default=0.0, description="time in tool calls (summed per call)")
-    review_wait_seconds: float = Field(default=0.0, description="time waiting for reviewers")
-    retries: int = Field(default=0, description="model call attempts beyond the first")
 
 
 class TaskOutput(SaveableModel):
@@ -269,12 +220,11 @@ class EnsembleOutput(SaveableModel):
         pickled copy equals its original."""
         if not isinstance(other, EnsembleOutput):
             return NotImplemented
-        mine, theirs = self.__pydantic_private__ or {}, other.__pydantic_private__ or {}
         return (
             type(self) is type(other)
             and self.__dict__ == other.__dict__
             and self.__pydantic_extra__ == other.__pydantic_extra__
-            and mine.get("_extra_costs") == theirs.get("_extra_costs")
+            and self._extra_costs == other._extra_costs
         )
 
     __hash__ = None  # type: ignore[assignment]  # as before: its task_outputs list never hashed
@@ -284,10 +234,9 @@ class EnsembleOutput(SaveableModel):
         ``output_for`` answers for the very same ones (copying them would copy agents, models
         and tools, which may refuse)."""
         memo = {} if memo is None else memo
-        private = self.__pydantic_private__ or {}
-        for task in private.get("_tasks") or ():
+        for task in self._tasks:
             memo[id(task)] = task
-        for step, _ in private.get("_steps") or ():
+        for step, _ in self._steps:
             memo[id(step)] = step
         return super().__deepcopy__(memo)
 
@@ -303,9 +252,15 @@ class EnsembleOutput(SaveableModel):
         value = resolved(value)  # an output re-validated as it is (revalidate_instances)
         if value is None or type(value).__name__ == "ExecutionTrace":
             return value
-        from agentensemble.tracing.trace import ExecutionTrace
+        from agentensemble.trace_model import ExecutionTrace
 
         return ExecutionTrace.model_validate(value)
+
+    @field_serializer("trace", mode="wrap")
+    def _made_trace(self, value: Any, handler: SerializerFunctionWrapHandler) -> Any:
+        """A trace left to its first read (``_deferred.py``) dumps as the trace it makes; the
+        dump's options (include, exclude, mode) apply to that trace as to any."""
+        return handler(resolved(value))
 
     @field_serializer("tool_metrics")
     def _metrics_counters(self, metrics: dict[str, Any]) -> dict[str, Any]:
@@ -338,48 +293,12 @@ class EnsembleOutput(SaveableModel):
             total_tool_calls=sum(len(o.tool_calls) for o in outputs),
             usage=usage,
         )
-        private = summary.__pydantic_private__  # set as pydantic's __setattr__ would set it,
-        if type(private) is dict:  # without its Python frame (once a run)
-            private["_tasks"] = list(tasks)
-        else:  # pragma: no cover - a pydantic that keeps them otherwise
-            summary._tasks = list(tasks)
+        summary._tasks = list(tasks)
         return summary
 
 
 # the trace may be left to its first read (tracing/recorder.py): see _deferred.py
 type.__setattr__(EnsembleOutput, "trace", DeferredField("trace"))
-
-
-def _install_private_defaults() -> None:
-    """Give ``EnsembleOutput`` its private attributes (three empty lists) in one step.
-
-    Pydantic sets a model's private attributes after validation with ``model_post_init`` =
-    ``init_private_attributes``, which loops over them in Python and asks each for its default
-    (about 60 % of building an ``EnsembleOutput``, once a run). This does the same for the
-    class itself; a subclass keeps pydantic's own (it may add private attributes of its own),
-    and so does a pydantic whose internals moved (then nothing is installed).
-    """
-    try:
-        from pydantic._internal._model_construction import init_private_attributes
-    except ImportError:  # pragma: no cover - another pydantic: its own way, unchanged
-        return
-    if EnsembleOutput.model_post_init is not init_private_attributes or set(
-        EnsembleOutput.__private_attributes__
-    ) != {"_extra_costs", "_tasks", "_steps"}:
-        return  # pragma: no cover - not the shape this replaces
-
-    def model_post_init(self: BaseModel, context: Any, /) -> None:
-        if type(self) is not EnsembleOutput:
-            init_private_attributes(self, context)
-        elif getattr(self, "__pydantic_private__", None) is None:
-            object.__setattr__(
-                self, "__pydantic_private__", {"_extra_costs": [], "_tasks": [], "_steps": []}
-            )
-
-    EnsembleOutput.model_post_init = model_post_init  # type: ignore[method-assign]
-
-
-_install_private_defaults()
 
 
 def _public_fields(value: Any) -> Any:
@@ -402,4 +321,5 @@ __all__ = [
     "TaskOutput",
     "TokenUsage",
     "ToolCallRecord",
+    "no_usage",
 ]

@@ -21,7 +21,7 @@ import structlog
 from agentensemble._dataclass import dataclass
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)
 class ModelCallScope:
     """The model call in progress: who asked, for which task, under which call id."""
 

@@ -56,7 +56,7 @@ TurnShape = Literal["alone", "together", "in_order", "branches"]
 """How the calls of one turn run: see ``plan_turn``."""
 
 
-@dataclass
+@dataclass(slots=True)
 class _CallOutcome:
     call: ToolCall
     result: ToolResult

@@ -83,7 +83,6 @@ class LLM(BaseModel):
     fallbacks: list[LLM] = Field(
         default_factory=list, repr=False, description="models for a turn it cannot answer"
     )
-    _rate_limiter: Any = PrivateAttr(default=None)  # one bucket per object (rate_limit.py)
     _settings_checked: bool = PrivateAttr(default=False)
     _chain: Any = PrivateAttr(default=None)  # fallback_chain(), made once
 

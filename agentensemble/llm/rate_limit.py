@@ -19,6 +19,7 @@ import asyncio
 import functools
 import threading
 import time
+import weakref
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, TypeVar, cast
 
@@ -170,23 +171,49 @@ def rate_limited(complete: CompleteMethod) -> CompleteMethod:
     return cast("CompleteMethod", limited)
 
 
-_making = threading.Lock()
+_making = threading.RLock()  # re-entered when a collected model drops its entry
+#: each model object's limiter, by identity (models need not hash: ``LLM`` does not), held as
+#: long as the object lives: nothing is written onto a model the package does not own
+_limiters: dict[int, tuple[Any, RateLimiter]] = {}
 
 
 def limiter_of(model: Any) -> RateLimiter | None:
-    """The limiter of ``model`` (from its ``rate_limit``), made once per object and kept in its
-    ``_rate_limiter`` attribute (a pydantic ``PrivateAttr`` on ``LLM``)."""
+    """The limiter of ``model`` (from its ``rate_limit``), made once per object and dropped
+    with it."""
     limit = getattr(model, "rate_limit", None)
     if limit is None:
         return None
-    limiter: RateLimiter | None = getattr(model, "_rate_limiter", None)
-    if limiter is None:
-        with _making:
-            limiter = getattr(model, "_rate_limiter", None)
-            if limiter is None:
-                limiter = RateLimiter(limit)
-                model._rate_limiter = limiter
+    held = _limiters.get(id(model))
+    if held is not None and _alive(held[0]) is model:
+        return held[1]
+    with _making:
+        held = _limiters.get(id(model))
+        if held is not None and _alive(held[0]) is model:
+            return held[1]
+        limiter = RateLimiter(limit)
+        _limiters[id(model)] = (_holder(model), limiter)
     return limiter
+
+
+def _holder(model: Any) -> Any:
+    """A weak reference to ``model`` that removes its entry when it goes; the object itself
+    when it cannot be weakly referenced (kept then, as an attribute on it was)."""
+    key = id(model)
+
+    def gone(ref: weakref.ref[Any]) -> None:
+        with _making:
+            held = _limiters.get(key)
+            if held is not None and held[0] is ref:  # not a later object given the same id
+                del _limiters[key]
+
+    try:
+        return weakref.ref(model, gone)
+    except TypeError:
+        return model
+
+
+def _alive(holder: Any) -> Any:
+    return holder() if type(holder) is weakref.ref else holder
 
 
 class RateLimitedModel:

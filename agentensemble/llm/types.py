@@ -30,7 +30,7 @@ PROVIDER_KEY = "_provider"
 FILTER_FINISH_REASONS = frozenset({"content_filter", "safety", "SAFETY", "refusal"})
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)
 class ToolCall:
     """One function call requested by the model; ``arguments`` is JSON text as the model sent it.
 
@@ -54,7 +54,7 @@ class ProviderPart:
     value: Any
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)
 class ChatResponse:
     """One model turn: text, tool calls, or both."""
 

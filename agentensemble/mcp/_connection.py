@@ -17,7 +17,6 @@ from typing import IO, Any
 
 from agentensemble.errors import ConfigurationError, ToolExecutionError
 from agentensemble.logging import get_logger
-from agentensemble.mcp._schema_check import bounded_result_check
 from agentensemble.mcp._stderr import StderrCapture
 from agentensemble.tools.source import OpenedSource
 
@@ -92,19 +91,18 @@ class Connection(OpenedSource):
             raise
 
     async def _own(self, ready: asyncio.Future[list[Any]]) -> None:
-        from mcp.client.session import ClientSession
+        from agentensemble.mcp._session import CheckedSession  # the SDK: imported on connect
 
         try:
             async with (
                 self._transport(self._stderr.writer) as streams,
-                ClientSession(streams[0], streams[1]) as session,
+                CheckedSession(streams[0], streams[1]) as session,
             ):
                 await session.initialize()
                 listed = await _list_all(session)
-                # the SDK checks results against the server's output schemas with unbounded
-                # regexes, on this loop: the server's own pattern and output could freeze it
-                checked: Any = bounded_result_check(listed)
-                session.validate_tool_result = checked  # type: ignore[method-assign]
+                # the SDK would check results against the server's output schemas with
+                # unbounded regexes, on this loop: the server's own pattern could freeze it
+                session.check_results_of(listed)
                 self._session = session
                 if not ready.done():
                     ready.set_result(listed)

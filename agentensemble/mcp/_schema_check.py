@@ -143,7 +143,7 @@ def schema_errors(validator: Any, arguments: object) -> list[str]:
 
 
 def bounded_result_check(tools: list[Any]) -> Callable[[str, Any], Coroutine[Any, Any, None]]:
-    """A replacement for the MCP SDK's ``ClientSession.validate_tool_result``: the server's
+    """What ``CheckedSession.validate_tool_result`` runs instead of the MCP SDK's: the server's
     structured content checked against its output schema with this module's validator (no
     reference fetched, every regex bounded) instead of the SDK's (unbounded ``re``, on the event
     loop, with a pattern and a value both chosen by the server). A mismatch raises

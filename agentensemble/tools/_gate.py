@@ -97,7 +97,7 @@ def canonical_json(text: str, name: str) -> str:
 # -- what the call ran with (ToolCallRecord.arguments) ---------------------------------------
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)
 class ToolCallResult:
     """How one call through ``ExecutableTool.call`` ended: the result, and the arguments the
     tool ran with when a reviewer's edit changed them (None: as the model sent them)."""

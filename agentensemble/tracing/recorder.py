@@ -439,9 +439,7 @@ class TraceRecorder:
                 for o in output.task_outputs
             ]
             priced = [o.cost_usd for o in outputs if o.llm_calls]
-            # model calls no task output holds (a manager's); read from the private dict, as
-            # pydantic's __getattr__ for a private attribute costs ~3 us (a failed hasattr)
-            priced += (output.__pydantic_private__ or {}).get("_extra_costs") or ()
+            priced += output._extra_costs  # model calls no task output holds (a manager's)
             cost = add_costs(priced) if priced else None
             record = self._finished(
                 status="completed",

@@ -95,6 +95,29 @@ def test_each_llm_object_has_its_own_bucket() -> None:
     assert limiter_of(LLM("openai/x")) is None
 
 
+def test_a_limiter_is_held_beside_the_model_not_written_onto_it() -> None:
+    import gc
+
+    from agentensemble.llm import rate_limit
+
+    class Model:  # a user's ChatModel: nothing of ours is set on it
+        rate_limit = RateLimit(requests_per_minute=60)
+
+    class Slotted:  # cannot be weakly referenced: kept, with its limiter
+        __slots__ = ()
+        rate_limit = RateLimit(requests_per_minute=60)
+
+    model, slotted = Model(), Slotted()
+    limiter = limiter_of(model)
+    assert limiter is not None and limiter_of(model) is limiter
+    assert vars(model) == {}
+    assert limiter_of(slotted) is limiter_of(slotted) is not None
+    key = id(model)
+    del model
+    gc.collect()
+    assert key not in rate_limit._limiters
+
+
 @pytest.mark.anyio
 async def test_a_waiting_call_is_cancellable_and_gives_its_place_back() -> None:
     limiter = RateLimiter(RateLimit(requests_per_minute=60))

@@ -94,6 +94,28 @@ async def test_a_server_s_own_output_pattern_cannot_freeze_the_event_loop() -> N
     assert output.raw == "noted"
 
 
+async def test_the_sdk_s_call_tool_still_calls_our_result_check(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Our check replaces the SDK's by overriding ``ClientSession.validate_tool_result``: an
+    SDK whose ``call_tool`` stopped calling it would run its own unbounded check again."""
+    from agentensemble.mcp._session import CheckedSession
+
+    checked: list[tuple[str, object]] = []
+    ours = CheckedSession.validate_tool_result
+
+    async def spy(self: CheckedSession, name: str, result: object) -> None:
+        checked.append((name, getattr(result, "structured_content", None)))
+        await ours(self, name, result)
+
+    monkeypatch.setattr(CheckedSession, "validate_tool_result", spy)
+    model = ScriptedChatModel([tool_call("add", {"a": 2, "b": 3}), tool_call("hostile_word"), "ok"])
+    await asyncio.wait_for(one_task(stdio_server(), model).arun(), 60)
+
+    assert [name for name, _ in checked] == ["add", "hostile_word"]
+    assert checked[0][1] == {"result": 5}
+
+
 async def test_names_are_made_safe_prefixed_and_filtered() -> None:
     server = stdio_server(prefix="calc", include=["add", "shout-text"])
     model = ScriptedChatModel([tool_call("calc_shout_text", {"text": "hi"}), "done"])

@@ -1,5 +1,5 @@
 """The trace's JSON Schema is exported to docs/trace.schema.json, so schema changes show up in
-review. Regenerate after changing agentensemble/tracing/trace.py:
+review. Regenerate after changing agentensemble/trace_model.py:
 
     AGENTENSEMBLE_WRITE_SCHEMA=1 .venv/bin/python -m pytest tests/tracing/test_trace_schema.py
 """
@@ -32,7 +32,7 @@ def test_the_exported_schema_file_matches_the_trace_model() -> None:
     with open(SCHEMA_FILE, encoding="utf-8") as file:
         exported = file.read()
     assert exported == current_schema(), (
-        "docs/trace.schema.json is out of date with agentensemble/tracing/trace.py. "
+        "docs/trace.schema.json is out of date with agentensemble/trace_model.py. "
         "Regenerate it with: AGENTENSEMBLE_WRITE_SCHEMA=1 .venv/bin/python -m pytest "
         "tests/tracing/test_trace_schema.py (and bump SCHEMA_VERSION if a field was removed "
         "or changed meaning)"

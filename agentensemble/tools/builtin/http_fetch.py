@@ -257,12 +257,13 @@ class _PinnedHTTPS(http.client.HTTPSConnection):
     """An HTTPS connection to a checked address, verifying the certificate for the host."""
 
     def __init__(self, host: str, port: int, address: str, timeout: float) -> None:
-        super().__init__(host, port, timeout=timeout, context=ssl.create_default_context())
+        self._tls = ssl.create_default_context()  # ours: http.client keeps its own privately
+        super().__init__(host, port, timeout=timeout, context=self._tls)
         self._address = address
 
     def connect(self) -> None:
         raw = socket.create_connection((self._address, self.port), self.timeout)
-        self.sock = self._context.wrap_socket(raw, server_hostname=self.host)  # type: ignore[attr-defined]
+        self.sock = self._tls.wrap_socket(raw, server_hostname=self.host)
 
 
 class _PinnedHTTP(http.client.HTTPConnection):
