@@ -457,7 +457,7 @@ def test_a_slots_class_is_the_stock_slots_dataclass() -> None:
 
 
 def test_the_records_a_run_builds_are_slots_classes() -> None:
-    from agentensemble.execution.agent_executor import _CallOutcome
+    from agentensemble.execution.tool_turn import _CallOutcome
     from agentensemble.llm.types import ChatResponse, ToolCall
     from agentensemble.run_context import ModelCallScope
     from agentensemble.tools._gate import ToolCallResult
