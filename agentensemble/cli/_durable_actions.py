@@ -1,4 +1,4 @@
-"""What ``agentensemble durable`` (and ``python -m agentensemble.durable``) does: run a worker,
+"""What ``agentensemble durable`` does: run a worker,
 recover a dead worker's runs, list runs and reviews, decide a review.
 
 Imported only when one of those commands runs: it needs the durable extra (DBOS).

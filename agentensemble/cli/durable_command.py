@@ -15,7 +15,7 @@
     agentensemble durable prune [--keep-last N] [--older-than 7d] [--ensemble NAME]
         [--database URL]
 
-``python -m agentensemble.durable ...`` takes the same commands. MODULE (or MODULE:ATTRIBUTE) is
+``python -m agentensemble durable ...`` takes the same commands. MODULE (or MODULE:ATTRIBUTE) is
 the user's module that builds a ``DurableRuntime`` and registers its ensembles; the attribute
 defaults to the one DurableRuntime found in the module.
 
@@ -34,10 +34,9 @@ import argparse
 import os
 import sys
 import uuid
-from collections.abc import Sequence
 from datetime import timedelta
 
-from agentensemble.cli import EXIT_USAGE, Command, run_handler
+from agentensemble.cli import EXIT_USAGE, Command
 
 # the durable package's settings (checked equal by the tests; importing it here would import DBOS)
 DATABASE_ENV = "AGENTENSEMBLE_DATABASE_URL"
@@ -47,7 +46,7 @@ DEAD_AFTER_ENV = "AGENTENSEMBLE_DEAD_AFTER"
 
 
 def add_durable_arguments(parser: argparse.ArgumentParser) -> None:
-    """The durable subcommands, for ``agentensemble durable`` and ``python -m ...durable``."""
+    """The durable subcommands of ``agentensemble durable``."""
     commands = parser.add_subparsers(dest="durable_command", metavar="COMMAND", required=True)
     worker = commands.add_parser("worker", help="run queued and interrupted runs until stopped")
     worker.add_argument("target", help="MODULE or MODULE:ATTRIBUTE holding the DurableRuntime")
@@ -181,15 +180,6 @@ def run_durable(args: argparse.Namespace) -> int:
     return actions.dispatch(args)
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    """``python -m agentensemble.durable``: the same commands as ``agentensemble durable``."""
-    parser = argparse.ArgumentParser(
-        prog="python -m agentensemble.durable", description=COMMAND.help
-    )
-    add_durable_arguments(parser)
-    return run_handler(run_durable, parser.parse_args(argv))
-
-
 COMMAND = Command(
     name="durable",
     help="durable runs: run a worker, recover a dead worker's runs, list runs and reviews, "
@@ -198,4 +188,4 @@ COMMAND = Command(
     run=run_durable,
 )
 
-__all__ = ["COMMAND", "add_durable_arguments", "duration", "main", "run_durable"]
+__all__ = ["COMMAND", "add_durable_arguments", "duration", "run_durable"]
