@@ -135,6 +135,14 @@ def test_only_a_finished_run_is_forked_and_the_mistakes_are_named(tmp_path: Path
             client.fork("nope", from_task=1)
         with pytest.raises(ConfigurationError, match="counts tasks from 1"):
             client.fork("done", from_task=0)
+        before = [run.run_id for run in client.list_runs()]
+        for beyond in (3, 9):  # the run has two tasks: a fork from beyond them runs nothing
+            with pytest.raises(
+                ConfigurationError,
+                match=f"'done' has 2 tasks: fork from task 1 to 2 \\(from_task={beyond}",
+            ):
+                client.fork("done", from_task=beyond, new_run_id=f"beyond-{beyond}")
+        assert [run.run_id for run in client.list_runs()] == before  # nothing was written
         with pytest.raises(ConfigurationError, match="from task 1 has none"):
             client.fork("done", from_task=1, edited_output="x")
         with pytest.raises(ConfigurationError, match="at most 1000000 are kept"):
