@@ -54,6 +54,7 @@ from agentensemble.errors import ConfigurationError, TaskExecutionError
 from agentensemble.events import EnsembleEvent, EnsembleListener, TaskStarted
 from agentensemble.logging import get_logger
 from agentensemble.outputs import EnsembleOutput
+from agentensemble.run_context import naming_run, new_run_id
 from agentensemble.steps import use_step_runner
 
 WORKER_ENV = "AGENTENSEMBLE_WORKER_ID"
@@ -105,6 +106,7 @@ async def _durable_run(name: str, inputs: dict[str, Any]) -> dict[str, Any]:
         use_step_runner(_STEPS),
         numbering_per_task(fork_edits(attributes)),
         fresh_execution(fresh),
+        naming_run(DBOS.workflow_id or new_run_id()),  # one id: the output's is the run's
     ):
         counted = _TaskCount()  # kept with the result: a fork checks its task index against it
         try:
