@@ -330,6 +330,12 @@ class DurableClient:
         """Release the database connections."""
         self._client.destroy()
 
+    def __enter__(self) -> DurableClient:
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self.close()
+
 
 def _wake_workers(client: DBOSClient, app_name: str) -> None:
     """New work: wake a worker of this process, and on Postgres every worker (_wake.py)."""

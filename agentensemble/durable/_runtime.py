@@ -323,6 +323,14 @@ class DurableRuntime:
         if self._pruner is not None:
             self._pruner.start()
 
+    def __enter__(self) -> DurableRuntime:
+        """``with runtime:`` launches it (registered ensembles first) and shuts it down after."""
+        self.launch()
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self.shutdown()
+
     def shutdown(self) -> None:
         """Stop DBOS here; unfinished runs stay, to resume here or be taken over (the lease too)."""
         if self._pruner is not None:
