@@ -156,7 +156,10 @@ class EnsembleOutput(SaveableModel):
     tool_metrics: dict[str, Any] = Field(
         default_factory=dict, description="per-tool ToolMetrics of this run, by tool name"
     )
-    run_id: str = Field(default="", description="the run's id (UUID4), also on its events and logs")
+    run_id: str = Field(
+        default="",
+        description="the run's id (UUID4; a durable run's own id), also on its events and logs",
+    )
     trace: _Trace = Field(
         default=None,
         description='None with capture="off"',

@@ -61,10 +61,34 @@ def new_id_hex() -> str:
     return f"{(int.from_bytes(os.urandom(16), 'big') & _UUID4_CLEAR) | _UUID4_SET:032x}"
 
 
+# the id a top-level run started in this context takes instead of a fresh one (a durable run's
+# own id, so its output, events, logs and trace carry the id its caller chose)
+_named_run: ContextVar[str | None] = ContextVar("agentensemble_named_run", default=None)
+
+
 def new_run_id() -> str:
-    """A fresh run id: a UUID4 as a string (``str(uuid.uuid4())``)."""
+    """A fresh run id: a UUID4 as a string (``str(uuid.uuid4())``); for a top-level run inside
+    ``naming_run(run_id)``, that id (a run nested in it still gets a fresh one)."""
+    named = _named_run.get()
+    if named is not None and _run_id.get() is None:
+        return named
     h = new_id_hex()
     return f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}"
+
+
+class naming_run:
+    """The top-level run started inside the block takes ``run_id`` as its id (a durable run's)."""
+
+    __slots__ = ("_run_id", "_token")
+
+    def __init__(self, run_id: str) -> None:
+        self._run_id = run_id
+
+    def __enter__(self) -> None:
+        self._token = _named_run.set(self._run_id)
+
+    def __exit__(self, *_: object) -> None:
+        _named_run.reset(self._token)
 
 
 def current_run_id() -> str:
@@ -166,6 +190,7 @@ __all__ = [
     "current_task_index",
     "enter_task",
     "model_call_scope",
+    "naming_run",
     "new_id_hex",
     "new_run_id",
     "read_run_id",

@@ -234,8 +234,11 @@ def _fork(args: argparse.Namespace) -> int:
             inputs=inputs,
             edited_output=args.edit_output,
         )
+        unserved = client.unserved_queue()
     finally:
         client.close()
+    if unserved is not None:  # stderr: stdout stays the one line scripts read
+        print(f"note: {unserved}", file=sys.stderr)
     edited = "" if args.edit_output is None else f", task {args.from_task - 1}'s output edited"
     print(
         f"forked {args.run_id} from task {args.from_task} as {forked}{edited} (queued for a worker)"

@@ -23,6 +23,8 @@ from agentensemble.durable._database import (
 )
 from agentensemble.durable._forks import fork_run
 from agentensemble.durable._history import RunStep, read_history, run_reviews
+from agentensemble.durable._leases import live_leases
+from agentensemble.durable._liveness import intervals
 from agentensemble.durable._retention import prune
 from agentensemble.durable._reuse import refuse_changed_reuse, run_arguments
 from agentensemble.durable._review import REVIEWS_KEY, review_key
@@ -37,10 +39,12 @@ from agentensemble.durable._run_records import (
 from agentensemble.durable._runtime import CHECKPOINT_FORMAT, QUEUE_NAME, WORKFLOW_NAME
 from agentensemble.durable._wake import notify, wake
 from agentensemble.errors import AgentEnsembleError, ConfigurationError
+from agentensemble.logging import get_logger
 from agentensemble.outputs import EnsembleOutput
 from agentensemble.tracing.trace import ExecutionTrace
 
 DecisionOutcome = Literal["applied", "queued"]
+_log = get_logger()
 _FINISHED = {"SUCCESS", "ERROR", "CANCELLED", "MAX_RECOVERY_ATTEMPTS_EXCEEDED"}
 
 
@@ -94,9 +98,17 @@ class DurableClient:
     def result(self, run_id: str, *, timeout: float | None = None) -> EnsembleOutput:
         """Wait for ``run_id`` to finish; its output (``DurableRunError`` if it failed)."""
         deadline = None if timeout is None else time.monotonic() + timeout
-        while self.status(run_id) not in _FINISHED:
+        told = False
+        while (status := self.status(run_id)) not in _FINISHED:
             if deadline is not None and time.monotonic() > deadline:
-                raise TimeoutError(f"run {run_id!r} did not finish within {timeout} s")
+                raise TimeoutError(
+                    f"run {run_id!r} did not finish within {timeout} s: "
+                    f"{self._waiting_for(run_id, status)}"
+                )
+            if status == "ENQUEUED" and not told:  # say so now, not only at the timeout
+                told = True
+                if not self.live_workers():
+                    _log.warning(self._waiting_for(run_id, status, workers=[]))
             time.sleep(0.1)
         try:
             result: Any = self._client.retrieve_workflow(run_id).get_result()
@@ -104,6 +116,40 @@ class DurableClient:
             failure = self._client.get_event(run_id, FAILURE_KEY, timeout_seconds=0)
             raise failure_error(run_id, failure, recorded) from None
         return output_from(result, run_id)
+
+    def live_workers(self) -> list[str]:
+        """The ids of this application's workers alive now (by their leases in the database,
+        renewed within ``dead_after``): those that can run a queued run."""
+        _, dead_after = intervals(None, None)
+        engine = _dbos.client_engine(self._client)
+        return [lease.worker_id for lease in live_leases(engine, self.app_name, dead_after)]
+
+    def _waiting_for(self, run_id: str, status: str, workers: list[str] | None = None) -> str:
+        """What run ``run_id`` (not finished, ``status``) is waiting for, for a person."""
+        if status != "ENQUEUED":
+            return (
+                f"it is {status} (running, or waiting for a review: `agentensemble durable "
+                f"reviews {run_id}` lists them)"
+            )
+        found = self.live_workers() if workers is None else workers
+        if found:
+            return (
+                f"it is queued on {QUEUE_NAME!r}, which {len(found)} live worker(s) serve "
+                f"({', '.join(found[:5])}); they may all be busy (worker_concurrency)"
+            )
+        return f"it is queued on {QUEUE_NAME!r} and {self._no_worker()}"
+
+    def unserved_queue(self) -> str | None:
+        """None while a live worker serves the run queue; else the sentence that says no
+        worker does and how to start one (the CLI prints it after a submit or a fork)."""
+        return None if self.live_workers() else f"the queue {QUEUE_NAME!r}: {self._no_worker()}"
+
+    def _no_worker(self) -> str:
+        return (
+            f"no worker is serving the queue (no worker of app {self.app_name!r} has a live "
+            "lease in this database). Start one: `agentensemble durable worker MODULE`, MODULE "
+            "being the module whose DurableRuntime, on this database, registers the ensembles"
+        )
 
     def pending_reviews(self, run_id: str) -> list[dict[str, Any]]:
         """The reviews of ``run_id`` still waiting for a decision: id and request fields."""
@@ -283,6 +329,12 @@ class DurableClient:
     def close(self) -> None:
         """Release the database connections."""
         self._client.destroy()
+
+    def __enter__(self) -> DurableClient:
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self.close()
 
 
 def _wake_workers(client: DBOSClient, app_name: str) -> None:

@@ -23,6 +23,7 @@ from typing import Any
 
 from agentensemble.durable._retention import FINISHED
 from agentensemble.durable._reuse import FORK_ATTRIBUTE, fork_inputs, run_arguments
+from agentensemble.durable._run_records import FAILURE_KEY, TASKS_KEY, fork_record
 from agentensemble.errors import ConfigurationError
 
 HOLD_QUEUE = "agentensemble-forks-hold"  # no worker reads it: a fork waits here while it is made
@@ -46,6 +47,8 @@ def fork_run(
     replaced by ``edited_output`` if given; the new run's id."""
     from dbos import SetWorkflowID
 
+    if isinstance(from_task, bool) or not isinstance(from_task, int):
+        raise ConfigurationError(f"from_task is a task's number, from 1; got {from_task!r}")
     if from_task < 1:
         raise ConfigurationError(f"from_task counts tasks from 1; got {from_task}")
     if edited_output is not None:
@@ -72,6 +75,12 @@ def fork_run(
         raise ConfigurationError(
             f"run {run_id!r} is {parent.status}: fork a finished, failed or stopped run "
             "(cancel it first to fork it now)"
+        )
+    tasks = task_count(client, parent)
+    if tasks is not None and from_task > tasks:
+        raise ConfigurationError(
+            f"run {run_id!r} has {tasks} task{'' if tasks == 1 else 's'}: fork from task 1 to "
+            f"{tasks} (from_task={from_task} would run nothing again)"
         )
     chosen = new_run_id or f"{run_id}-fork-{uuid.uuid4().hex[:8]}"
     if client.list_workflows(workflow_ids=[chosen], load_output=False):
@@ -109,12 +118,19 @@ def fork_run(
     return chosen
 
 
-def fork_record(status: Any) -> dict[str, Any] | None:
-    """What a fork's status records of its parent and fork point, or None for a run that is no
-    fork."""
-    attributes = getattr(status, "attributes", None)
-    found = attributes.get(FORK_ATTRIBUTE) if isinstance(attributes, dict) else None
-    return found if isinstance(found, dict) else None
+def task_count(client: Any, parent: Any) -> int | None:
+    """How many tasks finished run ``parent`` has (its task slots, as ``steps`` numbers them),
+    as kept with its result or its failure; None for a run that kept none (cancelled before it
+    ended, or recorded by an older release)."""
+    status = str(parent.status)
+    found: Any = None
+    if status == "SUCCESS":
+        loaded = client.list_workflows(workflow_ids=[parent.workflow_id], load_input=False)
+        found = getattr(loaded[0], "output", None) if loaded else None
+    elif status == "ERROR":
+        found = client.get_event(parent.workflow_id, FAILURE_KEY, timeout_seconds=0)
+    count = found.get(TASKS_KEY) if isinstance(found, dict) else None
+    return count if isinstance(count, int) and not isinstance(count, bool) else None
 
 
 def fork_edits(attributes: dict[str, Any] | None) -> dict[int, str]:
@@ -155,6 +171,5 @@ __all__ = [
     "HOLD_QUEUE",
     "MAX_EDITED_OUTPUT",
     "fork_edits",
-    "fork_record",
     "fork_run",
 ]

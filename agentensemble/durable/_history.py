@@ -41,6 +41,9 @@ class RunStep:
     started_at: datetime | None
     duration: timedelta | None
     error: str | None = None
+    asked: str | None = None
+    """A tool call a reviewer edited: the arguments the model asked for (``detail`` then shows
+    the ones the tool ran with, and says so); None when the tool ran with what was asked."""
 
 
 def read_history(
@@ -50,6 +53,7 @@ def read_history(
     order asked) as RunSteps. DBOS's own bookkeeping steps are left out unless ``internal``."""
     history: list[RunStep] = []
     requested: list[tuple[str, str]] = []  # (tool, arguments) asked by the last model turn
+    edits: dict[str, str] = {}  # tool -> the arguments a reviewer's edit made it run with
     waiting = list(reviews)
     numbered = {n: r for r in reviews if (n := _asked_at(r)) is not None}
     for step in steps:
@@ -61,7 +65,7 @@ def read_history(
         if task is None and number >= 1 << TASK_RANGE_BITS:
             task = number >> TASK_RANGE_BITS
         output, error = step.get("output"), step.get("error")
-        detail, shown = "", _text(output)
+        detail, shown, asked = "", _text(output), None
         if kind == "model":
             calls = list(getattr(output, "tool_calls", None) or [])
             requested = [(str(c.name), str(c.arguments)) for c in calls]
@@ -71,8 +75,15 @@ def read_history(
             arguments = next((a for t, a in requested if t == label), "")
             requested = [r for r in requested if r != (label, arguments)]
             result = getattr(output, "result", output)
+            # the call's own record (an approval asked inside its step), else the edit of the
+            # review the run waited for before this body step (DurableReviewHandler)
             ran_with = getattr(output, "ran_with", None)
-            detail = ran_with if ran_with is not None else arguments
+            if ran_with is None:
+                ran_with = edits.pop(label, None)
+            detail = arguments if ran_with is None else ran_with
+            if ran_with is not None and ran_with != arguments:
+                asked = arguments
+                detail = f"ran with: {ran_with} (a reviewer's edit; the model asked: {arguments})"
             shown = str(getattr(result, "output", "") or "")
             if getattr(result, "is_success", True) is False:
                 error = getattr(result, "error_message", None) or "failed"
@@ -82,6 +93,10 @@ def read_history(
             label = str(review.get("review_id", "review"))
             detail = _asked(review.get("request") or {})
             shown = _decision(output)
+            tool = (review.get("request") or {}).get("tool_name")
+            applied = review.get("state") == "decided"  # a late decision is not applied
+            if tool and applied and isinstance(output, dict) and output.get("decision") == "edit":
+                edits[str(tool)] = str(output.get("revised_output"))
         history.append(
             RunStep(
                 number=number,
@@ -93,6 +108,7 @@ def read_history(
                 started_at=_time(step.get("started_at_epoch_ms")),
                 duration=_duration(step),
                 error=None if error is None else str(error),
+                asked=asked,
             )
         )
     return history

@@ -196,6 +196,26 @@ class Leases:
         return self._now - int(dead_after * 1000)
 
 
+def live_leases(engine: sa.Engine, app_name: str, dead_after: float) -> list[Lease]:
+    """The leases of ``app_name``'s live workers in ``engine``'s database: renewed within
+    ``dead_after`` by the database's clock, not being taken over, and (on this host) their pid
+    running. Reads only: a database no worker ever launched on has no lease table, and none."""
+    if not sa.inspect(engine).has_table(TABLE):
+        return []
+    now = _now_ms(engine)
+    with engine.connect() as connection:
+        rows = connection.execute(
+            sa.select(*_fields(now)).where(
+                _workers.c.app_name == app_name,
+                _workers.c.claimed_by.is_(None),
+                _workers.c.heartbeat_at_ms >= now - int(dead_after * 1000),
+            )
+        ).all()
+    host = socket.gethostname()
+    leases = [_lease(row) for row in rows]
+    return [lease for lease in leases if lease.host != host or _pid_alive(lease.pid)]
+
+
 def _engine(url: str) -> sa.Engine:
     """An engine on DBOS's database as DBOS builds it (psycopg 3 for Postgres), pool of one."""
     parsed = sa.make_url(url)
@@ -287,4 +307,4 @@ def _pid_alive(pid: int) -> bool:
     return True
 
 
-__all__ = ["TABLE", "Lease", "Leases"]
+__all__ = ["TABLE", "Lease", "Leases", "live_leases"]

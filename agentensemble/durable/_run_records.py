@@ -7,12 +7,12 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any
 
-from agentensemble.durable._forks import fork_record
-from agentensemble.durable._reuse import run_arguments
+from agentensemble.durable._reuse import FORK_ATTRIBUTE, run_arguments
 from agentensemble.errors import TaskExecutionError
 from agentensemble.outputs import EnsembleOutput, TaskOutput
 
 FAILURE_KEY = "failure"  # the event holding a failed run's error and completed outputs
+TASKS_KEY = "tasks"  # the run's task count, kept in its result and its failure event
 
 
 class DurableRunError(TaskExecutionError):
@@ -59,6 +59,14 @@ def output_from(result: Any, run_id: str) -> EnsembleOutput:
     )
 
 
+def fork_record(status: Any) -> dict[str, Any] | None:
+    """What a fork's status records of its parent and fork point, or None for a run that is no
+    fork."""
+    attributes = getattr(status, "attributes", None)
+    found = attributes.get(FORK_ATTRIBUTE) if isinstance(attributes, dict) else None
+    return found if isinstance(found, dict) else None
+
+
 def run_info(status: Any) -> RunInfo:
     """A DBOS workflow status as a RunInfo."""
     created = getattr(status, "created_at", None)
@@ -77,10 +85,12 @@ def run_info(status: Any) -> RunInfo:
 
 __all__ = [
     "FAILURE_KEY",
+    "TASKS_KEY",
     "DurableRunError",
     "RunFailed",
     "RunInfo",
     "failure_error",
+    "fork_record",
     "output_from",
     "run_info",
 ]

@@ -37,6 +37,7 @@ from agentensemble.durable._retention import PruneTimer, Retention, prune
 from agentensemble.durable._reuse import fork_inputs, refuse_changed_reuse
 from agentensemble.durable._run_records import (
     FAILURE_KEY,
+    TASKS_KEY,
     DurableRunError,
     RunFailed,
     RunInfo,
@@ -50,9 +51,10 @@ from agentensemble.durable._wake import Listener, notify, start_listener, stop_l
 from agentensemble.durable._wake import install as wake_on_work
 from agentensemble.ensemble import Ensemble
 from agentensemble.errors import ConfigurationError, TaskExecutionError
-from agentensemble.events import EnsembleEvent, EnsembleListener
+from agentensemble.events import EnsembleEvent, EnsembleListener, TaskStarted
 from agentensemble.logging import get_logger
 from agentensemble.outputs import EnsembleOutput
+from agentensemble.run_context import naming_run, new_run_id
 from agentensemble.steps import use_step_runner
 
 WORKER_ENV = "AGENTENSEMBLE_WORKER_ID"
@@ -104,22 +106,43 @@ async def _durable_run(name: str, inputs: dict[str, Any]) -> dict[str, Any]:
         use_step_runner(_STEPS),
         numbering_per_task(fork_edits(attributes)),
         fresh_execution(fresh),
+        naming_run(DBOS.workflow_id or new_run_id()),  # one id: the output's is the run's
     ):
+        counted = _TaskCount()  # kept with the result: a fork checks its task index against it
         try:
             if watchers is None:
-                output = await ensemble.arun(inputs)
+                output = await ensemble._execute(inputs, (counted,))  # what arun() does
             else:  # streamed to DurableRuntime.astream in this process
-                output = await ensemble._execute(inputs, watchers, True)
+                output = await ensemble._execute(inputs, (*watchers, counted), True)
         except TaskExecutionError as error:
             # what the finished tasks produced is kept beside the run; raising makes the run's
             # status ERROR, so failures show where runs are listed and monitored
             failure = {
                 "error": f"{type(error).__name__}: {error}",
                 "completed_outputs": [o.model_dump(mode="json") for o in error.completed_outputs],
+                **counted.recorded(),
             }
             await DBOS.set_event_async(FAILURE_KEY, failure)
             raise RunFailed(failure["error"]) from None
-    return {"output": output.model_dump(mode="json", exclude={"tool_metrics"})}
+    dumped = output.model_dump(mode="json", exclude={"tool_metrics"})
+    return {"output": dumped, **counted.recorded()}
+
+
+class _TaskCount:
+    """Listens for the run's task count (``TaskStarted.total_tasks``: every task slot of the
+    run, as its steps number them), kept with the run's result as ``tasks``."""
+
+    __slots__ = ("total",)
+
+    def __init__(self) -> None:
+        self.total: int | None = None
+
+    def on_event(self, event: EnsembleEvent) -> None:
+        if isinstance(event, TaskStarted):
+            self.total = max(self.total or 0, event.total_tasks)
+
+    def recorded(self) -> dict[str, int]:
+        return {} if self.total is None else {TASKS_KEY: self.total}
 
 
 # name -> the factory whose build last succeeded here: ``asubmit`` checks a name once per
@@ -299,6 +322,14 @@ class DurableRuntime:
         self.unresumable = _report_other_formats()
         if self._pruner is not None:
             self._pruner.start()
+
+    def __enter__(self) -> DurableRuntime:
+        """``with runtime:`` launches it (registered ensembles first) and shuts it down after."""
+        self.launch()
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self.shutdown()
 
     def shutdown(self) -> None:
         """Stop DBOS here; unfinished runs stay, to resume here or be taken over (the lease too)."""

@@ -65,7 +65,7 @@ runtime.register("notes", build)
 
 
 def summary(output: Any) -> dict[str, Any]:
-    return {"tasks": [o.raw for o in output.task_outputs]}
+    return {"tasks": [o.raw for o in output.task_outputs], "run_id": output.run_id}
 
 
 if __name__ == "__main__":

@@ -282,9 +282,14 @@ def test_a_tool_approval_waits_across_a_restart_and_the_tool_runs_once(tmp_path:
         edited = json.dumps({"text": "We ship on Tuesday"})
         client.decide("approve-1", review["review_id"], "edit", revised_output=edited)
         resumed = finished(start_approval(db, tmp_path, "resume", "approve-1"))
+        [called] = [step for step in client.steps("approve-1") if step.kind == "tool"]
     finally:
         client.close()
 
+    # the run's history shows what the tool ran with, and what the model had asked, labelled
+    assert called.name == "publish"
+    assert called.detail.startswith(f"ran with: {edited} (a reviewer's edit; the model asked: ")
+    assert called.asked is not None and json.loads(called.asked) == {"text": "We ship on Monday"}
     assert resumed["raw"] == "Done: published 'We ship on Tuesday'"
     assert json.loads(resumed["ran_with"]) == {"text": "We ship on Tuesday"}
     assert (tmp_path / "published.log").read_text().splitlines() == ["We ship on Tuesday"]

@@ -101,6 +101,20 @@ def test_a_fork_reuses_the_tasks_before_its_point_and_runs_the_rest_again(app: A
     assert [s["output"] for s in app("steps", "r1")][-1] == parent["tasks"][1]  # untouched
 
 
+def test_a_durable_run_has_one_id_the_one_its_caller_chose(tmp_path: Path) -> None:
+    """The output (and its events, logs and trace) carry the durable run's id, not a UUID of
+    their own: the same after a fork, whose id is the fork's."""
+    app = App(f"sqlite:///{tmp_path}/runs.sqlite", tmp_path)
+    assert app("run", "r1", "tides")["run_id"] == "r1"
+    assert app("fork", "r1", "2", "r1-again")["run_id"] == "r1-again"
+    client = DurableClient(app.db)
+    try:
+        assert client.result("r1", timeout=0).run_id == "r1"
+        assert client.trace("r1").run_id == "r1"
+    finally:
+        client.close()
+
+
 def test_a_fork_hands_an_edited_output_downstream_and_keeps_it_across_a_kill(app: App) -> None:
     parent = app("run", "r1", "tides")
     app.calls()
@@ -135,6 +149,14 @@ def test_only_a_finished_run_is_forked_and_the_mistakes_are_named(tmp_path: Path
             client.fork("nope", from_task=1)
         with pytest.raises(ConfigurationError, match="counts tasks from 1"):
             client.fork("done", from_task=0)
+        before = [run.run_id for run in client.list_runs()]
+        for beyond in (3, 9):  # the run has two tasks: a fork from beyond them runs nothing
+            with pytest.raises(
+                ConfigurationError,
+                match=f"'done' has 2 tasks: fork from task 1 to 2 \\(from_task={beyond}",
+            ):
+                client.fork("done", from_task=beyond, new_run_id=f"beyond-{beyond}")
+        assert [run.run_id for run in client.list_runs()] == before  # nothing was written
         with pytest.raises(ConfigurationError, match="from task 1 has none"):
             client.fork("done", from_task=1, edited_output="x")
         with pytest.raises(ConfigurationError, match="at most 1000000 are kept"):
