@@ -344,7 +344,8 @@ def hardened_surface(app: Any) -> str | None:
 
 def _protocol(limits: Limits) -> type[asyncio.Protocol]:
     """uvicorn's h11 protocol with the connection cap and the header deadline (SEAMS: it
-    overrides ``connection_made``/``data_received``/``connection_lost`` and reads
+    overrides ``connection_made``/``data_received``/``on_response_complete``/``connection_lost``
+    and reads
     ``connections``, ``conn`` (its ``h11.Connection``: a head is timed only when h11 waits for
     a new request, never the rest of a body answered early), ``cycle``, ``transport``,
     ``loop``)."""
@@ -352,7 +353,7 @@ def _protocol(limits: Limits) -> type[asyncio.Protocol]:
     import uvicorn
     from uvicorn.protocols.http.h11_impl import H11Protocol
 
-    for name in ("connection_made", "data_received", "connection_lost"):
+    for name in ("connection_made", "data_received", "on_response_complete", "connection_lost"):
         if not callable(getattr(H11Protocol, name, None)):  # checked at start, not at attack
             raise RuntimeError(
                 f"uvicorn {uvicorn.__version__}: H11Protocol.{name} is gone, so the header "
@@ -363,6 +364,7 @@ def _protocol(limits: Limits) -> type[asyncio.Protocol]:
         _timer: asyncio.TimerHandle | None = None
         _tail = b""
         _head_bytes = 0
+        _head = True
 
         def connection_made(self, transport: Any) -> None:
             super().connection_made(transport)
@@ -374,7 +376,7 @@ def _protocol(limits: Limits) -> type[asyncio.Protocol]:
         def data_received(self, data: bytes) -> None:
             if self._timer is None and self.conn.their_state is h11.IDLE:
                 self._arm()  # a new request's first bytes: its head is now timed
-            if self._timer is not None:
+            if self._timer is not None and self._head:
                 seen = self._tail + data
                 end = seen.find(b"\r\n\r\n")
                 self._head_bytes += len(data) if end < 0 else end + 4 - len(self._tail)
@@ -388,12 +390,20 @@ def _protocol(limits: Limits) -> type[asyncio.Protocol]:
                     self._tail = seen[-3:]
             super().data_received(data)
 
+        def on_response_complete(self) -> None:
+            super().on_response_complete()
+            if not self.transport.is_closing() and self.conn.their_state is not h11.IDLE:
+                # answered before its body was read: the rest must arrive within the deadline
+                # (every byte cancels uvicorn's keep-alive timer, so a trickle held it for ever)
+                self._arm(head=False)
+
         def connection_lost(self, exc: Exception | None) -> None:
             self._disarm()
             super().connection_lost(exc)
 
-        def _arm(self) -> None:
+        def _arm(self, head: bool = True) -> None:
             self._disarm()
+            self._head = head
             self._tail = b""
             self._head_bytes = 0
             self._timer = self.loop.call_later(limits.header_timeout, self._too_slow)

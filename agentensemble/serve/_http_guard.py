@@ -146,13 +146,7 @@ class HTTPGuard:
 
 async def refuse(send: Send, status: int, message: str) -> None:
     body = json.dumps({"error": message}).encode()
-    # the connection closes after a refusal: an unread body (sent on, or trickled to hold the
-    # connection) is never parsed as the next request, and no keep-alive timer is cancelled by it
-    headers = [
-        (b"content-type", b"application/json"),
-        (b"content-length", str(len(body)).encode()),
-        (b"connection", b"close"),
-    ]
+    headers = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]
     if status == 401:
         headers.append((b"www-authenticate", b"Bearer"))
     await send({"type": "http.response.start", "status": status, "headers": headers})
