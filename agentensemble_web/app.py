@@ -30,7 +30,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
-from agentensemble.serve._hardened import Hardened, Limits, declare_surface
+from agentensemble.serve._hardened import PARSED, Hardened, Limits, declare_surface
 from agentensemble.untrusted import UntrustedInputError, aparse_json
 from agentensemble_review._server_guard import Guard
 from agentensemble_web._guard import SecurityMiddleware, Sessions
@@ -102,6 +102,9 @@ def _error(status: HTTPStatus, message: str, **extra: Any) -> JSONResponse:
 
 
 async def _json_body(request: Request) -> Any:
+    state = request.scope.get("state", {})
+    if PARSED in state:  # parsed and bounded once, by the hardened setup
+        return state[PARSED]
     try:
         return await aparse_json(await request.body(), what="body")
     except UntrustedInputError as exc:

@@ -63,6 +63,8 @@ CHANGES = frozenset({"POST", "PUT", "PATCH", "DELETE"})
 """Methods that change state: checked for a cross-site origin."""
 WITH_JSON_BODY = frozenset({"POST", "PUT", "PATCH"})
 """Methods whose body must be JSON."""
+PARSED = "hardened_json"
+"""``scope["state"]`` key of a request's body as parsed (and checked) by ``Hardened``."""
 
 
 @dataclass(frozen=True)
@@ -203,10 +205,12 @@ class Hardened:
             if not message.get("more_body"):
                 break
         body = b"".join(chunks)
-        refusal = await json_refusal(body, self.limits)
-        if refusal is not None:
-            await refuse(send, *refusal)
-            return
+        if body:
+            refusal, value = await json_refusal(body, self.limits)
+            if refusal is not None:
+                await refuse(send, *refusal)
+                return
+            scope.setdefault("state", {})[PARSED] = value  # our own apps need not parse again
         delivered = False
 
         async def replay() -> Message:
@@ -232,19 +236,18 @@ def _value_refusal(value: Any, limits: Limits) -> tuple[int, str] | None:
     return None
 
 
-async def json_refusal(body: bytes, limits: Limits) -> tuple[int, str] | None:
-    """Why a JSON body is refused (status, message), or None: too many values (413), too
-    deep or not JSON (400). Large bodies are parsed off the event loop."""
-    if not body:
-        return None
+async def json_refusal(body: bytes, limits: Limits) -> tuple[tuple[int, str] | None, Any]:
+    """Why a (non-empty) JSON body is refused (status, message), or None, and its parsed value:
+    too many values (413), too deep or not JSON (400). Large bodies are parsed off the event
+    loop."""
     refusal = _shape_refusal(body, limits)
     if refusal is not None:
-        return refusal
+        return refusal, None
     try:
         value = await aparse_json(body, what="the body", max_depth=limits.max_json_depth)
     except UntrustedInputError as error:
-        return 400, str(error)
-    return _value_refusal(value, limits)
+        return (400, str(error)), None
+    return _value_refusal(value, limits), value
 
 
 def json_refusal_sync(body: bytes, limits: Limits) -> tuple[int, str] | None:
@@ -341,8 +344,12 @@ def hardened_surface(app: Any) -> str | None:
 
 def _protocol(limits: Limits) -> type[asyncio.Protocol]:
     """uvicorn's h11 protocol with the connection cap and the header deadline (SEAMS: it
-    overrides ``connection_made``/``data_received``/``on_response_complete`` and reads
-    ``connections``, ``cycle``, ``transport``, ``loop``)."""
+    overrides ``connection_made``/``data_received``/``on_response_complete``/``connection_lost``
+    and reads
+    ``connections``, ``conn`` (its ``h11.Connection``: a head is timed only when h11 waits for
+    a new request, never the rest of a body answered early), ``cycle``, ``transport``,
+    ``loop``)."""
+    import h11
     import uvicorn
     from uvicorn.protocols.http.h11_impl import H11Protocol
 
@@ -357,7 +364,7 @@ def _protocol(limits: Limits) -> type[asyncio.Protocol]:
         _timer: asyncio.TimerHandle | None = None
         _tail = b""
         _head_bytes = 0
-        _awaiting_head = True
+        _head = True
 
         def connection_made(self, transport: Any) -> None:
             super().connection_made(transport)
@@ -367,9 +374,9 @@ def _protocol(limits: Limits) -> type[asyncio.Protocol]:
             self._arm()
 
         def data_received(self, data: bytes) -> None:
-            if self._timer is None and self._awaiting_head:
-                self._arm()  # the first byte of the next request: its head is now timed
-            if self._timer is not None:
+            if self._timer is None and self.conn.their_state is h11.IDLE:
+                self._arm()  # a new request's first bytes: its head is now timed
+            if self._timer is not None and self._head:
                 seen = self._tail + data
                 end = seen.find(b"\r\n\r\n")
                 self._head_bytes += len(data) if end < 0 else end + 4 - len(self._tail)
@@ -379,21 +386,24 @@ def _protocol(limits: Limits) -> type[asyncio.Protocol]:
                     return
                 if end >= 0:
                     self._disarm()
-                    self._awaiting_head = False
                 else:
                     self._tail = seen[-3:]
             super().data_received(data)
 
         def on_response_complete(self) -> None:
             super().on_response_complete()
-            self._awaiting_head = True  # idle until the next byte: uvicorn's keep-alive applies
+            if not self.transport.is_closing() and self.conn.their_state is not h11.IDLE:
+                # answered before its body was read: the rest must arrive within the deadline
+                # (every byte cancels uvicorn's keep-alive timer, so a trickle held it for ever)
+                self._arm(head=False)
 
         def connection_lost(self, exc: Exception | None) -> None:
             self._disarm()
             super().connection_lost(exc)
 
-        def _arm(self) -> None:
+        def _arm(self, head: bool = True) -> None:
             self._disarm()
+            self._head = head
             self._tail = b""
             self._head_bytes = 0
             self._timer = self.loop.call_later(limits.header_timeout, self._too_slow)
@@ -458,6 +468,7 @@ def hardened_server(
 
 
 __all__ = [
+    "PARSED",
     "SURFACES",
     "Hardened",
     "HardenedHTTPServer",

@@ -61,7 +61,7 @@ from agentensemble.errors import ConfigurationError
 from agentensemble.logging import redact, redact_text
 from agentensemble.serve._durable_serving import check_registered, run_durably
 from agentensemble.serve._hardened import Hardened, Limits, declare_surface
-from agentensemble.serve._http_guard import MAX_BODY_BYTES, allowed_host_names
+from agentensemble.serve._http_guard import allowed_host_names
 from agentensemble.serve._progress import ProgressPump
 from agentensemble.serve._shape import (
     BadArguments,
@@ -336,7 +336,7 @@ def a2a_app(
     url: str,
     token: str | Mapping[str, str] | None = None,
     allowed_hosts: list[str] | None = None,
-    max_body_bytes: int = MAX_BODY_BYTES,
+    max_body_bytes: int | None = None,
     durable: Any = None,
     limits: Limits | None = None,
     task_limits: TaskLimits = TaskLimits(),
@@ -345,7 +345,8 @@ def a2a_app(
 
     ``url`` is the address clients use (it goes on the card). Requests whose ``Host`` is not
     ``url``'s host (or one of ``allowed_hosts``) are refused, and so are state changes from
-    another site, bodies that are not JSON or over ``max_body_bytes``; with ``token`` every
+    another site, bodies that are not JSON or over ``max_body_bytes`` (default: ``limits``'s,
+    1 MiB); with ``token`` every
     request but the card's needs ``Authorization: Bearer <token>``. ``token`` may also map
     callers' names to their tokens: each caller then sees only its own tasks (without tokens,
     a caller is known by its address). ``limits`` and ``task_limits`` bound requests,
@@ -377,7 +378,7 @@ def a2a_app(
     app = Starlette(routes=routes)
     hosts = allowed_host_names(parsed.hostname, allowed_hosts or ())
     bounds = limits or Limits()
-    if bounds.max_body_bytes != max_body_bytes:
+    if max_body_bytes is not None:
         bounds = replace(bounds, max_body_bytes=max_body_bytes)
     return Hardened(
         app,
