@@ -50,7 +50,7 @@ def to_json_value(value: Any, depth: int = 0) -> Any:
         return _text(repr(value)[:500])
     if isinstance(value, BaseModel):
         try:
-            dumped = value.model_dump(mode="json", exclude={"trace"})
+            dumped = _seconds(value.model_dump(mode="json", exclude={"trace"}), value)
         except ValueError:  # a plain model pydantic cannot dump as JSON (a lone surrogate in
             dumped = value.model_dump(exclude={"trace"})  # a dict key): walked from Python
         return to_json_value(dumped, depth + 1)
@@ -67,6 +67,24 @@ def to_json_value(value: Any, depth: int = 0) -> Any:
     if isinstance(value, list | tuple | set | frozenset):
         return [to_json_value(v, depth + 1) for v in list(value)[:MAX_ITEMS]]
     return _text(repr(value)[:500])
+
+
+def _seconds(dumped: Any, model: BaseModel) -> Any:
+    """``dumped`` (``model``'s JSON dump) with its durations as seconds, as everywhere on the
+    wire: pydantic's JSON mode writes a ``timedelta`` as an ISO-8601 text (``"PT0.002S"``),
+    which the timeline can neither place nor show. The JSON dump is kept for the rest (the
+    model's own serializers clean its text)."""
+
+    def walk(sent: Any, python: Any) -> Any:
+        if isinstance(python, timedelta):
+            return python.total_seconds()
+        if isinstance(sent, dict) and isinstance(python, dict):
+            return {k: walk(v, python[k]) if k in python else v for k, v in sent.items()}
+        if isinstance(sent, list) and isinstance(python, list | tuple) and len(sent) == len(python):
+            return [walk(a, b) for a, b in zip(sent, python, strict=True)]
+        return sent
+
+    return walk(dumped, model.model_dump(exclude={"trace"}))
 
 
 def _ensemble_output(output: Any) -> dict[str, Any]:

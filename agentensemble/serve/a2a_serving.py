@@ -14,6 +14,11 @@ size and shape bounds, the optional token). Every task belongs to the caller tha
 own tasks, ``ListTasks`` is not served, a caller runs at most ``max_running_per_caller`` tasks
 at once, and finished tasks are dropped after ``finished_task_ttl`` seconds or once more than
 ``max_tasks`` (or ``max_task_bytes``) are kept, oldest first.
+
+An ensemble with a memory store keeps each conversation: a task's context id (the one the
+caller sent, else the one the SDK gave its first task) is its session, behind the caller's
+identity (``_sessions``), so a caller continues its own conversation by sending the context id
+again and never reaches another caller's.
 """
 
 from __future__ import annotations
@@ -63,6 +68,7 @@ from agentensemble.serve._durable_serving import check_registered, run_durably
 from agentensemble.serve._hardened import Hardened, Limits, declare_surface
 from agentensemble.serve._http_guard import allowed_host_names
 from agentensemble.serve._progress import ProgressPump
+from agentensemble.serve._sessions import caller_session, takes_session
 from agentensemble.serve._shape import (
     BadArguments,
     EnsembleSource,
@@ -265,11 +271,13 @@ class EnsembleExecutor(AgentExecutor):
         *,
         durable: Any = None,
         durable_name: str = "",
+        sessions: bool = False,
     ) -> None:
         self._source = source
         self._variables = variables
         self._durable = durable
         self._durable_name = durable_name
+        self._sessions = sessions  # the task's context id is its caller's session
 
     async def execute(self, context: RequestContext, event_queue: EventQueue) -> None:
         task = context.current_task
@@ -284,6 +292,11 @@ class EnsembleExecutor(AgentExecutor):
 
         try:
             inputs = message_inputs(self._variables, context)
+            session = (
+                caller_session(context.call_context.user.user_name, task.context_id)
+                if self._sessions
+                else None
+            )
             ensemble = ensemble_of(self._source)
         except BadArguments as error:
             await updater.reject(say(str(error)))
@@ -299,7 +312,7 @@ class EnsembleExecutor(AgentExecutor):
         pump = ProgressPump(send)
         try:
             if self._durable is None:
-                output = await ensemble._execute(inputs, [pump])
+                output = await ensemble._execute(inputs, [pump], session=session)
             else:
                 output = await run_durably(self._durable, self._durable_name, inputs, pump)
         except Exception as error:
@@ -366,7 +379,13 @@ def a2a_app(
     if durable is not None:
         check_registered(durable, [name])
     card = agent_card(template, name=name, description=description, url=url)
-    executor = EnsembleExecutor(ensemble, input_kinds(template), durable=durable, durable_name=name)
+    executor = EnsembleExecutor(
+        ensemble,
+        input_kinds(template),
+        durable=durable,
+        durable_name=name,
+        sessions=takes_session(template, (), durable),
+    )
     handler = _OwnedRequests(
         agent_executor=executor, store=OwnedTaskStore(task_limits), agent_card=card
     )

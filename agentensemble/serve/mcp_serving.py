@@ -5,6 +5,8 @@ when given a factory, runs it with a listener that turns task events into progre
 notifications, and answers with the final output (and ``structuredContent`` when the last task
 is typed). A failure is a tool result with ``isError`` and the redacted error text; a client's
 cancellation cancels the run (the SDK cancels the handler's task). Calls run concurrently.
+An ensemble with a memory store takes an optional ``session`` argument: the conversation the
+call continues, the caller's own (``_sessions``: its identity is part of the session).
 
 ``mcp_http_app`` serves it over streamable HTTP through the one hardened setup
 (``_hardened.Hardened``), with sessions owned and bounded: a session is its opener's (another
@@ -38,6 +40,13 @@ from agentensemble.serve._http_guard import (
 )
 from agentensemble.serve._mcp_rounds import ServedRun
 from agentensemble.serve._progress import ProgressPump
+from agentensemble.serve._sessions import (
+    LOCAL_CALLER,
+    SESSION_ARGUMENT,
+    caller_session,
+    session_schema,
+    takes_session,
+)
 from agentensemble.serve._shape import (
     BadArguments,
     EnsembleSource,
@@ -61,9 +70,10 @@ class _Served:
     source: EnsembleSource
     variables: dict[str, str]  # each input's kind (``input_kinds``)
     tool: types.Tool
+    sessions: bool = False  # takes an optional ``session`` argument (``_sessions``)
 
 
-def _describe(name: str, source: EnsembleSource) -> _Served:
+def _describe(name: str, source: EnsembleSource, durable: Any = None) -> _Served:
     check_name(name)
     try:
         ensemble = ensemble_of(source)
@@ -72,13 +82,31 @@ def _describe(name: str, source: EnsembleSource) -> _Served:
         ensemble._check_tools_and_reviews()
     except ConfigurationError as error:
         raise ConfigurationError(f"cannot serve {name!r}: {error}") from error
+    variables = input_kinds(ensemble)
+    schema = input_schema(ensemble)
+    sessions = takes_session(ensemble, variables, durable)
+    if sessions:  # optional: not in "required"
+        schema["properties"][SESSION_ARGUMENT] = session_schema()
     tool = types.Tool(
         name=name,
         description=description(ensemble),
-        input_schema=input_schema(ensemble),
+        input_schema=schema,
         output_schema=output_schema(ensemble),
     )
-    return _Served(name, source, input_kinds(ensemble), tool)
+    return _Served(name, source, variables, tool, sessions)
+
+
+def _caller(ctx: ServerRequestContext[Any]) -> str:
+    """Who calls: over HTTP the name the hardened guard gave the request (its token's name,
+    else its address), over stdio (no HTTP request) the one local client."""
+    request = ctx.request
+    if request is None:
+        return LOCAL_CALLER
+    named = getattr(request, "scope", {}).get("state", {}).get("caller")
+    if named:
+        return str(named)
+    client = getattr(request, "client", None)
+    return f"address:{client.host if client is not None else ''}"
 
 
 def _error_result(text: str) -> types.CallToolResult:
@@ -94,7 +122,10 @@ async def _start(
 ) -> Any:
     """A new call: arguments checked and the ensemble built before anything runs."""
     try:
-        inputs = check_arguments(served.variables, arguments)
+        given = dict(arguments or {})
+        asked = given.pop(SESSION_ARGUMENT, None) if served.sessions else None
+        inputs = check_arguments(served.variables, given)
+        session = caller_session(_caller(ctx), asked)
         ensemble = ensemble_of(served.source)
     except BadArguments as error:
         return _error_result(f"{served.name}: {error}")
@@ -110,7 +141,7 @@ async def _start(
         pump = ProgressPump(report)
         try:
             if durable is None:
-                output = await ensemble._execute(inputs, [pump])
+                output = await ensemble._execute(inputs, [pump], session=session)
             else:
                 output = await run_durably(durable, served.name, inputs, pump)
         except Exception as error:
@@ -154,7 +185,7 @@ def mcp_server(
         raise ConfigurationError(
             'mcp_server needs a mapping of tool names to ensembles: {"name": ensemble}'
         )
-    served = {key: _describe(key, source) for key, source in ensembles.items()}
+    served = {key: _describe(key, source, durable) for key, source in ensembles.items()}
     if durable is not None:
         check_registered(durable, served)
     tools = [entry.tool for entry in served.values()]

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import tempfile
 import threading
@@ -208,6 +209,19 @@ def test_watch_a_run_and_decide_its_tool_calls_in_the_browser(
             and "carol unsubscribed" in text
         ),
         "the edit and the rejection in the run's timeline",
+    )
+    # each call that ran shows how long it took, and has its mark on the time axis (the wire
+    # sends seconds: an ISO-8601 text left both out)
+    _wait(
+        driver,
+        lambda d: (
+            len(d.find_elements(By.CSS_SELECTOR, "#gantt .seg-tool")) == 2
+            and all(
+                re.search(r" · \d+(\.\d)? m?s$", item.text)
+                for item in d.find_elements(By.CSS_SELECTOR, "#timeline .item.tool > .label")
+            )
+        ),
+        "the tool calls' durations and their marks on the axis",
     )
     driver.save_screenshot(str(IMAGES / "web-console-run.png"))
 

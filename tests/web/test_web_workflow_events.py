@@ -3,12 +3,13 @@ where each task ran, the loop's and graph's conditions, each memory entry with i
 
 from __future__ import annotations
 
+from datetime import timedelta
 from pathlib import Path
 
 from _web_support import logged_in
 from _workflow_runs import INPUTS, workflow_ensemble
 
-from agentensemble import MemoryRetrieved
+from agentensemble import MemoryRetrieved, ToolCallCompleted, ToolCallRecord
 from agentensemble_web import WebConsole, WebConsoleServer
 from agentensemble_web.wire import MAX_TEXT, event_to_json
 
@@ -75,3 +76,15 @@ def test_a_stored_run_keeps_where_its_tasks_ran_and_what_decided(tmp_path: Path)
     assert memory["task_index"] == 1 and memory["scopes"] == ["customer-42"]
     sizes = sorted((item["chars"], len(item["text"])) for item in memory["items"])
     assert sizes[0] == (33, 33) and sizes[1][0] == sizes[1][1] > 1_000  # nothing was cut
+
+
+def test_a_tool_calls_duration_is_seconds_on_the_wire() -> None:
+    # the timeline draws a tool-call mark and notes its duration from a number of seconds;
+    # pydantic's JSON dump gave an ISO-8601 text ("PT0.001994S") the page could not read
+    record = ToolCallRecord(
+        name="lookup", arguments="{}", output="x", is_success=True, duration=timedelta(0, 0.001994)
+    )
+    event = ToolCallCompleted(agent_role="Helper", task_description="t", record=record)
+    sent = event_to_json(event)
+    assert sent["record"]["duration"] == 0.001994
+    assert sent["record"]["name"] == "lookup" and sent["record"]["return_behavior"] == "to_llm"
