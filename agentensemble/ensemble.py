@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import os
 from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import nullcontext
 from functools import partial
@@ -351,20 +350,6 @@ class Ensemble(BaseModel):
             if hint is not None:
                 raise AttributeError(hint)
             return super().__getattr__(name)
-
-    @classmethod
-    def from_yaml(cls, path: str | os.PathLike[str]) -> Ensemble:
-        """An ensemble from a crew file (docs/yaml.md); errors name the file, line and key."""
-        from agentensemble.config import ensemble_from_yaml
-
-        return ensemble_from_yaml(path)
-
-    @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> Ensemble:
-        """An ensemble from a crew file's shape given as Python data."""
-        from agentensemble.config import ensemble_from_dict
-
-        return ensemble_from_dict(data)
 
     def __repr__(self) -> str:
         return f"Ensemble(tasks={len(self.tasks)}, workflow={self.workflow.value!r})"
