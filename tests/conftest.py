@@ -88,7 +88,23 @@ def pytest_runtest_makereport(
 ) -> Generator[None, Any, Any]:
     report = yield
     _one_browser_line(report)
+    if hasattr(item.config, "workerinput"):  # an xdist worker sends the report as UTF-8
+        _sendable(report)
     return report
+
+
+def _sendable(report: pytest.TestReport) -> None:
+    """Captured output with a lone surrogate (tests of hostile text print some) cannot cross
+    xdist's UTF-8 channel and would crash the worker: write those characters as escapes."""
+
+    def clean(text: str) -> str:
+        return text.encode("utf-8", "backslashreplace").decode("utf-8")
+
+    report.sections = [(title, clean(content)) for title, content in report.sections]
+    if report.longrepr is not None and not isinstance(report.longrepr, tuple):
+        text = str(report.longrepr)  # a failure's traceback, rendered as the terminal shows it
+        if clean(text) != text:
+            report.longrepr = clean(text)
 
 
 # -- a real Postgres (durable runs, evals on workers, memory): one server for the whole session

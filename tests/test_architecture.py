@@ -83,6 +83,14 @@ PENDING: dict[tuple[str, str], str] = {
     ("agentensemble.durable._review", "agentensemble.durable._step_review"): (
         "removed by seams-dbos"
     ),
+    # evals: Dataset.from_file/to_data/save call _files, which builds Case/Dataset; EvalReport's
+    # print/to_html call _table/html, which name the report types. Not broken this session (the
+    # evals' files are being hardened on harden-files): the fix is Case in a module below
+    # dataset.py and the class handed to _files' reader, and Protocols for the report's shape.
+    ("agentensemble.evals.dataset", "agentensemble.evals._files"): "pending (seams-circles)",
+    ("agentensemble.evals._results", "agentensemble.evals.dataset"): "pending (seams-circles)",
+    ("agentensemble.evals._table", "agentensemble.evals.report"): "pending (seams-circles)",
+    ("agentensemble.evals.html", "agentensemble.evals.report"): "pending (seams-circles)",
 }
 
 
