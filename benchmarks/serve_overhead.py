@@ -125,9 +125,9 @@ def _start_http(crew: Path) -> tuple[subprocess.Popen[bytes], str]:
 async def measure(crew: Path, calls: int, repeats: int) -> dict[str, float]:
     from mcp import Client, StdioServerParameters
 
-    from agentensemble import load_crew
     from agentensemble.cli._common import use_model
     from agentensemble.cli._serving import crew_factory
+    from agentensemble.config import load_crew
     from agentensemble.serve import mcp_server
 
     ensemble = load_crew(crew)

@@ -1,5 +1,5 @@
 """Crew files: an Ensemble from YAML (or the same shape as a dict), with errors that point at
-the file, the line and the key. ``load_crew`` is the public door (``agentensemble.load_crew``).
+the file, the line and the key. ``load_crew`` is the public door.
 
 ```yaml
 model: openai/gpt-4o-mini          # default model for agents without one

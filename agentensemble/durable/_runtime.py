@@ -22,6 +22,7 @@ from typing import Any, TypeVar
 from dbos import DBOS, Queue, SetWorkflowID
 
 from agentensemble._background_loop import run_on_background_loop
+from agentensemble._run import execute
 from agentensemble.durable._database import (
     DATABASE_ENV,
     DEFAULT_DATABASE_URL,
@@ -106,7 +107,7 @@ async def _durable_run(name: str, inputs: dict[str, Any]) -> dict[str, Any]:
             if watchers is None:
                 output = await ensemble.arun(inputs)
             else:  # streamed to DurableRuntime.astream in this process
-                output = await ensemble._execute(inputs, watchers, True)
+                output = await execute(ensemble, inputs, watchers, True)
         except TaskExecutionError as error:
             # what the finished tasks produced is kept beside the run; raising makes the run's
             # status ERROR, so failures show where runs are listed and monitored

@@ -38,6 +38,7 @@ from a2a.types.a2a_pb2 import (
 from a2a.utils.constants import AGENT_CARD_WELL_KNOWN_PATH, PROTOCOL_VERSION_1_0
 from starlette.applications import Starlette
 
+from agentensemble._run import check_setup, execute
 from agentensemble.ensemble import Ensemble
 from agentensemble.errors import ConfigurationError
 from agentensemble.logging import redact, redact_text
@@ -171,7 +172,7 @@ class EnsembleExecutor(AgentExecutor):
         pump = ProgressPump(send)
         try:
             if self._durable is None:
-                output = await ensemble._execute(inputs, [pump])
+                output = await execute(ensemble, inputs, [pump])
             else:
                 output = await run_durably(self._durable, self._durable_name, inputs, pump)
         except Exception as error:
@@ -227,7 +228,7 @@ def a2a_app(
     if not name.strip() or not description.strip():
         raise ConfigurationError("a2a_app needs a non-blank name and description")
     template = ensemble_of(ensemble)
-    template._check_tools_and_reviews()  # a refused setup fails now, not at the first task
+    check_setup(template)  # a refused setup fails now, not at the first task
     if durable is not None:
         check_registered(durable, [name])
     card = agent_card(template, name=name, description=description, url=url)

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 import agentensemble
-from agentensemble import load_crew
+from agentensemble.config import load_crew
 from agentensemble.errors import ConfigurationError
 
 REPO_ROOT = Path(agentensemble.__file__).absolute().parent.parent

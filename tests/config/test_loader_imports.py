@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from agentensemble import load_crew
+from agentensemble.config import load_crew
 from agentensemble.testing import ScriptedChatModel, tool_call
 
 

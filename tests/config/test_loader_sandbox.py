@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from agentensemble import load_crew
+from agentensemble.config import load_crew
 from agentensemble.errors import ConfigurationError
 
 

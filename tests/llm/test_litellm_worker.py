@@ -24,7 +24,7 @@ REPO_ROOT = Path(agentensemble.__file__).absolute().parent.parent
 
 SCRIPT = """
 import asyncio, gc
-from agentensemble import load_crew
+from agentensemble.config import load_crew
 
 ensemble = load_crew("crew.yaml")
 print(ensemble.run().raw)                # on the shared loop

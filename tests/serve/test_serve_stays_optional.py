@@ -9,7 +9,7 @@ import sys
 
 import pytest
 
-from agentensemble import load_crew
+from agentensemble.config import load_crew
 from agentensemble.serve import MCPReviewHandler
 
 HEAVY = ("mcp", "a2a", "agentensemble.serve", "starlette", "uvicorn", "litellm")
