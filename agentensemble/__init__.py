@@ -17,7 +17,6 @@ if TYPE_CHECKING:
     from agentensemble.agent import (
         Agent,
     )
-    from agentensemble.config import load_crew
     from agentensemble.ensemble import (
         Ensemble,
     )
@@ -146,7 +145,6 @@ if TYPE_CHECKING:
 _LAZY: dict[str, str] = {
     "Agent": "agentensemble.agent",
     "Ensemble": "agentensemble.ensemble",
-    "load_crew": "agentensemble.config",
     "AgentEnsembleError": "agentensemble.errors",
     "AgentExecutionError": "agentensemble.errors",
     "ConfigurationError": "agentensemble.errors",
@@ -338,7 +336,6 @@ __all__ = [
     "__version__",
     "configure_logging",
     "current_tool_context",
-    "load_crew",
     "should_return_immediately",
     "tool",
 ]

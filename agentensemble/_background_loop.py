@@ -38,7 +38,7 @@ except ImportError:  # pragma: no cover - other Python implementations
     _csignal = signal
 
 from agentensemble._interrupts import keep_outputs
-from agentensemble.tools._pool import daemon_pool
+from agentensemble._threads import daemon_pool
 
 T = TypeVar("T")
 
