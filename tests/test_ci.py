@@ -9,6 +9,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 REPO = Path(__file__).resolve().parents[1]
 MAKEFILE = (REPO / "Makefile").read_text()
 CI = (REPO / ".ci" / "run").read_text()
@@ -45,6 +47,7 @@ def test_the_suite_runs_side_by_side_and_benchmarks_run_apart() -> None:
 BROWSER_MODULES = ("tests/web/test_web_browser.py", "tests/evals/test_html_report.py")
 
 
+@pytest.mark.timeout(600)
 def test_a_missing_browser_is_one_line_of_the_summary() -> None:
     env = {
         **os.environ,
@@ -57,7 +60,7 @@ def test_a_missing_browser_is_one_line_of_the_summary() -> None:
         cwd=REPO,
         capture_output=True,
         text=True,
-        timeout=120,
+        timeout=300,
         env=env,
     )
     assert done.returncode == 0, done.stdout[-2000:]
@@ -69,6 +72,7 @@ def test_a_missing_browser_is_one_line_of_the_summary() -> None:
 BENCH_SMOKE = "tests/durable/test_durable_bench_smoke.py"
 
 
+@pytest.mark.timeout(600)  # two fresh pytest processes: slow on a loaded machine, not stuck
 def test_benchmark_smoke_runs_are_deselected_by_default_and_selected_by_their_marker() -> None:
     def collected(*args: str) -> str:
         done = subprocess.run(
@@ -76,7 +80,7 @@ def test_benchmark_smoke_runs_are_deselected_by_default_and_selected_by_their_ma
             cwd=REPO,
             capture_output=True,
             text=True,
-            timeout=120,
+            timeout=300,
             env={**os.environ, "PYTHONPATH": str(REPO)},
         )
         return done.stdout
