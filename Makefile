@@ -7,7 +7,12 @@ STAMP := $(VENV)/.installed
 CHROMIUM ?= /usr/bin/chromium
 CHROMEDRIVER ?= /usr/bin/chromedriver
 
-.PHONY: demo test lint docs bench bench-peers clean browser
+# The suite runs side by side (pytest-xdist): most of tests/durable waits on Postgres, workers
+# and leases rather than computing, so four workers overlap those waits even on two cores. Whole
+# files go to one worker (--dist loadfile): a module's tests keep their order and its fixtures.
+TEST_WORKERS ?= 4
+
+.PHONY: demo test bench-smoke contracts lint docs bench bench-peers clean browser
 
 # The Python that makes the virtualenv: any python3 on PATH (Debian's /usr/bin/python3 does),
 # checked first, so an old one or one without venv says what to do instead of failing in pip.
@@ -37,15 +42,46 @@ $(STAMP): pyproject.toml
 demo: $(STAMP)
 	$(PY) examples/research_writer.py
 
-test: $(STAMP) browser
-	AGENTENSEMBLE_CHROMIUM=$(CHROMIUM) AGENTENSEMBLE_CHROMEDRIVER=$(CHROMEDRIVER) $(PY) -m pytest
+# `make test` changes nothing on the system: without a browser the browser tests are skipped in
+# one line of the summary (`make browser` installs one; CI runs it first).
+test: $(STAMP)
+	AGENTENSEMBLE_CHROMIUM=$(CHROMIUM) AGENTENSEMBLE_CHROMEDRIVER=$(CHROMEDRIVER) \
+		$(PY) -m pytest -n $(TEST_WORKERS) --dist loadfile
+
+# The benchmark scripts at their smallest sizes, so they cannot rot (not part of `make test`).
+bench-smoke: $(STAMP)
+	$(PY) -m pytest -m bench_smoke
+
+# The contract tests against the newest versions pyproject.toml allows of the dependencies whose
+# behaviour (not only API) the package relies on: installed into a throwaway folder put first on
+# sys.path (the venv is left as it is), then the tests that pin what we rely on. litellm is pinned
+# to one release, so nothing newer is allowed; dbos' contract test is seams-dbos' (run if present).
+# Not in .ci/run: the install alone took minutes on the shared two-core machine (8.8 min in all at
+# load 25, 2.4 of them the tests); run it before raising a bound, and on a schedule.
+CONTRACTS_DIR ?= $(or $(TMPDIR),/tmp)/agentensemble-contracts
+CONTRACT_TESTS = tests/test_architecture.py $(wildcard tests/durable/test_dbos_contract.py) \
+	tests/test_outputs_pickle.py tests/test_saveable.py tests/workflows/test_prepared_run_reuse.py \
+	tests/tracing/test_trace_deferred.py tests/mcp/test_mcp_schema_attacks.py
+NEWEST_ALLOWED = import re, pathlib; text = pathlib.Path('pyproject.toml').read_text(); \
+	print(' '.join(sorted(set(re.findall(r'\x22((?:pydantic|dbos|mcp)[<>=][^\x22]*)\x22', text)))))
+
+contracts: $(STAMP)
+	rm -rf $(CONTRACTS_DIR)
+	$(PY) -m pip install -q --upgrade --target $(CONTRACTS_DIR) $$($(PY) -c "$(NEWEST_ALLOWED)")
+	PYTHONPATH=$(CONTRACTS_DIR):$(CURDIR) $(PY) -c "import dbos, mcp, pydantic; \
+		from importlib.metadata import version as v; \
+		print('contracts against', *(f'{n} {v(n)}' for n in ('pydantic', 'dbos', 'mcp')))"
+	PYTHONPATH=$(CONTRACTS_DIR):$(CURDIR) $(PY) -m pytest -q -n $(TEST_WORKERS) $(CONTRACT_TESTS)
+	rm -rf $(CONTRACTS_DIR)
 
 # The web console's browser tests drive Debian's chromium through its chromedriver. Installed only
 # where that can work (root, with apt-get); anywhere else the browser tests are skipped, and say so.
+# --no-upgrade: a chromium already installed is left as it is (apt may still upgrade a library the
+# new packages need, as any install does).
 browser:
 	@if [ -x "$(CHROMIUM)" ] && [ -x "$(CHROMEDRIVER)" ]; then :; \
 	elif [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
-		apt-get update && apt-get install -y chromium chromium-driver; \
+		apt-get update && apt-get install -y --no-upgrade chromium chromium-driver; \
 	else \
 		echo "make browser: no chromium here, and only root with apt-get installs it: the browser tests will be skipped (to run them: sudo make browser, or CHROMIUM=... CHROMEDRIVER=... make test)"; \
 	fi

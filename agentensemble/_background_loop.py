@@ -33,7 +33,7 @@ from pathlib import Path
 from typing import Any, Generic, TypeVar
 
 from agentensemble._interrupts import keep_outputs
-from agentensemble.tools._pool import daemon_pool
+from agentensemble._threads import daemon_pool
 
 T = TypeVar("T")
 

@@ -2,10 +2,7 @@
 
 from __future__ import annotations
 
-import asyncio
-import os
-from collections.abc import AsyncIterator, Mapping, Sequence
-from contextlib import nullcontext
+from collections.abc import AsyncIterator, Mapping
 from functools import partial
 from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
@@ -13,49 +10,32 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 
 from agentensemble import _memory_wiring as memory_wiring
 from agentensemble._background_loop import run_sync
+from agentensemble._run import check_setup, execute
 from agentensemble._validation import check_model, refuse_class
 from agentensemble.agent import Agent
-from agentensemble.errors import TaskExecutionError
 from agentensemble.events import (
-    EnsembleCompleted,
     EnsembleEvent,
-    EnsembleFailed,
     EnsembleListener,
-    EnsembleStarted,
-    EventEmitter,
 )
-from agentensemble.execution.agent_executor import ExecutionEnv
 from agentensemble.hints import (
     CALLER,
-    check_inputs,
     method_hint,
     reject_foreign_names,
     user_line,
-    warn_missing_context,
 )
-from agentensemble.limits import UsageLimits, check_limits, check_prices, limit_error, metered
-from agentensemble.llm.streaming import EventSink, use_sink
+from agentensemble.limits import UsageLimits
 from agentensemble.outputs import EnsembleOutput
-from agentensemble.run_context import current_run_id, new_run_id, run_scope
-from agentensemble.task_memory import use_run_memory_store
-from agentensemble.tools.source import open_tool_sources, tool_sources_in
 from agentensemble.workflows import ParallelErrorStrategy, Workflow
 from agentensemble.workflows._review_gates import policy_value
-from agentensemble.workflows.base import PreparedRun, WorkflowRunner
 from agentensemble.workflows.prepare import (
     SYNTHESISED_ROLE,
-    check_inputs_for,
-    prepare_run,
-    resolve_tools,
-    team_and_task_agents,
 )
-from agentensemble.workflows.runners import RunSettings, runner_for
 from agentensemble.workflows.step import leaf_tasks, step_kind
 from agentensemble.workflows.structure import check_structure
-from agentensemble.workflows.team import build_team, check_team, model_resolver, resolve_model
+from agentensemble.workflows.team import check_team
 
 if TYPE_CHECKING:
-    from agentensemble.workflows.delegation import Team
+    pass
 
 
 class Ensemble(BaseModel):
@@ -157,7 +137,7 @@ class Ensemble(BaseModel):
     @model_validator(mode="after")
     def _structure(self) -> Ensemble:
         check_structure(self.tasks, self.workflow)
-        self._check_tools_and_reviews()
+        check_setup(self)
         check_team(self.workflow, self.agents, leaf_tasks(self.tasks))
         memory_wiring.check_wiring(self.memory, leaf_tasks(self.tasks), self._hierarchical)
         return self
@@ -165,11 +145,6 @@ class Ensemble(BaseModel):
     @property
     def _hierarchical(self) -> bool:
         return self.workflow is Workflow.HIERARCHICAL
-
-    def _check_tools_and_reviews(self) -> None:
-        """Every task's tools resolve and every gate has a reviewer (also asked again by servers
-        before they serve an ensemble that may have changed since it was built)."""
-        resolve_tools(leaf_tasks(self.tasks), self.review_handler, self.review_policy)
 
     @property
     def label(self) -> str:
@@ -194,7 +169,7 @@ class Ensemble(BaseModel):
         ``session``: continue that conversation (kept in ``memory``): each agent sees its
         earlier exchanges of the session, bounded, oldest dropped first (docs/memory.md).
         ``limits``: this run's budget, instead of the ensemble's ``limits`` (docs/limits.md)."""
-        return await self._execute(inputs, (), session=session, limits=limits)
+        return await execute(self, inputs, (), session=session, limits=limits)
 
     def astream(
         self,
@@ -209,160 +184,7 @@ class Ensemble(BaseModel):
         from agentensemble.streaming import astream
 
         memory_wiring.check_session(session, self.memory, self._hierarchical)
-        return astream(partial(self._execute, session=session, limits=limits), inputs)
-
-    async def _execute(
-        self,
-        inputs: Mapping[str, Any] | None,
-        extra_listeners: Sequence[EnsembleListener],
-        stream: bool = False,
-        *,
-        session: str | None = None,
-        limits: UsageLimits | None = None,
-    ) -> EnsembleOutput:
-        """One run, counted on a budget: ``limits``, else the ensemble's (``limits.py``). A
-        ``cost_usd`` limit with a model of unknown price is refused before anything starts; a
-        run a limit stopped raises ``UsageLimitExceeded`` holding every completed output."""
-        chosen = self.limits if limits is None else check_limits(limits, "run(limits=...)")
-        if chosen is None:  # counted on an enclosing run's budget, if any
-            return await self._execute_run(inputs, extra_listeners, stream, session=session)
-        agents = team_and_task_agents(self)
-        check_prices(chosen, [self.llm, self.manager_llm, *(agent.llm for agent in agents)])
-        with metered(chosen):
-            try:
-                return await self._execute_run(inputs, extra_listeners, stream, session=session)
-            except TaskExecutionError as error:
-                stopped = limit_error(error)
-                if stopped is None:
-                    raise
-                stopped.task = error.task
-                raise stopped from None
-
-    async def _execute_run(
-        self,
-        inputs: Mapping[str, Any] | None,
-        extra_listeners: Sequence[EnsembleListener],
-        stream: bool = False,
-        *,
-        session: str | None = None,
-    ) -> EnsembleOutput:
-        """One run. Bad inputs fail before anything starts; tool sources (MCP servers) are
-        started next, once for the whole run, and closed when it ends, whatever way it ends;
-        then the run is prepared, once (``workflows/prepare.py``), and handed to its runner.
-        A plain run's preparation and runner are kept from the ensemble's second run on, while
-        nothing they were made from changes (``workflows/_reuse.py``)."""
-        from agentensemble.workflows._reuse import keep_run, reused_run  # loaded by a first run
-
-        values = check_inputs(inputs)
-        kept = reused_run(self, values, session)
-        if kept is not None:  # the same plain run as last time, checked and prepared then
-            self._warn_missing_context()
-            prepared, runner = kept
-            return await self._run_prepared(prepared, runner, None, values, extra_listeners, stream)
-        agents = team_and_task_agents(self)
-        tasks = leaf_tasks(self.tasks)
-        check_inputs_for(self, values, tasks=tasks, agents=agents)
-        session = memory_wiring.check_session(session, self.memory, self._hierarchical)
-        knowledge = memory_wiring.knowledge_of(self.knowledge, tasks)
-        if knowledge:
-            await memory_wiring.sync_knowledge(knowledge, self.memory)
-        sources = tool_sources_in([*(agent.tools for agent in agents), *(t.tools for t in tasks)])
-        async with open_tool_sources(sources):
-            prepared = prepare_run(self, values, inputs_checked=True, session=session)
-            self._warn_missing_context()
-            team = self._team(prepared, values)
-            runner = runner_for(self.workflow, self._run_settings(team))
-            if not sources and team is None:
-                keep_run(self, values, session, (prepared, runner))
-            with use_run_memory_store(self.memory) if self.memory is not None else nullcontext():
-                return await self._run_prepared(
-                    prepared, runner, team, values, extra_listeners, stream
-                )
-
-    def _warn_missing_context(self) -> None:
-        warn_missing_context([t for t in self.tasks if step_kind(t) == "task"])
-
-    async def _run_prepared(
-        self,
-        prepared: PreparedRun,
-        runner: WorkflowRunner,
-        team: Team | None,
-        values: dict[str, Any],
-        extra_listeners: Sequence[EnsembleListener],
-        stream: bool,
-    ) -> EnsembleOutput:
-        """One prepared run under its own run id (bound for events, logs and errors)."""
-        from agentensemble.tracing.recorder import TraceRecorder  # loaded by the first run
-
-        with run_scope(new_run_id()) as parent_run_id:
-            recorder = TraceRecorder(
-                current_run_id(),
-                capture=self.capture,
-                workflow=self.workflow.value,
-                inputs=values,
-                parent_run_id=parent_run_id,
-            )
-            listeners = [recorder, *self.listeners, *extra_listeners]
-            if self.verbose:
-                from agentensemble.progress import ConsoleProgressListener
-
-                listeners.append(ConsoleProgressListener())
-            env = ExecutionEnv(emitter=EventEmitter(listeners), review_handler=self.review_handler)
-            env.emitter.emit(
-                EnsembleStarted(total_tasks=prepared.total, parent_run_id=parent_run_id)
-            )
-            if team is not None:
-                team.env = env
-            try:
-                if stream:
-                    with use_sink(EventSink(env.emitter.emit)):
-                        output = await runner.run(prepared, env, values)
-                else:  # no ``nullcontext()``: three Python calls a run for nothing
-                    output = await runner.run(prepared, env, values)
-            except TaskExecutionError as error:
-                error.trace = recorder.fail(error)
-                env.emitter.emit(EnsembleFailed(error))
-                raise
-            except (asyncio.CancelledError, KeyboardInterrupt) as stopped:
-                # cancelled, Ctrl-C, or a stream left early: listeners (a web console, spans)
-                # learn the run ended instead of showing it running forever
-                recorder.fail(stopped)
-                env.emitter.emit(EnsembleFailed(stopped))
-                raise
-            output = recorder.complete(
-                output, tool_metrics=env.metrics.snapshot(), run_id=current_run_id()
-            )
-            env.emitter.emit(EnsembleCompleted(output=output))
-            return output
-
-    def _team(self, prepared: PreparedRun, inputs: Mapping[str, Any]) -> Team | None:
-        """Workers and peers (workflows/team.py); fails before any model call."""
-        return build_team(
-            self.workflow,
-            self.agents,
-            prepared.tasks,
-            inputs,
-            model_resolver(self.llm, prepared.tasks),
-            self.max_delegation_depth,
-            has_reviewer=self.review_handler is not None,
-        )
-
-    def _run_settings(self, team: Team | None) -> RunSettings:
-        manager = None
-        if self.workflow is Workflow.HIERARCHICAL and team is not None:
-            from agentensemble.workflows.hierarchical import ManagerSetup
-
-            chosen = self.manager_llm if self.manager_llm is not None else self.llm
-            manager = ManagerSetup(
-                team=team,
-                model=resolve_model(chosen, "the hierarchical manager (manager_llm)", {}),
-                max_iterations=self.manager_max_iterations,
-            )
-        return RunSettings(
-            max_concurrency=self.max_concurrency,
-            parallel_error_strategy=self.parallel_error_strategy,
-            manager=manager,
-        )
+        return astream(partial(execute, self, session=session, limits=limits), inputs)
 
     def run(
         self,
@@ -393,20 +215,6 @@ class Ensemble(BaseModel):
             if hint is not None:
                 raise AttributeError(hint)
             return super().__getattr__(name)
-
-    @classmethod
-    def from_yaml(cls, path: str | os.PathLike[str]) -> Ensemble:
-        """An ensemble from a crew file (docs/yaml.md); errors name the file, line and key."""
-        from agentensemble.config import ensemble_from_yaml
-
-        return ensemble_from_yaml(path)
-
-    @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> Ensemble:
-        """An ensemble from a crew file's shape given as Python data."""
-        from agentensemble.config import ensemble_from_dict
-
-        return ensemble_from_dict(data)
 
     def __repr__(self) -> str:
         return f"Ensemble(tasks={len(self.tasks)}, workflow={self.workflow.value!r})"

@@ -63,7 +63,7 @@ def astream(
     execute: Callable[[Mapping[str, Any] | None, Sequence[EnsembleListener], bool], Any],
     inputs: Mapping[str, Any] | None,
 ) -> AsyncIterator[EnsembleEvent]:
-    """The iterator behind ``Ensemble.astream`` (``execute`` is ``Ensemble._execute``)."""
+    """The iterator behind ``Ensemble.astream`` (``_run.execute``, bound)."""
     return stream_events(lambda listeners: execute(inputs, listeners, True))
 
 

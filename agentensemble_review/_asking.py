@@ -14,8 +14,8 @@ import time
 from collections.abc import Awaitable, Callable, Coroutine
 from typing import Any, TypeVar
 
+from agentensemble._threads import DaemonPool
 from agentensemble.errors import ConfigurationError
-from agentensemble.tools._pool import DaemonPool
 from agentensemble_review._log import get_logger
 from agentensemble_review.errors import InvalidReviewDecisionError, ReviewTimeoutError
 from agentensemble_review.handler import AnyReviewHandler

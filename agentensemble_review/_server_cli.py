@@ -1,17 +1,49 @@
-"""The reference review server's command line: ``python -m agentensemble_review.server``."""
+"""The reference review server's command line: ``python -m agentensemble_review.server``.
+
+``server.main`` hands its ``ReviewServer`` class in, so this module sits below ``server.py``
+(no import circle between the server and its command line)."""
 
 from __future__ import annotations
 
 import argparse
 import os
 import sys
+from typing import Protocol
 
 from agentensemble_review._server_guard import is_loopback
-from agentensemble_review.server import ReviewServer
 
 
-def main(argv: list[str] | None = None) -> int:
-    """Command line: run the reference review server until Ctrl-C."""
+class _Serving(Protocol):
+    """What the command line needs of the server it starts (``ReviewServer``)."""
+
+    @property
+    def url(self) -> str: ...
+
+    @property
+    def reviews_url(self) -> str: ...
+
+    @property
+    def page_url(self) -> str: ...
+
+    def bind(self) -> object: ...
+
+    def serve_forever(self) -> None: ...
+
+
+class _MakeServer(Protocol):
+    def __call__(
+        self,
+        host: str,
+        port: int,
+        secret: str | None,
+        *,
+        verbose: bool,
+        allowed_hosts: list[str],
+    ) -> _Serving: ...
+
+
+def main(argv: list[str] | None, make_server: _MakeServer) -> int:
+    """Command line: run the reference review server (built by ``make_server``) until Ctrl-C."""
     parser = argparse.ArgumentParser(
         prog="python -m agentensemble_review.server",
         description="Reference webhook for agentensemble reviews, with a web page to decide.",
@@ -32,7 +64,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--quiet", action="store_true", help="do not log each request")
     args = parser.parse_args(argv)
-    server = ReviewServer(
+    server = make_server(
         args.host, args.port, args.secret, verbose=not args.quiet, allowed_hosts=args.allowed_host
     )
     server.bind()

@@ -438,7 +438,7 @@ def main(argv: list[str] | None = None) -> int:
     """Command line: run the reference review server until Ctrl-C (see ``_server_cli``)."""
     from agentensemble_review._server_cli import main as cli_main
 
-    return cli_main(argv)
+    return cli_main(argv, ReviewServer)
 
 
 __all__ = ["MAX_BODY_BYTES", "ReviewExpiredError", "ReviewServer", "main"]

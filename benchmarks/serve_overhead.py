@@ -125,12 +125,12 @@ def _start_http(crew: Path) -> tuple[subprocess.Popen[bytes], str]:
 async def measure(crew: Path, calls: int, repeats: int) -> dict[str, float]:
     from mcp import Client, StdioServerParameters
 
-    from agentensemble import Ensemble
     from agentensemble.cli._common import use_model
     from agentensemble.cli._serving import crew_factory
+    from agentensemble.config import load_crew
     from agentensemble.serve import mcp_server
 
-    ensemble = Ensemble.from_yaml(crew)
+    ensemble = load_crew(crew)
     use_model(ensemble, "scripted")
     # the same server objects in this process (the SDK's in-memory transport): what serving
     # costs before any transport, ours against the SDK's own MCPServer

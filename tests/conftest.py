@@ -1,5 +1,11 @@
 """Shared test configuration: async tests run on asyncio through anyio's pytest plugin, and
-property tests never fail on a busy machine's timing."""
+property tests never fail on a busy machine's timing.
+
+``make test`` runs the suite under pytest-xdist (``-n 4 --dist loadfile``): every fixture here is
+per worker process (its own Postgres in its own temporary folder, ports chosen by the kernel), so
+workers share nothing but the read-only tree. Benchmark smoke runs (``bench_smoke``) are left out
+of the default run; ``make bench-smoke`` (``pytest -m bench_smoke``) runs them.
+"""
 
 import itertools
 import os
@@ -7,8 +13,9 @@ import sys
 import tempfile
 import textwrap
 import warnings
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Generator, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, settings
@@ -35,9 +42,80 @@ def anyio_backend() -> str:
     return "asyncio"
 
 
-# -- a real Postgres (durable runs, evals on workers, memory): one server for the whole session,
-# started from the pgserver wheel (Postgres binaries) in a temporary folder, a fresh database per
-# test that asks for one
+# -- what runs by default: benchmarks are not tests of behaviour
+
+BENCH_SMOKE = "bench_smoke"
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers",
+        f"{BENCH_SMOKE}: runs a benchmark script at its smallest sizes so it cannot rot; left out "
+        "of the default run (make bench-smoke, or pytest -m bench_smoke, runs it)",
+    )
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Deselect the benchmark smoke runs unless the ``-m`` expression names them."""
+    if BENCH_SMOKE in (config.option.markexpr or ""):
+        return
+    kept = [item for item in items if item.get_closest_marker(BENCH_SMOKE) is None]
+    if len(kept) < len(items):
+        config.hook.pytest_deselected(items=[item for item in items if item not in kept])
+        items[:] = kept
+
+
+# -- a missing browser is ONE line in the summary, whichever module found it missing: every
+# "browser tests skipped" report points at tests/web/_browser.py, so pytest folds them together
+
+BROWSER_SKIPPED = "browser tests skipped"
+BROWSER_FINDER = str(Path(__file__).parent / "web" / "_browser.py")
+
+
+def _one_browser_line(report: pytest.CollectReport | pytest.TestReport) -> None:
+    longrepr = report.longrepr
+    if report.skipped and isinstance(longrepr, tuple) and len(longrepr) == 3:
+        reason = str(longrepr[2])
+        if BROWSER_SKIPPED in reason:
+            report.longrepr = (BROWSER_FINDER, 0, reason)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_make_collect_report(collector: pytest.Collector) -> Generator[None, Any, Any]:
+    report = yield
+    _one_browser_line(report)
+    return report
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(
+    item: pytest.Item, call: pytest.CallInfo[None]
+) -> Generator[None, Any, Any]:
+    report = yield
+    _one_browser_line(report)
+    if hasattr(item.config, "workerinput"):  # an xdist worker sends the report as UTF-8
+        _sendable(report)
+    return report
+
+
+def _sendable(report: pytest.TestReport) -> None:
+    """Captured output with a lone surrogate (tests of hostile text print some) cannot cross
+    xdist's UTF-8 channel and would crash the worker: write those characters as escapes."""
+
+    def clean(text: str) -> str:
+        return text.encode("utf-8", "backslashreplace").decode("utf-8")
+
+    report.sections = [(title, clean(content)) for title, content in report.sections]
+    if report.longrepr is not None and not isinstance(report.longrepr, tuple):
+        text = str(report.longrepr)  # a failure's traceback, rendered as the terminal shows it
+        if clean(text) != text:
+            report.longrepr = clean(text)
+
+
+# -- a real Postgres (durable runs, evals on workers, memory): one server for the whole session
+# (under xdist: one per worker process), started from the pgserver wheel (Postgres binaries) in a
+# temporary folder of its own and reached through a Unix socket there (no TCP port to collide), a
+# fresh database per test that asks for one
 
 _databases = itertools.count(1)
 

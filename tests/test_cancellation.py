@@ -37,10 +37,10 @@ from agentensemble import (
     ToolResult,
     tool,
 )
+from agentensemble._threads import daemon_pool
 from agentensemble.execution.agent_executor import AgentExecutor, AgentTask
 from agentensemble.llm.types import Message
 from agentensemble.testing import FunctionChatModel, ScriptedChatModel, tool_call, tool_calls
-from agentensemble.tools._pool import daemon_pool
 
 sys.path.insert(0, str(Path(__file__).parent / "e2e"))  # the local OpenAI-compatible server
 from openai_server import OpenAIServer

@@ -21,6 +21,7 @@ from agentensemble import (
     ToolDescriptionWarning,
     ToolExceptionWarning,
     Workflow,
+    load_crew,
     tool,
 )
 from agentensemble.testing import OpenAICompatibleServer, ScriptedChatModel, tool_call
@@ -84,7 +85,7 @@ def test_a_crew_file_gets_the_fix_in_its_own_words(tmp_path: Path) -> None:
         "agents:\n  writer: {role: Writer, goal: Write}\ntasks:\n  draft: {description: Draft}\n"
     )
     with pytest.raises(ConfigFileError) as caught:
-        Ensemble.from_yaml(crew)
+        load_crew(crew)
     message = str(caught.value)
     assert "crew.yaml:4: tasks.draft" in message
     assert "`agent: writer`" in message and "`workflow: hierarchical`" in message
@@ -143,13 +144,13 @@ def test_a_crew_file_sets_the_temperature_on_its_model(tmp_path: Path) -> None:
         "tasks:\n  draft: {description: Draft, agent: writer}\n"
     )
     with pytest.raises(ConfigFileError, match=r"`llm: \{model: openai/gpt-4o-mini, temperature"):
-        Ensemble.from_yaml(crew)
+        load_crew(crew)
     crew.write_text(
         "agents:\n  writer:\n    role: Writer\n    goal: Write\n"
         "    llm: {model: openai/gpt-4o, temperature: 0.2}\n"
         "tasks:\n  draft: {description: Draft, agent: writer}\n"
     )
-    llm = Ensemble.from_yaml(crew).tasks[0].agent.llm  # type: ignore[union-attr]
+    llm = load_crew(crew).tasks[0].agent.llm  # type: ignore[union-attr]
     assert isinstance(llm, LLM) and (llm.model, llm.temperature) == ("openai/gpt-4o", 0.2)
 
 

@@ -9,6 +9,7 @@ import pytest
 from pydantic import ValidationError
 
 from agentensemble import Agent, Ensemble, Task
+from agentensemble.config import load_crew
 from agentensemble.errors import TaskExecutionError
 from agentensemble.execution.prompts import build_system_prompt, with_instructions
 from agentensemble.run_context import RunContext
@@ -120,10 +121,10 @@ def test_a_crew_file_takes_instructions_as_text_only() -> None:
         "agents": {"writer": {"role": "Writer", "goal": "Write", "instructions": "Be brief."}},
         "tasks": [{"description": "Write", "agent": "writer"}],
     }
-    assert Ensemble.from_dict(crew).agents[0].instructions == "Be brief."
+    assert load_crew(crew).agents[0].instructions == "Be brief."
     crew["agents"]["writer"]["instructions"] = {"call": "mymodule:fn"}  # type: ignore[index]
     with pytest.raises(Exception, match="instructions must be text"):
-        Ensemble.from_dict(crew)
+        load_crew(crew)
 
 
 def test_the_run_context_names_the_session(tmp_path: Any) -> None:

@@ -10,6 +10,7 @@ import pytest
 from pydantic import ValidationError
 
 from agentensemble import Agent, Ensemble, Loop, Task, Workflow, tool
+from agentensemble.config import load_crew
 from agentensemble.errors import ConfigurationError, UsageLimitExceeded
 from agentensemble.limits import UsageLimits, UsageMeter, metered
 from agentensemble.outputs import TokenUsage
@@ -201,9 +202,9 @@ def test_a_crew_file_sets_limits_and_bad_ones_name_the_key() -> None:
         "limits": {"model_calls": 5, "cost_usd": 0.25},
         "tasks": [{"description": "Work"}],
     }
-    assert Ensemble.from_dict(crew).limits == UsageLimits(model_calls=5, cost_usd=0.25)
+    assert load_crew(crew).limits == UsageLimits(model_calls=5, cost_usd=0.25)
     with pytest.raises(Exception, match=r"limits.*model_calls") as caught:
-        Ensemble.from_dict({**crew, "limits": {"model_calls": -2}})
+        load_crew({**crew, "limits": {"model_calls": -2}})
     assert "greater than 0" in str(caught.value)
 
 

@@ -175,13 +175,14 @@ def check_before_any_call(ensemble: Ensemble, inputs: dict[str, Any]) -> None:
     reviews, workers and manager), with stand-ins for the inputs not given; no model call."""
     import warnings
 
+    from agentensemble._run import team_and_settings
     from agentensemble.workflows.prepare import prepare_run
 
     values = {**placeholder_inputs(ensemble, inputs), **inputs}
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # hints are reported by `validate`, once, in words
         prepared = prepare_run(ensemble, values)
-        ensemble._run_settings(ensemble._team(prepared, values))  # workers, peers, manager
+        team_and_settings(ensemble, prepared, values)  # workers, peers, manager
 
 
 #: The library's Python fixes, and what a crew file or the command line writes instead.

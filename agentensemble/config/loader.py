@@ -1,5 +1,5 @@
 """Crew files: an Ensemble from YAML (or the same shape as a dict), with errors that point at
-the file, the line and the key.
+the file, the line and the key. ``load_crew`` is the public door.
 
 ```yaml
 model: openai/gpt-4o-mini          # default model for agents without one
@@ -47,6 +47,14 @@ _NOT_PLAIN = frozenset(
 )
 REVIEW_KEYS = ("policy", "handler", "url", "secret_env", "timeout")
 _YAML_ONLY = {"name"}  # the entry's name in list form
+
+
+def load_crew(source: str | os.PathLike[str] | Mapping[str, Any]) -> Ensemble:
+    """An ensemble from a crew file (a path; docs/yaml.md) or from the same shape as Python data
+    (a mapping); errors name the file, line and key (or the key path)."""
+    if isinstance(source, Mapping):
+        return ensemble_from_dict(source)
+    return ensemble_from_yaml(source)
 
 
 def ensemble_from_yaml(
@@ -207,4 +215,10 @@ def review_handler(
     raise ValueError(f"unknown review handler {kind!r}: use console, auto, webhook or mcp")
 
 
-__all__ = ["build_ensemble", "ensemble_from_dict", "ensemble_from_yaml", "review_handler"]
+__all__ = [
+    "build_ensemble",
+    "ensemble_from_dict",
+    "ensemble_from_yaml",
+    "load_crew",
+    "review_handler",
+]

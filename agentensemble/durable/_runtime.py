@@ -22,6 +22,7 @@ from typing import Any, TypeVar
 from dbos import DBOS, Queue, SetWorkflowID
 
 from agentensemble._background_loop import run_on_background_loop
+from agentensemble._run import execute
 from agentensemble.durable import _dbos
 from agentensemble.durable._database import (
     DATABASE_ENV,
@@ -111,9 +112,9 @@ async def _durable_run(name: str, inputs: dict[str, Any]) -> dict[str, Any]:
         counted = _TaskCount()  # kept with the result: a fork checks its task index against it
         try:
             if watchers is None:
-                output = await ensemble._execute(inputs, (counted,))  # what arun() does
+                output = await execute(ensemble, inputs, (counted,))  # what arun() does
             else:  # streamed to DurableRuntime.astream in this process
-                output = await ensemble._execute(inputs, (*watchers, counted), True)
+                output = await execute(ensemble, inputs, (*watchers, counted), True)
         except TaskExecutionError as error:
             # what the finished tasks produced is kept beside the run; raising makes the run's
             # status ERROR, so failures show where runs are listed and monitored

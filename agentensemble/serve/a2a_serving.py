@@ -61,6 +61,7 @@ from a2a.utils.errors import InvalidRequestError, UnsupportedOperationError
 from starlette.applications import Starlette
 from starlette.requests import Request
 
+from agentensemble._run import check_setup, execute
 from agentensemble.ensemble import Ensemble
 from agentensemble.errors import ConfigurationError
 from agentensemble.logging import redact, redact_text
@@ -312,7 +313,7 @@ class EnsembleExecutor(AgentExecutor):
         pump = ProgressPump(send)
         try:
             if self._durable is None:
-                output = await ensemble._execute(inputs, [pump], session=session)
+                output = await execute(ensemble, inputs, [pump], session=session)
             else:
                 output = await run_durably(self._durable, self._durable_name, inputs, pump)
         except Exception as error:
@@ -375,7 +376,7 @@ def a2a_app(
     if not name.strip() or not description.strip():
         raise ConfigurationError("a2a_app needs a non-blank name and description")
     template = ensemble_of(ensemble)
-    template._check_tools_and_reviews()  # a refused setup fails now, not at the first task
+    check_setup(template)  # a refused setup fails now, not at the first task
     if durable is not None:
         check_registered(durable, [name])
     card = agent_card(template, name=name, description=description, url=url)

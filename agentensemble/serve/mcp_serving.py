@@ -24,6 +24,7 @@ from typing import Any
 import mcp_types as types
 from mcp.server import Server, ServerRequestContext
 
+from agentensemble._run import check_setup, execute
 from agentensemble.ensemble import Ensemble
 from agentensemble.errors import ConfigurationError
 from agentensemble.logging import redact, redact_text
@@ -79,7 +80,7 @@ def _describe(name: str, source: EnsembleSource, durable: Any = None) -> _Served
         ensemble = ensemble_of(source)
         # refused setups fail here, at start, not at the first call: gated tools or reviews
         # with no review handler (an ensemble changed after it was built is checked again)
-        ensemble._check_tools_and_reviews()
+        check_setup(ensemble)
     except ConfigurationError as error:
         raise ConfigurationError(f"cannot serve {name!r}: {error}") from error
     variables = input_kinds(ensemble)
@@ -141,7 +142,7 @@ async def _start(
         pump = ProgressPump(report)
         try:
             if durable is None:
-                output = await ensemble._execute(inputs, [pump], session=session)
+                output = await execute(ensemble, inputs, [pump], session=session)
             else:
                 output = await run_durably(durable, served.name, inputs, pump)
         except Exception as error:

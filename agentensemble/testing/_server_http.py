@@ -12,13 +12,10 @@ import socket
 import sys
 from collections.abc import Mapping
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from agentensemble.testing._server_replies import CHAT_PATHS, Fault, TextReply
+from agentensemble.testing._server_replies import CHAT_PATHS, Fault, ServerOwner, TextReply
 from agentensemble.testing._server_stream import broken_stream, stream_chunks
-
-if TYPE_CHECKING:
-    from agentensemble.testing.openai_server import OpenAICompatibleServer
 
 MAX_BODY_BYTES = 16 * 1024 * 1024  # a chat request far larger than any test sends
 
@@ -37,7 +34,7 @@ class _Server(ThreadingHTTPServer):
     request_queue_size = 64
 
     def __init__(
-        self, address: tuple[str, int], handler: type[_Handler], owner: OpenAICompatibleServer
+        self, address: tuple[str, int], handler: type[_Handler], owner: ServerOwner
     ) -> None:
         self.owner = owner
         super().__init__(address, handler)
@@ -65,7 +62,7 @@ class _Server(ThreadingHTTPServer):
 
 
 class _Handler(BaseHTTPRequestHandler):
-    owner: OpenAICompatibleServer
+    owner: ServerOwner
     protocol_version = "HTTP/1.1"  # keep-alive, as real providers do
     server_version = "agentensemble-test-openai/1"
 

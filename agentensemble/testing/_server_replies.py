@@ -6,10 +6,12 @@ Plain data plus pure functions, so the server module keeps only the serving and 
 from __future__ import annotations
 
 import json
+import socket
+import threading
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Literal, Protocol
 
 from agentensemble.llm.types import ChatResponse
 
@@ -88,6 +90,27 @@ class RecordedRequest:
     headers: dict[str, str]
     body: dict[str, Any]
     outcome: str  # "text", "tool_calls", "fault:<kind>[:<status>]", "chaos:<kind>...", "error"
+
+
+class ServerOwner(Protocol):
+    """What the HTTP side (``_server_http``) asks of the server that owns it
+    (``OpenAICompatibleServer``): kept here, below both, so neither imports the other."""
+
+    _lock: threading.Lock
+    _connections: set[socket.socket]
+    _arrivals: list[dict[str, Any]]
+    connections_opened: int
+    errors: list[str]
+
+    def _record(self, path: str, headers: dict[str, str], body: Any, outcome: str) -> None: ...
+
+    def _chaos_fault(self) -> Fault | None: ...
+
+    def _next_reply(self, body: dict[str, Any]) -> Reply | None: ...
+
+    def _sleep(self, seconds: float) -> bool: ...
+
+    def _completion(self, body: dict[str, Any], reply: TextReply | ToolCallsReply) -> bytes: ...
 
 
 def as_reply(item: Scripted) -> Reply:

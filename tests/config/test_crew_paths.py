@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 import agentensemble
-from agentensemble import Ensemble
+from agentensemble.config import load_crew
 from agentensemble.errors import ConfigurationError
 
 REPO_ROOT = Path(agentensemble.__file__).absolute().parent.parent
@@ -167,7 +167,7 @@ def test_the_same_paths_in_the_working_directory_only_are_an_error(
             (tmp_path / "crew" / relative.rstrip("/")).rename(target)
     monkeypatch.chdir(tmp_path)
     with pytest.raises(ConfigurationError, match=r"crew\.yaml:"):
-        Ensemble.from_yaml(crew)
+        load_crew(crew)
 
 
 def test_an_absolute_path_and_a_program_on_path_are_left_alone(tmp_path: Path) -> None:

@@ -1,4 +1,4 @@
-"""Ensemble.from_yaml / from_dict: agents, tasks, context by name, tools by import path or
+"""load_crew (a file or a mapping): agents, tasks, context by name, tools by import path or
 built-in name, typed output, guardrails, workflow, model and review settings; every error
 names the file, the line and the key."""
 
@@ -12,8 +12,8 @@ from typing import Any
 
 import pytest
 
-from agentensemble import ConfigurationError, Ensemble, ExitReason, tool
-from agentensemble.config import ConfigFileError
+from agentensemble import ConfigurationError, ExitReason, tool
+from agentensemble.config import ConfigFileError, load_crew
 from agentensemble.testing import ScriptedChatModel
 
 CrewFile = Callable[..., Path]
@@ -50,7 +50,7 @@ tasks:
 
 
 def test_a_full_crew_file_becomes_an_ensemble(crew_file: CrewFile) -> None:
-    ensemble = Ensemble.from_yaml(crew_file(FULL))
+    ensemble = load_crew(crew_file(FULL))
 
     research, judge, count = ensemble.tasks
     assert [t.name for t in ensemble.tasks] == ["research", "judge", "count"]
@@ -65,7 +65,7 @@ def test_a_full_crew_file_becomes_an_ensemble(crew_file: CrewFile) -> None:
 
 
 def test_the_loaded_crew_runs(crew_file: CrewFile) -> None:
-    ensemble = Ensemble.from_yaml(crew_file(FULL))
+    ensemble = load_crew(crew_file(FULL))
     model = ScriptedChatModel(["facts", '{"ok": true}', "3"])
     ensemble.llm = model
     for task in ensemble.tasks:
@@ -81,7 +81,7 @@ def test_the_loaded_crew_runs(crew_file: CrewFile) -> None:
 
 
 def test_the_dict_form_takes_the_same_shape() -> None:
-    ensemble = Ensemble.from_dict(
+    ensemble = load_crew(
         {
             "tasks": [
                 {"name": "a", "description": "First"},
@@ -101,7 +101,7 @@ def test_review_settings(crew_file: CrewFile) -> None:
           only: {description: Do it, review: {prompt: 'Looks right?', timeout: 30}}
         """
     )
-    ensemble = Ensemble.from_yaml(path)
+    ensemble = load_crew(path)
     assert type(ensemble.review_handler).__name__ == "AutoApproveReviewHandler"
     assert ensemble.review_policy == "after_every_task"
     review = ensemble.tasks[0].review
@@ -132,7 +132,7 @@ def test_built_in_tools_are_found_by_name_when_the_module_exists(
           t: {description: D, agent: a}
         """
     )
-    agent = Ensemble.from_yaml(path).agents[0]
+    agent = load_crew(path).agents[0]
     assert agent.tools == [calculator]
 
 
@@ -214,7 +214,7 @@ def test_errors_point_at_file_line_and_key(
 ) -> None:
     path = crew_file(text)
     with pytest.raises(ConfigFileError) as info:
-        Ensemble.from_yaml(path)
+        load_crew(path)
     error = info.value
     assert isinstance(error, ConfigurationError)
     assert error.file == str(path)
@@ -228,16 +228,16 @@ def test_errors_point_at_file_line_and_key(
 
 def test_a_missing_file_is_a_configuration_error(tmp_path: Path) -> None:
     with pytest.raises(ConfigFileError, match="cannot read the file"):
-        Ensemble.from_yaml(tmp_path / "absent.yaml")
+        load_crew(tmp_path / "absent.yaml")
 
 
 def test_unsafe_tags_are_refused(crew_file: CrewFile) -> None:
     path = crew_file("tasks:\n  a: {description: !!python/object/apply:os.getcwd []}\n")
     with pytest.raises(ConfigFileError, match="is not allowed in a crew file"):
-        Ensemble.from_yaml(path)
+        load_crew(path)
     scalar = crew_file("tasks:\n  a: {description: !!python/name:os.getcwd ''}\n")
     with pytest.raises(ConfigFileError, match="cannot read this value"):
-        Ensemble.from_yaml(scalar)
+        load_crew(scalar)
 
 
 @pytest.mark.parametrize(
@@ -255,11 +255,11 @@ def test_unsafe_tags_are_refused(crew_file: CrewFile) -> None:
 )
 def test_alias_bombs_are_refused_quickly(crew_file: CrewFile, text: str) -> None:
     with pytest.raises(ConfigFileError, match=r"too large or too deep|not valid YAML"):
-        Ensemble.from_yaml(crew_file(text))
+        load_crew(crew_file(text))
 
 
 def test_the_real_built_in_tools_by_name_with_arguments(tmp_path: Path) -> None:
-    ensemble = Ensemble.from_dict(
+    ensemble = load_crew(
         {
             "agents": {
                 "a": {
@@ -281,15 +281,15 @@ def test_the_real_built_in_tools_by_name_with_arguments(tmp_path: Path) -> None:
         "FileRead",
     ]
     with pytest.raises(ConfigFileError, match=r"tasks\[0\]\.tools\[0\]: unknown tool 'calculater'"):
-        Ensemble.from_dict({"tasks": [{"description": "D", "tools": ["calculater"]}]})
+        load_crew({"tasks": [{"description": "D", "tools": ["calculater"]}]})
 
 
 def test_other_ensemble_settings_pass_through_and_are_checked() -> None:
-    ensemble = Ensemble.from_dict(
+    ensemble = load_crew(
         {"workflow": "parallel", "max_concurrency": 2, "tasks": [{"description": "D"}]}
     )
     assert ensemble.workflow.value == "parallel" and ensemble.max_concurrency == 2
     with pytest.raises(
         ConfigFileError, match=r"<dict>: max_concurrency: .*greater than or equal to 1"
     ):
-        Ensemble.from_dict({"max_concurrency": 0, "tasks": [{"description": "D"}]})
+        load_crew({"max_concurrency": 0, "tasks": [{"description": "D"}]})

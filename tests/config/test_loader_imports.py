@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from agentensemble import Ensemble
+from agentensemble.config import load_crew
 from agentensemble.testing import ScriptedChatModel, tool_call
 
 
@@ -70,7 +70,7 @@ def write_crew(folder: Path, unique: str) -> Path:
 
 def test_sys_path_is_unchanged_and_the_references_still_work(tmp_path: Path, unique: str) -> None:
     before = list(sys.path)
-    ensemble = Ensemble.from_yaml(write_crew(tmp_path / "crew", unique))
+    ensemble = load_crew(write_crew(tmp_path / "crew", unique))
     assert sys.path == before
 
     model = ScriptedChatModel([tool_call("shout", {"text": "hello"}), '{"ok": true}'])
@@ -89,7 +89,7 @@ def test_a_crew_folder_already_on_sys_path_stays_there(
 ) -> None:
     monkeypatch.syspath_prepend(str(tmp_path / "crew"))
     before = list(sys.path)
-    Ensemble.from_yaml(write_crew(tmp_path / "crew", unique))
+    load_crew(write_crew(tmp_path / "crew", unique))
     assert sys.path == before
 
 
@@ -108,7 +108,7 @@ def test_a_file_beside_the_crew_file_does_not_shadow_later_imports(
     crew = write_crew(tmp_path / "crew", unique)
     (crew.parent / f"{name}.py").write_text("ORIGIN = 'the crew folder'\n")
 
-    Ensemble.from_yaml(crew)
+    load_crew(crew)
     module = importlib.import_module(name)
 
     assert getattr(module, "ORIGIN", "the library") == "the library"

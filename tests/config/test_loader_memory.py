@@ -15,8 +15,7 @@ from typing import Any
 
 import pytest
 
-from agentensemble import Ensemble
-from agentensemble.config import ConfigFileError
+from agentensemble.config import ConfigFileError, load_crew
 from agentensemble.memory import HashingEmbedder, Knowledge, SQLiteMemory
 from agentensemble.testing import OpenAICompatibleServer
 from agentensemble.testing.openai_server import TextReply
@@ -53,7 +52,7 @@ def test_memory_and_knowledge_paths_are_the_crew_files_folders(
     crew_file: CrewFile, folder: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.chdir("/")  # not the crew file's folder: relative paths must not use it
-    ensemble = Ensemble.from_yaml(crew_file(CREW))
+    ensemble = load_crew(crew_file(CREW))
 
     assert isinstance(ensemble.memory, SQLiteMemory)
     assert ensemble.memory.path == folder / "data" / "memory.sqlite"
@@ -68,14 +67,14 @@ def test_memory_and_knowledge_paths_are_the_crew_files_folders(
 
 def test_one_scope_needs_no_brackets(crew_file: CrewFile, folder: Path) -> None:
     text = CREW.replace("memory: [customer-42]", "memory: customer-42")
-    assert Ensemble.from_yaml(crew_file(text)).tasks[0].memory == ["customer-42"]
+    assert load_crew(crew_file(text)).tasks[0].memory == ["customer-42"]
 
 
 def test_the_long_form_takes_an_embedder(crew_file: CrewFile, folder: Path) -> None:
     text = CREW.replace(
         "memory: data/memory.sqlite", "memory: {sqlite: data/memory.sqlite, embedder: hashing}"
     )
-    ensemble = Ensemble.from_yaml(crew_file(text))
+    ensemble = load_crew(crew_file(text))
 
     assert isinstance(ensemble.memory.embedder, HashingEmbedder)
 
@@ -88,7 +87,7 @@ def test_a_postgres_url_comes_from_the_environment(
     monkeypatch.setenv("CREW_MEMORY_URL", "postgresql://app:hunter2-secret@127.0.0.1:1/agents")
     text = CREW.replace("memory: data/memory.sqlite", "memory: {url_env: CREW_MEMORY_URL}")
     with pytest.raises(ConfigFileError) as caught:
-        Ensemble.from_yaml(crew_file(text))
+        load_crew(crew_file(text))
 
     message = str(caught.value)
     assert ":2: memory.url_env: memory store: cannot connect to Postgres" in message
@@ -102,7 +101,7 @@ def test_url_env_opens_a_real_postgres(
 
     monkeypatch.setenv("CREW_MEMORY_URL", postgres_url)
     text = CREW.replace("memory: data/memory.sqlite", "memory: {url_env: CREW_MEMORY_URL}")
-    ensemble = Ensemble.from_yaml(crew_file(text))
+    ensemble = load_crew(crew_file(text))
 
     assert isinstance(ensemble.memory, PostgresMemory)
     ensemble.memory.add("customer-42", "Prefers email")
@@ -128,7 +127,7 @@ def test_a_bad_store_is_an_error_at_its_line(
     crew_file: CrewFile, folder: Path, line: str, where: str, problem: str
 ) -> None:
     with pytest.raises(ConfigFileError) as caught:
-        Ensemble.from_yaml(crew_file(CREW.replace("memory: data/memory.sqlite", line)))
+        load_crew(crew_file(CREW.replace("memory: data/memory.sqlite", line)))
 
     assert where in str(caught.value) and problem in str(caught.value)
     assert "pw@" not in str(caught.value)
@@ -158,14 +157,14 @@ def test_bad_scopes_and_knowledge_are_errors_at_their_line(
     crew_file: CrewFile, folder: Path, old: str, new: str, where: str, problem: str
 ) -> None:
     with pytest.raises(ConfigFileError) as caught:
-        Ensemble.from_yaml(crew_file(CREW.replace(old, new)))
+        load_crew(crew_file(CREW.replace(old, new)))
 
     assert where in str(caught.value) and problem in str(caught.value), caught.value
 
 
 def test_task_memory_without_a_store_says_what_to_add(crew_file: CrewFile, folder: Path) -> None:
     with pytest.raises(ConfigFileError) as caught:
-        Ensemble.from_yaml(crew_file(CREW.replace("memory: data/memory.sqlite\n", "")))
+        load_crew(crew_file(CREW.replace("memory: data/memory.sqlite\n", "")))
 
     assert ":9: tasks.answer.memory: " in str(caught.value)
     assert "memory: memory.sqlite" in str(caught.value)
@@ -175,7 +174,7 @@ def test_from_dict_resolves_against_the_working_directory(
     folder: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.chdir(folder)
-    ensemble = Ensemble.from_dict(
+    ensemble = load_crew(
         {
             "memory": "data/memory.sqlite",
             "knowledge": ["handbook.md"],

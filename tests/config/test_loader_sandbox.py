@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from agentensemble import Ensemble
+from agentensemble.config import load_crew
 from agentensemble.errors import ConfigurationError
 
 
@@ -46,7 +46,7 @@ def test_a_relative_root_or_cwd_is_the_crew_file_s_folder_s(
     cwd = tmp_path / "somewhere-else"
     cwd.mkdir()
     monkeypatch.chdir(cwd if elsewhere else tmp_path / "crew")
-    ensemble = Ensemble.from_yaml(crew)
+    ensemble = load_crew(crew)
     tools = {type(tool).__name__: tool for tool in ensemble.tasks[0].agent.tools}  # type: ignore[union-attr]
     assert Path(tools["FileRead"].root).resolve() == (tmp_path / "crew" / "data").resolve()
     assert Path(tools["RunCommand"].cwd).resolve() == (tmp_path / "crew" / "work").resolve()
@@ -60,7 +60,7 @@ def test_a_relative_root_missing_beside_the_crew_file_is_an_error_even_if_cwd_ha
     (tmp_path / "work").mkdir()
     monkeypatch.chdir(tmp_path)
     with pytest.raises(ConfigurationError, match=r"crew\.yaml:"):
-        Ensemble.from_yaml(crew)
+        load_crew(crew)
 
 
 def test_a_stdlib_named_file_beside_the_crew_does_not_shadow_the_standard_library(
@@ -102,7 +102,7 @@ def test_a_five_thousand_digit_integer_is_a_file_and_line_error_with_exit_2(
         + "\n",
     )
     with pytest.raises(ConfigurationError) as caught:
-        Ensemble.from_yaml(crew)
+        load_crew(crew)
     assert "crew.yaml:5: tasks.a.max_iterations" in str(caught.value)
     assert len(str(caught.value)) < 500  # the number is not echoed whole
     done = subprocess.run(

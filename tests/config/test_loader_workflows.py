@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import pytest
 
-from agentensemble import Ensemble, ParallelErrorStrategy, Workflow
-from agentensemble.config import ConfigFileError
+from agentensemble import ParallelErrorStrategy, Workflow
+from agentensemble.config import ConfigFileError, load_crew
 
 
 def test_parallel_settings_reach_the_ensemble() -> None:
-    ensemble = Ensemble.from_dict(
+    ensemble = load_crew(
         {
             "model": "openai/gpt-4o-mini",
             "workflow": "parallel",
@@ -25,7 +25,7 @@ def test_parallel_settings_reach_the_ensemble() -> None:
 
 
 def test_a_manager_and_delegating_agents_from_a_crew_file() -> None:
-    ensemble = Ensemble.from_dict(
+    ensemble = load_crew(
         {
             "model": "openai/gpt-4o-mini",
             "workflow": "hierarchical",
@@ -48,4 +48,4 @@ def test_a_manager_and_delegating_agents_from_a_crew_file() -> None:
 
 def test_a_bad_workflow_setting_names_the_key() -> None:
     with pytest.raises(ConfigFileError, match="max_concurrency"):
-        Ensemble.from_dict({"max_concurrency": 0, "tasks": [{"description": "A"}]})
+        load_crew({"max_concurrency": 0, "tasks": [{"description": "A"}]})

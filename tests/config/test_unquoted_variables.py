@@ -8,8 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from agentensemble import Ensemble
-from agentensemble.config import ConfigFileError
+from agentensemble.config import ConfigFileError, load_crew
 
 HEAD = "model: openai/gpt-4o-mini\nagents:\n  writer: {role: Writer, goal: Write}\ntasks:\n"
 QUOTE = 'must be quoted inside {...} or when it starts with the variable: description: "Write'
@@ -32,7 +31,7 @@ def test_an_unquoted_variable_is_told_to_be_quoted(
     crew = tmp_path / "crew.yaml"
     crew.write_text(HEAD + task)
     with pytest.raises(ConfigFileError) as caught:
-        Ensemble.from_yaml(crew)
+        load_crew(crew)
     assert caught.value.line == line
     assert says in str(caught.value)
 
@@ -47,12 +46,12 @@ def test_an_unquoted_variable_is_told_to_be_quoted(
 def test_the_quoted_and_the_plain_forms_load(tmp_path: Path, task: str) -> None:
     crew = tmp_path / "crew.yaml"
     crew.write_text(HEAD + task)
-    assert "{topic}" in Ensemble.from_yaml(crew).tasks[0].description  # type: ignore[union-attr]
+    assert "{topic}" in load_crew(crew).tasks[0].description  # type: ignore[union-attr]
 
 
 def test_a_yaml_error_without_a_variable_gets_no_such_hint(tmp_path: Path) -> None:
     crew = tmp_path / "crew.yaml"
     crew.write_text(HEAD + "  t:\n    description: [a\n")
     with pytest.raises(ConfigFileError) as caught:
-        Ensemble.from_yaml(crew)
+        load_crew(crew)
     assert "not valid YAML" in str(caught.value) and "quoted" not in str(caught.value)

@@ -10,7 +10,7 @@ import pytest
 
 from agentensemble import Ensemble, Graph, Loop, Workflow
 from agentensemble.cli import EXIT_OK, EXIT_USAGE, main
-from agentensemble.config import ensemble_from_yaml
+from agentensemble.config import ensemble_from_yaml, load_crew
 from agentensemble.config._positions import ConfigFileError
 from agentensemble.testing import ScriptedChatModel
 
@@ -59,7 +59,7 @@ tasks:
 
 
 def test_a_crew_file_expresses_every_step_kind_and_runs(crew_file: CrewFile) -> None:
-    ensemble = Ensemble.from_yaml(crew_file(CREW))
+    ensemble = load_crew(crew_file(CREW))
     gather, polish, support, research, per_doc, report = ensemble.tasks
     assert isinstance(polish, Loop) and polish.context == [gather]
     assert isinstance(support, Graph) and support.edges[-1].target == Graph.END
@@ -135,7 +135,7 @@ def test_bad_steps_are_errors_at_file_and_line(
 ) -> None:
     path = crew_file(text)
     with pytest.raises(ConfigFileError) as info:
-        Ensemble.from_yaml(path)
+        load_crew(path)
     assert info.value.line == line, str(info.value)
     assert str(info.value).startswith(f"{path}:{line}: ")
     assert words in str(info.value)

@@ -1,7 +1,8 @@
 """benchmarks/durable.py at the smallest sizes, so the script cannot rot between recordings.
 
 Nothing here is timed against a target (speeds live in benchmarks/RESULTS.md); the test checks
-that every measurement ran to the end and reported what it measured.
+that every measurement ran to the end and reported what it measured. A benchmark is not a test of
+behaviour, so the module is left out of the default run: ``make bench-smoke`` runs it (CI does).
 """
 
 from __future__ import annotations
@@ -15,6 +16,8 @@ from pathlib import Path
 from types import ModuleType
 
 import pytest
+
+pytestmark = pytest.mark.bench_smoke
 
 SCRIPT = Path(__file__).resolve().parents[2] / "benchmarks" / "durable.py"
 

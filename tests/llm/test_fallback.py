@@ -11,6 +11,7 @@ import pytest
 from pydantic import ValidationError
 
 from agentensemble import LLM, Agent, Ensemble, Task
+from agentensemble.config import load_crew
 from agentensemble.errors import (
     AgentEnsembleError,
     AllModelsFailedError,
@@ -244,7 +245,7 @@ def test_a_chain_is_an_agents_model_like_any_other() -> None:
 def test_a_crew_file_names_a_fallback_chain_among_a_models_settings() -> None:
     agent = {"role": "W", "goal": "G", "llm": {"model": "openai/gpt-4o", "fallbacks": ["x/y"]}}
     crew = {"agents": {"w": agent}, "tasks": [{"description": "Work", "agent": "w"}]}
-    assert [m.model for m in Ensemble.from_dict(crew).agents[0].llm.fallbacks] == ["x/y"]
+    assert [m.model for m in load_crew(crew).agents[0].llm.fallbacks] == ["x/y"]
     agent["llm"] = {"model": "openai/gpt-4o", "fallbacks": [3]}
     with pytest.raises(Exception, match=r"agents\.w\.llm\.fallbacks: fallbacks\[0\] must be"):
-        Ensemble.from_dict(crew)
+        load_crew(crew)

@@ -24,9 +24,9 @@ REPO_ROOT = Path(agentensemble.__file__).absolute().parent.parent
 
 SCRIPT = """
 import asyncio, gc
-from agentensemble import Ensemble
+from agentensemble.config import load_crew
 
-ensemble = Ensemble.from_yaml("crew.yaml")
+ensemble = load_crew("crew.yaml")
 print(ensemble.run().raw)                # on the shared loop
 print(asyncio.run(ensemble.arun()).raw)  # on a loop of its own: litellm's worker moves
 gc.collect()                             # the worker task left behind is collected here

@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 
 from agentensemble import LLM, Agent, Ensemble, PromptTemplateError, Task
+from agentensemble.config import load_crew
 from agentensemble.memory import MemoryScope, SQLiteMemory
 from agentensemble.testing import OpenAICompatibleServer
 
@@ -188,7 +189,7 @@ def test_a_crew_file_writes_read_only_scopes_and_queries(
             """
         )
     )
-    ensemble = Ensemble.from_yaml(crew)
+    ensemble = load_crew(crew)
     store = ensemble.memory
     store.add("feedback", "Critic remarks on tea: too long")
     server.push_text("Tea draft")
@@ -201,7 +202,7 @@ def test_a_crew_file_writes_read_only_scopes_and_queries(
     bad = crew.read_text().replace("write: false", "write: maybe")
     crew.write_text(bad)
     with pytest.raises(Exception, match="write takes true or false"):
-        Ensemble.from_yaml(crew)
+        load_crew(crew)
 
 
 def test_what_one_process_wrote_in_a_filled_scope_another_recalls(

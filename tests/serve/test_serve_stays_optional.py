@@ -9,7 +9,7 @@ import sys
 
 import pytest
 
-from agentensemble import Ensemble
+from agentensemble.config import load_crew
 from agentensemble.serve import MCPReviewHandler
 
 HEAVY = ("mcp", "a2a", "agentensemble.serve", "starlette", "uvicorn", "litellm")
@@ -45,7 +45,7 @@ def test_what_each_import_loads(code: str, loaded: list[str]) -> None:
 
 
 def test_a_crew_files_review_mcp_is_the_mcp_review_handler() -> None:
-    ensemble = Ensemble.from_dict(
+    ensemble = load_crew(
         {
             "model": "openai/x",
             "review": {"policy": "after_last_task", "handler": "mcp"},

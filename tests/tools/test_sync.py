@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
+from agentensemble._threads import DaemonPool
 from agentensemble.tools import _sync
-from agentensemble.tools._pool import DaemonPool
 
 pytestmark = pytest.mark.anyio
 

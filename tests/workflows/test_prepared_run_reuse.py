@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-import agentensemble.ensemble as ensemble_module
+import agentensemble._run as run_module
 from agentensemble import Agent, Ensemble, Task, tool
 from agentensemble.errors import ConfigurationError, PromptTemplateError
 from agentensemble.llm.types import ChatResponse
@@ -45,13 +45,13 @@ def _answer(messages: list[Any], tools: list[Any] | None) -> ChatResponse | str:
 def prepared(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     """One entry per run that was prepared (not reused)."""
     calls: list[int] = []
-    real = ensemble_module.prepare_run  # type: ignore[attr-defined]
+    real = run_module.prepare_run
 
     def counting(*args: Any, **kwargs: Any) -> Any:
         calls.append(1)
         return real(*args, **kwargs)
 
-    monkeypatch.setattr(ensemble_module, "prepare_run", counting)
+    monkeypatch.setattr(run_module, "prepare_run", counting)
     return calls
 
 

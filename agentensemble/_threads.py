@@ -1,5 +1,8 @@
 """A pool of daemon worker threads for blocking user code (sync tools, handlers, reviewers).
 
+Below every user of it (``tools/_sync.py``, ``_background_loop.py``, the review package's
+``_asking.py``), so none reaches into ``tools/`` for it.
+
 Why not ``concurrent.futures.ThreadPoolExecutor`` (or ``asyncio.to_thread``): its workers are
 joined at interpreter exit, so a cancelled run or Ctrl-C would wait for a sync tool body that
 is still running. Python cannot stop a thread; ours are daemons, so nobody waits for them.
