@@ -3,6 +3,7 @@ PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
+CORE_STAMP := $(VENV)/.installed-core
 # The browser tests drive these two; `make browser` installs them where it can (root with apt-get).
 CHROMIUM ?= /usr/bin/chromium
 CHROMEDRIVER ?= /usr/bin/chromedriver
@@ -22,10 +23,8 @@ CHECK_PYTHON := import sys; need = tuple(map(int, '$(PYTHON_MIN)'.split('.'))); 
 	$(PYTHON_MIN) or newer, and $(PYTHON) is ' + sys.version.split()[0] + ': run make PYTHON=python3.12 \
 	(or any newer python3 on your PATH)')
 
-# After the install, the clone goes on sys.path: a script saved in the folder that holds the
-# clone then imports this package, not the clone's folder as an empty namespace package
-# (setuptools' import hook comes after the folder of the script).
-$(STAMP): pyproject.toml
+# The virtualenv itself, checked Python first; what goes into it is the two stamps' job.
+$(PY):
 	@command -v $(PYTHON) >/dev/null 2>&1 || { echo "make: no $(PYTHON) on PATH: install Python \
 	$(PYTHON_MIN)+ (python3), or run make PYTHON=/path/to/python3"; exit 1; }
 	@$(PYTHON) -c "import ensurepip" 2>/dev/null || { echo "make: $(PYTHON) cannot create a \
@@ -34,12 +33,24 @@ $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
 	$(PY) -m pip uninstall -q -y agentensemble 2>/dev/null || true  # the distribution's old name
-	$(PY) -m pip install -q -e ".[dev]"
+
+# The package and its own dependencies only: what the demo needs (no extra, no test tools).
+# After the install, the clone goes on sys.path: a script saved in the folder that holds the
+# clone then imports this package, not the clone's folder as an empty namespace package
+# (setuptools' import hook comes after the folder of the script).
+$(CORE_STAMP): pyproject.toml | $(PY)
+	$(PY) -m pip install -q -e .
 	$(PY) -c "import pathlib, sysconfig; pathlib.Path(sysconfig.get_paths()['purelib'], \
 		'agentensemble-clone.pth').write_text(str(pathlib.Path.cwd()) + '\n')"
+	touch $(CORE_STAMP)
+
+# Every extra and the test, lint and docs tools: what make test, lint and docs need.
+$(STAMP): pyproject.toml $(CORE_STAMP)
+	$(PY) -m pip install -q -e ".[dev]"
 	touch $(STAMP)
 
-demo: $(STAMP)
+# The demo installs what it needs and no more: the package and its dependencies.
+demo: $(CORE_STAMP)
 	$(PY) examples/research_writer.py
 
 # `make test` changes nothing on the system: without a browser the browser tests are skipped in
