@@ -69,19 +69,9 @@ def import_graph() -> dict[str, set[str]]:
 # The one designed edge: the core asks the optional review package through this module only.
 DESIGNED = {("agentensemble.tools._approval", "agentensemble_review")}
 
-# Circles other branches of issue 37 are breaking right now: one edge of each, so the test stays
-# strict about every other edge. The lead deletes a line when its branch is merged (the test
-# fails on a line that is no longer needed).
-PENDING: dict[tuple[str, str], str] = {
-    # evals: Dataset.from_file/to_data/save call _files, which builds Case/Dataset; EvalReport's
-    # print/to_html call _table/html, which name the report types. Not broken this session (the
-    # evals' files are being hardened on harden-files): the fix is Case in a module below
-    # dataset.py and the class handed to _files' reader, and Protocols for the report's shape.
-    ("agentensemble.evals.dataset", "agentensemble.evals._files"): "pending (seams-circles)",
-    ("agentensemble.evals._results", "agentensemble.evals.dataset"): "pending (seams-circles)",
-    ("agentensemble.evals._table", "agentensemble.evals.report"): "pending (seams-circles)",
-    ("agentensemble.evals.html", "agentensemble.evals.report"): "pending (seams-circles)",
-}
+# Circles being broken, one edge of each with its reason, so the test stays strict about every
+# other edge (the test fails on a line that is no longer needed). None is left: keep it so.
+PENDING: dict[tuple[str, str], str] = {}
 
 
 def _allowed(source: str, target: str) -> bool:

@@ -13,7 +13,7 @@ import json
 import os
 from collections.abc import Mapping
 from pathlib import Path as FilePath
-from typing import Any
+from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
@@ -26,7 +26,7 @@ from agentensemble.config._crew_imports import (
 from agentensemble.config._crew_paths import in_crew_folder
 from agentensemble.config._positions import ConfigFileError, Located, Path, load_located
 from agentensemble.config._refs import BadReference, import_object, is_import_path
-from agentensemble.evals.dataset import Case, Dataset
+from agentensemble.evals._case import Case, DatasetModel
 from agentensemble.evals.evaluators import (
     Contains,
     Equals,
@@ -42,6 +42,8 @@ from agentensemble.evals.judge import LLMJudge
 from agentensemble.evals.reviewed import Reviewed
 from agentensemble.evals.trajectory import Trajectory
 from agentensemble.untrusted import UntrustedInputError, parse_json
+
+D = TypeVar("D", bound=DatasetModel)
 
 MAX_FILE_BYTES = 20_000_000
 SUFFIXES = (".yaml", ".yml", ".json")
@@ -73,7 +75,8 @@ TYPE_NAMES: dict[str, type] = {
 }
 
 
-def read_dataset(path: str | os.PathLike[str]) -> Dataset:
+def read_dataset(path: str | os.PathLike[str], cls: type[D]) -> D:
+    """The dataset in ``path``, built as ``cls`` (``Dataset``, with its file methods)."""
     file = FilePath(path)
     source = str(file)
     if file.suffix.lower() not in SUFFIXES:
@@ -91,7 +94,7 @@ def read_dataset(path: str | os.PathLike[str]) -> Dataset:
             f"cannot read the file: {error}", file=source, line=None, key=""
         ) from None
     with crew_folder(str(file.resolve().parent)):
-        return build_dataset(_located(text, source, json_file=file.suffix.lower() == ".json"))
+        return build_dataset(_located(text, source, json_file=file.suffix.lower() == ".json"), cls)
 
 
 def _located(text: str, source: str, *, json_file: bool) -> Located:
@@ -109,8 +112,8 @@ def _located(text: str, source: str, *, json_file: bool) -> Located:
         return Located(data=data, source=source)
 
 
-def build_dataset(doc: Located) -> Dataset:
-    """A Dataset from file data; every mistake raises ConfigFileError at its line."""
+def build_dataset(doc: Located, cls: type[D]) -> D:
+    """A ``cls`` dataset from file data; every mistake raises ConfigFileError at its line."""
     data = doc.data
     if not isinstance(data, Mapping):
         raise doc.error((), f"a dataset file is a mapping with {', '.join(TOP_LEVEL)}")
@@ -133,7 +136,7 @@ def build_dataset(doc: Located) -> Dataset:
             )
         seen[case.name] = index
     evaluators = _evaluators(doc, ("evaluators",), data.get("evaluators"))
-    return Dataset(name=name, cases=cases, evaluators=evaluators)
+    return cls(name=name, cases=cases, evaluators=evaluators)
 
 
 def _case(doc: Located, path: Path, spec: Any) -> Case:
@@ -284,7 +287,7 @@ def _saved(name: str, key: str, value: Any) -> Any:
     return jsonable(value)
 
 
-def dataset_data(dataset: Dataset) -> dict[str, Any]:
+def dataset_data(dataset: DatasetModel) -> dict[str, Any]:
     data: dict[str, Any] = {"name": dataset.name}
     if dataset.evaluators:
         data["evaluators"] = [evaluator_spec(e) for e in dataset.evaluators]
@@ -309,7 +312,7 @@ def case_data(case: Case, *, with_evaluators: bool) -> dict[str, Any]:
     return data
 
 
-def write_dataset(dataset: Dataset, path: str | os.PathLike[str]) -> None:
+def write_dataset(dataset: DatasetModel, path: str | os.PathLike[str]) -> None:
     file = FilePath(path)
     data = dataset_data(dataset)
     if file.suffix.lower() == ".json":

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 from pydantic import BaseModel, ConfigDict, Field
 
 if TYPE_CHECKING:
-    from agentensemble.evals.dataset import Case
+    from agentensemble.evals._case import Case
     from agentensemble.outputs import EnsembleOutput
 
 MAX_REASON = 2_000  # reasons may quote model output: bounded in reports and pages

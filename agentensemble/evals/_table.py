@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 from agentensemble.redaction import redact_text
 
 if TYPE_CHECKING:
-    from agentensemble.evals.report import CaseResult, EvalReport
+    from agentensemble.evals._report_model import CaseResult, ReportModel
 
 WIDTH = 32  # of the case column
 
@@ -36,7 +36,7 @@ def _fails(result: CaseResult) -> str:
     return ""
 
 
-def verdict(report: EvalReport, min_pass_rate: float = 1.0) -> str:
+def verdict(report: ReportModel, min_pass_rate: float = 1.0) -> str:
     """``PASSED`` or ``FAILED`` as the ``eval`` command decides it: the share of passing cases
     against ``min_pass_rate`` (1.0: every case), so the table and the exit code agree."""
     if report.passed or report.pass_rate >= min_pass_rate:
@@ -45,7 +45,7 @@ def verdict(report: EvalReport, min_pass_rate: float = 1.0) -> str:
 
 
 def format_report(
-    report: EvalReport, baseline: EvalReport | None = None, min_pass_rate: float = 1.0
+    report: ReportModel, baseline: ReportModel | None = None, min_pass_rate: float = 1.0
 ) -> str:
     repeat = max(report.repeat, 1)
     lines = [

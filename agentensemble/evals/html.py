@@ -17,7 +17,7 @@ from agentensemble.evals._table import money, verdict
 from agentensemble.redaction import redact, redact_text
 
 if TYPE_CHECKING:
-    from agentensemble.evals.report import CaseResult, CaseRun, EvalReport, ReportDiff
+    from agentensemble.evals._report_model import CaseResult, CaseRun, ReportDiff, ReportModel
     from agentensemble.outputs import TaskOutput
 
 MAX_TEXT = 4_000  # characters of any one answer, argument or reason shown
@@ -154,7 +154,7 @@ def _changed(items: str) -> str:
     return f"<h3>Evaluators that changed</h3><ul class=diff>{items}</ul>" if items else ""
 
 
-def _diff(diff: ReportDiff, report: EvalReport, baseline: EvalReport) -> str:
+def _diff(diff: ReportDiff, report: ReportModel, baseline: ReportModel) -> str:
     def block(title: str, names: list[str], kind: str) -> str:
         if not names:
             return ""
@@ -187,7 +187,7 @@ def _diff(diff: ReportDiff, report: EvalReport, baseline: EvalReport) -> str:
 
 
 def report_html(
-    report: EvalReport, baseline: EvalReport | None = None, min_pass_rate: float = 1.0
+    report: ReportModel, baseline: ReportModel | None = None, min_pass_rate: float = 1.0
 ) -> str:
     """The whole page, as text; its verdict as the ``eval`` command decides it."""
     diff = report.compare(baseline) if baseline is not None else None
