@@ -21,6 +21,8 @@ surface inherits the defences instead of re-implementing them::
   (over Python's 4300 digits), invalid UTF-8 and, with ``unique_keys=True``, an object naming a
   key twice (``DuplicateKeyError``) are refused the same way.
 
+PDF is read one way too: ``pdf_text`` bounds a file's size, pages, text and time.
+
 HTML is read one way too: ``html_text`` (the bounded single-scan converter of
 ``agentensemble._html``, linear on any page), never the standard library's ``html.parser``,
 which is quadratic on unfinished constructs (a 60 kB page held a run 30-50 s). A test forbids
@@ -189,6 +191,68 @@ def html_text(
         raise UntrustedInputError(what, "too slow to convert to text") from None
 
 
+MAX_PDF_PAGES = 2_000
+"""Default bound on a PDF's pages: past it, the file is refused before any page is read."""
+PDF_SECONDS = 60.0
+"""Default time for reading one PDF's text: checked before each page."""
+
+
+def pdf_text(
+    data: bytes,
+    *,
+    what: str = "the PDF",
+    max_bytes: int = MAX_CHARS,
+    max_pages: int = MAX_PDF_PAGES,
+    max_chars: int = MAX_CHARS,
+    deadline: float | None = None,
+) -> str:
+    """The text of an untrusted PDF, a paragraph per page. Bounded before and while it is read:
+    the file's size, its page count (read from the document before any page), the text's
+    length, and the time (``deadline``, a ``time.monotonic()`` value, default ``PDF_SECONDS``
+    from now, checked before each page). pypdf bounds each stream's decompressed size itself.
+    Any failure, a broken file included, is one ``UntrustedInputError`` naming ``what``."""
+    import io
+    import time
+
+    try:
+        from pypdf import PdfReader
+    except ImportError as error:
+        raise UntrustedInputError(
+            what, "not readable: PDF files need pypdf: pip install 'agentensemble-py[pdf]'"
+        ) from error
+    if len(data) > max_bytes:
+        raise UntrustedInputError(
+            what, f"too large ({len(data)} bytes; at most {max_bytes} are accepted)"
+        )
+    ends = time.monotonic() + PDF_SECONDS if deadline is None else deadline
+    parts: list[str] = []
+    size = 0
+    try:
+        reader = PdfReader(io.BytesIO(data), strict=False)
+        pages = len(reader.pages)
+        if pages > max_pages:
+            raise UntrustedInputError(
+                what, f"too long ({pages} pages; at most {max_pages} are read)"
+            )
+        for number in range(pages):
+            if time.monotonic() > ends:
+                raise UntrustedInputError(what, f"too slow to read (stopped at page {number + 1})")
+            text = (reader.pages[number].extract_text() or "").strip()
+            size += len(text)
+            if size > max_chars:
+                raise UntrustedInputError(
+                    what, f"too much text (over {max_chars} characters by page {number + 1})"
+                )
+            parts.append(text)
+    except UntrustedInputError:
+        raise
+    except (Exception, RecursionError) as error:  # pypdf raises many kinds on a broken file
+        raise UntrustedInputError(
+            what, f"not a readable PDF ({type(error).__name__}: {str(error)[:200]})"
+        ) from None
+    return "\n\n".join(parts)
+
+
 def depth_exceeds(value: Any, max_depth: int) -> bool:
     """Whether ``value`` nests lists/dicts deeper than ``max_depth`` (iterative: no recursion)."""
     stack: list[tuple[Any, int]] = [(value, 1)]
@@ -214,11 +278,14 @@ __all__ = [
     "DEFAULT_TIMEOUT",
     "MAX_CHARS",
     "MAX_DEPTH",
+    "MAX_PDF_PAGES",
     "OFF_LOOP_CHARS",
+    "PDF_SECONDS",
     "DuplicateKeyError",
     "UntrustedInputError",
     "aparse_json",
     "depth_exceeds",
     "html_text",
     "parse_json",
+    "pdf_text",
 ]

@@ -39,6 +39,9 @@ ALLOWED: dict[tuple[str, str], str] = {
     ("agentensemble/durable/_reuse.py", "json.loads"): (
         "a round trip of the run's inputs json.dumps has just written (a canonical form)"
     ),
+    ("agentensemble/durable/_forks.py", "json.loads"): (
+        "a round trip of a fork's new inputs json.dumps has just written (kept as JSON)"
+    ),
     ("agentensemble/durable/_steps.py", "json.loads"): (
         "a round trip of a step's value json.dumps has just written"
     ),

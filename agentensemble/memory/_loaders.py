@@ -1,8 +1,9 @@
-"""Files read as plain text for knowledge: text, Markdown, HTML, JSON, CSV (PDF with pypdf).
+"""Files read as plain text for knowledge: text, Markdown, HTML, JSON, CSV, PDF (with pypdf).
 
 Files are hostile input: each is bounded in size, decoded leniently (bad bytes replaced), and
 parsed by ``agentensemble.untrusted`` (HTML by its linear converter, JSON bounded in depth and
-size) or the standard library's CSV reader (no scripts run, no entities fetched).
+size, PDF bounded in size, pages, text and time) or the standard library's CSV reader (no
+scripts run, no entities fetched).
 """
 
 from __future__ import annotations
@@ -65,14 +66,12 @@ def csv_text(raw: str) -> str:
 
 
 def pdf_text(path: Path) -> str:
+    """The text of a PDF file, a paragraph per page (``agentensemble.untrusted.pdf_text``:
+    bounded in size, pages, text and time; a broken file is one error naming it)."""
     try:
-        from pypdf import PdfReader
-    except ImportError as error:
-        raise ValueError(
-            f"{path}: reading PDF files needs pypdf: pip install 'agentensemble-py[pdf]'"
-        ) from error
-    reader = PdfReader(str(path))
-    return "\n\n".join((page.extract_text() or "").strip() for page in reader.pages)
+        return untrusted.pdf_text(path.read_bytes(), what=str(path), max_bytes=MAX_FILE_BYTES)
+    except untrusted.UntrustedInputError as error:
+        raise ValueError(f"{path}: cannot be read as PDF: {error.reason}") from error
 
 
 def read_text(path: Path) -> str:

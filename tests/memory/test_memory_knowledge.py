@@ -225,3 +225,49 @@ def test_a_hostile_json_knowledge_file_is_refused_naming_it(tmp_path: Path, text
     (folder / "data.json").write_text(text)
     with pytest.raises(ValueError, match=r"data.json: cannot be read as JSON: (nested|not usable)"):
         Knowledge([folder]).sync(SQLiteMemory(tmp_path / "m.sqlite"))
+
+
+def many_pages_pdf(pages: int) -> bytes:
+    """A PDF of ``pages`` blank pages (pypdf's own writer)."""
+    import io
+
+    from pypdf import PdfWriter
+
+    writer = PdfWriter()
+    for _ in range(pages):
+        writer.add_blank_page(width=72, height=72)
+    out = io.BytesIO()
+    writer.write(out)
+    return out.getvalue()
+
+
+@pytest.mark.parametrize(
+    ("data", "bounds", "says"),
+    [
+        (b"%PDF-1.4\nnot a pdf at all", {}, "is not a readable PDF"),
+        (b"", {}, "is not a readable PDF"),
+        (tiny_pdf("x") * 3, {"max_bytes": 100}, "too large"),
+        (many_pages_pdf(5), {"max_pages": 4}, "too long (5 pages; at most 4 are read)"),
+        (tiny_pdf("a long line of text"), {"max_chars": 5}, "too much text"),
+        (tiny_pdf("on time?"), {"deadline": 0.0}, "too slow to read (stopped at page 1)"),
+    ],
+    ids=["garbage", "empty", "too large", "too many pages", "too much text", "past its time"],
+)
+def test_a_hostile_pdf_is_one_error_naming_it(
+    data: bytes, bounds: dict[str, Any], says: str
+) -> None:
+    from agentensemble.untrusted import UntrustedInputError, pdf_text
+
+    with pytest.raises(UntrustedInputError) as caught:
+        pdf_text(data, what="evil.pdf", **bounds)
+    assert str(caught.value).startswith("evil.pdf is ") and says in str(caught.value)
+    assert pdf_text(tiny_pdf("Refunds take ten days.")) == "Refunds take ten days."
+
+
+def test_a_broken_pdf_fails_the_sync_naming_the_file_before_any_model_call(
+    tmp_path: Path,
+) -> None:
+    (tmp_path / "broken.pdf").write_bytes(b"%PDF-1.7\n" + b"\x00garbage" * 100)
+    store = SQLiteMemory(tmp_path / "m.sqlite")
+    with pytest.raises(ValueError, match=r"broken\.pdf: cannot be read as PDF: not a readable PDF"):
+        Knowledge([tmp_path]).sync(store)
