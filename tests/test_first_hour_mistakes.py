@@ -21,9 +21,9 @@ from agentensemble import (
     ToolDescriptionWarning,
     ToolExceptionWarning,
     Workflow,
-    load_crew,
     tool,
 )
+from agentensemble.config import load_crew
 from agentensemble.testing import OpenAICompatibleServer, ScriptedChatModel, tool_call
 
 HERE = Path(__file__).resolve()

@@ -109,7 +109,7 @@ def test_validate_reports_missing_inputs_and_context_warnings(
     crew_file: CrewFile, capsys: pytest.CaptureFixture[str]
 ) -> None:
     starved = (
-        "model: m/m\ntasks:\n"
+        "model: ollama/m\ntasks:\n"
         "  a: {description: Research X}\n"
         "  b: {description: Use the research above}\n"
     )
