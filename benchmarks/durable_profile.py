@@ -226,9 +226,9 @@ def _worker(out: str) -> None:
 
     signal.signal(signal.SIGUSR2, reset)
     signal.signal(signal.SIGUSR1, dump)
-    from agentensemble.cli.durable_command import main
+    from agentensemble.cli import main as cli
 
-    main(["worker", "_durable_app", "--worker-id", "w1"])
+    cli(["durable", "worker", "_durable_app", "--worker-id", "w1"])
 
 
 def main() -> None:
