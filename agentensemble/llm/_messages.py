@@ -43,14 +43,15 @@ PART_FIELDS = ("thinking_blocks", "reasoning_content", "provider_specific_fields
 _EPHEMERAL = {"type": "ephemeral"}
 
 
-def _get(obj: Any, name: str) -> Any:
+def field_of(obj: Any, name: str) -> Any:
     """Attribute or key access: litellm objects are both, providers' extras are dicts."""
     if isinstance(obj, dict):
         return obj.get(name)
     return getattr(obj, name, None)
 
 
-def _count(value: Any) -> int:
+def count_of(value: Any) -> int:
+    """A provider's token count: an int, else 0 (``None``, a bool, a missing field)."""
     return value if isinstance(value, int) and not isinstance(value, bool) else 0
 
 
@@ -78,22 +79,22 @@ def read_usage(usage: Any) -> TokenUsage:
     """
     if usage is None:
         return TokenUsage()
-    prompt = _count(_get(usage, "prompt_tokens"))
-    completion = _count(_get(usage, "completion_tokens"))
-    total = _count(_get(usage, "total_tokens")) or prompt + completion
-    prompt_details = _get(usage, "prompt_tokens_details")
-    completion_details = _get(usage, "completion_tokens_details")
+    prompt = count_of(field_of(usage, "prompt_tokens"))
+    completion = count_of(field_of(usage, "completion_tokens"))
+    total = count_of(field_of(usage, "total_tokens")) or prompt + completion
+    prompt_details = field_of(usage, "prompt_tokens_details")
+    completion_details = field_of(usage, "completion_tokens_details")
     cached = (
-        _count(_get(prompt_details, "cached_tokens"))
-        or _count(_get(usage, "cache_read_input_tokens"))
-        or _count(_get(usage, "prompt_cache_hit_tokens"))
+        count_of(field_of(prompt_details, "cached_tokens"))
+        or count_of(field_of(usage, "cache_read_input_tokens"))
+        or count_of(field_of(usage, "prompt_cache_hit_tokens"))
     )
     written = (
-        _count(_get(usage, "cache_creation_input_tokens"))
-        or _count(_get(prompt_details, "cache_creation_tokens"))
-        or _count(_get(prompt_details, "cache_write_tokens"))
+        count_of(field_of(usage, "cache_creation_input_tokens"))
+        or count_of(field_of(prompt_details, "cache_creation_tokens"))
+        or count_of(field_of(prompt_details, "cache_write_tokens"))
     )
-    reasoning = _count(_get(completion_details, "reasoning_tokens"))
+    reasoning = count_of(field_of(completion_details, "reasoning_tokens"))
     return TokenUsage(
         prompt_tokens=prompt,
         completion_tokens=completion,
@@ -114,15 +115,17 @@ def _arguments_text(arguments: Any) -> str:
 
 def read_call(raw: Any, provider: str) -> ToolCall:
     """One tool call, arguments verbatim; the provider's own fields on it kept to send back."""
-    function = _get(raw, "function")
-    fields = _get(raw, "provider_specific_fields") or _get(function, "provider_specific_fields")
+    function = field_of(raw, "function")
+    fields = field_of(raw, "provider_specific_fields") or field_of(
+        function, "provider_specific_fields"
+    )
     kept = {k: _plain(v) for k, v in fields.items() if v is not None} if fields else {}
     if kept:
         kept[PROVIDER_KEY] = provider
     return ToolCall(
-        id=_get(raw, "id") or f"call_{uuid.uuid4().hex[:24]}",
-        name=_get(function, "name") or "",
-        arguments=_arguments_text(_get(function, "arguments")),
+        id=field_of(raw, "id") or f"call_{uuid.uuid4().hex[:24]}",
+        name=field_of(function, "name") or "",
+        arguments=_arguments_text(field_of(function, "arguments")),
         provider_fields=kept or None,
     )
 
@@ -131,19 +134,19 @@ def read_parts(message: Any, provider: str) -> tuple[ProviderPart, ...]:
     """What the provider needs back from this turn, in the fields litellm reads back: Anthropic's
     thinking blocks with their signatures; Gemini's thoughts and thought signatures; the
     ``reasoning_content`` DeepSeek-style APIs take back."""
-    reasoning = _get(message, "reasoning_content")
+    reasoning = field_of(message, "reasoning_content")
     reasoning = reasoning if isinstance(reasoning, str) and reasoning else None
     if provider in GEMINI_PROVIDERS:
         parts: list[ProviderPart] = []
         if reasoning is not None:
             parts.append(ProviderPart(provider, "reasoning_content", reasoning))
-        fields = _get(message, "provider_specific_fields")
-        signatures = _get(fields, "thought_signatures")
+        fields = field_of(message, "provider_specific_fields")
+        signatures = field_of(fields, "thought_signatures")
         if signatures:
             value = {"thought_signatures": _plain(signatures)}
             parts.append(ProviderPart(provider, "provider_specific_fields", value))
         return tuple(parts)
-    blocks = _get(message, "thinking_blocks")
+    blocks = field_of(message, "thinking_blocks")
     if blocks:
         return (ProviderPart(provider, "thinking_blocks", _plain(blocks)),)
     if reasoning is not None and provider not in BLOCK_PROVIDERS:
@@ -153,27 +156,27 @@ def read_parts(message: Any, provider: str) -> tuple[ProviderPart, ...]:
 
 def read_refusal(message: Any) -> str | None:
     """The provider's refusal words (OpenAI ``message.refusal``), wherever litellm put them."""
-    refusal = _get(message, "refusal")
+    refusal = field_of(message, "refusal")
     if not refusal:
-        refusal = _get(_get(message, "provider_specific_fields"), "refusal")
+        refusal = field_of(field_of(message, "provider_specific_fields"), "refusal")
     return refusal if isinstance(refusal, str) and refusal else None
 
 
 def read_response(response: Any, *, provider: str, label: str = "llm") -> ChatResponse:
     """Convert a litellm ``ModelResponse`` (or an OpenAI-shaped dict) into our ChatResponse."""
-    choices = _get(response, "choices") or []
+    choices = field_of(response, "choices") or []
     if not choices:
         raise LLMError(f"{label}: the provider answered with no choices", attempts=1)
     choice = choices[0]
-    message = _get(choice, "message")
-    content = _get(message, "content")
-    reasoning = _get(message, "reasoning_content")
+    message = field_of(choice, "message")
+    content = field_of(message, "content")
+    reasoning = field_of(message, "reasoning_content")
     return ChatResponse(
         content=content if isinstance(content, str) else None,
-        tool_calls=[read_call(raw, provider) for raw in (_get(message, "tool_calls") or [])],
-        usage=read_usage(_get(response, "usage")),
-        finish_reason=_get(choice, "finish_reason"),
-        model=_get(response, "model"),
+        tool_calls=[read_call(raw, provider) for raw in (field_of(message, "tool_calls") or [])],
+        usage=read_usage(field_of(response, "usage")),
+        finish_reason=field_of(choice, "finish_reason"),
+        model=field_of(response, "model"),
         reasoning=reasoning if isinstance(reasoning, str) and reasoning else None,
         refusal=read_refusal(message),
         provider_parts=read_parts(message, provider),
@@ -242,6 +245,8 @@ def outgoing_tools(
 __all__ = [
     "BLOCK_PROVIDERS",
     "BREAKPOINT_PROVIDERS",
+    "count_of",
+    "field_of",
     "outgoing",
     "outgoing_message",
     "outgoing_tools",

@@ -16,7 +16,7 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Any
 
-from agentensemble.llm._messages import read_parts, read_usage
+from agentensemble.llm._messages import field_of, read_parts, read_usage
 from agentensemble.llm.types import PROVIDER_KEY, ChatResponse, ToolCall
 from agentensemble.outputs import TokenUsage
 
@@ -28,16 +28,6 @@ REFUSAL_UNSAID = "(the provider refused; its streamed words were not passed on)"
 
 class IncompleteStreamError(ConnectionError):
     """The stream ended before the model finished its turn (no finish reason was sent)."""
-
-
-def _get(obj: Any, name: str) -> Any:
-    if isinstance(obj, dict):
-        return obj.get(name)
-    return getattr(obj, name, None)
-
-
-def _count(value: Any) -> int:
-    return value if isinstance(value, int) and not isinstance(value, bool) else 0
 
 
 @dataclass
@@ -85,76 +75,78 @@ class StreamAssembler:
 
     def add(self, chunk: Any) -> str:
         """Take one chunk; returns its new text ("" when it carries none)."""
-        model = _get(chunk, "model")
+        model = field_of(chunk, "model")
         if isinstance(model, str) and model:
             self._model = model
         self.reasoning_piece = ""
-        usage = _get(chunk, "usage")
+        usage = field_of(chunk, "usage")
         if usage is not None:
             read = read_usage(usage)
             if read.prompt_tokens or read.completion_tokens or read.total_tokens:
                 self._usage = read
-        choices = _get(chunk, "choices") or []
+        choices = field_of(chunk, "choices") or []
         if not choices:
             return ""
         choice = choices[0]
-        finish = _get(choice, "finish_reason")
+        finish = field_of(choice, "finish_reason")
         if isinstance(finish, str) and finish:
             self._finish_reason = finish
-        delta = _get(choice, "delta")
+        delta = field_of(choice, "delta")
         if delta is None:
             return ""
-        for raw in _get(delta, "tool_calls") or []:
+        for raw in field_of(delta, "tool_calls") or []:
             self._add_call(raw)
         self._add_reasoning(delta)
-        refusal = _get(delta, "refusal")
+        refusal = field_of(delta, "refusal")
         if isinstance(refusal, str):  # even "": the turn is a refusal (see REFUSAL_UNSAID)
             self._refusal.append(refusal)
-        text = _get(delta, "content")
+        text = field_of(delta, "content")
         if isinstance(text, str) and text:
             self._text.append(text)
             return text
         return ""
 
     def _add_reasoning(self, delta: Any) -> None:
-        reasoning = _get(delta, "reasoning_content")
+        reasoning = field_of(delta, "reasoning_content")
         if isinstance(reasoning, str) and reasoning:
             self._reasoning.append(reasoning)
             self.reasoning_piece = reasoning
-        for block in _get(delta, "thinking_blocks") or []:
-            kind = _get(block, "type") or "thinking"
+        for block in field_of(delta, "thinking_blocks") or []:
+            kind = field_of(block, "type") or "thinking"
             if kind == "redacted_thinking":
-                self._thinking.append(_Thinking(type=kind, data=_get(block, "data")))
+                self._thinking.append(_Thinking(type=kind, data=field_of(block, "data")))
                 continue
             if not self._thinking or self._thinking[-1].signature:
                 self._thinking.append(_Thinking())  # a signature ends a block
             current = self._thinking[-1]
-            text, signature = _get(block, "thinking"), _get(block, "signature")
+            text, signature = field_of(block, "thinking"), field_of(block, "signature")
             if isinstance(text, str):
                 current.text.append(text)
             if isinstance(signature, str):
                 current.signature.append(signature)
-        fields = _get(delta, "provider_specific_fields")
-        signatures = _get(fields, "thought_signatures")
+        fields = field_of(delta, "provider_specific_fields")
+        signatures = field_of(fields, "thought_signatures")
         if isinstance(signatures, list):
             self._signatures.extend(signatures)
 
     def _add_call(self, raw: Any) -> None:
-        index = _get(raw, "index")
+        index = field_of(raw, "index")
         if not isinstance(index, int) or isinstance(index, bool):
             index = len(self._calls)  # providers that omit the index send whole calls
         call = self._calls.setdefault(index, _PartialCall())
-        raw_id = _get(raw, "id")
+        raw_id = field_of(raw, "id")
         if isinstance(raw_id, str) and raw_id and not call.id:
             call.id = raw_id
-        function = _get(raw, "function")
-        name = _get(function, "name")
+        function = field_of(raw, "function")
+        name = field_of(function, "name")
         if isinstance(name, str) and name and not call.name:
             call.name = name
-        arguments = _get(function, "arguments")
+        arguments = field_of(function, "arguments")
         if isinstance(arguments, str):
             call.arguments.append(arguments)
-        fields = _get(raw, "provider_specific_fields") or _get(function, "provider_specific_fields")
+        fields = field_of(raw, "provider_specific_fields") or field_of(
+            function, "provider_specific_fields"
+        )
         if isinstance(fields, dict):
             call.fields.update({k: v for k, v in fields.items() if v is not None})
 
