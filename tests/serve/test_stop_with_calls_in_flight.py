@@ -118,7 +118,9 @@ def test_stopping_with_a_call_in_flight_prints_no_traceback(
     assert "Traceback" not in err and "CancelledError" not in err, err
     assert "ASGI" not in err and "Dispatcher task" not in err, err
     lines = [line for line in err.splitlines() if line.strip()]
-    allowed = ("WARNING:  stopping: 1 request(s) still running were cancelled", "agentensemble: ")
-    assert all(line.startswith(allowed) for line in lines), err
+    # the call, and for MCP the client's own GET stream when it was open by then (a race that
+    # made this test fail now and then when it asked for exactly one)
+    cancelled = re.compile(r"WARNING:  stopping: [12] request\(s\) still running were cancelled$")
+    assert all(cancelled.match(line) or line.startswith("agentensemble: ") for line in lines), err
     # Ctrl-C: the command's own exit code; SIGTERM: ended by the signal, as uvicorn re-raises it
     assert process.returncode in ((130,) if stop == "Ctrl-C" else (-signal.SIGTERM, 0))
