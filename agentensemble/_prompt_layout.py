@@ -7,7 +7,7 @@ need lives here, below both, so that tracing does not import the executor's laye
 
 from __future__ import annotations
 
-CONTEXT_HEADING = "## Context from Previous Tasks"
+CONTEXT_HEADING = "## Context"
 TASK_HEADING = "\n\n## Task\n"
 """What follows a prompt's context sections (``build_user_prompt``): see ``context_end``."""
 

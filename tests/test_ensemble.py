@@ -42,13 +42,13 @@ def test_two_tasks_thread_context_and_return_both_outputs() -> None:
     assert result.exit_reason is ExitReason.COMPLETED
     first, second = model.requests
     assert first.messages[0]["content"].startswith("You are Researcher.")
-    assert "Your goal: Find facts about AI" in first.messages[0]["content"]
+    assert "Goal: Find facts about AI" in first.messages[0]["content"]
     assert first.last_user_content == "## Task\nResearch AI\n\n## Expected Output\nKey facts"
     assert second.messages[0]["content"].startswith(
-        "You are Writer.\n\nYou write for engineers.\n\nYour goal: Write clearly"
+        "You are Writer.\nYou write for engineers.\nGoal: Write clearly"
     )
     assert second.last_user_content == (
-        "## Context from Previous Tasks\n\n### Research AI (Researcher)\nFacts: A and B\n\n"
+        "## Context\n\n### Research AI (Researcher)\nFacts: A and B\n\n"
         "## Task\nWrite a paragraph about AI\n\n## Expected Output\nOne paragraph"
     )
     assert result.task_outputs[0].llm_calls == 1

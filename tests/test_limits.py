@@ -94,7 +94,7 @@ def test_run_limits_replace_the_ensembles_for_that_run() -> None:
         (UsageLimits(tool_calls=0), "tool_calls", 0),
         (UsageLimits(input_tokens=30), "input_tokens", 0),  # the first prompt alone is more
         (UsageLimits(output_tokens=3), "output_tokens", 1),
-        (UsageLimits(total_tokens=200), "total_tokens", 1),
+        (UsageLimits(total_tokens=80), "total_tokens", 1),  # the first task uses 15
     ],
 )
 def test_each_limit_stops_the_run_before_a_call_that_would_pass_it(

@@ -9,6 +9,7 @@ from typing import overload
 
 from agentensemble._dataclass import dataclass
 from agentensemble._prompt_layout import CONTEXT_HEADING, TASK_HEADING, context_end
+from agentensemble.task import DEFAULT_EXPECTED_OUTPUT
 
 STANDARD_INSTRUCTIONS = (
     "Work on the task below until it is complete. "
@@ -16,6 +17,9 @@ STANDARD_INSTRUCTIONS = (
     "or take another way. "
     "When you are done, reply with your final answer only, in the form the task expects."
 )
+"""The instruction paragraph every system prompt carried until round 4 (about 50 tokens on every
+request). Models do all of it unasked; a team that wants it back passes it as an agent's
+``instructions``."""
 
 
 @dataclass(frozen=True)
@@ -105,15 +109,18 @@ def build_system_prompt(
     background: str | None = None,
     response_format: str | None = None,
 ) -> str:
-    """``You are {role}.``, background, goal, standard instructions, optional response format."""
-    parts = [f"You are {role}."]
+    """``You are {role}.``, the background, ``Goal: {goal}``, the optional response format.
+
+    Only the user's words and the few needed to tell them apart: this text is on every request
+    of every turn (framework-added tokens are ``benchmarks/tokens.py``'s figure)."""
+    lines = [f"You are {role}."]
     if background and background.strip():
-        parts.append(background.strip())
-    parts.append(f"Your goal: {goal}")
-    parts.append(STANDARD_INSTRUCTIONS)
+        lines.append(background.strip())
+    lines.append(f"Goal: {goal}")
+    prompt = "\n".join(lines)
     if response_format and response_format.strip():
-        parts.append(f"## Response Format\n{response_format.strip()}")
-    return "\n\n".join(parts)
+        prompt += f"\n\n## Response Format\n{response_format.strip()}"
+    return prompt
 
 
 def with_instructions(system_prompt: str, instructions: str | None) -> str:
@@ -126,11 +133,12 @@ def with_instructions(system_prompt: str, instructions: str | None) -> str:
 
 def build_user_prompt(
     description: str,
-    expected_output: str,
+    expected_output: str | None,
     context: Sequence[ContextItem] = (),
     output_instructions: str | None = None,
 ) -> str:
-    """Context from previous tasks (if any), then ``## Task`` and ``## Expected Output``.
+    """Context from previous tasks (if any), ``## Task``, then ``## Expected Output`` when the
+    user set one (``None`` or the default sentence adds nothing a model needs).
 
     One join of the parts (each context item a ``### `` section, see ``ContextItem.section``):
     a prompt holding every earlier output is copied once, not once more per enclosing part."""
@@ -142,7 +150,8 @@ def build_user_prompt(
         else:
             parts += [item.section for item in context]
     parts.append(f"## Task\n{description}")
-    parts.append(f"## Expected Output\n{expected_output}")
+    if expected_output and expected_output != DEFAULT_EXPECTED_OUTPUT:
+        parts.append(f"## Expected Output\n{expected_output}")
     if output_instructions:
         parts.append(output_instructions)
     return "\n\n".join(parts)

@@ -87,12 +87,8 @@ def output_spec(output_type: Any) -> OutputSpec:
 def output_instructions(output_type: Any) -> str:
     """The prompt section asking for JSON that matches the output type's schema."""
     spec = output_spec(output_type)
-    schema = json.dumps(spec.schema, indent=2)
-    return (
-        "## Output Format\n"
-        "Reply with only a JSON object (no prose, no code fence) that conforms to this "
-        f"JSON schema:\n{schema}"
-    )
+    schema = json.dumps(spec.schema, separators=(",", ":"))  # indentation is tokens too
+    return f"## Output Format\nReply with only a JSON object matching this JSON schema:\n{schema}"
 
 
 def response_format(output_type: Any) -> ResponseFormat:

@@ -56,12 +56,12 @@ def test_two_task_ensemble_threads_context_over_http(openai_server: OpenAIServer
     ]
     first, second = openai_server.requests
     system, user = contents(first)
-    assert system.startswith("You are Researcher.\n\nYour goal: Find facts about solar power")
+    assert system.startswith("You are Researcher.\nGoal: Find facts about solar power")
     assert user == "## Task\nResearch solar power\n\n## Expected Output\nFacts"
     system, user = contents(second)
     assert system.startswith("You are Writer.")
     assert user == (
-        "## Context from Previous Tasks\n\n### Research solar power (Researcher)\n"
+        "## Context\n\n### Research solar power (Researcher)\n"
         "Fact one. Fact two.\n\n## Task\nWrite about solar power\n\n## Expected Output\nA paragraph"
     )
     assert first["model"] == "test-model"
