@@ -319,8 +319,13 @@ def parse_yaml(
         line = item.start_mark.line + 1
         found.setdefault(path, line)
         count += 1
-        if count > max_nodes:
-            raise YamlInputError(what, f"too large (over {max_nodes} values)", line)
+        if count > max_nodes:  # an alias's mark is its anchor's: name the key that uses it
+            keyed = next(
+                (path[: i + 1] for i in reversed(range(len(path))) if isinstance(path[i], str)), ()
+            )
+            raise YamlInputError(
+                what, f"too large (over {max_nodes} values)", found.get(keyed, line)
+            )
         if len(path) > max_depth:
             raise YamlInputError(what, _too_deep(max_depth), line)
         if isinstance(item, yaml.MappingNode) and item.tag in _PLAIN_YAML_TAGS:

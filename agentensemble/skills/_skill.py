@@ -106,18 +106,20 @@ def _read_skill_file(folder: Path, file: str) -> str:
         if os.path.islink(folder / SKILL_FILE):
             raise SkillError(file, None, "is a symlink; SKILL.md must be a file") from None
         raise SkillError(file, None, f"cannot be read: {error.strerror or error}") from None
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        raise SkillError(file, None, "is not a regular file")
     with os.fdopen(fd, "rb") as handle:
-        if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
-            raise SkillError(file, None, "is not a regular file")
         data = handle.read(MAX_SKILL_BYTES + 1)
     if len(data) > MAX_SKILL_BYTES:
         raise SkillError(
             file, None, f"is over {MAX_SKILL_BYTES} bytes; move detail to references/ files"
         )
     try:
-        return data.decode("utf-8").removeprefix("\ufeff")
+        text = data.decode("utf-8")
     except UnicodeDecodeError as error:
         raise SkillError(file, None, f"is not UTF-8 text (at byte {error.start})") from None
+    return text.removeprefix("\ufeff").replace("\r\n", "\n")
 
 
 def _split(text: str, file: str) -> tuple[str, str, int]:
@@ -151,7 +153,8 @@ def _skill(folder: Path, front: str, body: str, first: int, file: str) -> Skill:
         )
     except YamlInputError as error:
         line = None if error.line is None else error.line + first - 1
-        raise SkillError(file, line if line is not None else first, str(error)) from None
+        shown = first if line is None else line
+        raise SkillError(file, shown, f"the front matter is {error.problem}") from None
 
     def fail(key: str | None, message: str) -> SkillError:
         line = lines.get((key,)) if key else None
