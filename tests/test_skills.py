@@ -163,6 +163,7 @@ def test_a_good_skill_keeps_its_fields_and_a_one_line_description(tmp_path: Path
         metadata={"author": "forms-team", "version": "1.0"},
     )
     assert repr(skill) == f"Skill(name='pdf-forms', folder={str(folder.resolve())!r})"
+    assert {skill, Skill.from_folder(folder)} == {skill}  # hashable: a set of skills works
 
 
 def test_the_minimal_skill_has_no_body(tmp_path: Path) -> None:

@@ -58,7 +58,7 @@ class Skill:
     license: str | None = None
     compatibility: str | None = None
     allowed_tools: tuple[str, ...] = ()
-    metadata: Mapping[str, str] = field(default_factory=dict)
+    metadata: Mapping[str, str] = field(default_factory=dict, hash=False)
 
     @classmethod
     def from_folder(cls, path: str | os.PathLike[str]) -> Skill:
