@@ -407,3 +407,29 @@ def test_the_skill_tools_never_run_a_skill_script(
     assert read.output == "#!/bin/sh\ntouch ran\n"
     assert not (tmp_path / "ran").exists()
     assert not (folder / "ran").exists()
+
+
+def test_a_worker_with_skills_lists_and_loads_them_when_a_manager_delegates(
+    tmp_path: Path,
+) -> None:
+    from agentensemble import Workflow
+
+    folder = example_skill(tmp_path)
+    manager = ScriptedChatModel(
+        [
+            tool_call("delegate_task", {"agent_role": "Clerk", "instructions": "Fill the form"}),
+            "The clerk filled it.",
+        ]
+    )
+    clerk_model = ScriptedChatModel([tool_call("load_skill", {"name": "pdf-forms"}), "Filled."])
+    clerk = Agent(role="Clerk", goal="File forms", llm=clerk_model, skills=[folder])
+    ensemble = Ensemble(
+        tasks=[Task(description="Get the form filled", expected_output="Done")],
+        agents=[clerk],
+        workflow=Workflow.HIERARCHICAL,
+        manager_llm=manager,
+    )
+    assert ensemble.run().raw == "The clerk filled it."
+    system = str(clerk_model.requests[0].messages[0]["content"])
+    assert system.endswith("- pdf-forms: Fill PDF forms. Use when asked to fill a form.")
+    assert str(clerk_model.requests[1].messages[-1]["content"]).startswith("# Filling forms")
