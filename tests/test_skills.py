@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
+from typing import Any
 
 import pytest
 from pydantic import ValidationError
@@ -234,7 +235,7 @@ def test_an_agent_takes_skills_as_objects_or_paths_and_gets_the_two_tools(tmp_pa
     ],
 )
 def test_bad_skills_are_refused_when_the_agent_is_made(
-    tmp_path: Path, skills: object, message: str
+    tmp_path: Path, skills: Any, message: str
 ) -> None:
     if skills == "twice":
         folder = example_skill(tmp_path)
