@@ -110,6 +110,7 @@ def test_front_matter_rules_are_errors_naming_the_file_and_line(
         ("SKILL.md not UTF-8", "is not UTF-8 text"),
         ("SKILL.md a symlink out", "is a symlink"),
         ("SKILL.md a folder", "is not a regular file"),
+        ("SKILL.md a FIFO", "is not a regular file"),  # opened without blocking, then refused
     ],
 )
 def test_a_skill_folder_that_cannot_be_read_is_an_error_naming_it(
@@ -128,6 +129,8 @@ def test_a_skill_folder_that_cannot_be_read_is_an_error_naming_it(
         (folder / "SKILL.md").symlink_to(secret)
     elif setup == "SKILL.md a folder":
         (folder / "SKILL.md").mkdir()
+    elif setup == "SKILL.md a FIFO":
+        os.mkfifo(folder / "SKILL.md")
     with pytest.raises(SkillError, match=message) as caught:
         Skill.from_folder(folder)
     assert str(folder) in str(caught.value)
