@@ -116,6 +116,10 @@ if TYPE_CHECKING:
     from agentensemble.run_context import (
         RunContext,
     )
+    from agentensemble.skills import (
+        Skill,
+        SkillError,
+    )
     from agentensemble.task import (
         Task,
         TaskHandlerContext,
@@ -232,6 +236,8 @@ _LAZY: dict[str, str] = {
     "ToolCallRecord": "agentensemble.outputs",
     "ConsoleProgressListener": "agentensemble.progress",
     "RunContext": "agentensemble.run_context",
+    "Skill": "agentensemble.skills",
+    "SkillError": "agentensemble.skills",
     "Task": "agentensemble.task",
     "TaskHandlerContext": "agentensemble.task",
     "AbstractAgentTool": "agentensemble.tools",
@@ -329,6 +335,8 @@ __all__ = [
     "ReviewDecided",
     "ReviewRequested",
     "RunContext",
+    "Skill",
+    "SkillError",
     "StreamRestarted",
     "Task",
     "TaskCompleted",

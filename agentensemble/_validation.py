@@ -101,3 +101,16 @@ def check_review(value: Any, field: str) -> Any:
             f"{field} must be Review.required(...) or Review.skip(), got {type(value).__name__}"
         )
     return value
+
+
+def check_skills(value: list[Any]) -> list[Any]:
+    """An agent's ``skills``: each a ``Skill`` or a folder path, read now; names unique."""
+    from agentensemble.skills._skill import as_skill  # reads files only when skills are given
+
+    skills = [as_skill(item) for item in value]
+    seen: set[str] = set()
+    for skill in skills:
+        if skill.name in seen:
+            raise ValueError(f"two skills are named {skill.name!r}; skill names must be unique")
+        seen.add(skill.name)
+    return skills

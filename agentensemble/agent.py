@@ -6,7 +6,13 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from agentensemble._validation import check_instructions, check_model, check_tools, require_text
+from agentensemble._validation import (
+    check_instructions,
+    check_model,
+    check_skills,
+    check_tools,
+    require_text,
+)
 from agentensemble.hints import reject_foreign_names
 
 
@@ -33,6 +39,11 @@ class Agent(BaseModel):
         description="text after the system prompt, or a function (RunContext) -> str, sync or "
         "async, called at each task start",
     )
+    skills: list[Any] = Field(
+        default_factory=list,
+        description="SKILL.md folders (Skill objects or folder paths): their names and "
+        "descriptions are in the prompt, the rest is read with load_skill and read_skill_file",
+    )
 
     @model_validator(mode="before")
     @classmethod
@@ -58,6 +69,20 @@ class Agent(BaseModel):
     @classmethod
     def _tools(cls, value: list[Any]) -> list[Any]:
         return check_tools(value)
+
+    @field_validator("skills")
+    @classmethod
+    def _skills(cls, value: list[Any]) -> list[Any]:
+        return check_skills(value)
+
+    @model_validator(mode="after")
+    def _skill_tools(self) -> Agent:
+        """An agent with skills gets the tools that read them (once, however often validated)."""
+        if self.skills:
+            from agentensemble.skills._tools import skill_tools, without_skill_tools
+
+            self.tools = [*without_skill_tools(self.tools), *skill_tools(self.skills)]
+        return self
 
     def __repr__(self) -> str:
         return f"Agent(role={self.role!r})"

@@ -23,6 +23,10 @@ surface inherits the defences instead of re-implementing them::
 
 PDF is read one way too: ``pdf_text`` bounds a file's size, pages, text and time.
 
+YAML is read one way too: ``parse_yaml`` bounds the text's size, its values (aliases count once
+per use, so an alias bomb, "billion laughs", is refused), its depth, and allows only plain
+tags (no object construction); errors carry the line.
+
 HTML is read one way too: ``html_text`` (the bounded single-scan converter of
 ``agentensemble._html``, linear on any page), never the standard library's ``html.parser``,
 which is quadratic on unfinished constructs (a 60 kB page held a run 30-50 s). A test forbids
@@ -253,6 +257,123 @@ def pdf_text(
     return "\n\n".join(parts)
 
 
+MAX_YAML_NODES = 10_000
+"""``parse_yaml``'s default bound on values built (an alias counts each time it is used)."""
+
+YamlPath = tuple[str | int, ...]
+"""Where a value sits in a YAML document: keys and list indexes from the top."""
+
+
+class YamlInputError(UntrustedInputError):
+    """Untrusted YAML is unusable; ``line`` (1-based) says where, when it is known."""
+
+    def __init__(self, what: str, reason: str, line: int | None = None) -> None:
+        super().__init__(what, reason if line is None else f"{reason} (line {line})")
+        self.line = line
+        self.problem = reason
+
+
+_PLAIN_YAML_TAGS = ("tag:yaml.org,2002:map", "tag:yaml.org,2002:seq")
+
+
+def parse_yaml(
+    text: str,
+    *,
+    what: str = "the input",
+    max_chars: int = MAX_CHARS,
+    max_nodes: int = MAX_YAML_NODES,
+    max_depth: int = MAX_DEPTH,
+    lines: dict[YamlPath, int] | None = None,
+) -> Any:
+    """Parse untrusted YAML ``text`` into plain dicts, lists and scalars, or raise
+    ``YamlInputError``. Bounded before and while it is read: the size (``max_chars``), the
+    values built (``max_nodes``; an alias counts each time it is used), the depth
+    (``max_depth``); duplicate keys and non-plain tags (``!!python/object``) are refused.
+    ``lines``, when given, is filled with the 1-based line of every key path."""
+    import yaml  # PyYAML: imported only when YAML is read
+
+    if len(text) > max_chars:
+        raise YamlInputError(
+            what, f"too large ({len(text)} characters; at most {max_chars} are accepted)"
+        )
+    try:
+        node = yaml.compose(text, Loader=yaml.SafeLoader)
+    except yaml.YAMLError as error:
+        mark = getattr(error, "problem_mark", None)
+        problem = getattr(error, "problem", None) or str(error).splitlines()[0]
+        raise YamlInputError(
+            what, f"not valid YAML ({problem})", None if mark is None else mark.line + 1
+        ) from None
+    except RecursionError:  # the composer recurses per level, before any value is counted
+        raise YamlInputError(what, _too_deep(max_depth)) from None
+    if node is None:
+        return None
+    constructor = yaml.SafeLoader("")
+    found = {} if lines is None else lines
+    count = 0
+    # iterative: (node, path, parent container, key in it); the root goes in a one-slot list
+    top: list[Any] = [None]
+    stack: list[tuple[Any, YamlPath, Any, Any]] = [(node, (), top, 0)]
+    while stack:
+        item, path, parent, slot = stack.pop()
+        line = item.start_mark.line + 1
+        found.setdefault(path, line)
+        count += 1
+        if count > max_nodes:  # an alias's mark is its anchor's: name the key that uses it
+            keyed = next(
+                (path[: i + 1] for i in reversed(range(len(path))) if isinstance(path[i], str)), ()
+            )
+            raise YamlInputError(
+                what, f"too large (over {max_nodes} values)", found.get(keyed, line)
+            )
+        if len(path) > max_depth:
+            raise YamlInputError(what, _too_deep(max_depth), line)
+        if isinstance(item, yaml.MappingNode) and item.tag in _PLAIN_YAML_TAGS:
+            mapping: dict[str, Any] = {}
+            for key_node, value_node in item.value:
+                key = _yaml_scalar(key_node, constructor, yaml, what)
+                if not isinstance(key, str | int) or isinstance(key, bool):
+                    raise YamlInputError(
+                        what, "not usable (a key must be text)", key_node.start_mark.line + 1
+                    )
+                key = str(key)
+                if key in mapping:
+                    raise YamlInputError(
+                        what,
+                        f"not usable (the key {key!r} appears twice)",
+                        key_node.start_mark.line + 1,
+                    )
+                mapping[key] = None
+                child = (*path, key)
+                found[child] = key_node.start_mark.line + 1
+                stack.append((value_node, child, mapping, key))
+            parent[slot] = mapping
+        elif isinstance(item, yaml.SequenceNode) and item.tag in _PLAIN_YAML_TAGS:
+            sequence: list[Any] = [None] * len(item.value)
+            stack.extend(
+                (child, (*path, index), sequence, index) for index, child in enumerate(item.value)
+            )
+            parent[slot] = sequence
+        else:
+            parent[slot] = _yaml_scalar(item, constructor, yaml, what)
+    return top[0]
+
+
+def _yaml_scalar(node: Any, constructor: Any, yaml: Any, what: str) -> Any:
+    line = node.start_mark.line + 1
+    if not isinstance(node, yaml.ScalarNode):
+        if node.tag in _PLAIN_YAML_TAGS:
+            raise YamlInputError(what, "not usable (a key must be text)", line)
+        raise YamlInputError(what, f"not usable (the tag {node.tag!r} is not allowed)", line)
+    try:
+        return constructor.construct_object(node, deep=True)
+    except yaml.YAMLError as error:  # an unknown tag: !!python/object, !custom
+        problem = getattr(error, "problem", None) or "cannot read this value"
+        raise YamlInputError(what, f"not usable ({problem})", line) from None
+    except (ValueError, OverflowError):  # a 5,000-digit integer, a float out of range
+        raise YamlInputError(what, "not usable (a number too long to read)", line) from None
+
+
 def depth_exceeds(value: Any, max_depth: int) -> bool:
     """Whether ``value`` nests lists/dicts deeper than ``max_depth`` (iterative: no recursion)."""
     stack: list[tuple[Any, int]] = [(value, 1)]
@@ -279,13 +400,17 @@ __all__ = [
     "MAX_CHARS",
     "MAX_DEPTH",
     "MAX_PDF_PAGES",
+    "MAX_YAML_NODES",
     "OFF_LOOP_CHARS",
     "PDF_SECONDS",
     "DuplicateKeyError",
     "UntrustedInputError",
+    "YamlInputError",
+    "YamlPath",
     "aparse_json",
     "depth_exceeds",
     "html_text",
     "parse_json",
+    "parse_yaml",
     "pdf_text",
 ]

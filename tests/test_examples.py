@@ -156,6 +156,15 @@ RUNS = {
             "Exit: completed",
         ),
     ),
+    "skills_agent.py": Run(
+        expected=(
+            OFFLINE,
+            'Tool call: load_skill({"name": "expense-policy"})',
+            'Tool call: read_skill_file({"name": "expense-policy", "path": "references/limits.md"',
+            "Dinner 62 EUR: OVER by 12 EUR (meals up to 50 EUR)",
+            "Reimbursable: 215 EUR",
+        )
+    ),
 }
 
 

@@ -24,6 +24,7 @@ from agentensemble.agent import Agent
 from agentensemble.config._crew_imports import crew_folder
 from agentensemble.config._memory import MEMORY_SECTIONS, memory_settings
 from agentensemble.config._positions import ConfigFileError, Located, Path, load_located
+from agentensemble.config._skills import skills_from
 from agentensemble.config._steps import task_steps
 from agentensemble.config._values import construct, entries, known_keys, tools_from
 
@@ -147,6 +148,8 @@ def _agents(doc: Located, section: Any) -> dict[str, Agent]:
         known_keys(doc, path, spec, (*Agent.model_fields, *_YAML_ONLY), "Agent")
         fields = {k: v for k, v in spec.items() if k not in _YAML_ONLY}
         fields["tools"] = tools_from(doc, (*path, "tools"), fields.get("tools"))
+        if "skills" in fields:
+            fields["skills"] = skills_from(doc, (*path, "skills"), fields["skills"])
         if "llm" in fields:
             fields["llm"] = _model(doc, (*path, "llm"), fields["llm"])
         agent = construct(doc, path, Agent, fields)

@@ -32,6 +32,7 @@ from agentensemble.execution.prompts import (
     build_system_prompt,
     build_user_prompt,
     with_instructions,
+    with_skills,
 )
 from agentensemble.execution.structured import (
     DEFAULT_OUTPUT_RETRIES,
@@ -90,6 +91,7 @@ class AgentTask:
     inputs: Mapping[str, Any] = field(default_factory=dict)
     memory: TaskMemory | None = None  # memory, knowledge, session: shown before the task
     instructions: Any = None  # the agent's: text, or a function of RunContext (each task start)
+    skills: Sequence[tuple[str, str]] = ()  # the agent's skills: (name, description), listed
 
     def for_run(self, description: str, context: Sequence[ContextItem]) -> AgentTask:
         """A copy for one run of the task, with its (reviewed) description and its context: a
@@ -118,8 +120,11 @@ class AgentExecutor:
             {
                 "role": "system",
                 "content": with_instructions(
-                    build_system_prompt(
-                        task.role, task.goal, task.background, task.response_format
+                    with_skills(
+                        build_system_prompt(
+                            task.role, task.goal, task.background, task.response_format
+                        ),
+                        task.skills,
                     ),
                     task.instructions if isinstance(task.instructions, str) else None,
                 ),

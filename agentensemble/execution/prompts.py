@@ -131,6 +131,15 @@ def with_instructions(system_prompt: str, instructions: str | None) -> str:
     return f"{system_prompt}\n\n## Instructions\n{instructions.strip()}"
 
 
+def with_skills(system_prompt: str, skills: Sequence[tuple[str, str]]) -> str:
+    """The system prompt with the agent's skills listed, a line each (name: description); the
+    agent reads one with ``load_skill`` when a task matches it."""
+    if not skills:
+        return system_prompt
+    listed = "\n".join(f"- {name}: {description}" for name, description in skills)
+    return f"{system_prompt}\n\n## Skills (load_skill when one fits)\n{listed}"
+
+
 def build_user_prompt(
     description: str,
     expected_output: str | None,
@@ -167,4 +176,5 @@ __all__ = [
     "build_user_prompt",
     "context_end",
     "with_instructions",
+    "with_skills",
 ]

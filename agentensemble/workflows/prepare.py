@@ -18,6 +18,7 @@ from agentensemble.agent import Agent
 from agentensemble.errors import ConfigurationError, PromptTemplateError
 from agentensemble.execution.agent_executor import AgentTask
 from agentensemble.llm.types import ChatModel
+from agentensemble.skills._skill import listing
 from agentensemble.templates import fill_template, missing_variables
 from agentensemble.tools._no_reviewer import (
     approval_without_reviewer,
@@ -347,6 +348,7 @@ class _Preparation:
                 output_guardrails=task.output_guardrails,
                 inputs=inputs,
                 instructions=instructions,
+                skills=listing(agent.skills),
             )
         item.memory = task_memory(
             role=item.agent_role,

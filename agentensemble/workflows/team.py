@@ -19,6 +19,7 @@ from agentensemble.agent import Agent
 from agentensemble.errors import ConfigurationError, ModelSettingsError, PromptTemplateError
 from agentensemble.execution.agent_executor import AgentTask
 from agentensemble.llm.types import ChatModel
+from agentensemble.skills._skill import listing
 from agentensemble.task import Task
 from agentensemble.templates import fill_template, missing_variables
 from agentensemble.tools._no_reviewer import approval_without_reviewer, gated_tool_names
@@ -315,6 +316,7 @@ def _worker(
             tools=tools,
             output_type=typed[0] if hierarchical and len(typed) == 1 else None,
             verbose=agent.verbose,
+            skills=listing(agent.skills),
         ),
     )
 
