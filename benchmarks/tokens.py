@@ -143,7 +143,7 @@ JOBS = (
 # ------------------------------------------------------------------------------------ peers
 
 PEER_JOBS: dict[str, dict[str, str]] = {
-    "pydantic-ai": {
+    "pydantic_ai": {
         "one_tool": f"""
 from pydantic_ai import Agent
 from pydantic_ai.models.openai import OpenAIChatModel
@@ -157,7 +157,7 @@ def get_weather(city: str) -> str:
 agent.run_sync("{QUESTION}")
 """,
     },
-    "openai-agents": {
+    "agents": {
         "one_tool": f"""
 from agents import Agent, Runner, function_tool, set_tracing_disabled
 from agents import OpenAIChatCompletionsModel
