@@ -28,6 +28,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--name", help="the ensemble's name in POST /runs (default: from the file's stem)"
     )
+    parser.add_argument(
+        "--page", metavar="HTML", help="an HTML file served at / (a front end on the same origin)"
+    )
 
 
 def run(args: argparse.Namespace) -> int:
@@ -45,6 +48,7 @@ def run(args: argparse.Namespace) -> int:
         token = serving_token(args)
         port, url = choose_port(args)
         name = args.name or tool_name(args)
+        page = _page(args.page)
         from dataclasses import replace
 
         from agentensemble.serve._hardened import Limits
@@ -58,11 +62,21 @@ def run(args: argparse.Namespace) -> int:
             ],
             port=port,
             limits=replace(Limits(), max_body_bytes=args.max_body),
+            page=page,
         )
         serve_app(app, args, port, url, f"run API for {name!r} ({Path(args.crew).name})")
     except (UsageError, ConfigurationError) as error:
         return usage_failure(args, error)
     return EXIT_OK
+
+
+def _page(path: str | None) -> str | None:
+    if path is None:
+        return None
+    try:
+        return Path(path).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as error:
+        raise UsageError(f"--page {path}: cannot read it ({error})") from None
 
 
 COMMAND = Command(

@@ -11,7 +11,7 @@
 - ``POST /runs/{id}/cancel``; ``GET /runs/{id}/reviews`` (pending reviews);
 - ``POST /reviews/{review_id}`` ``{"decision": "approve" | "edit" | "reject", ...}``: the same
   rules as every review channel (``_run_api_runs.checked_decision``), recorded with who decided;
-- ``GET /openapi.json``: the OpenAPI description.
+- ``GET /openapi.json``: the OpenAPI description; ``GET /`` the ``page`` given, if any.
 
 Served through the one hardened setup (``_hardened.Hardened``: Host, bearer token, Origin and
 ``Sec-Fetch-Site`` on state changes, JSON-only bounded bodies; ``hardened_server`` adds the
@@ -30,7 +30,7 @@ from typing import Any
 
 from starlette.applications import Starlette
 from starlette.requests import Request
-from starlette.responses import JSONResponse, Response, StreamingResponse
+from starlette.responses import HTMLResponse, JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
 from agentensemble._run import check_setup, execute
@@ -64,6 +64,11 @@ SURFACE = declare_surface(
     "run-api", "runs of ensembles over HTTP: submit, watch, cancel, review (run_api, serve-api)"
 )
 SSE_HEADERS = {"cache-control": "no-store", "x-accel-buffering": "no"}
+PAGE_HEADERS = {
+    "cache-control": "no-store",
+    "x-content-type-options": "nosniff",
+    "content-security-policy": "frame-ancestors 'none'; connect-src 'self'",
+}
 
 
 def _caller(request: Request) -> str:
@@ -474,6 +479,7 @@ def run_api(
     port: int | None = None,
     limits: Limits | None = None,
     run_limits: RunLimits | None = None,
+    page: str | None = None,
 ) -> Any:
     """An ASGI app serving ``ensembles`` (name -> ensemble, or a factory called per run) as the
     run API (see the module docstring and docs/serve.md).
@@ -482,7 +488,8 @@ def run_api(
     names to tokens gives each caller its own runs (without tokens a caller is its address).
     Requests must name a loopback ``Host`` (or one of ``allowed_hosts``); ``port``, when
     given, is the only port a browser page's ``Origin`` may carry. ``limits`` and
-    ``run_limits`` bound requests, connections and kept runs.
+    ``run_limits`` bound requests, connections and kept runs. ``page``: an HTML page served at
+    ``/`` without the token (it must hold no secret), so a front end shares the API's origin.
 
     ``durable``: a launched ``DurableRuntime`` in which every ensemble is registered under its
     name here; runs are then durable runs of it, kept across restarts of the API, and their
@@ -508,6 +515,9 @@ def run_api(
         Route("/reviews/{review_id:path}", served.decide, methods=["POST"]),
         Route("/openapi.json", served.openapi, methods=["GET"]),
     ]
+    if page is not None:
+        shown = HTMLResponse(page, headers=PAGE_HEADERS)
+        routes.append(Route("/", lambda request: shown, methods=["GET"]))
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Any) -> AsyncIterator[None]:
@@ -522,6 +532,7 @@ def run_api(
         allowed_hosts=hosts,
         port=port,
         token=token,
+        open_paths=("/",) if page is not None else (),
         limits=limits or Limits(),
     )
 

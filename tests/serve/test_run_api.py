@@ -411,3 +411,18 @@ def test_secrets_in_events_and_outputs_are_redacted(base: str) -> None:
         view = json.dumps(wait_for(http, run_id, "succeeded"))
     assert secret not in seen and secret not in view
     assert "***" in view
+
+
+def test_a_page_is_served_at_the_root_without_the_token_and_nothing_else_is() -> None:
+    page = "<!doctype html><title>front end</title>"
+    app = run_api({"writer": answering}, token=TOKENS, page=page)
+    with (
+        hardened_serving(app) as port,
+        httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=WAIT) as anonymous,
+    ):
+        shown = anonymous.get("/")
+        assert anonymous.get("/openapi.json").status_code == 401
+        assert anonymous.post("/runs", json={"ensemble": "writer"}).status_code == 401
+    assert shown.status_code == 200 and shown.text == page
+    assert shown.headers["content-type"].startswith("text/html")
+    assert "frame-ancestors 'none'" in shown.headers["content-security-policy"]
