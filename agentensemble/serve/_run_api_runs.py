@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import itertools
 import json
 import secrets
 import threading
@@ -202,8 +203,11 @@ class RunRecord:
         self.wake = asyncio.Event()
 
     def since(self, last: int) -> list[tuple[int, str]]:
-        """The kept events after id ``last``."""
-        return [(number, text) for number, text in self.events if number > last]
+        """The kept events after id ``last`` (ids are consecutive: found by position)."""
+        if not self.events or last >= self.next_id - 1:
+            return []
+        start = max(0, last + 1 - self.events[0][0])
+        return list(itertools.islice(self.events, start, None))
 
     def set_state(self, state: str) -> None:
         if state != self.state:

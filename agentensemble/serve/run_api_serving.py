@@ -223,19 +223,25 @@ class _RunAPI:
         )
 
     async def _stream(self, record: RunRecord, last: int, request: Request) -> AsyncIterator[str]:
-        yield "retry: 1000\n\n"
+        chunk = ["retry: 1000\n\n"]
         while True:
             wake = record.wake
             batch = record.since(last)
             if batch and batch[0][0] > last + 1 and last > 0:
-                yield f": {batch[0][0] - last - 1} events were dropped (the run's buffer bound)\n\n"
-            for number, text in batch:
-                yield f"id: {number}\ndata: {text}\n\n"
-                last = number
+                chunk.append(
+                    f": {batch[0][0] - last - 1} events were dropped (the buffer bound)\n\n"
+                )
+            chunk.extend(f"id: {number}\ndata: {text}\n\n" for number, text in batch)
+            if batch:
+                last = batch[-1][0]
+            if chunk:  # what came meanwhile, in one write
+                yield "".join(chunk)
+                chunk = []
             if record.state in FINISHED and not record.since(last):
                 return
             try:
                 await asyncio.wait_for(wake.wait(), self.limits.keepalive_seconds)
+                await asyncio.sleep(0)  # the events published in the same burst: one write
             except asyncio.TimeoutError:
                 yield ": keepalive\n\n"
 

@@ -426,3 +426,15 @@ def test_a_page_is_served_at_the_root_without_the_token_and_nothing_else_is() ->
     assert shown.status_code == 200 and shown.text == page
     assert shown.headers["content-type"].startswith("text/html")
     assert "frame-ancestors 'none'" in shown.headers["content-security-policy"]
+
+
+def test_a_runs_event_buffer_is_bounded_and_a_stream_says_what_it_missed() -> None:
+    app = run_api({"writer": answering}, token=TOKENS, run_limits=RunLimits(max_events_per_run=3))
+    with hardened_serving(app) as port, client(f"http://127.0.0.1:{port}") as http:
+        run_id = submit(http, "writer")
+        wait_for(http, run_id, "succeeded")
+        kept = events(http, run_id)
+        resumed = http.get(f"/runs/{run_id}/events", headers={"Last-Event-ID": "1"})
+    assert len(kept) == 3
+    assert kept[-1][1] == {"type": "RunState", "state": "succeeded"}
+    assert "events were dropped (the buffer bound)" in resumed.text
