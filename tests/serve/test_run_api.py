@@ -10,6 +10,7 @@ import json
 import threading
 import time
 from collections.abc import Iterator
+from datetime import timedelta
 from typing import Any
 
 import httpx
@@ -21,6 +22,7 @@ from agentensemble.errors import ConfigurationError
 from agentensemble.serve import RunAPIReviewHandler, RunLimits, run_api
 from agentensemble.testing import FunctionChatModel, ScriptedChatModel, text, tool_call
 from agentensemble.tools import tool
+from agentensemble_review import Review
 
 ALICE = "alice-token-0123456789"
 BOB = "bob-token-0123456789ab"
@@ -40,6 +42,15 @@ def writer(model: Any, **settings: Any) -> Ensemble:
 
 def answering() -> Ensemble:
     return writer(ScriptedChatModel([text("tides follow the moon")]))
+
+
+def briefly_reviewed() -> Ensemble:
+    agent = Agent(role="Writer", goal="Write about {topic}", llm=ScriptedChatModel(["a draft"]))
+    gate = Review.required(timeout=timedelta(milliseconds=200))  # on_timeout: exit early
+    task = Task(
+        description="Write about {topic}.", expected_output="A line.", agent=agent, review=gate
+    )
+    return Ensemble(tasks=[task], review_handler=RunAPIReviewHandler())
 
 
 def reviewed() -> Ensemble:
@@ -86,6 +97,7 @@ ENSEMBLES = {
     "reviewed": reviewed,
     "slow": slow,
     "publisher": publishing,
+    "briefly": briefly_reviewed,
 }
 
 
@@ -438,3 +450,19 @@ def test_a_runs_event_buffer_is_bounded_and_a_stream_says_what_it_missed() -> No
     assert len(kept) == 3
     assert kept[-1][1] == {"type": "RunState", "state": "succeeded"}
     assert "events were dropped (the buffer bound)" in resumed.text
+
+
+def test_a_review_past_its_timeout_or_of_a_cancelled_run_takes_no_decision(base: str) -> None:
+    with client(base) as http:
+        timed_out = submit(http, "briefly")
+        view = wait_for(http, timed_out, "failed")  # on_timeout: exit early, nothing approved
+        cancelled = submit(http, "reviewed")
+        review_id = pending_review(http, cancelled)["review_id"]
+        http.post(f"/runs/{cancelled}/cancel", json={})
+        wait_for(http, cancelled, "cancelled")
+        late = http.post(f"/reviews/{review_id}", json={"decision": "approve"})
+        events_of_timed_out = [data["type"] for _, data in events(http, timed_out)]
+    assert view["exit_reason"] == "timeout" and view["outputs"] is None
+    assert "ReviewTimedOut" in events_of_timed_out
+    assert late.status_code == 410
+    assert "no longer pending" in late.json()["error"]
