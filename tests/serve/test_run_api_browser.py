@@ -20,7 +20,7 @@ from agentensemble.serve import run_api
 from agentensemble.testing import ScriptedChatModel, text
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "web"))
-from _browser import find_browser
+from _browser import find_browser  # type: ignore[import-not-found]
 
 pytestmark = pytest.mark.browser
 WAIT = 20.0
