@@ -217,12 +217,12 @@ class _RunAPI:
         if record.state in FINISHED and not record.since(last) and last > 0:
             return Response(status_code=204)  # past the end: an EventSource stops here
         return StreamingResponse(
-            self._stream(record, last, request),
+            self._stream(record, last),
             media_type="text/event-stream",
             headers=SSE_HEADERS,
         )
 
-    async def _stream(self, record: RunRecord, last: int, request: Request) -> AsyncIterator[str]:
+    async def _stream(self, record: RunRecord, last: int) -> AsyncIterator[str]:
         chunk = ["retry: 1000\n\n"]
         while True:
             wake = record.wake
