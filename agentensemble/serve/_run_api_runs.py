@@ -21,7 +21,7 @@ import secrets
 import threading
 import time
 from collections import OrderedDict, deque
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from enum import Enum
@@ -177,7 +177,8 @@ class RunRecord:
     next_id: int = 1
     wake: asyncio.Event = field(default_factory=asyncio.Event)
     decisions: list[dict[str, Any]] = field(default_factory=list)
-    on_review: Callable[[Review | None], None] | None = None
+    book: RunBook | None = None
+    """The book holding this run: it indexes the run's reviews and learns when it ends."""
     built: Any = None
     """The ensemble this run runs (plain mode): its tools check a reviewer's edit."""
 
@@ -231,8 +232,8 @@ class RunRecord:
             answer=self.loop.create_future(),
         )
         self.reviews[review.id] = review
-        if self.on_review is not None:
-            self.on_review(review)
+        if self.book is not None:
+            self.book.index(self, review)
         self.publish({"type": "ReviewPending", "review": review.view()})
         self.set_state("waiting_review")
         try:
@@ -270,6 +271,8 @@ class RunRecord:
         for review in self.pending():  # nobody waits for them any more
             review.state = "timed_out"
         self.set_state(state)
+        if self.book is not None:
+            self.book.ended(self)
 
     def complete(self, ensemble: Any, output: EnsembleOutput) -> None:
         self.usage = usage_view(output)
@@ -413,7 +416,8 @@ class RunBook:
 
     def __init__(self, limits: RunLimits) -> None:
         self.limits = limits
-        self.runs: OrderedDict[str, RunRecord] = OrderedDict()
+        self.runs: dict[str, RunRecord] = {}
+        self.finished: OrderedDict[str, float] = OrderedDict()  # run id -> when, oldest first
         self.reviews: dict[str, RunRecord] = {}
 
     def running(self, owner: str) -> int:
@@ -434,13 +438,12 @@ class RunBook:
             limits=self.limits,
             loop=asyncio.get_running_loop(),
         )
-        record.on_review = lambda review: self._index(record, review)
+        record.book = self
         self.runs[record.id] = record
         return record
 
-    def _index(self, record: RunRecord, review: Review | None) -> None:
-        if review is None:
-            return
+    def index(self, record: RunRecord, review: Review) -> None:
+        """Find ``review`` by its id from now on (reviews no longer pending forgotten first)."""
         if len(self.reviews) >= self.limits.max_pending_reviews:
             # forget reviews no longer pending first; the run's own list keeps them
             for key, owner in list(self.reviews.items()):
@@ -462,20 +465,23 @@ class RunBook:
             return None
         return record, record.reviews[review_id]
 
+    def ended(self, record: RunRecord) -> None:
+        self.finished[record.id] = record.finished_at or time.time()
+
     def prune(self, room: int = 0) -> None:
         """Drop expired finished runs, and the oldest finished while over the bound (with
-        ``room`` for runs about to be added)."""
+        ``room`` for runs about to be added); the oldest finished first, so it stops at the
+        first one kept."""
         now = time.time()
         limits = self.limits
-        for key, record in list(self.runs.items()):  # oldest first
-            done = record.finished_at
-            if done is None:
-                continue
+        while self.finished:
+            run_id, done = next(iter(self.finished.items()))
             over = len(self.runs) + room > limits.max_runs
             if not over and now - done < limits.finished_run_ttl:
-                continue
-            del self.runs[key]
-            for review_id in record.reviews:
+                return
+            del self.finished[run_id]
+            record = self.runs.pop(run_id, None)
+            for review_id in record.reviews if record is not None else ():
                 self.reviews.pop(review_id, None)
 
 
