@@ -91,7 +91,9 @@ def wire_value(value: Any, depth: int = 0) -> Any:
         }
     if isinstance(value, Mapping):
         items = list(value.items())[:MAX_ITEMS]
-        return {str(k)[:200]: wire_value(redact(v, str(k)), depth + 1) for k, v in items}
+        return {
+            redact_text(str(k))[:200]: wire_value(redact(v, str(k)), depth + 1) for k, v in items
+        }
     if isinstance(value, list | tuple | set | frozenset):
         return [wire_value(v, depth + 1) for v in list(value)[:MAX_ITEMS]]
     return wire_value(repr(value)[:500])
