@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import socket
 import sys
+import threading
 import time
 
 from agentensemble import Agent, Ensemble, Task
@@ -46,12 +47,13 @@ def main() -> None:
     listener.bind(("127.0.0.1", 0))
     listener.listen(128)
     server = hardened_server(app, log_level="critical", lifespan="on")
-    import threading
-
     thread = threading.Thread(target=server.run, kwargs={"sockets": [listener]}, daemon=True)
     thread.start()
-    while not server.started:
+    deadline = time.monotonic() + 60
+    while not server.started and thread.is_alive() and time.monotonic() < deadline:
         time.sleep(0.01)
+    if not server.started:
+        raise SystemExit("the run API did not start")
     print("PORT", listener.getsockname()[1], flush=True)
     thread.join()  # until killed
 
