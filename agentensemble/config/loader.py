@@ -195,11 +195,16 @@ def review_handler(
     kind: str, url: str | None = None, secret_env: str | None = None, timeout: Any = None
 ) -> Any:
     """``console``, ``auto``, ``webhook`` (with ``url``; the secret read from ``secret_env``) or
-    ``mcp`` (the user of the MCP client calling a served ensemble; see docs/serve.md)."""
+    ``mcp`` (the user of the MCP client calling a served ensemble) or ``api`` (the caller of the
+    run API that started the run); see docs/serve.md."""
     if kind == "mcp":
         from agentensemble.serve.mcp_review import MCPReviewHandler  # no mcp import: cheap
 
         return MCPReviewHandler()
+    if kind == "api":
+        from agentensemble.serve._run_api_review import RunAPIReviewHandler  # no Starlette
+
+        return RunAPIReviewHandler()
     import agentensemble_review as review
 
     if kind == "console":
@@ -215,7 +220,7 @@ def review_handler(
             if secret is None:
                 raise ValueError(f"secret_env names {secret_env!r}, which is not set")
         return review.WebhookReviewHandler(url, secret=secret, timeout=timeout)
-    raise ValueError(f"unknown review handler {kind!r}: use console, auto, webhook or mcp")
+    raise ValueError(f"unknown review handler {kind!r}: use console, auto, webhook, mcp or api")
 
 
 __all__ = [

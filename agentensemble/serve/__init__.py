@@ -1,6 +1,7 @@
-"""Serving ensembles to callers outside the process: an MCP server and an A2A app, and remote
-A2A agents used as tools. Each part lives behind its extra (``[mcp]``, ``[a2a]``) and is loaded
-only when its name is used, so ``import agentensemble.serve`` loads neither."""
+"""Serving ensembles to callers outside the process: an MCP server, an A2A app, the run API for
+a product's front end, and remote A2A agents used as tools. Each part lives behind its extra
+(``[mcp]``, ``[a2a]``, ``[serve]``) and is loaded only when its name is used, so
+``import agentensemble.serve`` loads none of them."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ if TYPE_CHECKING:
     from agentensemble.serve.a2a_serving import TaskLimits, a2a_app
     from agentensemble.serve.mcp_review import MCPReviewHandler
     from agentensemble.serve.mcp_serving import SessionLimits, mcp_http_app, mcp_server
+    from agentensemble.serve.run_api_serving import RunAPIReviewHandler, RunLimits, run_api
 
 _WHERE = {
     "mcp_server": ("agentensemble.serve.mcp_serving", "mcp"),
@@ -23,6 +25,9 @@ _WHERE = {
     "MCPReviewHandler": ("agentensemble.serve.mcp_review", "mcp"),
     "a2a_app": ("agentensemble.serve.a2a_serving", "a2a"),
     "A2AAgent": ("agentensemble.serve.a2a_remote", "a2a"),
+    "run_api": ("agentensemble.serve.run_api_serving", "serve"),
+    "RunLimits": ("agentensemble.serve._run_api_runs", "serve"),
+    "RunAPIReviewHandler": ("agentensemble.serve._run_api_review", "serve"),
 }
 
 
@@ -44,9 +49,12 @@ __all__ = [
     "A2AAgent",
     "Limits",
     "MCPReviewHandler",
+    "RunAPIReviewHandler",
+    "RunLimits",
     "SessionLimits",
     "TaskLimits",
     "a2a_app",
     "mcp_http_app",
     "mcp_server",
+    "run_api",
 ]

@@ -55,6 +55,12 @@ def web() -> Any:
     return create_app(TOKEN, "127.0.0.1", 9)
 
 
+def runs() -> Any:
+    from agentensemble.serve import run_api
+
+    return run_api({"writer": crew}, token=TOKEN)
+
+
 @contextlib.asynccontextmanager
 async def in_process(app: Any) -> AsyncIterator[httpx.AsyncClient]:
     transport = httpx.ASGITransport(app=app)
@@ -78,6 +84,7 @@ EXAMPLES: dict[str, tuple[Callable[[], Any], str]] = {
     "mcp-http": (lambda: in_process(mcp_http()), "/mcp"),
     "web": (lambda: in_process(web()), "/api/events"),
     "review": (review, "/reviews/r-1/decision"),
+    "run-api": (lambda: in_process(runs()), "/runs"),
 }
 
 

@@ -1,0 +1,80 @@
+"""``agentensemble serve-api`` as a subprocess, driven over HTTP with ``httpx``; the crew's model is
+the local OpenAI-compatible server, and its review goes to the run's caller (``review: api``)."""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from serve_helpers import CREW, KEY, crew_file, model_env, serving
+
+from agentensemble.testing import OpenAICompatibleServer
+
+pytestmark = pytest.mark.e2e
+
+WAIT = 60.0
+TOKEN = "a-run-api-token-long-enough"
+REVIEWED = CREW + "review:\n  policy: after_last_task\n  handler: api\n"
+
+
+@pytest.fixture
+def model_server() -> Any:
+    with OpenAICompatibleServer() as server:
+        yield server
+
+
+def state(http: httpx.Client, run_id: str, *wanted: str) -> dict[str, Any]:
+    deadline = time.monotonic() + WAIT
+    while time.monotonic() < deadline:
+        view: dict[str, Any] = http.get(f"/runs/{run_id}").json()
+        if view["state"] in wanted:
+            return view
+        time.sleep(0.05)
+    raise AssertionError(f"never {wanted}: {view}")
+
+
+def test_serve_api_runs_a_crew_file_and_its_caller_reviews_it(
+    model_server: Any, tmp_path: Path
+) -> None:
+    model_server.push_text("Facts about tides.")
+    model_server.push_text("Tides, explained.")
+    env = model_env(model_server.base_url, AGENTENSEMBLE_SERVE_TOKEN=TOKEN)
+    path = crew_file(tmp_path, REVIEWED)
+    with (
+        serving(["serve-api", str(path)], env) as base,
+        httpx.Client(
+            base_url=base, headers={"Authorization": f"Bearer {TOKEN}"}, timeout=WAIT
+        ) as http,
+    ):
+        assert httpx.get(f"{base}/openapi.json").status_code == 401
+        answer = http.post("/runs", json={"ensemble": "writer", "inputs": {"topic": "tides"}})
+        assert answer.status_code == 202, answer.text
+        run_id = answer.json()["run_id"]
+        state(http, run_id, "waiting_review")
+        review = http.get(f"/runs/{run_id}/reviews").json()["reviews"][0]
+        assert review["request"]["output"] == "Tides, explained."
+        http.post(f"/reviews/{review['review_id']}", json={"decision": "approve"})
+        view = state(http, run_id, "succeeded")
+    assert view["outputs"]["raw"] == "Tides, explained."
+    assert KEY not in json.dumps(view)
+    assert "Research tides." in str(model_server.requests[0]["messages"])
+
+
+def test_serve_api_refuses_a_public_address_without_a_token(tmp_path: Path) -> None:
+    import subprocess
+
+    from serve_helpers import AGENTENSEMBLE
+
+    done = subprocess.run(
+        [*AGENTENSEMBLE, "serve-api", str(crew_file(tmp_path)), "--host", "192.0.2.1"],
+        capture_output=True,
+        text=True,
+        timeout=WAIT,
+        env=model_env("http://127.0.0.1:9"),
+    )
+    assert done.returncode == 2
+    assert "AGENTENSEMBLE_SERVE_TOKEN" in done.stderr
