@@ -191,12 +191,17 @@ def _review(doc: Located, value: Any) -> dict[str, Any]:
 def review_handler(
     kind: str, url: str | None = None, secret_env: str | None = None, timeout: Any = None
 ) -> Any:
-    """``console``, ``auto``, ``webhook`` (with ``url``; the secret read from ``secret_env``) or
-    ``mcp`` (the user of the MCP client calling a served ensemble; see docs/serve.md)."""
+    """``console``, ``auto``, ``webhook`` (with ``url``; the secret read from ``secret_env``),
+    ``mcp`` (the user of the MCP client calling a served ensemble) or ``ag-ui`` (the front end
+    of a served AG-UI run); see docs/serve.md."""
     if kind == "mcp":
         from agentensemble.serve.mcp_review import MCPReviewHandler  # no mcp import: cheap
 
         return MCPReviewHandler()
+    if kind == "ag-ui":
+        from agentensemble.serve._ag_ui_review import AGUIReviewHandler  # no ag_ui import
+
+        return AGUIReviewHandler()
     import agentensemble_review as review
 
     if kind == "console":
@@ -212,7 +217,9 @@ def review_handler(
             if secret is None:
                 raise ValueError(f"secret_env names {secret_env!r}, which is not set")
         return review.WebhookReviewHandler(url, secret=secret, timeout=timeout)
-    raise ValueError(f"unknown review handler {kind!r}: use console, auto, webhook or mcp")
+    raise ValueError(
+        f"unknown review handler {kind!r}: use console, auto, webhook, mcp or ag-ui"
+    )
 
 
 __all__ = [

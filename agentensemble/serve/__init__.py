@@ -1,6 +1,7 @@
-"""Serving ensembles to callers outside the process: an MCP server and an A2A app, and remote
-A2A agents used as tools. Each part lives behind its extra (``[mcp]``, ``[a2a]``) and is loaded
-only when its name is used, so ``import agentensemble.serve`` loads neither."""
+"""Serving ensembles to callers outside the process: an MCP server, an A2A app and an AG-UI app,
+and remote A2A agents used as tools. Each part lives behind its extra (``[mcp]``, ``[a2a]``,
+``[ag-ui]``) and is loaded only when its name is used, so ``import agentensemble.serve`` loads
+none."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ if TYPE_CHECKING:
     from agentensemble.serve._hardened import Limits
     from agentensemble.serve.a2a_remote import A2AAgent
     from agentensemble.serve.a2a_serving import TaskLimits, a2a_app
+    from agentensemble.serve.ag_ui import AGUIReviewHandler, AGUIRunLimits, ag_ui_app
     from agentensemble.serve.mcp_review import MCPReviewHandler
     from agentensemble.serve.mcp_serving import SessionLimits, mcp_http_app, mcp_server
 
@@ -23,6 +25,9 @@ _WHERE = {
     "MCPReviewHandler": ("agentensemble.serve.mcp_review", "mcp"),
     "a2a_app": ("agentensemble.serve.a2a_serving", "a2a"),
     "A2AAgent": ("agentensemble.serve.a2a_remote", "a2a"),
+    "ag_ui_app": ("agentensemble.serve.ag_ui", "ag-ui"),
+    "AGUIRunLimits": ("agentensemble.serve.ag_ui", "ag-ui"),
+    "AGUIReviewHandler": ("agentensemble.serve._ag_ui_review", "ag-ui"),  # cheap: no ag_ui
 }
 
 
@@ -42,11 +47,14 @@ def __getattr__(name: str) -> Any:
 
 __all__ = [
     "A2AAgent",
+    "AGUIReviewHandler",
+    "AGUIRunLimits",
     "Limits",
     "MCPReviewHandler",
     "SessionLimits",
     "TaskLimits",
     "a2a_app",
+    "ag_ui_app",
     "mcp_http_app",
     "mcp_server",
 ]
