@@ -29,6 +29,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "agentensemble.cli.serve_mcp_command",
     "agentensemble.cli.serve_a2a_command",
     "agentensemble.cli.memory_command",
+    "agentensemble.cli.serve_ag_ui_command",
 )
 
 

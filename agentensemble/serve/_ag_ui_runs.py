@@ -23,9 +23,16 @@ from agentensemble.events import EnsembleEvent, ToolCallCompleted, ToolCallStart
 from agentensemble.logging import get_logger
 from agentensemble.serve._ag_ui_events import RunState
 from agentensemble.serve._ag_ui_review import PendingReview, ServedRun, current_run
+from agentensemble.tools.decorator import tool_definition
 from agentensemble.workflows.prepare import team_and_task_agents
 from agentensemble.workflows.step import leaf_tasks
 
+#: The schema of a tool with no schema of its own: one string parameter, ``input``.
+INPUT_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {"input": {"type": "string"}},
+    "required": ["input"],
+}
 #: The most interrupt ids remembered after they closed (to say why a late answer is refused).
 MAX_CLOSED = 1_000
 
@@ -161,23 +168,24 @@ class HeldRun(ServedRun):
         return None
 
     def _tool_schema(self, tool_name: str | None) -> dict[str, Any] | None:
-        """The tool's argument schema, when the tool is one of the crew's own objects."""
+        """The tool's argument schema, when the tool is one of the crew's own objects (a
+        ``@tool`` function or an ``AgentTool``; an MCP server's tools are listed only as a run
+        starts: their edits are checked when the tool runs)."""
         if not tool_name or self.ensemble is None:
             return None
         tools = [tool for task in leaf_tasks(self.ensemble.tasks) for tool in task.tools or ()]
         tools += [tool for agent in team_and_task_agents(self.ensemble) for tool in agent.tools]
         for tool in tools:
+            definition = tool_definition(tool)
+            if definition is not None:
+                if definition.name == tool_name:
+                    return dict(definition.schema.parameters)
+                continue
             if getattr(tool, "name", None) == tool_name and callable(
                 getattr(tool, "parameters_schema", None)
             ):
                 schema = tool.parameters_schema()
-                if schema is None:  # the single string parameter ``input``
-                    return {
-                        "type": "object",
-                        "properties": {"input": {"type": "string"}},
-                        "required": ["input"],
-                    }
-                return dict(schema)
+                return dict(schema) if schema is not None else INPUT_SCHEMA
         return None
 
 

@@ -119,7 +119,7 @@ class _Stream:
         while True:
             if not queue.empty():
                 return queue.get_nowait()
-            getting: asyncio.Future[Any] = asyncio.ensure_future(queue.get())
+            getting: asyncio.Future[tuple[str, Any]] = asyncio.ensure_future(queue.get())
             done, _ = await asyncio.wait(
                 {getting, gone},
                 timeout=self.run.limits.keepalive_seconds,
