@@ -47,7 +47,7 @@ def run(args: argparse.Namespace) -> int:
             allowed_hosts=args.allow_host,
             max_body_bytes=args.max_body,
         )
-        serve_app(app, args, port, bound, f"AG-UI agent (POST {bound}/)")
+        serve_app(app, args, port, bound, "AG-UI agent (POST a RunAgentInput to /)")
     except (UsageError, ConfigurationError) as error:
         return usage_failure(args, error)
     return EXIT_OK
