@@ -11,7 +11,8 @@ ends at an interrupt closes every open message and step first (the AG-UI client 
 
 Every text leaving here passes the redaction policy. Model text is redacted word by word (the
 last, unfinished word is held back until the next delta), so a key or a registered secret is
-caught whole; a pattern spanning words is caught in the task's output in the state.
+caught whole (up to ``MAX_HELD_CHARS``); a pattern spanning words is caught in the task's output
+in the state.
 """
 
 from __future__ import annotations
@@ -33,6 +34,8 @@ from agentensemble.events import (
 )
 from agentensemble.logging import redact, redact_text
 
+#: The most model text held back waiting for a word's end (a text without spaces streams on).
+MAX_HELD_CHARS = 256
 #: The longest text of a task output, tool argument or tool result sent (characters).
 MAX_SHOWN_CHARS = 8_000
 _CUT = " ... (truncated)"
@@ -227,6 +230,8 @@ class Translator:
         text = held + event.text
         cut = max(text.rfind(" "), text.rfind("\n"))
         ready, held = (text[: cut + 1], text[cut + 1 :]) if cut >= 0 else ("", text)
+        if len(held) > MAX_HELD_CHARS:
+            ready, held = ready + held, ""
         self._messages[event.call_id] = (message_id, held)
         if ready:
             events.append(

@@ -52,6 +52,8 @@ from agentensemble.serve._shape import (
 )
 
 SURFACE = declare_surface("ag-ui", "an ensemble as an AG-UI agent (ag_ui_app, serve-ag-ui)")
+#: The most AG-UI events sent in one write (the items queued while the last write went out).
+MAX_BATCH = 512
 _HEADERS = [
     (b"content-type", b"text/event-stream; charset=utf-8"),
     (b"cache-control", b"no-cache"),
@@ -94,12 +96,17 @@ class _Stream:
                 ]
             )
             if run.pending:  # a resume that left interrupts open: ask again at once
-                finished = await self._interrupted()
+                await self.emit(self._interrupted())
+                finished = True
             while not finished:
                 item = await self._next(gone)
                 if item is None:
                     return  # the client went away: ``finally`` cancels the run
-                finished = await self._handle(*item)
+                events, finished = self._handle(*item)
+                while not finished and not run.queue.empty() and len(events) < MAX_BATCH:
+                    more, finished = self._handle(*run.queue.get_nowait())
+                    events += more
+                await self.emit(events)  # what queued up meanwhile goes out in one write
         except OSError:  # the client went away while we wrote
             pass
         finally:
@@ -132,38 +139,34 @@ class _Stream:
                 return None
             await self._write(b": keep-alive\n\n")
 
-    async def _handle(self, kind: str, value: Any) -> bool:
-        """Send what one queued item means; True when the stream is over."""
+    def _handle(self, kind: str, value: Any) -> tuple[list[Any], bool]:
+        """The AG-UI events one queued item means, and whether the stream is over."""
         if kind == "event":
-            await self.emit(self.translator.translate(value))
-            return False
+            return self.translator.translate(value), False
         if kind == "interrupt":
             if value.id not in self.run.pending:
-                return False  # answered (or timed out) before this stream reached it
-            return await self._interrupted()
+                return [], False  # answered (or timed out) before this stream reached it
+            return self._interrupted(), True
         state = self.run.state
         closing = self.translator.close_all()
         if kind == "done":
             why = stopped(value)
             if why is not None:
                 ops = state.set_status("stopped")
-                await self.emit([*closing, *self.translator.delta(ops), _error(why, "run_stopped")])
-                return True
+                return [*closing, *self.translator.delta(ops), _error(why, "run_stopped")], True
             ops = state.set_status("completed")
             finished = ag.RunFinishedEvent(
                 thread_id=self.given.thread_id,
                 run_id=self.given.run_id,
                 result=_result(self.run.ensemble, value),
             )
-            await self.emit([*closing, *self.translator.delta(ops), finished])
-            return True
+            return [*closing, *self.translator.delta(ops), finished], True
         ops = state.set_status("failed")
         code = "cancelled" if isinstance(value, asyncio.CancelledError) else type(value).__name__
-        await self.emit([*closing, *self.translator.delta(ops), _error(error_text(value), code)])
-        return True
+        return [*closing, *self.translator.delta(ops), _error(error_text(value), code)], True
 
-    async def _interrupted(self) -> bool:
-        """End the stream at the run's open reviews: ``RUN_FINISHED`` with an interrupt."""
+    def _interrupted(self) -> list[Any]:
+        """The end of the stream at the run's open reviews: ``RUN_FINISHED``, interrupts."""
         run = self.run
         known = {review["id"] for review in run.state.reviews}
         ops: list[Any] = []
@@ -174,16 +177,13 @@ class _Stream:
         outcome = ag.RunFinishedInterruptOutcome(
             interrupts=[pending.interrupt(ag) for pending in run.pending.values()]
         )
-        await self.emit(
-            [
-                *self.translator.close_all(),
-                *self.translator.delta(ops),
-                ag.RunFinishedEvent(
-                    thread_id=self.given.thread_id, run_id=self.given.run_id, outcome=outcome
-                ),
-            ]
-        )
-        return True
+        return [
+            *self.translator.close_all(),
+            *self.translator.delta(ops),
+            ag.RunFinishedEvent(
+                thread_id=self.given.thread_id, run_id=self.given.run_id, outcome=outcome
+            ),
+        ]
 
 
 def _error(message: str, code: str) -> Any:
