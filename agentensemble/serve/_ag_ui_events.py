@@ -21,6 +21,7 @@ import uuid
 from collections.abc import Callable
 from typing import Any
 
+from agentensemble import events as _events
 from agentensemble.events import (
     LLMCallCompleted,
     LLMCallFailed,
@@ -34,6 +35,7 @@ from agentensemble.events import (
 )
 from agentensemble.logging import redact, redact_text
 
+_PARTIAL_OUTPUT: type[Any] | None = getattr(_events, "PartialOutput", None)
 #: The most model text held back waiting for a word's end (a text without spaces streams on).
 MAX_HELD_CHARS = 256
 #: The longest text of a task output, tool argument or tool result sent (characters).
@@ -148,22 +150,17 @@ class Translator:
             ToolCallStarted: self._tool_started,
             ToolCallCompleted: self._tool_completed,
         }
+        if _PARTIAL_OUTPUT is not None:  # events.py's typed-output-as-it-forms event
+            self._handlers[_PARTIAL_OUTPUT] = self._partial
 
     def translate(self, event: Any) -> list[Any]:
         handler = self._handlers.get(type(event))
-        if handler is not None:
-            return handler(event)
-        if type(event).__name__ == "PartialOutput":  # typed output as it forms (events.py)
-            return [
-                self.ag.CustomEvent(
-                    name="agentensemble.partial_output",
-                    value={
-                        "taskName": getattr(event, "task_name", None),
-                        "partial": redact(_jsonable(getattr(event, "partial", None))),
-                    },
-                )
-            ]
-        return []
+        return handler(event) if handler is not None else []
+
+    def _partial(self, event: Any) -> list[Any]:
+        """Typed output as it forms (``PartialOutput``): a ``CUSTOM`` event."""
+        value = {"taskName": event.task_name, "partial": redact(_jsonable(event.partial))}
+        return [self.ag.CustomEvent(name="agentensemble.partial_output", value=value)]
 
     def delta(self, ops: list[dict[str, Any]]) -> list[Any]:
         return [self.ag.StateDeltaEvent(delta=ops)] if ops else []

@@ -272,3 +272,41 @@ def test_ag_ui_is_loaded_only_when_the_app_is_used(code: str, loaded: list[str])
         [sys.executable, "-c", probe], capture_output=True, text=True, timeout=60, check=True
     )
     assert eval(done.stdout.strip()) == loaded
+
+
+def test_a_typed_last_task_finishes_with_its_value() -> None:
+    from pydantic import BaseModel
+
+    class Facts(BaseModel):
+        topic: str
+        count: int
+
+    model = ScriptedChatModel(['{"topic": "owls", "count": 3}'])
+    agent = Agent(role="Writer", goal="Write", llm=model)
+    task = Task(description="Facts on {topic}", expected_output="x", agent=agent, output_type=Facts)
+    with served(Ensemble(tasks=[task])) as url:
+        answer = post(url, run_input(messages=[user("owls")]))
+    assert answer.last.result == {"topic": "owls", "count": 3}
+
+
+def test_typed_output_as_it_forms_is_forwarded_as_custom_events() -> None:
+    from pydantic import BaseModel
+
+    from agentensemble import events
+
+    if not hasattr(events, "PartialOutput"):
+        pytest.skip("PartialOutput (typed output as it forms) is not in this tree yet")
+
+    class Facts(BaseModel):
+        topic: str
+        count: int
+
+    model = ScriptedChatModel(['{"topic": "owls", "count": 3}'])
+    agent = Agent(role="Writer", goal="Write", llm=model)
+    task = Task(description="Facts on {topic}", expected_output="x", agent=agent, output_type=Facts)
+    with served(Ensemble(tasks=[task])) as url:
+        answer = post(url, run_input(messages=[user("owls")]))
+    partials = [e for e in answer.of("CUSTOM") if e.name == "agentensemble.partial_output"]
+    assert partials, answer.types
+    assert partials[-1].value["partial"] == {"topic": "owls", "count": 3}
+    assert answer.last.result == {"topic": "owls", "count": 3}
