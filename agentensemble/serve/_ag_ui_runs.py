@@ -23,6 +23,7 @@ from agentensemble.events import EnsembleEvent, ToolCallCompleted, ToolCallStart
 from agentensemble.logging import get_logger
 from agentensemble.serve._ag_ui_events import RunState
 from agentensemble.serve._ag_ui_review import PendingReview, ServedRun, current_run
+from agentensemble.serve._durable_serving import run_durably
 from agentensemble.tools.decorator import tool_definition
 from agentensemble.workflows.prepare import team_and_task_agents
 from agentensemble.workflows.step import leaf_tasks
@@ -77,15 +78,33 @@ class HeldRun(ServedRun):
 
     # -- the run
 
-    def start(self, ensemble: Any, inputs: dict[str, Any], session: str | None, runs: Runs) -> None:
+    def start(
+        self,
+        ensemble: Any,
+        inputs: dict[str, Any],
+        session: str | None,
+        runs: Runs,
+        durable: tuple[Any, str] | None = None,
+    ) -> None:
+        """Start the run: in this process, or as a durable run of ``durable`` (a launched
+        runtime and the name the ensemble is registered under)."""
         self.ensemble = ensemble
-        self.task = asyncio.ensure_future(self._main(ensemble, inputs, session))
+        self.task = asyncio.ensure_future(self._main(ensemble, inputs, session, durable))
         self.task.add_done_callback(lambda _: runs.forget(self))
 
-    async def _main(self, ensemble: Any, inputs: dict[str, Any], session: str | None) -> None:
+    async def _main(
+        self,
+        ensemble: Any,
+        inputs: dict[str, Any],
+        session: str | None,
+        durable: tuple[Any, str] | None,
+    ) -> None:
         current_run.set(self)  # this task's own context: the review handler reads it
         try:
-            output = await execute(ensemble, inputs, [self], stream=True, session=session)
+            if durable is not None:
+                output = await run_durably(durable[0], durable[1], inputs, self)
+            else:
+                output = await execute(ensemble, inputs, [self], stream=True, session=session)
         except Exception as error:
             self._put(("error", error))
         except asyncio.CancelledError:

@@ -33,11 +33,13 @@ from ag_ui.encoder import EventEncoder
 
 from agentensemble._run import check_setup
 from agentensemble.ensemble import Ensemble
+from agentensemble.errors import ConfigurationError
 from agentensemble.logging import redact, redact_text
 from agentensemble.serve._ag_ui_events import Translator
 from agentensemble.serve._ag_ui_inputs import run_input, run_inputs
 from agentensemble.serve._ag_ui_review import AGUIReviewHandler, decision
 from agentensemble.serve._ag_ui_runs import AGUIRunLimits, HeldRun, Refused, Runs
+from agentensemble.serve._durable_serving import check_registered
 from agentensemble.serve._hardened import PARSED, Hardened, Limits, declare_surface
 from agentensemble.serve._http_guard import Receive, Scope, Send, allowed_host_names, refuse
 from agentensemble.serve._sessions import caller_session, takes_session
@@ -199,12 +201,18 @@ class _AGUIApp:
     """The ASGI app inside ``Hardened``: ``POST /`` only."""
 
     def __init__(
-        self, source: EnsembleSource, kinds: Mapping[str, str], sessions: bool, runs: Runs
+        self,
+        source: EnsembleSource,
+        kinds: Mapping[str, str],
+        sessions: bool,
+        runs: Runs,
+        durable: tuple[Any, str] | None,
     ) -> None:
         self.source = source
         self.kinds = kinds
         self.sessions = sessions
         self.runs = runs
+        self.durable = durable
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "lifespan":
@@ -243,7 +251,7 @@ class _AGUIApp:
         except Exception as error:
             raise Refused(500, f"the ensemble could not be built: {error_text(error)}") from None
         run = self.runs.new(caller, given.thread_id)
-        run.start(ensemble, inputs, session, self.runs)
+        run.start(ensemble, inputs, session, self.runs, self.durable)
         return run
 
     def _resume(self, caller: str, given: Any) -> tuple[HeldRun, list[Any]]:
@@ -286,6 +294,8 @@ def ag_ui_app(
     max_body_bytes: int | None = None,
     limits: Limits | None = None,
     run_limits: AGUIRunLimits | None = None,
+    durable: Any = None,
+    name: str = "",
 ) -> Any:
     """An ASGI app serving ``ensemble`` (or a factory, called per run) as an AG-UI agent at
     ``POST /`` (see the module docstring).
@@ -295,15 +305,28 @@ def ag_ui_app(
     request needs ``Authorization: Bearer <token>``; ``token`` may map callers' names to their
     tokens (each caller then resumes only its own runs). ``limits`` bounds requests and
     connections, ``run_limits`` the runs held.
+
+    ``durable``: a launched ``DurableRuntime`` in which the ensemble is registered under
+    ``name``; each run is then a durable run of it (docs/durable.md). Its reviews wait in the
+    durable run, not in this server, so ``review: ag-ui`` is refused there: use a durable
+    review channel (a webhook, the web console).
     """
     template = ensemble_of(ensemble)
     check_setup(template)  # a refused setup fails now, not at the first run
+    if durable is not None:
+        if isinstance(template.review_handler, AGUIReviewHandler):
+            raise ConfigurationError(
+                "review: ag-ui cannot answer a durable run's reviews (they wait in the durable "
+                "run, not in this server): use a webhook or the web console reviewer"
+            )
+        check_registered(durable, [name])
     kinds = input_kinds(template)
     bounds = limits or Limits()
     if max_body_bytes is not None:
         bounds = replace(bounds, max_body_bytes=max_body_bytes)
     runs = Runs(run_limits or AGUIRunLimits())
-    app = _AGUIApp(ensemble, kinds, takes_session(template, kinds, None), runs)
+    sessions = takes_session(template, kinds, durable)
+    app = _AGUIApp(ensemble, kinds, sessions, runs, None if durable is None else (durable, name))
     return Hardened(
         app,
         surface=SURFACE,
