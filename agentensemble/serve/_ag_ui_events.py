@@ -64,6 +64,7 @@ class RunState:
         self.reviews: list[dict[str, Any]] = []
         self.done = 0
         self.total = 0
+        self.streamed: set[int] = set()  # task indices whose model text streamed (any stream)
 
     def snapshot(self) -> dict[str, Any]:
         return {
@@ -138,7 +139,6 @@ class Translator:
         self._messages: dict[str, tuple[str, str]] = {}  # model call id -> (message id, held)
         self._steps: dict[int, list[tuple[str, int]]] = {}  # task index -> (step, position)
         self._active_steps: set[str] = set()
-        self._streamed: set[int] = set()  # task indices whose model text was streamed
         self._handlers: dict[type[Any], Callable[[Any], list[Any]]] = {
             TaskStarted: self._task_started,
             TaskCompleted: self._task_completed,
@@ -194,7 +194,7 @@ class Translator:
     def _task_completed(self, event: TaskCompleted) -> list[Any]:
         events: list[Any] = []
         text = bounded(event.output.raw)
-        if event.task_index not in self._streamed and text:  # the model did not stream it
+        if event.task_index not in self.state.streamed and text:  # the model did not stream it
             message_id = str(uuid.uuid4())
             events += [
                 self.ag.TextMessageStartEvent(message_id=message_id, role="assistant"),
@@ -217,7 +217,7 @@ class Translator:
 
     def _token(self, event: TokenDelta) -> list[Any]:
         if event.task_index is not None:
-            self._streamed.add(event.task_index)
+            self.state.streamed.add(event.task_index)
         events: list[Any] = []
         opened = self._messages.get(event.call_id)
         if opened is None:

@@ -174,8 +174,10 @@ def test_a_task_review_is_an_interrupt_and_an_edit_replaces_the_output() -> None
         assert interrupt.reason == "task_review" and interrupt.tool_call_id is None
         assert interrupt.message.startswith("Publish this?") and "A draft." in interrupt.message
         second = resume(url, interrupt, {"approved": True, "editedOutput": "A better draft."})
+    assert first.text == "A draft."  # streamed as the model wrote it, before the review
     assert second.last.result == "A better draft."
     assert second.state["tasks"][0]["output"] == "A better draft."
+    assert second.text == ""  # not streamed a second time after the resume
 
 
 def test_a_rejected_task_review_stops_the_run_and_returns_nothing() -> None:
