@@ -217,9 +217,7 @@ def review_handler(
             if secret is None:
                 raise ValueError(f"secret_env names {secret_env!r}, which is not set")
         return review.WebhookReviewHandler(url, secret=secret, timeout=timeout)
-    raise ValueError(
-        f"unknown review handler {kind!r}: use console, auto, webhook, mcp or ag-ui"
-    )
+    raise ValueError(f"unknown review handler {kind!r}: use console, auto, webhook, mcp or ag-ui")
 
 
 __all__ = [
