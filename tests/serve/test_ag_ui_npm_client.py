@@ -67,16 +67,35 @@ def drive(url: str, payload: dict[str, Any]) -> dict[str, Any]:
     return summary
 
 
-def test_the_npm_client_runs_to_an_interrupt_and_resumes_with_an_edit() -> None:
+ANSWERS = [
+    # (what, the resume payload, what the tool returned to the model, the review's status)
+    (
+        "edit",
+        {"approved": True, "editedArgs": {"to": "bob@example.com", "body": "hi"}},
+        "sent to bob@example.com: hi",
+        "edited",
+    ),
+    ("approve", {"approved": True}, "sent to ann@example.com: hello", "approved"),
+    (
+        "reject",
+        {"approved": False, "reason": "not now"},
+        "Error: Rejected by reviewer: not now",
+        "rejected",
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("what", "payload", "seen", "status"), ANSWERS, ids=[a[0] for a in ANSWERS]
+)
+def test_the_npm_client_runs_to_an_interrupt_and_resumes_with_its_answer(
+    what: str, payload: dict[str, Any], seen: str, status: str
+) -> None:
     model = ScriptedChatModel(
-        [
-            tool_call("send_mail", {"to": "ann@example.com", "body": "hello"}),
-            "Mail sent to Bob.",
-        ]
+        [tool_call("send_mail", {"to": "ann@example.com", "body": "hello"}), "Mail handled."]
     )
-    edit = {"approved": True, "editedArgs": {"to": "bob@example.com", "body": "hi"}}
     with served(lambda: mail_crew(model=model), token=TOKEN) as url:
-        summary = drive(url, edit)
+        summary = drive(url, payload)
     first, second = summary["first"], summary["second"]
     assert first["types"][0] == "RUN_STARTED" and first["types"][-1] == "RUN_FINISHED"
     assert "TOOL_CALL_START" in first["types"] and "STEP_STARTED" in first["types"]
@@ -84,16 +103,14 @@ def test_the_npm_client_runs_to_an_interrupt_and_resumes_with_an_edit() -> None:
     [interrupt] = summary["interrupts"]
     assert interrupt["reason"] == "tool_approval" and interrupt["toolCallId"]
     assert second["errors"] == []
-    assert second["finished"] == [{"outcome": "success", "result": "Mail sent to Bob."}]
+    assert second["finished"] == [{"outcome": "success", "result": "Mail handled."}]
     assert "TOOL_CALL_RESULT" in second["types"] and "TEXT_MESSAGE_CONTENT" in second["types"]
     assert summary["pendingAfter"] == 0
     # the client applied our snapshot and JSON patches itself
     assert summary["state"]["status"] == "completed"
-    assert summary["state"]["reviews"][0]["status"] == "edited"
+    assert summary["state"]["reviews"][0]["status"] == status
     assert summary["state"]["reviews"][0]["decidedBy"] == "token"
     roles = [message["role"] for message in summary["messages"]]
     assert roles[0] == "user" and "tool" in roles and roles[-1] == "assistant"
-    assert summary["messages"][-1]["content"] == "Mail sent to Bob."
-    assert [r for request in model.requests for r in request.tool_results] == [
-        "sent to bob@example.com: hi"
-    ]
+    assert summary["messages"][-1]["content"] == "Mail handled."
+    assert [r for request in model.requests for r in request.tool_results] == [seen]
