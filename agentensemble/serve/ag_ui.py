@@ -260,14 +260,15 @@ class _AGUIApp:
         decisions: dict[str, Any] = {}
         for entry in given.resume:
             interrupt_id = entry.interrupt_id
+            named = repr(interrupt_id[:100])  # a client's id: echoed bounded
             if interrupt_id in decisions:
-                raise BadArguments(f"resume answers interrupt {interrupt_id!r} twice")
+                raise BadArguments(f"resume answers interrupt {named} twice")
             pending = run.pending.get(interrupt_id)
             if pending is None:
                 why = run.closed.get(interrupt_id)
                 if why is not None:
-                    raise Refused(410, f"interrupt {interrupt_id!r} is closed: {why}")
-                raise BadArguments(f"no open interrupt {interrupt_id!r} in this thread's run")
+                    raise Refused(410, f"interrupt {named} is closed: {why}")
+                raise BadArguments(f"no open interrupt {named} in this thread's run")
             decisions[interrupt_id] = decision(pending, entry, caller or "local")
         ops = run.decide(decisions)
         ops += run.state.set_status("running")
