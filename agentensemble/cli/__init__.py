@@ -30,6 +30,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "agentensemble.cli.serve_a2a_command",
     "agentensemble.cli.memory_command",
     "agentensemble.cli.serve_api_command",
+    "agentensemble.cli.serve_ag_ui_command",
 )
 
 

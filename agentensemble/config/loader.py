@@ -194,9 +194,10 @@ def _review(doc: Located, value: Any) -> dict[str, Any]:
 def review_handler(
     kind: str, url: str | None = None, secret_env: str | None = None, timeout: Any = None
 ) -> Any:
-    """``console``, ``auto``, ``webhook`` (with ``url``; the secret read from ``secret_env``) or
-    ``mcp`` (the user of the MCP client calling a served ensemble) or ``api`` (the caller of the
-    run API that started the run); see docs/serve.md."""
+    """``console``, ``auto``, ``webhook`` (with ``url``; the secret read from ``secret_env``),
+    ``mcp`` (the user of the MCP client calling a served ensemble), ``api`` (the caller of the
+    run API that started the run) or ``ag-ui`` (the front end of a served AG-UI run); see
+    docs/serve.md."""
     if kind == "mcp":
         from agentensemble.serve.mcp_review import MCPReviewHandler  # no mcp import: cheap
 
@@ -205,6 +206,10 @@ def review_handler(
         from agentensemble.serve._run_api_review import RunAPIReviewHandler  # no Starlette
 
         return RunAPIReviewHandler()
+    if kind == "ag-ui":
+        from agentensemble.serve._ag_ui_review import AGUIReviewHandler  # no ag_ui import
+
+        return AGUIReviewHandler()
     import agentensemble_review as review
 
     if kind == "console":
@@ -220,7 +225,9 @@ def review_handler(
             if secret is None:
                 raise ValueError(f"secret_env names {secret_env!r}, which is not set")
         return review.WebhookReviewHandler(url, secret=secret, timeout=timeout)
-    raise ValueError(f"unknown review handler {kind!r}: use console, auto, webhook, mcp or api")
+    raise ValueError(
+        f"unknown review handler {kind!r}: use console, auto, webhook, mcp, api or ag-ui"
+    )
 
 
 __all__ = [

@@ -1,7 +1,7 @@
-"""Serving ensembles to callers outside the process: an MCP server, an A2A app, the run API for
-a product's front end, and remote A2A agents used as tools. Each part lives behind its extra
-(``[mcp]``, ``[a2a]``, ``[serve]``) and is loaded only when its name is used, so
-``import agentensemble.serve`` loads none of them."""
+"""Serving ensembles to callers outside the process: an MCP server, an A2A app, the run API and
+an AG-UI app for a product's front end, and remote A2A agents used as tools. Each part lives
+behind its extra (``[mcp]``, ``[a2a]``, ``[serve]``, ``[ag-ui]``) and is loaded only when its name
+is used, so ``import agentensemble.serve`` loads none of them."""
 
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ if TYPE_CHECKING:
     from agentensemble.serve._hardened import Limits
     from agentensemble.serve.a2a_remote import A2AAgent
     from agentensemble.serve.a2a_serving import TaskLimits, a2a_app
+    from agentensemble.serve.ag_ui import AGUIReviewHandler, AGUIRunLimits, ag_ui_app
     from agentensemble.serve.mcp_review import MCPReviewHandler
     from agentensemble.serve.mcp_serving import SessionLimits, mcp_http_app, mcp_server
     from agentensemble.serve.run_api_serving import RunAPIReviewHandler, RunLimits, run_api
@@ -28,6 +29,9 @@ _WHERE = {
     "run_api": ("agentensemble.serve.run_api_serving", "serve"),
     "RunLimits": ("agentensemble.serve._run_api_runs", "serve"),
     "RunAPIReviewHandler": ("agentensemble.serve._run_api_review", "serve"),
+    "ag_ui_app": ("agentensemble.serve.ag_ui", "ag-ui"),
+    "AGUIRunLimits": ("agentensemble.serve.ag_ui", "ag-ui"),
+    "AGUIReviewHandler": ("agentensemble.serve._ag_ui_review", "ag-ui"),  # cheap: no ag_ui
 }
 
 
@@ -47,6 +51,8 @@ def __getattr__(name: str) -> Any:
 
 __all__ = [
     "A2AAgent",
+    "AGUIReviewHandler",
+    "AGUIRunLimits",
     "Limits",
     "MCPReviewHandler",
     "RunAPIReviewHandler",
@@ -54,6 +60,7 @@ __all__ = [
     "SessionLimits",
     "TaskLimits",
     "a2a_app",
+    "ag_ui_app",
     "mcp_http_app",
     "mcp_server",
     "run_api",

@@ -1,5 +1,6 @@
-"""A served call (MCP tool call or A2A task) as a durable run of a ``DurableRuntime``: it
-survives a crash of the server and resumes on recovery; a cancelled call cancels the run."""
+"""A served call (MCP tool call, A2A task or AG-UI run) as a durable run of a
+``DurableRuntime``: it survives a crash of the server and resumes on recovery; a cancelled call
+cancels the run."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from agentensemble.errors import ConfigurationError
-from agentensemble.events import EnsembleCompleted
+from agentensemble.events import EnsembleCompleted, EnsembleListener
 from agentensemble.serve._progress import ProgressPump
 
 
@@ -27,7 +28,9 @@ def check_registered(runtime: Any, names: Iterable[str]) -> None:
             ) from error
 
 
-async def run_durably(runtime: Any, name: str, inputs: dict[str, Any], pump: ProgressPump) -> Any:
+async def run_durably(
+    runtime: Any, name: str, inputs: dict[str, Any], pump: ProgressPump | EnsembleListener
+) -> Any:
     """The run as a durable run of ``runtime`` (registered as ``name``), under a fresh run id
     (never one a caller chose: it could name another caller's run)."""
     run_id = str(uuid.uuid4())

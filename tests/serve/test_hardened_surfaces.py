@@ -49,6 +49,12 @@ def mcp_http() -> Any:
     return mcp_http_app(mcp_server({"writer": crew}), port=9, token=TOKEN)
 
 
+def ag_ui() -> Any:
+    from agentensemble.serve import ag_ui_app
+
+    return ag_ui_app(crew, port=9, token=TOKEN)
+
+
 def web() -> Any:
     from agentensemble_web.app import create_app
 
@@ -85,6 +91,7 @@ EXAMPLES: dict[str, tuple[Callable[[], Any], str]] = {
     "web": (lambda: in_process(web()), "/api/events"),
     "review": (review, "/reviews/r-1/decision"),
     "run-api": (lambda: in_process(runs()), "/runs"),
+    "ag-ui": (lambda: in_process(ag_ui()), "/"),
 }
 
 

@@ -1,0 +1,63 @@
+"""``agentensemble serve-ag-ui crew.yaml --port N``: the crew file as an AG-UI agent (``POST /``
+takes a ``RunAgentInput`` and streams AG-UI events). Needs the extra
+``agentensemble-py[ag-ui]``. A crew with ``review: {handler: ag-ui}`` asks the front end."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from agentensemble.cli import EXIT_OK, EXIT_USAGE, Command
+from agentensemble.cli._common import UsageError, usage_failure
+from agentensemble.cli._serving import (
+    add_serving_arguments,
+    choose_port,
+    crew_factory,
+    serve_app,
+    serving_token,
+)
+from agentensemble.errors import ConfigurationError
+
+DEFAULT_PORT = 8769
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    add_serving_arguments(parser, default_port=DEFAULT_PORT)
+
+
+def run(args: argparse.Namespace) -> int:
+    try:
+        from agentensemble.serve.ag_ui import ag_ui_app
+    except ImportError as error:
+        print(
+            "agentensemble serve-ag-ui needs the ag-ui extra: "
+            f"pip install 'agentensemble-py[ag-ui]' ({error})",
+            file=sys.stderr,
+        )
+        return EXIT_USAGE
+    try:
+        factory = crew_factory(args)
+        token = serving_token(args)
+        port, bound = choose_port(args)
+        app = ag_ui_app(
+            factory,
+            token=token,
+            host=args.host,
+            port=port,
+            allowed_hosts=args.allow_host,
+            max_body_bytes=args.max_body,
+        )
+        serve_app(app, args, port, bound, "AG-UI agent (POST a RunAgentInput to /)")
+    except (UsageError, ConfigurationError) as error:
+        return usage_failure(args, error)
+    return EXIT_OK
+
+
+COMMAND = Command(
+    name="serve-ag-ui",
+    help="serve a crew file as an AG-UI agent over HTTP (for CopilotKit and other front ends)",
+    add_arguments=add_arguments,
+    run=run,
+)
+
+__all__ = ["COMMAND"]

@@ -1,0 +1,69 @@
+"""``agentensemble serve-ag-ui`` as a subprocess: a crew file whose last task is reviewed by
+the front end (``review: {handler: ag-ui}``), its model the local OpenAI-compatible server."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+from ag_ui_helpers import post, resume, run_input, user
+from serve_helpers import KEY, crew_file, model_env, serving
+
+from agentensemble.testing import OpenAICompatibleServer
+
+pytestmark = pytest.mark.e2e
+
+REVIEWED = """\
+model: openai/test-model
+review:
+  policy: after_last_task
+  handler: ag-ui
+agents:
+  writer:
+    role: Writer
+    goal: Explain {topic} plainly
+tasks:
+  write:
+    description: Write about {topic}.
+    expected_output: A paragraph.
+    agent: writer
+"""
+
+
+@pytest.fixture
+def model_server() -> Any:
+    with OpenAICompatibleServer() as server:
+        yield server
+
+
+def test_a_crew_file_streams_and_its_review_is_answered_by_the_front_end(
+    tmp_path: Path, model_server: OpenAICompatibleServer
+) -> None:
+    model_server.push_text("Tides follow the moon.")
+    crew = crew_file(tmp_path, REVIEWED, "tides.yaml")
+    with serving(["serve-ag-ui", str(crew)], model_env(model_server.base_url)) as base:
+        first = post(f"{base}/", run_input(messages=[user("tides")]))
+        [interrupt] = first.interrupts
+        second = resume(f"{base}/", interrupt, {"approved": True})
+    assert first.text == "Tides follow the moon."  # streamed from the model server
+    assert interrupt.reason == "task_review" and "Tides follow the moon." in interrupt.message
+    assert second.last.result == "Tides follow the moon."
+    assert "Write about tides." in str(model_server.requests[0]["messages"])
+    every = str([event.model_dump() for event in first.events + second.events])
+    assert KEY not in every and "test-model" not in every
+
+
+def test_a_bad_crew_file_stops_the_command_with_exit_code_2(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    broken = crew_file(tmp_path, "tasks: [", "broken.yaml")
+    done = subprocess.run(
+        [sys.executable, "-m", "agentensemble", "serve-ag-ui", str(broken), "--port", "0"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 2
+    assert "broken.yaml" in done.stderr
