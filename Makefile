@@ -13,7 +13,7 @@ CHROMEDRIVER ?= /usr/bin/chromedriver
 # files go to one worker (--dist loadfile): a module's tests keep their order and its fixtures.
 TEST_WORKERS ?= 4
 
-.PHONY: demo test bench-smoke contracts lint docs bench bench-peers clean browser
+.PHONY: demo test bench-smoke contracts lint docs bench bench-peers clean browser npm-clients
 
 # The Python that makes the virtualenv: any python3 on PATH (Debian's /usr/bin/python3 does),
 # checked first, so an old one or one without venv says what to do instead of failing in pip.
@@ -95,6 +95,15 @@ browser:
 		apt-get update && apt-get install -y --no-upgrade chromium chromium-driver; \
 	else \
 		echo "make browser: no chromium here, and only root with apt-get installs it: the browser tests will be skipped (to run them: sudo make browser, or CHROMIUM=... CHROMEDRIVER=... make test)"; \
+	fi
+
+# The npm clients the tests drive our servers with (the AG-UI client), from the committed lock
+# file into the harness folder (git-ignored node_modules); without npm their tests skip.
+npm-clients:
+	@if command -v npm >/dev/null 2>&1; then \
+		cd tests/serve/ag_ui_client && npm ci --no-audit --no-fund --loglevel=error; \
+	else \
+		echo "make npm-clients: no npm here: the AG-UI client test will be skipped"; \
 	fi
 
 lint: $(STAMP)

@@ -2,13 +2,11 @@
 sequence it receives) drives the AG-UI app over HTTP: a run that ends at an interrupt, then a
 resume answering it, from ``tests/serve/ag_ui_client/drive.mjs``.
 
-The client is installed with ``npm ci`` from the committed lock file into a folder outside the
-tree (``$AGENTENSEMBLE_AG_UI_CLIENT_DIR``, else a cache folder named by the lock's hash), once;
-the test skips with one line when node or npm is missing or the install fails."""
+The client is installed with ``npm ci`` from the committed lock file by ``make npm-clients``
+(``.ci/run`` calls it); without it, or without node, the test skips with one line."""
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import shutil
@@ -27,29 +25,18 @@ TOKEN = "an-ag-ui-npm-token-long-enough"
 
 
 def client_folder() -> Path:
-    """A folder holding the harness and its installed ``node_modules`` (or a skip)."""
-    node, npm = shutil.which("node"), shutil.which("npm")
-    if node is None or npm is None:
-        pytest.skip("node and npm are needed to run the @ag-ui/client test")
-    lock = (HARNESS / "package-lock.json").read_bytes()
+    """The harness with its installed ``node_modules`` (``make npm-clients`` installs them from the
+    committed lock file; ``$AGENTENSEMBLE_AG_UI_CLIENT_DIR`` names another such folder), or a
+    skip: the test run itself installs nothing."""
+    if shutil.which("node") is None:
+        pytest.skip("node is needed to run the @ag-ui/client test")
     chosen = os.environ.get("AGENTENSEMBLE_AG_UI_CLIENT_DIR")
-    base = Path.home() / ".cache" / "agentensemble"
-    folder = (
-        Path(chosen) if chosen else base / f"ag_ui_client-{hashlib.sha256(lock).hexdigest()[:12]}"
-    )
-    folder.mkdir(parents=True, exist_ok=True)
-    for name in FILES:
-        shutil.copyfile(HARNESS / name, folder / name)
+    folder = Path(chosen) if chosen else HARNESS
     if not (folder / "node_modules" / "@ag-ui" / "client" / "package.json").exists():
-        done = subprocess.run(
-            [npm, "ci", "--no-audit", "--no-fund", "--loglevel=error"],
-            cwd=folder,
-            capture_output=True,
-            text=True,
-            timeout=300,
-        )
-        if done.returncode != 0:
-            pytest.skip(f"npm ci of @ag-ui/client failed: {done.stderr.strip()[-200:]}")
+        pytest.skip("@ag-ui/client is not installed: make npm-clients installs it")
+    if folder != HARNESS:
+        for name in FILES:
+            shutil.copyfile(HARNESS / name, folder / name)
     return folder
 
 
