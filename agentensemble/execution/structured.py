@@ -8,10 +8,12 @@ accepts the wrapped and the bare form alike.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import json
 import re
-from typing import TYPE_CHECKING, Any
+import typing
+from typing import TYPE_CHECKING, Annotated, Any
 
 from pydantic import ValidationError
 
@@ -181,6 +183,124 @@ def parse_output(text: str, output_type: Any) -> Any:
     raise OutputParsingError(f"Answer does not match {spec.name}: {problems}", raw=text)
 
 
+_NUMBER_TAIL = re.compile(r"[-+0-9.eE]+$")
+_PARTIAL_OPENERS = "{["
+
+
+class PartialParser:
+    """The validated partial of a typed answer as its JSON streams in (``PartialOutput``).
+
+    ``feed(piece)`` adds text and returns the partial when it changed, else None. The partial of
+    a model, dataclass or TypedDict is a ``dict`` of the fields so far by field name, each value
+    validated against its field's type and constraints (field validators run on the final output
+    only); a field shows once its value validates, and a text field grows as it streams. The
+    partial of a list or dict is pydantic's partial validation of it (whole items so far).
+    Scalars (``int``, ``str``, ``Literal``) have no partial: the final output is the value.
+    Parsing is pydantic's partial JSON (``pydantic_core.from_json(allow_partial=...)``); the
+    text is re-parsed once it grew by a 32nd, so a long answer costs linear time, not quadratic.
+    """
+
+    def __init__(self, output_type: Any) -> None:
+        self.spec = output_spec(output_type)
+        try:
+            self._fields = _cached_fields(self.spec.output_type)
+        except TypeError:  # unhashable type form
+            self._fields = _field_adapters(self.spec.output_type)
+        self._text = ""
+        self._parsed_at = 0
+        self._last: Any = None
+
+    @property
+    def streams(self) -> bool:
+        """Whether this type has partials at all (objects and arrays; not scalars)."""
+        if not self.spec.wrapped:
+            return True
+        inner = self.spec.schema["properties"][WRAP_KEY]
+        return inner.get("type") in ("array", "object") or "$ref" in inner
+
+    def restart(self) -> None:
+        """The stream starts over (a broken stream retried): forget the text so far."""
+        self._text, self._parsed_at, self._last = "", 0, None
+
+    def feed(self, piece: str) -> Any:
+        """Add ``piece``; the new partial when it differs from the last one, else None."""
+        self._text += piece
+        grown = len(self._text) - self._parsed_at
+        if grown < len(self._text) // 32 or len(self._text) > MAX_ANSWER_CHARS:
+            return None
+        self._parsed_at = len(self._text)
+        partial = self._partial()
+        if partial is None or partial == self._last:
+            return None
+        self._last = partial
+        return partial
+
+    def _partial(self) -> Any:
+        from pydantic_core import from_json
+
+        start = min((i for i in map(self._text.find, _PARTIAL_OPENERS) if i != -1), default=-1)
+        if start == -1:
+            return None
+        text = _NUMBER_TAIL.sub("", self._text[start:].rstrip())  # "1" may become "12"
+        try:
+            value = from_json(text, allow_partial="trailing-strings")
+        except ValueError:
+            return None  # prose after the JSON, a broken token: wait for more
+        if self.spec.wrapped and isinstance(value, dict):
+            if set(value) - {WRAP_KEY}:
+                return None
+            if WRAP_KEY not in value:
+                return None
+            value = value[WRAP_KEY]
+        if self._fields is not None:
+            return _fields_so_far(value, self._fields) or None
+        try:
+            partial = self.spec.adapter.validate_python(value, experimental_allow_partial=True)
+        except ValidationError:
+            return None
+        return partial if partial else None
+
+
+def _field_adapters(output_type: Any) -> dict[str, tuple[str, TypeAdapter[Any]]] | None:
+    """For a model, dataclass or TypedDict: each field's JSON key and validator, by field name
+    (None for other types). Built once per parser."""
+    from pydantic import BaseModel, TypeAdapter
+
+    fields: dict[str, tuple[str, Any]] = {}
+    if isinstance(output_type, type) and issubclass(output_type, BaseModel):
+        for name, info in output_type.model_fields.items():
+            key = info.validation_alias if isinstance(info.validation_alias, str) else info.alias
+            hint: Any = info.annotation
+            if info.metadata:  # its constraints (gt=0, max_length=...) go with it
+                args = (hint, *info.metadata)
+                hint = typing.cast(Any, Annotated)[args]
+            fields[name] = (key or name, hint)
+    elif isinstance(output_type, type) and (
+        dataclasses.is_dataclass(output_type) or typing.is_typeddict(output_type)
+    ):
+        for name, hint in typing.get_type_hints(output_type, include_extras=True).items():
+            fields[name] = (name, hint)
+    else:
+        return None
+    return {name: (key, TypeAdapter(hint)) for name, (key, hint) in fields.items()}
+
+
+_cached_fields = functools.lru_cache(maxsize=256)(_field_adapters)
+
+
+def _fields_so_far(value: Any, fields: dict[str, tuple[str, TypeAdapter[Any]]]) -> dict[str, Any]:
+    if not isinstance(value, dict):
+        return {}
+    shown: dict[str, Any] = {}
+    for name, (key, adapter) in fields.items():
+        if key in value:
+            try:
+                shown[name] = adapter.validate_python(value[key], experimental_allow_partial=True)
+            except ValidationError:
+                continue  # not valid yet (a nested model half-way): shown once it is
+    return shown
+
+
 def correction_message(error: OutputParsingError) -> str:
     """What the model is told when its structured answer did not parse."""
     return (
@@ -191,6 +311,7 @@ def correction_message(error: OutputParsingError) -> str:
 __all__ = [
     "DEFAULT_OUTPUT_RETRIES",
     "OutputSpec",
+    "PartialParser",
     "correction_message",
     "output_instructions",
     "output_spec",
