@@ -48,30 +48,45 @@ class _QueueListener:
 
 class _PartialOutputSink:
     """Passes every piece on to the run's sink, and emits a ``PartialOutput`` each time the
-    typed answer's validated fields so far change."""
+    typed answer's validated fields so far change. A context manager around one model call:
+    leaving it, the whole answer is parsed once more (the last pieces may have come between two
+    throttled parses), so the last ``PartialOutput`` holds every field of the answer."""
 
     def __init__(self, inner: DeltaSink, parser: PartialParser, emit: Callable[[Any], None]):
         self._inner = inner
         self._parser = parser
         self._emit = emit
+        self._token: Any = None
         reasoning = getattr(inner, "reasoning", None)
         if reasoning is not None:  # the run's sink shows reasoning: keep showing it
             self.reasoning = reasoning
 
+    def __enter__(self) -> None:
+        self._token = use_sink(self)
+        self._token.__enter__()
+
+    def __exit__(self, kind: object, *_: object) -> None:
+        self._token.__exit__(None, None, None)
+        if kind is None:
+            self._show(self._parser.flush())
+
     def text(self, piece: str) -> None:
         self._inner.text(piece)
-        partial = self._parser.feed(piece)
-        if partial is not None:
-            scope = current_model_call()
-            self._emit(
-                PartialOutput(
-                    current_run_id(),
-                    scope.task_name if scope else None,
-                    partial,
-                    agent_role=scope.agent_role if scope else "",
-                    call_id=scope.call_id if scope else "",
-                )
+        self._show(self._parser.feed(piece))
+
+    def _show(self, partial: Any) -> None:
+        if partial is None:
+            return
+        scope = current_model_call()
+        self._emit(
+            PartialOutput(
+                current_run_id(),
+                scope.task_name if scope else None,
+                partial,
+                agent_role=scope.agent_role if scope else "",
+                call_id=scope.call_id if scope else "",
             )
+        )
 
     def restarted(self, attempt: int) -> None:
         self._parser.restart()
@@ -90,7 +105,7 @@ def partial_outputs(
     parser = PartialParser(output_type)
     if not parser.streams:
         return None
-    return use_sink(_PartialOutputSink(sink, parser, emit))
+    return _PartialOutputSink(sink, parser, emit)
 
 
 async def stream_events(run: Runner) -> AsyncIterator[EnsembleEvent]:

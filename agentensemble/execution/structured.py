@@ -183,7 +183,9 @@ def parse_output(text: str, output_type: Any) -> Any:
     raise OutputParsingError(f"Answer does not match {spec.name}: {problems}", raw=text)
 
 
-_NUMBER_TAIL = re.compile(r"[-+0-9.eE]+$")
+_NUMBER_CHARS = "-+0123456789.eE"
+_BEFORE_A_VALUE = frozenset(":[,")
+_MAX_DIGITS = 4300  # Python's own limit for int(text): a longer digit run is no partial
 _PARTIAL_OPENERS = "{["
 
 
@@ -206,7 +208,8 @@ class PartialParser:
             self._fields = _cached_fields(self.spec.output_type)
         except TypeError:  # unhashable type form
             self._fields = _field_adapters(self.spec.output_type)
-        self._text = ""
+        self._pieces: list[str] = []
+        self._length = 0
         self._parsed_at = 0
         self._last: Any = None
 
@@ -220,28 +223,38 @@ class PartialParser:
 
     def restart(self) -> None:
         """The stream starts over (a broken stream retried): forget the text so far."""
-        self._text, self._parsed_at, self._last = "", 0, None
+        self._pieces, self._length, self._parsed_at, self._last = [], 0, 0, None
 
     def feed(self, piece: str) -> Any:
         """Add ``piece``; the new partial when it differs from the last one, else None."""
-        self._text += piece
-        grown = len(self._text) - self._parsed_at
-        if grown < len(self._text) // 32 or len(self._text) > MAX_ANSWER_CHARS:
+        self._pieces.append(piece)  # joined only to parse: += on an attribute copies each time
+        self._length += len(piece)
+        if self._length - self._parsed_at < self._length // 32:
             return None
-        self._parsed_at = len(self._text)
-        partial = self._partial()
+        return self.flush()
+
+    def flush(self) -> Any:
+        """Parse all the text so far (the stream ended): the partial if it changed, else None."""
+        if self._parsed_at == self._length or self._length > MAX_ANSWER_CHARS:
+            return None
+        self._parsed_at = self._length
+        text = "".join(self._pieces)
+        self._pieces = [text]
+        partial = self._partial(text)
         if partial is None or partial == self._last:
             return None
         self._last = partial
         return partial
 
-    def _partial(self) -> Any:
+    def _partial(self, answer: str) -> Any:
         from pydantic_core import from_json
 
-        start = min((i for i in map(self._text.find, _PARTIAL_OPENERS) if i != -1), default=-1)
+        start = min((i for i in map(answer.find, _PARTIAL_OPENERS) if i != -1), default=-1)
         if start == -1:
             return None
-        text = _NUMBER_TAIL.sub("", self._text[start:].rstrip())  # "1" may become "12"
+        text = _without_number_tail(answer[start:].rstrip())
+        if _GIANT_NUMBER.search(text):
+            return None  # a number Python would refuse to convert: the final parse says so
         try:
             value = from_json(text, allow_partial="trailing-strings")
         except ValueError:
@@ -261,10 +274,23 @@ class PartialParser:
         return partial if partial else None
 
 
+_GIANT_NUMBER = re.compile(rf"[0-9]{{{_MAX_DIGITS + 1}}}")
+
+
+def _without_number_tail(text: str) -> str:
+    """``text`` without a number it ends in (``"score": 1`` may go on as ``12``); linear
+    (``str.rstrip``: a regex anchored at the end rescans a long digit run from every position)."""
+    kept = text.rstrip(_NUMBER_CHARS)
+    if len(kept) == len(text) or kept.rstrip()[-1:] not in _BEFORE_A_VALUE:
+        return text  # no number at the end (a word, a string that ends in "e")
+    return kept
+
+
 def _field_adapters(output_type: Any) -> dict[str, tuple[str, TypeAdapter[Any]]] | None:
     """For a model, dataclass or TypedDict: each field's JSON key and validator, by field name
     (None for other types). Built once per parser."""
     from pydantic import BaseModel, TypeAdapter
+    from typing_extensions import is_typeddict  # typing's misses typing_extensions' TypedDict
 
     fields: dict[str, tuple[str, Any]] = {}
     if isinstance(output_type, type) and issubclass(output_type, BaseModel):
@@ -276,7 +302,7 @@ def _field_adapters(output_type: Any) -> dict[str, tuple[str, TypeAdapter[Any]]]
                 hint = typing.cast(Any, Annotated)[args]
             fields[name] = (key or name, hint)
     elif isinstance(output_type, type) and (
-        dataclasses.is_dataclass(output_type) or typing.is_typeddict(output_type)
+        dataclasses.is_dataclass(output_type) or is_typeddict(output_type)
     ):
         for name, hint in typing.get_type_hints(output_type, include_extras=True).items():
             fields[name] = (name, hint)
