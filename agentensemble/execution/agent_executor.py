@@ -293,8 +293,10 @@ class AgentExecutor:
         started = time.perf_counter()
         try:
             with model_call_scope(role, name, call_id):
-                watch = partial_outputs(
-                    self.task.output_type, emitter.emit if emitter is not None else None
+                watch = (
+                    None  # one check on an untyped task's call; streaming or not is asked after
+                    if self.task.output_type is None or emitter is None
+                    else partial_outputs(self.task.output_type, emitter.emit)
                 )
                 if watch is None:
                     response: ChatResponse = await as_step(
