@@ -101,6 +101,7 @@ class OpenTelemetryListener:
             )
         self._content = include_content
         self._limit = max_content_chars
+        self._converted: dict[tuple[str, int | None], _content.MessageCache] = {}
         self._tracer = trace.get_tracer(_INSTRUMENTATION, tracer_provider=tracer_provider)
         self._lock = threading.Lock()
         self._runs: dict[str, Span] = {}
@@ -172,6 +173,7 @@ class OpenTelemetryListener:
             if self._content:
                 self._runs[event.run_id].set_attributes(_content.started("CHAIN", None, 0))
         elif isinstance(event, EnsembleCompleted):
+            self._forget(event.run_id)
             span = self._runs.pop(event.run_id, None)
             if span is not None:
                 self._set_usage(span, event.output.usage)
@@ -195,6 +197,7 @@ class OpenTelemetryListener:
             if self._content:
                 span.set_attributes(_content.started("AGENT", event.task_description, self._limit))
         elif isinstance(event, TaskCompleted):
+            self._converted.pop((event.run_id, event.task_index), None)
             span = self._tasks.pop((event.run_id, event.task_index), None)
             if span is not None:
                 self._set_usage(span, event.output.usage)
@@ -202,6 +205,7 @@ class OpenTelemetryListener:
                     span.set_attributes(_content.ended(event.output.raw, self._limit))
                 span.end()
         elif isinstance(event, TaskFailed):
+            self._converted.pop((event.run_id, event.task_index), None)
             span = self._tasks.pop((event.run_id, event.task_index), None)
             if span is not None:
                 self._fail(span, event.error)
@@ -219,6 +223,7 @@ class OpenTelemetryListener:
                 }
                 run.add_event(f"agentensemble.{name}", fields)
         elif isinstance(event, EnsembleFailed):
+            self._forget(event.run_id)
             run = self._runs.pop(event.run_id, None)
             if run is not None:
                 self._fail(run, event.error)
@@ -237,9 +242,13 @@ class OpenTelemetryListener:
                 SpanKind.CLIENT,
             )
             if self._content:
+                task = (event.run_id, event.task_index)
+                cache = self._converted.get(task)
+                if cache is None:
+                    cache = self._converted[task] = _content.MessageCache(self._limit)
                 span.set_attributes(
                     _content.model_call_started(
-                        event.model, _provider_of(event.model), event.messages, self._limit
+                        event.model, _provider_of(event.model), event.messages, cache
                     )
                 )
         elif isinstance(event, LLMCallCompleted):
@@ -304,6 +313,12 @@ class OpenTelemetryListener:
             self._delegations.setdefault(key, []).append(span)
         elif isinstance(event, (DelegationCompleted, DelegationFailed)):
             self._delegation_ended(event)
+
+    def _forget(self, run_id: str) -> None:
+        """The run ended: its tasks' converted messages go (model calls outside a task too)."""
+        if self._converted:
+            for key in [key for key in self._converted if key[0] == run_id]:
+                del self._converted[key]
 
     def _delegation_ended(self, event: DelegationCompleted | DelegationFailed) -> None:
         stack = self._delegations.get((event.run_id, event.task_index, event.to_role))

@@ -127,13 +127,14 @@ def test_each_text_is_cut_to_the_limit() -> None:
 
 
 def test_a_long_conversation_keeps_the_system_prompt_and_the_latest_turns() -> None:
-    from agentensemble.tracing._content import model_call_started
+    from agentensemble.tracing._content import MessageCache, model_call_started
 
     messages = [{"role": "system", "content": "You are terse."}] + [
         {"role": "user" if i % 2 else "assistant", "content": f"turn {i} " + "x" * 50}
         for i in range(40)
     ]
-    sent = json.loads(model_call_started("m", None, messages, 100)["gen_ai.input.messages"])
+    started = model_call_started("m", None, messages, MessageCache(100))
+    sent = json.loads(started["gen_ai.input.messages"])
 
     assert sent[0]["parts"][0]["content"] == "You are terse."
     assert sent[1]["parts"][0]["content"].endswith("earlier messages left out]")
@@ -155,3 +156,52 @@ def test_bad_settings_are_refused_by_name(
 ) -> None:
     with pytest.raises(error, match=message):
         OpenTelemetryListener(**options)
+
+
+def test_a_long_tool_loop_keeps_every_span_within_the_sdks_attribute_limit() -> None:
+    # the SDK keeps 128 attributes a span and drops the oldest beyond: the span's own names
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    turns = [tool_call("lookup", {"city": f"City {i}"}) for i in range(60)]
+    agent = Agent(
+        role="Forecaster",
+        goal="Forecast",
+        tools=[lookup],
+        llm=ScriptedChatModel([*turns, "All sunny"]),
+    )
+    agent = agent.model_copy(update={"max_iterations": 70})
+    listener = OpenTelemetryListener(provider, include_content=True)
+    Ensemble(tasks=[Task(description="Forecast", agent=agent)], listeners=[listener]).run()
+
+    chats = [s for s in exporter.get_finished_spans() if s.name.startswith("chat")]
+    assert len(chats) == 61
+    last = chats[-1]
+    assert last.dropped_attributes == 0
+    attributes = dict(last.attributes or {})
+    assert attributes["gen_ai.operation.name"] == "chat"  # the span's own names survive
+    assert len(json.loads(attributes["gen_ai.input.messages"])) == 2 + 2 * 60
+    assert attributes["llm.input_messages.0.message.role"] == "system"
+    flat = {key.split(".")[2] for key in attributes if key.startswith("llm.input_messages.")}
+    assert 2 < len(flat) < 60  # the first message and the latest that fit
+    newest = max(flat, key=int)
+    assert attributes[f"llm.input_messages.{newest}.message.role"] == "tool"
+    assert "City 59" in attributes[f"llm.input_messages.{newest}.message.content"]
+
+
+def test_a_converted_message_is_redone_when_it_or_the_policy_changed() -> None:
+    from agentensemble.tracing._content import MessageCache
+
+    cache = MessageCache(1000)
+    late = "learnt-later-secret-4410"
+    message = {"role": "user", "content": f"call with {late}"}
+    first, _ = cache.convert(message)
+    assert cache.convert(message)[0] is first  # the same message again: converted once
+    assert late in first["parts"][0]["content"]  # not a secret yet
+
+    register_secret(late)  # the policy learnt a secret: what was converted may now hold one
+    again, _ = cache.convert(message)
+    assert again["parts"][0]["content"] == "call with ***"
+
+    message["content"] = "trimmed by a context policy"
+    assert cache.convert(message)[0]["parts"][0]["content"] == "trimmed by a context policy"

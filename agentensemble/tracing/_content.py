@@ -23,12 +23,17 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from agentensemble.redaction import redact, redact_text
+from agentensemble.redaction import policy_generation, redact, redact_text
 
 DEFAULT_LIMIT = 16_000
 """Characters kept of one text (a message part, a tool result) on a span."""
 _MESSAGES_FACTOR = 4
 """A conversation on a span keeps at most this many texts' worth: earlier turns go first."""
+
+_FLAT_ATTRIBUTES = 64
+"""OpenInference's flat message attributes on one span, at most (the SDK keeps 128 in all)."""
+_FLAT_CALLS = 8
+"""Tool calls of one message flattened, at most (all of them are in the JSON attributes)."""
 
 JSON = "application/json"
 TEXT = "text/plain"
@@ -92,48 +97,107 @@ def _parts(message: Mapping[str, Any], limit: int) -> list[dict[str, Any]]:
     return parts
 
 
-def _fit(messages: list[dict[str, Any]], limit: int) -> list[dict[str, Any]]:
-    """The conversation within ``_MESSAGES_FACTOR * limit`` characters: the first message (the
-    system prompt) and the latest turns kept, a note where earlier turns were left out."""
-    budget = _MESSAGES_FACTOR * limit
-    sizes = [len(json.dumps(message, ensure_ascii=False)) for message in messages]
-    if sum(sizes) <= budget or len(messages) <= 2:
-        return messages
+class MessageCache:
+    """One task's messages, converted (redacted, cut) once: each model call of a task sends the
+    whole conversation again, and converting it every call made a long tool loop quadratic.
+    An entry is used again only for the very same message object whose content and tool calls
+    are the very same objects, under the same redaction policy (no secret learnt since); the
+    listener drops the cache when the task ends."""
+
+    __slots__ = ("_entries", "limit")
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self._entries: dict[int, tuple[Any, ...]] = {}
+
+    def convert(self, message: Mapping[str, Any]) -> tuple[dict[str, Any], int]:
+        """The message as a GenAI-convention message, and the size of its JSON."""
+        content, calls = message.get("content"), message.get("tool_calls")
+        hit = self._entries.get(id(message))
+        generation = policy_generation()
+        if (
+            hit is not None
+            and hit[0] is message
+            and hit[1] is content
+            and hit[2] is calls
+            and hit[3] == generation
+        ):
+            return hit[4], hit[5]
+        entry = {"role": str(message.get("role", "user")), "parts": _parts(message, self.limit)}
+        size = len(_dumps(entry))
+        self._entries[id(message)] = (message, content, calls, generation, entry, size)
+        return entry, size
+
+
+def _fit(messages: Sequence[Mapping[str, Any]], cache: MessageCache) -> list[dict[str, Any]]:
+    """The conversation as GenAI-convention messages within ``_MESSAGES_FACTOR * limit``
+    characters: the first message (the system prompt) and the latest turns, newest first until
+    the budget is spent (so a long conversation costs the budget, not its length), and a note
+    where earlier turns were left out."""
+    if not messages:
+        return []
+    first, size = cache.convert(messages[0])
+    budget = _MESSAGES_FACTOR * cache.limit - size
     kept: list[dict[str, Any]] = []
-    used = sizes[0]
-    for message, size in zip(reversed(messages[1:]), reversed(sizes[1:]), strict=True):
-        if used + size > budget and kept:
+    for message in reversed(messages[1:]):
+        entry, size = cache.convert(message)
+        budget -= size
+        if budget < 0 and kept:
             break
-        kept.append(message)
-        used += size
+        kept.append(entry)
     left_out = len(messages) - 1 - len(kept)
+    if not left_out:
+        return [first, *reversed(kept)]
     note = {
         "role": "system",
         "parts": [{"type": "text", "content": f"[{left_out} earlier messages left out]"}],
     }
-    return [messages[0], note, *reversed(kept)] if left_out else messages
+    return [first, note, *reversed(kept)]
+
+
+def _flat_message(message: dict[str, Any]) -> list[tuple[str, Any]]:
+    """One message as OpenInference's flat attributes, by their names after the message's
+    index (``message.role``, ``message.tool_calls.0.tool_call.function.name``...)."""
+    attributes: list[tuple[str, Any]] = [("message.role", message["role"])]
+    texts = [p.get("content") or p.get("response") for p in message["parts"]]
+    content = "\n".join(text for text in texts if isinstance(text, str))
+    if content:
+        attributes.append(("message.content", content))
+    calls = [p for p in message["parts"] if p["type"] == "tool_call"]
+    for number, call in enumerate(calls[:_FLAT_CALLS]):
+        prefix = f"message.tool_calls.{number}.tool_call"
+        attributes.append((f"{prefix}.id", call["id"] or ""))
+        attributes.append((f"{prefix}.function.name", call["name"] or ""))
+        attributes.append((f"{prefix}.function.arguments", call["arguments"]))
+    responded = [p for p in message["parts"] if p["type"] == "tool_call_response"]
+    if responded and responded[0]["id"]:
+        attributes.append(("message.tool_call_id", responded[0]["id"]))
+    return attributes
 
 
 def _openinference_messages(prefix: str, messages: list[dict[str, Any]]) -> dict[str, Any]:
     """``llm.input_messages.<i>.message.role`` / ``.content`` / ``.tool_calls...``, from the
-    GenAI-convention messages (already redacted and cut)."""
-    attributes: dict[str, Any] = {}
-    for index, message in enumerate(messages):
-        at = f"{prefix}.{index}.message"
-        attributes[f"{at}.role"] = message["role"]
-        texts = [p.get("content") or p.get("response") for p in message["parts"]]
-        content = "\n".join(text for text in texts if isinstance(text, str))
-        if content:
-            attributes[f"{at}.content"] = content
-        calls = [p for p in message["parts"] if p["type"] == "tool_call"]
-        for number, call in enumerate(calls):
-            attributes[f"{at}.tool_calls.{number}.tool_call.id"] = call["id"] or ""
-            attributes[f"{at}.tool_calls.{number}.tool_call.function.name"] = call["name"] or ""
-            attributes[f"{at}.tool_calls.{number}.tool_call.function.arguments"] = call["arguments"]
-        responded = [p for p in message["parts"] if p["type"] == "tool_call_response"]
-        if responded and responded[0]["id"]:
-            attributes[f"{at}.tool_call_id"] = responded[0]["id"]
-    return attributes
+    GenAI-convention messages (already redacted and cut). At most ``_FLAT_ATTRIBUTES`` of them:
+    the SDK keeps 128 attributes a span and drops the oldest beyond (the span's own names
+    first), so the first message and the latest that fit are flattened (newest first: a long
+    conversation costs what fits); the JSON attributes hold the rest."""
+    if not messages:
+        return {}
+    first = _flat_message(messages[0])
+    room = _FLAT_ATTRIBUTES - len(first)
+    latest: list[list[tuple[str, Any]]] = []
+    for message in reversed(messages[1:]):
+        flat = _flat_message(message)
+        if len(flat) > room:
+            break
+        latest.append(flat)
+        room -= len(flat)
+    chosen = [first, *reversed(latest)]
+    return {
+        f"{prefix}.{index}.{name}": value
+        for index, flat in enumerate(chosen)
+        for name, value in flat
+    }
 
 
 def _dumps(value: Any) -> str:
@@ -141,16 +205,11 @@ def _dumps(value: Any) -> str:
 
 
 def model_call_started(
-    model: str, provider: str | None, messages: Sequence[Mapping[str, Any]], limit: int
+    model: str, provider: str | None, messages: Sequence[Mapping[str, Any]], cache: MessageCache
 ) -> dict[str, Any]:
-    """A model call's span, when it starts: what was sent."""
-    sent = _fit(
-        [
-            {"role": str(message.get("role", "user")), "parts": _parts(message, limit)}
-            for message in messages
-        ],
-        limit,
-    )
+    """A model call's span, when it starts: what was sent (converted through the task's
+    ``cache``)."""
+    sent = _fit(messages, cache)
     text = _dumps(sent)
     return {
         "gen_ai.system": provider or "_OTHER",
@@ -225,6 +284,7 @@ def ended(text: str | None, limit: int) -> dict[str, Any]:
 
 __all__ = [
     "DEFAULT_LIMIT",
+    "MessageCache",
     "arguments_text",
     "bounded",
     "ended",
