@@ -178,7 +178,7 @@ def test_a_long_tool_loop_keeps_every_span_within_the_sdks_attribute_limit() -> 
     assert len(chats) == 61
     last = chats[-1]
     assert last.dropped_attributes == 0
-    attributes = dict(last.attributes or {})
+    attributes: dict[str, Any] = dict(last.attributes or {})
     assert attributes["gen_ai.operation.name"] == "chat"  # the span's own names survive
     assert len(json.loads(attributes["gen_ai.input.messages"])) == 2 + 2 * 60
     assert attributes["llm.input_messages.0.message.role"] == "system"

@@ -5,9 +5,9 @@ shows, the prompts, answers and tool calls, and a registered secret redacted on 
 
 Phoenix is large (about 850 MB with its dependencies, and it pins versions the project's own
 environment does not take), so it is not in the ``dev`` extra: install it into a virtualenv of
-its own and point ``AGENTENSEMBLE_PHOENIX`` at its ``phoenix`` command (``make phoenix``-style:
-``python -m venv .phoenix && .phoenix/bin/pip install arize-phoenix``); a ``phoenix`` on PATH
-or beside this Python works too. Without one, the test skips in one line."""
+its own, ``.phoenix`` in the clone (``python3 -m venv .phoenix && .phoenix/bin/pip install
+arize-phoenix``), or point ``AGENTENSEMBLE_PHOENIX`` at its ``phoenix`` command; a ``phoenix``
+on PATH or beside this Python works too. Without one, the test skips in one line."""
 
 from __future__ import annotations
 
@@ -37,11 +37,18 @@ PROJECT = "agentensemble-content"
 
 
 def phoenix_command() -> str | None:
+    """``AGENTENSEMBLE_PHOENIX``, else ``.phoenix/bin/phoenix`` in the clone (its own
+    virtualenv), else a ``phoenix`` beside this Python or on PATH."""
     configured = os.environ.get("AGENTENSEMBLE_PHOENIX")
     if configured:
         return configured
-    beside = Path(sys.executable).with_name("phoenix")
-    return str(beside) if beside.exists() else shutil.which("phoenix")
+    for candidate in (
+        Path(__file__).resolve().parent.parent / ".phoenix" / "bin" / "phoenix",
+        Path(sys.executable).with_name("phoenix"),
+    ):
+        if candidate.exists():
+            return str(candidate)
+    return shutil.which("phoenix")
 
 
 PHOENIX = phoenix_command()

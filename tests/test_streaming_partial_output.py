@@ -99,7 +99,9 @@ async def test_prose_and_a_fence_around_the_json_are_skipped() -> None:
     events = await stream([answer], Report)
 
     assert partials(events)[-1] == {"title": "Q3", "score": 7, "items": []}
-    assert next(e for e in events if isinstance(e, TaskCompleted)).output.parsed.score == 7
+    assert next(e for e in events if isinstance(e, TaskCompleted)).output.parsed == Report(
+        title="Q3", score=7, items=[]
+    )
 
 
 @dataclass
