@@ -5,11 +5,11 @@ Two vocabularies, side by side, so each tool finds what it reads:
 
 - the OpenTelemetry GenAI semantic conventions: ``gen_ai.input.messages`` /
   ``gen_ai.output.messages`` (JSON, messages of typed parts), ``gen_ai.tool.call.arguments`` /
-  ``gen_ai.tool.call.result`` (Logfire and Langfuse read these);
+  ``gen_ai.tool.call.result`` (Logfire shows these);
 - OpenInference, what Arize Phoenix reads: ``openinference.span.kind`` (LLM, TOOL, AGENT,
   CHAIN), ``input.value`` / ``output.value``, ``llm.input_messages.<i>.message.*``,
-  ``llm.output_messages.<i>.message.*``, ``llm.token_count.*``, ``tool.name`` (Langfuse reads
-  ``input.value`` / ``output.value`` as well).
+  ``llm.output_messages.<i>.message.*``, ``llm.token_count.*``, ``tool.name`` (Langfuse takes
+  an observation's input and output from ``input.value`` / ``output.value``).
 
 Every text passes the redaction policy first, then is cut to ``limit`` characters (redacting
 first: a cut could split a secret into a piece the policy no longer knows). Tool arguments
