@@ -13,7 +13,7 @@ CHROMEDRIVER ?= /usr/bin/chromedriver
 # files go to one worker (--dist loadfile): a module's tests keep their order and its fixtures.
 TEST_WORKERS ?= 4
 
-.PHONY: demo test bench-smoke contracts lint docs bench bench-peers clean browser npm-clients
+.PHONY: demo test bench-smoke contracts lint docs bench bench-peers clean browser npm-clients phoenix
 
 # The Python that makes the virtualenv: any python3 on PATH (Debian's /usr/bin/python3 does),
 # checked first, so an old one or one without venv says what to do instead of failing in pip.
@@ -105,6 +105,12 @@ npm-clients:
 	else \
 		echo "make npm-clients: no npm here: the AG-UI client test will be skipped"; \
 	fi
+
+# A real Arize Phoenix for the traces-with-content test, in a virtualenv of its own (.phoenix,
+# about 860 MB: in ours it would move openai and tenacity); without it that test skips.
+phoenix:
+	@[ -x .phoenix/bin/phoenix ] || { $(PYTHON) -m venv .phoenix && \
+		.phoenix/bin/python -m pip install -q arize-phoenix; }
 
 lint: $(STAMP)
 	$(PY) -m ruff check agentensemble agentensemble_review agentensemble_web tests examples benchmarks

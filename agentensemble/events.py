@@ -196,6 +196,22 @@ class ReasoningDelta:
 
 
 @dataclass(frozen=True)
+class PartialOutput:
+    """A typed task's output as it forms (only while streaming, ``Ensemble.astream``): the
+    validated fields so far of its ``output_type``, a new one each time they change. For a
+    model, dataclass or TypedDict ``partial`` is a ``dict`` by field name; for a list or dict,
+    the items so far. Starts over with each model call (``call_id``); the final value is
+    ``TaskCompleted.output.parsed``."""
+
+    run_id: str
+    task_name: str | None
+    partial: Any
+    task_index: int | None = _task_index()
+    agent_role: str = field(default="", kw_only=True)
+    call_id: str = field(default="", kw_only=True)
+
+
+@dataclass(frozen=True)
 class StreamRestarted:
     """A stream broke mid-way and is retried from the start: drop the text shown so far."""
 
@@ -365,6 +381,7 @@ EnsembleEvent = (
     | TokenDelta
     | ReasoningDelta
     | StreamRestarted
+    | PartialOutput
     | DelegationStarted
     | DelegationCompleted
     | DelegationFailed
@@ -421,6 +438,7 @@ __all__ = [
     "LLMCallStarted",
     "LoopIterationCompleted",
     "MemoryRetrieved",
+    "PartialOutput",
     "ReasoningDelta",
     "ReviewDecided",
     "ReviewRequested",

@@ -9,6 +9,13 @@ into spans named and attributed per the OpenTelemetry GenAI semantic conventions
 - ``execute_tool <name>`` for each tool call (``gen_ai.tool.name``, ``gen_ai.tool.call.id``),
 - ``invoke_agent <worker>`` for each delegation, with the worker's own calls nested inside.
 
+With ``include_content=True`` the spans also carry what was said: prompts and answers, tool
+arguments and results, in the GenAI conventions' attributes (``gen_ai.input.messages``,
+``gen_ai.output.messages``, ``gen_ai.tool.call.arguments`` / ``.result``) and OpenInference's
+(``openinference.span.kind``, ``input.value``, ``output.value``, ``llm.input_messages.*``),
+each text through the redaction policy and cut to ``max_content_chars``
+(``agentensemble.tracing._content``). Off by default: spans then carry no content at all.
+
 Parents come from the ids events carry (run id, task index, call id), not from the thread that
 delivers them, so concurrent runs and tasks and tools in worker threads nest correctly. Failures
 set the span status to ERROR, with the exception recorded. Only this module imports
@@ -42,6 +49,7 @@ from agentensemble.events import (
     ToolCallStarted,
 )
 from agentensemble.redaction import redact, redact_text
+from agentensemble.tracing import _content
 
 try:
     from opentelemetry import context as otel_context
@@ -68,9 +76,32 @@ def _provider_of(model: str) -> str | None:
 
 class OpenTelemetryListener:
     """Emits OpenTelemetry spans for a run's events; uses the global tracer provider unless
-    ``tracer_provider`` is given."""
+    ``tracer_provider`` is given. ``include_content=True`` puts prompts, answers, tool arguments
+    and results on the spans (redacted, each text cut to ``max_content_chars``)."""
 
-    def __init__(self, tracer_provider: Any = None) -> None:
+    def __init__(
+        self,
+        tracer_provider: Any = None,
+        *,
+        include_content: bool = False,
+        max_content_chars: int = _content.DEFAULT_LIMIT,
+    ) -> None:
+        if not isinstance(include_content, bool):
+            raise TypeError(
+                f"include_content must be True or False; got {type(include_content).__name__}"
+            )
+        if (
+            isinstance(max_content_chars, bool)
+            or not isinstance(max_content_chars, int)
+            or max_content_chars < 1
+        ):
+            raise ValueError(
+                f"max_content_chars must be a positive number of characters; "
+                f"got {max_content_chars!r}"
+            )
+        self._content = include_content
+        self._limit = max_content_chars
+        self._converted: dict[tuple[str, int | None], _content.MessageCache] = {}
         self._tracer = trace.get_tracer(_INSTRUMENTATION, tracer_provider=tracer_provider)
         self._lock = threading.Lock()
         self._runs: dict[str, Span] = {}
@@ -139,16 +170,21 @@ class OpenTelemetryListener:
                     "agentensemble.total_tasks": event.total_tasks,
                 },
             )
+            if self._content:
+                self._runs[event.run_id].set_attributes(_content.started("CHAIN", None, 0))
         elif isinstance(event, EnsembleCompleted):
+            self._forget(event.run_id)
             span = self._runs.pop(event.run_id, None)
             if span is not None:
                 self._set_usage(span, event.output.usage)
                 if event.output.cost_usd is not None:
                     span.set_attribute("agentensemble.cost_usd", event.output.cost_usd)
                 span.set_attribute("agentensemble.exit_reason", event.output.exit_reason.value)
+                if self._content:
+                    span.set_attributes(_content.ended(event.output.raw, self._limit))
                 span.end()
         elif isinstance(event, TaskStarted):
-            self._tasks[(event.run_id, event.task_index)] = self._start(
+            span = self._tasks[(event.run_id, event.task_index)] = self._start(
                 f"invoke_agent {event.agent_role}",
                 self._runs.get(event.run_id),
                 {
@@ -158,12 +194,18 @@ class OpenTelemetryListener:
                     "agentensemble.task_index": event.task_index,
                 },
             )
+            if self._content:
+                span.set_attributes(_content.started("AGENT", event.task_description, self._limit))
         elif isinstance(event, TaskCompleted):
+            self._converted.pop((event.run_id, event.task_index), None)
             span = self._tasks.pop((event.run_id, event.task_index), None)
             if span is not None:
                 self._set_usage(span, event.output.usage)
+                if self._content:
+                    span.set_attributes(_content.ended(event.output.raw, self._limit))
                 span.end()
         elif isinstance(event, TaskFailed):
+            self._converted.pop((event.run_id, event.task_index), None)
             span = self._tasks.pop((event.run_id, event.task_index), None)
             if span is not None:
                 self._fail(span, event.error)
@@ -181,12 +223,13 @@ class OpenTelemetryListener:
                 }
                 run.add_event(f"agentensemble.{name}", fields)
         elif isinstance(event, EnsembleFailed):
+            self._forget(event.run_id)
             run = self._runs.pop(event.run_id, None)
             if run is not None:
                 self._fail(run, event.error)
                 run.end()
         elif isinstance(event, LLMCallStarted):
-            self._calls[(event.run_id, event.call_id)] = self._start(
+            span = self._calls[(event.run_id, event.call_id)] = self._start(
                 f"chat {event.model}",
                 self._parent(event.run_id, event.task_index, event.agent_role),
                 {
@@ -198,6 +241,16 @@ class OpenTelemetryListener:
                 },
                 SpanKind.CLIENT,
             )
+            if self._content:
+                task = (event.run_id, event.task_index)
+                cache = self._converted.get(task)
+                if cache is None:
+                    cache = self._converted[task] = _content.MessageCache(self._limit)
+                span.set_attributes(
+                    _content.model_call_started(
+                        event.model, _provider_of(event.model), event.messages, cache
+                    )
+                )
         elif isinstance(event, LLMCallCompleted):
             span = self._calls.pop((event.run_id, event.call_id), None)
             if span is not None:
@@ -213,6 +266,10 @@ class OpenTelemetryListener:
                 span.set_attribute("agentensemble.attempts", event.attempts)
                 if event.cost_usd is not None:
                     span.set_attribute("agentensemble.cost_usd", event.cost_usd)
+                if self._content:
+                    span.set_attributes(
+                        _content.model_call_completed(response, event.usage, self._limit)
+                    )
                 span.end()
         elif isinstance(event, LLMCallFailed):
             span = self._calls.pop((event.run_id, event.call_id), None)
@@ -231,6 +288,10 @@ class OpenTelemetryListener:
                     "agentensemble.run_id": event.run_id,
                 },
             )
+            if self._content:
+                span.set_attributes(
+                    _content.tool_call_started(event.name, event.arguments, self._limit)
+                )
             self._tools[(event.run_id, event.call_id)] = (span, time.time_ns())
         elif isinstance(event, ToolCallCompleted):
             self._tool_completed(event)
@@ -246,10 +307,18 @@ class OpenTelemetryListener:
                     "agentensemble.run_id": event.run_id,
                 },
             )
+            if self._content:
+                span.set_attributes(_content.started("AGENT", event.instructions, self._limit))
             key = (event.run_id, event.task_index, event.to_role)
             self._delegations.setdefault(key, []).append(span)
         elif isinstance(event, (DelegationCompleted, DelegationFailed)):
             self._delegation_ended(event)
+
+    def _forget(self, run_id: str) -> None:
+        """The run ended: its tasks' converted messages go (model calls outside a task too)."""
+        if self._converted:
+            for key in [key for key in self._converted if key[0] == run_id]:
+                del self._converted[key]
 
     def _delegation_ended(self, event: DelegationCompleted | DelegationFailed) -> None:
         stack = self._delegations.get((event.run_id, event.task_index, event.to_role))
@@ -258,6 +327,8 @@ class OpenTelemetryListener:
         span = stack.pop()
         if isinstance(event, DelegationCompleted):
             self._set_usage(span, event.output.usage)
+            if self._content:
+                span.set_attributes(_content.ended(event.output.raw, self._limit))
         else:
             span.set_attribute("error.type", "DelegationFailed")
             span.set_status(Status(StatusCode.ERROR, redact_text(event.error)[:500]))
@@ -269,6 +340,8 @@ class OpenTelemetryListener:
             return
         span, started = entry
         record = event.record
+        if self._content:
+            span.set_attributes(_content.tool_call_completed(record.output, self._limit))
         if not record.is_success:
             span.set_attribute("error.type", "ToolError")
             span.set_status(Status(StatusCode.ERROR, redact_text(record.output)[:500]))

@@ -163,6 +163,12 @@ def register_secret(value: str | None) -> None:
                 _generation += 1  # after the secret is in: a text found clean before is stale
 
 
+def policy_generation() -> int:
+    """A number that moves on whenever the policy learns a secret: a text redacted under an
+    older one may hold a secret learnt since (a cache of redacted texts checks it)."""
+    return _generation
+
+
 _HIDDEN_CATEGORIES = frozenset({"Cc", "Cf", "Cs", "Co", "Cn", "Zl", "Zp"})
 _PLAIN = re.compile(r"[\x20-\x7e\n\t]*")  # nothing hidden: the common case, one quick scan
 
@@ -558,6 +564,7 @@ __all__ = [
     "is_secret_name",
     "looks_like_credential",
     "looks_like_token",
+    "policy_generation",
     "redact",
     "redact_command",
     "redact_text",

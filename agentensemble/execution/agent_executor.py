@@ -58,6 +58,7 @@ from agentensemble.outputs import TaskOutput, ToolCallRecord, no_usage
 from agentensemble.redaction import redact_text
 from agentensemble.run_context import model_call_scope, new_id_hex
 from agentensemble.steps import as_step, replaced_output
+from agentensemble.streaming import partial_outputs
 from agentensemble.task_memory import TaskMemory
 from agentensemble.tools.context import in_tool_call
 
@@ -297,9 +298,18 @@ class AgentExecutor:
         started = time.perf_counter()
         try:
             with model_call_scope(role, name, call_id):
-                response: ChatResponse = await as_step(
-                    "model", self._model_step, complete, self.messages
+                watch = (
+                    None  # one check on an untyped task's call; streaming or not is asked after
+                    if self.task.output_type is None or emitter is None
+                    else partial_outputs(self.task.output_type, emitter.emit)
                 )
+                if watch is None:
+                    response: ChatResponse = await as_step(
+                        "model", self._model_step, complete, self.messages
+                    )
+                else:  # a typed task, streamed: its fields so far as PartialOutput events
+                    with watch:
+                        response = await as_step("model", self._model_step, complete, self.messages)
         except Exception as error:
             if emitter is not None:
                 failed_after = timedelta(seconds=time.perf_counter() - started)

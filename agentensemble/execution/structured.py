@@ -8,10 +8,12 @@ accepts the wrapped and the bare form alike.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import json
 import re
-from typing import TYPE_CHECKING, Any
+import typing
+from typing import TYPE_CHECKING, Annotated, Any
 
 from pydantic import ValidationError
 
@@ -177,6 +179,150 @@ def parse_output(text: str, output_type: Any) -> Any:
     raise OutputParsingError(f"Answer does not match {spec.name}: {problems}", raw=text)
 
 
+_NUMBER_CHARS = "-+0123456789.eE"
+_BEFORE_A_VALUE = frozenset(":[,")
+_MAX_DIGITS = 4300  # Python's own limit for int(text): a longer digit run is no partial
+_PARTIAL_OPENERS = "{["
+
+
+class PartialParser:
+    """The validated partial of a typed answer as its JSON streams in (``PartialOutput``).
+
+    ``feed(piece)`` adds text and returns the partial when it changed, else None. The partial of
+    a model, dataclass or TypedDict is a ``dict`` of the fields so far by field name, each value
+    validated against its field's type and constraints (field validators run on the final output
+    only); a field shows once its value validates, and a text field grows as it streams. The
+    partial of a list or dict is pydantic's partial validation of it (whole items so far).
+    Scalars (``int``, ``str``, ``Literal``) have no partial: the final output is the value.
+    Parsing is pydantic's partial JSON (``pydantic_core.from_json(allow_partial=...)``); the
+    text is re-parsed once it grew by a 32nd, so a long answer costs linear time, not quadratic.
+    """
+
+    def __init__(self, output_type: Any) -> None:
+        self.spec = output_spec(output_type)
+        try:
+            self._fields = _cached_fields(self.spec.output_type)
+        except TypeError:  # unhashable type form
+            self._fields = _field_adapters(self.spec.output_type)
+        self._pieces: list[str] = []
+        self._length = 0
+        self._parsed_at = 0
+        self._last: Any = None
+
+    @property
+    def streams(self) -> bool:
+        """Whether this type has partials at all (objects and arrays; not scalars)."""
+        if not self.spec.wrapped:
+            return True
+        inner = self.spec.schema["properties"][WRAP_KEY]
+        return inner.get("type") in ("array", "object") or "$ref" in inner
+
+    def restart(self) -> None:
+        """The stream starts over (a broken stream retried): forget the text so far."""
+        self._pieces, self._length, self._parsed_at, self._last = [], 0, 0, None
+
+    def feed(self, piece: str) -> Any:
+        """Add ``piece``; the new partial when it differs from the last one, else None."""
+        self._pieces.append(piece)  # joined only to parse: += on an attribute copies each time
+        self._length += len(piece)
+        if self._length - self._parsed_at < self._length // 32:
+            return None
+        return self.flush()
+
+    def flush(self) -> Any:
+        """Parse all the text so far (the stream ended): the partial if it changed, else None."""
+        if self._parsed_at == self._length or self._length > MAX_ANSWER_CHARS:
+            return None
+        self._parsed_at = self._length
+        text = "".join(self._pieces)
+        self._pieces = [text]
+        partial = self._partial(text)
+        if partial is None or partial == self._last:
+            return None
+        self._last = partial
+        return partial
+
+    def _partial(self, answer: str) -> Any:
+        from pydantic_core import from_json
+
+        start = min((i for i in map(answer.find, _PARTIAL_OPENERS) if i != -1), default=-1)
+        if start == -1:
+            return None
+        text = _without_number_tail(answer[start:].rstrip())
+        if _GIANT_NUMBER.search(text):
+            return None  # a number Python would refuse to convert: the final parse says so
+        try:
+            value = from_json(text, allow_partial="trailing-strings")
+        except ValueError:
+            return None  # prose after the JSON, a broken token: wait for more
+        if self.spec.wrapped and isinstance(value, dict):
+            if set(value) - {WRAP_KEY}:
+                return None
+            if WRAP_KEY not in value:
+                return None
+            value = value[WRAP_KEY]
+        if self._fields is not None:
+            return _fields_so_far(value, self._fields) or None
+        try:
+            partial = self.spec.adapter.validate_python(value, experimental_allow_partial=True)
+        except ValidationError:
+            return None
+        return partial if partial else None
+
+
+_GIANT_NUMBER = re.compile(rf"[0-9]{{{_MAX_DIGITS + 1}}}")
+
+
+def _without_number_tail(text: str) -> str:
+    """``text`` without a number it ends in (``"score": 1`` may go on as ``12``); linear
+    (``str.rstrip``: a regex anchored at the end rescans a long digit run from every position)."""
+    kept = text.rstrip(_NUMBER_CHARS)
+    if len(kept) == len(text) or kept.rstrip()[-1:] not in _BEFORE_A_VALUE:
+        return text  # no number at the end (a word, a string that ends in "e")
+    return kept
+
+
+def _field_adapters(output_type: Any) -> dict[str, tuple[str, TypeAdapter[Any]]] | None:
+    """For a model, dataclass or TypedDict: each field's JSON key and validator, by field name
+    (None for other types). Built once per parser."""
+    from pydantic import BaseModel, TypeAdapter
+    from typing_extensions import is_typeddict  # typing's misses typing_extensions' TypedDict
+
+    fields: dict[str, tuple[str, Any]] = {}
+    if isinstance(output_type, type) and issubclass(output_type, BaseModel):
+        for name, info in output_type.model_fields.items():
+            key = info.validation_alias if isinstance(info.validation_alias, str) else info.alias
+            hint: Any = info.annotation
+            if info.metadata:  # its constraints (gt=0, max_length=...) go with it
+                args = (hint, *info.metadata)
+                hint = typing.cast(Any, Annotated)[args]
+            fields[name] = (key or name, hint)
+    elif isinstance(output_type, type) and (
+        dataclasses.is_dataclass(output_type) or is_typeddict(output_type)
+    ):
+        for name, hint in typing.get_type_hints(output_type, include_extras=True).items():
+            fields[name] = (name, hint)
+    else:
+        return None
+    return {name: (key, TypeAdapter(hint)) for name, (key, hint) in fields.items()}
+
+
+_cached_fields = functools.lru_cache(maxsize=256)(_field_adapters)
+
+
+def _fields_so_far(value: Any, fields: dict[str, tuple[str, TypeAdapter[Any]]]) -> dict[str, Any]:
+    if not isinstance(value, dict):
+        return {}
+    shown: dict[str, Any] = {}
+    for name, (key, adapter) in fields.items():
+        if key in value:
+            try:
+                shown[name] = adapter.validate_python(value[key], experimental_allow_partial=True)
+            except ValidationError:
+                continue  # not valid yet (a nested model half-way): shown once it is
+    return shown
+
+
 def correction_message(error: OutputParsingError) -> str:
     """What the model is told when its structured answer did not parse."""
     return (
@@ -187,6 +333,7 @@ def correction_message(error: OutputParsingError) -> str:
 __all__ = [
     "DEFAULT_OUTPUT_RETRIES",
     "OutputSpec",
+    "PartialParser",
     "correction_message",
     "output_instructions",
     "output_spec",
