@@ -5,9 +5,9 @@ shows, the prompts, answers and tool calls, and a registered secret redacted on 
 
 Phoenix is large (about 850 MB with its dependencies, and it pins versions the project's own
 environment does not take), so it is not in the ``dev`` extra: install it into a virtualenv of
-its own, ``.phoenix`` in the clone (``python3 -m venv .phoenix && .phoenix/bin/pip install
-arize-phoenix``), or point ``AGENTENSEMBLE_PHOENIX`` at its ``phoenix`` command; a ``phoenix``
-on PATH or beside this Python works too. Without one, the test skips in one line."""
+its own, ``.phoenix`` in the clone (``make phoenix`` makes it), or point
+``AGENTENSEMBLE_PHOENIX`` at its ``phoenix`` command; a ``phoenix`` on PATH or beside this
+Python works too. Without one, the test skips in one line."""
 
 from __future__ import annotations
 
