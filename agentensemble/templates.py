@@ -1,7 +1,9 @@
 """Template filling: ``{name}`` takes its value from the run's inputs; ``{{`` and ``}}`` are braces.
 
 A variable is an identifier in single braces. Any other brace text (JSON examples, say) is left
-as written. Values are inserted in one pass and never re-templated.
+as written. Values are inserted in one pass and never re-templated. A variable holding an
+``Image`` / ``Document`` / ``Audio`` renders as ``[attachment: NAME]`` (its name, else the
+variable's), and ``attachments_in`` gives the attachments the texts name, to send with them.
 """
 
 from __future__ import annotations
@@ -10,6 +12,7 @@ import re
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from agentensemble.attachments import Attachment
 from agentensemble.errors import PromptTemplateError
 
 _TOKEN = re.compile(r"\{\{|\}\}|\{([A-Za-z_][A-Za-z0-9_]*)\}")
@@ -44,9 +47,25 @@ def fill_template(text: str, inputs: Mapping[str, Any]) -> str:
         if name is None:
             return match.group(0)[0]
         value = inputs[name]
-        return value if isinstance(value, str) else str(value)
+        if isinstance(value, str):
+            return value
+        if isinstance(value, Attachment):
+            return f"[attachment: {value.name or name}]"
+        return str(value)
 
     return _TOKEN.sub(replace, text)
 
 
-__all__ = ["fill_template", "missing_variables", "template_variables"]
+def attachments_in(texts: Iterable[str], inputs: Mapping[str, Any]) -> list[Attachment]:
+    """The attachments the variables of ``texts`` hold, in order of first use, each named as
+    its ``[attachment: NAME]`` says (its own name, else the variable's)."""
+    found: dict[str, Attachment] = {}
+    for text in texts:
+        for name in template_variables(text):
+            value = inputs.get(name)
+            if isinstance(value, Attachment) and name not in found:
+                found[name] = value if value.name else value.named(name)
+    return list(found.values())
+
+
+__all__ = ["attachments_in", "fill_template", "missing_variables", "template_variables"]

@@ -32,7 +32,7 @@ from agentensemble.errors import MaxIterationsExceededError
 from agentensemble.events import EventEmitter, ToolCallCompleted, ToolCallStarted
 from agentensemble.execution.env import ExecutionEnv
 from agentensemble.limits import before_tool_call
-from agentensemble.llm.types import Message, ToolCall
+from agentensemble.llm.types import ATTACHMENTS_KEY, Message, ToolCall
 from agentensemble.outputs import ReturnBehavior, ToolCallRecord
 from agentensemble.redaction import redact_text
 from agentensemble.steps import as_step, branches, checkpointing
@@ -242,7 +242,10 @@ class ToolTurns:
         # reviewer's rejection carries passes the redaction policy (and so do the record, the
         # events, the trace and durable records made from it)
         content = redact_text(content)
-        self._messages.append({"role": "tool", "tool_call_id": outcome.call.id, "content": content})
+        message: Message = {"role": "tool", "tool_call_id": outcome.call.id, "content": content}
+        if result.attachments and result.is_success:  # sent after the turn (llm/_messages.py)
+            message[ATTACHMENTS_KEY] = list(result.attachments)
+        self._messages.append(message)
         record = ToolCallRecord(
             name=outcome.call.name,
             arguments=outcome.ran_with or outcome.call.arguments,

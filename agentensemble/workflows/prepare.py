@@ -18,7 +18,7 @@ from agentensemble.agent import Agent
 from agentensemble.errors import ConfigurationError, PromptTemplateError
 from agentensemble.execution.agent_executor import AgentTask
 from agentensemble.llm.types import ChatModel
-from agentensemble.templates import fill_template, missing_variables
+from agentensemble.templates import attachments_in, fill_template, missing_variables
 from agentensemble.tools._no_reviewer import (
     approval_without_reviewer,
     gated_source_name,
@@ -347,6 +347,10 @@ class _Preparation:
                 output_guardrails=task.output_guardrails,
                 inputs=inputs,
                 instructions=instructions,
+                attachments=[
+                    *task.attachments,
+                    *attachments_in((task.description, task.expected_output), inputs),
+                ],
             )
         item.memory = task_memory(
             role=item.agent_role,
