@@ -17,6 +17,11 @@ if TYPE_CHECKING:
     from agentensemble.agent import (
         Agent,
     )
+    from agentensemble.attachments import (
+        Audio,
+        Document,
+        Image,
+    )
     from agentensemble.ensemble import (
         Ensemble,
     )
@@ -257,6 +262,9 @@ _LAZY: dict[str, str] = {
     "Loop": "agentensemble.workflows.loop",
     "LoopState": "agentensemble.workflows.loop",
     "ExecutionTrace": "agentensemble.tracing.trace",
+    "Image": "agentensemble.attachments",
+    "Document": "agentensemble.attachments",
+    "Audio": "agentensemble.attachments",
 }
 
 
@@ -271,6 +279,7 @@ __all__ = [
     "AgentExecutionError",
     "AgentTool",
     "AllModelsFailedError",
+    "Audio",
     "ChatModel",
     "ChatResponse",
     "ConfigurationError",
@@ -278,6 +287,7 @@ __all__ = [
     "DelegationCompleted",
     "DelegationFailed",
     "DelegationStarted",
+    "Document",
     "Edge",
     "Ensemble",
     "EnsembleCompleted",
@@ -300,6 +310,7 @@ __all__ = [
     "GuardrailInput",
     "GuardrailResult",
     "GuardrailViolationError",
+    "Image",
     "LLMCallCompleted",
     "LLMCallFailed",
     "LLMCallStarted",

@@ -19,8 +19,9 @@ import os
 from pathlib import Path
 from typing import Any, ClassVar
 
+_MIB = 1024 * 1024
 #: The most bytes one attachment may hold (20 MiB: OpenAI's bound for an image in a request).
-MAX_ATTACHMENT_BYTES = 20 * 1024 * 1024
+MAX_ATTACHMENT_BYTES = 20 * _MIB
 
 #: The first bytes of the formats we recognise, and their media types.
 _MAGIC: tuple[tuple[bytes, str], ...] = (
@@ -299,8 +300,8 @@ def _check_url(kind: str, url: Any) -> None:
 def _check_size(kind: str, field: str, size: int) -> None:
     if size > MAX_ATTACHMENT_BYTES:
         raise ValueError(
-            f"{kind} {field} holds {_size_text(size)}; an attachment holds at most "
-            f"{_size_text(MAX_ATTACHMENT_BYTES)}"
+            f"{kind} {field} holds {size / _MIB:.1f} MiB; an attachment holds at most "
+            f"{MAX_ATTACHMENT_BYTES / _MIB:.0f} MiB"
         )
     if size == 0:
         raise ValueError(f"{kind} {field} is empty")
