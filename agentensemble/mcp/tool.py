@@ -177,6 +177,8 @@ def _attachment(cls: type[Attachment], item: Any, field: str, name: str) -> Atta
 
 def _content_text(item: Any) -> str:
     kind = getattr(item, "type", None)
+    if kind == "text":
+        return str(getattr(item, "text", ""))
     if kind == "resource_link":
         return f"[resource {getattr(item, 'uri', '')}]"
     return f"[{kind or 'unknown'} content]"
