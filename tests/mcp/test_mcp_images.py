@@ -7,13 +7,16 @@ from __future__ import annotations
 import base64
 import sys
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
 from agentensemble import Agent, Ensemble, Image, Task
+from agentensemble.attachments import MAX_ATTACHMENT_BYTES
 from agentensemble.llm._messages import outgoing
 from agentensemble.llm.types import ATTACHMENTS_KEY
 from agentensemble.mcp import MCPServerStdio
+from agentensemble.mcp.tool import result_from_mcp
 from agentensemble.testing import ScriptedChatModel, tool_call
 
 pytestmark = pytest.mark.anyio
@@ -67,3 +70,17 @@ async def test_hostile_image_content_is_described_not_sent() -> None:
     assert second.startswith(
         "[image application/x-msdownload: not shown (Image cannot hold 'application/x-msdownload'"
     )
+
+
+def test_a_resource_link_is_never_read() -> None:
+    link = SimpleNamespace(type="resource_link", uri="file:///etc/passwd")
+    result = result_from_mcp(SimpleNamespace(content=[link]))
+    assert (result.output, result.attachments) == ("[resource file:///etc/passwd]", ())
+
+
+def test_an_image_over_the_bound_is_refused_before_decoding() -> None:
+    huge = "A" * (MAX_ATTACHMENT_BYTES * 4 // 3 + 8)  # valid base64, 20 MiB and more decoded
+    item = SimpleNamespace(type="image", data=huge, mime_type="image/png")
+    result = result_from_mcp(SimpleNamespace(content=[item]))
+    assert result.output == "[image image/png: over the attachment size bound]"
+    assert result.attachments == ()
