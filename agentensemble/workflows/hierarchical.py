@@ -25,6 +25,7 @@ from agentensemble.execution.agent_executor import AgentExecutor, AgentTask, Exe
 from agentensemble.llm.types import ChatModel
 from agentensemble.logging import get_logger
 from agentensemble.outputs import EnsembleOutput, ExitReason, TaskOutput
+from agentensemble.templates import attachments_in
 from agentensemble.tools.resolver import ToolResolver
 from agentensemble.workflows._review_gates import ask_reviewer, is_enabled
 from agentensemble.workflows.base import PreparedRun, PreparedTask
@@ -67,6 +68,19 @@ def manager_brief(prepared: Sequence[PreparedTask]) -> str:
     return "\n".join(lines)
 
 
+def manager_attachments(prepared: Sequence[Any], inputs: Mapping[str, Any]) -> list[Any]:
+    """Every task's attachments (its own and those its templates name), for the manager: it sees
+    them; its workers get its instructions, in text."""
+    return [
+        attachment
+        for item in prepared
+        for attachment in (
+            *item.task.attachments,
+            *attachments_in((item.task.description, item.task.expected_output), inputs),
+        )
+    ]
+
+
 def manager_background(team: Team) -> str:
     listing = "\n".join(f"- {w.role}: {w.goal}" for w in team.workers)
     return f"You lead this team of workers:\n{listing}"
@@ -97,6 +111,7 @@ class HierarchicalRunner:
             max_iterations=self.setup.max_iterations,
             tools=ToolResolver().resolve([DelegateTool(team, MANAGER_ROLE, manager=True)]),
             memory=team.memory_for(MANAGER_ROLE, manager=True) if team.memory_for else None,
+            attachments=manager_attachments(prepared, inputs),
         )
         env.emitter.emit(TaskStarted(1, 1, manager.description, MANAGER_ROLE))
         exit_reason = ExitReason.COMPLETED

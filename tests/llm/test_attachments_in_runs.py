@@ -109,3 +109,20 @@ def test_a_tool_returning_an_image_reaches_the_model_and_stays_out_of_saved_outp
         assert "iVBORw0KGgo" not in shown and "\\u0007\\u0007" not in shown  # no bytes, no base64
     assert "[image: png, 3 kB, sha256:" in trace
     assert pickle.loads(pickle.dumps(output)).raw == "A green page."
+
+
+def test_a_hierarchical_manager_sees_every_task_s_attachments() -> None:
+    from agentensemble import Workflow
+
+    manager = ScriptedChatModel(["The chart shows growth."])
+    writer = Agent(role="Writer", goal="Write", llm=ScriptedChatModel([]))
+    task = Task(description="Describe {chart}", attachments=[Document(data=PDF, name="brief")])
+    ensemble = Ensemble(
+        tasks=[task], agents=[writer], workflow=Workflow.HIERARCHICAL, manager_llm=manager
+    )
+
+    ensemble.run({"chart": Image(data=PNG)})
+
+    brief = manager.requests[0].messages[1]
+    assert [a.label for a in brief[ATTACHMENTS_KEY]] == ["brief", "chart"]
+    assert "Describe [attachment: chart]" in brief["content"]
