@@ -420,6 +420,15 @@ class Audio(Attachment):
         )
 
 
+def named_for(attachment: Attachment, variable: str) -> Attachment:
+    """``attachment`` as a template variable shows it: its name, else its file's name, else the
+    variable's (``{invoice}`` holding ``Document(data=...)`` is ``[attachment: invoice]``)."""
+    if attachment.name:
+        return attachment
+    label = attachment.label
+    return attachment.named(label if label != attachment.kind else variable)
+
+
 def attachment_list(value: Any, field: str) -> list[Attachment]:
     """``value`` as a list of attachments, or ValueError naming ``field`` and the position."""
     if isinstance(value, Attachment):
@@ -444,5 +453,6 @@ __all__ = [
     "Document",
     "Image",
     "attachment_list",
+    "named_for",
     "sniff",
 ]

@@ -2,8 +2,9 @@
 
 A variable is an identifier in single braces. Any other brace text (JSON examples, say) is left
 as written. Values are inserted in one pass and never re-templated. A variable holding an
-``Image`` / ``Document`` / ``Audio`` renders as ``[attachment: NAME]`` (its name, else the
-variable's), and ``attachments_in`` gives the attachments the texts name, to send with them.
+``Image`` / ``Document`` / ``Audio`` renders as ``[attachment: NAME]`` (its name, else its
+file's, else the variable's), and ``attachments_in`` gives the attachments the texts name, to
+send with them.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ import re
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from agentensemble.attachments import Attachment
+from agentensemble.attachments import Attachment, named_for
 from agentensemble.errors import PromptTemplateError
 
 _TOKEN = re.compile(r"\{\{|\}\}|\{([A-Za-z_][A-Za-z0-9_]*)\}")
@@ -50,7 +51,7 @@ def fill_template(text: str, inputs: Mapping[str, Any]) -> str:
         if isinstance(value, str):
             return value
         if isinstance(value, Attachment):
-            return f"[attachment: {value.name or name}]"
+            return str(named_for(value, name))
         return str(value)
 
     return _TOKEN.sub(replace, text)
@@ -58,13 +59,13 @@ def fill_template(text: str, inputs: Mapping[str, Any]) -> str:
 
 def attachments_in(texts: Iterable[str], inputs: Mapping[str, Any]) -> list[Attachment]:
     """The attachments the variables of ``texts`` hold, in order of first use, each named as
-    its ``[attachment: NAME]`` says (its own name, else the variable's)."""
+    its ``[attachment: NAME]`` says (``attachments.named_for``)."""
     found: dict[str, Attachment] = {}
     for text in texts:
         for name in template_variables(text):
             value = inputs.get(name)
             if isinstance(value, Attachment) and name not in found:
-                found[name] = value if value.name else value.named(name)
+                found[name] = named_for(value, name)
     return list(found.values())
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import pickle
+from pathlib import Path
 
 import pytest
 
@@ -126,3 +127,26 @@ def test_a_hierarchical_manager_sees_every_task_s_attachments() -> None:
     brief = manager.requests[0].messages[1]
     assert [a.label for a in brief[ATTACHMENTS_KEY]] == ["brief", "chart"]
     assert "Describe [attachment: chart]" in brief["content"]
+
+
+def test_for_each_over_documents_sends_one_document_with_each_run(tmp_path: Path) -> None:
+    files = []
+    for number in (1, 2):
+        file = tmp_path / f"invoice-{number}.pdf"
+        file.write_bytes(PDF + bytes([number]))
+        files.append(Document(path=file))
+    model = ScriptedChatModel(["paid", "unpaid"])
+    task = Task(
+        description="Is {item} paid?",
+        for_each="invoices",
+        agent=Agent(role="Clerk", goal="Check", llm=model),
+    )
+
+    Ensemble(tasks=[task]).run({"invoices": files})
+
+    for request, name, file in zip(
+        model.requests, ("invoice-1.pdf", "invoice-2.pdf"), files, strict=True
+    ):
+        prompt = request.messages[1]
+        assert f"Is [attachment: {name}] paid?" in prompt["content"]
+        assert prompt[ATTACHMENTS_KEY] == [file.named(name)]

@@ -47,7 +47,7 @@ async def test_a_task_image_and_an_input_pdf_go_with_the_request(replay: Any, la
     )
     seen: list[LLMCallStarted] = []
 
-    output = await Ensemble(tasks=[task], listeners=[_keep(seen)]).arun(
+    output = await Ensemble(tasks=[task], listeners=[Starts(seen)]).arun(
         {"invoice": Document(data=recorded_pdf())}
     )
 
@@ -65,7 +65,7 @@ async def test_a_task_image_and_an_input_pdf_go_with_the_request(replay: Any, la
     assert "base64" not in shown and "[image: png, 2 kB, sha256:" in shown
 
 
-class _keep:  # noqa: N801 - reads as a call at its one use
+class Starts:
     """A listener keeping the model calls' starts."""
 
     def __init__(self, seen: list[Any]) -> None:
