@@ -16,6 +16,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import os
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -429,6 +430,18 @@ def named_for(attachment: Attachment, variable: str) -> Attachment:
     return attachment.named(label if label != attachment.kind else variable)
 
 
+def distinct(attachments: Iterable[Attachment]) -> list[Attachment]:
+    """``attachments`` with names told apart where two share one (``image``, ``image 2``), so
+    each ``[attachment: NAME]`` points at one; the first of a name keeps it."""
+    seen: dict[str, int] = {}
+    named: list[Attachment] = []
+    for attachment in attachments:
+        label = attachment.label
+        seen[label] = count = seen.get(label, 0) + 1
+        named.append(attachment.named(f"{label} {count}") if count > 1 else attachment)
+    return named
+
+
 def attachment_list(value: Any, field: str) -> list[Attachment]:
     """``value`` as a list of attachments, or ValueError naming ``field`` and the position."""
     if isinstance(value, Attachment):
@@ -453,6 +466,7 @@ __all__ = [
     "Document",
     "Image",
     "attachment_list",
+    "distinct",
     "named_for",
     "sniff",
 ]

@@ -13,7 +13,7 @@ import re
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from agentensemble.attachments import Attachment, named_for
+from agentensemble.attachments import Attachment, distinct, named_for
 from agentensemble.errors import PromptTemplateError
 
 _TOKEN = re.compile(r"\{\{|\}\}|\{([A-Za-z_][A-Za-z0-9_]*)\}")
@@ -69,4 +69,17 @@ def attachments_in(texts: Iterable[str], inputs: Mapping[str, Any]) -> list[Atta
     return list(found.values())
 
 
-__all__ = ["attachments_in", "fill_template", "missing_variables", "template_variables"]
+def task_attachments(task: Any, inputs: Mapping[str, Any]) -> list[Attachment]:
+    """What goes with a task's request: the attachments its texts name (first: the text names
+    them so), then its own ``attachments``, each name told apart (``attachments.distinct``)."""
+    named = attachments_in((task.description, task.expected_output), inputs)
+    return distinct([*named, *task.attachments])
+
+
+__all__ = [
+    "attachments_in",
+    "fill_template",
+    "missing_variables",
+    "task_attachments",
+    "template_variables",
+]

@@ -11,7 +11,7 @@ from pydantic import BaseModel
 from pydantic_core import to_jsonable_python
 
 from agentensemble._dataclass import dataclass
-from agentensemble.attachments import Attachment, attachment_list
+from agentensemble.attachments import Attachment, attachment_list, distinct
 from agentensemble.outputs import ReturnBehavior
 from agentensemble.tools._sync import in_worker_thread
 
@@ -168,19 +168,10 @@ def attachment_result(value: Any) -> ToolResult | None:
         return None
     if not all(isinstance(item, (str, Attachment)) for item in items):
         return None
-    lines: list[str] = []
-    attachments: list[Attachment] = []
-    seen: dict[str, int] = {}
-    for item in items:
-        if isinstance(item, str):
-            lines.append(item)
-            continue
-        seen[item.label] = count = seen.get(item.label, 0) + 1
-        if count > 1:
-            item = item.named(f"{item.label} {count}")
-        attachments.append(item)
-        lines.append(str(item))
-    return ToolResult(output="\n".join(lines), attachments=tuple(attachments))
+    named = tuple(distinct(i for i in items if isinstance(i, Attachment)))
+    shown = iter(named)
+    lines = [item if isinstance(item, str) else str(next(shown)) for item in items]
+    return ToolResult(output="\n".join(lines), attachments=named)
 
 
 def implements_body(tool: AgentTool) -> bool:

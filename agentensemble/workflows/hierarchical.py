@@ -19,13 +19,14 @@ from datetime import timedelta
 from typing import Any
 
 from agentensemble._memory_wiring import team_memory
+from agentensemble.attachments import distinct
 from agentensemble.errors import ExitEarlyError, TaskExecutionError
 from agentensemble.events import TaskCompleted, TaskFailed, TaskStarted
 from agentensemble.execution.agent_executor import AgentExecutor, AgentTask, ExecutionEnv
 from agentensemble.llm.types import ChatModel
 from agentensemble.logging import get_logger
 from agentensemble.outputs import EnsembleOutput, ExitReason, TaskOutput
-from agentensemble.templates import attachments_in
+from agentensemble.templates import task_attachments
 from agentensemble.tools.resolver import ToolResolver
 from agentensemble.workflows._review_gates import ask_reviewer, is_enabled
 from agentensemble.workflows.base import PreparedRun, PreparedTask
@@ -69,16 +70,9 @@ def manager_brief(prepared: Sequence[PreparedTask]) -> str:
 
 
 def manager_attachments(prepared: Sequence[Any], inputs: Mapping[str, Any]) -> list[Any]:
-    """Every task's attachments (its own and those its templates name), for the manager: it sees
-    them; its workers get its instructions, in text."""
-    return [
-        attachment
-        for item in prepared
-        for attachment in (
-            *item.task.attachments,
-            *attachments_in((item.task.description, item.task.expected_output), inputs),
-        )
-    ]
+    """Every task's attachments (``templates.task_attachments``), for the manager: it sees them;
+    its workers get its instructions, in text."""
+    return distinct(a for item in prepared for a in task_attachments(item.task, inputs))
 
 
 def manager_background(team: Team) -> str:

@@ -19,7 +19,7 @@ from agentensemble.attachments import Attachment
 from agentensemble.errors import ConfigurationError, PromptTemplateError
 from agentensemble.execution.agent_executor import AgentTask
 from agentensemble.llm.types import ChatModel
-from agentensemble.templates import attachments_in, fill_template, missing_variables
+from agentensemble.templates import fill_template, missing_variables, task_attachments
 from agentensemble.tools._no_reviewer import (
     approval_without_reviewer,
     gated_source_name,
@@ -356,10 +356,7 @@ class _Preparation:
                 output_guardrails=task.output_guardrails,
                 inputs=inputs,
                 instructions=instructions,
-                attachments=[
-                    *task.attachments,
-                    *attachments_in((task.description, task.expected_output), inputs),
-                ],
+                attachments=task_attachments(task, inputs),
             )
         item.memory = task_memory(
             role=item.agent_role,

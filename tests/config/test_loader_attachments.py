@@ -100,12 +100,12 @@ def test_a_crew_file_s_attachments_reach_the_provider_as_content_parts(
     assert "compare it with [attachment: receipt]" in content[0]["text"]
     names = [part["text"] for part in content[1::2]]
     assert names == [
+        "[attachment: receipt]",  # named in the text: first
         "[attachment: invoice.pdf]",
         "[attachment: logo.png]",
         "[attachment: Notes]",
-        "[attachment: receipt]",
     ]
-    invoice, logo, notes, receipt = content[2::2]
+    receipt, invoice, logo, notes = content[2::2]
     assert invoice["file"]["filename"] == "invoice.pdf"
     assert logo == {"type": "image_url", "image_url": {"url": "https://cdn.example.com/logo.png"}}
     assert notes == {"type": "text", "text": "Paid by card.\n"}

@@ -33,8 +33,23 @@ def test_an_input_variable_renders_its_name_and_its_attachment_goes_with_the_pro
     prompt = model.requests[0].messages[1]
     assert "Total of [attachment: invoice] as drawn in the chart?" in prompt["content"]
     attached = prompt[ATTACHMENTS_KEY]
-    assert [a.label for a in attached] == ["image", "invoice"]
-    assert attached[1].data == PDF
+    assert [a.label for a in attached] == ["invoice", "image"]  # named in the text first
+    assert attached[0].data == PDF
+
+
+def test_two_attachments_of_one_name_are_told_apart() -> None:
+    model = ScriptedChatModel(["same"])
+    task = Task(
+        description="Compare {image} with the others",
+        agent=Agent(role="R", goal="Compare", llm=model),
+        attachments=[Image(data=PNG), Image(data=PNG + b"2")],
+    )
+
+    Ensemble(tasks=[task]).run({"image": Image(data=PNG + b"1")})
+
+    attached = model.requests[0].messages[1][ATTACHMENTS_KEY]
+    assert [a.label for a in attached] == ["image", "image 2", "image 3"]
+    assert attached[0].data == PNG + b"1"  # the one the text names keeps its name
 
 
 def test_an_input_attachment_with_a_name_keeps_it() -> None:
@@ -125,7 +140,7 @@ def test_a_hierarchical_manager_sees_every_task_s_attachments() -> None:
     ensemble.run({"chart": Image(data=PNG)})
 
     brief = manager.requests[0].messages[1]
-    assert [a.label for a in brief[ATTACHMENTS_KEY]] == ["brief", "chart"]
+    assert [a.label for a in brief[ATTACHMENTS_KEY]] == ["chart", "brief"]
     assert "Describe [attachment: chart]" in brief["content"]
 
 

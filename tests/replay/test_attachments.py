@@ -55,12 +55,12 @@ async def test_a_task_image_and_an_input_pdf_go_with_the_request(replay: Any, la
     (request,) = server.requests
     sent = parts(request.body)
     assert sent[0]["type"] == "text" and "main content of [attachment: invoice]?" in sent[0]["text"]
-    assert [p["type"] for p in sent[1:]] == ["text", "image_url", "text", "file"]
-    assert sent[1]["text"] == "[attachment: image]"
-    assert sent[2]["image_url"]["url"] == "data:image/png;base64," + base64.b64encode(PNG).decode()
-    assert sent[3]["text"] == "[attachment: invoice]"
+    assert [p["type"] for p in sent[1:]] == ["text", "file", "text", "image_url"]
+    assert sent[1]["text"] == "[attachment: invoice]"
     recorded = parts(recorded_request("openai/document_input", 0))[1]["file"]["file_data"]
-    assert sent[4]["file"] == {"file_data": recorded, "filename": "invoice"}  # byte for byte
+    assert sent[2]["file"] == {"file_data": recorded, "filename": "invoice"}  # byte for byte
+    assert sent[3]["text"] == "[attachment: image]"
+    assert sent[4]["image_url"]["url"] == "data:image/png;base64," + base64.b64encode(PNG).decode()
     shown = str(seen[0].messages)
     assert "base64" not in shown and "[image: png, 2 kB, sha256:" in shown
 
