@@ -16,7 +16,9 @@ provider's own (Anthropic image and document blocks, Gemini inline data...):
 Each part follows a text part ``[attachment: NAME]``, so the prompt's names point at it. A tool
 message can only hold text on the OpenAI wire, so a tool's attachments go in a user message right
 after the turn's tool messages (what PydanticAI does: ``ToolReturnPart
-.model_response_str_and_user_content``, "See file X" in the tool message, then the file).
+.model_response_str_and_user_content``, "See file X" in the tool message, then the file; the OpenAI
+Agents SDK's chat-completions converter drops them instead unless told to keep them in the tool
+message, ``preserve_tool_output_all_content``, for providers that take that).
 """
 
 from __future__ import annotations
