@@ -1,8 +1,9 @@
-"""Attachments over HTTP on recorded OpenAI traffic (pydantic-ai's cassettes, SOURCES.md), both
-ways out: a task's image and a run input's PDF reach the request as content parts, the PDF byte
-for byte as the recorded request sent it; a tool's image goes back as PydanticAI sent it (text in
-the tool message, the image in a user message right after); traces and events show a short
-description, never the bytes."""
+"""Attachments over HTTP on recorded OpenAI and Anthropic traffic (pydantic-ai's cassettes,
+SOURCES.md), both ways out: a task's image and a run input's PDF reach the request as content
+parts, the PDF byte for byte as the recorded request sent it; a tool's image goes back as
+PydanticAI sent it (text in the tool message, the image in a user message right after); traces
+and events show a short description, never the bytes. Through litellm, a PDF reaches Anthropic
+as the document block Anthropic's own client sent."""
 
 from __future__ import annotations
 
@@ -116,3 +117,24 @@ async def test_a_tool_s_image_follows_its_tool_message_as_the_recorded_client_se
     assert second[-1]["content"][1] == recorded[-1]["content"][1]  # the image part as recorded
     record = output.task_outputs[0].tool_calls[0]
     assert record.output == second[-2]["content"]
+
+
+CLAUDE = "anthropic/claude-sonnet-4-5"
+
+
+async def test_a_pdf_reaches_anthropic_as_the_document_block_its_own_client_sent(
+    replay: Any,
+) -> None:
+    server = replay("anthropic/document_input")
+    recorded = recorded_request("anthropic/document_input", 0)["messages"][0]["content"][1]
+    pdf = base64.b64decode(recorded["source"]["data"])
+    reader = Agent(role="Reader", goal="Read documents", llm=model(CLAUDE, server))
+    task = Task(description="What is the main content of {document}?", agent=reader)
+
+    output = await Ensemble(tasks=[task]).arun({"document": Document(data=pdf)})
+
+    assert output.raw.startswith('The document simply contains the text "Dummy PDF file"')
+    (request,) = server.requests
+    blocks = request.body["messages"][-1]["content"]
+    (document,) = [block for block in blocks if block["type"] == "document"]
+    assert document["source"] == recorded["source"]  # base64, application/pdf, byte for byte
