@@ -40,6 +40,7 @@ from agentensemble.llm.types import (
     ToolSpec,
 )
 from agentensemble.outputs import TokenUsage
+from agentensemble.redaction import redact_text
 
 #: Providers litellm converts into content blocks (Anthropic messages, Gemini parts, Bedrock
 #: Converse): an assistant turn of only tool calls goes with no text at all, since an empty
@@ -229,8 +230,8 @@ def content_part(attachment: Attachment) -> dict[str, Any]:
 def attachment_parts(attachments: Sequence[Attachment]) -> list[dict[str, Any]]:
     """Each attachment as its name (``[attachment: NAME]``) and its content part."""
     parts: list[dict[str, Any]] = []
-    for attachment in attachments:
-        parts.append({"type": "text", "text": str(attachment)})
+    for attachment in attachments:  # a name may come from a tool or a server: redacted
+        parts.append({"type": "text", "text": redact_text(str(attachment))})
         parts.append(content_part(attachment))
     return parts
 

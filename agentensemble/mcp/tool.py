@@ -153,11 +153,18 @@ def _content(item: Any, number: int) -> tuple[Attachment | None, str]:
         cls: type[Attachment] = Document
         if mime.startswith(("image/", "audio/")):
             cls = Image if mime.startswith("image/") else Audio
-        made = _attachment(cls, resource, "blob", str(uri).rsplit("/", 1)[-1])
+        made = _attachment(cls, resource, "blob", _resource_name(str(uri)))
         if isinstance(made, Attachment):
             return made, str(made)
         return None, f"[binary resource {uri}]"
     return None, _content_text(item)
+
+
+def _resource_name(uri: str) -> str:
+    """A resource's name for the model: the last segment of its URI, printable, at most 80
+    characters (the server chose it)."""
+    tail = uri.rstrip("/").rsplit("/", 1)[-1]
+    return "".join(c for c in tail if c.isprintable())[:80]
 
 
 def _attachment(cls: type[Attachment], item: Any, field: str, name: str) -> Attachment | str:

@@ -169,3 +169,12 @@ async def test_a_model_that_cannot_take_a_part_is_refused_before_any_request(
 
     with pytest.raises(ConfigurationError, match=rf"model '{model}' cannot take {part}"):
         await llm.complete(history)  # port 9 would refuse: the error comes first, from the table
+
+
+def test_an_attachment_s_name_passes_the_redaction_policy_on_its_way_out() -> None:
+    leaky = Document(data=PDF, name="sk-proj-abcdefghijklmnopqrstuvwx.pdf")
+    history = [{"role": "tool", "tool_call_id": "a", "content": "x", ATTACHMENTS_KEY: [leaky]}]
+
+    label = outgoing(history, "openai")[-1]["content"][0]["text"]
+
+    assert "sk-proj-abcdefghijklmnopqrstuvwx" not in label and label.startswith("[attachment: ")

@@ -84,3 +84,18 @@ def test_an_image_over_the_bound_is_refused_before_decoding() -> None:
     result = result_from_mcp(SimpleNamespace(content=[item]))
     assert result.output == "[image image/png: over the attachment size bound]"
     assert result.attachments == ()
+
+
+def test_a_resource_s_name_is_printable_and_bounded() -> None:
+    blob = SimpleNamespace(
+        uri="file:///r/" + "\x1b[31m" + "n" * 200 + ".pdf",
+        mime_type="application/pdf",
+        blob=base64.b64encode(b"%PDF-1.4\n").decode(),
+    )
+    result = result_from_mcp(
+        SimpleNamespace(content=[SimpleNamespace(type="resource", resource=blob)])
+    )
+    (document,) = result.attachments
+    assert (
+        document.label == "[31m" + "n" * 76 and result.output == f"[attachment: {document.label}]"
+    )
