@@ -138,4 +138,3 @@ async def test_a_pdf_reaches_anthropic_as_the_document_block_its_own_client_sent
     blocks = request.body["messages"][-1]["content"]
     (document,) = [block for block in blocks if block["type"] == "document"]
     assert document["source"] == recorded["source"]  # base64, application/pdf, byte for byte
-
