@@ -16,7 +16,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import os
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -249,6 +249,13 @@ class Attachment:
         object.__setattr__(copy, "name", name)
         return copy
 
+    def with_data(self, data: bytes) -> Attachment:
+        """A copy holding ``data`` instead (same kind, type and name; no path: not the file's)."""
+        copy = self.named(self.label)  # the file's name kept: the path goes
+        object.__setattr__(copy, "data", data)
+        object.__setattr__(copy, "path", None)
+        return copy
+
     def base64(self) -> str:
         """Its bytes in base64 (ValueError for a URL attachment: it has none here)."""
         if self.data is None:
@@ -442,6 +449,25 @@ def distinct(attachments: Iterable[Attachment]) -> list[Attachment]:
     return named
 
 
+def redacted_documents(
+    attachments: tuple[Attachment, ...], redact: Callable[[str], str]
+) -> tuple[Attachment, ...]:
+    """``attachments`` with each text document's text passed through ``redact`` (what a tool
+    returns is redacted before the model sees it; images and PDFs are left byte for byte).
+    The same tuple when nothing changed."""
+    changed = False
+    kept: list[Attachment] = []
+    for attachment in attachments:
+        if isinstance(attachment, Document) and attachment.is_text and attachment.data:
+            text = attachment.text()
+            shown = redact(text)
+            if shown != text:
+                changed = True
+                attachment = attachment.with_data(shown.encode("utf-8"))
+        kept.append(attachment)
+    return tuple(kept) if changed else attachments
+
+
 def attachment_list(value: Any, field: str) -> list[Attachment]:
     """``value`` as a list of attachments, or ValueError naming ``field`` and the position."""
     if isinstance(value, Attachment):
@@ -468,5 +494,6 @@ __all__ = [
     "attachment_list",
     "distinct",
     "named_for",
+    "redacted_documents",
     "sniff",
 ]

@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 from agentensemble._dataclass import dataclass
 from agentensemble._interrupts import Interrupted, reraise_interrupt
+from agentensemble.attachments import redacted_documents
 from agentensemble.errors import MaxIterationsExceededError
 from agentensemble.events import EventEmitter, ToolCallCompleted, ToolCallStarted
 from agentensemble.execution.env import ExecutionEnv
@@ -280,13 +281,16 @@ async def _redacted_call(tool: ExecutableTool, arguments: str) -> ToolCallResult
 
 
 def _redacted(result: ToolResult) -> ToolResult:
-    """``result`` with its texts through the redaction policy (``structured_output`` is the
-    tool's own value: it travels to records and listeners, never to the model)."""
+    """``result`` with its texts through the redaction policy, text documents it returned
+    included (images and PDFs are sent as they are: their bytes are never rewritten).
+    ``structured_output`` is the tool's own value: it travels to records and listeners, never
+    to the model."""
     error = None if result.error_message is None else redact_text(result.error_message)
     output = redact_text(result.output)
-    if output == result.output and error == result.error_message:
+    attachments = redacted_documents(result.attachments, redact_text)
+    if (output, error, attachments) == (result.output, result.error_message, result.attachments):
         return result
-    return dataclasses.replace(result, output=output, error_message=error)
+    return dataclasses.replace(result, output=output, error_message=error, attachments=attachments)
 
 
 # -- running the calls of one turn -----------------------------------------------------------

@@ -165,3 +165,27 @@ def test_for_each_over_documents_sends_one_document_with_each_run(tmp_path: Path
         prompt = request.messages[1]
         assert f"Is [attachment: {name}] paid?" in prompt["content"]
         assert prompt[ATTACHMENTS_KEY] == [file.named(name)]
+
+
+SECRET = "sk-proj-abcdefghijklmnopqrstuvwxyz123456"
+
+
+@tool
+def read_config() -> list[object]:
+    """The config file and a screenshot of it."""
+    return [
+        Document(data=f"api_key: {SECRET}\n".encode(), name="config.txt"),
+        Image(data=PNG + SECRET.encode()),  # bytes that look like a key are not text
+    ]
+
+
+def test_a_tool_s_text_document_is_redacted_and_its_image_left_byte_for_byte() -> None:
+    model = ScriptedChatModel([tool_call("read_config"), "done"])
+    agent = Agent(role="Ops", goal="Check", tools=[read_config], llm=model)
+
+    Ensemble(tasks=[Task(description="Check the config", agent=agent)]).run()
+
+    document, image = model.requests[1].messages[-1][ATTACHMENTS_KEY]
+    assert SECRET not in document.text() and document.text().startswith("api_key: ")
+    assert document.label == "config.txt"
+    assert image.data == PNG + SECRET.encode()
