@@ -17,6 +17,11 @@ if TYPE_CHECKING:
     from agentensemble.agent import (
         Agent,
     )
+    from agentensemble.attachments import (
+        Audio,
+        Document,
+        Image,
+    )
     from agentensemble.ensemble import (
         Ensemble,
     )
@@ -265,6 +270,9 @@ _LAZY: dict[str, str] = {
     "Loop": "agentensemble.workflows.loop",
     "LoopState": "agentensemble.workflows.loop",
     "ExecutionTrace": "agentensemble.tracing.trace",
+    "Image": "agentensemble.attachments",
+    "Document": "agentensemble.attachments",
+    "Audio": "agentensemble.attachments",
 }
 
 
@@ -279,6 +287,7 @@ __all__ = [
     "AgentExecutionError",
     "AgentTool",
     "AllModelsFailedError",
+    "Audio",
     "ChatModel",
     "ChatResponse",
     "ConfigurationError",
@@ -286,6 +295,7 @@ __all__ = [
     "DelegationCompleted",
     "DelegationFailed",
     "DelegationStarted",
+    "Document",
     "Edge",
     "Ensemble",
     "EnsembleCompleted",
@@ -308,6 +318,7 @@ __all__ = [
     "GuardrailInput",
     "GuardrailResult",
     "GuardrailViolationError",
+    "Image",
     "LLMCallCompleted",
     "LLMCallFailed",
     "LLMCallStarted",

@@ -12,6 +12,7 @@ from agentensemble._dataclass import dataclass
 from agentensemble._memory_wiring import check_knowledge, check_scopes
 from agentensemble._validation import check_review, check_tools, require_text
 from agentensemble.agent import Agent
+from agentensemble.attachments import attachment_list
 from agentensemble.guardrails import check_guardrails
 from agentensemble.hints import reject_foreign_names
 from agentensemble.outputs import TaskOutput
@@ -63,6 +64,9 @@ class Task(BaseModel):
         "MemoryScope(name, write=..., query=...)",
     )
     knowledge: list[Any] = Field(default_factory=list, description="Knowledge(paths=[...])")
+    attachments: list[Any] = Field(
+        default_factory=list, description="Image, Document or Audio sent with the task's request"
+    )
 
     @model_validator(mode="before")
     @classmethod
@@ -129,6 +133,11 @@ class Task(BaseModel):
     def _knowledge(cls, value: list[Any]) -> list[Any]:
         return check_knowledge(value)
 
+    @field_validator("attachments", mode="before")
+    @classmethod
+    def _attachments(cls, value: Any) -> list[Any]:
+        return list(attachment_list(value, "attachments"))
+
     @field_validator("input_guardrails", "output_guardrails")
     @classmethod
     def _guardrails(cls, value: list[Any], info: Any) -> list[Any]:
@@ -156,6 +165,10 @@ class Task(BaseModel):
                 raise ValueError("a task has either an agent or a handler, not both")
             if self.tools:
                 raise ValueError("a task with a handler makes no model call, so it takes no tools")
+            if self.attachments:
+                raise ValueError(
+                    "a task with a handler makes no model call, so it takes no attachments"
+                )
         return self
 
     @property

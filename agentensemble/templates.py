@@ -1,7 +1,10 @@
 """Template filling: ``{name}`` takes its value from the run's inputs; ``{{`` and ``}}`` are braces.
 
 A variable is an identifier in single braces. Any other brace text (JSON examples, say) is left
-as written. Values are inserted in one pass and never re-templated.
+as written. Values are inserted in one pass and never re-templated. A variable holding an
+``Image`` / ``Document`` / ``Audio`` renders as ``[attachment: NAME]`` (its name, else its
+file's, else the variable's), and ``attachments_in`` gives the attachments the texts name, to
+send with them.
 """
 
 from __future__ import annotations
@@ -10,6 +13,7 @@ import re
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from agentensemble.attachments import Attachment, distinct, named_for
 from agentensemble.errors import PromptTemplateError
 
 _TOKEN = re.compile(r"\{\{|\}\}|\{([A-Za-z_][A-Za-z0-9_]*)\}")
@@ -44,9 +48,38 @@ def fill_template(text: str, inputs: Mapping[str, Any]) -> str:
         if name is None:
             return match.group(0)[0]
         value = inputs[name]
-        return value if isinstance(value, str) else str(value)
+        if isinstance(value, str):
+            return value
+        if isinstance(value, Attachment):
+            return str(named_for(value, name))
+        return str(value)
 
     return _TOKEN.sub(replace, text)
 
 
-__all__ = ["fill_template", "missing_variables", "template_variables"]
+def attachments_in(texts: Iterable[str], inputs: Mapping[str, Any]) -> list[Attachment]:
+    """The attachments the variables of ``texts`` hold, in order of first use, each named as
+    its ``[attachment: NAME]`` says (``attachments.named_for``)."""
+    found: dict[str, Attachment] = {}
+    for text in texts:
+        for name in template_variables(text):
+            value = inputs.get(name)
+            if isinstance(value, Attachment) and name not in found:
+                found[name] = named_for(value, name)
+    return list(found.values())
+
+
+def task_attachments(task: Any, inputs: Mapping[str, Any]) -> list[Attachment]:
+    """What goes with a task's request: the attachments its texts name (first: the text names
+    them so), then its own ``attachments``, each name told apart (``attachments.distinct``)."""
+    named = attachments_in((task.description, task.expected_output), inputs)
+    return distinct([*named, *task.attachments])
+
+
+__all__ = [
+    "attachments_in",
+    "fill_template",
+    "missing_variables",
+    "task_attachments",
+    "template_variables",
+]

@@ -46,6 +46,15 @@ RUNS = {
         )
     ),
     "research_writer.py": Run(expected=(OFFLINE, "== Task 2: Writer", "exit: completed")),
+    "document_crew.py": Run(
+        expected=(
+            OFFLINE,
+            "(the offline model was sent [document: invoice.pdf, pdf, 737 B, sha256:",
+            "(the offline model was sent [image: receipt.png, png, 116 B, sha256:",
+            "Invoice: Invoice(number='2041', supplier='Harbour Office Supplies', total=118.0,",
+            "Check: The receipt matches invoice 2041: 118.00 EUR paid.",
+        )
+    ),
     "streaming_chat.py": Run(
         expected=(
             OFFLINE,

@@ -8,6 +8,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from agentensemble.agent import Agent
+from agentensemble.config._attachments import attachment_entries
 from agentensemble.config._memory import knowledge_list, task_scopes
 from agentensemble.config._positions import Located, Path
 from agentensemble.config._refs import is_import_path
@@ -260,6 +261,10 @@ def _task(
         fields["memory"] = task_scopes(doc, (*path, "memory"), fields["memory"])
     if fields.get("knowledge") is not None:
         fields["knowledge"] = knowledge_list(doc, (*path, "knowledge"), fields["knowledge"])
+    if fields.get("attachments") is not None:
+        fields["attachments"] = attachment_entries(
+            doc, (*path, "attachments"), fields["attachments"]
+        )
     task: Task = construct(doc, path, Task, fields)
     return task
 

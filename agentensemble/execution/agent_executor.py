@@ -48,6 +48,7 @@ from agentensemble.llm._chain import answered_by
 from agentensemble.llm.cost import add_costs, cost_usd
 from agentensemble.llm.response_format import ResponseFormat, supports_response_format
 from agentensemble.llm.types import (
+    ATTACHMENTS_KEY,
     ChatModel,
     ChatResponse,
     Message,
@@ -93,6 +94,7 @@ class AgentTask:
     memory: TaskMemory | None = None  # memory, knowledge, session: shown before the task
     instructions: Any = None  # the agent's: text, or a function of RunContext (each task start)
     skills: Sequence[tuple[str, str]] = ()  # the agent's skills: (name, description), listed
+    attachments: Sequence[Any] = ()  # Image / Document / Audio sent with the task's prompt
 
     def for_run(self, description: str, context: Sequence[ContextItem]) -> AgentTask:
         """A copy for one run of the task, with its (reviewed) description and its context: a
@@ -132,6 +134,8 @@ class AgentExecutor:
             },
             {"role": "user", "content": self._user_prompt(schema_in_prompt=True)},
         ]
+        if task.attachments:  # sent as content parts (llm/_messages.py); the text names them
+            self.messages[1][ATTACHMENTS_KEY] = list(task.attachments)
         self._prompt_at = 1  # the task's own user message (after any session history)
         self._format: ResponseFormat | None = None
         self.records: list[ToolCallRecord] = []

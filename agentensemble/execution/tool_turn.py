@@ -28,11 +28,12 @@ from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 from agentensemble._dataclass import dataclass
 from agentensemble._interrupts import Interrupted, reraise_interrupt
+from agentensemble.attachments import redacted_documents
 from agentensemble.errors import MaxIterationsExceededError
 from agentensemble.events import EventEmitter, ToolCallCompleted, ToolCallStarted
 from agentensemble.execution.env import ExecutionEnv
 from agentensemble.limits import before_tool_call
-from agentensemble.llm.types import Message, ToolCall
+from agentensemble.llm.types import ATTACHMENTS_KEY, Message, ToolCall
 from agentensemble.outputs import ReturnBehavior, ToolCallRecord
 from agentensemble.redaction import redact_text
 from agentensemble.steps import as_step, branches, checkpointing
@@ -242,7 +243,10 @@ class ToolTurns:
         # reviewer's rejection carries passes the redaction policy (and so do the record, the
         # events, the trace and durable records made from it)
         content = redact_text(content)
-        self._messages.append({"role": "tool", "tool_call_id": outcome.call.id, "content": content})
+        message: Message = {"role": "tool", "tool_call_id": outcome.call.id, "content": content}
+        if result.attachments and result.is_success:  # sent after the turn (llm/_messages.py)
+            message[ATTACHMENTS_KEY] = list(result.attachments)
+        self._messages.append(message)
         record = ToolCallRecord(
             name=outcome.call.name,
             arguments=outcome.ran_with or outcome.call.arguments,
@@ -277,13 +281,16 @@ async def _redacted_call(tool: ExecutableTool, arguments: str) -> ToolCallResult
 
 
 def _redacted(result: ToolResult) -> ToolResult:
-    """``result`` with its texts through the redaction policy (``structured_output`` is the
-    tool's own value: it travels to records and listeners, never to the model)."""
+    """``result`` with its texts through the redaction policy, text documents it returned
+    included (images and PDFs are sent as they are: their bytes are never rewritten).
+    ``structured_output`` is the tool's own value: it travels to records and listeners, never
+    to the model."""
     error = None if result.error_message is None else redact_text(result.error_message)
     output = redact_text(result.output)
-    if output == result.output and error == result.error_message:
+    attachments = redacted_documents(result.attachments, redact_text)
+    if (output, error, attachments) == (result.output, result.error_message, result.attachments):
         return result
-    return dataclasses.replace(result, output=output, error_message=error)
+    return dataclasses.replace(result, output=output, error_message=error, attachments=attachments)
 
 
 # -- running the calls of one turn -----------------------------------------------------------

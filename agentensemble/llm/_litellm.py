@@ -41,6 +41,29 @@ def _load_locked() -> Any:
         return _litellm
 
 
+#: litellm's capability check for each kind of part a model must take (``_messages.input_kinds``).
+_INPUT_CHECKS = {
+    "image": "supports_vision",
+    "pdf": "supports_pdf_input",
+    "audio": "supports_audio_input",
+}
+
+
+def takes_input(model: str, kind: str) -> bool:
+    """Whether litellm's model table says ``model`` takes ``kind`` parts (``image``, ``pdf``,
+    ``audio``). A model the table does not know (a local server's, a new one) is let through:
+    the server decides. Imports litellm (call it off the event loop the first time)."""
+    litellm = load_litellm()
+    try:
+        litellm.get_model_info(model=model)
+    except Exception:  # not in the table: nothing to say against it
+        return True
+    try:
+        return bool(getattr(litellm, _INPUT_CHECKS[kind])(model=model))
+    except Exception:
+        return True
+
+
 def _import_and_tame() -> Any:
     already_imported = "litellm" in sys.modules
     # No phoning home for the model price map; a user's own setting wins.
@@ -89,4 +112,4 @@ def _quiet_loggers() -> None:
             logger.setLevel(logging.WARNING)  # litellm's debug chatter is not the user's business
 
 
-__all__ = ["is_loaded", "load_litellm"]
+__all__ = ["is_loaded", "load_litellm", "takes_input"]

@@ -4,7 +4,21 @@ Pure functions, no I/O. ``read_response`` turns litellm's answer (or a plain Ope
 into a ``ChatResponse`` with reasoning, refusal, usage details and the parts the provider needs
 back; ``outgoing`` turns our history into what a request to ``provider`` sends: provider parts
 only to the provider they came from, no empty text part for providers that build content blocks,
-and Anthropic ``cache_control`` breakpoints on the stable prefix when prompt caching is on.
+Anthropic ``cache_control`` breakpoints on the stable prefix when prompt caching is on, and
+attachments (``ATTACHMENTS_KEY``) as OpenAI-format content parts, which litellm turns into each
+provider's own (Anthropic image and document blocks, Gemini inline data...):
+
+- an ``Image``: ``image_url`` with its https URL or a ``data:`` URL of its bytes;
+- a PDF ``Document``: a ``file`` part, ``file_data`` a ``data:`` URL (or ``file_id`` its URL);
+  a text ``Document``: a text part holding its text;
+- an ``Audio``: ``input_audio`` with its base64 bytes and format (a URL: a ``file`` part).
+
+Each part follows a text part ``[attachment: NAME]``, so the prompt's names point at it. A tool
+message can only hold text on the OpenAI wire, so a tool's attachments go in a user message right
+after the turn's tool messages (what PydanticAI does: ``ToolReturnPart
+.model_response_str_and_user_content``, "See file X" in the tool message, then the file; the OpenAI
+Agents SDK's chat-completions converter drops them instead unless told to keep them in the tool
+message, ``preserve_tool_output_all_content``, for providers that take that).
 """
 
 from __future__ import annotations
@@ -14,8 +28,10 @@ import uuid
 from collections.abc import Sequence
 from typing import Any
 
+from agentensemble.attachments import Attachment, Audio, Document, Image
 from agentensemble.errors import LLMError
 from agentensemble.llm.types import (
+    ATTACHMENTS_KEY,
     PROVIDER_KEY,
     ChatResponse,
     Message,
@@ -24,6 +40,7 @@ from agentensemble.llm.types import (
     ToolSpec,
 )
 from agentensemble.outputs import TokenUsage
+from agentensemble.redaction import redact_text
 
 #: Providers litellm converts into content blocks (Anthropic messages, Gemini parts, Bedrock
 #: Converse): an assistant turn of only tool calls goes with no text at all, since an empty
@@ -190,6 +207,81 @@ def _outgoing_call(call: dict[str, Any]) -> dict[str, Any]:
     return {key: value for key, value in call.items() if key != "provider_specific_fields"}
 
 
+def content_part(attachment: Attachment) -> dict[str, Any]:
+    """One attachment as an OpenAI-format content part (see the module doc)."""
+    if isinstance(attachment, Image):
+        url = attachment.url if attachment.url is not None else attachment.data_url()
+        return {"type": "image_url", "image_url": {"url": url}}
+    if isinstance(attachment, Document) and attachment.is_text and attachment.data is not None:
+        return {"type": "text", "text": attachment.text()}
+    if isinstance(attachment, Audio) and attachment.data is not None:
+        audio = {"data": attachment.base64(), "format": attachment.format}
+        return {"type": "input_audio", "input_audio": audio}
+    file: dict[str, Any]
+    if attachment.url is not None:
+        file = {"file_id": attachment.url}
+        if attachment.media_type:
+            file["format"] = attachment.media_type
+    else:
+        file = {"file_data": attachment.data_url(), "filename": attachment.label}
+    return {"type": "file", "file": file}
+
+
+def attachment_parts(attachments: Sequence[Attachment]) -> list[dict[str, Any]]:
+    """Each attachment as its name (``[attachment: NAME]``) and its content part."""
+    parts: list[dict[str, Any]] = []
+    for attachment in attachments:  # a name may come from a tool or a server: redacted
+        parts.append({"type": "text", "text": redact_text(str(attachment))})
+        parts.append(content_part(attachment))
+    return parts
+
+
+def input_kinds(messages: Sequence[Message]) -> dict[str, str]:
+    """What a model must take to read ``messages``' attachments: ``{"image": label, "pdf": ...,
+    "audio": ...}``, each with the first attachment needing it (text documents need nothing)."""
+    kinds: dict[str, str] = {}
+    for message in messages:
+        for attachment in message.get(ATTACHMENTS_KEY) or ():
+            if isinstance(attachment, Image):
+                kinds.setdefault("image", attachment.label)
+            elif isinstance(attachment, Audio):
+                kinds.setdefault("audio", attachment.label)
+            elif isinstance(attachment, Document) and not attachment.is_text:
+                kinds.setdefault("pdf", attachment.label)
+    return kinds
+
+
+def _with_parts(message: Message) -> Message:
+    """A user or system message with attachments: its text, then the attachments' parts."""
+    copy = {k: v for k, v in message.items() if k != ATTACHMENTS_KEY}
+    text = copy.get("content")
+    parts: list[dict[str, Any]] = [{"type": "text", "text": text}] if text else []
+    copy["content"] = parts + attachment_parts(message[ATTACHMENTS_KEY])
+    return copy
+
+
+def _with_attachments(messages: Sequence[Message]) -> list[Message]:
+    """The history with attachments as content parts; a tool turn's in one user message right
+    after its tool messages (a tool message holds text only)."""
+    sent: list[Message] = []
+    pending: list[Attachment] = []
+    for message in messages:
+        role = message.get("role")
+        if pending and role != "tool":
+            sent.append({"role": "user", "content": attachment_parts(pending)})
+            pending = []
+        if not message.get(ATTACHMENTS_KEY):
+            sent.append(message)
+        elif role == "tool":
+            pending += message[ATTACHMENTS_KEY]
+            sent.append({k: v for k, v in message.items() if k != ATTACHMENTS_KEY})
+        else:
+            sent.append(_with_parts(message))
+    if pending:
+        sent.append({"role": "user", "content": attachment_parts(pending)})
+    return sent
+
+
 def outgoing_message(message: Message, provider: str | None) -> Message:
     """One history message as a request to ``provider`` sends it (see the module doc)."""
     if message.get("role") != "assistant":
@@ -225,6 +317,8 @@ def outgoing(
 ) -> list[Message]:
     """The history as a request to ``provider`` sends it; with ``prompt_cache`` and a provider
     that needs breakpoints, the system messages are marked as the cached prefix."""
+    if any(ATTACHMENTS_KEY in message for message in messages):
+        messages = _with_attachments(messages)
     sent = [outgoing_message(message, provider) for message in messages]
     if prompt_cache and provider in BREAKPOINT_PROVIDERS:
         sent = [_cached_system(m) if m.get("role") == "system" else m for m in sent]
@@ -245,8 +339,11 @@ def outgoing_tools(
 __all__ = [
     "BLOCK_PROVIDERS",
     "BREAKPOINT_PROVIDERS",
+    "attachment_parts",
+    "content_part",
     "count_of",
     "field_of",
+    "input_kinds",
     "outgoing",
     "outgoing_message",
     "outgoing_tools",

@@ -19,15 +19,15 @@ from pydantic import (
     model_validator,
 )
 
-from agentensemble.errors import LLMError
+from agentensemble.errors import ConfigurationError, LLMError
 from agentensemble.llm import _model_table, _openai_lane, _openai_stream
 from agentensemble.llm._chain import complete_down, provider_unavailable
 from agentensemble.llm._config_checks import api_base_problem, check_model_settings, provider_of
 from agentensemble.llm._failures import malformed_tool_call
 from agentensemble.llm._lanes import Lane, LaneSetting, choose_lane
-from agentensemble.llm._litellm import is_loaded, load_litellm
+from agentensemble.llm._litellm import is_loaded, load_litellm, takes_input
 from agentensemble.llm._litellm_stream import StreamAttempts, stream_turn
-from agentensemble.llm._messages import outgoing, outgoing_tools, read_response
+from agentensemble.llm._messages import input_kinds, outgoing, outgoing_tools, read_response
 from agentensemble.llm._secrets import masked, register_setting_secrets
 from agentensemble.llm._sendable import sendable
 from agentensemble.llm.rate_limit import RateLimit, rate_limited
@@ -48,6 +48,9 @@ TOOL_CORRECTION = (
 
 
 ReasoningEffort = Literal["low", "medium", "high"]
+
+#: How an error names each kind of part a model may not take.
+_PART_NAMES = {"image": "image parts", "pdf": "PDF document parts", "audio": "audio parts"}
 
 
 class LLM(BaseModel):
@@ -246,6 +249,25 @@ class LLM(BaseModel):
         litellm = load_litellm() if is_loaded() else await asyncio.to_thread(load_litellm)
         return litellm_supports_schema(litellm, self.model)
 
+    async def check_inputs(self, messages: Sequence[Message]) -> None:
+        """Refuse, before any request, attachments this model cannot take (litellm's model
+        table: ``supports_vision``, ``supports_pdf_input``, ``supports_audio_input``), naming
+        the model and the part. A model the table does not know is let through."""
+        kinds = input_kinds(messages)
+        if not kinds:
+            return
+        for kind, label in kinds.items():
+            if is_loaded():
+                takes = takes_input(self.model, kind)
+            else:  # litellm's first import takes seconds: not on the event loop
+                takes = await asyncio.to_thread(takes_input, self.model, kind)
+            if not takes:
+                raise ConfigurationError(
+                    f"model {self.model!r} cannot take {_PART_NAMES[kind]} (litellm's model "
+                    f"table says so), but the request holds {label!r}; use a model that does, "
+                    f"or leave the attachment out"
+                )
+
     @rate_limited  # waits for ``rate_limit``'s bucket first, whichever lane the call takes
     async def complete(
         self,
@@ -267,6 +289,7 @@ class LLM(BaseModel):
                 self.fallback_chain(), messages, tools, options, provider_unavailable
             )
         self.check_settings()
+        await self.check_inputs(messages)
         sent = list(messages)
         for corrections in range(MAX_TOOL_CORRECTIONS + 1):
             try:

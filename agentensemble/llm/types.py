@@ -26,6 +26,12 @@ ToolSpec = dict[str, Any]
 #: The assistant message's key naming the provider its ``provider_parts`` came from.
 PROVIDER_KEY = "_provider"
 
+#: A user or tool message's key holding the ``Image`` / ``Document`` / ``Audio`` that go with it
+#: (its ``content`` stays the text, naming each as ``[attachment: NAME]``). ``llm/_messages.py``
+#: turns them into the provider's content parts when a request is built; a scripted or custom
+#: model sees them here as they are.
+ATTACHMENTS_KEY = "_attachments"
+
 #: Finish reasons that mean the provider stopped the turn on its content policy.
 FILTER_FINISH_REASONS = frozenset({"content_filter", "safety", "SAFETY", "refusal"})
 
@@ -136,6 +142,7 @@ def model_label(model: object) -> str:
 
 
 __all__ = [
+    "ATTACHMENTS_KEY",
     "FILTER_FINISH_REASONS",
     "PROVIDER_KEY",
     "ChatModel",

@@ -7,11 +7,13 @@ and a server that dies or misbehaves gives a failed result the model can read, n
 
 from __future__ import annotations
 
+import base64
 import json
 import re
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
+from agentensemble.attachments import MAX_ATTACHMENT_BYTES, Attachment, Audio, Document, Image
 from agentensemble.errors import ToolArgumentsError
 from agentensemble.mcp._schema_check import schema_errors, schema_validator
 from agentensemble.tools.base import ToolResult
@@ -104,12 +106,21 @@ class MCPTool(InstrumentedTool[dict[str, Any]]):
 
 
 def result_from_mcp(result: Any, max_chars: int = DEFAULT_MAX_OUTPUT_CHARS) -> ToolResult:
-    """A ``CallToolResult`` as a ToolResult: the text parts joined by blank lines (other parts
-    described), the structured content as JSON when there is no text, ``is_error`` as a failure.
-    Output over ``max_chars`` is cut with a note saying so.
+    """A ``CallToolResult`` as a ToolResult: the text parts joined by blank lines, the structured
+    content as JSON when there is no text, ``is_error`` as a failure. Image and audio content,
+    and embedded binary resources of a document type, become attachments the model sees (named
+    in the text as ``[attachment: NAME]``); what cannot (bad base64, over the size bound, an
+    unknown type) is described instead. Output over ``max_chars`` is cut with a note saying so.
     """
-    parts = [_content_text(item) for item in (getattr(result, "content", None) or [])]
-    text = "\n\n".join(part for part in parts if part)
+    parts: list[str] = []
+    attachments: list[Attachment] = []
+    for item in getattr(result, "content", None) or []:
+        attachment, text = _content(item, len(attachments) + 1)
+        if attachment is not None:
+            attachments.append(attachment)
+        if text:
+            parts.append(text)
+    text = "\n\n".join(parts)
     structured = getattr(result, "structured_content", None)
     if not text and structured is not None:
         text = json.dumps(structured, ensure_ascii=False, default=str)
@@ -117,21 +128,64 @@ def result_from_mcp(result: Any, max_chars: int = DEFAULT_MAX_OUTPUT_CHARS) -> T
         text = text[:max_chars] + f"\n[output cut at {max_chars} characters]"
     if getattr(result, "is_error", False):
         return ToolResult.failure(text or "the MCP tool reported an error without a message")
-    return ToolResult.success(text, structured_output=structured)
+    return ToolResult(output=text, structured_output=structured, attachments=tuple(attachments))
+
+
+#: The MCP content kinds that carry bytes the model can be shown, and what they become.
+_BINARY_KINDS: dict[str, type[Attachment]] = {"image": Image, "audio": Audio}
+
+
+def _content(item: Any, number: int) -> tuple[Attachment | None, str]:
+    """One content item: an attachment and the text naming it, or only its text."""
+    kind = getattr(item, "type", None)
+    if kind in _BINARY_KINDS:
+        made = _attachment(_BINARY_KINDS[kind], item, "data", f"{kind} {number}")
+        if isinstance(made, Attachment):
+            return made, str(made)
+        return None, f"[{kind} {getattr(item, 'mime_type', None) or 'of unknown type'}: {made}]"
+    if kind == "resource":
+        resource = getattr(item, "resource", None)
+        text = getattr(resource, "text", None)
+        uri = getattr(resource, "uri", "")
+        if isinstance(text, str):
+            return None, text
+        mime = str(getattr(resource, "mime_type", None) or "")
+        cls: type[Attachment] = Document
+        if mime.startswith(("image/", "audio/")):
+            cls = Image if mime.startswith("image/") else Audio
+        made = _attachment(cls, resource, "blob", _resource_name(str(uri)))
+        if isinstance(made, Attachment):
+            return made, str(made)
+        return None, f"[binary resource {uri}]"
+    return None, _content_text(item)
+
+
+def _resource_name(uri: str) -> str:
+    """A resource's name for the model: the last segment of its URI, printable, at most 80
+    characters (the server chose it)."""
+    tail = uri.rstrip("/").rsplit("/", 1)[-1]
+    return "".join(c for c in tail if c.isprintable())[:80]
+
+
+def _attachment(cls: type[Attachment], item: Any, field: str, name: str) -> Attachment | str:
+    """An attachment from an MCP item's base64 ``field``; else why not (for the text)."""
+    encoded = getattr(item, field, None)
+    if not isinstance(encoded, str) or not encoded:
+        return "no data"
+    if len(encoded) > MAX_ATTACHMENT_BYTES * 4 // 3 + 4:  # refused before decoding
+        return "over the attachment size bound"
+    try:
+        data = base64.b64decode(encoded, validate=True)
+        made = cls(data=data, media_type=getattr(item, "mime_type", None) or None)
+    except (ValueError, TypeError) as error:  # binascii.Error is a ValueError
+        return f"not shown ({str(error).split(';')[0][:120]})"
+    return made.named(name) if name else made
 
 
 def _content_text(item: Any) -> str:
     kind = getattr(item, "type", None)
     if kind == "text":
         return str(getattr(item, "text", ""))
-    if kind in ("image", "audio"):
-        data = getattr(item, "data", "") or ""
-        return f"[{kind} {getattr(item, 'mime_type', 'unknown type')}, {len(data)} base64 chars]"
-    if kind == "resource":
-        resource = getattr(item, "resource", None)
-        text = getattr(resource, "text", None)
-        uri = getattr(resource, "uri", "")
-        return str(text) if isinstance(text, str) else f"[binary resource {uri}]"
     if kind == "resource_link":
         return f"[resource {getattr(item, 'uri', '')}]"
     return f"[{kind or 'unknown'} content]"

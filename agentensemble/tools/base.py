@@ -11,6 +11,7 @@ from pydantic import BaseModel
 from pydantic_core import to_jsonable_python
 
 from agentensemble._dataclass import dataclass
+from agentensemble.attachments import Attachment, attachment_list, distinct
 from agentensemble.outputs import ReturnBehavior
 from agentensemble.tools._sync import in_worker_thread
 
@@ -21,13 +22,15 @@ class ToolResult:
 
     ``output`` is the text the model sees on success; ``error_message`` is what it sees (as
     ``Error: <message>``) on failure. ``structured_output`` travels to records and listeners only,
-    never to the model.
+    never to the model. ``attachments`` (``Image``, ``Document``, ``Audio``) go to the model after
+    the text, which names each as ``[attachment: NAME]``.
     """
 
     output: str = ""
     is_success: bool = True
     error_message: str | None = None
     structured_output: Any = None
+    attachments: tuple[Any, ...] = ()
 
     def __post_init__(self) -> None:
         """Refuse a result the run could not use, naming the mistake (the call then fails)."""
@@ -46,6 +49,8 @@ class ToolResult:
                 f"ToolResult error_message must be a str, got "
                 f"{type(self.error_message).__name__} {_short_repr(self.error_message)}"
             )
+        if self.attachments:
+            attachment_list(self.attachments, "ToolResult attachments")
 
     @classmethod
     def success(cls, output: str | None = None, structured_output: Any = None) -> ToolResult:
@@ -138,7 +143,9 @@ def _jsonable(value: Any) -> Any:
 
 def as_tool_result(value: Any, *, none_output: str = "") -> ToolResult:
     """Normalise what a tool body returned: a ToolResult as is, None → ``none_output``, str as
-    is, anything else rendered as JSON (the original kept as ``structured_output``).
+    is, an attachment or a list mixing str and attachments as text naming each attachment (see
+    ``attachment_result``), anything else rendered as JSON (the original kept as
+    ``structured_output``).
     """
     if isinstance(value, ToolResult):
         return value
@@ -146,7 +153,25 @@ def as_tool_result(value: Any, *, none_output: str = "") -> ToolResult:
         return ToolResult.success(none_output)
     if isinstance(value, str):
         return ToolResult.success(value)
+    with_attachments = attachment_result(value)
+    if with_attachments is not None:
+        return with_attachments
     return ToolResult.success(render_value(value), structured_output=value)
+
+
+def attachment_result(value: Any) -> ToolResult | None:
+    """A tool's ``Image`` / ``Document`` / ``Audio``, or a list mixing str and them, as a result:
+    the texts and ``[attachment: NAME]`` for each attachment, one a line, the attachments beside
+    (two of one name are told apart: ``image``, ``image 2``). None for any other value."""
+    items = [value] if isinstance(value, Attachment) else value
+    if not isinstance(items, (list, tuple)) or not any(isinstance(i, Attachment) for i in items):
+        return None
+    if not all(isinstance(item, (str, Attachment)) for item in items):
+        return None
+    named = tuple(distinct(i for i in items if isinstance(i, Attachment)))
+    shown = iter(named)
+    lines = [item if isinstance(item, str) else str(next(shown)) for item in items]
+    return ToolResult(output="\n".join(lines), attachments=named)
 
 
 def implements_body(tool: AgentTool) -> bool:

@@ -20,7 +20,7 @@ from agentensemble.errors import ToolNameError
 from agentensemble.outputs import ReturnBehavior
 from agentensemble.tools import _gate
 from agentensemble.tools._sync import in_worker_thread, run_coroutine_sync
-from agentensemble.tools.base import ToolResult, render_value
+from agentensemble.tools.base import ToolResult, as_tool_result
 from agentensemble.tools.instrumented import InstrumentedTool
 from agentensemble.tools.metrics import ToolMetrics
 from agentensemble.tools.schema import FunctionSchema, function_schema, validate_arguments
@@ -167,13 +167,7 @@ class FunctionTool(InstrumentedTool[BaseModel]):
 
 
 def _function_result(value: Any) -> ToolResult:
-    if isinstance(value, ToolResult):
-        return value
-    if value is None:
-        return ToolResult.success(NONE_OUTPUT)
-    if isinstance(value, str):
-        return ToolResult.success(value)
-    return ToolResult.success(render_value(value), structured_output=value)
+    return as_tool_result(value, none_output=NONE_OUTPUT)
 
 
 __all__ = ["FunctionTool", "ToolDefinition", "tool", "tool_definition"]

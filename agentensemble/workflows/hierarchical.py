@@ -19,12 +19,14 @@ from datetime import timedelta
 from typing import Any
 
 from agentensemble._memory_wiring import team_memory
+from agentensemble.attachments import distinct
 from agentensemble.errors import ExitEarlyError, TaskExecutionError
 from agentensemble.events import TaskCompleted, TaskFailed, TaskStarted
 from agentensemble.execution.agent_executor import AgentExecutor, AgentTask, ExecutionEnv
 from agentensemble.llm.types import ChatModel
 from agentensemble.logging import get_logger
 from agentensemble.outputs import EnsembleOutput, ExitReason, TaskOutput
+from agentensemble.templates import task_attachments
 from agentensemble.tools.resolver import ToolResolver
 from agentensemble.workflows._review_gates import ask_reviewer, is_enabled
 from agentensemble.workflows.base import PreparedRun, PreparedTask
@@ -67,6 +69,12 @@ def manager_brief(prepared: Sequence[PreparedTask]) -> str:
     return "\n".join(lines)
 
 
+def manager_attachments(prepared: Sequence[Any], inputs: Mapping[str, Any]) -> list[Any]:
+    """Every task's attachments (``templates.task_attachments``), for the manager: it sees them;
+    its workers get its instructions, in text."""
+    return distinct(a for item in prepared for a in task_attachments(item.task, inputs))
+
+
 def manager_background(team: Team) -> str:
     listing = "\n".join(f"- {w.role}: {w.goal}" for w in team.workers)
     return f"You lead this team of workers:\n{listing}"
@@ -97,6 +105,7 @@ class HierarchicalRunner:
             max_iterations=self.setup.max_iterations,
             tools=ToolResolver().resolve([DelegateTool(team, MANAGER_ROLE, manager=True)]),
             memory=team.memory_for(MANAGER_ROLE, manager=True) if team.memory_for else None,
+            attachments=manager_attachments(prepared, inputs),
         )
         env.emitter.emit(TaskStarted(1, 1, manager.description, MANAGER_ROLE))
         exit_reason = ExitReason.COMPLETED

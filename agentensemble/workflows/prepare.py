@@ -15,11 +15,12 @@ from typing import Any
 
 from agentensemble._memory_wiring import scope_texts, task_memory
 from agentensemble.agent import Agent
+from agentensemble.attachments import Attachment
 from agentensemble.errors import ConfigurationError, PromptTemplateError
 from agentensemble.execution.agent_executor import AgentTask
 from agentensemble.llm.types import ChatModel
 from agentensemble.skills._skill import listing
-from agentensemble.templates import fill_template, missing_variables
+from agentensemble.templates import fill_template, missing_variables, task_attachments
 from agentensemble.tools._no_reviewer import (
     approval_without_reviewer,
     gated_source_name,
@@ -56,6 +57,14 @@ def team_and_task_agents(ensemble: Any) -> list[Agent]:
 
 def _agent_texts(agent: Agent) -> list[str]:
     return [agent.role, agent.goal, agent.background or ""]
+
+
+def fan_out_value(value: Any) -> Any:
+    """How one ``for_each`` item fills ``{item}``: an attachment as itself (named in the text,
+    sent with the request), anything else as text (``item_text``)."""
+    from agentensemble.workflows.fan_out import item_text
+
+    return value if isinstance(value, Attachment) else item_text(value)
 
 
 def fan_out_items(task: Any, inputs: Mapping[str, Any]) -> list[Any]:
@@ -295,10 +304,10 @@ class _Preparation:
             )
         if obj.for_each is None:
             return TaskStep(self.task(obj, llm, self.inputs))
-        from agentensemble.workflows.fan_out import FanOutStep, item_text
+        from agentensemble.workflows.fan_out import FanOutStep
 
         items = [
-            self.task(obj, llm, {**self.inputs, "item": item_text(value), "index": index})
+            self.task(obj, llm, {**self.inputs, "item": fan_out_value(value), "index": index})
             for index, value in enumerate(fan_out_items(obj, self.inputs))
         ]
         return FanOutStep(obj, items, limit)
@@ -349,6 +358,7 @@ class _Preparation:
                 inputs=inputs,
                 instructions=instructions,
                 skills=listing(agent.skills),
+                attachments=task_attachments(task, inputs),
             )
         item.memory = task_memory(
             role=item.agent_role,

@@ -67,7 +67,7 @@ def text(value: str) -> SimpleNamespace:
         ),
         (
             SimpleNamespace(content=[SimpleNamespace(type="image", data="QUJD", mime_type="x/y")]),
-            ToolResult.success("[image x/y, 4 base64 chars]"),
+            ToolResult.success("[image x/y: not shown (Image cannot hold 'x/y' (from its data))]"),
         ),
         (
             SimpleNamespace(
