@@ -210,9 +210,7 @@ def _transport_failure(chain: list[BaseException]) -> Failure | None:
         return None
     address = _address(chain)
     to = f" {address}" if address else ""
-    timeouts = [
-        e for e in transport if _names(e) & _TIMEOUT_NAMES and not _relabelled_timeout(e)
-    ]
+    timeouts = [e for e in transport if _names(e) & _TIMEOUT_NAMES and not _relabelled_timeout(e)]
     if timeouts:
         # our own bounds' words (a stream's deadline); a transport's own say only "timed out"
         said = next((str(e) for e in timeouts if type(e) is TimeoutError and str(e)), "")

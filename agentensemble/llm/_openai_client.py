@@ -23,8 +23,9 @@ through ``openai.AsyncOpenAI`` / ``AsyncAzureOpenAI`` and reads the answer with 
   version), made on the first call and shared by every later call and every run in flight, so
   keep-alive connections are reused; its connection pool is bounded (``MAX_CONNECTIONS``). The
   transport is aiohttp (``openai.DefaultAioHttpClient``) when ``httpx-aiohttp`` is installed,
-  httpx otherwise or with ``DISABLE_AIOHTTP_TRANSPORT=true`` (litellm's switch, for respx): httpcore's pool re-scans every connection for every queued request, so its
-  cost per request grows with the requests in flight; aiohttp's does not. **One TLS context**
+  httpx otherwise or with ``DISABLE_AIOHTTP_TRANSPORT=true`` (litellm's switch, for respx):
+  httpcore's pool re-scans every connection for every queued request, so its cost per request
+  grows with the requests in flight; aiohttp's does not. **One TLS context**
   for the whole process (building one costs milliseconds of CPU and ~100 KiB per client).
 - A loop's clients close while the loop shuts down (``asyncio.run`` ending: no unclosed sockets);
   the clients of closed loops are dropped when a new loop needs one.
@@ -453,6 +454,7 @@ async def stream_turn(
 
 
 __all__ = [
+    "AIOHTTP_SWITCH",
     "AZURE_BASE_VARIABLE",
     "AZURE_DEFAULT_API_VERSION",
     "AZURE_KEY_VARIABLES",
@@ -460,7 +462,6 @@ __all__ = [
     "MAX_CONNECTIONS",
     "OPENAI_BODY_SETTINGS",
     "OPENAI_TRANSPORT_SETTINGS",
-    "AIOHTTP_SWITCH",
     "Endpoint",
     "Lane",
     "LaneSetting",

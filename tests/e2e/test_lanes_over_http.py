@@ -1,8 +1,8 @@
 """The two model lanes are indistinguishable: the same calls, the same answers, the same errors.
 
 Each scenario runs twice against a fresh local server, once on the openai lane (the ``openai``
-package on its aiohttp transport, litellm not involved) and once forced through litellm, and everything a user can see
-is compared: the ``ChatResponse`` (text, tool calls, usage, finish reason, model), the request
+package on its aiohttp transport, litellm not involved) and once forced through litellm, and
+everything a user can see is compared: the ``ChatResponse`` (text, tool calls, usage, finish reason, model), the request
 bodies the server received, and for failures the ``LLMError`` text, status and attempt count.
 The chaos, secrets and HTTP suites also run on both lanes (the ``model_lane`` fixture).
 """
@@ -129,7 +129,11 @@ async def outcome(lane: str, scenario: Scenario) -> tuple[Any, list[Any]]:
         except LLMError as error:
             text = str(error).replace(f":{server.port}", ":PORT")  # each lane has its server
             # the transport's own words for a broken connection (aiohttp's or httpx's) differ
-            text = re.sub(r"(broke before a complete response) \(.*?\) \(api_base", r"\1 (...) (api_base", text)
+            text = re.sub(
+                r"(broke before a complete response) \(.*?\) \(api_base",
+                r"\1 (...) (api_base",
+                text,
+            )
             seen = ("LLMError", text, error.status_code, error.attempts)
         return seen, [entry.body for entry in server.log]
 

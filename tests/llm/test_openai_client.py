@@ -4,8 +4,6 @@ closed with their loop)."""
 
 from __future__ import annotations
 
-import json
-
 import pytest
 
 from agentensemble import LLM
