@@ -2,8 +2,9 @@
 
 Each scenario runs twice against a fresh local server, once on the openai lane (the ``openai``
 package on its aiohttp transport, litellm not involved) and once forced through litellm, and
-everything a user can see is compared: the ``ChatResponse`` (text, tool calls, usage, finish reason, model), the request
-bodies the server received, and for failures the ``LLMError`` text, status and attempt count.
+everything a user can see is compared: the ``ChatResponse`` (text, tool calls, usage, finish
+reason, model), the request bodies the server received, and for failures the ``LLMError`` text,
+status and attempt count.
 The chaos, secrets and HTTP suites also run on both lanes (the ``model_lane`` fixture).
 """
 
