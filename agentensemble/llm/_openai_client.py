@@ -104,6 +104,8 @@ AZURE_BASE_VARIABLE = "AZURE_API_BASE"
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
 #: The API version litellm 1.106.2 sends to Azure when none is set (``AZURE_DEFAULT_API_VERSION``).
 AZURE_DEFAULT_API_VERSION = "2025-02-01-preview"
+#: The path every call posts to (the Azure client puts ``/deployments/<model>`` before it).
+CHAT_PATH = "/chat/completions"
 #: Connections one client keeps open at most (requests beyond wait for one in the pool's queue).
 MAX_CONNECTIONS = 1000
 #: Request settings that are not part of the JSON body.
@@ -193,18 +195,20 @@ class Endpoint:
 
 @dataclass(frozen=True)
 class Request:
-    """One chat-completions call: the endpoint and the arguments for ``create``."""
+    """One chat-completions call: the endpoint, the JSON body and the request options (extra
+    headers and query parameters, the timeout) for the client's ``post``."""
 
     endpoint: Endpoint
-    arguments: dict[str, Any]
+    body: dict[str, Any]
+    options: dict[str, Any]
 
     def __repr__(self) -> str:
-        return f"Request({self.endpoint!r}, model={self.arguments.get('model')!r})"
+        return f"Request({self.endpoint!r}, model={self.body.get('model')!r})"
 
     def streaming(self) -> Request:
         """This request asking for a stream with usage, as litellm asks for it."""
-        arguments = dict(self.arguments, stream=True, stream_options={"include_usage": True})
-        return dataclasses.replace(self, arguments=arguments)
+        body = dict(self.body, stream=True, stream_options={"include_usage": True})
+        return dataclasses.replace(self, body=body)
 
 
 def model_name(model: str) -> str:
@@ -225,20 +229,8 @@ def _message(message: Any) -> Any:
     return message
 
 
-@functools.cache
-def _named_parameters() -> frozenset[str]:
-    """The body fields ``chat.completions.create`` takes by name (the rest go in ``extra_body``)."""
-    import inspect
-
-    from openai.resources.chat.completions import AsyncCompletions
-
-    named = set(inspect.signature(AsyncCompletions.create).parameters) - {"self"}
-    return frozenset(named - {"extra_body", "extra_headers", "extra_query", "timeout"})
-
-
 def build_request(kwargs: Mapping[str, Any], environ: Mapping[str, str] | None = None) -> Request:
-    """The call for ``LLM.request_kwargs(...)``: pure, no network (the SDK's parameter list is
-    read once, on the first call)."""
+    """The call for ``LLM.request_kwargs(...)``: pure, no network."""
     env = os.environ if environ is None else environ
     model = str(kwargs["model"])
     if model.lower().startswith("azure/"):
@@ -260,18 +252,13 @@ def build_request(kwargs: Mapping[str, Any], environ: Mapping[str, str] | None =
     body = {name: value for name, value in kwargs.items() if name not in _CALL_SETTINGS}
     body["model"] = model_name(model)
     body["messages"] = [_message(message) for message in body.get("messages", [])]
-    named = _named_parameters()
-    arguments = {name: value for name, value in body.items() if name in named}
-    extra_body = {name: value for name, value in body.items() if name not in named}
-    extra_body.update(kwargs.get("extra_body") or {})
-    if extra_body:
-        arguments["extra_body"] = extra_body
+    body.update(kwargs.get("extra_body") or {})
+    options: dict[str, Any] = {"timeout": float(kwargs.get("timeout") or 600.0)}
     if kwargs.get("extra_headers"):
-        arguments["extra_headers"] = {str(k): str(v) for k, v in kwargs["extra_headers"].items()}
+        options["headers"] = {str(k): str(v) for k, v in kwargs["extra_headers"].items()}
     if kwargs.get("extra_query"):
-        arguments["extra_query"] = dict(kwargs["extra_query"])
-    arguments["timeout"] = float(kwargs.get("timeout") or 600.0)
-    return Request(endpoint, arguments)
+        options["params"] = dict(kwargs["extra_query"])
+    return Request(endpoint, body, options)
 
 
 # -- the clients: one per loop and endpoint, closed with their loop
@@ -408,13 +395,21 @@ def finish_reason(value: str | None) -> str | None:
 async def complete(request: Request, *, provider: str, label: str) -> ChatResponse:
     """One model turn; the SDK's errors raised as they are, for ``_failures`` to classify.
 
-    The body is read as untrusted JSON (bounded size and depth) rather than into the SDK's
-    models: what ``read_response`` needs is the plain JSON, and a body that is not JSON is an
-    invalid answer, not an empty one.
+    Sent with the client's ``post`` (the SDK's documented call for any endpoint) rather than
+    ``chat.completions.create``: ``create`` walks every message and tool spec against its typed
+    parameters on each call (most of the SDK's CPU per request, measured in
+    benchmarks/results.d/openai-lane.md), where our body is already the plain JSON litellm
+    sends. The answer is read as untrusted JSON (bounded size and depth) into what
+    ``read_response`` needs: a body that is not JSON is an invalid answer, not an empty one.
     """
+    import httpx
+
     client = await client_for(request.endpoint)
-    raw = await client.chat.completions.with_raw_response.create(**request.arguments)
-    answer = await aparse_json(raw.content, what="the model server's answer")
+    raw = await client.post(
+        CHAT_PATH, cast_to=httpx.Response, body=request.body, options=request.options
+    )
+    content = await raw.aread()
+    answer = await aparse_json(content, what="the model server's answer")
     if not isinstance(answer, dict):
         raise json.JSONDecodeError("the answer is not a JSON object", raw.text[:200], 0)
     response = read_response(answer, provider=provider, label=label)
@@ -432,8 +427,19 @@ async def stream_turn(
     client = await client_for(request.endpoint)
     assembler = StreamAssembler(provider)
     reasoning = getattr(state.sink, "reasoning", None)  # sinks before ReasoningDelta lack it
+    from openai import AsyncStream
+    from openai.types.chat import ChatCompletionChunk
+
     # opening is bounded by the request's own timeout (the SDK's), each chunk by ``deadline``
-    async with await client.chat.completions.create(**request.arguments) as stream:
+    opened = client.post(
+        CHAT_PATH,
+        cast_to=ChatCompletionChunk,
+        body=request.body,
+        options=request.options,
+        stream=True,
+        stream_cls=AsyncStream[ChatCompletionChunk],
+    )
+    async with await opened as stream:
         chunks = stream.__aiter__()
         deadline = StreamDeadline(guard)
         while True:
@@ -458,6 +464,7 @@ __all__ = [
     "AZURE_BASE_VARIABLE",
     "AZURE_DEFAULT_API_VERSION",
     "AZURE_KEY_VARIABLES",
+    "CHAT_PATH",
     "LANE_VARIABLE",
     "MAX_CONNECTIONS",
     "OPENAI_BODY_SETTINGS",

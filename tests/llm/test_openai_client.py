@@ -71,7 +71,7 @@ def test_build_request_passes_what_litellm_passes() -> None:
     assert request.endpoint.base_url == "http://127.0.0.1:8000/v1/"
     assert request.endpoint.api_key == "sk-test-key-1"
     assert request.endpoint.organization == "org-1"
-    assert request.arguments == {
+    assert request.body == {
         "model": "test-model",
         "messages": [
             {"role": "user", "content": "hi"},
@@ -80,13 +80,15 @@ def test_build_request_passes_what_litellm_passes() -> None:
         "temperature": 0.2,
         "max_tokens": 50,
         "seed": 3,
-        "extra_body": {"top_k": 5},  # what the SDK has no parameter for goes in the body as is
-        "extra_headers": {"X-Team": "research"},
-        "extra_query": {"api-version": "1"},
+        "top_k": 5,
+    }
+    assert request.options == {
+        "headers": {"X-Team": "research"},
+        "params": {"api-version": "1"},
         "timeout": 60.0,
     }
     assert "sk-test-key-1" not in repr(request)
-    assert request.streaming().arguments["stream_options"] == {"include_usage": True}
+    assert request.streaming().body["stream_options"] == {"include_usage": True}
 
 
 def test_the_base_url_comes_from_the_environment_or_openai() -> None:
