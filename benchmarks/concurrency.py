@@ -1,4 +1,4 @@
-"""A thousand runs at once: N concurrent one-tool runs in one process, against the bare-aiohttp floor.
+"""A thousand runs at once: N concurrent one-tool runs in one process against the aiohttp floor.
 
 Usage: ``python benchmarks/concurrency.py [--runs 100 1000] [--delay 0.2] [--variants ...]
 [--profile DIR] [--fresh N]``.
@@ -9,7 +9,8 @@ Usage: ``python benchmarks/concurrency.py [--runs 100 1000] [--delay 0.2] [--var
   (``GET /stats``), so each variant is checked to have sent exactly two requests a run.
 - **The job**: one agent with one tool (``lookup``), two model calls per run.
 - **Variants**, each in a fresh child process (so peak memory is its own): ``ours`` (an
-  ``Ensemble`` on ``LLM("openai/...")``, the openai lane, ``arun()`` N times at once);
+  ``Ensemble`` on ``LLM("openai/...")``, the openai lane, ``arun()`` N times at once); ``llm``
+  (the same two model calls with ``LLM.complete``: the lane without the run around it);
   ``openai-sdk`` (the same two calls by hand with ``openai.AsyncOpenAI`` on its aiohttp transport,
   what the lane costs before our framework); ``floor`` (the same two requests over one bare
   ``aiohttp.ClientSession``: the least any Python client can spend). Each child warms up with
@@ -32,8 +33,8 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
-import os
 import subprocess
 import sys
 import time
@@ -42,7 +43,7 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
-VARIANTS = ("ours", "openai-sdk", "floor")
+VARIANTS = ("ours", "llm", "openai-sdk", "floor")
 TOOL = {
     "type": "function",
     "function": {
@@ -200,11 +201,44 @@ def _second_messages(first: list[dict[str, Any]], call: dict[str, Any]) -> list[
     return [*first, {"role": "assistant", "content": None, "tool_calls": [call]}, result]
 
 
+def _llm(url: str) -> Any:
+    """Our model calls without the run around them: ``LLM.complete`` twice (the openai lane,
+    retry and rate-limit wrappers, our message conversion and answer reading)."""
+    sys.path.insert(0, str(ROOT))
+    from agentensemble import LLM, RetryPolicy
+
+    llm = LLM(
+        "openai/test-model",
+        api_base=url,
+        api_key="sk-bench",
+        timeout=600,
+        retry_policy=RetryPolicy(max_attempts=1),
+    )
+
+    async def run() -> str:
+        first: list[dict[str, Any]] = [{"role": "user", "content": QUESTION}]
+        answer = await llm.complete(first, tools=[TOOL])
+        call = answer.tool_calls[0]
+        raw = {
+            "id": call.id,
+            "type": "function",
+            "function": {"name": call.name, "arguments": call.arguments},
+        }
+        final = await llm.complete(_second_messages(first, raw), tools=[TOOL])
+        return str(final.content)
+
+    return run
+
+
 def _openai_sdk(url: str) -> Any:
     import openai
 
     client = openai.AsyncOpenAI(
-        base_url=url, api_key="sk-bench", max_retries=0, http_client=openai.DefaultAioHttpClient()
+        base_url=url,
+        api_key="sk-bench",
+        max_retries=0,
+        timeout=600,  # as ours: the default 5 s connect bound fails 1,000 connections at once
+        http_client=openai.DefaultAioHttpClient(),
     )
 
     async def run() -> str:
@@ -259,15 +293,14 @@ def _memory() -> tuple[int, int]:
 
 
 def _child(variant: str, runs: int, url: str, profile: str | None) -> None:
-    run = {"ours": _ours, "openai-sdk": _openai_sdk, "floor": _floor}[variant](url)
+    makers = {"ours": _ours, "llm": _llm, "openai-sdk": _openai_sdk, "floor": _floor}
+    run = makers[variant](url)
 
     async def measure() -> dict[str, Any]:
         for _ in range(3):  # imports, clients, connections: not what N runs at once cost
             await run()
-        try:  # the peak from here on ("5": reset VmHWM to the current RSS)
+        with contextlib.suppress(OSError):  # the peak from here on ("5": VmHWM to RSS now)
             Path("/proc/self/clear_refs").write_text("5")
-        except OSError:
-            pass
         before, _ = _memory()
         profiler = None
         if profile:
@@ -302,7 +335,9 @@ def _child(variant: str, runs: int, url: str, profile: str | None) -> None:
     print(json.dumps(asyncio.run(measure())), flush=True)
 
 
-def measure(server: RecordingServer, variant: str, runs: int, profile: str | None) -> dict[str, Any]:
+def measure(
+    server: RecordingServer, variant: str, runs: int, profile: str | None
+) -> dict[str, Any]:
     """One variant at one size in a fresh child; checked against what the server recorded."""
     before = server.stats()
     command = [sys.executable, __file__, "--child", variant, str(runs), server.base_url]
@@ -434,6 +469,7 @@ def main() -> int:
                     args.profile.mkdir(parents=True, exist_ok=True)
                     profile = str(args.profile / f"ours-{runs}.txt")
                 rows.append(measure(server, variant, runs, profile))
+                print(json.dumps(rows[-1]), file=sys.stderr, flush=True)
         fresh_lines = fresh(server.base_url, args.fresh) if args.fresh else []
     print(f"load after: {_load()}")
     print(f"answer delay {args.delay * 1000:.0f} ms; python {sys.version.split()[0]}")

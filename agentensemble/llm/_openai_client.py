@@ -283,7 +283,12 @@ def transport(environ: Mapping[str, str] | None = None) -> Literal["aiohttp", "h
     env = os.environ if environ is None else environ
     if env.get(AIOHTTP_SWITCH, "").strip().lower() == "true":
         return "httpx"
-    return "aiohttp" if importlib.util.find_spec("httpx_aiohttp") is not None else "httpx"
+    return "aiohttp" if _aiohttp_installed() else "httpx"
+
+
+@functools.cache
+def _aiohttp_installed() -> bool:
+    return importlib.util.find_spec("httpx_aiohttp") is not None
 
 
 def _new_client(endpoint: Endpoint, kind: Literal["aiohttp", "httpx"]) -> Any:
