@@ -244,7 +244,6 @@ def build_request(kwargs: Mapping[str, Any], environ: Mapping[str, str] | None =
     else:
         endpoint = Endpoint(
             base_url=base_url(kwargs.get("api_base"), env),
-            # the SDK refuses to build a client without a key; keyless local servers take any
             api_key=str(kwargs.get("api_key") or env.get("OPENAI_API_KEY") or ""),
             organization=kwargs.get("organization") or env.get("OPENAI_ORG_ID"),
             project=env.get("OPENAI_PROJECT_ID"),
@@ -317,7 +316,7 @@ def _new_client(endpoint: Endpoint, kind: Literal["aiohttp", "httpx"]) -> Any:
             **common,
         )
     return openai.AsyncOpenAI(
-        api_key=endpoint.api_key or "none",
+        api_key=endpoint.api_key or None,  # none: LLM.check_settings has said so already
         base_url=endpoint.base_url,
         organization=endpoint.organization,
         project=endpoint.project,
