@@ -42,13 +42,12 @@ import functools
 import importlib.util
 import json
 import os
-import ssl
 import sys
 import threading
 import weakref
 from collections.abc import AsyncGenerator, Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from agentensemble.llm._config_checks import provider_of
 from agentensemble.llm._litellm_stream import StreamAttempts, StreamDeadline, next_within
@@ -56,6 +55,9 @@ from agentensemble.llm._messages import read_response
 from agentensemble.llm.stream_assembly import StreamAssembler
 from agentensemble.llm.types import ChatResponse
 from agentensemble.untrusted import aparse_json
+
+if TYPE_CHECKING:
+    import ssl
 
 Lane = Literal["openai", "litellm"]
 LaneSetting = Literal["auto", "litellm"]
