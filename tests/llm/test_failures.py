@@ -202,7 +202,9 @@ AIOHTTP_CHAINS = [
 ]
 
 
-@pytest.mark.parametrize(("name", "make", "expected"), AIOHTTP_CHAINS, ids=lambda v: str(v))
+@pytest.mark.parametrize(
+    ("name", "make", "expected"), AIOHTTP_CHAINS, ids=[chain[0] for chain in AIOHTTP_CHAINS]
+)
 def test_the_aiohttp_transports_relabelled_errors_read_as_what_happened(
     name: str, make: Any, expected: Failure
 ) -> None:
