@@ -48,9 +48,6 @@ ALLOWED: dict[tuple[str, str], str] = {
     ("agentensemble/cli/memory_command.py", "json.loads"): (
         "a round trip of metadata json.dumps has just written, redacted as text"
     ),
-    ("agentensemble/llm/_openai_stream.py", "json.loads"): (
-        "the request body our own client has just serialised"
-    ),
     ("agentensemble/llm/cost.py", "json.loads"): (
         "the price table shipped inside the installed litellm package"
     ),

@@ -189,6 +189,20 @@ def _wrapper(exc: BaseException) -> bool:
     return type(exc).__module__.startswith(("litellm", "openai"))
 
 
+def _relabelled_timeout(exc: BaseException) -> bool:
+    """A timeout raised for a failure that was none: httpx-aiohttp (the openai package's aiohttp
+    transport) maps every aiohttp connection error, a server hanging up included, to httpx's
+    ``ConnectTimeout``, raised from the real one."""
+    cause = exc.__cause__
+    return cause is not None and bool(
+        _names(cause) & _TRANSPORT_NAMES and not _names(cause) & _TIMEOUT_NAMES
+    )
+
+
+#: aiohttp's words for a server that hung up before answering, in httpx's (one text on both).
+_DISCONNECTED = "Server disconnected without sending a response."
+
+
 def _transport_failure(chain: list[BaseException]) -> Failure | None:
     # the real cause only: litellm also says APIConnectionError for its own unmapped failures
     transport = [e for e in chain if _names(e) & _TRANSPORT_NAMES and not _wrapper(e)]
@@ -196,9 +210,10 @@ def _transport_failure(chain: list[BaseException]) -> Failure | None:
         return None
     address = _address(chain)
     to = f" {address}" if address else ""
-    timeouts = [e for e in transport if _names(e) & _TIMEOUT_NAMES]
+    timeouts = [e for e in transport if _names(e) & _TIMEOUT_NAMES and not _relabelled_timeout(e)]
     if timeouts:
-        said = next((str(e) for e in timeouts if isinstance(e, TimeoutError) and str(e)), "")
+        # our own bounds' words (a stream's deadline); a transport's own say only "timed out"
+        said = next((str(e) for e in timeouts if type(e) is TimeoutError and str(e)), "")
         where = f" from{to}" if to else ""
         return Failure(
             "Timeout", None, f"no response{where} in time" + (f": {said}" if said else ""), True
@@ -212,6 +227,8 @@ def _transport_failure(chain: list[BaseException]) -> Failure | None:
         detail = f"could not connect to{to}" if to else "could not connect"
     else:
         cause = next((str(e) for e in reversed(chain) if str(e)), "")
+        if "ServerDisconnectedError" in names:
+            cause = _DISCONNECTED
         where = f"the connection to{to}" if to else "the connection"
         detail = f"{where} broke before a complete response" + (f" ({cause})" if cause else "")
     return Failure("ConnectionError", None, detail, True)

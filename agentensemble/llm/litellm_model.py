@@ -20,14 +20,14 @@ from pydantic import (
 )
 
 from agentensemble.errors import ConfigurationError, LLMError
-from agentensemble.llm import _model_table, _openai_lane, _openai_stream
+from agentensemble.llm import _model_table, _openai_client
 from agentensemble.llm._chain import complete_down, provider_unavailable
 from agentensemble.llm._config_checks import api_base_problem, check_model_settings, provider_of
 from agentensemble.llm._failures import malformed_tool_call
-from agentensemble.llm._lanes import Lane, LaneSetting, choose_lane
 from agentensemble.llm._litellm import is_loaded, load_litellm, takes_input
 from agentensemble.llm._litellm_stream import StreamAttempts, stream_turn
 from agentensemble.llm._messages import input_kinds, outgoing, outgoing_tools, read_response
+from agentensemble.llm._openai_client import Lane, LaneSetting, choose_lane
 from agentensemble.llm._secrets import masked, register_setting_secrets
 from agentensemble.llm._sendable import sendable
 from agentensemble.llm.rate_limit import RateLimit, rate_limited
@@ -188,8 +188,9 @@ class LLM(BaseModel):
 
     @property
     def effective_lane(self) -> Lane:
-        """The lane calls take now: ``"openai"`` (straight to an OpenAI-compatible endpoint,
-        litellm not imported) or ``"litellm"``. See ``_lanes.choose_lane`` for the rule."""
+        """The lane calls take now: ``"openai"`` (the ``openai`` package, straight to an
+        OpenAI-compatible endpoint, litellm not imported) or ``"litellm"``. See
+        ``_openai_client.choose_lane`` for the rule."""
         return choose_lane(
             self.model,
             self.extra,
@@ -310,11 +311,17 @@ class LLM(BaseModel):
         kwargs = self.request_kwargs(messages, tools, response_format)
         secrets = [self.api_key.get_secret_value()] if self.api_key is not None else []
         send: Callable[[], Awaitable[Any]]
-        if self.effective_lane == "openai":  # the fast lane: no litellm (_openai_lane.py)
-            request = _openai_lane.build_request(kwargs)
+        sink = current_sink()
+        streaming = StreamAttempts(sink) if sink is not None else None
+        openai_request = None
+        if self.effective_lane == "openai":  # the openai package (llm/_openai_client.py)
+            openai_request = _openai_client.build_request(kwargs)
+            if streaming is not None:
+                openai_request = openai_request.streaming()
+            request, provider, model = openai_request, self.provider, self.model
 
             async def send() -> Any:
-                return _openai_lane.normalise(await _openai_lane.send(request))
+                return await _openai_client.complete(request, provider=provider, label=model)
         else:
             litellm = load_litellm() if is_loaded() else await asyncio.to_thread(load_litellm)
 
@@ -323,19 +330,16 @@ class LLM(BaseModel):
 
         guard = self.timeout + _GUARD_SECONDS
         attempts = 0
-        sink = current_sink()
-        streaming = StreamAttempts(sink) if sink is not None else None
-        stream_request = None
-        if streaming is not None and self.effective_lane == "openai":
-            stream_request = _openai_stream.streaming_request(_openai_lane.build_request(kwargs))
 
         async def call() -> Any:
             nonlocal attempts
             attempts += 1
             if streaming is not None:  # a streaming run: stream=True, text to its sink
                 streaming.attempts = attempts
-                if stream_request is not None:  # the openai lane (same chunks, same assembly)
-                    return await _openai_stream.stream_turn(stream_request, streaming, guard)
+                if openai_request is not None:  # the openai lane (same chunks, same assembly)
+                    return await _openai_client.stream_turn(
+                        openai_request, streaming, guard, self.provider
+                    )
                 lite = load_litellm() if is_loaded() else await asyncio.to_thread(load_litellm)
                 return await stream_turn(lite, kwargs, streaming, guard, self.provider)
             if sys.version_info >= (3, 11):

@@ -1,23 +1,24 @@
 """Azure OpenAI on the openai lane: the request litellm would send, the same answers and errors.
 
-respx sees both lanes (litellm is switched to its httpx transport), so each scenario runs on
-both and the requests and outcomes are compared.
+A local server plays the Azure resource (its deployment path, ``api-version`` query and
+``api-key`` header recorded); each scenario runs on both lanes and the requests and outcomes are
+compared.
 """
 
 from __future__ import annotations
 
 import json
+import threading
 from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler
 from typing import Any
 
-import httpx
 import pytest
-import respx
+from _quiet_http import QuietHTTPServer
 
 from agentensemble import LLM, RetryPolicy
 from agentensemble.errors import LLMError
-from agentensemble.llm._lanes import choose_lane
-from agentensemble.llm._openai_lane import AZURE_DEFAULT_API_VERSION
+from agentensemble.llm._openai_client import AZURE_DEFAULT_API_VERSION, choose_lane
 
 BASE = "https://example-resource.openai.azure.com"
 KEY = "az-key-5e1c9a7b3d2f"
@@ -32,12 +33,48 @@ ANSWER = {
     ],
     "usage": {"prompt_tokens": 5, "completion_tokens": 1, "total_tokens": 6},
 }
+#: (status, body, headers) the resource answers, one per request.
+Reply = tuple[int, str, dict[str, str]]
+
+
+class AzureResource:
+    """A local stand-in for an Azure OpenAI resource: scripted answers, every request recorded."""
+
+    def __init__(self) -> None:
+        self.script: list[Reply] = []
+        self.seen: list[tuple[str, str | None, Any]] = []
+        resource = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self) -> None:
+                body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+                resource.seen.append((self.path, self.headers.get("api-key"), json.loads(body)))
+                status, text, headers = resource.script.pop(0)
+                data = text.encode()
+                self.send_response(status)
+                for name, value in {"Content-Type": "application/json", **headers}.items():
+                    self.send_header(name, value)
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+            def log_message(self, *args: Any) -> None:
+                pass
+
+        self.server = QuietHTTPServer(("127.0.0.1", 0), Handler)
+        self.base = f"http://127.0.0.1:{self.server.server_address[1]}"
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
 
 
 @pytest.fixture
-def azure() -> Iterator[respx.MockRouter]:
-    with respx.mock(assert_all_called=False, assert_all_mocked=True) as router:
-        yield router
+def azure() -> Iterator[AzureResource]:
+    resource = AzureResource()
+    yield resource
+    resource.close()
 
 
 @pytest.mark.parametrize(
@@ -64,10 +101,10 @@ def test_the_default_api_version_is_litellms() -> None:
     assert load_litellm().AZURE_DEFAULT_API_VERSION == AZURE_DEFAULT_API_VERSION
 
 
-async def one_call(lane: str, **settings: Any) -> Any:
+async def one_call(lane: str, base: str, **settings: Any) -> Any:
     llm = LLM(
         "azure/my-deployment",
-        api_base=BASE,
+        api_base=base,
         api_key=KEY,
         retry_policy=FAST,
         max_tokens=5,
@@ -78,19 +115,16 @@ async def one_call(lane: str, **settings: Any) -> Any:
     try:
         return await llm.complete([{"role": "user", "content": "hi"}])
     except LLMError as error:
-        return (str(error), error.status_code, error.attempts)
+        return (str(error).replace(base, "BASE"), error.status_code, error.attempts)
 
 
-SCENARIOS = {
-    "answer": [httpx.Response(200, json=ANSWER)],
-    "429 then answer": [
-        httpx.Response(429, json={"error": {"message": "slow"}}, headers={"retry-after": "0"}),
-        httpx.Response(200, json=ANSWER),
-    ],
-    "401 echoing the key": [
-        httpx.Response(401, json={"error": {"code": "401", "message": f"Access denied: {KEY}"}})
-    ],
-    "503 twice": [httpx.Response(503, text="busy"), httpx.Response(503, text="busy")],
+ERROR_429 = json.dumps({"error": {"message": "slow"}})
+ERROR_401 = json.dumps({"error": {"code": "401", "message": f"Access denied: {KEY}"}})
+SCENARIOS: dict[str, list[Reply]] = {
+    "answer": [(200, json.dumps(ANSWER), {})],
+    "429 then answer": [(429, ERROR_429, {"retry-after": "0"}), (200, json.dumps(ANSWER), {})],
+    "401 echoing the key": [(401, ERROR_401, {})],
+    "503 twice": [(503, "busy", {}), (503, "busy", {})],
 }
 
 
@@ -98,27 +132,19 @@ SCENARIOS = {
 @pytest.mark.parametrize("name", list(SCENARIOS))
 @pytest.mark.parametrize("settings", [{}, {"api_version": "2024-10-21", "seed": 1}])
 async def test_both_lanes_send_and_see_the_same_on_azure(
-    azure: respx.MockRouter, name: str, settings: dict[str, Any], monkeypatch: pytest.MonkeyPatch
+    azure: AzureResource, name: str, settings: dict[str, Any], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.delenv("AGENTENSEMBLE_LLM_LANE", raising=False)
     seen: dict[str, Any] = {}
     for lane in ("openai", "litellm"):
-        route = azure.post(url__startswith=BASE).mock(side_effect=list(SCENARIOS[name]))
-        outcome = await one_call(lane, **settings)
-        requests = [
-            (
-                str(call.request.url),
-                call.request.headers.get("api-key"),
-                json.loads(call.request.content),  # key order may differ, not the content
-            )
-            for call in route.calls
-        ]
-        seen[lane] = (outcome, requests)
-        azure.routes.clear()
+        azure.script, azure.seen = list(SCENARIOS[name]), []
+        outcome = await one_call(lane, azure.base, **settings)
+        seen[lane] = (outcome, azure.seen)
 
     assert seen["openai"] == seen["litellm"]
     outcome, requests = seen["openai"]
     version = settings.get("api_version", AZURE_DEFAULT_API_VERSION)
-    url = f"{BASE}/openai/deployments/my-deployment/chat/completions?api-version={version}"
-    assert requests[0][:2] == (url, KEY)
+    path = f"/openai/deployments/my-deployment/chat/completions?api-version={version}"
+    assert requests[0][:2] == (path, KEY)
+    assert requests[0][2]["messages"] == [{"role": "user", "content": "hi"}]
     assert KEY not in str(outcome)

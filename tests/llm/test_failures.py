@@ -171,3 +171,43 @@ def test_litellms_own_failures_never_claim_a_status_no_response_had() -> None:
     assert (failure.name, failure.status, failure.retryable) == ("TypeError", None, False)
     assert failure.detail == f"failed before any response arrived: {bug}"
     assert classify(bug) == failure  # raised as it is on the openai lane: read the same
+
+
+AIOHTTP_CHAINS = [
+    # what httpx-aiohttp (the openai lane's transport) raises, from aiohttp's real error
+    (
+        "server hung up",
+        lambda aiohttp: raised(
+            openai.APITimeoutError(request=REQUEST),
+            httpx.ConnectTimeout("Server disconnected"),
+            aiohttp.ServerDisconnectedError(),
+        ),
+        Failure(
+            "ConnectionError",
+            None,
+            "the connection to 127.0.0.1:9 broke before a complete response "
+            "(Server disconnected without sending a response.)",
+            True,
+        ),
+    ),
+    (
+        "read timeout",
+        lambda aiohttp: raised(
+            openai.APITimeoutError(request=REQUEST),
+            httpx.ReadTimeout("Timeout on reading data from socket"),
+            aiohttp.SocketTimeoutError("Timeout on reading data from socket"),
+        ),
+        Failure("Timeout", None, "no response from 127.0.0.1:9 in time", True),
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("name", "make", "expected"), AIOHTTP_CHAINS, ids=[chain[0] for chain in AIOHTTP_CHAINS]
+)
+def test_the_aiohttp_transports_relabelled_errors_read_as_what_happened(
+    name: str, make: Any, expected: Failure
+) -> None:
+    import aiohttp
+
+    assert classify(make(aiohttp)) == expected

@@ -69,8 +69,10 @@ def llm(**overrides: Any) -> LLM:
 
 
 @pytest.fixture
-def provider() -> Iterator[respx.MockRouter]:
-    """Every HTTP request is mocked; one unmocked request fails the test."""
+def provider(monkeypatch: pytest.MonkeyPatch) -> Iterator[respx.MockRouter]:
+    """Every HTTP request is mocked; one unmocked request fails the test. respx sees httpx only:
+    the openai lane is put on it with litellm's own switch."""
+    monkeypatch.setenv("DISABLE_AIOHTTP_TRANSPORT", "true")
     with respx.mock(assert_all_called=False, assert_all_mocked=True) as router:
         yield router
 

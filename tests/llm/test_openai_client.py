@@ -1,15 +1,14 @@
-"""Which lane a call takes: one pure rule, as a table; and the request the openai lane builds."""
+"""The openai lane (llm/_openai_client.py): which calls take it (one pure rule, as a table), the
+call it builds for the ``openai`` package, and the clients' life (shared per loop and endpoint,
+closed with their loop)."""
 
 from __future__ import annotations
-
-import json
 
 import pytest
 
 from agentensemble import LLM
 from agentensemble.llm import _model_table
-from agentensemble.llm._lanes import choose_lane
-from agentensemble.llm._openai_lane import build_request, model_name
+from agentensemble.llm._openai_client import build_request, choose_lane, model_name
 
 LANES = [
     # model, extra setting names, setting, environment, lane
@@ -51,7 +50,7 @@ def test_llm_reports_its_lane(monkeypatch: pytest.MonkeyPatch) -> None:
         LLM("openai/gpt-4o-mini", lane="fast")  # type: ignore[arg-type]
 
 
-def test_build_request_sends_what_litellm_sends() -> None:
+def test_build_request_passes_what_litellm_passes() -> None:
     llm = LLM(
         "openai/test-model",
         api_base="http://127.0.0.1:8000/v1/",
@@ -64,21 +63,18 @@ def test_build_request_sends_what_litellm_sends() -> None:
         extra_query={"api-version": "1"},
     )
     messages = [
-        {"role": "user", "content": "hi \ud800"},
+        {"role": "user", "content": "hi"},
         {"role": "assistant", "content": None, "tool_calls": []},
     ]
     request = build_request(llm.request_kwargs(messages), environ={"OPENAI_ORG_ID": "org-1"})
 
-    assert request.url == "http://127.0.0.1:8000/v1/chat/completions"
-    assert request.headers["Authorization"] == "Bearer sk-test-key-1"
-    assert request.headers["OpenAI-Organization"] == "org-1"
-    assert request.headers["X-Team"] == "research"
-    assert request.params == {"api-version": "1"}
-    assert request.timeout == 60.0
-    assert json.loads(request.body) == {
+    assert request.endpoint.base_url == "http://127.0.0.1:8000/v1/"
+    assert request.endpoint.api_key == "sk-test-key-1"
+    assert request.endpoint.organization == "org-1"
+    assert request.body == {
         "model": "test-model",
         "messages": [
-            {"role": "user", "content": "hi \ufffd"},
+            {"role": "user", "content": "hi"},
             {"role": "assistant", "content": "", "tool_calls": []},  # local servers need content
         ],
         "temperature": 0.2,
@@ -86,16 +82,22 @@ def test_build_request_sends_what_litellm_sends() -> None:
         "seed": 3,
         "top_k": 5,
     }
+    assert request.options == {
+        "headers": {"X-Team": "research"},
+        "params": {"api-version": "1"},
+        "timeout": 60.0,
+    }
     assert "sk-test-key-1" not in repr(request)
+    assert request.streaming().body["stream_options"] == {"include_usage": True}
 
 
 def test_the_base_url_comes_from_the_environment_or_openai() -> None:
     kwargs = LLM("gpt-4o-mini", api_key="k" * 8).request_kwargs([])
-    assert build_request(kwargs, environ={}).url == "https://api.openai.com/v1/chat/completions"
+    assert build_request(kwargs, environ={}).endpoint.base_url == "https://api.openai.com/v1"
     env = {"OPENAI_BASE_URL": "http://gw.local/v1", "OPENAI_API_KEY": "sk-env-0000"}
     request = build_request(LLM("gpt-4o-mini").request_kwargs([]), environ=env)
-    assert request.url == "http://gw.local/v1/chat/completions"
-    assert request.headers["Authorization"] == "Bearer sk-env-0000"
+    assert request.endpoint.base_url == "http://gw.local/v1"
+    assert request.endpoint.api_key == "sk-env-0000"
     assert model_name("openai/gpt-4o") == "gpt-4o" and model_name("gpt-4o") == "gpt-4o"
 
 
@@ -123,45 +125,66 @@ def test_response_schema_support_from_the_table_matches_litellm(model: str) -> N
     assert _model_table.table_supports_response_schema(model) is from_file
 
 
-def test_clients_per_loop_reused_and_dropped_with_closed_loops() -> None:
+def test_clients_per_loop_and_endpoint_reused_and_dropped_with_closed_loops() -> None:
     import asyncio
 
-    from agentensemble.llm import _openai_lane
+    from agentensemble.llm import _openai_client
+    from agentensemble.llm._openai_client import Endpoint
 
-    async def clients() -> tuple[object, object, asyncio.AbstractEventLoop]:
-        return (
-            _openai_lane._loop_clients(),
-            _openai_lane._loop_clients(),
-            asyncio.get_running_loop(),
-        )
+    here, there = Endpoint("http://127.0.0.1:1/v1", "k1"), Endpoint("http://127.0.0.1:2/v1", "k1")
 
-    first, again, first_loop = asyncio.run(clients())
-    assert first is again  # one set of clients per loop
-    second, _, second_loop = asyncio.run(clients())
+    async def clients() -> tuple[object, object, object, asyncio.AbstractEventLoop]:
+        first = await _openai_client.client_for(here)
+        again = await _openai_client.client_for(here)
+        other = await _openai_client.client_for(there)
+        assert first is again and other is not first  # one client per endpoint, shared
+        return first, _openai_client._loop_clients(), other, asyncio.get_running_loop()
+
+    first, first_pool, _, first_loop = asyncio.run(clients())
+    second, second_pool, _, second_loop = asyncio.run(clients())
     assert second is not first  # a new loop, new clients
-    assert first_loop not in _openai_lane._clients  # dropped when the second loop asked
-    assert _openai_lane._clients.get(second_loop) is second
+    assert first_loop not in _openai_client._clients  # dropped when the second loop asked
+    assert _openai_client._clients.get(second_loop) is second_pool
+    assert first_pool.clients == {} and first.is_closed()  # type: ignore[attr-defined]
 
 
-def test_sequential_calls_share_a_client_and_concurrent_ones_spread() -> None:
+def test_many_calls_in_flight_share_one_client_and_one_tls_context(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Nothing grows with the runs in flight: 50 concurrent calls on one endpoint, one client;
+    every client, on any endpoint, with the process's one TLS context (none built per client)."""
     import asyncio
+    import ssl
 
-    from agentensemble.llm._openai_lane import _LoopClients
+    from agentensemble.llm import _openai_client
+    from agentensemble.testing import OpenAICompatibleServer
 
-    async def scenario() -> None:
-        pool = _LoopClients()
-        for _ in range(3):  # one call at a time: always the first client (its connection)
-            pool.release(index := pool.acquire())
-            assert index == 0
-        held = [pool.acquire() for _ in range(2 * pool.PER_CLIENT + 1)]
-        assert held.count(0) == pool.PER_CLIENT and len(pool.clients) == 3
-        for index in held:
-            pool.release(index)
-        assert pool.acquire() == 0 and pool.in_flight == [1, 0, 0]
-        for client in pool.clients:
-            await client.aclose()
+    async def first_client() -> None:  # imports the transport (aiohttp makes 2 contexts then)
+        await _openai_client.client_for(_openai_client.Endpoint("http://127.0.0.1:1/v1", "k"))
 
-    asyncio.run(scenario())
+    asyncio.run(first_client())
+    built: list[object] = []
+    original = ssl.create_default_context
+
+    def counted(*args: object, **kwargs: object) -> ssl.SSLContext:
+        built.append(args)
+        return original(*args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(ssl, "create_default_context", counted)
+    with OpenAICompatibleServer() as server:
+        server.set_responder(lambda body: "hi")
+        llm = LLM("openai/test-model", api_base=server.base_url, api_key="sk-test-many-1")
+
+        async def many() -> tuple[list[str | None], int]:
+            answers = await asyncio.gather(
+                *(llm.complete([{"role": "user", "content": f"q{i}"}]) for i in range(50))
+            )
+            return [a.content for a in answers], len(_openai_client._loop_clients().clients)
+
+        contents, clients = asyncio.run(many())
+
+    assert contents == ["hi"] * 50 and clients == 1
+    assert built == []  # the client was made with the shared context, not a new one
 
 
 def test_a_loops_clients_are_closed_when_asyncio_run_ends_it() -> None:
@@ -179,9 +202,9 @@ def test_a_loops_clients_are_closed_when_asyncio_run_ends_it() -> None:
 
         async def ask() -> tuple[str | None, list[object]]:
             answer = await llm.complete([{"role": "user", "content": "hello"}])
-            from agentensemble.llm import _openai_lane
+            from agentensemble.llm import _openai_client
 
-            return answer.content, list(_openai_lane._loop_clients().clients)
+            return answer.content, list(_openai_client._loop_clients().clients.values())
 
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always", ResourceWarning)
@@ -189,5 +212,22 @@ def test_a_loops_clients_are_closed_when_asyncio_run_ends_it() -> None:
             gc.collect()
 
     assert [content for content, _ in results] == ["hi"] * 3
-    assert all(client.is_closed for _, clients in results for client in clients)  # type: ignore[attr-defined]
+    assert all(client.is_closed() for _, clients in results for client in clients)  # type: ignore[attr-defined]
     assert not [w for w in caught if issubclass(w.category, ResourceWarning)]
+
+
+@pytest.mark.parametrize(
+    ("environ", "expected"),
+    [
+        ({}, "aiohttp"),  # httpx-aiohttp comes with the package (openai[aiohttp])
+        ({"DISABLE_AIOHTTP_TRANSPORT": "true"}, "httpx"),  # litellm's switch: respx sees httpx
+        ({"DISABLE_AIOHTTP_TRANSPORT": "TRUE "}, "httpx"),
+        ({"DISABLE_AIOHTTP_TRANSPORT": "false"}, "aiohttp"),
+    ],
+)
+def test_the_transport_is_aiohttp_unless_switched_off(
+    environ: dict[str, str], expected: str
+) -> None:
+    from agentensemble.llm._openai_client import transport
+
+    assert transport(environ) == expected

@@ -1,0 +1,491 @@
+"""A thousand runs at once: N concurrent one-tool runs in one process against the aiohttp floor.
+
+Usage: ``python benchmarks/concurrency.py [--runs 100 1000] [--delay 0.2] [--variants ...]
+[--profile DIR] [--fresh N]``.
+
+- **The server**: a recording OpenAI-compatible server in its own process (asyncio, 127.0.0.1,
+  keep-alive), every answer after ``--delay`` seconds: a call of the job's one tool when the
+  request's last message is not a tool result, the final text when it is. It counts what it got
+  (``GET /stats``), so each variant is checked to have sent exactly two requests a run.
+- **The job**: one agent with one tool (``lookup``), two model calls per run.
+- **Variants**, each in a fresh child process (so peak memory is its own): ``ours`` (an
+  ``Ensemble`` on ``LLM("openai/...")``, the openai lane, ``arun()`` N times at once); ``llm``
+  (the same two model calls with ``LLM.complete``: the lane without the run around it);
+  ``openai-sdk`` (the same two calls by hand with ``openai.AsyncOpenAI`` on its aiohttp transport,
+  what the lane costs before our framework); ``floor`` (the same two requests over one bare
+  ``aiohttp.ClientSession``: the least any Python client can spend). Each child warms up with
+  three sequential runs, then starts N runs at once and measures wall time, runs per second, its
+  own CPU seconds per run (``time.process_time``: all threads) and peak RSS (VmHWM, reset after
+  the warm-up): memory growth per concurrent run is (peak - RSS before) / N.
+- Ratios ours/floor are printed beside the targets of issue 44 (CPU per run <= 2x, throughput
+  >= 0.5x, memory growth per run <= 2x), measured in one run, with ``uptime``'s load.
+- ``--profile DIR``: the ``ours`` child at each size also writes a cProfile of the measured part
+  (``DIR/ours-N.txt``, top functions by own time).
+- ``--fresh N``: first-answer time of a fresh process (spawn to exit, best of N after one
+  discarded start): ``LLM.complete`` on the openai lane against the raw ``openai`` SDK.
+
+Peers (PydanticAI, LangGraph, the OpenAI Agents SDK, CrewAI) are measured by
+``benchmarks/peers.py`` in virtualenvs of their own; they are listed here as not installed
+when those are absent. Every figure depends on the machine and its load: read ratios.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import json
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+VARIANTS = ("ours", "llm", "openai-sdk", "floor")
+TOOL = {
+    "type": "function",
+    "function": {
+        "name": "lookup",
+        "description": "Look up a city's country.",
+        "parameters": {
+            "type": "object",
+            "properties": {"city": {"type": "string"}},
+            "required": ["city"],
+        },
+    },
+}
+QUESTION = "Which country is Lyon in? Use the lookup tool."
+TARGETS = {"cpu": 2.0, "throughput": 0.5, "memory": 2.0}
+
+
+# -- the recording server (its own process)
+
+
+def _answer(body: dict[str, Any]) -> dict[str, Any]:
+    """A tool call first, the final text once the tool's result is in the history."""
+    messages = body.get("messages") or [{}]
+    if messages[-1].get("role") == "tool":
+        message: dict[str, Any] = {"role": "assistant", "content": "Lyon is in France."}
+        finish = "stop"
+    else:
+        call = {
+            "id": "call_lookup_1",
+            "type": "function",
+            "function": {"name": "lookup", "arguments": '{"city": "Lyon"}'},
+        }
+        message, finish = {"role": "assistant", "content": None, "tool_calls": [call]}, "tool_calls"
+    return {
+        "id": "chatcmpl-bench",
+        "object": "chat.completion",
+        "created": 0,
+        "model": body.get("model", "test-model"),
+        "choices": [{"index": 0, "message": message, "finish_reason": finish}],
+        "usage": {"prompt_tokens": 20, "completion_tokens": 5, "total_tokens": 25},
+    }
+
+
+def _http(status: str, data: bytes) -> bytes:
+    head = f"HTTP/1.1 {status}\r\nContent-Type: application/json\r\nContent-Length: {len(data)}"
+    return head.encode() + b"\r\n\r\n" + data
+
+
+async def _serve(delay: float) -> None:
+    stats = {"requests": 0, "tool_calls": 0, "answers": 0, "bytes": 0}
+
+    async def connection(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        try:
+            while True:
+                head = await reader.readuntil(b"\r\n\r\n")
+                length = 0
+                for line in head.split(b"\r\n"):
+                    if line.lower().startswith(b"content-length:"):
+                        length = int(line.split(b":", 1)[1])
+                raw = await reader.readexactly(length)
+                if head.startswith(b"GET /stats"):
+                    writer.write(_http("200 OK", json.dumps(stats).encode()))
+                    await writer.drain()
+                    continue
+                answer = _answer(json.loads(raw))
+                stats["requests"] += 1
+                stats["bytes"] += length
+                kind = answer["choices"][0]["finish_reason"]
+                stats["tool_calls" if kind == "tool_calls" else "answers"] += 1
+                await asyncio.sleep(delay)
+                writer.write(_http("200 OK", json.dumps(answer).encode()))
+                await writer.drain()
+        except (asyncio.IncompleteReadError, ConnectionError, asyncio.CancelledError):
+            pass  # the client hung up, or we are shutting down
+        finally:
+            writer.close()
+
+    server = await asyncio.start_server(connection, "127.0.0.1", 0, backlog=4096)
+    port = server.sockets[0].getsockname()[1]
+    print(f"http://127.0.0.1:{port}/v1", flush=True)
+    await asyncio.get_running_loop().run_in_executor(None, sys.stdin.read)  # until stdin closes
+    server.close()
+
+
+class RecordingServer:
+    """The server process: ``base_url``, ``stats()``; ends when the ``with`` block does."""
+
+    def __init__(self, delay: float) -> None:
+        self.delay = delay
+
+    def __enter__(self) -> RecordingServer:
+        self.process = subprocess.Popen(
+            [sys.executable, __file__, "--serve", str(self.delay)],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+        assert self.process.stdout is not None
+        self.base_url = self.process.stdout.readline().strip()
+        if not self.base_url.startswith("http://"):
+            raise RuntimeError(f"the recording server did not start: {self.base_url!r}")
+        return self
+
+    def stats(self) -> dict[str, int]:
+        url = self.base_url.removesuffix("/v1") + "/stats"
+        with urllib.request.urlopen(url, timeout=30) as answer:
+            result: dict[str, int] = json.loads(answer.read())
+            return result
+
+    def __exit__(self, *exc: object) -> None:
+        assert self.process.stdin is not None
+        self.process.stdin.close()
+        try:
+            self.process.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait()
+
+
+# -- the variants (each in a child process)
+
+
+def _lookup(city: str) -> str:
+    return "France" if city == "Lyon" else "unknown"
+
+
+def _ours(url: str) -> Any:
+    sys.path.insert(0, str(ROOT))
+    from agentensemble import LLM, Agent, Ensemble, RetryPolicy, Task, tool
+
+    @tool
+    def lookup(city: str) -> str:
+        """Look up a city's country."""
+        return _lookup(city)
+
+    llm = LLM(
+        "openai/test-model",
+        api_base=url,
+        api_key="sk-bench",
+        timeout=600,
+        retry_policy=RetryPolicy(max_attempts=1),
+    )
+    agent = Agent(role="Assistant", goal="Answer", llm=llm, tools=[lookup])
+    ensemble = Ensemble(tasks=[Task(description=QUESTION, agent=agent)])
+
+    async def run() -> str:
+        return str((await ensemble.arun()).raw)
+
+    return run
+
+
+def _second_messages(first: list[dict[str, Any]], call: dict[str, Any]) -> list[dict[str, Any]]:
+    """The history after the tool ran: the model's call and the tool's result."""
+    arguments = json.loads(call["function"]["arguments"])
+    result = {"role": "tool", "tool_call_id": call["id"], "content": _lookup(**arguments)}
+    return [*first, {"role": "assistant", "content": None, "tool_calls": [call]}, result]
+
+
+def _llm(url: str) -> Any:
+    """Our model calls without the run around them: ``LLM.complete`` twice (the openai lane,
+    retry and rate-limit wrappers, our message conversion and answer reading)."""
+    sys.path.insert(0, str(ROOT))
+    from agentensemble import LLM, RetryPolicy
+
+    llm = LLM(
+        "openai/test-model",
+        api_base=url,
+        api_key="sk-bench",
+        timeout=600,
+        retry_policy=RetryPolicy(max_attempts=1),
+    )
+
+    async def run() -> str:
+        first: list[dict[str, Any]] = [{"role": "user", "content": QUESTION}]
+        answer = await llm.complete(first, tools=[TOOL])
+        call = answer.tool_calls[0]
+        raw = {
+            "id": call.id,
+            "type": "function",
+            "function": {"name": call.name, "arguments": call.arguments},
+        }
+        final = await llm.complete(_second_messages(first, raw), tools=[TOOL])
+        return str(final.content)
+
+    return run
+
+
+def _openai_sdk(url: str) -> Any:
+    import openai
+
+    client = openai.AsyncOpenAI(
+        base_url=url,
+        api_key="sk-bench",
+        max_retries=0,
+        timeout=600,  # as ours: the default 5 s connect bound fails 1,000 connections at once
+        http_client=openai.DefaultAioHttpClient(),
+    )
+
+    async def run() -> str:
+        first = [{"role": "user", "content": QUESTION}]
+        answer = await client.chat.completions.create(
+            model="test-model", messages=first, tools=[TOOL], tool_choice="auto"
+        )
+        call = answer.choices[0].message.tool_calls[0].model_dump()
+        final = await client.chat.completions.create(
+            model="test-model", messages=_second_messages(first, call), tools=[TOOL]
+        )
+        return str(final.choices[0].message.content)
+
+    return run
+
+
+def _floor(url: str) -> Any:
+    import aiohttp
+
+    session: list[aiohttp.ClientSession] = []
+
+    async def post(body: dict[str, Any]) -> dict[str, Any]:
+        if not session:  # made in the loop that uses it
+            connector = aiohttp.TCPConnector(limit=1000)
+            session.append(aiohttp.ClientSession(connector=connector))
+        headers = {"Authorization": "Bearer sk-bench"}
+        async with session[0].post(url + "/chat/completions", json=body, headers=headers) as r:
+            r.raise_for_status()
+            result: dict[str, Any] = await r.json()
+            return result
+
+    async def run() -> str:
+        first = [{"role": "user", "content": QUESTION}]
+        answer = await post({"model": "test-model", "messages": first, "tools": [TOOL]})
+        call = answer["choices"][0]["message"]["tool_calls"][0]
+        final = await post(
+            {"model": "test-model", "messages": _second_messages(first, call), "tools": [TOOL]}
+        )
+        return str(final["choices"][0]["message"]["content"])
+
+    return run
+
+
+def _memory() -> tuple[int, int]:
+    """(VmRSS, VmHWM) of this process in bytes."""
+    fields = {}
+    for line in Path("/proc/self/status").read_text().splitlines():
+        name, _, value = line.partition(":")
+        if name in ("VmRSS", "VmHWM"):
+            fields[name] = int(value.split()[0]) * 1024
+    return fields["VmRSS"], fields["VmHWM"]
+
+
+def _child(variant: str, runs: int, url: str, profile: str | None) -> None:
+    makers = {"ours": _ours, "llm": _llm, "openai-sdk": _openai_sdk, "floor": _floor}
+    run = makers[variant](url)
+
+    async def measure() -> dict[str, Any]:
+        for _ in range(3):  # imports, clients, connections: not what N runs at once cost
+            await run()
+        with contextlib.suppress(OSError):  # the peak from here on ("5": VmHWM to RSS now)
+            Path("/proc/self/clear_refs").write_text("5")
+        before, _ = _memory()
+        profiler = None
+        if profile:
+            import cProfile
+
+            profiler = cProfile.Profile()
+            profiler.enable()
+        cpu, wall = time.process_time(), time.perf_counter()
+        answers = await asyncio.gather(*(run() for _ in range(runs)))
+        wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
+        if profiler is not None:
+            import io
+            import pstats
+
+            profiler.disable()
+            text = io.StringIO()
+            pstats.Stats(profiler, stream=text).sort_stats("tottime").print_stats(45)
+            Path(profile).write_text(text.getvalue())
+        _, peak = _memory()
+        wrong = [a for a in answers if "France" not in a]
+        return {
+            "variant": variant,
+            "runs": runs,
+            "wall": wall,
+            "cpu_per_run_ms": 1000 * cpu / runs,
+            "runs_per_s": runs / wall,
+            "peak_mib": peak / 2**20,
+            "growth_per_run_kib": max(peak - before, 0) / runs / 1024,
+            "wrong": len(wrong),
+        }
+
+    print(json.dumps(asyncio.run(measure())), flush=True)
+
+
+def measure(
+    server: RecordingServer, variant: str, runs: int, profile: str | None
+) -> dict[str, Any]:
+    """One variant at one size in a fresh child; checked against what the server recorded."""
+    before = server.stats()
+    command = [sys.executable, __file__, "--child", variant, str(runs), server.base_url]
+    if profile:
+        command += ["--profile-to", profile]
+    done = subprocess.run(command, capture_output=True, text=True, timeout=3600)
+    if done.returncode != 0:
+        raise RuntimeError(f"{variant} at {runs} failed:\n{done.stderr[-3000:]}")
+    result: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
+    after = server.stats()
+    sent = after["requests"] - before["requests"]
+    expected = 2 * (runs + 3)  # the warm-up's three runs included
+    if sent != expected or result["wrong"]:
+        raise RuntimeError(f"{variant}: {sent} requests for {expected}, {result['wrong']} wrong")
+    result["bytes_per_run"] = (after["bytes"] - before["bytes"]) / (runs + 3)
+    return result
+
+
+def _load() -> str:
+    return subprocess.run(["uptime"], capture_output=True, text=True).stdout.strip()
+
+
+def peers_installed() -> list[str]:
+    """The peers whose virtualenvs ``benchmarks/peers.py --install`` made."""
+    folder = ROOT / "benchmarks" / ".peers"
+    return sorted(p.name for p in folder.iterdir()) if folder.is_dir() else []
+
+
+def table(rows: list[dict[str, Any]]) -> str:
+    """The Markdown table, with ours/floor ratios beside the targets."""
+    lines = [
+        "| runs at once | variant | wall s | runs/s | CPU ms/run | peak MiB "
+        "| growth KiB/run | request bytes/run |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    for row in rows:
+        lines.append(
+            f"| {row['runs']} | {row['variant']} | {row['wall']:.2f} | {row['runs_per_s']:.0f} "
+            f"| {row['cpu_per_run_ms']:.2f} | {row['peak_mib']:.0f} "
+            f"| {row['growth_per_run_kib']:.1f} | {row['bytes_per_run']:.0f} |"
+        )
+    lines.append("")
+    for runs in sorted({row["runs"] for row in rows}):
+        by = {row["variant"]: row for row in rows if row["runs"] == runs}
+        if "ours" not in by or "floor" not in by:
+            continue
+        ours, floor = by["ours"], by["floor"]
+        cpu = ours["cpu_per_run_ms"] / floor["cpu_per_run_ms"]
+        speed = ours["runs_per_s"] / floor["runs_per_s"]
+        memory = ours["growth_per_run_kib"] / max(floor["growth_per_run_kib"], 1e-9)
+        verdict = {
+            "cpu": "met" if cpu <= TARGETS["cpu"] else "not met",
+            "throughput": "met" if speed >= TARGETS["throughput"] else "not met",
+            "memory": "met" if memory <= TARGETS["memory"] else "not met",
+        }
+        lines.append(
+            f"- {runs} at once, ours/floor: CPU per run {cpu:.2f}x (target <= 2x: "
+            f"{verdict['cpu']}), throughput {speed:.2f}x (target >= 0.5x: "
+            f"{verdict['throughput']}), memory growth per run {memory:.2f}x (target <= 2x: "
+            f"{verdict['memory']})"
+        )
+    return "\n".join(lines)
+
+
+# -- first answer in a fresh process
+
+FRESH = {
+    "ours (LLM.complete, openai lane)": """
+import asyncio, sys
+sys.path.insert(0, {root!r})
+from agentensemble import LLM
+llm = LLM("openai/test-model", api_base={url!r}, api_key="sk-bench")
+print(asyncio.run(llm.complete([{{"role": "user", "content": "hi"}}])).finish_reason)
+""",
+    "raw openai SDK (AsyncOpenAI, default httpx)": """
+import asyncio, openai
+async def main():
+    client = openai.AsyncOpenAI(base_url={url!r}, api_key="sk-bench", max_retries=0)
+    answer = await client.chat.completions.create(
+        model="test-model", messages=[{{"role": "user", "content": "hi"}}])
+    print(answer.choices[0].finish_reason)
+asyncio.run(main())
+""",
+}
+
+
+def fresh(url: str, repeats: int) -> list[str]:
+    """Spawn-to-exit seconds of one call in a fresh process, best of ``repeats``."""
+    lines = ["| fresh process, one call | best s | all s |", "|---|---|---|"]
+    for name, code in FRESH.items():
+        script = code.format(root=str(ROOT), url=url)
+        times = []
+        for attempt in range(repeats + 1):
+            started = time.perf_counter()
+            done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True)
+            if done.returncode != 0:
+                raise RuntimeError(f"{name}: {done.stderr[-2000:]}")
+            if attempt:  # the first start fills the page cache: discarded
+                times.append(time.perf_counter() - started)
+        lines.append(f"| {name} | {min(times):.2f} | {', '.join(f'{t:.2f}' for t in times)} |")
+    return lines
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--runs", type=int, nargs="+", default=[100, 1000])
+    parser.add_argument("--delay", type=float, default=0.2)
+    parser.add_argument("--variants", nargs="+", choices=VARIANTS, default=list(VARIANTS))
+    parser.add_argument("--profile", type=Path, help="write cProfiles of ours here")
+    parser.add_argument("--fresh", type=int, default=0, help="first-answer repeats (0: skip)")
+    parser.add_argument("--serve", type=float, help=argparse.SUPPRESS)
+    parser.add_argument("--child", nargs=3, help=argparse.SUPPRESS)
+    parser.add_argument("--profile-to", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.serve is not None:
+        asyncio.run(_serve(args.serve))
+        return 0
+    if args.child:
+        variant, runs, url = args.child
+        _child(variant, int(runs), url, args.profile_to)
+        return 0
+    rows = []
+    print(f"load before: {_load()}", flush=True)
+    with RecordingServer(args.delay) as server:
+        for runs in args.runs:
+            for variant in args.variants:
+                profile = None
+                if args.profile and variant == "ours":
+                    args.profile.mkdir(parents=True, exist_ok=True)
+                    profile = str(args.profile / f"ours-{runs}.txt")
+                rows.append(measure(server, variant, runs, profile))
+                print(json.dumps(rows[-1]), file=sys.stderr, flush=True)
+        fresh_lines = fresh(server.base_url, args.fresh) if args.fresh else []
+    print(f"load after: {_load()}")
+    print(f"answer delay {args.delay * 1000:.0f} ms; python {sys.version.split()[0]}")
+    print(table(rows))
+    if fresh_lines:
+        print()
+        print("\n".join(fresh_lines))
+    installed = peers_installed()
+    print()
+    print(
+        f"peers: {', '.join(installed)} installed (run benchmarks/peers.py)"
+        if installed
+        else "peers: none installed here (benchmarks/peers.py --install makes their virtualenvs)"
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
