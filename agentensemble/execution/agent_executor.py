@@ -132,6 +132,7 @@ class AgentExecutor:
         self.llm_calls = 0
         self.usage = no_usage()
         self.reasoning: str | None = None  # the last turn's, for TaskOutput.reasoning
+        self.answered_by: str | None = None  # the last turn's model, for TaskOutput.model
         self._turns: ToolTurns | None = None
         self._transcript = Transcript(task.role) if task.verbose else None
         self._costs: list[float | None] = []
@@ -306,6 +307,7 @@ class AgentExecutor:
         self.llm_calls += 1
         self.usage = self.usage + response.usage
         label = answered_by(self.task.model, response, label)  # a fallback chain: who answered
+        self.answered_by = label
         self.reasoning = redact_text(response.reasoning) if response.reasoning else None
         cost = cost_usd(response.usage, label, response.model)
         self._costs.append(cost)
@@ -350,6 +352,7 @@ class AgentExecutor:
             task_name=self.task.task_name,
             cost_usd=add_costs(self._costs),
             reasoning=self.reasoning,
+            model=self.answered_by,
         )
 
 
