@@ -347,6 +347,20 @@ class MemoryRetrieved:
     task_index: int | None = _task_index()
 
 
+@dataclass(frozen=True)
+class ToolCallTimedOut:
+    """A tool body ran past its ``timeout`` (``@tool(timeout=...)``): it was cancelled (async)
+    or abandoned in its thread (sync); the call fails with "timed out after N s", or runs again
+    when the tool has ``retries`` left. Its ``ToolCallCompleted`` follows as usual."""
+
+    agent_role: str
+    task_description: str
+    tool_name: str
+    timeout: float
+    run_id: str = _run_id()
+    task_index: int | None = _task_index()
+
+
 EnsembleEvent = (
     EnsembleStarted
     | EnsembleCompleted
@@ -371,6 +385,7 @@ EnsembleEvent = (
     | LoopIterationCompleted
     | GraphStepCompleted
     | MemoryRetrieved
+    | ToolCallTimedOut
 )
 
 
@@ -431,4 +446,5 @@ __all__ = [
     "TokenDelta",
     "ToolCallCompleted",
     "ToolCallStarted",
+    "ToolCallTimedOut",
 ]

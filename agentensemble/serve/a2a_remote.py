@@ -89,7 +89,7 @@ class A2AAgent(AgentTool):
         self._token = token
         register_secret(token)
         self._allowed = {_origin(url), *(_origin(item) for item in allowed_urls)}
-        self.timeout = timeout
+        self.timeout: float = timeout
         self.max_answer_chars = max_answer_chars
         self._card: Any = None
         self._described = description
