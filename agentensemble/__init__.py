@@ -17,6 +17,9 @@ if TYPE_CHECKING:
     from agentensemble.agent import (
         Agent,
     )
+    from agentensemble.context_policy import (
+        ContextPolicy,
+    )
     from agentensemble.ensemble import (
         Ensemble,
     )
@@ -45,6 +48,7 @@ if TYPE_CHECKING:
         UsageLimitExceeded,
     )
     from agentensemble.events import (
+        ContextCompacted,
         DelegationCompleted,
         DelegationFailed,
         DelegationStarted,
@@ -70,6 +74,7 @@ if TYPE_CHECKING:
         TokenDelta,
         ToolCallCompleted,
         ToolCallStarted,
+        ToolCallTimedOut,
     )
     from agentensemble.guardrails import (
         GuardrailInput,
@@ -180,6 +185,8 @@ _LAZY: dict[str, str] = {
     "ToolNameError": "agentensemble.errors",
     "UntrustedInputError": "agentensemble.errors",
     "UsageLimitExceeded": "agentensemble.errors",
+    "ContextPolicy": "agentensemble.context_policy",
+    "ContextCompacted": "agentensemble.events",
     "DelegationCompleted": "agentensemble.events",
     "DelegationFailed": "agentensemble.events",
     "DelegationStarted": "agentensemble.events",
@@ -205,6 +212,7 @@ _LAZY: dict[str, str] = {
     "ReasoningDelta": "agentensemble.events",
     "ToolCallCompleted": "agentensemble.events",
     "ToolCallStarted": "agentensemble.events",
+    "ToolCallTimedOut": "agentensemble.events",
     "GuardrailInput": "agentensemble.guardrails",
     "GuardrailResult": "agentensemble.guardrails",
     "AgentEnsembleWarning": "agentensemble.hints",
@@ -275,6 +283,8 @@ __all__ = [
     "ChatResponse",
     "ConfigurationError",
     "ConsoleProgressListener",
+    "ContextCompacted",
+    "ContextPolicy",
     "DelegationCompleted",
     "DelegationFailed",
     "DelegationStarted",
@@ -345,6 +355,7 @@ __all__ = [
     "ToolCallCompleted",
     "ToolCallRecord",
     "ToolCallStarted",
+    "ToolCallTimedOut",
     "ToolContext",
     "ToolDescriptionWarning",
     "ToolExceptionWarning",

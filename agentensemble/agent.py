@@ -7,6 +7,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from agentensemble._validation import check_instructions, check_model, check_tools, require_text
+from agentensemble.context_policy import ContextPolicy
 from agentensemble.hints import reject_foreign_names
 
 
@@ -32,6 +33,11 @@ class Agent(BaseModel):
         default=None,
         description="text after the system prompt, or a function (RunContext) -> str, sync or "
         "async, called at each task start",
+    )
+    context_policy: ContextPolicy | None = Field(
+        default=None,
+        description="keeps this agent's conversations inside its model's window (instead of "
+        "the ensemble's)",
     )
 
     @model_validator(mode="before")

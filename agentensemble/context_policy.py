@@ -12,13 +12,14 @@ each testable on its own, applied in this order by ``fit``:
    ``oldest_part`` says which messages a summary would replace.
 
 The head of the conversation (the system prompt, session history marked as such and the task's
-own prompt) is never dropped: ``head`` messages are counted but kept. Wiring into the executor
-(the window from litellm's model table, one compaction and a retry on a provider's
-context-length error) comes with the executor's next change.
+own prompt) is never dropped: ``head`` messages are counted but kept. The executor applies them
+before each model call through ``execution/_window.py`` (the window from litellm's model table,
+the summary call, one compaction and a retry on a provider's context-length error).
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Sequence
 from typing import Any, Literal
 
@@ -29,6 +30,9 @@ TokenCount = Callable[[Sequence[Message]], int]
 
 #: What a dropped tool result is replaced with: the model sees that it was there.
 PLACEHOLDER = "[tool result of {name} removed to keep the conversation short: {size} characters]"
+_PLACEHOLDER_SHAPE = re.compile(
+    r"\[tool result of .+ removed to keep the conversation short: \d+ characters\]"
+)
 
 
 class ContextPolicy(BaseModel):
@@ -86,6 +90,8 @@ def drop_old_tool_results(messages: Sequence[Message], keep: int | None) -> list
     for position in old:
         message = result[position]
         content = str(message.get("content") or "")
+        if _PLACEHOLDER_SHAPE.fullmatch(content):  # replaced at an earlier compaction
+            continue
         name = names.get(str(message.get("tool_call_id")), "a tool")
         shown = PLACEHOLDER.format(name=name, size=len(content))
         if content != shown:

@@ -361,6 +361,28 @@ class ToolCallTimedOut:
     task_index: int | None = _task_index()
 
 
+@dataclass(frozen=True)
+class ContextCompacted:
+    """A task's conversation was shortened to fit its model's window (``ContextPolicy``):
+    ``reason`` ``"window"`` (before a call, by our count) or ``"provider_error"`` (after the
+    provider refused the prompt as too long, before the one retry). Token counts include the
+    tool specs; ``tool_results_elided`` old results became placeholders,
+    ``messages_summarized`` were replaced by one summary, ``messages_dropped`` were removed."""
+
+    agent_role: str
+    task_name: str | None
+    model: str
+    reason: str
+    limit: int
+    tokens_before: int
+    tokens_after: int
+    tool_results_elided: int = 0
+    messages_dropped: int = 0
+    messages_summarized: int = 0
+    run_id: str = _run_id()
+    task_index: int | None = _task_index()
+
+
 EnsembleEvent = (
     EnsembleStarted
     | EnsembleCompleted
@@ -386,6 +408,7 @@ EnsembleEvent = (
     | GraphStepCompleted
     | MemoryRetrieved
     | ToolCallTimedOut
+    | ContextCompacted
 )
 
 
@@ -420,6 +443,7 @@ class EventEmitter:
 
 
 __all__ = [
+    "ContextCompacted",
     "DelegationCompleted",
     "DelegationFailed",
     "DelegationStarted",

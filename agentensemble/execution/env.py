@@ -24,6 +24,8 @@ class ExecutionEnv:
     """Every tool call of the run, counted by tool name."""
     tool_slots: ToolSlots = field(default_factory=ToolSlots)
     """Each ``max_concurrency`` tool's bound on bodies at once, shared by the whole run."""
+    context_policy: Any = None
+    """The ensemble's ``ContextPolicy``, for every agent without its own (None: none)."""
 
 
 __all__ = ["ExecutionEnv"]

@@ -347,6 +347,7 @@ class _Preparation:
                 output_guardrails=task.output_guardrails,
                 inputs=inputs,
                 instructions=instructions,
+                context_policy=agent.context_policy,
             )
         item.memory = task_memory(
             role=item.agent_role,

@@ -318,6 +318,7 @@ def _worker(
             tools=tools,
             output_type=typed[0] if hierarchical and len(typed) == 1 else None,
             verbose=agent.verbose,
+            context_policy=agent.context_policy,
         ),
     )
 
