@@ -27,6 +27,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 Message = dict[str, Any]
 TokenCount = Callable[[Sequence[Message]], int]
+"""Tokens of a list of messages: a sum over the messages (trimming subtracts turn by turn)."""
 
 #: What a dropped tool result is replaced with: the model sees that it was there.
 PLACEHOLDER = "[tool result of {name} removed to keep the conversation short: {size} characters]"
@@ -116,12 +117,18 @@ def trim_oldest_turns(
 ) -> list[Message]:
     """``messages`` with the oldest turns after the first ``head`` removed until ``count``
     says the rest fits in ``limit`` tokens. The head and the newest turn always stay (what
-    cannot fit then is the caller's to report); a tool call never loses its result."""
+    cannot fit then is the caller's to report); a tool call never loses its result.
+
+    ``count`` is a sum over messages: each turn is counted once and subtracted as it goes, so
+    trimming is linear in the conversation, not quadratic."""
     kept = turns(messages, head)
     start = list(messages[:head])
-    while len(kept) > 1 and count(start + [m for turn in kept for m in turn]) > limit:
-        kept.pop(0)
-    return start + [m for turn in kept for m in turn]
+    total = count(start) + sum(sizes := [count(turn) for turn in kept])
+    first = 0
+    while len(kept) - first > 1 and total > limit:
+        total -= sizes[first]
+        first += 1
+    return start + [m for turn in kept[first:] for m in turn]
 
 
 def oldest_part(

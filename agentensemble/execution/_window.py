@@ -202,6 +202,9 @@ class ContextWindow:
         self._count = TokenCounter(model, tools)
         self._summarizer = summarizer(policy)
         self._started = False
+        # (messages counted, their tokens, the last of them): the conversation only grows
+        # between compactions, so a turn counts only what it added (flat per turn)
+        self._sized: tuple[int, int, Message | None] = (0, 0, None)
         self.limit: int | None = (
             policy.max_prompt_tokens
             if isinstance(policy.max_prompt_tokens, int)
@@ -226,18 +229,28 @@ class ContextWindow:
         """After a provider's context-length error: compact once, to below our own count of
         what it refused; whether anything changed (else the error stands)."""
         await self._start()
-        size = self._count(messages) + self._count.tools_tokens
+        size = self._size(messages) + self._count.tools_tokens
         target = int(size * AFTER_ERROR_SHARE)
         if self.limit is not None:
             target = min(target, self.limit)
         return await self._compact(messages, head, target, "provider_error", strict=False)
+
+    def _size(self, messages: list[Message]) -> int:
+        """The conversation's tokens, counting only the messages added since the last call
+        (everything again if something before them changed)."""
+        counted, total, last = self._sized
+        if not (0 < counted <= len(messages) and messages[counted - 1] is last):
+            counted, total = 0, 0
+        total += self._count(messages[counted:])
+        self._sized = (len(messages), total, messages[-1] if messages else None)
+        return total
 
     async def _compact(
         self, messages: list[Message], head: int, limit: int, reason: str, *, strict: bool = True
     ) -> bool:
         count, tools = self._count, self._count.tools_tokens
         budget = max(1, limit - tools)
-        before = count(messages)
+        before = self._size(messages)
         if before <= budget:
             return False
         shorter = drop_old_tool_results(messages, self.policy.keep_tool_results)
@@ -264,6 +277,7 @@ class ContextWindow:
             return False
         messages[:] = shorter
         count.forget_gone(messages)
+        self._sized = (len(messages), after, messages[-1] if messages else None)
         if self._emitter is not None:
             self._emitter.emit(
                 ContextCompacted(
