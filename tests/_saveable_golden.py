@@ -17,7 +17,7 @@ Issue 40 added ``TaskOutput.model`` (default None): generated again the same way
 check."""
 
 SAVED = {
-    'clean_run': (
+    "clean_run": (
         '{"raw":"final �","task_outputs":[{"raw":"plain text","parsed":nu'
         'll,"task_description":"Describe","agent_role":"Writer","duration'
         '":"PT0S","tool_calls":[],"llm_calls":0,"usage":{"prompt_tokens":'
@@ -26,7 +26,7 @@ SAVED = {
         'tely":false,"task_name":null,"cost_usd":null,"metrics":{"model_s'
         'econds":0.0,"tool_seconds":0.0,"review_wait_seconds":0.0,"retrie'
         's":0},"reasoning":null,"model":null},{"raw":"done � with sk-proj'
-        '-Abcdefghijklmnop0123456789QRSTuvwx and zero\u200bwidth, bidi\u202eflip, n'
+        "-Abcdefghijklmnop0123456789QRSTuvwx and zero\u200bwidth, bidi\u202eflip, n"
         'ul\\u0000, line\u2028sep, bom\ufeff","parsed":{"k":["v�",{"deep":[1,2.5,nul'
         'l,true]}],"ok":"café"},"task_description":"Read caf�.txt","agent'
         '_role":"Reader �","duration":"PT1.5S","tool_calls":[{"name":"too'
@@ -43,7 +43,7 @@ SAVED = {
         'op0123456789QRSTuvwx\\"}","model_arguments":null,"output":"found '
         '�� zero\u200bwidth, bidi\u202eflip, nul\\u0000, line\u2028sep, bom\ufeff","is_success'
         '":true,"duration":"PT0.002S","return_behavior":"to_llm","structu'
-        'red_output":"{\'set\': {1}, \'obj\': <Custom>, \'bytes\': b\'\\\\xff\\\\xfe'
+        "red_output\":\"{'set': {1}, 'obj': <Custom>, 'bytes': b'\\\\xff\\\\xfe"
         '\'}"},{"name":"tool3","arguments":"{\\"q\\": \\"caf� sk-proj-Abcdefg'
         'hijklmnop0123456789QRSTuvwx\\"}","model_arguments":null,"output":'
         '"found �� zero\u200bwidth, bidi\u202eflip, nul\\u0000, line\u2028sep, bom\ufeff","is_'
@@ -175,7 +175,7 @@ SAVED = {
         'ull,"metrics":{"model_seconds":0.0,"tool_seconds":0.0,"review_wa'
         'it_seconds":0.0,"retries":0},"reasoning":null,"model":null}}}}}'
     ),
-    'plain': (
+    "plain": (
         '{"raw":"plain text","parsed":null,"task_description":"Describe",'
         '"agent_role":"Writer","duration":"PT0S","tool_calls":[],"llm_cal'
         'ls":0,"usage":{"prompt_tokens":0,"completion_tokens":0,"total_to'
@@ -183,9 +183,9 @@ SAVED = {
         'ng_tokens":0},"returned_immediately":false,"task_name":null,"cos'
         't_usd":null,"metrics":{"model_seconds":0.0,"tool_seconds":0.0,"r'
         'eview_wait_seconds":0.0,"retries":0},"reasoning":null,"model":nu'
-        'll}'
+        "ll}"
     ),
-    'odd': (
+    "odd": (
         '{"raw":"done � with sk-proj-Abcdefghijklmnop0123456789QRSTuvwx a'
         'nd zero\u200bwidth, bidi\u202eflip, nul\\u0000, line\u2028sep, bom\ufeff","parsed":{"'
         'k":["v�",{"deep":[1,2.5,null,true]}],"ok":"café"},"task_descript'
@@ -232,7 +232,7 @@ SAVED = {
         '{"model_seconds":0.0,"tool_seconds":0.0,"review_wait_seconds":0.'
         '0,"retries":0},"reasoning":null,"model":null}'
     ),
-    'unknown': (
+    "unknown": (
         '{"raw":"ok �","parsed":{"obj":"custom � object","k":"�"},"task_d'
         'escription":"x","agent_role":"y","duration":"PT0S","tool_calls":'
         '[],"llm_calls":0,"usage":{"prompt_tokens":0,"completion_tokens":'
@@ -242,15 +242,15 @@ SAVED = {
         'nds":0.0,"review_wait_seconds":0.0,"retries":0},"reasoning":null'
         ',"model":null}'
     ),
-    'record': (
+    "record": (
         '{"name":"tool2","arguments":"{\\"q\\": \\"caf� sk-proj-Abcdefghijkl'
         'mnop0123456789QRSTuvwx\\"}","model_arguments":null,"output":"foun'
         'd �� zero\u200bwidth, bidi\u202eflip, nul\\u0000, line\u2028sep, bom\ufeff","is_succe'
         'ss":true,"duration":"PT0.002S","return_behavior":"to_llm","struc'
-        'tured_output":"{\'set\': {1}, \'obj\': <Custom>, \'bytes\': b\'\\\\xff\\\\x'
-        'fe\'}"}'
+        "tured_output\":\"{'set': {1}, 'obj': <Custom>, 'bytes': b'\\\\xff\\\\x"
+        "fe'}\"}"
     ),
-    'trace': (
+    "trace": (
         '{"schema_version":2,"run_id":"r1","parent_run_id":null,"capture"'
         ':"standard","status":"running","started_at":"2026-11-27T19:00:00'
         'Z","ended_at":null,"workflow":"sequential","inputs":{"who":"caf�'
@@ -290,8 +290,8 @@ SAVED = {
         'xit_reason":null,"error":null,"usage":{"prompt_tokens":0,"comple'
         'tion_tokens":0,"total_tokens":0},"cost_usd":null}'
     ),
-    'run': (
-        '"{\'raw\': \'final \\\\ud800\', \'task_outputs\': [{\'raw\': \'plain text\','
+    "run": (
+        "\"{'raw': 'final \\\\ud800', 'task_outputs': [{'raw': 'plain text',"
         " 'parsed': None, 'task_description': 'Describe', 'agent_role': '"
         "Writer', 'duration': datetime.timedelta(0), 'tool_calls': [], 'l"
         "lm_calls': 0, 'usage': {'prompt_tokens': 0, 'completion_tokens':"
@@ -300,45 +300,45 @@ SAVED = {
         ", 'task_name': None, 'cost_usd': None, 'metrics': {'model_second"
         "s': 0.0, 'tool_seconds': 0.0, 'review_wait_seconds': 0.0, 'retri"
         "es': 0}, 'reasoning': None, 'model': None}, {'raw': 'done \\\\ud80"
-        '0 with sk-proj-Abcdefghijklmnop0123456789QRSTuvwx and zero\\\\u200'
+        "0 with sk-proj-Abcdefghijklmnop0123456789QRSTuvwx and zero\\\\u200"
         "bwidth, bidi\\\\u202eflip, nul\\\\x00, line\\\\u2028sep, bom\\\\ufeff', "
         "'parsed': {'k': ['v\\\\ud800', {'deep': [1, 2.5, None, True]}], 'o"
         "k': 'café'}, 'task_description': 'Read caf\\\\udce9.txt', 'agent_r"
         "ole': 'Reader \\\\ud800', 'duration': datetime.timedelta(seconds=1"
         ", microseconds=500000), 'tool_calls': [{'name': 'tool0', 'argume"
         'nts\': \'{\\"q\\": \\"caf\\\\udce9 sk-proj-Abcdefghijklmnop0123456789QR'
-        'STuvwx\\"}\', \'model_arguments\': None, \'output\': \'found \\\\ud83d\\\\u'
-        'de00 zero\\\\u200bwidth, bidi\\\\u202eflip, nul\\\\x00, line\\\\u2028sep'
+        "STuvwx\\\"}', 'model_arguments': None, 'output': 'found \\\\ud83d\\\\u"
+        "de00 zero\\\\u200bwidth, bidi\\\\u202eflip, nul\\\\x00, line\\\\u2028sep"
         ", bom\\\\ufeff', 'is_success': True, 'duration': datetime.timedelt"
         "a(0), 'return_behavior': <ReturnBehavior.TO_LLM: 'to_llm'>, 'str"
         "uctured_output': {'name\\\\udce9': ['caf\\\\udce9.txt'], 'n': 3}}, {"
-        '\'name\': \'tool1\', \'arguments\': \'{\\"q\\": \\"caf\\\\udce9 sk-proj-Abcd'
-        'efghijklmnop0123456789QRSTuvwx\\"}\', \'model_arguments\': None, \'ou'
+        "'name': 'tool1', 'arguments': '{\\\"q\\\": \\\"caf\\\\udce9 sk-proj-Abcd"
+        "efghijklmnop0123456789QRSTuvwx\\\"}', 'model_arguments': None, 'ou"
         "tput': 'found \\\\ud83d\\\\ude00 zero\\\\u200bwidth, bidi\\\\u202eflip, "
         "nul\\\\x00, line\\\\u2028sep, bom\\\\ufeff', 'is_success': False, 'dur"
         "ation': datetime.timedelta(microseconds=1000), 'return_behavior'"
         ": <ReturnBehavior.TO_LLM: 'to_llm'>, 'structured_output': <Custo"
-        'm>}, {\'name\': \'tool2\', \'arguments\': \'{\\"q\\": \\"caf\\\\udce9 sk-pro'
-        'j-Abcdefghijklmnop0123456789QRSTuvwx\\"}\', \'model_arguments\': Non'
+        "m>}, {'name': 'tool2', 'arguments': '{\\\"q\\\": \\\"caf\\\\udce9 sk-pro"
+        "j-Abcdefghijklmnop0123456789QRSTuvwx\\\"}', 'model_arguments': Non"
         "e, 'output': 'found \\\\ud83d\\\\ude00 zero\\\\u200bwidth, bidi\\\\u202e"
         "flip, nul\\\\x00, line\\\\u2028sep, bom\\\\ufeff', 'is_success': True,"
         " 'duration': datetime.timedelta(microseconds=2000), 'return_beha"
         "vior': <ReturnBehavior.TO_LLM: 'to_llm'>, 'structured_output': {"
         "'set': {1}, 'obj': <Custom>, 'bytes': b'\\\\xff\\\\xfe'}}, {'name': "
-        '\'tool3\', \'arguments\': \'{\\"q\\": \\"caf\\\\udce9 sk-proj-Abcdefghijkl'
-        'mnop0123456789QRSTuvwx\\"}\', \'model_arguments\': None, \'output\': \''
-        'found \\\\ud83d\\\\ude00 zero\\\\u200bwidth, bidi\\\\u202eflip, nul\\\\x00'
+        "'tool3', 'arguments': '{\\\"q\\\": \\\"caf\\\\udce9 sk-proj-Abcdefghijkl"
+        "mnop0123456789QRSTuvwx\\\"}', 'model_arguments': None, 'output': '"
+        "found \\\\ud83d\\\\ude00 zero\\\\u200bwidth, bidi\\\\u202eflip, nul\\\\x00"
         ", line\\\\u2028sep, bom\\\\ufeff', 'is_success': False, 'duration': "
         "datetime.timedelta(microseconds=3000), 'return_behavior': <Retur"
         "nBehavior.TO_LLM: 'to_llm'>, 'structured_output': <Hostile>}, {'"
-        'name\': \'tool4\', \'arguments\': \'{\\"q\\": \\"caf\\\\udce9 sk-proj-Abcde'
-        'fghijklmnop0123456789QRSTuvwx\\"}\', \'model_arguments\': None, \'out'
+        "name': 'tool4', 'arguments': '{\\\"q\\\": \\\"caf\\\\udce9 sk-proj-Abcde"
+        "fghijklmnop0123456789QRSTuvwx\\\"}', 'model_arguments': None, 'out"
         "put': 'found \\\\ud83d\\\\ude00 zero\\\\u200bwidth, bidi\\\\u202eflip, n"
         "ul\\\\x00, line\\\\u2028sep, bom\\\\ufeff', 'is_success': True, 'durat"
         "ion': datetime.timedelta(microseconds=4000), 'return_behavior': "
         "<ReturnBehavior.TO_LLM: 'to_llm'>, 'structured_output': <SavesIt"
-        'sOwn>}, {\'name\': \'tool5\', \'arguments\': \'{\\"q\\": \\"caf\\\\udce9 sk-'
-        'proj-Abcdefghijklmnop0123456789QRSTuvwx\\"}\', \'model_arguments\': '
+        "sOwn>}, {'name': 'tool5', 'arguments': '{\\\"q\\\": \\\"caf\\\\udce9 sk-"
+        "proj-Abcdefghijklmnop0123456789QRSTuvwx\\\"}', 'model_arguments': "
         "None, 'output': 'found \\\\ud83d\\\\ude00 zero\\\\u200bwidth, bidi\\\\u2"
         "02eflip, nul\\\\x00, line\\\\u2028sep, bom\\\\ufeff', 'is_success': Fa"
         "lse, 'duration': datetime.timedelta(microseconds=5000), 'return_"
@@ -373,11 +373,11 @@ SAVED = {
         " 0, tzinfo=datetime.timezone.utc), 'ended_at': None, 'system_pro"
         "mpt': None, 'user_prompt': None, 'model_turns': [{'call_id': 'c0"
         "', 'model': 'scripted', 'agent_role': 'Reader', 'started_at': da"
-        'tetime.datetime(2026, 11, 27, 19, 0, tzinfo=datetime.timezone.ut'
+        "tetime.datetime(2026, 11, 27, 19, 0, tzinfo=datetime.timezone.ut"
         "c), 'latency_seconds': 0.0, 'attempts': 1, 'message_count': 0, '"
         "messages': [{'role': 'user', 'content': 'turn 0 \\\\ud800 sk-proj-"
         "Abcdefghijklmnop0123456789QRSTuvwx'}], 'content': 'answer 0 zero"
-        '\\\\u200bwidth, bidi\\\\u202eflip, nul\\\\x00, line\\\\u2028sep, bom\\\\uf'
+        "\\\\u200bwidth, bidi\\\\u202eflip, nul\\\\x00, line\\\\u2028sep, bom\\\\uf"
         "eff', 'reasoning': None, 'refusal': None, 'tool_calls': [], 'fin"
         "ish_reason': None, 'usage': {'prompt_tokens': 0, 'completion_tok"
         "ens': 0, 'total_tokens': 0}, 'cost_usd': None, 'error': None}, {"
@@ -412,19 +412,19 @@ SAVED = {
         "l_tokens': 0}, 'cost_usd': None}, 'cost_usd': None, 'loops': {'l"
         "\\\\ud800': {'iterations': 1, 'stopped_by': 'until', 'history': [{"
         "'w': {'raw': 'done \\\\ud800 with sk-proj-Abcdefghijklmnop01234567"
-        '89QRSTuvwx and zero\\\\u200bwidth, bidi\\\\u202eflip, nul\\\\x00, line'
+        "89QRSTuvwx and zero\\\\u200bwidth, bidi\\\\u202eflip, nul\\\\x00, line"
         "\\\\u2028sep, bom\\\\ufeff', 'parsed': {'k': ['v\\\\ud800', {'deep': ["
         "1, 2.5, None, True]}], 'ok': 'café'}, 'task_description': 'Read "
         "caf\\\\udce9.txt', 'agent_role': 'Reader \\\\ud800', 'duration': dat"
         "etime.timedelta(seconds=1, microseconds=500000), 'tool_calls': ["
-        '{\'name\': \'tool0\', \'arguments\': \'{\\"q\\": \\"caf\\\\udce9 sk-proj-Abc'
-        'defghijklmnop0123456789QRSTuvwx\\"}\', \'model_arguments\': None, \'o'
+        "{'name': 'tool0', 'arguments': '{\\\"q\\\": \\\"caf\\\\udce9 sk-proj-Abc"
+        "defghijklmnop0123456789QRSTuvwx\\\"}', 'model_arguments': None, 'o"
         "utput': 'found \\\\ud83d\\\\ude00 zero\\\\u200bwidth, bidi\\\\u202eflip,"
         " nul\\\\x00, line\\\\u2028sep, bom\\\\ufeff', 'is_success': True, 'dur"
         "ation': datetime.timedelta(0), 'return_behavior': <ReturnBehavio"
         "r.TO_LLM: 'to_llm'>, 'structured_output': {'name\\\\udce9': ['caf\\"
-        '\\udce9.txt\'], \'n\': 3}}, {\'name\': \'tool1\', \'arguments\': \'{\\"q\\": '
-        '\\"caf\\\\udce9 sk-proj-Abcdefghijklmnop0123456789QRSTuvwx\\"}\', \'mo'
+        "\\udce9.txt'], 'n': 3}}, {'name': 'tool1', 'arguments': '{\\\"q\\\": "
+        "\\\"caf\\\\udce9 sk-proj-Abcdefghijklmnop0123456789QRSTuvwx\\\"}', 'mo"
         "del_arguments': None, 'output': 'found \\\\ud83d\\\\ude00 zero\\\\u200"
         "bwidth, bidi\\\\u202eflip, nul\\\\x00, line\\\\u2028sep, bom\\\\ufeff', "
         "'is_success': False, 'duration': datetime.timedelta(microseconds"
@@ -432,26 +432,26 @@ SAVED = {
         "tructured_output': <Custom>}, {'name': 'tool2', 'arguments': '{\\"
         '"q\\": \\"caf\\\\udce9 sk-proj-Abcdefghijklmnop0123456789QRSTuvwx\\"}'
         "', 'model_arguments': None, 'output': 'found \\\\ud83d\\\\ude00 zero"
-        '\\\\u200bwidth, bidi\\\\u202eflip, nul\\\\x00, line\\\\u2028sep, bom\\\\uf'
+        "\\\\u200bwidth, bidi\\\\u202eflip, nul\\\\x00, line\\\\u2028sep, bom\\\\uf"
         "eff', 'is_success': True, 'duration': datetime.timedelta(microse"
         "conds=2000), 'return_behavior': <ReturnBehavior.TO_LLM: 'to_llm'"
         ">, 'structured_output': {'set': {1}, 'obj': <Custom>, 'bytes': b"
-        '\'\\\\xff\\\\xfe\'}}, {\'name\': \'tool3\', \'arguments\': \'{\\"q\\": \\"caf\\\\u'
-        'dce9 sk-proj-Abcdefghijklmnop0123456789QRSTuvwx\\"}\', \'model_argu'
+        "'\\\\xff\\\\xfe'}}, {'name': 'tool3', 'arguments': '{\\\"q\\\": \\\"caf\\\\u"
+        "dce9 sk-proj-Abcdefghijklmnop0123456789QRSTuvwx\\\"}', 'model_argu"
         "ments': None, 'output': 'found \\\\ud83d\\\\ude00 zero\\\\u200bwidth, "
         "bidi\\\\u202eflip, nul\\\\x00, line\\\\u2028sep, bom\\\\ufeff', 'is_succ"
         "ess': False, 'duration': datetime.timedelta(microseconds=3000), "
         "'return_behavior': <ReturnBehavior.TO_LLM: 'to_llm'>, 'structure"
-        'd_output\': <Hostile>}, {\'name\': \'tool4\', \'arguments\': \'{\\"q\\": \\'
-        '"caf\\\\udce9 sk-proj-Abcdefghijklmnop0123456789QRSTuvwx\\"}\', \'mod'
+        "d_output': <Hostile>}, {'name': 'tool4', 'arguments': '{\\\"q\\\": \\"
+        "\"caf\\\\udce9 sk-proj-Abcdefghijklmnop0123456789QRSTuvwx\\\"}', 'mod"
         "el_arguments': None, 'output': 'found \\\\ud83d\\\\ude00 zero\\\\u200b"
         "width, bidi\\\\u202eflip, nul\\\\x00, line\\\\u2028sep, bom\\\\ufeff', '"
         "is_success': True, 'duration': datetime.timedelta(microseconds=4"
         "000), 'return_behavior': <ReturnBehavior.TO_LLM: 'to_llm'>, 'str"
         "uctured_output': <SavesItsOwn>}, {'name': 'tool5', 'arguments': "
         '\'{\\"q\\": \\"caf\\\\udce9 sk-proj-Abcdefghijklmnop0123456789QRSTuvwx'
-        '\\"}\', \'model_arguments\': None, \'output\': \'found \\\\ud83d\\\\ude00 z'
-        'ero\\\\u200bwidth, bidi\\\\u202eflip, nul\\\\x00, line\\\\u2028sep, bom\\'
+        "\\\"}', 'model_arguments': None, 'output': 'found \\\\ud83d\\\\ude00 z"
+        "ero\\\\u200bwidth, bidi\\\\u202eflip, nul\\\\x00, line\\\\u2028sep, bom\\"
         "\\ufeff', 'is_success': False, 'duration': datetime.timedelta(mic"
         "roseconds=5000), 'return_behavior': <ReturnBehavior.TO_LLM: 'to_"
         "llm'>, 'structured_output': 'plain'}], 'llm_calls': 3, 'usage': "
@@ -472,8 +472,8 @@ SAVED = {
         "seconds': 0.0, 'retries': 0}, 'reasoning': None, 'model': None}}"
         '}}}"'
     ),
-    'run_without_trace': (
-        '"{\'raw\': \'final \\\\ud800\', \'task_outputs\': [{\'raw\': \'plain text\','
+    "run_without_trace": (
+        "\"{'raw': 'final \\\\ud800', 'task_outputs': [{'raw': 'plain text',"
         " 'parsed': None, 'task_description': 'Describe', 'agent_role': '"
         "Writer', 'duration': datetime.timedelta(0), 'tool_calls': [], 'l"
         "lm_calls': 0, 'usage': {'prompt_tokens': 0, 'completion_tokens':"
@@ -482,45 +482,45 @@ SAVED = {
         ", 'task_name': None, 'cost_usd': None, 'metrics': {'model_second"
         "s': 0.0, 'tool_seconds': 0.0, 'review_wait_seconds': 0.0, 'retri"
         "es': 0}, 'reasoning': None, 'model': None}, {'raw': 'done \\\\ud80"
-        '0 with sk-proj-Abcdefghijklmnop0123456789QRSTuvwx and zero\\\\u200'
+        "0 with sk-proj-Abcdefghijklmnop0123456789QRSTuvwx and zero\\\\u200"
         "bwidth, bidi\\\\u202eflip, nul\\\\x00, line\\\\u2028sep, bom\\\\ufeff', "
         "'parsed': {'k': ['v\\\\ud800', {'deep': [1, 2.5, None, True]}], 'o"
         "k': 'café'}, 'task_description': 'Read caf\\\\udce9.txt', 'agent_r"
         "ole': 'Reader \\\\ud800', 'duration': datetime.timedelta(seconds=1"
         ", microseconds=500000), 'tool_calls': [{'name': 'tool0', 'argume"
         'nts\': \'{\\"q\\": \\"caf\\\\udce9 sk-proj-Abcdefghijklmnop0123456789QR'
-        'STuvwx\\"}\', \'model_arguments\': None, \'output\': \'found \\\\ud83d\\\\u'
-        'de00 zero\\\\u200bwidth, bidi\\\\u202eflip, nul\\\\x00, line\\\\u2028sep'
+        "STuvwx\\\"}', 'model_arguments': None, 'output': 'found \\\\ud83d\\\\u"
+        "de00 zero\\\\u200bwidth, bidi\\\\u202eflip, nul\\\\x00, line\\\\u2028sep"
         ", bom\\\\ufeff', 'is_success': True, 'duration': datetime.timedelt"
         "a(0), 'return_behavior': <ReturnBehavior.TO_LLM: 'to_llm'>, 'str"
         "uctured_output': {'name\\\\udce9': ['caf\\\\udce9.txt'], 'n': 3}}, {"
-        '\'name\': \'tool1\', \'arguments\': \'{\\"q\\": \\"caf\\\\udce9 sk-proj-Abcd'
-        'efghijklmnop0123456789QRSTuvwx\\"}\', \'model_arguments\': None, \'ou'
+        "'name': 'tool1', 'arguments': '{\\\"q\\\": \\\"caf\\\\udce9 sk-proj-Abcd"
+        "efghijklmnop0123456789QRSTuvwx\\\"}', 'model_arguments': None, 'ou"
         "tput': 'found \\\\ud83d\\\\ude00 zero\\\\u200bwidth, bidi\\\\u202eflip, "
         "nul\\\\x00, line\\\\u2028sep, bom\\\\ufeff', 'is_success': False, 'dur"
         "ation': datetime.timedelta(microseconds=1000), 'return_behavior'"
         ": <ReturnBehavior.TO_LLM: 'to_llm'>, 'structured_output': <Custo"
-        'm>}, {\'name\': \'tool2\', \'arguments\': \'{\\"q\\": \\"caf\\\\udce9 sk-pro'
-        'j-Abcdefghijklmnop0123456789QRSTuvwx\\"}\', \'model_arguments\': Non'
+        "m>}, {'name': 'tool2', 'arguments': '{\\\"q\\\": \\\"caf\\\\udce9 sk-pro"
+        "j-Abcdefghijklmnop0123456789QRSTuvwx\\\"}', 'model_arguments': Non"
         "e, 'output': 'found \\\\ud83d\\\\ude00 zero\\\\u200bwidth, bidi\\\\u202e"
         "flip, nul\\\\x00, line\\\\u2028sep, bom\\\\ufeff', 'is_success': True,"
         " 'duration': datetime.timedelta(microseconds=2000), 'return_beha"
         "vior': <ReturnBehavior.TO_LLM: 'to_llm'>, 'structured_output': {"
         "'set': {1}, 'obj': <Custom>, 'bytes': b'\\\\xff\\\\xfe'}}, {'name': "
-        '\'tool3\', \'arguments\': \'{\\"q\\": \\"caf\\\\udce9 sk-proj-Abcdefghijkl'
-        'mnop0123456789QRSTuvwx\\"}\', \'model_arguments\': None, \'output\': \''
-        'found \\\\ud83d\\\\ude00 zero\\\\u200bwidth, bidi\\\\u202eflip, nul\\\\x00'
+        "'tool3', 'arguments': '{\\\"q\\\": \\\"caf\\\\udce9 sk-proj-Abcdefghijkl"
+        "mnop0123456789QRSTuvwx\\\"}', 'model_arguments': None, 'output': '"
+        "found \\\\ud83d\\\\ude00 zero\\\\u200bwidth, bidi\\\\u202eflip, nul\\\\x00"
         ", line\\\\u2028sep, bom\\\\ufeff', 'is_success': False, 'duration': "
         "datetime.timedelta(microseconds=3000), 'return_behavior': <Retur"
         "nBehavior.TO_LLM: 'to_llm'>, 'structured_output': <Hostile>}, {'"
-        'name\': \'tool4\', \'arguments\': \'{\\"q\\": \\"caf\\\\udce9 sk-proj-Abcde'
-        'fghijklmnop0123456789QRSTuvwx\\"}\', \'model_arguments\': None, \'out'
+        "name': 'tool4', 'arguments': '{\\\"q\\\": \\\"caf\\\\udce9 sk-proj-Abcde"
+        "fghijklmnop0123456789QRSTuvwx\\\"}', 'model_arguments': None, 'out"
         "put': 'found \\\\ud83d\\\\ude00 zero\\\\u200bwidth, bidi\\\\u202eflip, n"
         "ul\\\\x00, line\\\\u2028sep, bom\\\\ufeff', 'is_success': True, 'durat"
         "ion': datetime.timedelta(microseconds=4000), 'return_behavior': "
         "<ReturnBehavior.TO_LLM: 'to_llm'>, 'structured_output': <SavesIt"
-        'sOwn>}, {\'name\': \'tool5\', \'arguments\': \'{\\"q\\": \\"caf\\\\udce9 sk-'
-        'proj-Abcdefghijklmnop0123456789QRSTuvwx\\"}\', \'model_arguments\': '
+        "sOwn>}, {'name': 'tool5', 'arguments': '{\\\"q\\\": \\\"caf\\\\udce9 sk-"
+        "proj-Abcdefghijklmnop0123456789QRSTuvwx\\\"}', 'model_arguments': "
         "None, 'output': 'found \\\\ud83d\\\\ude00 zero\\\\u200bwidth, bidi\\\\u2"
         "02eflip, nul\\\\x00, line\\\\u2028sep, bom\\\\ufeff', 'is_success': Fa"
         "lse, 'duration': datetime.timedelta(microseconds=5000), 'return_"
@@ -547,45 +547,45 @@ SAVED = {
         " {'calls': 2}, 'odd': <Custom>}, 'run_id': '', 'trace': None, 'c"
         "ost_usd': None, 'loops': {'l\\\\ud800': {'iterations': 1, 'stopped"
         "_by': 'until', 'history': [{'w': {'raw': 'done \\\\ud800 with sk-p"
-        'roj-Abcdefghijklmnop0123456789QRSTuvwx and zero\\\\u200bwidth, bid'
+        "roj-Abcdefghijklmnop0123456789QRSTuvwx and zero\\\\u200bwidth, bid"
         "i\\\\u202eflip, nul\\\\x00, line\\\\u2028sep, bom\\\\ufeff', 'parsed': {"
         "'k': ['v\\\\ud800', {'deep': [1, 2.5, None, True]}], 'ok': 'café'}"
         ", 'task_description': 'Read caf\\\\udce9.txt', 'agent_role': 'Read"
         "er \\\\ud800', 'duration': datetime.timedelta(seconds=1, microseco"
-        'nds=500000), \'tool_calls\': [{\'name\': \'tool0\', \'arguments\': \'{\\"q'
+        "nds=500000), 'tool_calls': [{'name': 'tool0', 'arguments': '{\\\"q"
         '\\": \\"caf\\\\udce9 sk-proj-Abcdefghijklmnop0123456789QRSTuvwx\\"}\','
         " 'model_arguments': None, 'output': 'found \\\\ud83d\\\\ude00 zero\\\\"
-        'u200bwidth, bidi\\\\u202eflip, nul\\\\x00, line\\\\u2028sep, bom\\\\ufef'
+        "u200bwidth, bidi\\\\u202eflip, nul\\\\x00, line\\\\u2028sep, bom\\\\ufef"
         "f', 'is_success': True, 'duration': datetime.timedelta(0), 'retu"
         "rn_behavior': <ReturnBehavior.TO_LLM: 'to_llm'>, 'structured_out"
         "put': {'name\\\\udce9': ['caf\\\\udce9.txt'], 'n': 3}}, {'name': 'to"
-        'ol1\', \'arguments\': \'{\\"q\\": \\"caf\\\\udce9 sk-proj-Abcdefghijklmno'
-        'p0123456789QRSTuvwx\\"}\', \'model_arguments\': None, \'output\': \'fou'
-        'nd \\\\ud83d\\\\ude00 zero\\\\u200bwidth, bidi\\\\u202eflip, nul\\\\x00, l'
+        "ol1', 'arguments': '{\\\"q\\\": \\\"caf\\\\udce9 sk-proj-Abcdefghijklmno"
+        "p0123456789QRSTuvwx\\\"}', 'model_arguments': None, 'output': 'fou"
+        "nd \\\\ud83d\\\\ude00 zero\\\\u200bwidth, bidi\\\\u202eflip, nul\\\\x00, l"
         "ine\\\\u2028sep, bom\\\\ufeff', 'is_success': False, 'duration': dat"
         "etime.timedelta(microseconds=1000), 'return_behavior': <ReturnBe"
         "havior.TO_LLM: 'to_llm'>, 'structured_output': <Custom>}, {'name"
-        '\': \'tool2\', \'arguments\': \'{\\"q\\": \\"caf\\\\udce9 sk-proj-Abcdefghi'
-        'jklmnop0123456789QRSTuvwx\\"}\', \'model_arguments\': None, \'output\''
+        "': 'tool2', 'arguments': '{\\\"q\\\": \\\"caf\\\\udce9 sk-proj-Abcdefghi"
+        "jklmnop0123456789QRSTuvwx\\\"}', 'model_arguments': None, 'output'"
         ": 'found \\\\ud83d\\\\ude00 zero\\\\u200bwidth, bidi\\\\u202eflip, nul\\\\"
         "x00, line\\\\u2028sep, bom\\\\ufeff', 'is_success': True, 'duration'"
         ": datetime.timedelta(microseconds=2000), 'return_behavior': <Ret"
         "urnBehavior.TO_LLM: 'to_llm'>, 'structured_output': {'set': {1},"
         " 'obj': <Custom>, 'bytes': b'\\\\xff\\\\xfe'}}, {'name': 'tool3', 'a"
         'rguments\': \'{\\"q\\": \\"caf\\\\udce9 sk-proj-Abcdefghijklmnop0123456'
-        '789QRSTuvwx\\"}\', \'model_arguments\': None, \'output\': \'found \\\\ud8'
-        '3d\\\\ude00 zero\\\\u200bwidth, bidi\\\\u202eflip, nul\\\\x00, line\\\\u20'
+        "789QRSTuvwx\\\"}', 'model_arguments': None, 'output': 'found \\\\ud8"
+        "3d\\\\ude00 zero\\\\u200bwidth, bidi\\\\u202eflip, nul\\\\x00, line\\\\u20"
         "28sep, bom\\\\ufeff', 'is_success': False, 'duration': datetime.ti"
         "medelta(microseconds=3000), 'return_behavior': <ReturnBehavior.T"
         "O_LLM: 'to_llm'>, 'structured_output': <Hostile>}, {'name': 'too"
-        'l4\', \'arguments\': \'{\\"q\\": \\"caf\\\\udce9 sk-proj-Abcdefghijklmnop'
-        '0123456789QRSTuvwx\\"}\', \'model_arguments\': None, \'output\': \'foun'
-        'd \\\\ud83d\\\\ude00 zero\\\\u200bwidth, bidi\\\\u202eflip, nul\\\\x00, li'
+        "l4', 'arguments': '{\\\"q\\\": \\\"caf\\\\udce9 sk-proj-Abcdefghijklmnop"
+        "0123456789QRSTuvwx\\\"}', 'model_arguments': None, 'output': 'foun"
+        "d \\\\ud83d\\\\ude00 zero\\\\u200bwidth, bidi\\\\u202eflip, nul\\\\x00, li"
         "ne\\\\u2028sep, bom\\\\ufeff', 'is_success': True, 'duration': datet"
         "ime.timedelta(microseconds=4000), 'return_behavior': <ReturnBeha"
         "vior.TO_LLM: 'to_llm'>, 'structured_output': <SavesItsOwn>}, {'n"
-        'ame\': \'tool5\', \'arguments\': \'{\\"q\\": \\"caf\\\\udce9 sk-proj-Abcdef'
-        'ghijklmnop0123456789QRSTuvwx\\"}\', \'model_arguments\': None, \'outp'
+        "ame': 'tool5', 'arguments': '{\\\"q\\\": \\\"caf\\\\udce9 sk-proj-Abcdef"
+        "ghijklmnop0123456789QRSTuvwx\\\"}', 'model_arguments': None, 'outp"
         "ut': 'found \\\\ud83d\\\\ude00 zero\\\\u200bwidth, bidi\\\\u202eflip, nu"
         "l\\\\x00, line\\\\u2028sep, bom\\\\ufeff', 'is_success': False, 'durat"
         "ion': datetime.timedelta(microseconds=5000), 'return_behavior': "
@@ -605,9 +605,9 @@ SAVED = {
         "soning_tokens': 0}, 'returned_immediately': False, 'task_name': "
         "None, 'cost_usd': None, 'metrics': {'model_seconds': 0.0, 'tool_"
         "seconds': 0.0, 'review_wait_seconds': 0.0, 'retries': 0}, 'reaso"
-        'ning\': None, \'model\': None}}}}}"'
+        "ning': None, 'model': None}}}}}\""
     ),
-    'keyed': (
+    "keyed": (
         '{"raw":"keys","parsed":{"k�":{"d�":["v�"]},"ok":1},"task_descrip'
         'tion":"Read keys","agent_role":"Reader","duration":"PT0S","tool_'
         'calls":[{"name":"tool6","arguments":"{\\"q\\": \\"caf� sk-proj-Abcd'
@@ -621,7 +621,7 @@ SAVED = {
         'metrics":{"model_seconds":0.0,"tool_seconds":0.0,"review_wait_se'
         'conds":0.0,"retries":0},"reasoning":null,"model":null}'
     ),
-    'typed_keys': (
+    "typed_keys": (
         '{"raw":"done","task_outputs":[{"raw":"plain text","parsed":null,'
         '"task_description":"Describe","agent_role":"Writer","duration":"'
         'PT0S","tool_calls":[],"llm_calls":0,"usage":{"prompt_tokens":0,"'
@@ -652,7 +652,7 @@ SAVED = {
         'nds":0.0,"review_wait_seconds":0.0,"retries":0},"reasoning":null'
         ',"model":null}}}}}'
     ),
-    'keys': (
+    "keys": (
         '{"raw":"done","task_outputs":[{"raw":"plain text","parsed":null,'
         '"task_description":"Describe","agent_role":"Writer","duration":"'
         'PT0S","tool_calls":[],"llm_calls":0,"usage":{"prompt_tokens":0,"'
