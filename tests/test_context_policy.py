@@ -378,3 +378,17 @@ def test_a_providers_context_length_error_compacts_once_and_asks_again() -> None
     assert outcomes.count("fault:status:400") == 1, outcomes
     [compaction, *_] = listen.of(ContextCompacted)
     assert compaction.reason == "provider_error" and compaction.tool_results_elided >= 1
+
+
+def test_a_summariser_that_cannot_work_fails_before_the_tasks_first_call(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
+    model = ScriptedChatModel(["never sent"])
+    policy = ContextPolicy(summarize_with="anthropic/claude-3-5-haiku-latest")
+    agent = Agent(role="Reader", goal="Read", llm=model, context_policy=policy)
+    with pytest.raises(TaskExecutionError) as caught:
+        Ensemble(tasks=[Task(description="Read", agent=agent)]).run()
+    assert "context_policy.summarize_with:" in str(caught.value.__cause__)
+    assert "ANTHROPIC_API_KEY" in str(caught.value.__cause__)
+    assert model.requests == []

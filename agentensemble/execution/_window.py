@@ -27,7 +27,7 @@ from agentensemble.context_policy import (
     oldest_part,
     trim_oldest_turns,
 )
-from agentensemble.errors import AgentExecutionError, LLMError
+from agentensemble.errors import AgentExecutionError, LLMError, ModelSettingsError
 from agentensemble.events import ContextCompacted, EventEmitter
 from agentensemble.llm.types import ChatModel, ChatResponse, Message, ToolSpec, model_label
 
@@ -165,14 +165,24 @@ def _is_llm(model: object) -> bool:
 
 
 def summarizer(policy: ContextPolicy) -> ChatModel | None:
-    """The policy's ``summarize_with`` as a ChatModel (a name becomes an ``LLM``)."""
+    """The policy's ``summarize_with`` as a ChatModel (a name becomes an ``LLM``), its
+    settings checked now (a missing key fails the task before its first call, not at the
+    first summary): ``ModelSettingsError`` naming the field."""
     chosen = policy.summarize_with
     if chosen is None:
         return None
     if isinstance(chosen, str):
         from agentensemble.llm.litellm_model import LLM
 
-        return LLM(chosen)
+        chosen = LLM(chosen)
+    check = getattr(chosen, "check_settings", None)
+    if callable(check):
+        try:
+            check()
+        except ModelSettingsError as error:
+            raise ModelSettingsError(
+                f"context_policy.summarize_with: {error}", missing_key=error.missing_key
+            ) from None
     model: ChatModel = chosen
     return model
 
