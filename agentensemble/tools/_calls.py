@@ -44,8 +44,8 @@ class ToolPolicy:
     """Seconds one run of the body may take; past them the call fails with "timed out after N
     s" (an async body is cancelled; a sync body is abandoned in its daemon thread)."""
     retries: int = 0
-    """Runs of the body again after it raised or timed out, with backoff. Never for a tool that
-    declares approval: a new run would act on a decision made for the first."""
+    """Runs of the body again after it raised unexpectedly or timed out, with backoff. Never
+    for a tool that declares approval: a new run would act on a decision made for the first."""
     max_concurrency: int | None = None
     """Bodies of this tool running at once across the run (every agent, task and branch)."""
     gated: bool = False
@@ -186,7 +186,8 @@ def timed_out_message(name: str, timeout: float) -> str:
 async def run_policed(body: Callable[..., Awaitable[T]], *args: Any) -> T:
     """``body(*args)`` under the current call's policy, if any: at most ``max_concurrency`` at
     once in the run, each run within ``timeout``, run again ``retries`` times (with backoff)
-    when it raised or timed out. A nested tool call inside the body has its own policy."""
+    when it raised unexpectedly or timed out. A nested tool call inside the body has its own
+    policy."""
     current = _call_policy.get()
     if current is None:
         return await body(*args)
@@ -249,9 +250,16 @@ def _timed_out_event(context: ToolContext, policy: ToolPolicy) -> None:
 
 
 def _retryable(exc: BaseException) -> bool:
-    """A body's failure worth another run: anything it raised but a stop of the run, Ctrl-C
-    or a cancellation meant for the call."""
-    return isinstance(exc, Exception) and not stops_the_run(exc)
+    """A body's failure worth another run: a timeout, or an unexpected exception. Not a
+    ``ToolExecutionError`` the tool raised on purpose (its answer for the model, like a
+    failure result), a stop of the run, Ctrl-C or a cancellation meant for the call."""
+    if isinstance(exc, ToolTimeoutError):
+        return True
+    return (
+        isinstance(exc, Exception)
+        and not isinstance(exc, ToolExecutionError)
+        and not stops_the_run(exc)
+    )
 
 
 def _backoff(attempt: int) -> float:

@@ -98,9 +98,9 @@ def tool(
     The execution policy governs the body, after any approval: ``timeout`` (seconds; past them
     the call fails with "timed out after N s" and the run goes on; an async body is cancelled,
     a sync one abandoned in its daemon thread, never waited for), ``retries`` (runs again, with
-    backoff, after the body raised or timed out; never for a tool that declares approval) and
-    ``max_concurrency`` (bodies of this tool at once across the run). ValueError naming the
-    setting when one cannot work.
+    backoff, after the body raised unexpectedly or timed out; never for a tool that declares
+    approval) and ``max_concurrency`` (bodies of this tool at once across the run). ValueError
+    naming the setting when one cannot work.
     """
 
     def decorate(fn: F) -> F:

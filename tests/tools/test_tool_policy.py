@@ -11,7 +11,7 @@ from typing import Any, ClassVar
 import pytest
 
 from agentensemble import Agent, AgentTool, Ensemble, Task, ToolResult, tool
-from agentensemble.errors import ConfigurationError
+from agentensemble.errors import ConfigurationError, ToolExecutionError
 from agentensemble.events import ToolCallCompleted, ToolCallStarted, ToolCallTimedOut
 from agentensemble.testing import ScriptedChatModel, tool_call, tool_calls
 from agentensemble.tools import _calls
@@ -210,14 +210,21 @@ def test_a_body_that_timed_out_is_retried_too() -> None:
     assert output.task_outputs[0].tool_calls[0].output == "second time lucky"
 
 
-def test_a_failure_the_tool_returns_is_not_retried() -> None:
+@pytest.mark.parametrize(
+    "refusal",
+    [
+        lambda: ToolResult.failure("no such order"),  # returned: the tool's answer
+        lambda: (_ for _ in ()).throw(ToolExecutionError("no such order")),  # raised on purpose
+    ],
+)
+def test_a_failure_the_tool_means_is_not_retried(refusal: Any) -> None:
     calls: list[int] = []
 
     @tool(retries=3)
     def refuses(query: str) -> ToolResult:
         """Say no."""
         calls.append(1)
-        return ToolResult.failure("no such order")
+        return refusal()  # type: ignore[no-any-return]
 
     output, _ = run([refuses], [tool_call("refuses", {"query": "q"}), "done"])
     assert len(calls) == 1
