@@ -65,6 +65,8 @@ class A2AAgent(AgentTool):
     lists other origins the agent card may point the calls at; nothing else is followed.
     """
 
+    own_deadline = True  # its ``timeout`` is enforced inside: the policy's is a backstop
+
     def __init__(
         self,
         url: str,

@@ -31,6 +31,10 @@ T = TypeVar("T")
 #: most ``RETRY_MAX_BACKOFF``, less a random part of up to half (calls failing together spread).
 RETRY_BACKOFF = 0.5
 RETRY_MAX_BACKOFF = 10.0
+#: For a tool that enforces its own ``timeout`` (``own_deadline = True``: the built-in
+#: ``HttpFetch``, ``RunCommand``, ``A2AAgent``), the policy's deadline comes this much later, a
+#: backstop: the tool's own message (what it read, what it killed) is the one the model sees.
+OWN_DEADLINE_GRACE = 2.0
 
 
 @dataclass(frozen=True)
@@ -61,6 +65,8 @@ def tool_policy(tool: object, name: str, *, gated: bool) -> ToolPolicy | None:
     if timeout is None and not retries and concurrency is None:
         return None
     check_policy(name, timeout, retries, concurrency)
+    if timeout is not None and getattr(tool, "own_deadline", False) is True:
+        timeout = float(timeout) + OWN_DEADLINE_GRACE
     return ToolPolicy(name, timeout, retries, concurrency, gated)
 
 

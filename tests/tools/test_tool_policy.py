@@ -105,6 +105,17 @@ def test_the_policy_is_decided_once_in_the_call_plan() -> None:
     assert resolved.get("plain").plan.policy is None  # type: ignore[union-attr]
 
 
+def test_a_tool_that_keeps_its_own_deadline_gets_the_policys_as_a_backstop() -> None:
+    from agentensemble.tools.builtin import HttpFetch, RunCommand
+
+    fetch = HttpFetch(allow=["example.org"], timeout=3.0)
+    command = RunCommand(allow=["ls"], timeout=4.0)
+    resolved = ToolResolver().resolve([fetch, command])
+    grace = _calls.OWN_DEADLINE_GRACE
+    assert resolved.get("http_fetch").plan.policy.timeout == 3.0 + grace  # type: ignore[union-attr]
+    assert resolved.get("run_command").plan.policy.timeout == 4.0 + grace  # type: ignore[union-attr]
+
+
 # -- timeouts ---------------------------------------------------------------------------------
 
 
