@@ -22,6 +22,9 @@ if TYPE_CHECKING:
         Document,
         Image,
     )
+    from agentensemble.context_policy import (
+        ContextPolicy,
+    )
     from agentensemble.ensemble import (
         Ensemble,
     )
@@ -50,6 +53,7 @@ if TYPE_CHECKING:
         UsageLimitExceeded,
     )
     from agentensemble.events import (
+        ContextCompacted,
         DelegationCompleted,
         DelegationFailed,
         DelegationStarted,
@@ -76,6 +80,7 @@ if TYPE_CHECKING:
         TokenDelta,
         ToolCallCompleted,
         ToolCallStarted,
+        ToolCallTimedOut,
     )
     from agentensemble.guardrails import (
         GuardrailInput,
@@ -190,6 +195,8 @@ _LAZY: dict[str, str] = {
     "ToolNameError": "agentensemble.errors",
     "UntrustedInputError": "agentensemble.errors",
     "UsageLimitExceeded": "agentensemble.errors",
+    "ContextPolicy": "agentensemble.context_policy",
+    "ContextCompacted": "agentensemble.events",
     "DelegationCompleted": "agentensemble.events",
     "DelegationFailed": "agentensemble.events",
     "DelegationStarted": "agentensemble.events",
@@ -216,6 +223,7 @@ _LAZY: dict[str, str] = {
     "PartialOutput": "agentensemble.events",
     "ToolCallCompleted": "agentensemble.events",
     "ToolCallStarted": "agentensemble.events",
+    "ToolCallTimedOut": "agentensemble.events",
     "GuardrailInput": "agentensemble.guardrails",
     "GuardrailResult": "agentensemble.guardrails",
     "AgentEnsembleWarning": "agentensemble.hints",
@@ -292,6 +300,8 @@ __all__ = [
     "ChatResponse",
     "ConfigurationError",
     "ConsoleProgressListener",
+    "ContextCompacted",
+    "ContextPolicy",
     "DelegationCompleted",
     "DelegationFailed",
     "DelegationStarted",
@@ -367,6 +377,7 @@ __all__ = [
     "ToolCallCompleted",
     "ToolCallRecord",
     "ToolCallStarted",
+    "ToolCallTimedOut",
     "ToolContext",
     "ToolDescriptionWarning",
     "ToolExceptionWarning",

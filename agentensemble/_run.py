@@ -73,6 +73,8 @@ async def execute(
         return await _execute_run(ensemble, inputs, extra_listeners, stream, session=session)
     agents = team_and_task_agents(ensemble)
     models = [ensemble.llm, ensemble.manager_llm, *(agent.llm for agent in agents)]
+    policies = [ensemble.context_policy, *(agent.context_policy for agent in agents)]
+    models += [policy.summarize_with for policy in policies if policy is not None]
     check_prices(chosen, models)
     with metered(chosen):
         try:
@@ -160,7 +162,11 @@ async def _run_prepared(
             from agentensemble.progress import ConsoleProgressListener
 
             listeners.append(ConsoleProgressListener())
-        env = ExecutionEnv(emitter=EventEmitter(listeners), review_handler=ensemble.review_handler)
+        env = ExecutionEnv(
+            emitter=EventEmitter(listeners),
+            review_handler=ensemble.review_handler,
+            context_policy=ensemble.context_policy,
+        )
         env.emitter.emit(EnsembleStarted(total_tasks=prepared.total, parent_run_id=parent_run_id))
         if team is not None:
             team.env = env

@@ -13,6 +13,7 @@ from agentensemble._validation import (
     check_tools,
     require_text,
 )
+from agentensemble.context_policy import ContextPolicy
 from agentensemble.hints import reject_foreign_names
 
 
@@ -43,6 +44,11 @@ class Agent(BaseModel):
         default_factory=list,
         description="SKILL.md folders (Skill objects or folder paths): their names and "
         "descriptions are in the prompt, the rest is read with load_skill and read_skill_file",
+    )
+    context_policy: ContextPolicy | None = Field(
+        default=None,
+        description="keeps this agent's conversations inside its model's window (instead of "
+        "the ensemble's)",
     )
 
     @model_validator(mode="before")

@@ -12,13 +12,14 @@ each testable on its own, applied in this order by ``fit``:
    ``oldest_part`` says which messages a summary would replace.
 
 The head of the conversation (the system prompt, session history marked as such and the task's
-own prompt) is never dropped: ``head`` messages are counted but kept. Wiring into the executor
-(the window from litellm's model table, one compaction and a retry on a provider's
-context-length error) comes with the executor's next change.
+own prompt) is never dropped: ``head`` messages are counted but kept. The executor applies them
+before each model call through ``execution/_window.py`` (the window from litellm's model table,
+the summary call, one compaction and a retry on a provider's context-length error).
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Sequence
 from typing import Any, Literal
 
@@ -26,9 +27,13 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 Message = dict[str, Any]
 TokenCount = Callable[[Sequence[Message]], int]
+"""Tokens of a list of messages: a sum over the messages (trimming subtracts turn by turn)."""
 
 #: What a dropped tool result is replaced with: the model sees that it was there.
 PLACEHOLDER = "[tool result of {name} removed to keep the conversation short: {size} characters]"
+_PLACEHOLDER_SHAPE = re.compile(
+    r"\[tool result of .+ removed to keep the conversation short: \d+ characters\]"
+)
 
 
 class ContextPolicy(BaseModel):
@@ -86,6 +91,8 @@ def drop_old_tool_results(messages: Sequence[Message], keep: int | None) -> list
     for position in old:
         message = result[position]
         content = str(message.get("content") or "")
+        if _PLACEHOLDER_SHAPE.fullmatch(content):  # replaced at an earlier compaction
+            continue
         name = names.get(str(message.get("tool_call_id")), "a tool")
         shown = PLACEHOLDER.format(name=name, size=len(content))
         if content != shown:
@@ -110,12 +117,18 @@ def trim_oldest_turns(
 ) -> list[Message]:
     """``messages`` with the oldest turns after the first ``head`` removed until ``count``
     says the rest fits in ``limit`` tokens. The head and the newest turn always stay (what
-    cannot fit then is the caller's to report); a tool call never loses its result."""
+    cannot fit then is the caller's to report); a tool call never loses its result.
+
+    ``count`` is a sum over messages: each turn is counted once and subtracted as it goes, so
+    trimming is linear in the conversation, not quadratic."""
     kept = turns(messages, head)
     start = list(messages[:head])
-    while len(kept) > 1 and count(start + [m for turn in kept for m in turn]) > limit:
-        kept.pop(0)
-    return start + [m for turn in kept for m in turn]
+    total = count(start) + sum(sizes := [count(turn) for turn in kept])
+    first = 0
+    while len(kept) - first > 1 and total > limit:
+        total -= sizes[first]
+        first += 1
+    return start + [m for turn in kept[first:] for m in turn]
 
 
 def oldest_part(

@@ -13,6 +13,7 @@ from agentensemble._background_loop import run_sync
 from agentensemble._run import check_setup, execute
 from agentensemble._validation import check_model, refuse_class
 from agentensemble.agent import Agent
+from agentensemble.context_policy import ContextPolicy
 from agentensemble.events import (
     EnsembleEvent,
     EnsembleListener,
@@ -63,6 +64,9 @@ class Ensemble(BaseModel):
     memory: Any = Field(default=None, description="a MemoryStore (agentensemble.memory)")
     knowledge: list[Any] = Field(default_factory=list, description="Knowledge for every task")
     limits: UsageLimits | None = Field(default=None, description="each run's budget (limits.py)")
+    context_policy: ContextPolicy | None = Field(
+        default=None, description="keeps every agent's conversation inside its model's window"
+    )
 
     @model_validator(mode="before")
     @classmethod

@@ -363,6 +363,42 @@ class MemoryRetrieved:
     task_index: int | None = _task_index()
 
 
+@dataclass(frozen=True)
+class ToolCallTimedOut:
+    """A tool body ran past its ``timeout`` (``@tool(timeout=...)``): it was cancelled (async)
+    or abandoned in its thread (sync); the call fails with "timed out after N s", or runs again
+    when the tool has ``retries`` left. Its ``ToolCallCompleted`` follows as usual."""
+
+    agent_role: str
+    task_description: str
+    tool_name: str
+    timeout: float
+    run_id: str = _run_id()
+    task_index: int | None = _task_index()
+
+
+@dataclass(frozen=True)
+class ContextCompacted:
+    """A task's conversation was shortened to fit its model's window (``ContextPolicy``):
+    ``reason`` ``"window"`` (before a call, by our count) or ``"provider_error"`` (after the
+    provider refused the prompt as too long, before the one retry). Token counts include the
+    tool specs; ``tool_results_elided`` old results became placeholders,
+    ``messages_summarized`` were replaced by one summary, ``messages_dropped`` were removed."""
+
+    agent_role: str
+    task_name: str | None
+    model: str
+    reason: str
+    limit: int
+    tokens_before: int
+    tokens_after: int
+    tool_results_elided: int = 0
+    messages_dropped: int = 0
+    messages_summarized: int = 0
+    run_id: str = _run_id()
+    task_index: int | None = _task_index()
+
+
 EnsembleEvent = (
     EnsembleStarted
     | EnsembleCompleted
@@ -388,6 +424,8 @@ EnsembleEvent = (
     | LoopIterationCompleted
     | GraphStepCompleted
     | MemoryRetrieved
+    | ToolCallTimedOut
+    | ContextCompacted
 )
 
 
@@ -422,6 +460,7 @@ class EventEmitter:
 
 
 __all__ = [
+    "ContextCompacted",
     "DelegationCompleted",
     "DelegationFailed",
     "DelegationStarted",
@@ -449,4 +488,5 @@ __all__ = [
     "TokenDelta",
     "ToolCallCompleted",
     "ToolCallStarted",
+    "ToolCallTimedOut",
 ]

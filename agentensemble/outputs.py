@@ -112,6 +112,11 @@ class TaskOutput(SaveableModel):
         description="the last model turn's reasoning text (redacted), when the provider shows "
         "it; never passed to another task as context",
     )
+    model: str | None = Field(
+        default=None,
+        description="the model that answered the task's last turn (a fallback chain's member "
+        "that answered, not the chain)",
+    )
 
     def parsed_as(self, output_type: type[T]) -> T:
         """``parsed`` with its precise type for a type checker: ``out.parsed_as(Report)``.

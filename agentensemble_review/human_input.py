@@ -87,15 +87,18 @@ class HumanInputTool(AbstractAgentTool):
     ) -> None:
         self.name = name
         self.description = description
-        self.timeout = timeout if isinstance(timeout, timedelta) else timedelta(seconds=timeout)
-        if self.timeout < timedelta(0):
+        # the reviewer's deadline, not ``AgentTool.timeout`` (a body's: the wait is the body)
+        self.review_timeout = (
+            timeout if isinstance(timeout, timedelta) else timedelta(seconds=timeout)
+        )
+        if self.review_timeout < timedelta(0):
             raise ValueError("timeout must be zero (wait forever) or positive")
         self.on_timeout = OnTimeoutAction(on_timeout)
         self.prompt = prompt
 
     def __repr__(self) -> str:
         return (
-            f"HumanInputTool(name={self.name!r}, timeout={self.timeout!r}, "
+            f"HumanInputTool(name={self.name!r}, timeout={self.review_timeout!r}, "
             f"on_timeout={self.on_timeout.value!r})"
         )
 
@@ -111,7 +114,7 @@ class HumanInputTool(AbstractAgentTool):
             output=question,
             prompt=self.prompt,
             tool_name=self.name,
-            timeout=self.timeout,
+            timeout=self.review_timeout,
             on_timeout=self.on_timeout,
         )
 

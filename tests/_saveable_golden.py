@@ -11,7 +11,10 @@ does); every other entry is unchanged.
 Round 4 (issue 39) added fields with defaults: ``TokenUsage``'s ``cached_prompt_tokens``,
 ``cache_write_tokens`` and ``reasoning_tokens``, ``TaskOutput.reasoning``, a model turn's
 ``reasoning`` and ``refusal``. The entries were generated again with every level cleaning, after
-checking that each differs from the one before only by those fields at their defaults."""
+checking that each differs from the one before only by those fields at their defaults.
+
+Issue 40 added ``TaskOutput.model`` (default None): generated again the same way, after the same
+check."""
 
 SAVED = {
     "clean_run": (
@@ -22,154 +25,155 @@ SAVED = {
         '0,"cache_write_tokens":0,"reasoning_tokens":0},"returned_immedia'
         'tely":false,"task_name":null,"cost_usd":null,"metrics":{"model_s'
         'econds":0.0,"tool_seconds":0.0,"review_wait_seconds":0.0,"retrie'
-        's":0},"reasoning":null},{"raw":"done � with sk-proj-Abcdefghijkl'
-        "mnop0123456789QRSTuvwx and zero\u200bwidth, bidi\u202eflip, nul\\u0000, lin"
-        'e\u2028sep, bom\ufeff","parsed":{"k":["v�",{"deep":[1,2.5,null,true]}],"ok'
-        '":"café"},"task_description":"Read caf�.txt","agent_role":"Reade'
-        'r �","duration":"PT1.5S","tool_calls":[{"name":"tool0","argument'
-        's":"{\\"q\\": \\"caf� sk-proj-Abcdefghijklmnop0123456789QRSTuvwx\\"}'
-        '","model_arguments":null,"output":"found �� zero\u200bwidth, bidi\u202efli'
-        'p, nul\\u0000, line\u2028sep, bom\ufeff","is_success":true,"duration":"PT0S'
-        '","return_behavior":"to_llm","structured_output":{"name�":["caf�'
-        '.txt"],"n":3}},{"name":"tool1","arguments":"{\\"q\\": \\"caf� sk-pr'
-        'oj-Abcdefghijklmnop0123456789QRSTuvwx\\"}","model_arguments":null'
-        ',"output":"found �� zero\u200bwidth, bidi\u202eflip, nul\\u0000, line\u2028sep, '
-        'bom\ufeff","is_success":false,"duration":"PT0.001S","return_behavior"'
-        ':"to_llm","structured_output":"custom � object"},{"name":"tool2"'
-        ',"arguments":"{\\"q\\": \\"caf� sk-proj-Abcdefghijklmnop0123456789Q'
-        'RSTuvwx\\"}","model_arguments":null,"output":"found �� zero\u200bwidth'
-        ', bidi\u202eflip, nul\\u0000, line\u2028sep, bom\ufeff","is_success":true,"durat'
-        'ion":"PT0.002S","return_behavior":"to_llm","structured_output":"'
-        "{'set': {1}, 'obj': <Custom>, 'bytes': b'\\\\xff\\\\xfe'}\"},{\"name\":"
-        '"tool3","arguments":"{\\"q\\": \\"caf� sk-proj-Abcdefghijklmnop0123'
-        '456789QRSTuvwx\\"}","model_arguments":null,"output":"found �� zer'
-        'o\u200bwidth, bidi\u202eflip, nul\\u0000, line\u2028sep, bom\ufeff","is_success":fals'
-        'e,"duration":"PT0.003S","return_behavior":"to_llm","structured_o'
-        'utput":"<unprintable Hostile>"},{"name":"tool4","arguments":"{\\"'
-        'q\\": \\"caf� sk-proj-Abcdefghijklmnop0123456789QRSTuvwx\\"}","mode'
-        'l_arguments":null,"output":"found �� zero\u200bwidth, bidi\u202eflip, nul\\'
-        'u0000, line\u2028sep, bom\ufeff","is_success":true,"duration":"PT0.004S","'
-        'return_behavior":"to_llm","structured_output":"{\\"raw\\":\\"inner '
-        '�\\",\\"parsed\\":null,\\"task_description\\":\\"d\\",\\"agent_role\\":\\"'
-        'r\\",\\"duration\\":\\"PT0S\\",\\"tool_calls\\":[],\\"llm_calls\\":0,\\"us'
-        'age\\":{\\"prompt_tokens\\":0,\\"completion_tokens\\":0,\\"total_token'
-        's\\":0,\\"cached_prompt_tokens\\":0,\\"cache_write_tokens\\":0,\\"reas'
-        'oning_tokens\\":0},\\"returned_immediately\\":false,\\"task_name\\":n'
-        'ull,\\"cost_usd\\":null,\\"metrics\\":{\\"model_seconds\\":0.0,\\"tool_'
-        'seconds\\":0.0,\\"review_wait_seconds\\":0.0,\\"retries\\":0},\\"reaso'
-        'ning\\":null}"},{"name":"tool5","arguments":"{\\"q\\": \\"caf� sk-pr'
-        'oj-Abcdefghijklmnop0123456789QRSTuvwx\\"}","model_arguments":null'
-        ',"output":"found �� zero\u200bwidth, bidi\u202eflip, nul\\u0000, line\u2028sep, '
-        'bom\ufeff","is_success":false,"duration":"PT0.005S","return_behavior"'
-        ':"to_llm","structured_output":"plain"}],"llm_calls":3,"usage":{"'
-        'prompt_tokens":0,"completion_tokens":0,"total_tokens":0,"cached_'
-        'prompt_tokens":0,"cache_write_tokens":0,"reasoning_tokens":0},"r'
-        'eturned_immediately":false,"task_name":"read�","cost_usd":null,"'
-        'metrics":{"model_seconds":0.0,"tool_seconds":0.0,"review_wait_se'
-        'conds":0.0,"retries":0},"reasoning":null},{"raw":"ok �","parsed"'
-        ':{"obj":"custom � object","k":"�"},"task_description":"x","agent'
-        '_role":"y","duration":"PT0S","tool_calls":[],"llm_calls":0,"usag'
-        'e":{"prompt_tokens":0,"completion_tokens":0,"total_tokens":0,"ca'
-        'ched_prompt_tokens":0,"cache_write_tokens":0,"reasoning_tokens":'
-        '0},"returned_immediately":false,"task_name":null,"cost_usd":null'
-        ',"metrics":{"model_seconds":0.0,"tool_seconds":0.0,"review_wait_'
-        'seconds":0.0,"retries":0},"reasoning":null}],"exit_reason":"comp'
-        'leted","total_duration":"PT0S","total_tool_calls":0,"usage":{"pr'
-        'ompt_tokens":0,"completion_tokens":0,"total_tokens":0,"cached_pr'
-        'ompt_tokens":0,"cache_write_tokens":0,"reasoning_tokens":0},"too'
-        'l_metrics":{"tool":{"calls":2,"note":"caf�"}},"run_id":"","trace'
-        '":{"schema_version":2,"run_id":"r1","parent_run_id":null,"captur'
-        'e":"standard","status":"running","started_at":"2026-11-27T19:00:'
-        '00Z","ended_at":null,"workflow":"sequential","inputs":{"who":"ca'
-        'f�","n":1},"tasks":[{"index":1,"description":"Read �","agent_rol'
-        'e":"Reader","task_name":null,"model":null,"status":"running","st'
-        'arted_at":"2026-11-27T19:00:00Z","ended_at":null,"system_prompt"'
-        ':null,"user_prompt":null,"model_turns":[{"call_id":"c0","model":'
-        '"scripted","agent_role":"Reader","started_at":"2026-11-27T19:00:'
-        '00Z","latency_seconds":0.0,"attempts":1,"message_count":0,"messa'
-        'ges":[{"role":"user","content":"turn 0 � sk-proj-Abcdefghijklmno'
-        'p0123456789QRSTuvwx"}],"content":"answer 0 zero\u200bwidth, bidi\u202eflip'
-        ', nul\\u0000, line\u2028sep, bom\ufeff","reasoning":null,"refusal":null,"to'
-        'ol_calls":[],"finish_reason":null,"usage":{"prompt_tokens":0,"co'
-        'mpletion_tokens":0,"total_tokens":0},"cost_usd":null,"error":nul'
-        'l},{"call_id":"c1","model":"scripted","agent_role":"Reader","sta'
-        'rted_at":"2026-11-27T19:00:00Z","latency_seconds":0.0,"attempts"'
-        ':1,"message_count":0,"messages":[{"role":"user","content":"turn '
-        '1 � sk-proj-Abcdefghijklmnop0123456789QRSTuvwx"}],"content":"ans'
-        'wer 1 zero\u200bwidth, bidi\u202eflip, nul\\u0000, line\u2028sep, bom\ufeff","reasoni'
-        'ng":null,"refusal":null,"tool_calls":[],"finish_reason":null,"us'
-        'age":{"prompt_tokens":0,"completion_tokens":0,"total_tokens":0},'
-        '"cost_usd":null,"error":null},{"call_id":"c2","model":"scripted"'
-        ',"agent_role":"Reader","started_at":"2026-11-27T19:00:00Z","late'
-        'ncy_seconds":0.0,"attempts":1,"message_count":0,"messages":[{"ro'
-        'le":"user","content":"turn 2 � sk-proj-Abcdefghijklmnop012345678'
-        '9QRSTuvwx"}],"content":"answer 2 zero\u200bwidth, bidi\u202eflip, nul\\u000'
-        '0, line\u2028sep, bom\ufeff","reasoning":null,"refusal":null,"tool_calls":'
-        '[],"finish_reason":null,"usage":{"prompt_tokens":0,"completion_t'
-        'okens":0,"total_tokens":0},"cost_usd":null,"error":null}],"tool_'
-        'calls":[{"call_id":null,"name":"t","arguments":"{}","model_argum'
-        'ents":null,"started_at":null,"output":"o�","is_success":null,"du'
-        'ration_seconds":0.0,"return_behavior":null}],"reviews":[],"deleg'
-        'ations":[],"events":[],"guardrails":[],"output":"done �","error"'
-        ':null,"usage":{"prompt_tokens":0,"completion_tokens":0,"total_to'
-        'kens":0},"cost_usd":null,"metrics":{"model_seconds":0.0,"tool_se'
-        'conds":0.0,"review_wait_seconds":0.0,"retries":0}}],"events":[],'
-        '"exit_reason":null,"error":null,"usage":{"prompt_tokens":0,"comp'
-        'letion_tokens":0,"total_tokens":0},"cost_usd":null},"cost_usd":n'
-        'ull,"loops":{"l":{"iterations":1,"stopped_by":"until","history":'
-        '[{"w":{"raw":"done � with sk-proj-Abcdefghijklmnop0123456789QRST'
-        'uvwx and zero\u200bwidth, bidi\u202eflip, nul\\u0000, line\u2028sep, bom\ufeff","pars'
-        'ed":{"k":["v�",{"deep":[1,2.5,null,true]}],"ok":"café"},"task_de'
-        'scription":"Read caf�.txt","agent_role":"Reader �","duration":"P'
-        'T1.5S","tool_calls":[{"name":"tool0","arguments":"{\\"q\\": \\"caf�'
-        ' sk-proj-Abcdefghijklmnop0123456789QRSTuvwx\\"}","model_arguments'
-        '":null,"output":"found �� zero\u200bwidth, bidi\u202eflip, nul\\u0000, line'
-        '\u2028sep, bom\ufeff","is_success":true,"duration":"PT0S","return_behavior'
-        '":"to_llm","structured_output":{"name�":["caf�.txt"],"n":3}},{"n'
-        'ame":"tool1","arguments":"{\\"q\\": \\"caf� sk-proj-Abcdefghijklmno'
-        'p0123456789QRSTuvwx\\"}","model_arguments":null,"output":"found �'
-        '� zero\u200bwidth, bidi\u202eflip, nul\\u0000, line\u2028sep, bom\ufeff","is_success"'
-        ':false,"duration":"PT0.001S","return_behavior":"to_llm","structu'
-        'red_output":"custom � object"},{"name":"tool2","arguments":"{\\"q'
-        '\\": \\"caf� sk-proj-Abcdefghijklmnop0123456789QRSTuvwx\\"}","model'
-        '_arguments":null,"output":"found �� zero\u200bwidth, bidi\u202eflip, nul\\u'
-        '0000, line\u2028sep, bom\ufeff","is_success":true,"duration":"PT0.002S","r'
-        'eturn_behavior":"to_llm","structured_output":"{\'set\': {1}, \'obj\''
-        ': <Custom>, \'bytes\': b\'\\\\xff\\\\xfe\'}"},{"name":"tool3","arguments'
-        '":"{\\"q\\": \\"caf� sk-proj-Abcdefghijklmnop0123456789QRSTuvwx\\"}"'
-        ',"model_arguments":null,"output":"found �� zero\u200bwidth, bidi\u202eflip'
-        ', nul\\u0000, line\u2028sep, bom\ufeff","is_success":false,"duration":"PT0.'
-        '003S","return_behavior":"to_llm","structured_output":"<unprintab'
-        'le Hostile>"},{"name":"tool4","arguments":"{\\"q\\": \\"caf� sk-pro'
-        'j-Abcdefghijklmnop0123456789QRSTuvwx\\"}","model_arguments":null,'
-        '"output":"found �� zero\u200bwidth, bidi\u202eflip, nul\\u0000, line\u2028sep, b'
-        'om\ufeff","is_success":true,"duration":"PT0.004S","return_behavior":"'
-        'to_llm","structured_output":"{\\"raw\\":\\"inner �\\",\\"parsed\\":nul'
-        'l,\\"task_description\\":\\"d\\",\\"agent_role\\":\\"r\\",\\"duration\\":\\'
-        '"PT0S\\",\\"tool_calls\\":[],\\"llm_calls\\":0,\\"usage\\":{\\"prompt_to'
-        'kens\\":0,\\"completion_tokens\\":0,\\"total_tokens\\":0,\\"cached_pro'
-        'mpt_tokens\\":0,\\"cache_write_tokens\\":0,\\"reasoning_tokens\\":0},'
-        '\\"returned_immediately\\":false,\\"task_name\\":null,\\"cost_usd\\":n'
-        'ull,\\"metrics\\":{\\"model_seconds\\":0.0,\\"tool_seconds\\":0.0,\\"re'
-        'view_wait_seconds\\":0.0,\\"retries\\":0},\\"reasoning\\":null}"},{"n'
-        'ame":"tool5","arguments":"{\\"q\\": \\"caf� sk-proj-Abcdefghijklmno'
-        'p0123456789QRSTuvwx\\"}","model_arguments":null,"output":"found �'
-        '� zero\u200bwidth, bidi\u202eflip, nul\\u0000, line\u2028sep, bom\ufeff","is_success"'
-        ':false,"duration":"PT0.005S","return_behavior":"to_llm","structu'
-        'red_output":"plain"}],"llm_calls":3,"usage":{"prompt_tokens":0,"'
+        's":0},"reasoning":null,"model":null},{"raw":"done � with sk-proj'
+        "-Abcdefghijklmnop0123456789QRSTuvwx and zero\u200bwidth, bidi\u202eflip, n"
+        'ul\\u0000, line\u2028sep, bom\ufeff","parsed":{"k":["v�",{"deep":[1,2.5,nul'
+        'l,true]}],"ok":"café"},"task_description":"Read caf�.txt","agent'
+        '_role":"Reader �","duration":"PT1.5S","tool_calls":[{"name":"too'
+        'l0","arguments":"{\\"q\\": \\"caf� sk-proj-Abcdefghijklmnop01234567'
+        '89QRSTuvwx\\"}","model_arguments":null,"output":"found �� zero\u200bwi'
+        'dth, bidi\u202eflip, nul\\u0000, line\u2028sep, bom\ufeff","is_success":true,"du'
+        'ration":"PT0S","return_behavior":"to_llm","structured_output":{"'
+        'name�":["caf�.txt"],"n":3}},{"name":"tool1","arguments":"{\\"q\\":'
+        ' \\"caf� sk-proj-Abcdefghijklmnop0123456789QRSTuvwx\\"}","model_ar'
+        'guments":null,"output":"found �� zero\u200bwidth, bidi\u202eflip, nul\\u000'
+        '0, line\u2028sep, bom\ufeff","is_success":false,"duration":"PT0.001S","ret'
+        'urn_behavior":"to_llm","structured_output":"custom � object"},{"'
+        'name":"tool2","arguments":"{\\"q\\": \\"caf� sk-proj-Abcdefghijklmn'
+        'op0123456789QRSTuvwx\\"}","model_arguments":null,"output":"found '
+        '�� zero\u200bwidth, bidi\u202eflip, nul\\u0000, line\u2028sep, bom\ufeff","is_success'
+        '":true,"duration":"PT0.002S","return_behavior":"to_llm","structu'
+        "red_output\":\"{'set': {1}, 'obj': <Custom>, 'bytes': b'\\\\xff\\\\xfe"
+        '\'}"},{"name":"tool3","arguments":"{\\"q\\": \\"caf� sk-proj-Abcdefg'
+        'hijklmnop0123456789QRSTuvwx\\"}","model_arguments":null,"output":'
+        '"found �� zero\u200bwidth, bidi\u202eflip, nul\\u0000, line\u2028sep, bom\ufeff","is_'
+        'success":false,"duration":"PT0.003S","return_behavior":"to_llm",'
+        '"structured_output":"<unprintable Hostile>"},{"name":"tool4","ar'
+        'guments":"{\\"q\\": \\"caf� sk-proj-Abcdefghijklmnop0123456789QRSTu'
+        'vwx\\"}","model_arguments":null,"output":"found �� zero\u200bwidth, bi'
+        'di\u202eflip, nul\\u0000, line\u2028sep, bom\ufeff","is_success":true,"duration"'
+        ':"PT0.004S","return_behavior":"to_llm","structured_output":"{\\"r'
+        'aw\\":\\"inner �\\",\\"parsed\\":null,\\"task_description\\":\\"d\\",\\"ag'
+        'ent_role\\":\\"r\\",\\"duration\\":\\"PT0S\\",\\"tool_calls\\":[],\\"llm_c'
+        'alls\\":0,\\"usage\\":{\\"prompt_tokens\\":0,\\"completion_tokens\\":0,'
+        '\\"total_tokens\\":0,\\"cached_prompt_tokens\\":0,\\"cache_write_toke'
+        'ns\\":0,\\"reasoning_tokens\\":0},\\"returned_immediately\\":false,\\"'
+        'task_name\\":null,\\"cost_usd\\":null,\\"metrics\\":{\\"model_seconds\\'
+        '":0.0,\\"tool_seconds\\":0.0,\\"review_wait_seconds\\":0.0,\\"retries'
+        '\\":0},\\"reasoning\\":null,\\"model\\":null}"},{"name":"tool5","argu'
+        'ments":"{\\"q\\": \\"caf� sk-proj-Abcdefghijklmnop0123456789QRSTuvw'
+        'x\\"}","model_arguments":null,"output":"found �� zero\u200bwidth, bidi'
+        '\u202eflip, nul\\u0000, line\u2028sep, bom\ufeff","is_success":false,"duration":'
+        '"PT0.005S","return_behavior":"to_llm","structured_output":"plain'
+        '"}],"llm_calls":3,"usage":{"prompt_tokens":0,"completion_tokens"'
+        ':0,"total_tokens":0,"cached_prompt_tokens":0,"cache_write_tokens'
+        '":0,"reasoning_tokens":0},"returned_immediately":false,"task_nam'
+        'e":"read�","cost_usd":null,"metrics":{"model_seconds":0.0,"tool_'
+        'seconds":0.0,"review_wait_seconds":0.0,"retries":0},"reasoning":'
+        'null,"model":null},{"raw":"ok �","parsed":{"obj":"custom � objec'
+        't","k":"�"},"task_description":"x","agent_role":"y","duration":"'
+        'PT0S","tool_calls":[],"llm_calls":0,"usage":{"prompt_tokens":0,"'
         'completion_tokens":0,"total_tokens":0,"cached_prompt_tokens":0,"'
         'cache_write_tokens":0,"reasoning_tokens":0},"returned_immediatel'
-        'y":false,"task_name":"read�","cost_usd":null,"metrics":{"model_s'
-        'econds":0.0,"tool_seconds":0.0,"review_wait_seconds":0.0,"retrie'
-        's":0},"reasoning":null}}]}},"graphs":{"g":{"path":["a�"],"stoppe'
-        'd_by":"end","outputs":{"a":{"raw":"ok �","parsed":{"obj":"custom'
-        ' � object","k":"�"},"task_description":"x","agent_role":"y","dur'
-        'ation":"PT0S","tool_calls":[],"llm_calls":0,"usage":{"prompt_tok'
-        'ens":0,"completion_tokens":0,"total_tokens":0,"cached_prompt_tok'
-        'ens":0,"cache_write_tokens":0,"reasoning_tokens":0},"returned_im'
-        'mediately":false,"task_name":null,"cost_usd":null,"metrics":{"mo'
+        'y":false,"task_name":null,"cost_usd":null,"metrics":{"model_seco'
+        'nds":0.0,"tool_seconds":0.0,"review_wait_seconds":0.0,"retries":'
+        '0},"reasoning":null,"model":null}],"exit_reason":"completed","to'
+        'tal_duration":"PT0S","total_tool_calls":0,"usage":{"prompt_token'
+        's":0,"completion_tokens":0,"total_tokens":0,"cached_prompt_token'
+        's":0,"cache_write_tokens":0,"reasoning_tokens":0},"tool_metrics"'
+        ':{"tool":{"calls":2,"note":"caf�"}},"run_id":"","trace":{"schema'
+        '_version":2,"run_id":"r1","parent_run_id":null,"capture":"standa'
+        'rd","status":"running","started_at":"2026-11-27T19:00:00Z","ende'
+        'd_at":null,"workflow":"sequential","inputs":{"who":"caf�","n":1}'
+        ',"tasks":[{"index":1,"description":"Read �","agent_role":"Reader'
+        '","task_name":null,"model":null,"status":"running","started_at":'
+        '"2026-11-27T19:00:00Z","ended_at":null,"system_prompt":null,"use'
+        'r_prompt":null,"model_turns":[{"call_id":"c0","model":"scripted"'
+        ',"agent_role":"Reader","started_at":"2026-11-27T19:00:00Z","late'
+        'ncy_seconds":0.0,"attempts":1,"message_count":0,"messages":[{"ro'
+        'le":"user","content":"turn 0 � sk-proj-Abcdefghijklmnop012345678'
+        '9QRSTuvwx"}],"content":"answer 0 zero\u200bwidth, bidi\u202eflip, nul\\u000'
+        '0, line\u2028sep, bom\ufeff","reasoning":null,"refusal":null,"tool_calls":'
+        '[],"finish_reason":null,"usage":{"prompt_tokens":0,"completion_t'
+        'okens":0,"total_tokens":0},"cost_usd":null,"error":null},{"call_'
+        'id":"c1","model":"scripted","agent_role":"Reader","started_at":"'
+        '2026-11-27T19:00:00Z","latency_seconds":0.0,"attempts":1,"messag'
+        'e_count":0,"messages":[{"role":"user","content":"turn 1 � sk-pro'
+        'j-Abcdefghijklmnop0123456789QRSTuvwx"}],"content":"answer 1 zero'
+        '\u200bwidth, bidi\u202eflip, nul\\u0000, line\u2028sep, bom\ufeff","reasoning":null,"'
+        'refusal":null,"tool_calls":[],"finish_reason":null,"usage":{"pro'
+        'mpt_tokens":0,"completion_tokens":0,"total_tokens":0},"cost_usd"'
+        ':null,"error":null},{"call_id":"c2","model":"scripted","agent_ro'
+        'le":"Reader","started_at":"2026-11-27T19:00:00Z","latency_second'
+        's":0.0,"attempts":1,"message_count":0,"messages":[{"role":"user"'
+        ',"content":"turn 2 � sk-proj-Abcdefghijklmnop0123456789QRSTuvwx"'
+        '}],"content":"answer 2 zero\u200bwidth, bidi\u202eflip, nul\\u0000, line\u2028se'
+        'p, bom\ufeff","reasoning":null,"refusal":null,"tool_calls":[],"finish'
+        '_reason":null,"usage":{"prompt_tokens":0,"completion_tokens":0,"'
+        'total_tokens":0},"cost_usd":null,"error":null}],"tool_calls":[{"'
+        'call_id":null,"name":"t","arguments":"{}","model_arguments":null'
+        ',"started_at":null,"output":"o�","is_success":null,"duration_sec'
+        'onds":0.0,"return_behavior":null}],"reviews":[],"delegations":[]'
+        ',"events":[],"guardrails":[],"output":"done �","error":null,"usa'
+        'ge":{"prompt_tokens":0,"completion_tokens":0,"total_tokens":0},"'
+        'cost_usd":null,"metrics":{"model_seconds":0.0,"tool_seconds":0.0'
+        ',"review_wait_seconds":0.0,"retries":0}}],"events":[],"exit_reas'
+        'on":null,"error":null,"usage":{"prompt_tokens":0,"completion_tok'
+        'ens":0,"total_tokens":0},"cost_usd":null},"cost_usd":null,"loops'
+        '":{"l":{"iterations":1,"stopped_by":"until","history":[{"w":{"ra'
+        'w":"done � with sk-proj-Abcdefghijklmnop0123456789QRSTuvwx and z'
+        'ero\u200bwidth, bidi\u202eflip, nul\\u0000, line\u2028sep, bom\ufeff","parsed":{"k":['
+        '"v�",{"deep":[1,2.5,null,true]}],"ok":"café"},"task_description"'
+        ':"Read caf�.txt","agent_role":"Reader �","duration":"PT1.5S","to'
+        'ol_calls":[{"name":"tool0","arguments":"{\\"q\\": \\"caf� sk-proj-A'
+        'bcdefghijklmnop0123456789QRSTuvwx\\"}","model_arguments":null,"ou'
+        'tput":"found �� zero\u200bwidth, bidi\u202eflip, nul\\u0000, line\u2028sep, bom\ufeff'
+        '","is_success":true,"duration":"PT0S","return_behavior":"to_llm"'
+        ',"structured_output":{"name�":["caf�.txt"],"n":3}},{"name":"tool'
+        '1","arguments":"{\\"q\\": \\"caf� sk-proj-Abcdefghijklmnop012345678'
+        '9QRSTuvwx\\"}","model_arguments":null,"output":"found �� zero\u200bwid'
+        'th, bidi\u202eflip, nul\\u0000, line\u2028sep, bom\ufeff","is_success":false,"du'
+        'ration":"PT0.001S","return_behavior":"to_llm","structured_output'
+        '":"custom � object"},{"name":"tool2","arguments":"{\\"q\\": \\"caf�'
+        ' sk-proj-Abcdefghijklmnop0123456789QRSTuvwx\\"}","model_arguments'
+        '":null,"output":"found �� zero\u200bwidth, bidi\u202eflip, nul\\u0000, line'
+        '\u2028sep, bom\ufeff","is_success":true,"duration":"PT0.002S","return_beha'
+        'vior":"to_llm","structured_output":"{\'set\': {1}, \'obj\': <Custom>'
+        ', \'bytes\': b\'\\\\xff\\\\xfe\'}"},{"name":"tool3","arguments":"{\\"q\\":'
+        ' \\"caf� sk-proj-Abcdefghijklmnop0123456789QRSTuvwx\\"}","model_ar'
+        'guments":null,"output":"found �� zero\u200bwidth, bidi\u202eflip, nul\\u000'
+        '0, line\u2028sep, bom\ufeff","is_success":false,"duration":"PT0.003S","ret'
+        'urn_behavior":"to_llm","structured_output":"<unprintable Hostile'
+        '>"},{"name":"tool4","arguments":"{\\"q\\": \\"caf� sk-proj-Abcdefgh'
+        'ijklmnop0123456789QRSTuvwx\\"}","model_arguments":null,"output":"'
+        'found �� zero\u200bwidth, bidi\u202eflip, nul\\u0000, line\u2028sep, bom\ufeff","is_s'
+        'uccess":true,"duration":"PT0.004S","return_behavior":"to_llm","s'
+        'tructured_output":"{\\"raw\\":\\"inner �\\",\\"parsed\\":null,\\"task_d'
+        'escription\\":\\"d\\",\\"agent_role\\":\\"r\\",\\"duration\\":\\"PT0S\\",\\"'
+        'tool_calls\\":[],\\"llm_calls\\":0,\\"usage\\":{\\"prompt_tokens\\":0,\\'
+        '"completion_tokens\\":0,\\"total_tokens\\":0,\\"cached_prompt_tokens'
+        '\\":0,\\"cache_write_tokens\\":0,\\"reasoning_tokens\\":0},\\"returned'
+        '_immediately\\":false,\\"task_name\\":null,\\"cost_usd\\":null,\\"metr'
+        'ics\\":{\\"model_seconds\\":0.0,\\"tool_seconds\\":0.0,\\"review_wait_'
+        'seconds\\":0.0,\\"retries\\":0},\\"reasoning\\":null,\\"model\\":null}"'
+        '},{"name":"tool5","arguments":"{\\"q\\": \\"caf� sk-proj-Abcdefghij'
+        'klmnop0123456789QRSTuvwx\\"}","model_arguments":null,"output":"fo'
+        'und �� zero\u200bwidth, bidi\u202eflip, nul\\u0000, line\u2028sep, bom\ufeff","is_suc'
+        'cess":false,"duration":"PT0.005S","return_behavior":"to_llm","st'
+        'ructured_output":"plain"}],"llm_calls":3,"usage":{"prompt_tokens'
+        '":0,"completion_tokens":0,"total_tokens":0,"cached_prompt_tokens'
+        '":0,"cache_write_tokens":0,"reasoning_tokens":0},"returned_immed'
+        'iately":false,"task_name":"read�","cost_usd":null,"metrics":{"mo'
         'del_seconds":0.0,"tool_seconds":0.0,"review_wait_seconds":0.0,"r'
-        'etries":0},"reasoning":null}}}}}'
+        'etries":0},"reasoning":null,"model":null}}]}},"graphs":{"g":{"pa'
+        'th":["a�"],"stopped_by":"end","outputs":{"a":{"raw":"ok �","pars'
+        'ed":{"obj":"custom � object","k":"�"},"task_description":"x","ag'
+        'ent_role":"y","duration":"PT0S","tool_calls":[],"llm_calls":0,"u'
+        'sage":{"prompt_tokens":0,"completion_tokens":0,"total_tokens":0,'
+        '"cached_prompt_tokens":0,"cache_write_tokens":0,"reasoning_token'
+        's":0},"returned_immediately":false,"task_name":null,"cost_usd":n'
+        'ull,"metrics":{"model_seconds":0.0,"tool_seconds":0.0,"review_wa'
+        'it_seconds":0.0,"retries":0},"reasoning":null,"model":null}}}}}'
     ),
     "plain": (
         '{"raw":"plain text","parsed":null,"task_description":"Describe",'
@@ -178,7 +182,8 @@ SAVED = {
         'kens":0,"cached_prompt_tokens":0,"cache_write_tokens":0,"reasoni'
         'ng_tokens":0},"returned_immediately":false,"task_name":null,"cos'
         't_usd":null,"metrics":{"model_seconds":0.0,"tool_seconds":0.0,"r'
-        'eview_wait_seconds":0.0,"retries":0},"reasoning":null}'
+        'eview_wait_seconds":0.0,"retries":0},"reasoning":null,"model":nu'
+        "ll}"
     ),
     "odd": (
         '{"raw":"done � with sk-proj-Abcdefghijklmnop0123456789QRSTuvwx a'
@@ -215,17 +220,17 @@ SAVED = {
         'kens\\":0,\\"cache_write_tokens\\":0,\\"reasoning_tokens\\":0},\\"retu'
         'rned_immediately\\":false,\\"task_name\\":null,\\"cost_usd\\":null,\\"'
         'metrics\\":{\\"model_seconds\\":0.0,\\"tool_seconds\\":0.0,\\"review_w'
-        'ait_seconds\\":0.0,\\"retries\\":0},\\"reasoning\\":null}"},{"name":"'
-        'tool5","arguments":"{\\"q\\": \\"caf� sk-proj-Abcdefghijklmnop01234'
-        '56789QRSTuvwx\\"}","model_arguments":null,"output":"found �� zero'
-        '\u200bwidth, bidi\u202eflip, nul\\u0000, line\u2028sep, bom\ufeff","is_success":false'
-        ',"duration":"PT0.005S","return_behavior":"to_llm","structured_ou'
-        'tput":"plain"}],"llm_calls":3,"usage":{"prompt_tokens":0,"comple'
-        'tion_tokens":0,"total_tokens":0,"cached_prompt_tokens":0,"cache_'
-        'write_tokens":0,"reasoning_tokens":0},"returned_immediately":fal'
-        'se,"task_name":"read�","cost_usd":null,"metrics":{"model_seconds'
-        '":0.0,"tool_seconds":0.0,"review_wait_seconds":0.0,"retries":0},'
-        '"reasoning":null}'
+        'ait_seconds\\":0.0,\\"retries\\":0},\\"reasoning\\":null,\\"model\\":nu'
+        'll}"},{"name":"tool5","arguments":"{\\"q\\": \\"caf� sk-proj-Abcdef'
+        'ghijklmnop0123456789QRSTuvwx\\"}","model_arguments":null,"output"'
+        ':"found �� zero\u200bwidth, bidi\u202eflip, nul\\u0000, line\u2028sep, bom\ufeff","is'
+        '_success":false,"duration":"PT0.005S","return_behavior":"to_llm"'
+        ',"structured_output":"plain"}],"llm_calls":3,"usage":{"prompt_to'
+        'kens":0,"completion_tokens":0,"total_tokens":0,"cached_prompt_to'
+        'kens":0,"cache_write_tokens":0,"reasoning_tokens":0},"returned_i'
+        'mmediately":false,"task_name":"read�","cost_usd":null,"metrics":'
+        '{"model_seconds":0.0,"tool_seconds":0.0,"review_wait_seconds":0.'
+        '0,"retries":0},"reasoning":null,"model":null}'
     ),
     "unknown": (
         '{"raw":"ok �","parsed":{"obj":"custom � object","k":"�"},"task_d'
@@ -235,7 +240,7 @@ SAVED = {
         ':0,"reasoning_tokens":0},"returned_immediately":false,"task_name'
         '":null,"cost_usd":null,"metrics":{"model_seconds":0.0,"tool_seco'
         'nds":0.0,"review_wait_seconds":0.0,"retries":0},"reasoning":null'
-        "}"
+        ',"model":null}'
     ),
     "record": (
         '{"name":"tool2","arguments":"{\\"q\\": \\"caf� sk-proj-Abcdefghijkl'
@@ -294,176 +299,178 @@ SAVED = {
         "okens': 0, 'reasoning_tokens': 0}, 'returned_immediately': False"
         ", 'task_name': None, 'cost_usd': None, 'metrics': {'model_second"
         "s': 0.0, 'tool_seconds': 0.0, 'review_wait_seconds': 0.0, 'retri"
-        "es': 0}, 'reasoning': None}, {'raw': 'done \\\\ud800 with sk-proj-"
-        "Abcdefghijklmnop0123456789QRSTuvwx and zero\\\\u200bwidth, bidi\\\\u"
-        "202eflip, nul\\\\x00, line\\\\u2028sep, bom\\\\ufeff', 'parsed': {'k':"
-        " ['v\\\\ud800', {'deep': [1, 2.5, None, True]}], 'ok': 'café'}, 't"
-        "ask_description': 'Read caf\\\\udce9.txt', 'agent_role': 'Reader \\"
-        "\\ud800', 'duration': datetime.timedelta(seconds=1, microseconds="
-        "500000), 'tool_calls': [{'name': 'tool0', 'arguments': '{\\\"q\\\": "
+        "es': 0}, 'reasoning': None, 'model': None}, {'raw': 'done \\\\ud80"
+        "0 with sk-proj-Abcdefghijklmnop0123456789QRSTuvwx and zero\\\\u200"
+        "bwidth, bidi\\\\u202eflip, nul\\\\x00, line\\\\u2028sep, bom\\\\ufeff', "
+        "'parsed': {'k': ['v\\\\ud800', {'deep': [1, 2.5, None, True]}], 'o"
+        "k': 'café'}, 'task_description': 'Read caf\\\\udce9.txt', 'agent_r"
+        "ole': 'Reader \\\\ud800', 'duration': datetime.timedelta(seconds=1"
+        ", microseconds=500000), 'tool_calls': [{'name': 'tool0', 'argume"
+        'nts\': \'{\\"q\\": \\"caf\\\\udce9 sk-proj-Abcdefghijklmnop0123456789QR'
+        "STuvwx\\\"}', 'model_arguments': None, 'output': 'found \\\\ud83d\\\\u"
+        "de00 zero\\\\u200bwidth, bidi\\\\u202eflip, nul\\\\x00, line\\\\u2028sep"
+        ", bom\\\\ufeff', 'is_success': True, 'duration': datetime.timedelt"
+        "a(0), 'return_behavior': <ReturnBehavior.TO_LLM: 'to_llm'>, 'str"
+        "uctured_output': {'name\\\\udce9': ['caf\\\\udce9.txt'], 'n': 3}}, {"
+        "'name': 'tool1', 'arguments': '{\\\"q\\\": \\\"caf\\\\udce9 sk-proj-Abcd"
+        "efghijklmnop0123456789QRSTuvwx\\\"}', 'model_arguments': None, 'ou"
+        "tput': 'found \\\\ud83d\\\\ude00 zero\\\\u200bwidth, bidi\\\\u202eflip, "
+        "nul\\\\x00, line\\\\u2028sep, bom\\\\ufeff', 'is_success': False, 'dur"
+        "ation': datetime.timedelta(microseconds=1000), 'return_behavior'"
+        ": <ReturnBehavior.TO_LLM: 'to_llm'>, 'structured_output': <Custo"
+        "m>}, {'name': 'tool2', 'arguments': '{\\\"q\\\": \\\"caf\\\\udce9 sk-pro"
+        "j-Abcdefghijklmnop0123456789QRSTuvwx\\\"}', 'model_arguments': Non"
+        "e, 'output': 'found \\\\ud83d\\\\ude00 zero\\\\u200bwidth, bidi\\\\u202e"
+        "flip, nul\\\\x00, line\\\\u2028sep, bom\\\\ufeff', 'is_success': True,"
+        " 'duration': datetime.timedelta(microseconds=2000), 'return_beha"
+        "vior': <ReturnBehavior.TO_LLM: 'to_llm'>, 'structured_output': {"
+        "'set': {1}, 'obj': <Custom>, 'bytes': b'\\\\xff\\\\xfe'}}, {'name': "
+        "'tool3', 'arguments': '{\\\"q\\\": \\\"caf\\\\udce9 sk-proj-Abcdefghijkl"
+        "mnop0123456789QRSTuvwx\\\"}', 'model_arguments': None, 'output': '"
+        "found \\\\ud83d\\\\ude00 zero\\\\u200bwidth, bidi\\\\u202eflip, nul\\\\x00"
+        ", line\\\\u2028sep, bom\\\\ufeff', 'is_success': False, 'duration': "
+        "datetime.timedelta(microseconds=3000), 'return_behavior': <Retur"
+        "nBehavior.TO_LLM: 'to_llm'>, 'structured_output': <Hostile>}, {'"
+        "name': 'tool4', 'arguments': '{\\\"q\\\": \\\"caf\\\\udce9 sk-proj-Abcde"
+        "fghijklmnop0123456789QRSTuvwx\\\"}', 'model_arguments': None, 'out"
+        "put': 'found \\\\ud83d\\\\ude00 zero\\\\u200bwidth, bidi\\\\u202eflip, n"
+        "ul\\\\x00, line\\\\u2028sep, bom\\\\ufeff', 'is_success': True, 'durat"
+        "ion': datetime.timedelta(microseconds=4000), 'return_behavior': "
+        "<ReturnBehavior.TO_LLM: 'to_llm'>, 'structured_output': <SavesIt"
+        "sOwn>}, {'name': 'tool5', 'arguments': '{\\\"q\\\": \\\"caf\\\\udce9 sk-"
+        "proj-Abcdefghijklmnop0123456789QRSTuvwx\\\"}', 'model_arguments': "
+        "None, 'output': 'found \\\\ud83d\\\\ude00 zero\\\\u200bwidth, bidi\\\\u2"
+        "02eflip, nul\\\\x00, line\\\\u2028sep, bom\\\\ufeff', 'is_success': Fa"
+        "lse, 'duration': datetime.timedelta(microseconds=5000), 'return_"
+        "behavior': <ReturnBehavior.TO_LLM: 'to_llm'>, 'structured_output"
+        "': 'plain'}], 'llm_calls': 3, 'usage': {'prompt_tokens': 0, 'com"
+        "pletion_tokens': 0, 'total_tokens': 0, 'cached_prompt_tokens': 0"
+        ", 'cache_write_tokens': 0, 'reasoning_tokens': 0}, 'returned_imm"
+        "ediately': False, 'task_name': 'read\\\\ud800', 'cost_usd': None, "
+        "'metrics': {'model_seconds': 0.0, 'tool_seconds': 0.0, 'review_w"
+        "ait_seconds': 0.0, 'retries': 0}, 'reasoning': None, 'model': No"
+        "ne}, {'raw': 'ok \\\\ud800', 'parsed': {'obj': <Custom>, 'k': '\\\\u"
+        "d800'}, 'task_description': 'x', 'agent_role': 'y', 'duration': "
+        "datetime.timedelta(0), 'tool_calls': [], 'llm_calls': 0, 'usage'"
+        ": {'prompt_tokens': 0, 'completion_tokens': 0, 'total_tokens': 0"
+        ", 'cached_prompt_tokens': 0, 'cache_write_tokens': 0, 'reasoning"
+        "_tokens': 0}, 'returned_immediately': False, 'task_name': None, "
+        "'cost_usd': None, 'metrics': {'model_seconds': 0.0, 'tool_second"
+        "s': 0.0, 'review_wait_seconds': 0.0, 'retries': 0}, 'reasoning':"
+        " None, 'model': None}], 'exit_reason': <ExitReason.COMPLETED: 'c"
+        "ompleted'>, 'total_duration': datetime.timedelta(0), 'total_tool"
+        "_calls': 0, 'usage': {'prompt_tokens': 0, 'completion_tokens': 0"
+        ", 'total_tokens': 0, 'cached_prompt_tokens': 0, 'cache_write_tok"
+        "ens': 0, 'reasoning_tokens': 0}, 'tool_metrics': {'tool\\\\ud800':"
+        " {'calls': 2}, 'odd': <Custom>}, 'run_id': '', 'trace': {'schema"
+        "_version': 2, 'run_id': 'r1', 'parent_run_id': None, 'capture': "
+        "'standard', 'status': 'running', 'started_at': datetime.datetime"
+        "(2026, 11, 27, 19, 0, tzinfo=datetime.timezone.utc), 'ended_at':"
+        " None, 'workflow': 'sequential', 'inputs': {'who': 'caf\\\\udce9',"
+        " 'n': 1}, 'tasks': [{'index': 1, 'description': 'Read \\\\ud800', "
+        "'agent_role': 'Reader', 'task_name': None, 'model': None, 'statu"
+        "s': 'running', 'started_at': datetime.datetime(2026, 11, 27, 19,"
+        " 0, tzinfo=datetime.timezone.utc), 'ended_at': None, 'system_pro"
+        "mpt': None, 'user_prompt': None, 'model_turns': [{'call_id': 'c0"
+        "', 'model': 'scripted', 'agent_role': 'Reader', 'started_at': da"
+        "tetime.datetime(2026, 11, 27, 19, 0, tzinfo=datetime.timezone.ut"
+        "c), 'latency_seconds': 0.0, 'attempts': 1, 'message_count': 0, '"
+        "messages': [{'role': 'user', 'content': 'turn 0 \\\\ud800 sk-proj-"
+        "Abcdefghijklmnop0123456789QRSTuvwx'}], 'content': 'answer 0 zero"
+        "\\\\u200bwidth, bidi\\\\u202eflip, nul\\\\x00, line\\\\u2028sep, bom\\\\uf"
+        "eff', 'reasoning': None, 'refusal': None, 'tool_calls': [], 'fin"
+        "ish_reason': None, 'usage': {'prompt_tokens': 0, 'completion_tok"
+        "ens': 0, 'total_tokens': 0}, 'cost_usd': None, 'error': None}, {"
+        "'call_id': 'c1', 'model': 'scripted', 'agent_role': 'Reader', 's"
+        "tarted_at': datetime.datetime(2026, 11, 27, 19, 0, tzinfo=dateti"
+        "me.timezone.utc), 'latency_seconds': 0.0, 'attempts': 1, 'messag"
+        "e_count': 0, 'messages': [{'role': 'user', 'content': 'turn 1 \\\\"
+        "ud800 sk-proj-Abcdefghijklmnop0123456789QRSTuvwx'}], 'content': "
+        "'answer 1 zero\\\\u200bwidth, bidi\\\\u202eflip, nul\\\\x00, line\\\\u20"
+        "28sep, bom\\\\ufeff', 'reasoning': None, 'refusal': None, 'tool_ca"
+        "lls': [], 'finish_reason': None, 'usage': {'prompt_tokens': 0, '"
+        "completion_tokens': 0, 'total_tokens': 0}, 'cost_usd': None, 'er"
+        "ror': None}, {'call_id': 'c2', 'model': 'scripted', 'agent_role'"
+        ": 'Reader', 'started_at': datetime.datetime(2026, 11, 27, 19, 0,"
+        " tzinfo=datetime.timezone.utc), 'latency_seconds': 0.0, 'attempt"
+        "s': 1, 'message_count': 0, 'messages': [{'role': 'user', 'conten"
+        "t': 'turn 2 \\\\ud800 sk-proj-Abcdefghijklmnop0123456789QRSTuvwx'}"
+        "], 'content': 'answer 2 zero\\\\u200bwidth, bidi\\\\u202eflip, nul\\\\"
+        "x00, line\\\\u2028sep, bom\\\\ufeff', 'reasoning': None, 'refusal': "
+        "None, 'tool_calls': [], 'finish_reason': None, 'usage': {'prompt"
+        "_tokens': 0, 'completion_tokens': 0, 'total_tokens': 0}, 'cost_u"
+        "sd': None, 'error': None}], 'tool_calls': [{'call_id': None, 'na"
+        "me': 't', 'arguments': '{}', 'model_arguments': None, 'started_a"
+        "t': None, 'output': 'o\\\\udce9', 'is_success': None, 'duration_se"
+        "conds': 0.0, 'return_behavior': None}], 'reviews': [], 'delegati"
+        "ons': [], 'events': [], 'guardrails': [], 'output': 'done \\\\ud80"
+        "0', 'error': None, 'usage': {'prompt_tokens': 0, 'completion_tok"
+        "ens': 0, 'total_tokens': 0}, 'cost_usd': None, 'metrics': {'mode"
+        "l_seconds': 0.0, 'tool_seconds': 0.0, 'review_wait_seconds': 0.0"
+        ", 'retries': 0}}], 'events': [], 'exit_reason': None, 'error': N"
+        "one, 'usage': {'prompt_tokens': 0, 'completion_tokens': 0, 'tota"
+        "l_tokens': 0}, 'cost_usd': None}, 'cost_usd': None, 'loops': {'l"
+        "\\\\ud800': {'iterations': 1, 'stopped_by': 'until', 'history': [{"
+        "'w': {'raw': 'done \\\\ud800 with sk-proj-Abcdefghijklmnop01234567"
+        "89QRSTuvwx and zero\\\\u200bwidth, bidi\\\\u202eflip, nul\\\\x00, line"
+        "\\\\u2028sep, bom\\\\ufeff', 'parsed': {'k': ['v\\\\ud800', {'deep': ["
+        "1, 2.5, None, True]}], 'ok': 'café'}, 'task_description': 'Read "
+        "caf\\\\udce9.txt', 'agent_role': 'Reader \\\\ud800', 'duration': dat"
+        "etime.timedelta(seconds=1, microseconds=500000), 'tool_calls': ["
+        "{'name': 'tool0', 'arguments': '{\\\"q\\\": \\\"caf\\\\udce9 sk-proj-Abc"
+        "defghijklmnop0123456789QRSTuvwx\\\"}', 'model_arguments': None, 'o"
+        "utput': 'found \\\\ud83d\\\\ude00 zero\\\\u200bwidth, bidi\\\\u202eflip,"
+        " nul\\\\x00, line\\\\u2028sep, bom\\\\ufeff', 'is_success': True, 'dur"
+        "ation': datetime.timedelta(0), 'return_behavior': <ReturnBehavio"
+        "r.TO_LLM: 'to_llm'>, 'structured_output': {'name\\\\udce9': ['caf\\"
+        "\\udce9.txt'], 'n': 3}}, {'name': 'tool1', 'arguments': '{\\\"q\\\": "
         "\\\"caf\\\\udce9 sk-proj-Abcdefghijklmnop0123456789QRSTuvwx\\\"}', 'mo"
         "del_arguments': None, 'output': 'found \\\\ud83d\\\\ude00 zero\\\\u200"
         "bwidth, bidi\\\\u202eflip, nul\\\\x00, line\\\\u2028sep, bom\\\\ufeff', "
-        "'is_success': True, 'duration': datetime.timedelta(0), 'return_b"
-        "ehavior': <ReturnBehavior.TO_LLM: 'to_llm'>, 'structured_output'"
-        ": {'name\\\\udce9': ['caf\\\\udce9.txt'], 'n': 3}}, {'name': 'tool1'"
-        ", 'arguments': '{\\\"q\\\": \\\"caf\\\\udce9 sk-proj-Abcdefghijklmnop012"
-        "3456789QRSTuvwx\\\"}', 'model_arguments': None, 'output': 'found \\"
-        "\\ud83d\\\\ude00 zero\\\\u200bwidth, bidi\\\\u202eflip, nul\\\\x00, line\\"
-        "\\u2028sep, bom\\\\ufeff', 'is_success': False, 'duration': datetim"
-        "e.timedelta(microseconds=1000), 'return_behavior': <ReturnBehavi"
-        "or.TO_LLM: 'to_llm'>, 'structured_output': <Custom>}, {'name': '"
-        "tool2', 'arguments': '{\\\"q\\\": \\\"caf\\\\udce9 sk-proj-Abcdefghijklm"
-        "nop0123456789QRSTuvwx\\\"}', 'model_arguments': None, 'output': 'f"
-        "ound \\\\ud83d\\\\ude00 zero\\\\u200bwidth, bidi\\\\u202eflip, nul\\\\x00,"
-        " line\\\\u2028sep, bom\\\\ufeff', 'is_success': True, 'duration': da"
-        "tetime.timedelta(microseconds=2000), 'return_behavior': <ReturnB"
-        "ehavior.TO_LLM: 'to_llm'>, 'structured_output': {'set': {1}, 'ob"
-        "j': <Custom>, 'bytes': b'\\\\xff\\\\xfe'}}, {'name': 'tool3', 'argum"
-        'ents\': \'{\\"q\\": \\"caf\\\\udce9 sk-proj-Abcdefghijklmnop0123456789Q'
-        "RSTuvwx\\\"}', 'model_arguments': None, 'output': 'found \\\\ud83d\\\\"
-        "ude00 zero\\\\u200bwidth, bidi\\\\u202eflip, nul\\\\x00, line\\\\u2028se"
-        "p, bom\\\\ufeff', 'is_success': False, 'duration': datetime.timede"
-        "lta(microseconds=3000), 'return_behavior': <ReturnBehavior.TO_LL"
-        "M: 'to_llm'>, 'structured_output': <Hostile>}, {'name': 'tool4',"
-        " 'arguments': '{\\\"q\\\": \\\"caf\\\\udce9 sk-proj-Abcdefghijklmnop0123"
-        "456789QRSTuvwx\\\"}', 'model_arguments': None, 'output': 'found \\\\"
-        "ud83d\\\\ude00 zero\\\\u200bwidth, bidi\\\\u202eflip, nul\\\\x00, line\\\\"
-        "u2028sep, bom\\\\ufeff', 'is_success': True, 'duration': datetime."
-        "timedelta(microseconds=4000), 'return_behavior': <ReturnBehavior"
-        ".TO_LLM: 'to_llm'>, 'structured_output': <SavesItsOwn>}, {'name'"
-        ": 'tool5', 'arguments': '{\\\"q\\\": \\\"caf\\\\udce9 sk-proj-Abcdefghij"
-        "klmnop0123456789QRSTuvwx\\\"}', 'model_arguments': None, 'output':"
-        " 'found \\\\ud83d\\\\ude00 zero\\\\u200bwidth, bidi\\\\u202eflip, nul\\\\x"
-        "00, line\\\\u2028sep, bom\\\\ufeff', 'is_success': False, 'duration'"
-        ": datetime.timedelta(microseconds=5000), 'return_behavior': <Ret"
-        "urnBehavior.TO_LLM: 'to_llm'>, 'structured_output': 'plain'}], '"
-        "llm_calls': 3, 'usage': {'prompt_tokens': 0, 'completion_tokens'"
-        ": 0, 'total_tokens': 0, 'cached_prompt_tokens': 0, 'cache_write_"
-        "tokens': 0, 'reasoning_tokens': 0}, 'returned_immediately': Fals"
-        "e, 'task_name': 'read\\\\ud800', 'cost_usd': None, 'metrics': {'mo"
-        "del_seconds': 0.0, 'tool_seconds': 0.0, 'review_wait_seconds': 0"
-        ".0, 'retries': 0}, 'reasoning': None}, {'raw': 'ok \\\\ud800', 'pa"
-        "rsed': {'obj': <Custom>, 'k': '\\\\ud800'}, 'task_description': 'x"
-        "', 'agent_role': 'y', 'duration': datetime.timedelta(0), 'tool_c"
-        "alls': [], 'llm_calls': 0, 'usage': {'prompt_tokens': 0, 'comple"
-        "tion_tokens': 0, 'total_tokens': 0, 'cached_prompt_tokens': 0, '"
-        "cache_write_tokens': 0, 'reasoning_tokens': 0}, 'returned_immedi"
-        "ately': False, 'task_name': None, 'cost_usd': None, 'metrics': {"
-        "'model_seconds': 0.0, 'tool_seconds': 0.0, 'review_wait_seconds'"
-        ": 0.0, 'retries': 0}, 'reasoning': None}], 'exit_reason': <ExitR"
-        "eason.COMPLETED: 'completed'>, 'total_duration': datetime.timede"
-        "lta(0), 'total_tool_calls': 0, 'usage': {'prompt_tokens': 0, 'co"
-        "mpletion_tokens': 0, 'total_tokens': 0, 'cached_prompt_tokens': "
-        "0, 'cache_write_tokens': 0, 'reasoning_tokens': 0}, 'tool_metric"
-        "s': {'tool\\\\ud800': {'calls': 2}, 'odd': <Custom>}, 'run_id': ''"
-        ", 'trace': {'schema_version': 2, 'run_id': 'r1', 'parent_run_id'"
-        ": None, 'capture': 'standard', 'status': 'running', 'started_at'"
-        ": datetime.datetime(2026, 11, 27, 19, 0, tzinfo=datetime.timezon"
-        "e.utc), 'ended_at': None, 'workflow': 'sequential', 'inputs': {'"
-        "who': 'caf\\\\udce9', 'n': 1}, 'tasks': [{'index': 1, 'description"
-        "': 'Read \\\\ud800', 'agent_role': 'Reader', 'task_name': None, 'm"
-        "odel': None, 'status': 'running', 'started_at': datetime.datetim"
-        "e(2026, 11, 27, 19, 0, tzinfo=datetime.timezone.utc), 'ended_at'"
-        ": None, 'system_prompt': None, 'user_prompt': None, 'model_turns"
-        "': [{'call_id': 'c0', 'model': 'scripted', 'agent_role': 'Reader"
-        "', 'started_at': datetime.datetime(2026, 11, 27, 19, 0, tzinfo=d"
-        "atetime.timezone.utc), 'latency_seconds': 0.0, 'attempts': 1, 'm"
-        "essage_count': 0, 'messages': [{'role': 'user', 'content': 'turn"
-        " 0 \\\\ud800 sk-proj-Abcdefghijklmnop0123456789QRSTuvwx'}], 'conte"
-        "nt': 'answer 0 zero\\\\u200bwidth, bidi\\\\u202eflip, nul\\\\x00, line"
-        "\\\\u2028sep, bom\\\\ufeff', 'reasoning': None, 'refusal': None, 'to"
-        "ol_calls': [], 'finish_reason': None, 'usage': {'prompt_tokens':"
-        " 0, 'completion_tokens': 0, 'total_tokens': 0}, 'cost_usd': None"
-        ", 'error': None}, {'call_id': 'c1', 'model': 'scripted', 'agent_"
-        "role': 'Reader', 'started_at': datetime.datetime(2026, 11, 27, 1"
-        "9, 0, tzinfo=datetime.timezone.utc), 'latency_seconds': 0.0, 'at"
-        "tempts': 1, 'message_count': 0, 'messages': [{'role': 'user', 'c"
-        "ontent': 'turn 1 \\\\ud800 sk-proj-Abcdefghijklmnop0123456789QRSTu"
-        "vwx'}], 'content': 'answer 1 zero\\\\u200bwidth, bidi\\\\u202eflip, "
-        "nul\\\\x00, line\\\\u2028sep, bom\\\\ufeff', 'reasoning': None, 'refus"
-        "al': None, 'tool_calls': [], 'finish_reason': None, 'usage': {'p"
-        "rompt_tokens': 0, 'completion_tokens': 0, 'total_tokens': 0}, 'c"
-        "ost_usd': None, 'error': None}, {'call_id': 'c2', 'model': 'scri"
-        "pted', 'agent_role': 'Reader', 'started_at': datetime.datetime(2"
-        "026, 11, 27, 19, 0, tzinfo=datetime.timezone.utc), 'latency_seco"
-        "nds': 0.0, 'attempts': 1, 'message_count': 0, 'messages': [{'rol"
-        "e': 'user', 'content': 'turn 2 \\\\ud800 sk-proj-Abcdefghijklmnop0"
-        "123456789QRSTuvwx'}], 'content': 'answer 2 zero\\\\u200bwidth, bid"
-        "i\\\\u202eflip, nul\\\\x00, line\\\\u2028sep, bom\\\\ufeff', 'reasoning'"
-        ": None, 'refusal': None, 'tool_calls': [], 'finish_reason': None"
-        ", 'usage': {'prompt_tokens': 0, 'completion_tokens': 0, 'total_t"
-        "okens': 0}, 'cost_usd': None, 'error': None}], 'tool_calls': [{'"
-        "call_id': None, 'name': 't', 'arguments': '{}', 'model_arguments"
-        "': None, 'started_at': None, 'output': 'o\\\\udce9', 'is_success':"
-        " None, 'duration_seconds': 0.0, 'return_behavior': None}], 'revi"
-        "ews': [], 'delegations': [], 'events': [], 'guardrails': [], 'ou"
-        "tput': 'done \\\\ud800', 'error': None, 'usage': {'prompt_tokens':"
-        " 0, 'completion_tokens': 0, 'total_tokens': 0}, 'cost_usd': None"
-        ", 'metrics': {'model_seconds': 0.0, 'tool_seconds': 0.0, 'review"
-        "_wait_seconds': 0.0, 'retries': 0}}], 'events': [], 'exit_reason"
-        "': None, 'error': None, 'usage': {'prompt_tokens': 0, 'completio"
-        "n_tokens': 0, 'total_tokens': 0}, 'cost_usd': None}, 'cost_usd':"
-        " None, 'loops': {'l\\\\ud800': {'iterations': 1, 'stopped_by': 'un"
-        "til', 'history': [{'w': {'raw': 'done \\\\ud800 with sk-proj-Abcde"
-        "fghijklmnop0123456789QRSTuvwx and zero\\\\u200bwidth, bidi\\\\u202ef"
-        "lip, nul\\\\x00, line\\\\u2028sep, bom\\\\ufeff', 'parsed': {'k': ['v\\"
-        "\\ud800', {'deep': [1, 2.5, None, True]}], 'ok': 'café'}, 'task_d"
-        "escription': 'Read caf\\\\udce9.txt', 'agent_role': 'Reader \\\\ud80"
-        "0', 'duration': datetime.timedelta(seconds=1, microseconds=50000"
-        "0), 'tool_calls': [{'name': 'tool0', 'arguments': '{\\\"q\\\": \\\"caf"
-        "\\\\udce9 sk-proj-Abcdefghijklmnop0123456789QRSTuvwx\\\"}', 'model_a"
-        "rguments': None, 'output': 'found \\\\ud83d\\\\ude00 zero\\\\u200bwidt"
-        "h, bidi\\\\u202eflip, nul\\\\x00, line\\\\u2028sep, bom\\\\ufeff', 'is_s"
-        "uccess': True, 'duration': datetime.timedelta(0), 'return_behavi"
-        "or': <ReturnBehavior.TO_LLM: 'to_llm'>, 'structured_output': {'n"
-        "ame\\\\udce9': ['caf\\\\udce9.txt'], 'n': 3}}, {'name': 'tool1', 'ar"
-        'guments\': \'{\\"q\\": \\"caf\\\\udce9 sk-proj-Abcdefghijklmnop01234567'
-        "89QRSTuvwx\\\"}', 'model_arguments': None, 'output': 'found \\\\ud83"
-        "d\\\\ude00 zero\\\\u200bwidth, bidi\\\\u202eflip, nul\\\\x00, line\\\\u202"
-        "8sep, bom\\\\ufeff', 'is_success': False, 'duration': datetime.tim"
-        "edelta(microseconds=1000), 'return_behavior': <ReturnBehavior.TO"
-        "_LLM: 'to_llm'>, 'structured_output': <Custom>}, {'name': 'tool2"
-        "', 'arguments': '{\\\"q\\\": \\\"caf\\\\udce9 sk-proj-Abcdefghijklmnop01"
-        "23456789QRSTuvwx\\\"}', 'model_arguments': None, 'output': 'found "
-        "\\\\ud83d\\\\ude00 zero\\\\u200bwidth, bidi\\\\u202eflip, nul\\\\x00, line"
-        "\\\\u2028sep, bom\\\\ufeff', 'is_success': True, 'duration': datetim"
-        "e.timedelta(microseconds=2000), 'return_behavior': <ReturnBehavi"
-        "or.TO_LLM: 'to_llm'>, 'structured_output': {'set': {1}, 'obj': <"
-        "Custom>, 'bytes': b'\\\\xff\\\\xfe'}}, {'name': 'tool3', 'arguments'"
-        ': \'{\\"q\\": \\"caf\\\\udce9 sk-proj-Abcdefghijklmnop0123456789QRSTuv'
-        "wx\\\"}', 'model_arguments': None, 'output': 'found \\\\ud83d\\\\ude00"
-        " zero\\\\u200bwidth, bidi\\\\u202eflip, nul\\\\x00, line\\\\u2028sep, bo"
-        "m\\\\ufeff', 'is_success': False, 'duration': datetime.timedelta(m"
-        "icroseconds=3000), 'return_behavior': <ReturnBehavior.TO_LLM: 't"
-        "o_llm'>, 'structured_output': <Hostile>}, {'name': 'tool4', 'arg"
-        'uments\': \'{\\"q\\": \\"caf\\\\udce9 sk-proj-Abcdefghijklmnop012345678'
-        "9QRSTuvwx\\\"}', 'model_arguments': None, 'output': 'found \\\\ud83d"
-        "\\\\ude00 zero\\\\u200bwidth, bidi\\\\u202eflip, nul\\\\x00, line\\\\u2028"
-        "sep, bom\\\\ufeff', 'is_success': True, 'duration': datetime.timed"
-        "elta(microseconds=4000), 'return_behavior': <ReturnBehavior.TO_L"
-        "LM: 'to_llm'>, 'structured_output': <SavesItsOwn>}, {'name': 'to"
-        "ol5', 'arguments': '{\\\"q\\\": \\\"caf\\\\udce9 sk-proj-Abcdefghijklmno"
-        "p0123456789QRSTuvwx\\\"}', 'model_arguments': None, 'output': 'fou"
-        "nd \\\\ud83d\\\\ude00 zero\\\\u200bwidth, bidi\\\\u202eflip, nul\\\\x00, l"
-        "ine\\\\u2028sep, bom\\\\ufeff', 'is_success': False, 'duration': dat"
-        "etime.timedelta(microseconds=5000), 'return_behavior': <ReturnBe"
-        "havior.TO_LLM: 'to_llm'>, 'structured_output': 'plain'}], 'llm_c"
-        "alls': 3, 'usage': {'prompt_tokens': 0, 'completion_tokens': 0, "
-        "'total_tokens': 0, 'cached_prompt_tokens': 0, 'cache_write_token"
-        "s': 0, 'reasoning_tokens': 0}, 'returned_immediately': False, 't"
-        "ask_name': 'read\\\\ud800', 'cost_usd': None, 'metrics': {'model_s"
-        "econds': 0.0, 'tool_seconds': 0.0, 'review_wait_seconds': 0.0, '"
-        "retries': 0}, 'reasoning': None}}]}}, 'graphs': {'g': {'path': ["
-        "'a\\\\ud800'], 'stopped_by': 'end', 'outputs': {'a': {'raw': 'ok \\"
-        "\\ud800', 'parsed': {'obj': <Custom>, 'k': '\\\\ud800'}, 'task_desc"
-        "ription': 'x', 'agent_role': 'y', 'duration': datetime.timedelta"
-        "(0), 'tool_calls': [], 'llm_calls': 0, 'usage': {'prompt_tokens'"
-        ": 0, 'completion_tokens': 0, 'total_tokens': 0, 'cached_prompt_t"
-        "okens': 0, 'cache_write_tokens': 0, 'reasoning_tokens': 0}, 'ret"
-        "urned_immediately': False, 'task_name': None, 'cost_usd': None, "
-        "'metrics': {'model_seconds': 0.0, 'tool_seconds': 0.0, 'review_w"
-        "ait_seconds': 0.0, 'retries': 0}, 'reasoning': None}}}}}\""
+        "'is_success': False, 'duration': datetime.timedelta(microseconds"
+        "=1000), 'return_behavior': <ReturnBehavior.TO_LLM: 'to_llm'>, 's"
+        "tructured_output': <Custom>}, {'name': 'tool2', 'arguments': '{\\"
+        '"q\\": \\"caf\\\\udce9 sk-proj-Abcdefghijklmnop0123456789QRSTuvwx\\"}'
+        "', 'model_arguments': None, 'output': 'found \\\\ud83d\\\\ude00 zero"
+        "\\\\u200bwidth, bidi\\\\u202eflip, nul\\\\x00, line\\\\u2028sep, bom\\\\uf"
+        "eff', 'is_success': True, 'duration': datetime.timedelta(microse"
+        "conds=2000), 'return_behavior': <ReturnBehavior.TO_LLM: 'to_llm'"
+        ">, 'structured_output': {'set': {1}, 'obj': <Custom>, 'bytes': b"
+        "'\\\\xff\\\\xfe'}}, {'name': 'tool3', 'arguments': '{\\\"q\\\": \\\"caf\\\\u"
+        "dce9 sk-proj-Abcdefghijklmnop0123456789QRSTuvwx\\\"}', 'model_argu"
+        "ments': None, 'output': 'found \\\\ud83d\\\\ude00 zero\\\\u200bwidth, "
+        "bidi\\\\u202eflip, nul\\\\x00, line\\\\u2028sep, bom\\\\ufeff', 'is_succ"
+        "ess': False, 'duration': datetime.timedelta(microseconds=3000), "
+        "'return_behavior': <ReturnBehavior.TO_LLM: 'to_llm'>, 'structure"
+        "d_output': <Hostile>}, {'name': 'tool4', 'arguments': '{\\\"q\\\": \\"
+        "\"caf\\\\udce9 sk-proj-Abcdefghijklmnop0123456789QRSTuvwx\\\"}', 'mod"
+        "el_arguments': None, 'output': 'found \\\\ud83d\\\\ude00 zero\\\\u200b"
+        "width, bidi\\\\u202eflip, nul\\\\x00, line\\\\u2028sep, bom\\\\ufeff', '"
+        "is_success': True, 'duration': datetime.timedelta(microseconds=4"
+        "000), 'return_behavior': <ReturnBehavior.TO_LLM: 'to_llm'>, 'str"
+        "uctured_output': <SavesItsOwn>}, {'name': 'tool5', 'arguments': "
+        '\'{\\"q\\": \\"caf\\\\udce9 sk-proj-Abcdefghijklmnop0123456789QRSTuvwx'
+        "\\\"}', 'model_arguments': None, 'output': 'found \\\\ud83d\\\\ude00 z"
+        "ero\\\\u200bwidth, bidi\\\\u202eflip, nul\\\\x00, line\\\\u2028sep, bom\\"
+        "\\ufeff', 'is_success': False, 'duration': datetime.timedelta(mic"
+        "roseconds=5000), 'return_behavior': <ReturnBehavior.TO_LLM: 'to_"
+        "llm'>, 'structured_output': 'plain'}], 'llm_calls': 3, 'usage': "
+        "{'prompt_tokens': 0, 'completion_tokens': 0, 'total_tokens': 0, "
+        "'cached_prompt_tokens': 0, 'cache_write_tokens': 0, 'reasoning_t"
+        "okens': 0}, 'returned_immediately': False, 'task_name': 'read\\\\u"
+        "d800', 'cost_usd': None, 'metrics': {'model_seconds': 0.0, 'tool"
+        "_seconds': 0.0, 'review_wait_seconds': 0.0, 'retries': 0}, 'reas"
+        "oning': None, 'model': None}}]}}, 'graphs': {'g': {'path': ['a\\\\"
+        "ud800'], 'stopped_by': 'end', 'outputs': {'a': {'raw': 'ok \\\\ud8"
+        "00', 'parsed': {'obj': <Custom>, 'k': '\\\\ud800'}, 'task_descript"
+        "ion': 'x', 'agent_role': 'y', 'duration': datetime.timedelta(0),"
+        " 'tool_calls': [], 'llm_calls': 0, 'usage': {'prompt_tokens': 0,"
+        " 'completion_tokens': 0, 'total_tokens': 0, 'cached_prompt_token"
+        "s': 0, 'cache_write_tokens': 0, 'reasoning_tokens': 0}, 'returne"
+        "d_immediately': False, 'task_name': None, 'cost_usd': None, 'met"
+        "rics': {'model_seconds': 0.0, 'tool_seconds': 0.0, 'review_wait_"
+        "seconds': 0.0, 'retries': 0}, 'reasoning': None, 'model': None}}"
+        '}}}"'
     ),
     "run_without_trace": (
         "\"{'raw': 'final \\\\ud800', 'task_outputs': [{'raw': 'plain text',"
@@ -474,130 +481,131 @@ SAVED = {
         "okens': 0, 'reasoning_tokens': 0}, 'returned_immediately': False"
         ", 'task_name': None, 'cost_usd': None, 'metrics': {'model_second"
         "s': 0.0, 'tool_seconds': 0.0, 'review_wait_seconds': 0.0, 'retri"
-        "es': 0}, 'reasoning': None}, {'raw': 'done \\\\ud800 with sk-proj-"
-        "Abcdefghijklmnop0123456789QRSTuvwx and zero\\\\u200bwidth, bidi\\\\u"
-        "202eflip, nul\\\\x00, line\\\\u2028sep, bom\\\\ufeff', 'parsed': {'k':"
-        " ['v\\\\ud800', {'deep': [1, 2.5, None, True]}], 'ok': 'café'}, 't"
-        "ask_description': 'Read caf\\\\udce9.txt', 'agent_role': 'Reader \\"
-        "\\ud800', 'duration': datetime.timedelta(seconds=1, microseconds="
-        "500000), 'tool_calls': [{'name': 'tool0', 'arguments': '{\\\"q\\\": "
-        "\\\"caf\\\\udce9 sk-proj-Abcdefghijklmnop0123456789QRSTuvwx\\\"}', 'mo"
-        "del_arguments': None, 'output': 'found \\\\ud83d\\\\ude00 zero\\\\u200"
+        "es': 0}, 'reasoning': None, 'model': None}, {'raw': 'done \\\\ud80"
+        "0 with sk-proj-Abcdefghijklmnop0123456789QRSTuvwx and zero\\\\u200"
         "bwidth, bidi\\\\u202eflip, nul\\\\x00, line\\\\u2028sep, bom\\\\ufeff', "
-        "'is_success': True, 'duration': datetime.timedelta(0), 'return_b"
-        "ehavior': <ReturnBehavior.TO_LLM: 'to_llm'>, 'structured_output'"
-        ": {'name\\\\udce9': ['caf\\\\udce9.txt'], 'n': 3}}, {'name': 'tool1'"
-        ", 'arguments': '{\\\"q\\\": \\\"caf\\\\udce9 sk-proj-Abcdefghijklmnop012"
-        "3456789QRSTuvwx\\\"}', 'model_arguments': None, 'output': 'found \\"
-        "\\ud83d\\\\ude00 zero\\\\u200bwidth, bidi\\\\u202eflip, nul\\\\x00, line\\"
-        "\\u2028sep, bom\\\\ufeff', 'is_success': False, 'duration': datetim"
-        "e.timedelta(microseconds=1000), 'return_behavior': <ReturnBehavi"
-        "or.TO_LLM: 'to_llm'>, 'structured_output': <Custom>}, {'name': '"
-        "tool2', 'arguments': '{\\\"q\\\": \\\"caf\\\\udce9 sk-proj-Abcdefghijklm"
-        "nop0123456789QRSTuvwx\\\"}', 'model_arguments': None, 'output': 'f"
-        "ound \\\\ud83d\\\\ude00 zero\\\\u200bwidth, bidi\\\\u202eflip, nul\\\\x00,"
-        " line\\\\u2028sep, bom\\\\ufeff', 'is_success': True, 'duration': da"
-        "tetime.timedelta(microseconds=2000), 'return_behavior': <ReturnB"
-        "ehavior.TO_LLM: 'to_llm'>, 'structured_output': {'set': {1}, 'ob"
-        "j': <Custom>, 'bytes': b'\\\\xff\\\\xfe'}}, {'name': 'tool3', 'argum"
-        'ents\': \'{\\"q\\": \\"caf\\\\udce9 sk-proj-Abcdefghijklmnop0123456789Q'
-        "RSTuvwx\\\"}', 'model_arguments': None, 'output': 'found \\\\ud83d\\\\"
-        "ude00 zero\\\\u200bwidth, bidi\\\\u202eflip, nul\\\\x00, line\\\\u2028se"
-        "p, bom\\\\ufeff', 'is_success': False, 'duration': datetime.timede"
-        "lta(microseconds=3000), 'return_behavior': <ReturnBehavior.TO_LL"
-        "M: 'to_llm'>, 'structured_output': <Hostile>}, {'name': 'tool4',"
-        " 'arguments': '{\\\"q\\\": \\\"caf\\\\udce9 sk-proj-Abcdefghijklmnop0123"
-        "456789QRSTuvwx\\\"}', 'model_arguments': None, 'output': 'found \\\\"
-        "ud83d\\\\ude00 zero\\\\u200bwidth, bidi\\\\u202eflip, nul\\\\x00, line\\\\"
-        "u2028sep, bom\\\\ufeff', 'is_success': True, 'duration': datetime."
-        "timedelta(microseconds=4000), 'return_behavior': <ReturnBehavior"
-        ".TO_LLM: 'to_llm'>, 'structured_output': <SavesItsOwn>}, {'name'"
-        ": 'tool5', 'arguments': '{\\\"q\\\": \\\"caf\\\\udce9 sk-proj-Abcdefghij"
-        "klmnop0123456789QRSTuvwx\\\"}', 'model_arguments': None, 'output':"
-        " 'found \\\\ud83d\\\\ude00 zero\\\\u200bwidth, bidi\\\\u202eflip, nul\\\\x"
-        "00, line\\\\u2028sep, bom\\\\ufeff', 'is_success': False, 'duration'"
-        ": datetime.timedelta(microseconds=5000), 'return_behavior': <Ret"
-        "urnBehavior.TO_LLM: 'to_llm'>, 'structured_output': 'plain'}], '"
-        "llm_calls': 3, 'usage': {'prompt_tokens': 0, 'completion_tokens'"
-        ": 0, 'total_tokens': 0, 'cached_prompt_tokens': 0, 'cache_write_"
-        "tokens': 0, 'reasoning_tokens': 0}, 'returned_immediately': Fals"
-        "e, 'task_name': 'read\\\\ud800', 'cost_usd': None, 'metrics': {'mo"
-        "del_seconds': 0.0, 'tool_seconds': 0.0, 'review_wait_seconds': 0"
-        ".0, 'retries': 0}, 'reasoning': None}, {'raw': 'ok \\\\ud800', 'pa"
-        "rsed': {'obj': <Custom>, 'k': '\\\\ud800'}, 'task_description': 'x"
-        "', 'agent_role': 'y', 'duration': datetime.timedelta(0), 'tool_c"
-        "alls': [], 'llm_calls': 0, 'usage': {'prompt_tokens': 0, 'comple"
-        "tion_tokens': 0, 'total_tokens': 0, 'cached_prompt_tokens': 0, '"
-        "cache_write_tokens': 0, 'reasoning_tokens': 0}, 'returned_immedi"
-        "ately': False, 'task_name': None, 'cost_usd': None, 'metrics': {"
-        "'model_seconds': 0.0, 'tool_seconds': 0.0, 'review_wait_seconds'"
-        ": 0.0, 'retries': 0}, 'reasoning': None}], 'exit_reason': <ExitR"
-        "eason.COMPLETED: 'completed'>, 'total_duration': datetime.timede"
-        "lta(0), 'total_tool_calls': 0, 'usage': {'prompt_tokens': 0, 'co"
-        "mpletion_tokens': 0, 'total_tokens': 0, 'cached_prompt_tokens': "
-        "0, 'cache_write_tokens': 0, 'reasoning_tokens': 0}, 'tool_metric"
-        "s': {'tool\\\\ud800': {'calls': 2}, 'odd': <Custom>}, 'run_id': ''"
-        ", 'trace': None, 'cost_usd': None, 'loops': {'l\\\\ud800': {'itera"
-        "tions': 1, 'stopped_by': 'until', 'history': [{'w': {'raw': 'don"
-        "e \\\\ud800 with sk-proj-Abcdefghijklmnop0123456789QRSTuvwx and ze"
-        "ro\\\\u200bwidth, bidi\\\\u202eflip, nul\\\\x00, line\\\\u2028sep, bom\\\\"
-        "ufeff', 'parsed': {'k': ['v\\\\ud800', {'deep': [1, 2.5, None, Tru"
-        "e]}], 'ok': 'café'}, 'task_description': 'Read caf\\\\udce9.txt', "
-        "'agent_role': 'Reader \\\\ud800', 'duration': datetime.timedelta(s"
-        "econds=1, microseconds=500000), 'tool_calls': [{'name': 'tool0',"
-        " 'arguments': '{\\\"q\\\": \\\"caf\\\\udce9 sk-proj-Abcdefghijklmnop0123"
-        "456789QRSTuvwx\\\"}', 'model_arguments': None, 'output': 'found \\\\"
-        "ud83d\\\\ude00 zero\\\\u200bwidth, bidi\\\\u202eflip, nul\\\\x00, line\\\\"
-        "u2028sep, bom\\\\ufeff', 'is_success': True, 'duration': datetime."
-        "timedelta(0), 'return_behavior': <ReturnBehavior.TO_LLM: 'to_llm"
-        "'>, 'structured_output': {'name\\\\udce9': ['caf\\\\udce9.txt'], 'n'"
-        ": 3}}, {'name': 'tool1', 'arguments': '{\\\"q\\\": \\\"caf\\\\udce9 sk-p"
-        "roj-Abcdefghijklmnop0123456789QRSTuvwx\\\"}', 'model_arguments': N"
-        "one, 'output': 'found \\\\ud83d\\\\ude00 zero\\\\u200bwidth, bidi\\\\u20"
-        "2eflip, nul\\\\x00, line\\\\u2028sep, bom\\\\ufeff', 'is_success': Fal"
-        "se, 'duration': datetime.timedelta(microseconds=1000), 'return_b"
-        "ehavior': <ReturnBehavior.TO_LLM: 'to_llm'>, 'structured_output'"
-        ": <Custom>}, {'name': 'tool2', 'arguments': '{\\\"q\\\": \\\"caf\\\\udce"
-        "9 sk-proj-Abcdefghijklmnop0123456789QRSTuvwx\\\"}', 'model_argumen"
-        "ts': None, 'output': 'found \\\\ud83d\\\\ude00 zero\\\\u200bwidth, bid"
-        "i\\\\u202eflip, nul\\\\x00, line\\\\u2028sep, bom\\\\ufeff', 'is_success"
-        "': True, 'duration': datetime.timedelta(microseconds=2000), 'ret"
-        "urn_behavior': <ReturnBehavior.TO_LLM: 'to_llm'>, 'structured_ou"
-        "tput': {'set': {1}, 'obj': <Custom>, 'bytes': b'\\\\xff\\\\xfe'}}, {"
-        "'name': 'tool3', 'arguments': '{\\\"q\\\": \\\"caf\\\\udce9 sk-proj-Abcd"
+        "'parsed': {'k': ['v\\\\ud800', {'deep': [1, 2.5, None, True]}], 'o"
+        "k': 'café'}, 'task_description': 'Read caf\\\\udce9.txt', 'agent_r"
+        "ole': 'Reader \\\\ud800', 'duration': datetime.timedelta(seconds=1"
+        ", microseconds=500000), 'tool_calls': [{'name': 'tool0', 'argume"
+        'nts\': \'{\\"q\\": \\"caf\\\\udce9 sk-proj-Abcdefghijklmnop0123456789QR'
+        "STuvwx\\\"}', 'model_arguments': None, 'output': 'found \\\\ud83d\\\\u"
+        "de00 zero\\\\u200bwidth, bidi\\\\u202eflip, nul\\\\x00, line\\\\u2028sep"
+        ", bom\\\\ufeff', 'is_success': True, 'duration': datetime.timedelt"
+        "a(0), 'return_behavior': <ReturnBehavior.TO_LLM: 'to_llm'>, 'str"
+        "uctured_output': {'name\\\\udce9': ['caf\\\\udce9.txt'], 'n': 3}}, {"
+        "'name': 'tool1', 'arguments': '{\\\"q\\\": \\\"caf\\\\udce9 sk-proj-Abcd"
         "efghijklmnop0123456789QRSTuvwx\\\"}', 'model_arguments': None, 'ou"
         "tput': 'found \\\\ud83d\\\\ude00 zero\\\\u200bwidth, bidi\\\\u202eflip, "
         "nul\\\\x00, line\\\\u2028sep, bom\\\\ufeff', 'is_success': False, 'dur"
-        "ation': datetime.timedelta(microseconds=3000), 'return_behavior'"
-        ": <ReturnBehavior.TO_LLM: 'to_llm'>, 'structured_output': <Hosti"
-        "le>}, {'name': 'tool4', 'arguments': '{\\\"q\\\": \\\"caf\\\\udce9 sk-pr"
-        "oj-Abcdefghijklmnop0123456789QRSTuvwx\\\"}', 'model_arguments': No"
-        "ne, 'output': 'found \\\\ud83d\\\\ude00 zero\\\\u200bwidth, bidi\\\\u202"
-        "eflip, nul\\\\x00, line\\\\u2028sep, bom\\\\ufeff', 'is_success': True"
-        ", 'duration': datetime.timedelta(microseconds=4000), 'return_beh"
-        "avior': <ReturnBehavior.TO_LLM: 'to_llm'>, 'structured_output': "
-        "<SavesItsOwn>}, {'name': 'tool5', 'arguments': '{\\\"q\\\": \\\"caf\\\\u"
-        "dce9 sk-proj-Abcdefghijklmnop0123456789QRSTuvwx\\\"}', 'model_argu"
-        "ments': None, 'output': 'found \\\\ud83d\\\\ude00 zero\\\\u200bwidth, "
-        "bidi\\\\u202eflip, nul\\\\x00, line\\\\u2028sep, bom\\\\ufeff', 'is_succ"
-        "ess': False, 'duration': datetime.timedelta(microseconds=5000), "
-        "'return_behavior': <ReturnBehavior.TO_LLM: 'to_llm'>, 'structure"
-        "d_output': 'plain'}], 'llm_calls': 3, 'usage': {'prompt_tokens':"
-        " 0, 'completion_tokens': 0, 'total_tokens': 0, 'cached_prompt_to"
-        "kens': 0, 'cache_write_tokens': 0, 'reasoning_tokens': 0}, 'retu"
-        "rned_immediately': False, 'task_name': 'read\\\\ud800', 'cost_usd'"
-        ": None, 'metrics': {'model_seconds': 0.0, 'tool_seconds': 0.0, '"
-        "review_wait_seconds': 0.0, 'retries': 0}, 'reasoning': None}}]}}"
-        ", 'graphs': {'g': {'path': ['a\\\\ud800'], 'stopped_by': 'end', 'o"
-        "utputs': {'a': {'raw': 'ok \\\\ud800', 'parsed': {'obj': <Custom>,"
-        " 'k': '\\\\ud800'}, 'task_description': 'x', 'agent_role': 'y', 'd"
-        "uration': datetime.timedelta(0), 'tool_calls': [], 'llm_calls': "
-        "0, 'usage': {'prompt_tokens': 0, 'completion_tokens': 0, 'total_"
-        "tokens': 0, 'cached_prompt_tokens': 0, 'cache_write_tokens': 0, "
-        "'reasoning_tokens': 0}, 'returned_immediately': False, 'task_nam"
-        "e': None, 'cost_usd': None, 'metrics': {'model_seconds': 0.0, 't"
-        "ool_seconds': 0.0, 'review_wait_seconds': 0.0, 'retries': 0}, 'r"
-        "easoning': None}}}}}\""
+        "ation': datetime.timedelta(microseconds=1000), 'return_behavior'"
+        ": <ReturnBehavior.TO_LLM: 'to_llm'>, 'structured_output': <Custo"
+        "m>}, {'name': 'tool2', 'arguments': '{\\\"q\\\": \\\"caf\\\\udce9 sk-pro"
+        "j-Abcdefghijklmnop0123456789QRSTuvwx\\\"}', 'model_arguments': Non"
+        "e, 'output': 'found \\\\ud83d\\\\ude00 zero\\\\u200bwidth, bidi\\\\u202e"
+        "flip, nul\\\\x00, line\\\\u2028sep, bom\\\\ufeff', 'is_success': True,"
+        " 'duration': datetime.timedelta(microseconds=2000), 'return_beha"
+        "vior': <ReturnBehavior.TO_LLM: 'to_llm'>, 'structured_output': {"
+        "'set': {1}, 'obj': <Custom>, 'bytes': b'\\\\xff\\\\xfe'}}, {'name': "
+        "'tool3', 'arguments': '{\\\"q\\\": \\\"caf\\\\udce9 sk-proj-Abcdefghijkl"
+        "mnop0123456789QRSTuvwx\\\"}', 'model_arguments': None, 'output': '"
+        "found \\\\ud83d\\\\ude00 zero\\\\u200bwidth, bidi\\\\u202eflip, nul\\\\x00"
+        ", line\\\\u2028sep, bom\\\\ufeff', 'is_success': False, 'duration': "
+        "datetime.timedelta(microseconds=3000), 'return_behavior': <Retur"
+        "nBehavior.TO_LLM: 'to_llm'>, 'structured_output': <Hostile>}, {'"
+        "name': 'tool4', 'arguments': '{\\\"q\\\": \\\"caf\\\\udce9 sk-proj-Abcde"
+        "fghijklmnop0123456789QRSTuvwx\\\"}', 'model_arguments': None, 'out"
+        "put': 'found \\\\ud83d\\\\ude00 zero\\\\u200bwidth, bidi\\\\u202eflip, n"
+        "ul\\\\x00, line\\\\u2028sep, bom\\\\ufeff', 'is_success': True, 'durat"
+        "ion': datetime.timedelta(microseconds=4000), 'return_behavior': "
+        "<ReturnBehavior.TO_LLM: 'to_llm'>, 'structured_output': <SavesIt"
+        "sOwn>}, {'name': 'tool5', 'arguments': '{\\\"q\\\": \\\"caf\\\\udce9 sk-"
+        "proj-Abcdefghijklmnop0123456789QRSTuvwx\\\"}', 'model_arguments': "
+        "None, 'output': 'found \\\\ud83d\\\\ude00 zero\\\\u200bwidth, bidi\\\\u2"
+        "02eflip, nul\\\\x00, line\\\\u2028sep, bom\\\\ufeff', 'is_success': Fa"
+        "lse, 'duration': datetime.timedelta(microseconds=5000), 'return_"
+        "behavior': <ReturnBehavior.TO_LLM: 'to_llm'>, 'structured_output"
+        "': 'plain'}], 'llm_calls': 3, 'usage': {'prompt_tokens': 0, 'com"
+        "pletion_tokens': 0, 'total_tokens': 0, 'cached_prompt_tokens': 0"
+        ", 'cache_write_tokens': 0, 'reasoning_tokens': 0}, 'returned_imm"
+        "ediately': False, 'task_name': 'read\\\\ud800', 'cost_usd': None, "
+        "'metrics': {'model_seconds': 0.0, 'tool_seconds': 0.0, 'review_w"
+        "ait_seconds': 0.0, 'retries': 0}, 'reasoning': None, 'model': No"
+        "ne}, {'raw': 'ok \\\\ud800', 'parsed': {'obj': <Custom>, 'k': '\\\\u"
+        "d800'}, 'task_description': 'x', 'agent_role': 'y', 'duration': "
+        "datetime.timedelta(0), 'tool_calls': [], 'llm_calls': 0, 'usage'"
+        ": {'prompt_tokens': 0, 'completion_tokens': 0, 'total_tokens': 0"
+        ", 'cached_prompt_tokens': 0, 'cache_write_tokens': 0, 'reasoning"
+        "_tokens': 0}, 'returned_immediately': False, 'task_name': None, "
+        "'cost_usd': None, 'metrics': {'model_seconds': 0.0, 'tool_second"
+        "s': 0.0, 'review_wait_seconds': 0.0, 'retries': 0}, 'reasoning':"
+        " None, 'model': None}], 'exit_reason': <ExitReason.COMPLETED: 'c"
+        "ompleted'>, 'total_duration': datetime.timedelta(0), 'total_tool"
+        "_calls': 0, 'usage': {'prompt_tokens': 0, 'completion_tokens': 0"
+        ", 'total_tokens': 0, 'cached_prompt_tokens': 0, 'cache_write_tok"
+        "ens': 0, 'reasoning_tokens': 0}, 'tool_metrics': {'tool\\\\ud800':"
+        " {'calls': 2}, 'odd': <Custom>}, 'run_id': '', 'trace': None, 'c"
+        "ost_usd': None, 'loops': {'l\\\\ud800': {'iterations': 1, 'stopped"
+        "_by': 'until', 'history': [{'w': {'raw': 'done \\\\ud800 with sk-p"
+        "roj-Abcdefghijklmnop0123456789QRSTuvwx and zero\\\\u200bwidth, bid"
+        "i\\\\u202eflip, nul\\\\x00, line\\\\u2028sep, bom\\\\ufeff', 'parsed': {"
+        "'k': ['v\\\\ud800', {'deep': [1, 2.5, None, True]}], 'ok': 'café'}"
+        ", 'task_description': 'Read caf\\\\udce9.txt', 'agent_role': 'Read"
+        "er \\\\ud800', 'duration': datetime.timedelta(seconds=1, microseco"
+        "nds=500000), 'tool_calls': [{'name': 'tool0', 'arguments': '{\\\"q"
+        '\\": \\"caf\\\\udce9 sk-proj-Abcdefghijklmnop0123456789QRSTuvwx\\"}\','
+        " 'model_arguments': None, 'output': 'found \\\\ud83d\\\\ude00 zero\\\\"
+        "u200bwidth, bidi\\\\u202eflip, nul\\\\x00, line\\\\u2028sep, bom\\\\ufef"
+        "f', 'is_success': True, 'duration': datetime.timedelta(0), 'retu"
+        "rn_behavior': <ReturnBehavior.TO_LLM: 'to_llm'>, 'structured_out"
+        "put': {'name\\\\udce9': ['caf\\\\udce9.txt'], 'n': 3}}, {'name': 'to"
+        "ol1', 'arguments': '{\\\"q\\\": \\\"caf\\\\udce9 sk-proj-Abcdefghijklmno"
+        "p0123456789QRSTuvwx\\\"}', 'model_arguments': None, 'output': 'fou"
+        "nd \\\\ud83d\\\\ude00 zero\\\\u200bwidth, bidi\\\\u202eflip, nul\\\\x00, l"
+        "ine\\\\u2028sep, bom\\\\ufeff', 'is_success': False, 'duration': dat"
+        "etime.timedelta(microseconds=1000), 'return_behavior': <ReturnBe"
+        "havior.TO_LLM: 'to_llm'>, 'structured_output': <Custom>}, {'name"
+        "': 'tool2', 'arguments': '{\\\"q\\\": \\\"caf\\\\udce9 sk-proj-Abcdefghi"
+        "jklmnop0123456789QRSTuvwx\\\"}', 'model_arguments': None, 'output'"
+        ": 'found \\\\ud83d\\\\ude00 zero\\\\u200bwidth, bidi\\\\u202eflip, nul\\\\"
+        "x00, line\\\\u2028sep, bom\\\\ufeff', 'is_success': True, 'duration'"
+        ": datetime.timedelta(microseconds=2000), 'return_behavior': <Ret"
+        "urnBehavior.TO_LLM: 'to_llm'>, 'structured_output': {'set': {1},"
+        " 'obj': <Custom>, 'bytes': b'\\\\xff\\\\xfe'}}, {'name': 'tool3', 'a"
+        'rguments\': \'{\\"q\\": \\"caf\\\\udce9 sk-proj-Abcdefghijklmnop0123456'
+        "789QRSTuvwx\\\"}', 'model_arguments': None, 'output': 'found \\\\ud8"
+        "3d\\\\ude00 zero\\\\u200bwidth, bidi\\\\u202eflip, nul\\\\x00, line\\\\u20"
+        "28sep, bom\\\\ufeff', 'is_success': False, 'duration': datetime.ti"
+        "medelta(microseconds=3000), 'return_behavior': <ReturnBehavior.T"
+        "O_LLM: 'to_llm'>, 'structured_output': <Hostile>}, {'name': 'too"
+        "l4', 'arguments': '{\\\"q\\\": \\\"caf\\\\udce9 sk-proj-Abcdefghijklmnop"
+        "0123456789QRSTuvwx\\\"}', 'model_arguments': None, 'output': 'foun"
+        "d \\\\ud83d\\\\ude00 zero\\\\u200bwidth, bidi\\\\u202eflip, nul\\\\x00, li"
+        "ne\\\\u2028sep, bom\\\\ufeff', 'is_success': True, 'duration': datet"
+        "ime.timedelta(microseconds=4000), 'return_behavior': <ReturnBeha"
+        "vior.TO_LLM: 'to_llm'>, 'structured_output': <SavesItsOwn>}, {'n"
+        "ame': 'tool5', 'arguments': '{\\\"q\\\": \\\"caf\\\\udce9 sk-proj-Abcdef"
+        "ghijklmnop0123456789QRSTuvwx\\\"}', 'model_arguments': None, 'outp"
+        "ut': 'found \\\\ud83d\\\\ude00 zero\\\\u200bwidth, bidi\\\\u202eflip, nu"
+        "l\\\\x00, line\\\\u2028sep, bom\\\\ufeff', 'is_success': False, 'durat"
+        "ion': datetime.timedelta(microseconds=5000), 'return_behavior': "
+        "<ReturnBehavior.TO_LLM: 'to_llm'>, 'structured_output': 'plain'}"
+        "], 'llm_calls': 3, 'usage': {'prompt_tokens': 0, 'completion_tok"
+        "ens': 0, 'total_tokens': 0, 'cached_prompt_tokens': 0, 'cache_wr"
+        "ite_tokens': 0, 'reasoning_tokens': 0}, 'returned_immediately': "
+        "False, 'task_name': 'read\\\\ud800', 'cost_usd': None, 'metrics': "
+        "{'model_seconds': 0.0, 'tool_seconds': 0.0, 'review_wait_seconds"
+        "': 0.0, 'retries': 0}, 'reasoning': None, 'model': None}}]}}, 'g"
+        "raphs': {'g': {'path': ['a\\\\ud800'], 'stopped_by': 'end', 'outpu"
+        "ts': {'a': {'raw': 'ok \\\\ud800', 'parsed': {'obj': <Custom>, 'k'"
+        ": '\\\\ud800'}, 'task_description': 'x', 'agent_role': 'y', 'durat"
+        "ion': datetime.timedelta(0), 'tool_calls': [], 'llm_calls': 0, '"
+        "usage': {'prompt_tokens': 0, 'completion_tokens': 0, 'total_toke"
+        "ns': 0, 'cached_prompt_tokens': 0, 'cache_write_tokens': 0, 'rea"
+        "soning_tokens': 0}, 'returned_immediately': False, 'task_name': "
+        "None, 'cost_usd': None, 'metrics': {'model_seconds': 0.0, 'tool_"
+        "seconds': 0.0, 'review_wait_seconds': 0.0, 'retries': 0}, 'reaso"
+        "ning': None, 'model': None}}}}}\""
     ),
     "keyed": (
         '{"raw":"keys","parsed":{"k�":{"d�":["v�"]},"ok":1},"task_descrip'
@@ -611,7 +619,7 @@ SAVED = {
         'ed_prompt_tokens":0,"cache_write_tokens":0,"reasoning_tokens":0}'
         ',"returned_immediately":false,"task_name":null,"cost_usd":null,"'
         'metrics":{"model_seconds":0.0,"tool_seconds":0.0,"review_wait_se'
-        'conds":0.0,"retries":0},"reasoning":null}'
+        'conds":0.0,"retries":0},"reasoning":null,"model":null}'
     ),
     "typed_keys": (
         '{"raw":"done","task_outputs":[{"raw":"plain text","parsed":null,'
@@ -621,27 +629,28 @@ SAVED = {
         'cache_write_tokens":0,"reasoning_tokens":0},"returned_immediatel'
         'y":false,"task_name":null,"cost_usd":null,"metrics":{"model_seco'
         'nds":0.0,"tool_seconds":0.0,"review_wait_seconds":0.0,"retries":'
-        '0},"reasoning":null}],"exit_reason":"completed","total_duration"'
-        ':"PT0S","total_tool_calls":0,"usage":{"prompt_tokens":0,"complet'
-        'ion_tokens":0,"total_tokens":0,"cached_prompt_tokens":0,"cache_w'
-        'rite_tokens":0,"reasoning_tokens":0},"tool_metrics":{"tool�":{"c'
-        'alls":1}},"run_id":"","trace":null,"cost_usd":null,"loops":{"l�"'
-        ':{"iterations":1,"stopped_by":"until","history":[{"w":{"raw":"pl'
-        'ain text","parsed":null,"task_description":"Describe","agent_rol'
-        'e":"Writer","duration":"PT0S","tool_calls":[],"llm_calls":0,"usa'
-        'ge":{"prompt_tokens":0,"completion_tokens":0,"total_tokens":0,"c'
-        'ached_prompt_tokens":0,"cache_write_tokens":0,"reasoning_tokens"'
-        ':0},"returned_immediately":false,"task_name":null,"cost_usd":nul'
-        'l,"metrics":{"model_seconds":0.0,"tool_seconds":0.0,"review_wait'
-        '_seconds":0.0,"retries":0},"reasoning":null}}]}},"graphs":{"g�":'
-        '{"path":["a"],"stopped_by":"end","outputs":{"a�":{"raw":"plain t'
-        'ext","parsed":null,"task_description":"Describe","agent_role":"W'
-        'riter","duration":"PT0S","tool_calls":[],"llm_calls":0,"usage":{'
-        '"prompt_tokens":0,"completion_tokens":0,"total_tokens":0,"cached'
-        '_prompt_tokens":0,"cache_write_tokens":0,"reasoning_tokens":0},"'
-        'returned_immediately":false,"task_name":null,"cost_usd":null,"me'
-        'trics":{"model_seconds":0.0,"tool_seconds":0.0,"review_wait_seco'
-        'nds":0.0,"retries":0},"reasoning":null}}}}}'
+        '0},"reasoning":null,"model":null}],"exit_reason":"completed","to'
+        'tal_duration":"PT0S","total_tool_calls":0,"usage":{"prompt_token'
+        's":0,"completion_tokens":0,"total_tokens":0,"cached_prompt_token'
+        's":0,"cache_write_tokens":0,"reasoning_tokens":0},"tool_metrics"'
+        ':{"tool�":{"calls":1}},"run_id":"","trace":null,"cost_usd":null,'
+        '"loops":{"l�":{"iterations":1,"stopped_by":"until","history":[{"'
+        'w":{"raw":"plain text","parsed":null,"task_description":"Describ'
+        'e","agent_role":"Writer","duration":"PT0S","tool_calls":[],"llm_'
+        'calls":0,"usage":{"prompt_tokens":0,"completion_tokens":0,"total'
+        '_tokens":0,"cached_prompt_tokens":0,"cache_write_tokens":0,"reas'
+        'oning_tokens":0},"returned_immediately":false,"task_name":null,"'
+        'cost_usd":null,"metrics":{"model_seconds":0.0,"tool_seconds":0.0'
+        ',"review_wait_seconds":0.0,"retries":0},"reasoning":null,"model"'
+        ':null}}]}},"graphs":{"g�":{"path":["a"],"stopped_by":"end","outp'
+        'uts":{"a�":{"raw":"plain text","parsed":null,"task_description":'
+        '"Describe","agent_role":"Writer","duration":"PT0S","tool_calls":'
+        '[],"llm_calls":0,"usage":{"prompt_tokens":0,"completion_tokens":'
+        '0,"total_tokens":0,"cached_prompt_tokens":0,"cache_write_tokens"'
+        ':0,"reasoning_tokens":0},"returned_immediately":false,"task_name'
+        '":null,"cost_usd":null,"metrics":{"model_seconds":0.0,"tool_seco'
+        'nds":0.0,"review_wait_seconds":0.0,"retries":0},"reasoning":null'
+        ',"model":null}}}}}'
     ),
     "keys": (
         '{"raw":"done","task_outputs":[{"raw":"plain text","parsed":null,'
@@ -651,43 +660,44 @@ SAVED = {
         'cache_write_tokens":0,"reasoning_tokens":0},"returned_immediatel'
         'y":false,"task_name":null,"cost_usd":null,"metrics":{"model_seco'
         'nds":0.0,"tool_seconds":0.0,"review_wait_seconds":0.0,"retries":'
-        '0},"reasoning":null},{"raw":"keys","parsed":{"k�":{"d�":["v�"]},'
-        '"ok":1},"task_description":"Read keys","agent_role":"Reader","du'
-        'ration":"PT0S","tool_calls":[{"name":"tool6","arguments":"{\\"q\\"'
-        ': \\"caf� sk-proj-Abcdefghijklmnop0123456789QRSTuvwx\\"}","model_a'
-        'rguments":null,"output":"found �� zero\u200bwidth, bidi\u202eflip, nul\\u00'
-        '00, line\u2028sep, bom\ufeff","is_success":true,"duration":"PT0.006S","ret'
-        'urn_behavior":"to_llm","structured_output":{"name�":{"n�":1}}}],'
-        '"llm_calls":0,"usage":{"prompt_tokens":0,"completion_tokens":0,"'
-        'total_tokens":0,"cached_prompt_tokens":0,"cache_write_tokens":0,'
-        '"reasoning_tokens":0},"returned_immediately":false,"task_name":n'
-        'ull,"cost_usd":null,"metrics":{"model_seconds":0.0,"tool_seconds'
-        '":0.0,"review_wait_seconds":0.0,"retries":0},"reasoning":null}],'
-        '"exit_reason":"completed","total_duration":"PT0S","total_tool_ca'
+        '0},"reasoning":null,"model":null},{"raw":"keys","parsed":{"k�":{'
+        '"d�":["v�"]},"ok":1},"task_description":"Read keys","agent_role"'
+        ':"Reader","duration":"PT0S","tool_calls":[{"name":"tool6","argum'
+        'ents":"{\\"q\\": \\"caf� sk-proj-Abcdefghijklmnop0123456789QRSTuvwx'
+        '\\"}","model_arguments":null,"output":"found �� zero\u200bwidth, bidi\u202e'
+        'flip, nul\\u0000, line\u2028sep, bom\ufeff","is_success":true,"duration":"P'
+        'T0.006S","return_behavior":"to_llm","structured_output":{"name�"'
+        ':{"n�":1}}}],"llm_calls":0,"usage":{"prompt_tokens":0,"completio'
+        'n_tokens":0,"total_tokens":0,"cached_prompt_tokens":0,"cache_wri'
+        'te_tokens":0,"reasoning_tokens":0},"returned_immediately":false,'
+        '"task_name":null,"cost_usd":null,"metrics":{"model_seconds":0.0,'
+        '"tool_seconds":0.0,"review_wait_seconds":0.0,"retries":0},"reaso'
+        'ning":null,"model":null}],"exit_reason":"completed","total_durat'
+        'ion":"PT0S","total_tool_calls":0,"usage":{"prompt_tokens":0,"com'
+        'pletion_tokens":0,"total_tokens":0,"cached_prompt_tokens":0,"cac'
+        'he_write_tokens":0,"reasoning_tokens":0},"tool_metrics":{"tool�"'
+        ':{"calls":1}},"run_id":"","trace":{"schema_version":2,"run_id":"'
+        'r2","parent_run_id":null,"capture":"standard","status":"running"'
+        ',"started_at":"2026-11-27T19:00:00Z","ended_at":null,"workflow":'
+        '"sequential","inputs":{"who�":"x"},"tasks":[],"events":[],"exit_'
+        'reason":null,"error":null,"usage":{"prompt_tokens":0,"completion'
+        '_tokens":0,"total_tokens":0},"cost_usd":null},"cost_usd":null,"l'
+        'oops":{"l�":{"iterations":1,"stopped_by":"until","history":[{"w"'
+        ':{"raw":"plain text","parsed":null,"task_description":"Describe"'
+        ',"agent_role":"Writer","duration":"PT0S","tool_calls":[],"llm_ca'
         'lls":0,"usage":{"prompt_tokens":0,"completion_tokens":0,"total_t'
         'okens":0,"cached_prompt_tokens":0,"cache_write_tokens":0,"reason'
-        'ing_tokens":0},"tool_metrics":{"tool�":{"calls":1}},"run_id":"",'
-        '"trace":{"schema_version":2,"run_id":"r2","parent_run_id":null,"'
-        'capture":"standard","status":"running","started_at":"2026-11-27T'
-        '19:00:00Z","ended_at":null,"workflow":"sequential","inputs":{"wh'
-        'o�":"x"},"tasks":[],"events":[],"exit_reason":null,"error":null,'
-        '"usage":{"prompt_tokens":0,"completion_tokens":0,"total_tokens":'
-        '0},"cost_usd":null},"cost_usd":null,"loops":{"l�":{"iterations":'
-        '1,"stopped_by":"until","history":[{"w":{"raw":"plain text","pars'
-        'ed":null,"task_description":"Describe","agent_role":"Writer","du'
-        'ration":"PT0S","tool_calls":[],"llm_calls":0,"usage":{"prompt_to'
-        'kens":0,"completion_tokens":0,"total_tokens":0,"cached_prompt_to'
-        'kens":0,"cache_write_tokens":0,"reasoning_tokens":0},"returned_i'
-        'mmediately":false,"task_name":null,"cost_usd":null,"metrics":{"m'
-        'odel_seconds":0.0,"tool_seconds":0.0,"review_wait_seconds":0.0,"'
-        'retries":0},"reasoning":null}}]}},"graphs":{"g�":{"path":["a"],"'
-        'stopped_by":"end","outputs":{"a�":{"raw":"plain text","parsed":n'
-        'ull,"task_description":"Describe","agent_role":"Writer","duratio'
-        'n":"PT0S","tool_calls":[],"llm_calls":0,"usage":{"prompt_tokens"'
-        ':0,"completion_tokens":0,"total_tokens":0,"cached_prompt_tokens"'
-        ':0,"cache_write_tokens":0,"reasoning_tokens":0},"returned_immedi'
-        'ately":false,"task_name":null,"cost_usd":null,"metrics":{"model_'
-        'seconds":0.0,"tool_seconds":0.0,"review_wait_seconds":0.0,"retri'
-        'es":0},"reasoning":null}}}}}'
+        'ing_tokens":0},"returned_immediately":false,"task_name":null,"co'
+        'st_usd":null,"metrics":{"model_seconds":0.0,"tool_seconds":0.0,"'
+        'review_wait_seconds":0.0,"retries":0},"reasoning":null,"model":n'
+        'ull}}]}},"graphs":{"g�":{"path":["a"],"stopped_by":"end","output'
+        's":{"a�":{"raw":"plain text","parsed":null,"task_description":"D'
+        'escribe","agent_role":"Writer","duration":"PT0S","tool_calls":[]'
+        ',"llm_calls":0,"usage":{"prompt_tokens":0,"completion_tokens":0,'
+        '"total_tokens":0,"cached_prompt_tokens":0,"cache_write_tokens":0'
+        ',"reasoning_tokens":0},"returned_immediately":false,"task_name":'
+        'null,"cost_usd":null,"metrics":{"model_seconds":0.0,"tool_second'
+        's":0.0,"review_wait_seconds":0.0,"retries":0},"reasoning":null,"'
+        'model":null}}}}}'
     ),
 }

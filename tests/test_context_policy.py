@@ -3,12 +3,15 @@ the oldest turns go first, a tool call and its result are always kept or dropped
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from typing import Any
 
 import pytest
 from pydantic import ValidationError
 
+from agentensemble import LLM, Agent, Ensemble, Task, tool
+from agentensemble.config import load_crew
 from agentensemble.context_policy import (
     ContextPolicy,
     drop_old_tool_results,
@@ -16,6 +19,18 @@ from agentensemble.context_policy import (
     oldest_part,
     trim_oldest_turns,
     turns,
+)
+from agentensemble.errors import TaskExecutionError
+from agentensemble.events import ContextCompacted, LLMCallCompleted
+from agentensemble.execution._window import TokenCounter, model_window
+from agentensemble.testing import (
+    Fault,
+    FunctionChatModel,
+    OpenAICompatibleServer,
+    ScriptedChatModel,
+    TextReply,
+    ToolCallsReply,
+    tool_call,
 )
 
 Message = dict[str, Any]
@@ -130,7 +145,7 @@ def test_the_count_grows_with_the_turns_not_their_square() -> None:
 
     long = [SYSTEM, PROMPT] + [m for n in range(200) for m in (call(n), result(n))]
     trim_oldest_turns(long, 2, 50, counting)
-    assert calls <= 200  # one count per dropped turn at most
+    assert calls <= 201  # the head once, then each turn once: linear, however many go
 
 
 @pytest.mark.parametrize(
@@ -152,3 +167,228 @@ def test_a_policy_that_cannot_work_is_refused_naming_the_field(
     with pytest.raises(ValidationError) as caught:
         ContextPolicy(**settings)
     assert caught.value.errors()[0]["loc"][0] == field
+
+
+# -- the policy in a run ------------------------------------------------------------------------
+
+LONG = "row " * 500  # 2,000 characters: about 500 tokens by the estimate of a scripted model
+
+
+@tool
+def read_table(name: str) -> str:
+    """Read a table."""
+    return f"{name}: {LONG}"
+
+
+class Listen:
+    def __init__(self) -> None:
+        self.events: list[Any] = []
+
+    def on_event(self, event: Any) -> None:
+        self.events.append(event)
+
+    def of(self, kind: type) -> list[Any]:
+        return [event for event in self.events if isinstance(event, kind)]
+
+
+def reads(count: int) -> list[Any]:
+    """A model's script: ``count`` turns reading a table each, then the answer."""
+    return [*(tool_call("read_table", {"name": f"t{n}"}) for n in range(count)), "all read"]
+
+
+def paired(messages: Sequence[Message]) -> bool:
+    """Every tool call has its result and every result its call (what providers demand)."""
+    calls = {c["id"] for m in messages for c in m.get("tool_calls") or ()}
+    results = {m["tool_call_id"] for m in messages if m["role"] == "tool"}
+    return calls == results
+
+
+def run_reading(
+    policy: ContextPolicy, turns: int, **agent: Any
+) -> tuple[Any, ScriptedChatModel, Listen]:
+    model = ScriptedChatModel(reads(turns))
+    listen = Listen()
+    reader = Agent(role="Reader", goal="Read every table", tools=[read_table], llm=model, **agent)
+    task = Task(description="Read the tables t0 to t5", name="reading", agent=reader)
+    output = Ensemble(tasks=[task], context_policy=policy, listeners=[listen]).run()
+    return output, model, listen
+
+
+async def sizes(model: ScriptedChatModel) -> list[int]:
+    """Each request's tokens as the policy counts them for this model (tool specs included)."""
+    counter = TokenCounter(model, model.requests[0].tools)
+    await counter.start()
+    return [counter(request.messages) + counter.tools_tokens for request in model.requests]
+
+
+@pytest.mark.anyio
+async def test_a_conversation_that_outgrows_the_window_is_compacted_and_the_run_finishes() -> None:
+    policy = ContextPolicy(max_prompt_tokens=1500, keep_tool_results=1)
+    output, model, listen = run_reading(policy, 6)
+    assert output.raw == "all read"
+    assert max(await sizes(model)) <= 1500  # no request ever over the window
+    assert all(paired(request.messages) for request in model.requests)
+    last = model.requests[-1].messages
+    results = [m["content"] for m in last if m["role"] == "tool"]
+    assert len(results) == 6  # every call kept its result: the old ones as placeholders
+    assert results[-1].startswith("t5: row")
+    assert results[0] == (
+        "[tool result of read_table removed to keep the conversation short: 2004 characters]"
+    )
+    compactions = listen.of(ContextCompacted)
+    assert compactions and all(c.reason == "window" and c.limit == 1500 for c in compactions)
+    assert all(c.tokens_before > 1500 >= c.tokens_after for c in compactions)
+    shortened = [r for r in results if r.startswith("[tool result of read_table removed")]
+    assert sum(c.tool_results_elided for c in compactions) == len(shortened) >= 4
+    trace = output.trace.tasks[0]  # type: ignore[union-attr]
+    assert [e.type for e in trace.events].count("ContextCompacted") == len(compactions)
+
+
+@pytest.mark.anyio
+async def test_without_placeholders_the_oldest_turns_go_with_their_results() -> None:
+    output, model, listen = run_reading(ContextPolicy(max_prompt_tokens=1500), 6)
+    assert output.raw == "all read"
+    assert max(await sizes(model)) <= 1500
+    assert all(paired(request.messages) for request in model.requests)
+    last = model.requests[-1].messages
+    assert "Read the tables" in last[1]["content"]  # the task's prompt always stays
+    assert [m["content"][:3] for m in last if m["role"] == "tool"] == ["t4:", "t5:"]
+    assert sum(c.messages_dropped for c in listen.of(ContextCompacted)) == 8  # 4 turns of 2
+
+
+def test_the_oldest_turns_are_summarised_by_the_policys_model_counted_like_any_call() -> None:
+    summariser = FunctionChatModel(
+        lambda messages, tools: f"{messages[1]['content'].count('[tool result]')} tables read."
+    )
+    summariser.model = "openai/gpt-4o-mini"
+    policy = ContextPolicy(max_prompt_tokens=1500, summarize_with=summariser)
+    output, model, listen = run_reading(policy, 6)
+    assert output.raw == "all read"
+    summaries = [
+        m["content"]
+        for m in model.requests[-1].messages
+        if str(m.get("content", "")).startswith("Summary of the earlier conversation")
+    ]
+    assert len(summaries) == 1 and summaries[0].endswith("tables read.")  # one, rolling
+    asked = summariser.requests[0].messages[1]["content"]
+    assert "[assistant called read_table]" in asked and "[tool result] t0: row" in asked
+    assert all(
+        "Summary of the earlier conversation" in request.messages[1]["content"]
+        for request in summariser.requests[1:]
+    )  # a later summary takes the one before it in
+    assert all(paired(request.messages) for request in model.requests)
+    called = [e.model for e in listen.of(LLMCallCompleted)]
+    assert called.count("openai/gpt-4o-mini") == len(summariser.requests) >= 1
+    task = output.task_outputs[0]
+    assert task.llm_calls == len(model.requests) + len(summariser.requests)
+    assert sum(c.messages_summarized for c in listen.of(ContextCompacted)) >= 2
+
+
+def test_a_prompt_that_cannot_fit_fails_before_anything_is_sent() -> None:
+    model = ScriptedChatModel(["never sent"])
+    agent = Agent(
+        role="Reader", goal="Read", llm=model, context_policy=ContextPolicy(max_prompt_tokens=20)
+    )
+    task = Task(description="Read " + "everything " * 50, name="reading", agent=agent)
+    with pytest.raises(TaskExecutionError) as caught:
+        Ensemble(tasks=[task]).run()
+    message = str(caught.value.__cause__)
+    assert "Task 'reading'" in message and "20-token window" in message
+    assert "the prompt is" in message
+    assert model.requests == []
+
+
+def test_the_agents_policy_wins_over_the_ensembles() -> None:
+    model = ScriptedChatModel(["never sent"])
+    agent = Agent(
+        role="Reader", goal="Read", llm=model, context_policy=ContextPolicy(max_prompt_tokens=20)
+    )
+    task = Task(description="Read the table", agent=agent)
+    with pytest.raises(TaskExecutionError, match="20-token window"):
+        Ensemble(tasks=[task], context_policy=ContextPolicy(max_prompt_tokens=100_000)).run()
+
+
+@pytest.mark.parametrize(
+    ("model", "window"),
+    [
+        (lambda: LLM("openai/gpt-4o-mini"), 128_000),
+        (lambda: LLM("openai/gpt-4o-mini", max_tokens=1_000), 127_000),  # the reply's room
+        (lambda: LLM("openai/gpt-4o", fallbacks=["openai/gpt-3.5-turbo"]), 16_385),  # smallest
+        (lambda: ScriptedChatModel([]), None),  # litellm's table does not know it
+    ],
+)
+def test_the_models_window_is_litellms_max_input_tokens_less_the_reply(
+    model: Any, window: int | None
+) -> None:
+    assert model_window(model()) == window
+
+
+def test_a_crew_file_sets_a_context_policy_on_an_agent_or_the_ensemble() -> None:
+    crew = {
+        "context_policy": {"max_prompt_tokens": 8000},
+        "agents": {"w": {"role": "W", "goal": "G", "context_policy": {"keep_tool_results": 2}}},
+        "tasks": [{"description": "Work", "agent": "w"}],
+    }
+    ensemble = load_crew(crew)
+    assert ensemble.context_policy == ContextPolicy(max_prompt_tokens=8000)
+    assert ensemble.agents[0].context_policy == ContextPolicy(keep_tool_results=2)
+    crew["context_policy"] = {"max_prompt_tokens": 0}
+    with pytest.raises(Exception, match="max_prompt_tokens"):
+        load_crew(crew)
+
+
+# -- a provider's context-length error over HTTP: one compaction and a retry -----------------
+
+
+def refusing_long_prompts(body: dict[str, Any]) -> Any:
+    """A provider whose window holds two whole tool results: more, and it refuses the prompt."""
+    whole = [m for m in body["messages"] if m["role"] == "tool" and "row row" in m["content"]]
+    if len(whole) > 2:
+        message = "This model's maximum context length is 1500 tokens; your messages were more"
+        error = {
+            "error": {
+                "message": message,
+                "type": "invalid_request_error",
+                "code": "context_length_exceeded",
+            }
+        }
+        return Fault.http(400, body=json.dumps(error))
+    tools_seen = sum(1 for m in body["messages"] if m["role"] == "tool")
+    if tools_seen < 4:
+        return ToolCallsReply(calls=(("read_table", json.dumps({"name": f"t{tools_seen}"})),))
+    return TextReply("all read")
+
+
+def test_a_providers_context_length_error_compacts_once_and_asks_again() -> None:
+    listen = Listen()
+    with OpenAICompatibleServer() as server:
+        server.set_responder(refusing_long_prompts)
+        llm = LLM("openai/gpt-4o-mini", api_base=server.base_url, api_key="sk-test-window")
+        agent = Agent(
+            role="Reader",
+            goal="Read",
+            tools=[read_table],
+            llm=llm,
+            context_policy=ContextPolicy(keep_tool_results=1),
+        )
+        task = Task(description="Read the tables", agent=agent)
+        output = Ensemble(tasks=[task], listeners=[listen]).run()
+        outcomes = [request.outcome for request in server.log]
+    assert output.raw == "all read"
+    assert outcomes.count("fault:status:400") == 1, outcomes
+    [compaction, *_] = listen.of(ContextCompacted)
+    assert compaction.reason == "provider_error" and compaction.tool_results_elided >= 1
+
+
+def test_a_summariser_that_cannot_work_fails_before_the_tasks_first_call(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
+    model = ScriptedChatModel(["never sent"])
+    policy = ContextPolicy(summarize_with="anthropic/claude-3-5-haiku-latest")
+    agent = Agent(role="Reader", goal="Read", llm=model, context_policy=policy)
+    with pytest.raises(TaskExecutionError) as caught:
+        Ensemble(tasks=[Task(description="Read", agent=agent)]).run()
+    assert "context_policy.summarize_with:" in str(caught.value.__cause__)
+    assert "ANTHROPIC_API_KEY" in str(caught.value.__cause__)
+    assert model.requests == []

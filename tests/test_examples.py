@@ -91,6 +91,15 @@ RUNS = {
             "Rounds: 2; stopped by: until",
         )
     ),
+    "long_research.py": Run(
+        expected=(
+            OFFLINE,
+            "The index: Error: tool 'archive_index' timed out after 0.5 s",
+            "Pages read: 6",  # page 2 failed once and was read again (retries)
+            "old tool results shortened",
+            "Answer: Read all 6 pages: the highest water recorded is 4.59 m.",
+        )
+    ),
     "budget_loop.py": Run(
         expected=(
             OFFLINE,

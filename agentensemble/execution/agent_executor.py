@@ -13,6 +13,7 @@ from agentensemble._dataclass import dataclass
 from agentensemble.errors import (
     AgentEnsembleError,
     AgentExecutionError,
+    LLMError,
     ModelRefusalError,
     OutputParsingError,
 )
@@ -20,6 +21,7 @@ from agentensemble.events import LLMCallCompleted, LLMCallFailed, LLMCallStarted
 from agentensemble.execution._instructions import computed_instructions
 from agentensemble.execution._recall import show_recollection
 from agentensemble.execution._verbose import Transcript
+from agentensemble.execution._window import ContextWindow, is_context_length_error
 from agentensemble.execution.env import ExecutionEnv
 from agentensemble.execution.guardrails import (
     check_input,
@@ -64,6 +66,7 @@ from agentensemble.task_memory import TaskMemory
 from agentensemble.tools.context import in_tool_call
 
 if TYPE_CHECKING:
+    from agentensemble.context_policy import ContextPolicy
     from agentensemble.tools.resolver import ResolvedTools
 
 EMPTY_ANSWER_NUDGE = "Your reply was empty. Give your final answer to the task now."
@@ -95,6 +98,7 @@ class AgentTask:
     instructions: Any = None  # the agent's: text, or a function of RunContext (each task start)
     skills: Sequence[tuple[str, str]] = ()  # the agent's skills: (name, description), listed
     attachments: Sequence[Any] = ()  # Image / Document / Audio sent with the task's prompt
+    context_policy: ContextPolicy | None = None  # the agent's (else the run's: env)
 
     def for_run(self, description: str, context: Sequence[ContextItem]) -> AgentTask:
         """A copy for one run of the task, with its (reviewed) description and its context: a
@@ -142,10 +146,12 @@ class AgentExecutor:
         self.llm_calls = 0
         self.usage = no_usage()
         self.reasoning: str | None = None  # the last turn's, for TaskOutput.reasoning
+        self.answered_by: str | None = None  # the last turn's model, for TaskOutput.model
         self._turns: ToolTurns | None = None
         self._transcript = Transcript(task.role) if task.verbose else None
         self._costs: list[float | None] = []
         self._model_step = f"model:{task.role}"
+        self._window: ContextWindow | None = None  # the task's context policy, if any
 
     def _user_prompt(self, *, schema_in_prompt: bool) -> str:
         task = self.task
@@ -179,6 +185,18 @@ class AgentExecutor:
         if task.output_type is not None and await supports_response_format(task.model):
             self._format = response_format(task.output_type)
             self.messages[self._prompt_at]["content"] = self._user_prompt(schema_in_prompt=False)
+        policy = task.context_policy or self.env.context_policy
+        if policy is not None:
+            self._window = ContextWindow(
+                policy,
+                model=task.model,
+                tools=task.tools.specs if task.tools is not None else None,
+                task=task.task_name or task.description[:80],
+                role=task.role,
+                task_name=task.task_name,
+                ask=self._summarise,
+                emitter=self._emitter,
+            )
 
     async def _finish(
         self, text: str, started: float, attempt: int
@@ -291,41 +309,72 @@ class AgentExecutor:
     async def _ask_model(
         self, complete: Callable[[list[Message]], Awaitable[ChatResponse]]
     ) -> ChatResponse:
-        if self._transcript is not None:
-            self._transcript.messages(self.messages)
+        """One turn of the task's model, inside the task's context policy when it has one
+        (``_window.py``: the prompt fitted to the window first; a provider's context-length
+        error compacts once and asks again)."""
+        window = self._window
+        if window is None:
+            return await self._send(self.task.model, complete, self.messages, self._model_step)
+        head = self._prompt_at + 1
+        await window.fit(self.messages, head)
+        try:
+            return await self._send(self.task.model, complete, self.messages, self._model_step)
+        except LLMError as error:
+            if not is_context_length_error(error):
+                raise
+            if not await window.after_error(self.messages, head):
+                raise
+        return await self._send(self.task.model, complete, self.messages, self._model_step)
+
+    async def _summarise(self, model: ChatModel, messages: list[Message]) -> ChatResponse:
+        """A context policy's summary request: a model call of the task like its own turns
+        (checked against the run's limits, in events, the trace, usage and cost; a step of a
+        durable run)."""
+        return await self._send(model, model.complete, messages, f"summary:{self.task.role}")
+
+    async def _send(
+        self,
+        model: ChatModel,
+        complete: Callable[[list[Message]], Awaitable[ChatResponse]],
+        messages: list[Message],
+        step: str,
+    ) -> ChatResponse:
+        own_turn = messages is self.messages  # not a context policy's summary request
+        if self._transcript is not None and own_turn:
+            self._transcript.messages(messages)
         role, name, emitter = self.task.role, self.task.task_name, self._emitter
-        label, call_id = model_label(self.task.model), new_id_hex()
-        specs = self.task.tools.specs if self.task.tools is not None else None
-        await before_model_call(self.task.model, self.messages, specs)  # limits.py: run budget
+        label, call_id = model_label(model), new_id_hex()
+        specs = self.task.tools.specs if self.task.tools is not None and own_turn else None
+        await before_model_call(model, messages, specs)  # limits.py: run budget
         if emitter is not None:
-            emitter.emit(LLMCallStarted(role, label, call_id, name, list(self.messages)))
+            emitter.emit(LLMCallStarted(role, label, call_id, name, list(messages)))
         started = time.perf_counter()
         try:
             with model_call_scope(role, name, call_id):
                 watch = (
                     None  # one check on an untyped task's call; streaming or not is asked after
-                    if self.task.output_type is None or emitter is None
+                    if self.task.output_type is None or emitter is None or not own_turn
                     else partial_outputs(self.task.output_type, emitter.emit)
                 )
                 if watch is None:
-                    response: ChatResponse = await as_step(
-                        "model", self._model_step, complete, self.messages
-                    )
+                    response: ChatResponse = await as_step("model", step, complete, messages)
                 else:  # a typed task, streamed: its fields so far as PartialOutput events
                     with watch:
-                        response = await as_step("model", self._model_step, complete, self.messages)
+                        response = await as_step("model", step, complete, messages)
         except Exception as error:
             if emitter is not None:
                 failed_after = timedelta(seconds=time.perf_counter() - started)
                 emitter.emit(LLMCallFailed(role, label, call_id, failed_after, error, name))
             raise
         duration = time.perf_counter() - started
-        if self._transcript is not None:
+        if self._transcript is not None and own_turn:
             self._transcript.answer(response)
         self.llm_calls += 1
         self.usage = self.usage + response.usage
-        label = answered_by(self.task.model, response, label)  # a fallback chain: who answered
-        self.reasoning = redact_text(response.reasoning) if response.reasoning else None
+        label = answered_by(model, response, label)  # a fallback chain: who answered
+        if own_turn:
+            self.answered_by = label
+            self.reasoning = redact_text(response.reasoning) if response.reasoning else None
         cost = cost_usd(response.usage, label, response.model)
         self._costs.append(cost)
         after_model_call(response.usage, cost)
@@ -369,6 +418,7 @@ class AgentExecutor:
             task_name=self.task.task_name,
             cost_usd=add_costs(self._costs),
             reasoning=self.reasoning,
+            model=self.answered_by,
         )
 
 

@@ -8,6 +8,7 @@ from typing import Any
 
 from agentensemble._dataclass import dataclass
 from agentensemble.events import EventEmitter
+from agentensemble.tools._calls import ToolSlots
 from agentensemble.tools.metrics import ToolMetricsRegistry
 
 
@@ -21,6 +22,10 @@ class ExecutionEnv:
     """Answers tool approvals and task reviews (None: none can be asked)."""
     metrics: ToolMetricsRegistry = field(default_factory=ToolMetricsRegistry)
     """Every tool call of the run, counted by tool name."""
+    tool_slots: ToolSlots = field(default_factory=ToolSlots)
+    """Each ``max_concurrency`` tool's bound on bodies at once, shared by the whole run."""
+    context_policy: Any = None
+    """The ensemble's ``ContextPolicy``, for every agent without its own (None: none)."""
 
 
 __all__ = ["ExecutionEnv"]

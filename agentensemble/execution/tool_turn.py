@@ -37,7 +37,7 @@ from agentensemble.llm.types import ATTACHMENTS_KEY, Message, ToolCall
 from agentensemble.outputs import ReturnBehavior, ToolCallRecord
 from agentensemble.redaction import redact_text
 from agentensemble.steps import as_step, branches, checkpointing
-from agentensemble.tools._calls import UNKNOWN_TOOL, CallPlan
+from agentensemble.tools._calls import UNKNOWN_TOOL, CallPlan, policed
 from agentensemble.tools._gate import ToolCallResult
 from agentensemble.tools.base import ToolResult
 from agentensemble.tools.context import ToolContext, use_tool_context
@@ -221,17 +221,27 @@ class ToolTurns:
             result = ToolResult.failure(f"Unknown tool '{call.name}'. Available tools: {available}")
             duration = time.perf_counter() - started
             return _CallOutcome(call, result, ReturnBehavior.TO_LLM, duration, True)
-        called = await as_step(
+        policy = tool.plan.policy
+        if policy is None:
+            called = await self._call(tool, call)
+        else:  # its body runs under the tool's timeout, retries and bound (_calls.run_policed)
+            with policed(policy, self._env.tool_slots.get(policy)):
+                called = await self._call(tool, call)
+        duration = time.perf_counter() - started
+        return _CallOutcome(
+            call, called.result, tool.return_behavior, duration, True, called.ran_with
+        )
+
+    def _call(self, tool: ExecutableTool, call: ToolCall) -> Awaitable[ToolCallResult]:
+        """One call of ``tool`` as a step of the run (its outcome, a timed-out body's failure
+        included, is what a durable run checkpoints)."""
+        return as_step(
             "tool",
             tool.step_name,
             _redacted_call,
             tool,
             call.arguments,
             durable_itself=tool.plan.own_steps(self._handler_waits),
-        )
-        duration = time.perf_counter() - started
-        return _CallOutcome(
-            call, called.result, tool.return_behavior, duration, True, called.ran_with
         )
 
     def _record(self, outcome: _CallOutcome) -> None:

@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from agentensemble._validation import refuse_class
+from agentensemble.errors import ModelSettingsError
 from agentensemble.llm._chain import FallbackRule, check_rule, complete_down, provider_unavailable
 from agentensemble.llm.litellm_model import LLM
 from agentensemble.llm.response_format import supports_response_format
@@ -126,10 +127,18 @@ class FallbackModel:
         return True
 
     def check_settings(self) -> None:
-        """Each LLM's settings (a missing key, a bad base URL), before a run's first call."""
-        for model in self.models:
-            if isinstance(model, LLM):
+        """Each LLM's settings (a missing key, a bad base URL, an unknown provider), before a
+        run's first call; ``ModelSettingsError`` names the member that cannot work."""
+        for position, model in enumerate(self.models):
+            if not isinstance(model, LLM):
+                continue
+            try:
                 model.check_settings()
+            except ModelSettingsError as error:
+                raise ModelSettingsError(
+                    f"FallbackModel models[{position}] ({model.model!r}): {error}",
+                    missing_key=error.missing_key,
+                ) from None
 
     def __repr__(self) -> str:
         return f"FallbackModel({list(self.models)!r})"

@@ -19,7 +19,7 @@ from pydantic import (
     model_validator,
 )
 
-from agentensemble.errors import ConfigurationError, LLMError
+from agentensemble.errors import ConfigurationError, LLMError, ModelSettingsError
 from agentensemble.llm import _model_table, _openai_client
 from agentensemble.llm._chain import complete_down, provider_unavailable
 from agentensemble.llm._config_checks import api_base_problem, check_model_settings, provider_of
@@ -175,7 +175,9 @@ class LLM(BaseModel):
 
     def check_settings(self) -> None:
         """Raise ``ConfigurationError`` for settings that cannot work (a missing API key, a base
-        URL without a scheme), naming the variable or setting. Done before a run's first call."""
+        URL without a scheme), naming the variable or setting. Done before a run's first call,
+        for each of ``fallbacks`` too (named by position): a chain fails before the run, not
+        when the turn reaches the member that cannot work."""
         if self._settings_checked:
             return
         check_model_settings(
@@ -184,6 +186,14 @@ class LLM(BaseModel):
             extra=self.extra,
             api_base=self.api_base,
         )
+        for position, fallback in enumerate(self.fallbacks):
+            try:
+                fallback.check_settings()
+            except ModelSettingsError as error:
+                raise ModelSettingsError(
+                    f"fallbacks[{position}] ({fallback.model!r}): {error}",
+                    missing_key=error.missing_key,
+                ) from None
         self._settings_checked = True
 
     @property

@@ -65,6 +65,8 @@ class A2AAgent(AgentTool):
     lists other origins the agent card may point the calls at; nothing else is followed.
     """
 
+    own_deadline = True  # its ``timeout`` is enforced inside: the policy's is a backstop
+
     def __init__(
         self,
         url: str,
@@ -89,7 +91,7 @@ class A2AAgent(AgentTool):
         self._token = token
         register_secret(token)
         self._allowed = {_origin(url), *(_origin(item) for item in allowed_urls)}
-        self.timeout = timeout
+        self.timeout: float = timeout
         self.max_answer_chars = max_answer_chars
         self._card: Any = None
         self._described = description

@@ -7,7 +7,13 @@ counted. The resolver's ``ExecutableTool``, instrumented tools and pipeline step
 
 from __future__ import annotations
 
+import asyncio
 import logging
+import math
+import random
+from collections.abc import Awaitable, Callable
+from contextvars import ContextVar
+from typing import Any, TypeVar
 
 from agentensemble._dataclass import dataclass
 from agentensemble._interrupts import escaped_message
@@ -19,6 +25,76 @@ from agentensemble.tools.context import ToolContext
 from agentensemble.tools.metrics import CallOutcome
 
 LOG_PREVIEW_CHARS = 200
+T = TypeVar("T")
+
+#: The wait before the n-th retry of a tool body: ``RETRY_BACKOFF * 2 ** (n - 1)`` seconds, at
+#: most ``RETRY_MAX_BACKOFF``, less a random part of up to half (calls failing together spread).
+RETRY_BACKOFF = 0.5
+RETRY_MAX_BACKOFF = 10.0
+#: For a tool that enforces its own ``timeout`` (``own_deadline = True``: the built-in
+#: ``HttpFetch``, ``RunCommand``, ``A2AAgent``), the policy's deadline comes this much later, a
+#: backstop: the tool's own message (what it read, what it killed) is the one the model sees.
+OWN_DEADLINE_GRACE = 2.0
+
+
+@dataclass(frozen=True)
+class ToolPolicy:
+    """A tool's execution policy (``@tool(timeout=, retries=, max_concurrency=)`` or the same
+    ``AgentTool`` attributes), checked once when the tool is resolved. It governs the tool's
+    body, after any approval: waiting for a reviewer is never timed, retried or queued."""
+
+    name: str
+    timeout: float | None = None
+    """Seconds one run of the body may take; past them the call fails with "timed out after N
+    s" (an async body is cancelled; a sync body is abandoned in its daemon thread)."""
+    retries: int = 0
+    """Runs of the body again after it raised unexpectedly or timed out, with backoff. Never
+    for a tool that declares approval: a new run would act on a decision made for the first."""
+    max_concurrency: int | None = None
+    """Bodies of this tool running at once across the run (every agent, task and branch)."""
+    gated: bool = False
+    """The tool declares approval: ``retries`` do not apply."""
+
+
+def tool_policy(tool: object, name: str, *, gated: bool) -> ToolPolicy | None:
+    """The checked policy of ``tool`` (None: none set). ``ValueError`` naming the tool and the
+    setting that cannot work (a timeout of 0, negative retries, a concurrency of 0)."""
+    timeout = getattr(tool, "timeout", None)
+    retries = getattr(tool, "retries", 0)
+    concurrency = getattr(tool, "max_concurrency", None)
+    if timeout is None and not retries and concurrency is None:
+        return None
+    check_policy(name, timeout, retries, concurrency)
+    if timeout is not None and getattr(tool, "own_deadline", False) is True:
+        timeout = float(timeout) + OWN_DEADLINE_GRACE
+    return ToolPolicy(name, timeout, retries, concurrency, gated)
+
+
+def check_policy(name: str, timeout: Any, retries: Any, max_concurrency: Any) -> None:
+    """``ValueError`` naming the tool and the first setting that cannot work."""
+    if timeout is not None and (
+        isinstance(timeout, bool)
+        or not isinstance(timeout, (int, float))
+        or not math.isfinite(timeout)
+        or timeout <= 0
+    ):
+        raise ValueError(
+            f"tool {name!r}: timeout must be a number of seconds more than 0 (or None); "
+            f"got {timeout!r}"
+        )
+    if isinstance(retries, bool) or not isinstance(retries, int) or retries < 0:
+        raise ValueError(
+            f"tool {name!r}: retries must be a whole number, 0 or more; got {retries!r}"
+        )
+    if max_concurrency is not None and (
+        isinstance(max_concurrency, bool)
+        or not isinstance(max_concurrency, int)
+        or max_concurrency < 1
+    ):
+        raise ValueError(
+            f"tool {name!r}: max_concurrency must be a whole number, 1 or more (or None); "
+            f"got {max_concurrency!r}"
+        )
 
 
 @dataclass(frozen=True)
@@ -42,6 +118,8 @@ class CallPlan:
     makes_own_steps: bool
     """Its work is steps of its own (a delegation: the worker's model and tool calls), which a
     durable run checkpoints one by one instead of the call as one step."""
+    policy: ToolPolicy | None = None
+    """Its timeout, retries and bound on bodies at once (None: none set)."""
 
     @property
     def runs_alone(self) -> bool:
@@ -64,6 +142,147 @@ UNKNOWN_TOOL = CallPlan(
     makes_own_steps=False,
 )
 """The plan of a call to a tool the agent does not have: answered by the framework alone."""
+
+
+# -- the policy around a tool's body ---------------------------------------------------------
+
+#: The policy of the call being run and its slots (a semaphore when it bounds bodies at once),
+#: set by the executor around one call (``policed``) and read where the body runs (``run_body``).
+_call_policy: ContextVar[tuple[ToolPolicy, asyncio.Semaphore | None] | None] = ContextVar(
+    "agentensemble_tool_policy", default=None
+)
+
+
+class ToolSlots:
+    """One run's bounds on bodies at once, by tool name: every agent, task and parallel branch
+    of the run shares them (a nested ensemble run has its own)."""
+
+    def __init__(self) -> None:
+        self._slots: dict[str, asyncio.Semaphore] = {}
+
+    def get(self, policy: ToolPolicy) -> asyncio.Semaphore | None:
+        if policy.max_concurrency is None:
+            return None
+        slot = self._slots.get(policy.name)
+        if slot is None:
+            slot = self._slots[policy.name] = asyncio.Semaphore(policy.max_concurrency)
+        return slot
+
+
+class policed:
+    """The block runs one call under ``policy`` (its body's runs read it in ``run_body``)."""
+
+    __slots__ = ("_token", "_value")
+
+    def __init__(self, policy: ToolPolicy, slot: asyncio.Semaphore | None) -> None:
+        self._value = (policy, slot)
+
+    def __enter__(self) -> None:
+        self._token = _call_policy.set(self._value)
+
+    def __exit__(self, *_: object) -> None:
+        _call_policy.reset(self._token)
+
+
+def timed_out_message(name: str, timeout: float) -> str:
+    """What the model sees for a body that ran past its timeout."""
+    return f"tool {name!r} timed out after {timeout:g} s"
+
+
+async def run_policed(body: Callable[..., Awaitable[T]], *args: Any) -> T:
+    """``body(*args)`` under the current call's policy, if any: at most ``max_concurrency`` at
+    once in the run, each run within ``timeout``, run again ``retries`` times (with backoff)
+    when it raised unexpectedly or timed out. A nested tool call inside the body has its own
+    policy."""
+    current = _call_policy.get()
+    if current is None:
+        return await body(*args)
+    policy, slot = current
+    token = _call_policy.set(None)
+    try:
+        retries = 0 if policy.gated else policy.retries
+        for attempt in range(retries + 1):
+            try:
+                return await _one_run(policy, slot, body, args)
+            except BaseException as exc:
+                if attempt == retries or not _retryable(exc):
+                    raise
+                _log_retry(policy, attempt + 1, retries, exc)
+            await asyncio.sleep(_backoff(attempt + 1))
+        raise AssertionError("unreachable: the last attempt returns or raises")
+    finally:
+        _call_policy.reset(token)
+
+
+async def _one_run(
+    policy: ToolPolicy,
+    slot: asyncio.Semaphore | None,
+    body: Callable[..., Awaitable[T]],
+    args: tuple[Any, ...],
+) -> T:
+    if slot is not None:
+        async with slot:
+            return await _timed(policy, body, args)
+    return await _timed(policy, body, args)
+
+
+async def _timed(policy: ToolPolicy, body: Callable[..., Awaitable[T]], args: tuple[Any, ...]) -> T:
+    if policy.timeout is None:
+        return await body(*args)
+    try:
+        return await asyncio.wait_for(body(*args), policy.timeout)
+    except asyncio.TimeoutError:  # the body was cancelled (a sync one is left in its thread)
+        from agentensemble.tools.context import current_tool_context
+
+        _timed_out_event(current_tool_context(), policy)
+        raise ToolTimeoutError(timed_out_message(policy.name, policy.timeout)) from None
+
+
+class ToolTimeoutError(ToolExecutionError):
+    """A tool body ran past its ``timeout``: the call's failure, which the model sees."""
+
+
+def _timed_out_event(context: ToolContext, policy: ToolPolicy) -> None:
+    from agentensemble.events import ToolCallTimedOut
+
+    context.emit_event(
+        ToolCallTimedOut(
+            agent_role=context.agent_role,
+            task_description=context.task_description,
+            tool_name=policy.name,
+            timeout=policy.timeout or 0.0,
+        )
+    )
+
+
+def _retryable(exc: BaseException) -> bool:
+    """A body's failure worth another run: a timeout, or an unexpected exception. Not a
+    ``ToolExecutionError`` the tool raised on purpose (its answer for the model, like a
+    failure result), a stop of the run, Ctrl-C or a cancellation meant for the call."""
+    if isinstance(exc, ToolTimeoutError):
+        return True
+    return (
+        isinstance(exc, Exception)
+        and not isinstance(exc, ToolExecutionError)
+        and not stops_the_run(exc)
+    )
+
+
+def _backoff(attempt: int) -> float:
+    base = min(RETRY_MAX_BACKOFF, RETRY_BACKOFF * 2.0 ** (attempt - 1))
+    return float(base * (1.0 - 0.5 * random.random()))
+
+
+def _log_retry(policy: ToolPolicy, attempt: int, retries: int, exc: BaseException) -> None:
+    from agentensemble.logging import get_logger
+
+    get_logger().warning(
+        "tool_retry",
+        tool=policy.name,
+        attempt=attempt,
+        retries=retries,
+        error=preview(exception_message(exc)),
+    )
 
 
 def preview(text: str, limit: int = LOG_PREVIEW_CHARS) -> str:
@@ -137,8 +356,16 @@ def log_call(
 __all__ = [
     "UNKNOWN_TOOL",
     "CallPlan",
+    "ToolPolicy",
+    "ToolSlots",
+    "ToolTimeoutError",
+    "check_policy",
     "exception_message",
     "log_call",
+    "policed",
     "preview",
+    "run_policed",
     "stops_the_run",
+    "timed_out_message",
+    "tool_policy",
 ]

@@ -25,6 +25,7 @@ from agentensemble._dataclass import dataclass
 from agentensemble.errors import ConfigurationError, ToolArgumentsError
 from agentensemble.steps import as_step
 from agentensemble.tools import _approval
+from agentensemble.tools._calls import run_policed
 from agentensemble.tools.base import ToolResult, as_tool_result
 from agentensemble.tools.schema import DuplicateKeyError, load_arguments_json, loads_unique
 
@@ -159,11 +160,14 @@ async def run_body(
     In a durable run whose approval was asked in the run itself (not inside a step), the body
     is a step of its own, checkpointed; inside a step, or in a plain run, a plain call. A tool
     whose body makes steps of its own (``durable_itself``: a delegation) is never one step.
+    The call's policy (timeout, retries, bodies at once: ``_calls.run_policed``) governs the
+    body only, inside that step: a timed-out body's failure is checkpointed like any result.
     """
     with detached():
         return await as_step(
             "tool",
             f"tool:{name}",
+            run_policed,
             body,
             *args,
             durable_itself=getattr(tool, "durable_itself", False) is True,

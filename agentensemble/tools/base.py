@@ -81,6 +81,14 @@ class AgentTool(ABC):
     name: str
     description: str
     return_behavior: ReturnBehavior = ReturnBehavior.TO_LLM
+    timeout: float | None = None
+    """Seconds one run of the body may take (None: no limit): past them the call fails with
+    "timed out after N s", which the model sees; a sync body is abandoned in its thread."""
+    retries: int = 0
+    """Runs of the body again, with backoff, after it raised an unexpected exception or timed
+    out (never for a tool that declares approval)."""
+    max_concurrency: int | None = None
+    """Bodies of this tool running at once across a run (None: no bound)."""
 
     def execute(self, input: str) -> ToolResult:
         """Run the tool. The default runs ``aexecute`` to completion (for async-only tools)."""

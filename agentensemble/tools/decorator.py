@@ -19,6 +19,7 @@ from agentensemble._naming import tool_name_problem
 from agentensemble.errors import ToolNameError
 from agentensemble.outputs import ReturnBehavior
 from agentensemble.tools import _gate
+from agentensemble.tools._calls import check_policy
 from agentensemble.tools._sync import in_worker_thread, run_coroutine_sync
 from agentensemble.tools.base import ToolResult, as_tool_result
 from agentensemble.tools.instrumented import InstrumentedTool
@@ -46,6 +47,9 @@ class ToolDefinition:
     requires_approval: bool | Callable[[str], bool] | Any
     is_async: bool
     metrics: ToolMetrics = field(default_factory=ToolMetrics)
+    timeout: float | None = None
+    retries: int = 0
+    max_concurrency: int | None = None
 
     @property
     def is_method(self) -> bool:
@@ -64,6 +68,9 @@ def tool(
     description: str | None = None,
     return_behavior: ReturnBehavior = ReturnBehavior.TO_LLM,
     requires_approval: bool | Callable[[str], bool] | Any = False,
+    timeout: float | None = None,
+    retries: int = 0,
+    max_concurrency: int | None = None,
 ) -> Callable[[F], F]: ...
 
 
@@ -75,6 +82,9 @@ def tool(
     description: str | None = None,
     return_behavior: ReturnBehavior = ReturnBehavior.TO_LLM,
     requires_approval: bool | Callable[[str], bool] | Any = False,
+    timeout: float | None = None,
+    retries: int = 0,
+    max_concurrency: int | None = None,
 ) -> F | Callable[[F], F]:
     """Mark a function (sync or async, free function or method) as a tool.
 
@@ -84,6 +94,13 @@ def tool(
     ``requires_approval`` (True, a callable taking the validated arguments as canonical JSON
     text, or ``Review.required(timeout=..., on_timeout=...)`` for this tool's own deadline)
     makes every call ask the review handler first. The function is returned unchanged.
+
+    The execution policy governs the body, after any approval: ``timeout`` (seconds; past them
+    the call fails with "timed out after N s" and the run goes on; an async body is cancelled,
+    a sync one abandoned in its daemon thread, never waited for), ``retries`` (runs again, with
+    backoff, after the body raised unexpectedly or timed out; never for a tool that declares
+    approval) and ``max_concurrency`` (bodies of this tool at once across the run). ValueError
+    naming the setting when one cannot work.
     """
 
     def decorate(fn: F) -> F:
@@ -94,6 +111,7 @@ def tool(
         if problem:
             raise ToolNameError(f"{problem}; pass @tool(name=...) to choose another name")
         _gate.check_rule(requires_approval, f"@tool '{tool_name}'")
+        check_policy(tool_name, timeout, retries, max_concurrency)
         schema = function_schema(fn, name=tool_name)
         definition = ToolDefinition(
             function=fn,
@@ -103,6 +121,9 @@ def tool(
             return_behavior=ReturnBehavior(return_behavior),
             requires_approval=requires_approval,
             is_async=inspect.iscoroutinefunction(fn),
+            timeout=timeout,
+            retries=retries,
+            max_concurrency=max_concurrency,
         )
         try:
             setattr(fn, TOOL_ATTRIBUTE, definition)
@@ -138,6 +159,9 @@ class FunctionTool(InstrumentedTool[BaseModel]):
         self.description = definition.description
         self.return_behavior = definition.return_behavior
         self.requires_approval = definition.requires_approval
+        self.timeout = definition.timeout
+        self.retries = definition.retries
+        self.max_concurrency = definition.max_concurrency
 
     @property
     def metrics(self) -> ToolMetrics:

@@ -31,6 +31,7 @@ from agentensemble.tools._calls import (
     log_call,
     preview,
     stops_the_run,
+    tool_policy,
 )
 from agentensemble.tools._gate import ToolCallResult
 from agentensemble.tools.base import (
@@ -487,12 +488,18 @@ def plan_call(tool: AgentTool, declares_approval: bool) -> CallPlan:
     approvals wait in the run only with a durable review handler, which ``own_steps`` asks).
     """
     instrumented = isinstance(tool, InstrumentedTool)
+    name = str(getattr(tool, "name", type(tool).__name__))
+    try:  # timeout, retries, max_concurrency: checked once, here
+        policy = tool_policy(tool, name, gated=declares_approval)
+    except ValueError as exc:
+        raise ConfigurationError(str(exc)) from None
     return CallPlan(
         instrumented=instrumented,
         declares_approval=declares_approval,
         can_ask=may_ask(tool) if isinstance(tool, InstrumentedTool) else True,
         body_in_thread=type(tool) is FunctionTool and not tool.definition.is_async,
         makes_own_steps=inspect.getattr_static(tool, "durable_itself", False) is True,
+        policy=policy,
     )
 
 

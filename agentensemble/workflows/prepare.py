@@ -359,6 +359,7 @@ class _Preparation:
                 instructions=instructions,
                 skills=listing(agent.skills),
                 attachments=task_attachments(task, inputs),
+                context_policy=agent.context_policy,
             )
         item.memory = task_memory(
             role=item.agent_role,

@@ -216,7 +216,10 @@ def resolve_model(chosen: Any, who: str, by_name: dict[str, ChatModel]) -> ChatM
     # no LLM exists before its module is loaded: a run on a ChatModel never imports it (the
     # model classes, retries, rate limits and tenacity: ~40 ms of CPU on the first run)
     llm_module = sys.modules.get("agentensemble.llm.litellm_model")
-    if llm_module is not None and isinstance(chosen, llm_module.LLM):
+    chain_module = sys.modules.get("agentensemble.llm.fallback")  # a chain: each member
+    if (llm_module is not None and isinstance(chosen, llm_module.LLM)) or (
+        chain_module is not None and isinstance(chosen, chain_module.FallbackModel)
+    ):
         try:  # a missing key or a bad base URL fails here, before any model call
             chosen.check_settings()
         except ConfigurationError as error:
@@ -317,6 +320,7 @@ def _worker(
             output_type=typed[0] if hierarchical and len(typed) == 1 else None,
             verbose=agent.verbose,
             skills=listing(agent.skills),
+            context_policy=agent.context_policy,
         ),
     )
 

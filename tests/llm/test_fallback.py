@@ -249,3 +249,56 @@ def test_a_crew_file_names_a_fallback_chain_among_a_models_settings() -> None:
     agent["llm"] = {"model": "openai/gpt-4o", "fallbacks": [3]}
     with pytest.raises(Exception, match=r"agents\.w\.llm\.fallbacks: fallbacks\[0\] must be"):
         load_crew(crew)
+
+
+def test_the_task_output_names_the_member_that_answered() -> None:
+    backup = ScriptedChatModel([ChatResponse(content="done")])
+    backup.model = "openai/gpt-4o-mini"
+    chain = FallbackModel([Failing("openai/gpt-4o", llm_error(503)), backup])
+    agent = Agent(role="Writer", goal="Write", llm=chain)
+    output = Ensemble(tasks=[Task(description="Write", agent=agent)]).run()
+    assert output.task_outputs[0].model == "openai/gpt-4o-mini"  # not "openai/gpt-4o > ..."
+
+
+def _run_with(model: Any, **ensemble: Any) -> None:
+    agent = Agent(role="Writer", goal="Write", llm=model)
+    Ensemble(tasks=[Task(description="Write", agent=agent)], **ensemble).run()
+
+
+@pytest.mark.parametrize(
+    ("model", "named"),
+    [
+        (
+            lambda: FallbackModel(["openai/gpt-4o-mini", "acme/some-model"]),
+            r"FallbackModel models\[1\] \('acme/some-model'\): .*provider 'acme'",
+        ),
+        (
+            lambda: FallbackModel(["openai/gpt-4o-mini", "anthropic/claude-3-5-haiku-latest"]),
+            r"FallbackModel models\[1\] \('anthropic/claude-3-5-haiku-latest'\): .*_API_KEY",
+        ),
+        (
+            lambda: LLM("openai/gpt-4o-mini", fallbacks=["anthropic/claude-3-5-haiku-latest"]),
+            r"fallbacks\[0\] \('anthropic/claude-3-5-haiku-latest'\): .*ANTHROPIC_API_KEY",
+        ),
+    ],
+)
+def test_a_member_that_cannot_work_refuses_the_run_before_any_call_naming_it(
+    model: Any, named: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-not-used")
+    monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
+    with pytest.raises(ConfigurationError, match=named):
+        _run_with(model())
+
+
+def test_a_cost_limit_with_a_member_of_unknown_price_is_refused_before_the_run() -> None:
+    from agentensemble.limits import UsageLimits
+
+    priced = ScriptedChatModel(["never asked"])
+    priced.model = "openai/gpt-4o-mini"
+    mystery = ScriptedChatModel(["never asked"])
+    mystery.model = "mystery-model"
+    chain = FallbackModel([priced, mystery])
+    with pytest.raises(ConfigurationError, match="price table has none for 'mystery-model'"):
+        _run_with(chain, limits=UsageLimits(cost_usd=1.0))
+    assert priced.requests == [] and mystery.requests == []

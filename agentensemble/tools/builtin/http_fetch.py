@@ -91,6 +91,7 @@ class HttpFetch(BuiltinTool[HttpGetInput]):
     """Fetch a URL from an allow-listed host (GET by default) and return its text."""
 
     default_name = "http_fetch"
+    own_deadline = True  # its ``timeout`` is enforced inside: the policy's is a backstop
 
     def __init__(
         self,
@@ -109,7 +110,7 @@ class HttpFetch(BuiltinTool[HttpGetInput]):
             )
         self.allow = tuple(host.strip().lower().rstrip(".") for host in allow)
         self.methods = tuple(method.upper() for method in methods)
-        self.timeout = timeout
+        self.timeout: float = timeout
         self.max_bytes = max_bytes
         self.requires_approval = requires_approval
         self._permit_addresses: frozenset[IPAddress] = frozenset()  # tests only: never public

@@ -82,6 +82,7 @@ class RunCommand(BuiltinTool[RunCommandInput]):
     """Run an allow-listed program (argv, no shell) with a timeout and an output cap."""
 
     default_name = "run_command"
+    own_deadline = True  # its ``timeout`` is enforced inside: the policy's is a backstop
 
     def __init__(
         self,
@@ -109,7 +110,7 @@ class RunCommand(BuiltinTool[RunCommandInput]):
         self.allow = tuple(allow)
         self.cwd = cwd
         self.requires_approval = requires_approval
-        self.timeout = timeout
+        self.timeout: float = timeout
         self.max_output_chars = max_output_chars
         self.env = dict(env or {})
         self.description = (
