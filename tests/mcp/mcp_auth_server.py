@@ -1,0 +1,169 @@
+"""An OAuth-protected MCP server for the tests and the docs, built on the ``mcp`` package's own
+server-side auth, served over streamable HTTP on 127.0.0.1.
+
+``python mcp_auth_server.py bearer PORT TOKEN``: a resource server that accepts exactly
+``Bearer TOKEN`` (a token verifier); anything else gets 401.
+
+``python mcp_auth_server.py oauth PORT``: the MCP server is its own authorization server (the
+SDK's ``auth_server_provider``): metadata discovery, dynamic client registration, the
+authorization-code flow with PKCE (consent is automatic: ``/authorize`` redirects straight back
+with a code, so a headless client can follow it) and refresh tokens.
+
+Both serve one tool, ``whoami``, answering the client id the token was issued to.
+"""
+
+from __future__ import annotations
+
+import secrets
+import sys
+import time
+
+from mcp.server.auth.provider import (
+    AccessToken,
+    AuthorizationCode,
+    AuthorizationParams,
+    OAuthAuthorizationServerProvider,
+    RefreshToken,
+    construct_redirect_uri,
+)
+from mcp.server.auth.settings import AuthSettings, ClientRegistrationOptions
+from mcp.server.mcpserver import MCPServer
+from mcp.shared.auth import OAuthClientInformationFull, OAuthToken
+
+
+class StaticTokenVerifier:
+    """Accepts one token."""
+
+    def __init__(self, token: str) -> None:
+        self.token = token
+
+    async def verify_token(self, token: str) -> AccessToken | None:
+        if secrets.compare_digest(token, self.token):
+            return AccessToken(token=token, client_id="static-client", scopes=["mcp"])
+        return None
+
+
+class AutoConsentProvider(
+    OAuthAuthorizationServerProvider[AuthorizationCode, RefreshToken, AccessToken]
+):
+    """An in-memory authorization server that grants every authorization request at once."""
+
+    def __init__(self) -> None:
+        self.clients: dict[str, OAuthClientInformationFull] = {}
+        self.codes: dict[str, AuthorizationCode] = {}
+        self.access: dict[str, AccessToken] = {}
+        self.refresh: dict[str, RefreshToken] = {}
+
+    async def get_client(self, client_id: str) -> OAuthClientInformationFull | None:
+        return self.clients.get(client_id)
+
+    async def register_client(self, client_info: OAuthClientInformationFull) -> None:
+        assert client_info.client_id is not None
+        self.clients[client_info.client_id] = client_info
+
+    async def authorize(
+        self, client: OAuthClientInformationFull, params: AuthorizationParams
+    ) -> str:
+        code = secrets.token_urlsafe(32)
+        assert client.client_id is not None
+        self.codes[code] = AuthorizationCode(
+            code=code,
+            scopes=params.scopes or ["mcp"],
+            expires_at=time.time() + 300,
+            client_id=client.client_id,
+            code_challenge=params.code_challenge,
+            redirect_uri=params.redirect_uri,
+            redirect_uri_provided_explicitly=params.redirect_uri_provided_explicitly,
+            resource=params.resource,
+        )
+        return construct_redirect_uri(str(params.redirect_uri), code=code, state=params.state)
+
+    async def load_authorization_code(
+        self, client: OAuthClientInformationFull, authorization_code: str
+    ) -> AuthorizationCode | None:
+        return self.codes.get(authorization_code)
+
+    def _issue(self, client_id: str, scopes: list[str], resource: str | None) -> OAuthToken:
+        access, refresh = secrets.token_urlsafe(32), secrets.token_urlsafe(32)
+        expires = int(time.time()) + 3600
+        self.access[access] = AccessToken(
+            token=access, client_id=client_id, scopes=scopes, expires_at=expires, resource=resource
+        )
+        self.refresh[refresh] = RefreshToken(
+            token=refresh, client_id=client_id, scopes=scopes, resource=resource
+        )
+        return OAuthToken(
+            access_token=access,
+            token_type="Bearer",
+            expires_in=3600,
+            refresh_token=refresh,
+            scope=" ".join(scopes),
+        )
+
+    async def exchange_authorization_code(
+        self, client: OAuthClientInformationFull, authorization_code: AuthorizationCode
+    ) -> OAuthToken:
+        self.codes.pop(authorization_code.code, None)
+        assert client.client_id is not None
+        return self._issue(client.client_id, authorization_code.scopes, authorization_code.resource)
+
+    async def load_refresh_token(
+        self, client: OAuthClientInformationFull, refresh_token: str
+    ) -> RefreshToken | None:
+        return self.refresh.get(refresh_token)
+
+    async def exchange_refresh_token(
+        self, client: OAuthClientInformationFull, refresh_token: RefreshToken, scopes: list[str]
+    ) -> OAuthToken:
+        self.refresh.pop(refresh_token.token, None)
+        assert client.client_id is not None
+        return self._issue(client.client_id, scopes or refresh_token.scopes, refresh_token.resource)
+
+    async def load_access_token(self, token: str) -> AccessToken | None:
+        found = self.access.get(token)
+        if found is None or (found.expires_at is not None and found.expires_at < time.time()):
+            return None
+        return found
+
+    async def revoke_token(self, token: AccessToken | RefreshToken) -> None:
+        self.access.pop(token.token, None)
+        self.refresh.pop(token.token, None)
+
+
+def build(mode: str, port: int, token: str | None) -> MCPServer:
+    base = f"http://127.0.0.1:{port}"
+    settings = AuthSettings(
+        issuer_url=base,
+        resource_server_url=f"{base}/mcp",
+        client_registration_options=ClientRegistrationOptions(enabled=True, valid_scopes=["mcp"]),
+        required_scopes=["mcp"],
+    )
+    if mode == "bearer":
+        assert token is not None
+        server = MCPServer(
+            "agentensemble-auth-test", token_verifier=StaticTokenVerifier(token), auth=settings
+        )
+    else:
+        server = MCPServer(
+            "agentensemble-auth-test", auth_server_provider=AutoConsentProvider(), auth=settings
+        )
+
+    @server.tool()
+    def whoami() -> str:
+        """The client id of the token this call came with."""
+        from mcp.server.auth.middleware.auth_context import get_access_token
+
+        access = get_access_token()
+        return access.client_id if access is not None else "nobody"
+
+    return server
+
+
+def main() -> None:
+    mode, port = sys.argv[1], int(sys.argv[2])
+    token = sys.argv[3] if len(sys.argv) > 3 else None
+    build(mode, port, token).run("streamable-http", host="127.0.0.1", port=port)  # type: ignore[call-overload]
+
+
+if __name__ == "__main__":
+    main()
