@@ -235,7 +235,8 @@ def prompt_arguments(name: str, arguments: Mapping[str, Any] | None) -> dict[str
             )
         if len(value) > MAX_PROMPT_ARGUMENT_CHARS:
             raise ValueError(
-                f"get_prompt({name!r}): argument {key!r} is over {MAX_PROMPT_ARGUMENT_CHARS} characters"
+                f"get_prompt({name!r}): argument {key!r} is over "
+                f"{MAX_PROMPT_ARGUMENT_CHARS} characters"
             )
         sent[key] = value
     return sent

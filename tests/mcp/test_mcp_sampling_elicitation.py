@@ -80,7 +80,9 @@ async def test_an_approved_request_is_answered_by_the_sampling_model_and_reporte
     assert "[user] Summarize: a long text" in asked.output
     assert sampler.requests[0].messages[-1] == {"role": "user", "content": "Summarize: a long text"}
     assert sampler.requests[0].tools is None  # the sampled model gets no tools
-    sampled = [e for e in events.seen if isinstance(e, LLMCallCompleted) and "sampling" in e.agent_role]
+    sampled = [
+        e for e in events.seen if isinstance(e, LLMCallCompleted) and "sampling" in e.agent_role
+    ]
     assert len(sampled) == 1 and sampled[0].usage.total_tokens > 0
 
 
