@@ -74,9 +74,19 @@ class SecretsKept(httpx2.Auth):
         self.requires_request_body = inner.requires_request_body
         self.requires_response_body = inner.requires_response_body
 
+    def _register_client_secret(self) -> None:
+        """The client secret an OAuth provider holds (given, or from registration): it is sent
+        in a form body or a Basic header, where the header rule alone would not find it."""
+        context = getattr(self.inner, "context", None)  # OAuthClientProvider's public state
+        client = getattr(context, "client_info", None)
+        secret = getattr(client, "client_secret", None)
+        if isinstance(secret, str):
+            register_secret(secret)
+
     async def async_auth_flow(
         self, request: httpx2.Request
     ) -> AsyncGenerator[httpx2.Request, httpx2.Response]:
+        self._register_client_secret()
         flow = self.inner.async_auth_flow(request)
         try:
             outgoing = await flow.__anext__()
@@ -88,6 +98,7 @@ class SecretsKept(httpx2.Auth):
                 finally:
                     if outgoing is not request:  # the flow's own request: token, registration
                         _register_response(response)
+                    self._register_client_secret()
                 outgoing = following
         except StopAsyncIteration:
             return

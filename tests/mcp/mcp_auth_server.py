@@ -9,14 +9,21 @@ SDK's ``auth_server_provider``): metadata discovery, dynamic client registration
 authorization-code flow with PKCE (consent is automatic: ``/authorize`` redirects straight back
 with a code, so a headless client can follow it) and refresh tokens.
 
-Both serve one tool, ``whoami``, answering the client id the token was issued to.
+``python mcp_auth_server.py client-credentials PORT CLIENT_ID CLIENT_SECRET``: a resource
+server beside a minimal authorization server of its own (metadata and a ``/token`` endpoint for
+the ``client_credentials`` grant, ``client_secret_basic`` or ``_post``), as a machine-to-machine
+setup has them.
+
+All serve one tool, ``whoami``, answering the client id the token was issued to.
 """
 
 from __future__ import annotations
 
+import base64
 import secrets
 import sys
 import time
+from urllib.parse import unquote
 
 from mcp.server.auth.provider import (
     AccessToken,
@@ -130,7 +137,62 @@ class AutoConsentProvider(
         self.refresh.pop(token.token, None)
 
 
-def build(mode: str, port: int, token: str | None) -> MCPServer:
+class IssuedTokens:
+    """The access tokens the client-credentials authorization server issued."""
+
+    def __init__(self) -> None:
+        self.issued: dict[str, AccessToken] = {}
+
+    async def verify_token(self, token: str) -> AccessToken | None:
+        return self.issued.get(token)
+
+
+def add_client_credentials_server(
+    server: MCPServer, base: str, client_id: str, client_secret: str, tokens: IssuedTokens
+) -> None:
+    from starlette.requests import Request
+    from starlette.responses import JSONResponse
+
+    @server.custom_route("/.well-known/oauth-authorization-server", methods=["GET"])
+    async def metadata(request: Request) -> JSONResponse:
+        return JSONResponse(
+            {
+                "issuer": base,
+                "authorization_endpoint": f"{base}/authorize",
+                "token_endpoint": f"{base}/token",
+                "grant_types_supported": ["client_credentials"],
+                "response_types_supported": ["code"],
+                "token_endpoint_auth_methods_supported": [
+                    "client_secret_basic",
+                    "client_secret_post",
+                ],
+            }
+        )
+
+    @server.custom_route("/token", methods=["POST"])
+    async def token(request: Request) -> JSONResponse:
+        form = await request.form()
+        given_id, given_secret = form.get("client_id"), form.get("client_secret")
+        header = request.headers.get("authorization", "")
+        if header.lower().startswith("basic "):
+            decoded = base64.b64decode(header[6:]).decode()
+            given_id, _, given_secret = (unquote(part) for part in decoded.partition(":"))
+        if form.get("grant_type") != "client_credentials":
+            return JSONResponse({"error": "unsupported_grant_type"}, status_code=400)
+        if given_id != client_id or not secrets.compare_digest(
+            str(given_secret or ""), client_secret
+        ):
+            return JSONResponse({"error": "invalid_client"}, status_code=401)
+        access = secrets.token_urlsafe(32)
+        tokens.issued[access] = AccessToken(
+            token=access, client_id=client_id, scopes=["mcp"], expires_at=int(time.time()) + 3600
+        )
+        return JSONResponse(
+            {"access_token": access, "token_type": "Bearer", "expires_in": 3600, "scope": "mcp"}
+        )
+
+
+def build(mode: str, port: int, token: str | None, secret: str | None = None) -> MCPServer:
     base = f"http://127.0.0.1:{port}"
     settings = AuthSettings(
         issuer_url=base,
@@ -143,6 +205,11 @@ def build(mode: str, port: int, token: str | None) -> MCPServer:
         server = MCPServer(
             "agentensemble-auth-test", token_verifier=StaticTokenVerifier(token), auth=settings
         )
+    elif mode == "client-credentials":
+        assert token is not None and secret is not None
+        issued = IssuedTokens()
+        server = MCPServer("agentensemble-auth-test", token_verifier=issued, auth=settings)
+        add_client_credentials_server(server, base, token, secret, issued)
     else:
         server = MCPServer(
             "agentensemble-auth-test", auth_server_provider=AutoConsentProvider(), auth=settings
@@ -162,7 +229,8 @@ def build(mode: str, port: int, token: str | None) -> MCPServer:
 def main() -> None:
     mode, port = sys.argv[1], int(sys.argv[2])
     token = sys.argv[3] if len(sys.argv) > 3 else None
-    build(mode, port, token).run("streamable-http", host="127.0.0.1", port=port)  # type: ignore[call-overload]
+    secret = sys.argv[4] if len(sys.argv) > 4 else None
+    build(mode, port, token, secret).run("streamable-http", host="127.0.0.1", port=port)  # type: ignore[call-overload]
 
 
 if __name__ == "__main__":

@@ -19,6 +19,7 @@ import httpx
 import httpx2
 import pytest
 from mcp.client.auth import AuthorizationCodeResult, OAuthClientProvider
+from mcp.client.auth.extensions.client_credentials import ClientCredentialsOAuthProvider
 from mcp.shared.auth import OAuthClientInformationFull, OAuthClientMetadata, OAuthToken
 from mcp_helpers import serve_script
 
@@ -41,6 +42,14 @@ def bearer_url() -> Iterator[str]:
 @pytest.fixture(scope="module")
 def oauth_url() -> Iterator[str]:
     yield from serve_script(AUTH_SERVER, "oauth")
+
+
+CLIENT_ID, CLIENT_SECRET = "crew-client", "crew-client-s3cret-0123456789"
+
+
+@pytest.fixture(scope="module")
+def machine_url() -> Iterator[str]:
+    yield from serve_script(AUTH_SERVER, "client-credentials", CLIENT_ID, CLIENT_SECRET)
 
 
 class Events:
@@ -252,3 +261,47 @@ async def test_an_expired_token_with_no_way_to_consent_fails_fast_naming_the_ser
     message = str(caught.value)
     assert message.startswith(f"MCP server {oauth_url!r} could not start: ")
     assert "\n" not in message and "expired-or-revoked-token-0123" not in message
+
+
+# -- machine to machine: the client-credentials grant ---------------------------------------
+
+
+def machine(url: str, secret: str, method: str = "client_secret_basic") -> Any:
+    return ClientCredentialsOAuthProvider(
+        server_url=url,
+        storage=InMemoryTokenStorage(),
+        client_id=CLIENT_ID,
+        client_secret=secret,
+        token_endpoint_auth_method=method,  # type: ignore[arg-type]
+        scope="mcp",
+        issuer=url.removesuffix("/mcp"),
+    )
+
+
+@pytest.mark.parametrize("method", ["client_secret_basic", "client_secret_post"])
+async def test_the_client_credentials_grant_gets_a_token_and_keeps_the_secret(
+    machine_url: str, method: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.DEBUG)
+    provider = machine(machine_url, CLIENT_SECRET, method)
+    result, output = await whoami(MCPServerHTTP(machine_url, auth=provider))
+
+    assert result == CLIENT_ID
+    tokens = await provider.context.storage.get_tokens()
+    shown = " ".join(
+        [caplog.text, *(str(r.__dict__) for r in caplog.records), repr(output.model_dump())]
+    )
+    assert CLIENT_SECRET not in shown and tokens.access_token not in shown
+
+
+async def test_a_wrong_client_secret_is_a_one_line_error_naming_the_server(
+    machine_url: str,
+) -> None:
+    wrong = "not-the-client-s3cret-0123456789"
+    with pytest.raises(MCPServerError) as caught:
+        await whoami(
+            MCPServerHTTP(machine_url, auth=machine(machine_url, wrong), startup_timeout=20)
+        )
+    message = str(caught.value)
+    assert message.startswith(f"MCP server {machine_url!r} could not start: OAuthTokenError")
+    assert "invalid_client" in message and "\n" not in message and wrong not in message
