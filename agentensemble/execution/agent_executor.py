@@ -266,6 +266,7 @@ class AgentExecutor:
                 emitter=self._emitter,
                 messages=self.messages,
                 records=self.records,
+                model=self.task.model,
             )
         return self._turns
 

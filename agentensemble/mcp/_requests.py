@@ -9,10 +9,11 @@ outside any call of ours is refused.
 
 Sampling (only with ``sampling=True``): the reviewer sees the server, the model that would
 answer, the token cap and every message; ``Continue`` or ``Edit`` approves, ``ExitEarly``
-refuses. Approved, ``sampling_model`` answers with no tools and no context but the server's
-messages, its ``max_tokens`` capped at ``max_sampling_tokens``; at most
-``max_samples_per_call`` requests per tool call; counted on the run's limits, priced and
-reported as model-call events. No handler: refused with an MCP error saying why.
+refuses. Approved, ``sampling_model`` (default: the model of the agent whose tool call it is)
+answers with no tools and no context but the server's messages, its ``max_tokens`` capped at
+``max_sampling_tokens``; at most ``max_samples_per_call`` requests per tool call; counted on
+the run's limits, priced and reported as model-call events. No handler: refused with an MCP
+error saying why.
 
 Elicitation: the reviewer sees the server's message and the schema it asks for, and answers
 with ``Edit`` and a JSON object, which is checked against the schema (bounded regexes) before it
@@ -166,20 +167,26 @@ class ServerRequests:
         scope.samples += 1
         return await in_call(scope, lambda: self._sample(params))
 
-    def _chosen_model(self) -> Any:
+    def _chosen_model(self, agent_model: Any) -> Any:
+        """``sampling_model`` (made once), else the agent's model; an ``LLM`` capped at
+        ``max_sampling_tokens`` (None: no model to answer with)."""
+        if self._model_setting is None:
+            return None if agent_model is None else self._capped(agent_model)
         if self._model is None:
-            chosen = self._model_setting
-            if isinstance(chosen, str):
-                from agentensemble.llm.litellm_model import LLM
-
-                chosen = LLM(model=chosen, max_tokens=self.max_tokens)
-            else:
-                module = sys.modules.get("agentensemble.llm.litellm_model")
-                if module is not None and isinstance(chosen, module.LLM):
-                    cap = min(chosen.max_tokens or self.max_tokens, self.max_tokens)
-                    chosen = chosen.model_copy(update={"max_tokens": cap})
-            self._model = chosen
+            self._model = self._capped(self._model_setting)
         return self._model
+
+    def _capped(self, chosen: Any) -> Any:
+        if isinstance(chosen, str):
+            from agentensemble.llm.litellm_model import LLM
+
+            return LLM(model=chosen, max_tokens=self.max_tokens)
+        module = sys.modules.get("agentensemble.llm.litellm_model")
+        if module is not None and isinstance(chosen, module.LLM):
+            cap = min(chosen.max_tokens or self.max_tokens, self.max_tokens)
+            if chosen.max_tokens != cap:
+                return chosen.model_copy(update={"max_tokens": cap})
+        return chosen
 
     async def _sample(self, params: Any) -> Any:
         from agentensemble.llm.types import model_label
@@ -193,7 +200,9 @@ class ServerRequests:
         messages, problem = _sampled_messages(params)
         if problem:
             return _error(f"{self.label} asked our model, but {problem}: refused")
-        model = self._chosen_model()
+        model = self._chosen_model(context.model)
+        if model is None:
+            return _error(f"{self.label} asked our model, and there is none to answer: refused")
         label = model_label(model)
         asked = int(getattr(params, "max_tokens", 0) or 0)
         max_tokens = min(asked, self.max_tokens) if asked > 0 else self.max_tokens

@@ -91,11 +91,6 @@ def _count(value: int, field: str) -> int:
 def _sampling_model(sampling: bool, model: Any) -> Any:
     if not isinstance(sampling, bool):
         raise ConfigurationError(f"sampling must be True or False, got {sampling!r}")
-    if sampling and model is None:
-        raise ConfigurationError(
-            "sampling=True needs sampling_model=: the model that answers the server "
-            "(a model name such as 'openai/gpt-4o-mini', an LLM or a ChatModel)"
-        )
     try:
         return check_model(model)
     except ValueError as error:

@@ -14,9 +14,10 @@ from mcp_helpers import serve_script
 from agentensemble import Agent, Ensemble, Task, UsageLimits
 from agentensemble.errors import ConfigurationError, UsageLimitExceeded
 from agentensemble.events import LLMCallCompleted
+from agentensemble.llm import LLM
 from agentensemble.mcp import MCPServerHTTP, MCPServerStdio
 from agentensemble.redaction import register_secret
-from agentensemble.testing import ScriptedChatModel, tool_call
+from agentensemble.testing import OpenAICompatibleServer, ScriptedChatModel, tool_call
 from agentensemble_review import Continue, Edit, ExitEarly, ScriptedReviewHandler
 
 pytestmark = pytest.mark.anyio
@@ -84,6 +85,34 @@ async def test_an_approved_request_is_answered_by_the_sampling_model_and_reporte
         e for e in events.seen if isinstance(e, LLMCallCompleted) and "sampling" in e.agent_role
     ]
     assert len(sampled) == 1 and sampled[0].usage.total_tokens > 0
+
+
+async def test_without_a_sampling_model_the_agent_s_own_model_answers() -> None:
+    handler = ScriptedReviewHandler([Continue()])
+    model = ScriptedChatModel([tool_call("summarize", {"text": "x"}), "It is short.", "done"])
+    agent = Agent(role="Writer", goal="Use the tools", tools=[rich(sampling=True)], llm=model)
+    await Ensemble(tasks=[Task(description="Go", agent=agent)], review_handler=handler).arun()
+
+    assert model.requests[1].messages[-1] == {"role": "user", "content": "Summarize: x"}
+    assert model.requests[2].tool_results == ["summary: It is short."]
+    assert "asks model 'scripted'" in handler.requests[0].output
+
+
+async def test_an_llm_samples_with_its_max_tokens_capped_at_the_server_s_bound() -> None:
+    handler = ScriptedReviewHandler([Continue()])
+    with OpenAICompatibleServer(["A capped answer."]) as provider:
+        sampler = LLM(
+            "openai/gpt-4o-mini", api_base=provider.base_url, api_key="sk-test", max_tokens=4_000
+        )
+        server = rich(sampling=True, sampling_model=sampler, max_sampling_tokens=64)
+        result, _ = await run_tool(
+            server, "summarize", {"text": "x", "max_tokens": 500}, review_handler=handler
+        )
+        (body,) = provider.requests
+
+    assert result == "summary: A capped answer."
+    assert body.get("max_tokens", body.get("max_completion_tokens")) == 64
+    assert sampler.max_tokens == 4_000  # the caller's model is left as it was
 
 
 async def test_sampling_without_a_review_handler_is_refused_saying_why() -> None:
@@ -183,7 +212,6 @@ async def test_a_secret_in_the_sampled_answer_never_reaches_the_server() -> None
 @pytest.mark.parametrize(
     ("options", "problem"),
     [
-        ({"sampling": True}, "sampling=True needs sampling_model="),
         ({"sampling": "yes", "sampling_model": "openai/gpt-4o-mini"}, "sampling must be True"),
         ({"sampling": True, "sampling_model": 3}, "sampling_model: llm must be a model name"),
         ({"max_samples_per_call": 0}, "max_samples_per_call must be a positive int"),
