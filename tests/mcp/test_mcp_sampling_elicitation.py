@@ -44,13 +44,14 @@ class Events:
 
 async def run_tool(
     server: object, name: str, arguments: dict[str, Any], **ensemble: Any
-) -> tuple[str, ScriptedChatModel]:
-    """One task whose agent calls ``name`` once; the tool's result as the model read it."""
+) -> tuple[str, Any]:
+    """One task whose agent calls ``name`` once: the tool's result as the model read it, and
+    the run's output."""
     model = ScriptedChatModel([tool_call(name, arguments), "done"])
     agent = Agent(role="Writer", goal="Use the tools", tools=[server], llm=model)
-    await Ensemble(tasks=[Task(description="Go", agent=agent)], **ensemble).arun()
+    output = await Ensemble(tasks=[Task(description="Go", agent=agent)], **ensemble).arun()
     (result,) = model.requests[1].tool_results
-    return result, model
+    return result, output
 
 
 # -- sampling -------------------------------------------------------------------------------
@@ -66,7 +67,7 @@ async def test_an_approved_request_is_answered_by_the_sampling_model_and_reporte
     handler = ScriptedReviewHandler([Continue()])
     events = Events()
     server = rich(sampling=True, sampling_model=sampler, max_sampling_tokens=50)
-    result, _ = await run_tool(
+    result, output = await run_tool(
         server,
         "summarize",
         {"text": "a long text", "max_tokens": 100_000},
@@ -85,6 +86,9 @@ async def test_an_approved_request_is_answered_by_the_sampling_model_and_reporte
         e for e in events.seen if isinstance(e, LLMCallCompleted) and "sampling" in e.agent_role
     ]
     assert len(sampled) == 1 and sampled[0].usage.total_tokens > 0
+    (task,) = output.trace.tasks  # traced in the task whose tool call it served
+    (turn,) = [t for t in task.model_turns if "sampling" in str(t.agent_role)]
+    assert turn.content == "A short summary." and turn.usage.total_tokens > 0
 
 
 async def test_sampling_over_streamable_http_with_injected_text_stays_a_request(
