@@ -106,16 +106,13 @@ class SecretsKept(httpx2.Auth):
             await flow.aclose()
 
 
-class AuthenticationRefused(Exception):
-    """The server answered our credentials with 401 or 403 (no token, a wrong or expired one)."""
-
-
 class StatusWatch:
     """Remembers the last HTTP status of the MCP endpoint (an ``httpx2`` response hook), so a
-    failed handshake says "refused our credentials" instead of the SDK's generic error."""
+    failed handshake or call says "refused our credentials" instead of the SDK's generic
+    "Server returned an error response" (the SDK drops the status)."""
 
     def __init__(self, url: str) -> None:
-        self._path = httpx2.URL(url).path
+        self._path = httpx2.URL(url).path or "/"
         self.last: int | None = None
         self.reason = ""
 
@@ -142,4 +139,4 @@ def http_auth(auth: str | Any | None) -> httpx2.Auth | None:
     return SecretsKept(inner)
 
 
-__all__ = ["AuthenticationRefused", "BearerAuth", "SecretsKept", "StatusWatch", "http_auth"]
+__all__ = ["BearerAuth", "SecretsKept", "StatusWatch", "http_auth"]

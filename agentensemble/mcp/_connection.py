@@ -28,6 +28,7 @@ _log = get_logger()
 
 Transport = Callable[[IO[bytes]], AbstractAsyncContextManager[Any]]
 T = TypeVar("T")
+_SDK_STAND_IN = "MCPError: Server returned an error response"  # what the SDK says for a 4xx/5xx
 
 
 class MCPServerError(ConfigurationError):
@@ -59,11 +60,14 @@ class Connection(OpenedSource):
         transport: Transport,
         call_timeout: float,
         callbacks: Callable[[Connection], dict[str, Any]] | None = None,
+        diagnose: Callable[[], str | None] | None = None,
     ) -> None:
         """``callbacks``: the session's sampling and elicitation callbacks for this connection
-        (they find the call in progress through ``current_call``)."""
+        (they find the call in progress through ``current_call``). ``diagnose``: why the last
+        failure happened when the transport knows better than the SDK's error (HTTP 401)."""
         self.label = label
         self._callbacks = callbacks
+        self._diagnose = diagnose
         self._calls: list[CallScope] = []
         self._transport = transport
         self._call_timeout = call_timeout
@@ -129,8 +133,7 @@ class Connection(OpenedSource):
             if not ready.done():
                 ready.set_exception(
                     MCPServerError(
-                        f"{self.label} could not start: {describe_error(error)}"
-                        + self.stderr_note()
+                        f"{self.label} could not start: {self.why(error)}" + self.stderr_note()
                     )
                 )
             elif not isinstance(error, asyncio.CancelledError):
@@ -167,10 +170,19 @@ class Connection(OpenedSource):
         except Exception as error:
             raise ToolExecutionError(
                 f"{self.label} failed to answer the call to '{name}': "
-                f"{describe_error(error)}{self.stderr_note()}"
+                f"{self.why(error)}{self.stderr_note()}"
             ) from error
         finally:
             self._calls.remove(scope)
+
+    def why(self, error: BaseException) -> str:
+        """The error, led by the transport's diagnosis when it has one (``HTTP 401
+        Unauthorized: ...``); the SDK's stand-in for an HTTP error status says nothing more."""
+        described = describe_error(error)
+        found = self._diagnose() if self._diagnose is not None else None
+        if not found:
+            return described
+        return found if described == _SDK_STAND_IN else f"{found}; {described}"
 
     def current_call(self) -> CallScope | None:
         """The most recent tool call still in progress (a server's request belongs to it)."""
@@ -199,7 +211,7 @@ class Connection(OpenedSource):
             ) from None
         except Exception as error:
             raise MCPServerError(
-                f"{self.label} failed to answer {what}: {describe_error(error)}"
+                f"{self.label} failed to answer {what}: {self.why(error)}"
             ) from error
 
     # -- closing ---------------------------------------------------------------------------

@@ -15,6 +15,7 @@ while one of its tools runs: each request goes to the run's review handler (``_r
 from __future__ import annotations
 
 import asyncio
+import functools
 import os
 import sys
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
@@ -26,7 +27,7 @@ from agentensemble._log_redaction import install_log_redaction
 from agentensemble._naming import tool_name_problem
 from agentensemble._validation import check_model
 from agentensemble.errors import ConfigurationError
-from agentensemble.mcp._connection import Connection, MCPServerError
+from agentensemble.mcp._connection import Connection, MCPServerError, Transport
 from agentensemble.mcp._content import (
     DEFAULT_MAX_RESOURCE_BYTES,
     MAX_LISTED,
@@ -171,6 +172,10 @@ class _MCPServer(ToolSource):
     def _transport(self, stderr: IO[bytes]) -> Any:
         raise NotImplementedError
 
+    def _connection_parts(self) -> tuple[Transport, Callable[[], str | None] | None]:
+        """The transport of one connection, and what can tell why a request to it failed."""
+        return self._transport, None
+
     def _callbacks(self, connection: Connection) -> dict[str, Any]:
         return ServerRequests(
             self.describe(),
@@ -193,8 +198,9 @@ class _MCPServer(ToolSource):
             raise MCPServerError(
                 f"{self.describe()} needs the 'mcp' package: pip install \"agentensemble-py[mcp]\""
             ) from error
+        transport, diagnose = self._connection_parts()
         connection = Connection(
-            self.describe(), self._transport, self.timeout, callbacks=self._callbacks
+            self.describe(), transport, self.timeout, callbacks=self._callbacks, diagnose=diagnose
         )
         listed = await connection.start(self.startup_timeout)
         try:
@@ -491,8 +497,16 @@ class MCPServerHTTP(_MCPServer):
     def describe(self) -> str:
         return f"MCP server {safe_url(self.url)!r}"
 
+    def _connection_parts(self) -> tuple[Transport, Callable[[], str | None] | None]:
+        """Each connection's transport watches the endpoint's status: a 401 or 403 becomes
+        the reason a start or a call failed."""
+        from agentensemble.mcp._auth import StatusWatch
+
+        watch = StatusWatch(self.url)
+        return functools.partial(self._transport, watch=watch), watch.refusal
+
     @asynccontextmanager
-    async def _transport(self, stderr: IO[bytes]) -> AsyncIterator[Any]:
+    async def _transport(self, stderr: IO[bytes], watch: Any = None) -> AsyncIterator[Any]:
         from agentensemble.mcp._auth import http_auth
 
         auth = http_auth(self.auth)
@@ -507,26 +521,15 @@ class MCPServerHTTP(_MCPServer):
         import httpx2
         from mcp.client.streamable_http import streamable_http_client
 
-        from agentensemble.mcp._auth import AuthenticationRefused, StatusWatch
-
         timeout = httpx2.Timeout(self.timeout, read=max(self.timeout, 300.0))
-        watch = StatusWatch(self.url)
+        hooks = {"response": [watch.see]} if watch is not None else {}
         async with (
             httpx2.AsyncClient(
-                headers=self.headers,
-                timeout=timeout,
-                auth=auth,
-                event_hooks={"response": [watch.see]},
+                headers=self.headers, timeout=timeout, auth=auth, event_hooks=hooks
             ) as client,
             streamable_http_client(self.url, http_client=client) as streams,
         ):
-            try:
-                yield streams
-            except Exception:
-                refusal = watch.refusal()
-                if refusal is None:
-                    raise
-                raise AuthenticationRefused(refusal) from None
+            yield streams
 
     def __repr__(self) -> str:
         return f"MCPServerHTTP(url={safe_url(self.url)!r})"

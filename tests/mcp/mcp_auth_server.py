@@ -2,7 +2,8 @@
 server-side auth, served over streamable HTTP on 127.0.0.1.
 
 ``python mcp_auth_server.py bearer PORT TOKEN``: a resource server that accepts exactly
-``Bearer TOKEN`` (a token verifier); anything else gets 401.
+``Bearer TOKEN`` (a token verifier); anything else gets 401. Its ``revoke`` tool revokes the
+token, as an expiry mid-run would.
 
 ``python mcp_auth_server.py oauth PORT``: the MCP server is its own authorization server (the
 SDK's ``auth_server_provider``): metadata discovery, dynamic client registration, the
@@ -43,9 +44,10 @@ class StaticTokenVerifier:
 
     def __init__(self, token: str) -> None:
         self.token = token
+        self.revoked = False
 
     async def verify_token(self, token: str) -> AccessToken | None:
-        if secrets.compare_digest(token, self.token):
+        if not self.revoked and secrets.compare_digest(token, self.token):
             return AccessToken(token=token, client_id="static-client", scopes=["mcp"])
         return None
 
@@ -202,9 +204,14 @@ def build(mode: str, port: int, token: str | None, secret: str | None = None) ->
     )
     if mode == "bearer":
         assert token is not None
-        server = MCPServer(
-            "agentensemble-auth-test", token_verifier=StaticTokenVerifier(token), auth=settings
-        )
+        verifier = StaticTokenVerifier(token)
+        server = MCPServer("agentensemble-auth-test", token_verifier=verifier, auth=settings)
+
+        @server.tool()
+        def revoke() -> str:
+            """Revoke the token: every later request gets 401 (an expiry mid-run)."""
+            verifier.revoked = True
+            return "revoked"
     elif mode == "client-credentials":
         assert token is not None and secret is not None
         issued = IssuedTokens()

@@ -92,12 +92,32 @@ async def test_a_missing_or_wrong_token_is_a_one_line_error_naming_the_server(
     message = str(caught.value)
 
     assert message == (
-        f"MCP server {bearer_url!r} could not start: AuthenticationRefused: HTTP 401 "
-        "Unauthorized: the server refused our credentials (missing, wrong or expired: "
-        "check auth=)"
+        f"MCP server {bearer_url!r} could not start: HTTP 401 Unauthorized: the server "
+        "refused our credentials (missing, wrong or expired: check auth=)"
     )
     assert time.monotonic() - started < 15  # refused at once, not after the startup timeout
     assert TOKEN not in message and (auth is None or auth not in message)
+
+
+async def test_a_token_revoked_mid_run_fails_the_next_call_saying_why() -> None:
+    servers = serve_script(AUTH_SERVER, "bearer", TOKEN)  # its own: this test revokes the token
+    url = next(servers)
+    try:
+        model = ScriptedChatModel(
+            [tool_call("revoke", {}), tool_call("whoami", {}), "The token expired."]
+        )
+        agent = Agent(role="Caller", goal="Call", tools=[MCPServerHTTP(url, auth=TOKEN)], llm=model)
+        output = await Ensemble(tasks=[Task(description="Who?", agent=agent)]).arun()
+    finally:
+        next(servers, None)
+
+    assert model.requests[1].tool_results == ["revoked"]
+    (failed,) = model.requests[2].tool_results
+    assert failed == (
+        f"Error: MCP server {url!r} failed to answer the call to 'whoami': HTTP 401 "
+        "Unauthorized: the server refused our credentials (missing, wrong or expired: check auth=)"
+    )
+    assert output.raw == "The token expired." and TOKEN not in repr(output.model_dump())
 
 
 async def test_resources_and_prompts_use_the_same_auth(bearer_url: str) -> None:
@@ -303,5 +323,9 @@ async def test_a_wrong_client_secret_is_a_one_line_error_naming_the_server(
             MCPServerHTTP(machine_url, auth=machine(machine_url, wrong), startup_timeout=20)
         )
     message = str(caught.value)
-    assert message.startswith(f"MCP server {machine_url!r} could not start: OAuthTokenError")
+    assert message.startswith(
+        f"MCP server {machine_url!r} could not start: HTTP 401 Unauthorized: the server refused "
+        "our credentials (missing, wrong or expired: check auth=); OAuthTokenError: Token "
+        "exchange failed (401)"
+    )
     assert "invalid_client" in message and "\n" not in message and wrong not in message
