@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import importlib
 from collections.abc import Mapping
 from typing import Any
 
@@ -64,6 +65,18 @@ class MCPResourceContent:
     @property
     def is_binary(self) -> bool:
         return self.data is not None
+
+    def as_attachment(self) -> Any:
+        """This content for ``Task(attachments=[...])``: an ``Image`` for ``image/*``, an
+        ``Audio`` for ``audio/*``, else a ``Document`` (a text resource as UTF-8 bytes)."""
+        attachments = importlib.import_module("agentensemble.attachments")
+        data = self.data if self.data is not None else (self.text or "").encode("utf-8")
+        media = self.mime_type or ("application/octet-stream" if self.is_binary else "text/plain")
+        if media.startswith("image/"):
+            return attachments.Image(data=data, media_type=media)
+        if media.startswith("audio/"):
+            return attachments.Audio(data=data, media_type=media)
+        return attachments.Document(data=data, media_type=media, name=self.uri)
 
     def __repr__(self) -> str:
         size = (

@@ -164,3 +164,22 @@ async def test_a_server_that_is_not_there_fails_with_its_url() -> None:
     server = MCPServerHTTP(f"http://127.0.0.1:{free_port()}/mcp", startup_timeout=10)
     with pytest.raises(MCPServerError, match=r"could not start"):
         await server.list_resources()
+
+
+async def test_a_resource_becomes_a_task_attachment() -> None:
+    attachments = pytest.importorskip(
+        "agentensemble.attachments", reason="the attachments module (issue 39) is not merged yet"
+    )
+    async with rich_stdio() as server:
+        (logo,) = await server.read_resource("docs://logo")
+        (handbook,) = await server.read_resource("docs://handbook")
+
+    image, document = logo.as_attachment(), handbook.as_attachment()
+    assert isinstance(image, attachments.Image) and image.media_type == "image/png"
+    assert isinstance(document, attachments.Document) and document.media_type == "text/markdown"
+    model = ScriptedChatModel(["A logo and a handbook."])
+    agent = Agent(role="Reader", goal="Read", llm=model)
+    task = Task(description="Describe them", agent=agent, attachments=[image, document])
+    await Ensemble(tasks=[task]).arun()
+    sent = str(model.requests[0].messages)
+    assert "Refunds are approved within 14 days." in sent and "image" in sent
