@@ -181,5 +181,7 @@ async def test_a_resource_becomes_a_task_attachment() -> None:
     agent = Agent(role="Reader", goal="Read", llm=model)
     task = Task(description="Describe them", agent=agent, attachments=[image, document])
     await Ensemble(tasks=[task]).arun()
-    sent = str(model.requests[0].messages)
-    assert "Refunds are approved within 14 days." in sent and "image" in sent
+    from agentensemble.llm.types import ATTACHMENTS_KEY  # type: ignore[attr-defined]
+
+    attached = model.requests[0].messages[1][ATTACHMENTS_KEY]
+    assert [part.data for part in attached] == [logo.data, handbook.text.encode()]
