@@ -294,6 +294,7 @@ class AgentExecutor:
                 emitter=self._emitter,
                 messages=self.messages,
                 records=self.records,
+                model=self.task.model,
             )
         return self._turns
 

@@ -113,9 +113,11 @@ class ToolTurns:
         emitter: EventEmitter | None,
         messages: list[Message],
         records: list[ToolCallRecord],
+        model: Any = None,
     ) -> None:
         """``emitter``: the run's, when it has listeners (else None); ``messages`` and
-        ``records``: the task's conversation and tool records, appended to in place."""
+        ``records``: the task's conversation and tool records, appended to in place;
+        ``model``: the agent's (tools see it in their context)."""
         self._tools = tools
         self._role = role
         self._description = description
@@ -124,6 +126,7 @@ class ToolTurns:
         self._emitter = emitter
         self._messages = messages
         self._records = records
+        self._model = model
         self._made = 0
         self._stops = 0
         # the handler's answer is fixed for the run: asked once, not per call
@@ -149,6 +152,7 @@ class ToolTurns:
             task_description=self._description,
             agent_role=self._role,
             loop=asyncio.get_running_loop(),  # set here: use_tool_context need not copy it
+            model=self._model,
         )
         with use_tool_context(context):
             if shape == "alone":

@@ -11,12 +11,14 @@ that does not end in time the owner is cancelled.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
+import contextvars
+from collections.abc import Awaitable, Callable
 from contextlib import AbstractAsyncContextManager
-from typing import IO, Any
+from typing import IO, Any, TypeVar
 
 from agentensemble.errors import ConfigurationError, ToolExecutionError
 from agentensemble.logging import get_logger
+from agentensemble.mcp._requests import CallScope
 from agentensemble.mcp._stderr import StderrCapture
 from agentensemble.tools.source import OpenedSource
 
@@ -25,11 +27,14 @@ CLOSE_TIMEOUT = 10.0  # the stdio transport's own escalation takes at most ~7 s
 _log = get_logger()
 
 Transport = Callable[[IO[bytes]], AbstractAsyncContextManager[Any]]
+T = TypeVar("T")
+_SDK_STAND_IN = "MCPError: Server returned an error response"  # what the SDK says for a 4xx/5xx
 
 
 class MCPServerError(ConfigurationError):
     """An MCP server could not be started, connected or listed: the run fails before the
-    first model call, and the message names the command or URL (and the server's stderr)."""
+    first model call, and the message names the command or URL (and the server's stderr).
+    Also raised when a request for its resources or prompts fails, naming the request."""
 
 
 def _leaves(error: BaseException) -> list[BaseException]:
@@ -49,8 +54,21 @@ def describe_error(error: BaseException) -> str:
 class Connection(OpenedSource):
     """The open connection: its tools, ``call`` for them, and ``close``."""
 
-    def __init__(self, label: str, transport: Transport, call_timeout: float) -> None:
+    def __init__(
+        self,
+        label: str,
+        transport: Transport,
+        call_timeout: float,
+        callbacks: Callable[[Connection], dict[str, Any]] | None = None,
+        diagnose: Callable[[], str | None] | None = None,
+    ) -> None:
+        """``callbacks``: the session's sampling and elicitation callbacks for this connection
+        (they find the call in progress through ``current_call``). ``diagnose``: why the last
+        failure happened when the transport knows better than the SDK's error (HTTP 401)."""
         self.label = label
+        self._callbacks = callbacks
+        self._diagnose = diagnose
+        self._calls: list[CallScope] = []
         self._transport = transport
         self._call_timeout = call_timeout
         self._stderr = StderrCapture(label)  # bounded: a server may write without end
@@ -96,7 +114,11 @@ class Connection(OpenedSource):
         try:
             async with (
                 self._transport(self._stderr.writer) as streams,
-                CheckedSession(streams[0], streams[1]) as session,
+                CheckedSession(
+                    streams[0],
+                    streams[1],
+                    **(self._callbacks(self) if self._callbacks is not None else {}),
+                ) as session,
             ):
                 await session.initialize()
                 listed = await _list_all(session)
@@ -111,8 +133,7 @@ class Connection(OpenedSource):
             if not ready.done():
                 ready.set_exception(
                     MCPServerError(
-                        f"{self.label} could not start: {describe_error(error)}"
-                        + self.stderr_note()
+                        f"{self.label} could not start: {self.why(error)}" + self.stderr_note()
                     )
                 )
             elif not isinstance(error, asyncio.CancelledError):
@@ -127,25 +148,70 @@ class Connection(OpenedSource):
     # -- calling ---------------------------------------------------------------------------
 
     async def call(self, name: str, arguments: dict[str, Any]) -> Any:
-        """Call one tool; a dead or closed server raises ToolExecutionError saying so."""
+        """Call one tool; a dead or closed server raises ToolExecutionError saying so. The
+        caller's context is kept for the call: a sampling or elicitation request the server
+        makes meanwhile is answered in it (the run's review handler, limits and events)."""
+        scope = CallScope(contextvars.copy_context())
         loop = self._loop
         if loop is None or loop.is_closed():
             raise ToolExecutionError(f"{self.label} is not running")
         if asyncio.get_running_loop() is not loop:  # a nested run's loop, or a sync bridge
-            future = asyncio.run_coroutine_threadsafe(self._call(name, arguments), loop)
+            future = asyncio.run_coroutine_threadsafe(self._call(name, arguments, scope), loop)
             return await asyncio.wrap_future(future)
-        return await self._call(name, arguments)
+        return await self._call(name, arguments, scope)
 
-    async def _call(self, name: str, arguments: dict[str, Any]) -> Any:
+    async def _call(self, name: str, arguments: dict[str, Any], scope: CallScope) -> Any:
         session = self._session
         if session is None:
             raise ToolExecutionError(f"{self.label} is not running{self.stderr_note()}")
+        self._calls.append(scope)
         try:
             return await session.call_tool(name, arguments, read_timeout_seconds=self._call_timeout)
         except Exception as error:
             raise ToolExecutionError(
                 f"{self.label} failed to answer the call to '{name}': "
-                f"{describe_error(error)}{self.stderr_note()}"
+                f"{self.why(error)}{self.stderr_note()}"
+            ) from error
+        finally:
+            self._calls.remove(scope)
+
+    def why(self, error: BaseException) -> str:
+        """The error, led by the transport's diagnosis when it has one (``HTTP 401
+        Unauthorized: ...``); the SDK's stand-in for an HTTP error status says nothing more."""
+        described = describe_error(error)
+        found = self._diagnose() if self._diagnose is not None else None
+        if not found:
+            return described
+        return found if described == _SDK_STAND_IN else f"{found}; {described}"
+
+    def current_call(self) -> CallScope | None:
+        """The most recent tool call still in progress (a server's request belongs to it)."""
+        return self._calls[-1] if self._calls else None
+
+    async def request(self, what: str, send: Callable[[Any], Awaitable[T]]) -> T:
+        """Send one request (``send(session)``: a listing, a read) with the call timeout;
+        MCPServerError naming ``what`` when it fails or the server is gone."""
+        loop = self._loop
+        if loop is None or loop.is_closed() or self._session is None:
+            raise MCPServerError(f"{self.label} is not running{self.stderr_note()}")
+        if asyncio.get_running_loop() is not loop:
+            future = asyncio.run_coroutine_threadsafe(self._request(what, send), loop)
+            return await asyncio.wrap_future(future)
+        return await self._request(what, send)
+
+    async def _request(self, what: str, send: Callable[[Any], Awaitable[T]]) -> T:
+        session = self._session
+        if session is None:
+            raise MCPServerError(f"{self.label} is not running{self.stderr_note()}")
+        try:
+            return await asyncio.wait_for(send(session), self._call_timeout)
+        except asyncio.TimeoutError:
+            raise MCPServerError(
+                f"{self.label} did not answer {what} within {self._call_timeout:g} s"
+            ) from None
+        except Exception as error:
+            raise MCPServerError(
+                f"{self.label} failed to answer {what}: {self.why(error)}"
             ) from error
 
     # -- closing ---------------------------------------------------------------------------

@@ -5,21 +5,49 @@ Nothing starts at construction: the run starts (or connects to) each server once
 first model call, lists its tools, filters and names them (``include``/``exclude``, ``prefix``),
 and closes it when the run ends. A server that cannot start fails the run with MCPServerError
 naming the command or URL.
+
+Beyond tools: ``list_resources``, ``read_resource``, ``list_prompts`` and ``get_prompt`` use the
+run's connection inside a run, the one ``async with server:`` holds, or else a connection made
+for that one request. A server may ask our model (``sampling=True``) or the user (elicitation)
+while one of its tools runs: each request goes to the run's review handler (``_requests.py``).
 """
 
 from __future__ import annotations
 
 import asyncio
+import functools
 import os
-from collections.abc import AsyncIterator, Mapping, Sequence
+import sys
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager
-from typing import IO, Any, Literal
+from types import TracebackType
+from typing import IO, Any, Literal, TypeVar
 
 from agentensemble._log_redaction import install_log_redaction
 from agentensemble._naming import tool_name_problem
+from agentensemble._validation import check_model
 from agentensemble.errors import ConfigurationError
-from agentensemble.mcp._connection import Connection, MCPServerError
+from agentensemble.mcp._connection import Connection, MCPServerError, Transport
+from agentensemble.mcp._content import (
+    DEFAULT_MAX_RESOURCE_BYTES,
+    MAX_LISTED,
+    MCPPrompt,
+    MCPPromptResult,
+    MCPResource,
+    MCPResourceContent,
+    ResourceTooLarge,
+    contents_from,
+    prompt_arguments,
+    prompt_from,
+    prompts_from,
+    resources_from,
+)
 from agentensemble.mcp._group import end_group, find_leader
+from agentensemble.mcp._requests import (
+    DEFAULT_MAX_SAMPLES_PER_CALL,
+    DEFAULT_MAX_SAMPLING_TOKENS,
+    ServerRequests,
+)
 from agentensemble.mcp.tool import (
     DEFAULT_MAX_OUTPUT_CHARS,
     MCPTool,
@@ -34,10 +62,11 @@ from agentensemble.redaction import (
     register_url_secrets,
     safe_url,
 )
-from agentensemble.tools.source import OpenedSource, ToolSource
+from agentensemble.tools.source import OpenedSource, ToolSource, opened_source
 
 DEFAULT_CALL_TIMEOUT = 60.0
 DEFAULT_STARTUP_TIMEOUT = 30.0
+T = TypeVar("T")
 
 
 def _names(value: Sequence[str] | None, field: str) -> tuple[str, ...] | None:
@@ -54,6 +83,50 @@ def _positive(value: float, field: str) -> float:
     return float(value)
 
 
+def _count(value: int, field: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+        raise ConfigurationError(f"{field} must be a positive int, got {value!r}")
+    return value
+
+
+def _sampling_model(sampling: bool, model: Any) -> Any:
+    if not isinstance(sampling, bool):
+        raise ConfigurationError(f"sampling must be True or False, got {sampling!r}")
+    try:
+        return check_model(model)
+    except ValueError as error:
+        raise ConfigurationError(f"sampling_model: {error}") from None
+
+
+def check_auth(auth: object) -> str | Any | None:
+    """``auth`` if it is a bearer token (registered as a secret) or an ``httpx2.Auth``."""
+    if auth is None:
+        return None
+    if isinstance(auth, str):
+        token = auth.strip()
+        if token.lower().startswith("bearer "):
+            token = token[7:].strip()
+        if not token or any(ch.isspace() for ch in token):
+            raise ConfigurationError(
+                "auth must be a bearer token (one word, with or without 'Bearer '), "
+                "an httpx2.Auth or None; got a blank or spaced text"
+            )
+        register_secret(token)
+        return token
+    httpx2 = sys.modules.get("httpx2")  # an httpx2.Auth exists only once httpx2 is imported
+    if httpx2 is not None and isinstance(auth, httpx2.Auth):
+        return auth
+    httpx = sys.modules.get("httpx")
+    if httpx is not None and isinstance(auth, httpx.Auth):
+        raise ConfigurationError(
+            "auth is an httpx.Auth, but the mcp client speaks httpx2: pass an httpx2.Auth "
+            "(mcp.client.auth.OAuthClientProvider is one) or a bearer token"
+        )
+    raise ConfigurationError(
+        f"auth must be a bearer token (text), an httpx2.Auth or None, got {type(auth).__name__}"
+    )
+
+
 class _MCPServer(ToolSource):
     """What both transports share: naming, filtering, approval, timeouts."""
 
@@ -67,6 +140,11 @@ class _MCPServer(ToolSource):
         timeout: float,
         startup_timeout: float,
         max_output_chars: int,
+        sampling: bool = False,
+        sampling_model: Any = None,
+        max_sampling_tokens: int = DEFAULT_MAX_SAMPLING_TOKENS,
+        max_samples_per_call: int = DEFAULT_MAX_SAMPLES_PER_CALL,
+        max_resource_bytes: int = DEFAULT_MAX_RESOURCE_BYTES,
     ) -> None:
         if prefix is not None:
             problem = tool_name_problem(prefix)
@@ -84,9 +162,29 @@ class _MCPServer(ToolSource):
         if isinstance(max_output_chars, bool) or not isinstance(max_output_chars, int):
             raise ConfigurationError(f"max_output_chars must be an int, got {max_output_chars!r}")
         self.max_output_chars = max_output_chars
+        self.sampling_model = _sampling_model(sampling, sampling_model)
+        self.sampling = sampling
+        self.max_sampling_tokens = _count(max_sampling_tokens, "max_sampling_tokens")
+        self.max_samples_per_call = _count(max_samples_per_call, "max_samples_per_call")
+        self.max_resource_bytes = _count(max_resource_bytes, "max_resource_bytes")
+        self._held: Connection | None = None
 
     def _transport(self, stderr: IO[bytes]) -> Any:
         raise NotImplementedError
+
+    def _connection_parts(self) -> tuple[Transport, Callable[[], str | None] | None]:
+        """The transport of one connection, and what can tell why a request to it failed."""
+        return self._transport, None
+
+    def _callbacks(self, connection: Connection) -> dict[str, Any]:
+        return ServerRequests(
+            self.describe(),
+            sampling=self.sampling,
+            sampling_model=self.sampling_model,
+            max_sampling_tokens=self.max_sampling_tokens,
+            max_samples_per_call=self.max_samples_per_call,
+            current_call=connection.current_call,
+        ).callbacks()
 
     @property
     def asks_for_approval(self) -> bool:
@@ -100,7 +198,10 @@ class _MCPServer(ToolSource):
             raise MCPServerError(
                 f"{self.describe()} needs the 'mcp' package: pip install \"agentensemble-py[mcp]\""
             ) from error
-        connection = Connection(self.describe(), self._transport, self.timeout)
+        transport, diagnose = self._connection_parts()
+        connection = Connection(
+            self.describe(), transport, self.timeout, callbacks=self._callbacks, diagnose=diagnose
+        )
         listed = await connection.start(self.startup_timeout)
         try:
             connection.set_tools(self._tools_from(listed, connection))
@@ -143,6 +244,99 @@ class _MCPServer(ToolSource):
             )
         return tools
 
+    # -- resources and prompts ---------------------------------------------------------------
+
+    async def __aenter__(self) -> _MCPServer:
+        """Hold one connection for the block: requests outside a run use it."""
+        if self._held is not None:
+            raise ConfigurationError(f"{self.describe()} is already entered with async with")
+        connection = await self.open()
+        assert isinstance(connection, Connection)
+        self._held = connection
+        return self
+
+    async def __aexit__(
+        self,
+        kind: type[BaseException] | None,
+        error: BaseException | None,
+        trace: TracebackType | None,
+    ) -> None:
+        held, self._held = self._held, None
+        if held is not None:
+            await held.close()
+
+    async def _ask(self, what: str, send: Callable[[Any], Awaitable[T]]) -> T:
+        """``send(session)`` on the run's connection, the held one, or a fresh one."""
+        found = opened_source(self) or self._held
+        if isinstance(found, Connection):
+            return await found.request(what, send)
+        connection = await self.open()
+        assert isinstance(connection, Connection)
+        try:
+            return await connection.request(what, send)
+        finally:
+            await connection.close()
+
+    async def list_resources(self) -> list[MCPResource]:
+        """The resources the server lists (following pagination; at most 1000)."""
+        listed = await self._ask("list_resources", _paged("list_resources", "resources"))
+        return resources_from(listed)
+
+    async def read_resource(self, uri: str) -> list[MCPResourceContent]:
+        """The resource's contents: text (redacted, cut at ``max_output_chars``) or bytes (at
+        most ``max_resource_bytes``). Untrusted data: feed it to a task as knowledge or
+        context, never as its instructions."""
+        if not isinstance(uri, str) or not uri.strip():
+            raise ConfigurationError(f"read_resource needs a resource URI, got {uri!r}")
+        result = await self._ask(
+            f"read_resource({uri!r})", lambda session: session.read_resource(uri)
+        )
+        try:
+            return contents_from(
+                result, self.max_output_chars, self.max_resource_bytes, self.describe()
+            )
+        except (ResourceTooLarge, ValueError) as error:
+            raise MCPServerError(str(error)) from None
+
+    async def list_prompts(self) -> list[MCPPrompt]:
+        """The prompts the server lists, with their arguments (at most 1000)."""
+        listed = await self._ask("list_prompts", _paged("list_prompts", "prompts"))
+        return prompts_from(listed)
+
+    async def get_prompt(self, name: str, args: Mapping[str, str] | None = None) -> MCPPromptResult:
+        """The prompt filled with ``args`` (strings). ``.text`` is its text;
+        ``.as_description()`` the same, safe as a ``Task(description=...)``."""
+        if not isinstance(name, str) or not name.strip():
+            raise ConfigurationError(f"get_prompt needs a prompt name, got {name!r}")
+        try:
+            arguments = prompt_arguments(name, args)
+        except ValueError as error:
+            raise ConfigurationError(str(error)) from None
+        result = await self._ask(
+            f"get_prompt({name!r})", lambda session: session.get_prompt(name, arguments)
+        )
+        return prompt_from(name, result, self.max_output_chars)
+
+
+def _paged(method: str, field: str) -> Callable[[Any], Awaitable[list[Any]]]:
+    """A request listing every item of ``method`` (at most ``MAX_LISTED``, 100 pages)."""
+
+    async def send(session: Any) -> list[Any]:
+        from mcp_types import PaginatedRequestParams
+
+        items: list[Any] = []
+        cursor: str | None = None
+        for _ in range(100):
+            params = None if cursor is None else PaginatedRequestParams(cursor=cursor)
+            page = await getattr(session, method)(params=params)
+            items.extend(getattr(page, field, None) or [])
+            cursor = page.next_cursor
+            if not cursor or len(items) >= MAX_LISTED:
+                break
+        return items[:MAX_LISTED]
+
+    return send
+
 
 class MCPServerStdio(_MCPServer):
     """An MCP server run as a subprocess speaking over stdin/stdout.
@@ -172,6 +366,11 @@ class MCPServerStdio(_MCPServer):
         startup_timeout: float = DEFAULT_STARTUP_TIMEOUT,
         max_output_chars: int = DEFAULT_MAX_OUTPUT_CHARS,
         stderr: IO[Any] | None = None,
+        sampling: bool = False,
+        sampling_model: Any = None,
+        max_sampling_tokens: int = DEFAULT_MAX_SAMPLING_TOKENS,
+        max_samples_per_call: int = DEFAULT_MAX_SAMPLES_PER_CALL,
+        max_resource_bytes: int = DEFAULT_MAX_RESOURCE_BYTES,
     ) -> None:
         if not isinstance(command, str) or not command.strip():
             raise ConfigurationError(f"command must be a non-blank string, got {command!r}")
@@ -189,6 +388,11 @@ class MCPServerStdio(_MCPServer):
             timeout=timeout,
             startup_timeout=startup_timeout,
             max_output_chars=max_output_chars,
+            sampling=sampling,
+            sampling_model=sampling_model,
+            max_sampling_tokens=max_sampling_tokens,
+            max_samples_per_call=max_samples_per_call,
+            max_resource_bytes=max_resource_bytes,
         )
         self.command = command
         self.args = list(args)
@@ -231,7 +435,10 @@ class MCPServerStdio(_MCPServer):
 class MCPServerHTTP(_MCPServer):
     """An MCP server reached over HTTP: streamable HTTP (the default) or the older SSE.
 
-    ``headers`` (e.g. ``{"Authorization": "Bearer ..."}``) go with every request. Their values
+    ``auth``: a bearer token (text) or any ``httpx2.Auth`` — the ``mcp`` package's
+    ``OAuthClientProvider`` for servers that use the MCP authorization flow. The token, and
+    every credential an auth flow obtains, is registered as a secret as it passes.
+    ``headers`` (e.g. ``{"X-Team": "data"}``) go with every request. Their values
     and the URL's credentials (user info, query values, token-like path segments, as hosted
     services issue them) are registered as secrets: redacted from the model's text, logs,
     trace and errors, where the URL is shown without its query and with tokens masked.
@@ -247,9 +454,15 @@ class MCPServerHTTP(_MCPServer):
         requires_approval: bool | Sequence[str] = False,
         *,
         transport: Literal["streamable-http", "sse"] = "streamable-http",
+        auth: str | Any | None = None,
         timeout: float = DEFAULT_CALL_TIMEOUT,
         startup_timeout: float = DEFAULT_STARTUP_TIMEOUT,
         max_output_chars: int = DEFAULT_MAX_OUTPUT_CHARS,
+        sampling: bool = False,
+        sampling_model: Any = None,
+        max_sampling_tokens: int = DEFAULT_MAX_SAMPLING_TOKENS,
+        max_samples_per_call: int = DEFAULT_MAX_SAMPLES_PER_CALL,
+        max_resource_bytes: int = DEFAULT_MAX_RESOURCE_BYTES,
     ) -> None:
         if not isinstance(url, str) or not url.startswith(("http://", "https://")):
             raise ConfigurationError(f"url must start with http:// or https://, got {url!r}")
@@ -265,10 +478,16 @@ class MCPServerHTTP(_MCPServer):
             timeout=timeout,
             startup_timeout=startup_timeout,
             max_output_chars=max_output_chars,
+            sampling=sampling,
+            sampling_model=sampling_model,
+            max_sampling_tokens=max_sampling_tokens,
+            max_samples_per_call=max_samples_per_call,
+            max_resource_bytes=max_resource_bytes,
         )
         self.url = url
         self.headers = dict(headers or {})
         self.transport = transport
+        self.auth = check_auth(auth)
         # hosted MCP services put the credential in the URL's path or query: registered, so
         # it is redacted wherever it shows up (httpx's own request log lines included)
         register_url_secrets(url)
@@ -278,20 +497,36 @@ class MCPServerHTTP(_MCPServer):
     def describe(self) -> str:
         return f"MCP server {safe_url(self.url)!r}"
 
+    def _connection_parts(self) -> tuple[Transport, Callable[[], str | None] | None]:
+        """Each connection's transport watches the endpoint's status: a 401 or 403 becomes
+        the reason a start or a call failed."""
+        from agentensemble.mcp._auth import StatusWatch
+
+        watch = StatusWatch(self.url)
+        return functools.partial(self._transport, watch=watch), watch.refusal
+
     @asynccontextmanager
-    async def _transport(self, stderr: IO[bytes]) -> AsyncIterator[Any]:
+    async def _transport(self, stderr: IO[bytes], watch: Any = None) -> AsyncIterator[Any]:
+        from agentensemble.mcp._auth import http_auth
+
+        auth = http_auth(self.auth)
         if self.transport == "sse":
             from mcp.client.sse import sse_client
 
-            async with sse_client(self.url, headers=self.headers, timeout=self.timeout) as streams:
+            async with sse_client(
+                self.url, headers=self.headers, timeout=self.timeout, auth=auth
+            ) as streams:
                 yield streams
             return
         import httpx2
         from mcp.client.streamable_http import streamable_http_client
 
         timeout = httpx2.Timeout(self.timeout, read=max(self.timeout, 300.0))
+        hooks = {"response": [watch.see]} if watch is not None else {}
         async with (
-            httpx2.AsyncClient(headers=self.headers, timeout=timeout) as client,
+            httpx2.AsyncClient(
+                headers=self.headers, timeout=timeout, auth=auth, event_hooks=hooks
+            ) as client,
             streamable_http_client(self.url, http_client=client) as streams,
         ):
             yield streams

@@ -273,7 +273,11 @@ def _ad_hoc_prompt(tool_name: str) -> str:
 
 
 def _ad_hoc_request(
-    tool_name: str, description: str, timeout: timedelta | float | None, on_timeout: Any
+    tool_name: str,
+    description: str,
+    timeout: timedelta | float | None,
+    on_timeout: Any,
+    prompt: str | None = None,
 ) -> tuple[ModuleType, ToolContext, Any] | None:
     """The request for a tool's own check, or None when no handler is configured."""
     context = current_tool_context()
@@ -285,7 +289,7 @@ def _ad_hoc_request(
         context,
         tool_name=tool_name,
         output=description,
-        prompt=_ad_hoc_prompt(tool_name),
+        prompt=prompt or _ad_hoc_prompt(tool_name),
         timeout=timeout,
         on_timeout=on_timeout,
     )
@@ -311,9 +315,11 @@ async def arequest_approval(
     description: str,
     timeout: timedelta | float | None = None,
     on_timeout: Any = None,
+    prompt: str | None = None,
 ) -> Any:
-    """Async twin of ``request_approval``."""
-    asked = _ad_hoc_request(tool_name, description, timeout, on_timeout)
+    """Async twin of ``request_approval``; ``prompt``: what the reviewer is asked (None: the
+    default approval question)."""
+    asked = _ad_hoc_request(tool_name, description, timeout, on_timeout, prompt)
     if asked is None:
         return _auto_approved()
     api, context, request = asked

@@ -39,6 +39,7 @@ class ToolContext:
     ``emit`` delivers run events (tool reviews asked and decided) to the run's listeners.
     ``stopped`` is set when the run stops while calls of the turn are still out (ExitEarly, a
     review error, cancellation): an approval answered after that approves nothing.
+    ``model`` is the agent's model.
     """
 
     review_handler: Any | None = None
@@ -49,6 +50,9 @@ class ToolContext:
     loop: asyncio.AbstractEventLoop | None = None
     emit: Callable[[Any], None] | None = None
     stopped: threading.Event = field(default_factory=threading.Event)
+    model: Any | None = None
+    """The agent's model (an MCP server's sampling request is answered by it when the server
+    names no ``sampling_model``); None outside an agent's tool turn."""
 
     def emit_event(self, event: Any) -> None:
         """Send ``event`` to the run's listeners, on the loop's thread when there is one."""

@@ -67,6 +67,11 @@ _opened: contextvars.ContextVar[Mapping[int, OpenedSource]] = contextvars.Contex
 )
 
 
+def opened_source(source: ToolSource) -> OpenedSource | None:
+    """What the run in progress opened for ``source`` (None outside a run that lists it)."""
+    return _opened.get().get(id(source))
+
+
 def tool_sources_in(tool_lists: Iterable[Iterable[object]]) -> list[ToolSource]:
     """The distinct ToolSources among several ``tools`` lists, in first-seen order."""
     found: dict[int, ToolSource] = {}
@@ -118,4 +123,4 @@ async def _close_all(handles: Sequence[OpenedSource]) -> None:
         raise interrupted
 
 
-__all__ = ["OpenedSource", "ToolSource", "open_tool_sources", "tool_sources_in"]
+__all__ = ["OpenedSource", "ToolSource", "open_tool_sources", "opened_source", "tool_sources_in"]

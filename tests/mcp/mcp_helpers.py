@@ -38,15 +38,20 @@ def wait_for_port(port: int, process: subprocess.Popen[bytes]) -> None:
 
 
 def serve(transport: str) -> Iterator[str]:
+    yield from serve_script(SERVER, transport)
+
+
+def serve_script(script: Path, mode: str, *extra: str) -> Iterator[str]:
+    """Serve ``script`` (``python script MODE PORT EXTRA...``) on 127.0.0.1; yield its URL."""
     port = free_port()
     process = subprocess.Popen(
-        [sys.executable, str(SERVER), transport, str(port)],
+        [sys.executable, str(script), mode, str(port), *extra],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
     )
     try:
         wait_for_port(port, process)
-        yield f"http://127.0.0.1:{port}/" + ("mcp" if transport == "http" else "sse")
+        yield f"http://127.0.0.1:{port}/" + ("sse" if mode == "sse" else "mcp")
     finally:
         process.send_signal(signal.SIGTERM)
         try:
