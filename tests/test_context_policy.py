@@ -301,10 +301,10 @@ def test_a_prompt_that_cannot_fit_fails_before_anything_is_sent() -> None:
 def test_the_agents_policy_wins_over_the_ensembles() -> None:
     model = ScriptedChatModel(["never sent"])
     agent = Agent(
-        role="Reader", goal="Read", llm=model, context_policy=ContextPolicy(max_prompt_tokens=20)
+        role="Reader", goal="Read", llm=model, context_policy=ContextPolicy(max_prompt_tokens=5)
     )
     task = Task(description="Read the table", agent=agent)
-    with pytest.raises(TaskExecutionError, match="20-token window"):
+    with pytest.raises(TaskExecutionError, match="5-token window"):
         Ensemble(tasks=[task], context_policy=ContextPolicy(max_prompt_tokens=100_000)).run()
 
 

@@ -13,13 +13,13 @@ This module imports ``httpx2``: it is imported only when a server connects.
 
 from __future__ import annotations
 
-import json
 from collections.abc import AsyncGenerator, Generator
 from typing import Any
 
 import httpx2
 
 from agentensemble.redaction import register_header_secrets, register_secret
+from agentensemble.untrusted import UntrustedInputError, parse_json
 
 _SECRET_FIELDS = ("access_token", "refresh_token", "id_token", "client_secret")
 _MAX_BODY = 256_000  # a token response is small; a larger body is not read for secrets
@@ -56,8 +56,8 @@ def _register_response(response: httpx2.Response) -> None:
     if not body or len(body) > _MAX_BODY or b"{" not in body[:16]:
         return
     try:
-        data = json.loads(body)
-    except ValueError:
+        data = parse_json(body, what="the authorization server's answer", max_chars=_MAX_BODY)
+    except UntrustedInputError:
         return
     if isinstance(data, dict):
         for name in _SECRET_FIELDS:

@@ -24,6 +24,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from agentensemble.redaction import policy_generation, redact, redact_text
+from agentensemble.untrusted import UntrustedInputError, parse_json
 
 DEFAULT_LIMIT = 16_000
 """Characters kept of one text (a message part, a tool result) on a span."""
@@ -50,8 +51,8 @@ def bounded(text: str, limit: int) -> str:
 def arguments_text(arguments: str, limit: int) -> str:
     """A tool call's arguments: JSON redacted as data (secret-named keys hidden), else text."""
     try:
-        value = json.loads(arguments)
-    except ValueError:
+        value = parse_json(arguments, what="a tool call's arguments")  # a model wrote them
+    except UntrustedInputError:
         return bounded(arguments, limit)
     return bounded(json.dumps(redact(value), ensure_ascii=False), limit)
 
