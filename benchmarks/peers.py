@@ -138,6 +138,20 @@ timed(lambda: ensemble.run().raw, warm=20, rounds=200)
         imports="from agentensemble import LLM, Agent, Ensemble, Task",
     ),
     Peer(
+        "openai SDK, no framework",
+        (),
+        "openai",
+        "openai",
+        """
+from openai import OpenAI
+client = OpenAI(base_url=BASE, api_key="sk-test")
+reply = client.chat.completions.create(
+    model="test-model", messages=[{"role": "user", "content": "Say hi"}]
+)
+answer(reply.choices[0].message.content)
+""",
+    ),
+    Peer(
         "langgraph",
         ("langgraph", "langchain-openai"),
         "langgraph.prebuilt",  # `langgraph` itself is an empty namespace package
@@ -271,8 +285,11 @@ PEER_NOTES = """
   ours is `from agentensemble import LLM, Agent, Ensemble, Task`, what the script imports.
 - "Fresh process to first answer" is from starting the interpreter to the answer printed: imports,
   building the agent, one HTTP round trip. Peak RSS is the child's `ru_maxrss`.
-- Ours reaches an OpenAI-compatible server on the openai lane (httpx, litellm never imported):
-  the fastest first answer and the smallest peak here. Forced through litellm
+- "openai SDK, no framework" is the floor for the first answer: the `openai` package asking
+  the same server once, from this checkout's virtualenv (the guard of issue 37: ours at or
+  below it).
+- Ours reaches an OpenAI-compatible server on the openai lane (the `openai` package on its
+  aiohttp transport, litellm never imported). Forced through litellm
   (`lane="litellm"`) it took 4-7 s and about 200 MiB in earlier runs, like CrewAI, which always
   goes through litellm: importing litellm is most of that.
 - Ratios between frameworks hold better than absolute times on this shared machine (load
