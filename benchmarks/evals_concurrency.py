@@ -16,7 +16,9 @@ Usage: ``python benchmarks/evals_concurrency.py [--cases 100 1000] [--delay 0.2]
   ``evaluate-bounded`` (``max_concurrency=100``: throughput is then bounded by 100 runs per
   run's latency). Each child warms up with three runs, then measures wall time, runs per
   second, its own CPU per run (``time.process_time``) and peak RSS (VmHWM reset after the warm-up).
-- Ratios evaluate/plain are measured in one run, with ``uptime``'s load beside them.
+- ``--rounds R`` measures every variant R times, round by round (so load drift on a shared
+  machine hits every variant alike); the table gives each variant's median round and the range.
+- Ratios evaluate/plain (of the medians) are measured in one run, with ``uptime``'s load.
 - ``--profile DIR``: after its measured row, each evaluate variant runs once more in a child of
   its own under cProfile (``DIR/<variant>-N.txt``); the profiler's cost stays out of the table.
 """
@@ -27,6 +29,7 @@ import argparse
 import asyncio
 import contextlib
 import json
+import statistics
 import subprocess
 import sys
 import time
@@ -283,16 +286,36 @@ def load() -> str:
     return text.strip().rsplit("load average:", 1)[-1].strip()
 
 
+def medians(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """A row per variant and size: the median of its rounds, with the range of runs/s and CPU."""
+    merged = []
+    for key in dict.fromkeys((row["runs"], row["variant"]) for row in rows):
+        rounds = [row for row in rows if (row["runs"], row["variant"]) == key]
+        row = dict(rounds[0])
+        for name in ("wall", "runs_per_s", "cpu_per_run_ms", "peak_mib", "growth_per_run_kib"):
+            row[name] = statistics.median(r[name] for r in rounds)
+            row[name + "_range"] = (min(r[name] for r in rounds), max(r[name] for r in rounds))
+        row["load"] = " / ".join(r["load"].split(",")[0] for r in rounds)
+        row["rounds"] = len(rounds)
+        merged.append(row)
+    return merged
+
+
 def table(rows: list[dict[str, Any]]) -> str:
-    """The Markdown table, then each variant's ratios to the plain runs at the same size."""
+    """The Markdown table (medians of the rounds), then each variant's ratios to the plain runs
+    at the same size."""
+    rows = medians(rows)
     lines = [
-        "| runs | variant | wall s | runs/s | CPU ms/run | peak MiB | growth KiB/run | load |",
-        "|---|---|---|---|---|---|---|---|",
+        "| runs | variant | rounds | wall s | runs/s (range) | CPU ms/run (range) | peak MiB "
+        "| growth KiB/run | 1-min load per round |",
+        "|---|---|---|---|---|---|---|---|---|",
     ]
     for row in rows:
+        speed, cpu = row["runs_per_s_range"], row["cpu_per_run_ms_range"]
         lines.append(
-            f"| {row['runs']} | {row['variant']} | {row['wall']:.2f} | {row['runs_per_s']:.0f} "
-            f"| {row['cpu_per_run_ms']:.2f} | {row['peak_mib']:.0f} "
+            f"| {row['runs']} | {row['variant']} | {row['rounds']} | {row['wall']:.2f} "
+            f"| {row['runs_per_s']:.0f} ({speed[0]:.0f}-{speed[1]:.0f}) "
+            f"| {row['cpu_per_run_ms']:.2f} ({cpu[0]:.2f}-{cpu[1]:.2f}) | {row['peak_mib']:.0f} "
             f"| {row['growth_per_run_kib']:.1f} | {row['load']} |"
         )
     lines.append("")
@@ -314,15 +337,19 @@ def table(rows: list[dict[str, Any]]) -> str:
 
 
 def run(
-    cases: list[int], variants: list[str], delay: float, profile: Path | None = None
+    cases: list[int],
+    variants: list[str],
+    delay: float,
+    profile: Path | None = None,
+    rounds: int = 1,
 ) -> list[dict[str, Any]]:
-    """Every variant at every size against one recording server; a row each."""
+    """Every variant at every size, ``rounds`` times, against one recording server; a row each."""
     rows = []
     with RecordingServer(delay) as server:
-        for count in cases:
+        for count, number in ((c, n) for c in cases for n in range(rounds)):
             for variant in variants:
                 path = None
-                if profile is not None and variant != "plain":
+                if profile is not None and variant != "plain" and number == rounds - 1:
                     profile.mkdir(parents=True, exist_ok=True)
                     path = str(profile / f"{variant}-{count}.txt")
                 row = measure(server, variant, count, None)
@@ -338,6 +365,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--cases", type=int, nargs="+", default=[100, 1000])
     parser.add_argument("--delay", type=float, default=0.2)
+    parser.add_argument("--rounds", type=int, default=1)
     parser.add_argument("--variants", nargs="+", choices=VARIANTS, default=list(VARIANTS))
     parser.add_argument("--profile", type=Path, help="write cProfiles of the evaluate variants")
     parser.add_argument("--serve", type=float, help=argparse.SUPPRESS)
@@ -352,7 +380,7 @@ def main() -> int:
         _child(variant, int(count), url, args.profile_to)
         return 0
     print(f"load before: {load()}", flush=True)
-    rows = run(args.cases, args.variants, args.delay, args.profile)
+    rows = run(args.cases, args.variants, args.delay, args.profile, args.rounds)
     python = sys.version.split()[0]
     print(f"load after: {load()}; answer delay {args.delay * 1000:.0f} ms; python {python}")
     print(table(rows))
