@@ -54,6 +54,7 @@ class VectorIndex:
     ) -> None:
         self.keys = keys
         self.dims = len(vectors[0]) if vectors else 0
+        self._use_numpy = use_numpy
         self._buffer: Any = None
         self._matrix: Any = None
         self._columns: list[array[float]] = []
@@ -76,9 +77,9 @@ class VectorIndex:
         if not vectors:
             return self
         if not self.keys:
-            return VectorIndex([*self.keys, *keys], vectors, use_numpy=self._buffer is not None)
+            return VectorIndex(list(keys), vectors, use_numpy=self._use_numpy)
         grown = object.__new__(VectorIndex)
-        grown.keys, grown.dims = [*self.keys, *keys], self.dims
+        grown.keys, grown.dims, grown._use_numpy = [*self.keys, *keys], self.dims, self._use_numpy
         grown._buffer, grown._matrix, grown._columns = None, None, self._columns
         count, total = len(self.keys), len(self.keys) + len(vectors)
         if self._buffer is not None:

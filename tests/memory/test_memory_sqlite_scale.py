@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from agentensemble.memory import HashingEmbedder, SQLiteMemory
+from agentensemble.memory._vectors import VectorIndex, pack, unpack
 
 WORDS = ["kettle", "toaster", "refund", "invoice", "shipping", "courier", "parcel", "warranty"]
 WORDS += ["repair", "order", "account", "password", "payment", "card", "discount", "coupon"]
@@ -88,3 +89,27 @@ def test_a_search_after_an_add_reads_only_the_new_entry(tmp_path: Path) -> None:
     assert len(vector_reads) == 1  # the new rows, once; the second search reads none
     assert "rowid > 500 AND" in vector_reads[0]  # past the 500 rows it had read
     store.close()
+
+
+@pytest.mark.parametrize("use_numpy", [True, False], ids=["numpy", "pure-python"])
+@pytest.mark.parametrize("first", [0, 1, 70])
+def test_an_extended_index_scans_as_one_built_whole_and_the_older_one_is_unchanged(
+    use_numpy: bool, first: int
+) -> None:
+    if use_numpy:
+        pytest.importorskip("numpy")
+    embedder = HashingEmbedder(dims=32)
+    texts = [_note(random.Random(n), n) for n in range(200)]
+    vectors = [unpack(pack(v)) for v in embedder.embed(texts)]
+    query = embedder.embed(["broken kettle refund"])[0]
+    older = VectorIndex(list(range(first)), vectors[:first], use_numpy=use_numpy)
+    before = older.top(query, 10)
+
+    grown = older
+    for start in range(first, 200, 45):  # past the buffer's room more than once
+        grown = grown.extended(list(range(start, start + 45))[: 200 - start], vectors[start:][:45])
+
+    whole = VectorIndex(list(range(200)), vectors, use_numpy=use_numpy)
+    assert len(grown) == 200
+    assert [k for k, _ in grown.top(query, 10)] == [k for k, _ in whole.top(query, 10)]
+    assert older.top(query, 10) == before and len(older) == first
