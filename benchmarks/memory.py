@@ -168,6 +168,7 @@ def overhead(rows: list[list[str]], folder: Path) -> None:
                 "",
                 f"(base {base:.2f})",
                 "",
+                "",
             ]
         )
         print(" | ".join(rows[-1]), flush=True)
