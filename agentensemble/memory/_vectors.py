@@ -50,10 +50,12 @@ class VectorIndex:
     """
 
     def __init__(
-        self, keys: list[Any], vectors: list[array[float]], use_numpy: bool = True
+        self, keys: list[Any], vectors: Sequence[array[float] | bytes], use_numpy: bool = True
     ) -> None:
+        """``vectors``: float32 arrays, or their bytes as stored (read as they are: no float
+        object per value)."""
         self.keys = keys
-        self.dims = len(vectors[0]) if vectors else 0
+        self.dims = len(_raw(vectors[0])) // 4 if vectors else 0
         self._use_numpy = use_numpy
         self._buffer: Any = None
         self._matrix: Any = None
@@ -64,13 +66,13 @@ class VectorIndex:
             self._buffer[: len(vectors)] = _rows(numpy, vectors, self.dims)
             self._matrix = self._buffer[: len(vectors)]
         elif vectors:  # one flat array, then every dims-th value: no float objects per value
-            flat = array("f", b"".join(v.tobytes() for v in vectors))
+            flat = array("f", b"".join(map(_raw, vectors)))
             self._columns = [flat[dim :: self.dims] for dim in range(self.dims)]
 
     def __len__(self) -> int:
         return len(self.keys)
 
-    def extended(self, keys: list[Any], vectors: list[array[float]]) -> VectorIndex:
+    def extended(self, keys: list[Any], vectors: Sequence[array[float] | bytes]) -> VectorIndex:
         """This index and ``vectors`` (of the same dimensions) after it. The caller extends
         only the newest index of a scope (under its lock): each extension writes past every
         earlier index's rows, so an index a search still holds never changes."""
@@ -88,7 +90,7 @@ class VectorIndex:
             grown._buffer[count:total] = _rows(numpy, vectors, self.dims)
             grown._matrix = grown._buffer[:total]
         else:  # the columns grow in place: an older index scans only its own len(keys) rows
-            flat = array("f", b"".join(v.tobytes() for v in vectors))
+            flat = array("f", b"".join(map(_raw, vectors)))
             for dim, column in enumerate(self._columns):
                 column.extend(flat[dim :: self.dims])
         return grown
@@ -117,10 +119,12 @@ class VectorIndex:
         return sorted((p for p in pairs if p[1] >= MIN_SIMILARITY), key=lambda p: -p[1])
 
 
-def _rows(numpy: Any, vectors: list[array[float]], dims: int) -> Any:
-    return numpy.frombuffer(b"".join(v.tobytes() for v in vectors), numpy.float32).reshape(
-        len(vectors), dims
-    )
+def _raw(vector: array[float] | bytes) -> bytes:
+    return vector if isinstance(vector, bytes) else vector.tobytes()
+
+
+def _rows(numpy: Any, vectors: Sequence[array[float] | bytes], dims: int) -> Any:
+    return numpy.frombuffer(b"".join(map(_raw, vectors)), numpy.float32).reshape(len(vectors), dims)
 
 
 def _grown(numpy: Any, buffer: Any, used: int, needed: int, dims: int) -> Any:

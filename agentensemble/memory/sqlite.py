@@ -23,7 +23,7 @@ from typing import Any, Literal
 
 from agentensemble.memory._lexical import LexicalRanking
 from agentensemble.memory._query import query_terms
-from agentensemble.memory._vectors import VectorIndex, fuse, pack, relative, unpack
+from agentensemble.memory._vectors import VectorIndex, fuse, pack, relative
 from agentensemble.memory.embedders import Embedder, chosen_embedder, embed_one, normalised
 from agentensemble.memory.entry import MemoryEntry
 from agentensemble.memory.store import (
@@ -342,20 +342,21 @@ class SQLiteMemory(AsyncStoreMethods):
         drives the read (``+scope``: not the scope's index, which would walk the whole scope)."""
         keys: list[Any] = []
         vectors = []
-        missing: list[tuple[int, str]] = []
+        unembedded: list[int] = []
         if after:
-            sql = "SELECT rowid, text, embedding FROM memory_entries WHERE rowid > ? AND +scope = ?"
+            sql = "SELECT rowid, embedding FROM memory_entries WHERE rowid > ? AND +scope = ?"
             rows = self._connection().execute(sql, (after, scope))
         else:
-            sql = "SELECT rowid, text, embedding FROM memory_entries WHERE scope = ?"
+            sql = "SELECT rowid, embedding FROM memory_entries WHERE scope = ?"
             rows = self._connection().execute(sql, (scope,))
-        for rowid, text, blob in rows:
-            vector = unpack(blob) if blob is not None else None
-            if vector is None or len(vector) != dims:
-                missing.append((rowid, text))  # written without this embedder: embed it now
+        size = dims * 4  # float32: a stored vector is its bytes, read without unpacking
+        for rowid, blob in rows:
+            if blob is None or len(blob) != size:
+                unembedded.append(rowid)  # written without this embedder: embed it now
                 continue
             keys.append(rowid)
-            vectors.append(vector)
+            vectors.append(bytes(blob))
+        missing = [(int(row[0]), str(row[3])) for row in _fetch(self._connection(), unembedded)]
         if missing:
             self._backfill(missing, keys, vectors)
         return keys, vectors
@@ -370,10 +371,9 @@ class SQLiteMemory(AsyncStoreMethods):
             embedded = self.embedder.embed([text for _, text in batch])
             with self._write(connection):  # not a scope change: no version bump
                 for (rowid, _), raw in zip(batch, embedded, strict=False):
-                    vector = unpack(pack(normalised([float(x) for x in raw])))
+                    vector = pack(normalised([float(x) for x in raw]))
                     connection.execute(
-                        "UPDATE memory_entries SET embedding = ? WHERE rowid = ?",
-                        (vector.tobytes(), rowid),
+                        "UPDATE memory_entries SET embedding = ? WHERE rowid = ?", (vector, rowid)
                     )
                     keys.append(rowid)
                     vectors.append(vector)

@@ -83,7 +83,7 @@ def test_a_search_after_an_add_reads_only_the_new_entry(tmp_path: Path) -> None:
     store._connection().set_trace_callback(statements.append)  # sqlite3's own statement hook
     added = store.add("kb", "a kettle arrived broken")
     found = [store.search("kb", "kettle arrived broken") for _ in range(2)]
-    vector_reads = [s for s in statements if "SELECT rowid, text, embedding" in s]
+    vector_reads = [s for s in statements if "SELECT rowid, embedding" in s]
 
     assert found[0][0].id == added.id and found[1][0].id == added.id
     assert len(vector_reads) == 1  # the new rows, once; the second search reads none
