@@ -41,7 +41,7 @@ DEFAULT_PATH = "agentensemble-memory.sqlite"
 BUSY_TIMEOUT_MS = 30_000
 #: Pages are read through a memory map of the file (address space, not memory: the OS page cache
 #: holds them once for every connection) instead of a read() and a copy per page; at 100k
-#: entries this cut the CPU of a lexical search by about a quarter (benchmarks/results.d).
+#: entries a lexical search took 0.6x-0.7x the CPU (benchmarks/results.d/scale.md).
 MMAP_BYTES = 256 * 2**20
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS memory_entries (
