@@ -69,14 +69,18 @@ def test_a_missing_browser_is_one_line_of_the_summary() -> None:
     assert "browser tests skipped" in skipped[0] and "sudo make browser" in skipped[0]
 
 
-BENCH_SMOKE = "tests/durable/test_durable_bench_smoke.py"
+BENCH_SMOKE = [
+    "tests/durable/test_durable_bench_smoke.py",
+    "tests/evals/test_evals_concurrency_bench_smoke.py",
+    "tests/memory/test_memory_bench_smoke.py",
+]
 
 
 @pytest.mark.timeout(600)  # two fresh pytest processes: slow on a loaded machine, not stuck
 def test_benchmark_smoke_runs_are_deselected_by_default_and_selected_by_their_marker() -> None:
     def collected(*args: str) -> str:
         done = subprocess.run(
-            [sys.executable, "-m", "pytest", "--collect-only", "-q", *args, BENCH_SMOKE],
+            [sys.executable, "-m", "pytest", "--collect-only", "-q", *args, *BENCH_SMOKE],
             cwd=REPO,
             capture_output=True,
             text=True,
@@ -85,5 +89,5 @@ def test_benchmark_smoke_runs_are_deselected_by_default_and_selected_by_their_ma
         )
         return done.stdout
 
-    assert "4 deselected" in collected()
-    assert "4 tests collected" in collected("-m", "bench_smoke")
+    assert "6 deselected" in collected()
+    assert "6 tests collected" in collected("-m", "bench_smoke")

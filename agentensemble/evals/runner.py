@@ -123,23 +123,24 @@ async def aevaluate(
     else:
         raise TypeError("evaluate() takes an Ensemble or a function that returns one")
     started_at, start = datetime.now(timezone.utc), time.perf_counter()
-    gate = asyncio.Semaphore(max_concurrency)
     runs: list[list[CaseRun | None]] = [[None] * repeat for _ in dataset.cases]
+    pending = iter([(i, a) for i in range(len(dataset.cases)) for a in range(repeat)])
     total, done = len(dataset.cases) * repeat, 0
 
-    async def one(index: int, attempt: int) -> None:
+    async def worker() -> None:  # takes the next run until none is left
         nonlocal done
-        case = dataset.cases[index]
-        async with gate:
+        for index, attempt in pending:
+            case = dataset.cases[index]
             run = await run_case(
                 produce, case, attempt, dataset.evaluators_for(case), own_time=runtime is not None
             )
-        runs[index][attempt] = run
-        done += 1
-        if on_progress is not None:
-            on_progress(done, total, case, run)
+            runs[index][attempt] = run
+            done += 1
+            if on_progress is not None:
+                on_progress(done, total, case, run)
 
-    await asyncio.gather(*(one(i, a) for i in range(len(dataset.cases)) for a in range(repeat)))
+    # max_concurrency workers, not a waiting task per run: what is in flight stays bounded
+    await asyncio.gather(*(worker() for _ in range(min(max_concurrency, total))))
     cases = []
     for case, case_runs in zip(dataset.cases, runs, strict=True):
         finished = [run for run in case_runs if run is not None]

@@ -41,29 +41,59 @@ def _numpy() -> Any:
 class VectorIndex:
     """One scope's vectors (keys and rows), scanned for the best cosine matches.
 
-    Without numpy the vectors are kept by column, and only the query's non-zero dimensions are
-    scanned (one C-level ``map`` pass over all entries per dimension): a short query embedded
-    by ``HashingEmbedder`` touches a few dozen of its 256 dimensions.
+    With numpy the rows live in one float32 buffer with room to grow: ``extended`` writes the
+    rows added since into that room and returns a new index over more of the same buffer, so a
+    search after an ``add`` reads the new entries only, not the whole scope again. Without
+    numpy the vectors are kept by column, and only the query's non-zero dimensions are scanned
+    (one C-level ``map`` pass over all entries per dimension): a short query embedded by
+    ``HashingEmbedder`` touches a few dozen of its 256 dimensions.
     """
 
     def __init__(
-        self, keys: list[Any], vectors: list[array[float]], use_numpy: bool = True
+        self, keys: list[Any], vectors: Sequence[array[float] | bytes], use_numpy: bool = True
     ) -> None:
+        """``vectors``: float32 arrays, or their bytes as stored (read as they are: no float
+        object per value)."""
         self.keys = keys
+        self.dims = len(_raw(vectors[0])) // 4 if vectors else 0
+        self._use_numpy = use_numpy
+        self._buffer: Any = None
         self._matrix: Any = None
         self._columns: list[array[float]] = []
         numpy = _numpy() if use_numpy else None
         if numpy is not None and vectors:
-            self._matrix = numpy.frombuffer(
-                b"".join(v.tobytes() for v in vectors), dtype=numpy.float32
-            ).reshape(len(vectors), -1)
+            self._buffer = _grown(numpy, None, 0, len(vectors), self.dims)
+            self._buffer[: len(vectors)] = _rows(numpy, vectors, self.dims)
+            self._matrix = self._buffer[: len(vectors)]
         elif vectors:  # one flat array, then every dims-th value: no float objects per value
-            flat = array("f", b"".join(v.tobytes() for v in vectors))
-            dims = len(vectors[0])
-            self._columns = [flat[dim::dims] for dim in range(dims)]
+            flat = array("f", b"".join(map(_raw, vectors)))
+            self._columns = [flat[dim :: self.dims] for dim in range(self.dims)]
 
     def __len__(self) -> int:
         return len(self.keys)
+
+    def extended(self, keys: list[Any], vectors: Sequence[array[float] | bytes]) -> VectorIndex:
+        """This index and ``vectors`` (of the same dimensions) after it. The caller extends
+        only the newest index of a scope (under its lock): each extension writes past every
+        earlier index's rows, so an index a search still holds never changes."""
+        if not vectors:
+            return self
+        if not self.keys:
+            return VectorIndex(list(keys), vectors, use_numpy=self._use_numpy)
+        grown = object.__new__(VectorIndex)
+        grown.keys, grown.dims, grown._use_numpy = [*self.keys, *keys], self.dims, self._use_numpy
+        grown._buffer, grown._matrix, grown._columns = None, None, self._columns
+        count, total = len(self.keys), len(self.keys) + len(vectors)
+        if self._buffer is not None:
+            numpy = _numpy()
+            grown._buffer = _grown(numpy, self._buffer, count, total, self.dims)
+            grown._buffer[count:total] = _rows(numpy, vectors, self.dims)
+            grown._matrix = grown._buffer[:total]
+        else:  # the columns grow in place: an older index scans only its own len(keys) rows
+            flat = array("f", b"".join(map(_raw, vectors)))
+            for dim, column in enumerate(self._columns):
+                column.extend(flat[dim :: self.dims])
+        return grown
 
     def top(self, query: Sequence[float], count: int) -> list[tuple[Any, float]]:
         """The ``count`` keys most similar to ``query`` (cosine at least ``MIN_SIMILARITY``),
@@ -87,6 +117,25 @@ class VectorIndex:
             best = heapq.nlargest(count, range(len(totals)), key=totals.__getitem__)
             pairs = [(self.keys[i], totals[i]) for i in best]
         return sorted((p for p in pairs if p[1] >= MIN_SIMILARITY), key=lambda p: -p[1])
+
+
+def _raw(vector: array[float] | bytes) -> bytes:
+    return vector if isinstance(vector, bytes) else vector.tobytes()
+
+
+def _rows(numpy: Any, vectors: Sequence[array[float] | bytes], dims: int) -> Any:
+    return numpy.frombuffer(b"".join(map(_raw, vectors)), numpy.float32).reshape(len(vectors), dims)
+
+
+def _grown(numpy: Any, buffer: Any, used: int, needed: int, dims: int) -> Any:
+    """``buffer`` when it has room for ``needed`` rows, else a bigger one holding its first
+    ``used`` rows (a quarter more than needed: appends cost amortised O(1) a row)."""
+    if buffer is not None and len(buffer) >= needed:
+        return buffer
+    bigger = numpy.empty((max(needed + needed // 4, 64), dims), numpy.float32)
+    if buffer is not None:
+        bigger[:used] = buffer[:used]
+    return bigger
 
 
 def relative(lexical: Sequence[tuple[Any, float]]) -> dict[Any, float]:

@@ -23,7 +23,7 @@ from typing import Any, Literal
 
 from agentensemble.memory._lexical import LexicalRanking
 from agentensemble.memory._query import query_terms
-from agentensemble.memory._vectors import VectorIndex, fuse, pack, relative, unpack
+from agentensemble.memory._vectors import VectorIndex, fuse, pack, relative
 from agentensemble.memory.embedders import Embedder, chosen_embedder, embed_one, normalised
 from agentensemble.memory.entry import MemoryEntry
 from agentensemble.memory.store import (
@@ -39,6 +39,10 @@ from agentensemble.memory.store import (
 
 DEFAULT_PATH = "agentensemble-memory.sqlite"
 BUSY_TIMEOUT_MS = 30_000
+#: Pages are read through a memory map of the file (address space, not memory: the OS page cache
+#: holds them once for every connection) instead of a read() and a copy per page; at 100k
+#: entries a lexical search took 0.6x-0.7x the CPU (benchmarks/results.d/scale.md).
+MMAP_BYTES = 256 * 2**20
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS memory_entries (
     rowid INTEGER PRIMARY KEY AUTOINCREMENT,
@@ -51,6 +55,11 @@ CREATE TABLE IF NOT EXISTS memory_entries (
 );
 CREATE INDEX IF NOT EXISTS memory_entries_scope ON memory_entries (scope, created_at);
 CREATE TABLE IF NOT EXISTS memory_scopes (scope TEXT PRIMARY KEY, version INTEGER NOT NULL);
+CREATE TABLE IF NOT EXISTS memory_removals (scope TEXT PRIMARY KEY, removed INTEGER NOT NULL);
+CREATE TRIGGER IF NOT EXISTS memory_entries_removed AFTER DELETE ON memory_entries BEGIN
+    INSERT INTO memory_removals (scope, removed) VALUES (old.scope, 1)
+    ON CONFLICT (scope) DO UPDATE SET removed = removed + 1;
+END;
 CREATE VIRTUAL TABLE IF NOT EXISTS memory_fts USING fts5 (
     text, content='memory_entries', content_rowid='rowid',
     tokenize='porter unicode61 remove_diacritics 2'
@@ -98,7 +107,8 @@ class SQLiteMemory(AsyncStoreMethods):
         self._local = threading.local()
         self._connections: list[sqlite3.Connection] = []
         self._lock = threading.Lock()
-        self._indexes: dict[str, tuple[int, VectorIndex]] = {}
+        #: scope -> ((its version, its removals) when read, its vectors, the highest rowid read)
+        self._indexes: dict[str, tuple[tuple[int, int], VectorIndex, int]] = {}
         self._lexical = LexicalRanking()
         self.use_numpy = True
         self._anchor = self._connection()  # creates the schema now: a bad path fails here
@@ -127,6 +137,7 @@ class SQLiteMemory(AsyncStoreMethods):
             if self._memory_uri is None:
                 connection.execute("PRAGMA journal_mode = WAL")
                 connection.execute("PRAGMA synchronous = NORMAL")
+                connection.execute(f"PRAGMA mmap_size = {MMAP_BYTES}")
             connection.executescript(f"BEGIN IMMEDIATE;{_SCHEMA}COMMIT;")
         except sqlite3.Error as error:
             if connection.in_transaction:
@@ -297,34 +308,58 @@ class SQLiteMemory(AsyncStoreMethods):
         return [_entry(row, score) for score, row in ranked[:limit]]
 
     def _vector_index(self, scope: str, dims: int) -> VectorIndex:
-        """The scope's vectors, read once and kept until the scope changes (any process)."""
+        """The scope's vectors, read once and kept until the scope changes (any process).
+        A change that only added entries (no removal counted by the ``memory_removals``
+        trigger, which fires for every writer of the file) reads just the new rows, past the
+        highest rowid read (rowids only grow) and appends them; a removal reads the scope again."""
         connection = self._connection()
-        row = connection.execute(
-            "SELECT version FROM memory_scopes WHERE scope = ?", (scope,)
+        version, removed = connection.execute(
+            "SELECT (SELECT version FROM memory_scopes WHERE scope = ?1), "
+            "(SELECT removed FROM memory_removals WHERE scope = ?1)",
+            (scope,),
         ).fetchone()
-        version = int(row[0]) if row else 0
+        state = (int(version or 0), int(removed or 0))
         with self._lock:
             cached = self._indexes.get(scope)
-        if cached is not None and cached[0] == version:
+        if cached is not None and cached[0] == state:
             return cached[1]
-        keys: list[Any] = []
-        vectors = []
-        missing: list[tuple[int, str]] = []
-        for rowid, text, blob in connection.execute(
-            "SELECT rowid, text, embedding FROM memory_entries WHERE scope = ?", (scope,)
-        ):
-            vector = unpack(blob) if blob is not None else None
-            if vector is None or len(vector) != dims:
-                missing.append((rowid, text))  # written without this embedder: embed it now
-                continue
-            keys.append(rowid)
-            vectors.append(vector)
-        if missing:
-            self._backfill(missing, keys, vectors)
+        if cached is not None and cached[0][1] == state[1] and cached[1].dims == dims:
+            keys, vectors = self._read_vectors(scope, dims, after=cached[2])
+            with self._lock:
+                if self._indexes.get(scope) is cached:  # else another thread moved it on
+                    index = cached[1].extended(keys, vectors)
+                    self._indexes[scope] = (state, index, max([cached[2], *keys]))
+                    return index
+        keys, vectors = self._read_vectors(scope, dims)
         index = VectorIndex(keys, vectors, use_numpy=self.use_numpy)
         with self._lock:
-            self._indexes[scope] = (version, index)
+            self._indexes[scope] = (state, index, max(keys, default=0))
         return index
+
+    def _read_vectors(self, scope: str, dims: int, after: int = 0) -> tuple[list[Any], list[Any]]:
+        """Keys and vectors of the scope's entries past rowid ``after``; entries stored without
+        this embedder's vector are embedded now (and stored). Past a rowid, the rowid range
+        drives the read (``+scope``: not the scope's index, which would walk the whole scope)."""
+        keys: list[Any] = []
+        vectors = []
+        unembedded: list[int] = []
+        if after:
+            sql = "SELECT rowid, embedding FROM memory_entries WHERE rowid > ? AND +scope = ?"
+            rows = self._connection().execute(sql, (after, scope))
+        else:
+            sql = "SELECT rowid, embedding FROM memory_entries WHERE scope = ?"
+            rows = self._connection().execute(sql, (scope,))
+        size = dims * 4  # float32: a stored vector is its bytes, read without unpacking
+        for rowid, blob in rows:
+            if blob is None or len(blob) != size:
+                unembedded.append(rowid)  # written without this embedder: embed it now
+                continue
+            keys.append(rowid)
+            vectors.append(bytes(blob))
+        missing = [(int(row[0]), str(row[3])) for row in _fetch(self._connection(), unembedded)]
+        if missing:
+            self._backfill(missing, keys, vectors)
+        return keys, vectors
 
     def _backfill(
         self, missing: list[tuple[int, str]], keys: list[Any], vectors: list[Any]
@@ -336,10 +371,9 @@ class SQLiteMemory(AsyncStoreMethods):
             embedded = self.embedder.embed([text for _, text in batch])
             with self._write(connection):  # not a scope change: no version bump
                 for (rowid, _), raw in zip(batch, embedded, strict=False):
-                    vector = unpack(pack(normalised([float(x) for x in raw])))
+                    vector = pack(normalised([float(x) for x in raw]))
                     connection.execute(
-                        "UPDATE memory_entries SET embedding = ? WHERE rowid = ?",
-                        (vector.tobytes(), rowid),
+                        "UPDATE memory_entries SET embedding = ? WHERE rowid = ?", (vector, rowid)
                     )
                     keys.append(rowid)
                     vectors.append(vector)
