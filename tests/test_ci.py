@@ -73,6 +73,7 @@ BENCH_SMOKE = [
     "tests/durable/test_durable_bench_smoke.py",
     "tests/evals/test_evals_concurrency_bench_smoke.py",
     "tests/memory/test_memory_bench_smoke.py",
+    "tests/benchmarks/test_concurrency_bench_smoke.py",
 ]
 
 
@@ -89,5 +90,5 @@ def test_benchmark_smoke_runs_are_deselected_by_default_and_selected_by_their_ma
         )
         return done.stdout
 
-    assert "6 deselected" in collected()
-    assert "6 tests collected" in collected("-m", "bench_smoke")
+    assert "7 deselected" in collected()
+    assert "7 tests collected" in collected("-m", "bench_smoke")
