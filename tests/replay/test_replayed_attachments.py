@@ -1,4 +1,4 @@
-"""Attachments over HTTP on recorded OpenAI and Anthropic traffic (pydantic-ai's cassettes,
+"""Attachments over HTTP on recorded OpenAI, Anthropic and Gemini traffic (pydantic-ai's cassettes,
 SOURCES.md), both ways out: a task's image and a run input's PDF reach the request as content
 parts, the PDF byte for byte as the recorded request sent it; a tool's image goes back as
 PydanticAI sent it (text in the tool message, the image in a user message right after); traces
@@ -138,3 +138,39 @@ async def test_a_pdf_reaches_anthropic_as_the_document_block_its_own_client_sent
     blocks = request.body["messages"][-1]["content"]
     (document,) = [block for block in blocks if block["type"] == "document"]
     assert document["source"] == recorded["source"]  # base64, application/pdf, byte for byte
+
+
+GEMINI = "gemini/gemini-2.0-flash"
+
+
+def _plain_keys(value: Any) -> Any:
+    """A JSON value with every key lower-cased and its underscores dropped: Gemini's API takes a
+    field in either spelling (``inlineData`` / ``inline_data``), as its JSON mapping says."""
+    if isinstance(value, dict):
+        return {k.replace("_", "").lower(): _plain_keys(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_plain_keys(v) for v in value]
+    return value
+
+
+async def test_an_image_reaches_gemini_as_the_inline_data_part_its_own_client_sent(
+    replay: Any,
+) -> None:
+    """Recorded with Google's own client (the photo replaced by a small PNG, SOURCES.md): the
+    image goes as an inline data part with its media type, beside the task's text."""
+    server = replay("gemini/image_input")
+    recorded = recorded_request("gemini/image_input", 0)["contents"][0]["parts"][1]
+    png = base64.b64decode(recorded["inlineData"]["data"])
+    looker = Agent(role="Looker", goal="Say what images show", llm=model(GEMINI, server))
+    task = Task(
+        description="What fruit is in the image?", agent=looker, attachments=[Image(data=png)]
+    )
+
+    output = await Ensemble(tasks=[task]).arun()
+
+    assert output.raw == "The fruit in the image is a kiwi."
+    assert output.usage.prompt_tokens == 3367  # the recorded image's tokens, as Gemini counted
+    (request,) = server.requests
+    sent = _plain_keys(request.body["contents"][-1]["parts"])
+    assert _plain_keys(recorded) in sent  # {"inlinedata": {"mimetype": "image/png", "data": ...}}
+    assert any("What fruit is in the image?" in part.get("text", "") for part in sent)
