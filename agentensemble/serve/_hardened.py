@@ -368,6 +368,7 @@ def _protocol(limits: Limits) -> type[asyncio.Protocol]:
 
         def connection_made(self, transport: Any) -> None:
             super().connection_made(transport)
+            _no_delay(transport)
             if len(self.connections) > limits.max_connections:
                 self._close(503, "Service Unavailable")
                 return
@@ -430,6 +431,17 @@ def _protocol(limits: Limits) -> type[asyncio.Protocol]:
 
     return Deadlined
 
+
+
+def _no_delay(transport: Any) -> None:
+    """Small writes (a streamed event, a response's last bytes) leave at once. asyncio sets
+    TCP_NODELAY only on sockets it knows are TCP; a listening socket made as ``socket.socket()``
+    (protocol 0) and handed to the server makes its connections wait up to 40 ms for the client's
+    delayed ACK on every keep-alive answer."""
+    sock = transport.get_extra_info("socket")
+    if sock is not None and sock.family in (socket.AF_INET, socket.AF_INET6):
+        with contextlib.suppress(OSError):
+            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
 
 def hardened_server(
     app: Any,

@@ -173,3 +173,29 @@ async def test_each_surface_refuses_each_attack(
     assert answer.status_code in expected, (surface, what, answer.status_code, answer.text[:200])
     if surface != "review":  # the stdlib server is hardened by its class (HardenedHTTPServer)
         assert built(surface), f"{surface} was not built through Hardened"
+
+
+def test_every_connection_sends_small_writes_at_once() -> None:
+    """A listener made as ``socket.socket()`` (protocol 0: asyncio does not know it is TCP) still
+    gets TCP_NODELAY on each connection, so a streamed event or a keep-alive answer does not wait
+    for the client's delayed ACK."""
+    import socket
+
+    from agentensemble.serve._hardened import _no_delay
+
+    class Transport:
+        def __init__(self, sock: socket.socket) -> None:
+            self.sock = sock
+
+        def get_extra_info(self, name: str) -> Any:
+            return self.sock if name == "socket" else None
+
+    with socket.socket() as listener:
+        listener.bind(("127.0.0.1", 0))
+        listener.listen(1)
+        with socket.create_connection(listener.getsockname(), timeout=5):
+            accepted, _ = listener.accept()
+            with accepted:
+                assert accepted.getsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY) == 0
+                _no_delay(Transport(accepted))
+                assert accepted.getsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY) == 1
