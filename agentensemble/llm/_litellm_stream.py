@@ -73,24 +73,11 @@ async def next_within(iterator: Any, deadline: StreamDeadline) -> Any:
         raise deadline.expired() from None
 
 
-async def stream_turn(
-    litellm: Any,
-    kwargs: dict[str, Any],
-    state: StreamAttempts,
-    guard: float,
-    provider: str = "openai",
-) -> ChatResponse:
-    """Stream one attempt of a model call and assemble its ChatResponse."""
-    if state.showed_text:
-        state.sink.restarted(state.attempts)
-        state.showed_text = False
-    request = dict(kwargs, stream=True, stream_options={"include_usage": True})
-    if sys.version_info >= (3, 11):
-        async with asyncio.timeout(guard):
-            stream = await litellm.acompletion(**request)
-    else:
-        stream = await asyncio.wait_for(litellm.acompletion(**request), timeout=guard)
-    assembler = StreamAssembler(provider)
+async def relay(
+    stream: Any, assembler: StreamAssembler, state: StreamAttempts, guard: float
+) -> None:
+    """Feed a stream's chunks to ``assembler``, each within the stall deadline, showing text
+    (and reasoning, to a sink that takes it) as it arrives: both ways out stream through this."""
     reasoning = getattr(state.sink, "reasoning", None)  # sinks before ReasoningDelta lack it
     iterator = stream.__aiter__()
     deadline = StreamDeadline(guard)
@@ -109,7 +96,35 @@ async def stream_turn(
             # Let the consumer see the piece now: chunks already buffered would otherwise be
             # read without ever yielding to the loop, delaying the first token to the last.
             await asyncio.sleep(0)
+
+
+async def stream_turn(
+    litellm: Any,
+    kwargs: dict[str, Any],
+    state: StreamAttempts,
+    guard: float,
+    provider: str = "openai",
+) -> ChatResponse:
+    """Stream one attempt of a model call and assemble its ChatResponse."""
+    if state.showed_text:
+        state.sink.restarted(state.attempts)
+        state.showed_text = False
+    request = dict(kwargs, stream=True, stream_options={"include_usage": True})
+    if sys.version_info >= (3, 11):
+        async with asyncio.timeout(guard):
+            stream = await litellm.acompletion(**request)
+    else:
+        stream = await asyncio.wait_for(litellm.acompletion(**request), timeout=guard)
+    assembler = StreamAssembler(provider)
+    await relay(stream, assembler, state, guard)
     return assembler.response()
 
 
-__all__ = ["STREAM_TOTAL_FACTOR", "StreamAttempts", "StreamDeadline", "next_within", "stream_turn"]
+__all__ = [
+    "STREAM_TOTAL_FACTOR",
+    "StreamAttempts",
+    "StreamDeadline",
+    "next_within",
+    "relay",
+    "stream_turn",
+]

@@ -50,7 +50,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
 from agentensemble.llm._config_checks import provider_of
-from agentensemble.llm._litellm_stream import StreamAttempts, StreamDeadline, next_within
+from agentensemble.llm._litellm_stream import StreamAttempts, relay
 from agentensemble.llm._messages import read_response
 from agentensemble.llm.stream_assembly import StreamAssembler
 from agentensemble.llm.types import ChatResponse
@@ -432,7 +432,6 @@ async def stream_turn(
         state.showed_text = False
     client = await client_for(request.endpoint)
     assembler = StreamAssembler(provider)
-    reasoning = getattr(state.sink, "reasoning", None)  # sinks before ReasoningDelta lack it
     from openai import AsyncStream
     from openai.types.chat import ChatCompletionChunk
 
@@ -446,21 +445,7 @@ async def stream_turn(
         stream_cls=AsyncStream[ChatCompletionChunk],
     )
     async with await opened as stream:
-        chunks = stream.__aiter__()
-        deadline = StreamDeadline(guard)
-        while True:
-            try:
-                chunk = await next_within(chunks, deadline)
-            except StopAsyncIteration:
-                break
-            deadline.progressed()
-            piece = assembler.add(chunk)
-            if assembler.reasoning_piece and reasoning is not None:
-                reasoning(assembler.reasoning_piece)
-            if piece:
-                state.showed_text = True
-                state.sink.text(piece)
-                await asyncio.sleep(0)  # let the consumer see the piece now
+        await relay(stream, assembler, state, guard)
     answer = assembler.response()
     return dataclasses.replace(answer, finish_reason=finish_reason(answer.finish_reason))
 
