@@ -59,9 +59,10 @@ test: $(STAMP)
 	AGENTENSEMBLE_CHROMIUM=$(CHROMIUM) AGENTENSEMBLE_CHROMEDRIVER=$(CHROMEDRIVER) \
 		$(PY) -m pytest -n $(TEST_WORKERS) --dist loadfile
 
-# The benchmark scripts at their smallest sizes, so they cannot rot (not part of `make test`).
+# The benchmark scripts at their smallest sizes, so they cannot rot (not part of `make test`);
+# two at a time: most of their time is waiting on servers and workers they start.
 bench-smoke: $(STAMP)
-	$(PY) -m pytest -m bench_smoke
+	$(PY) -m pytest -m bench_smoke -n 2 --dist loadfile
 
 # The contract tests against the newest versions pyproject.toml allows of the dependencies whose
 # behaviour (not only API) the package relies on: installed into a throwaway folder put first on
