@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from agentensemble import Agent, Ensemble, Task, tool
+from agentensemble import LLM, Agent, Ensemble, Task, tool
 from agentensemble.context_policy import (
     CUT_MARKER,
     ContextPolicy,
@@ -25,7 +25,12 @@ from agentensemble.errors import TaskExecutionError
 from agentensemble.events import ContextCompacted, LLMCallCompleted
 from agentensemble.execution._window import TokenCounter
 from agentensemble.memory import SQLiteMemory
-from agentensemble.testing import FunctionChatModel, ScriptedChatModel, tool_call
+from agentensemble.testing import (
+    FunctionChatModel,
+    OpenAICompatibleServer,
+    ScriptedChatModel,
+    tool_call,
+)
 
 Message = dict[str, Any]
 
@@ -296,3 +301,35 @@ def test_the_oldest_session_exchanges_go_first_in_whole_pairs(tmp_path: Path) ->
     dropped = [e for e in listen.of(ContextCompacted) if e.history_dropped]
     assert dropped and all(e.history_dropped % 2 == 0 for e in dropped)
     assert dropped[-1].tokens_after <= 700 < dropped[-1].tokens_before
+
+
+def test_over_http_the_cut_is_counted_with_the_models_tokenizer() -> None:
+    """The writer is an ``LLM`` on a local OpenAI-compatible server: its prompt is counted (and
+    the report cut) with gpt-4o-mini's tokenizer, and what the server received fits."""
+    import litellm
+
+    research = Task(
+        description="Research the rates",
+        agent=Agent(role="Researcher", goal="Find", llm=ScriptedChatModel([REPORT])),
+    )
+    listen = Listen()
+    with OpenAICompatibleServer() as server:
+        server.push_text("Rates rise.")
+        llm = LLM("openai/gpt-4o-mini", api_base=server.base_url, api_key="sk-test-head")
+        writer = Agent(
+            role="Writer",
+            goal="Write",
+            llm=llm,
+            context_policy=ContextPolicy(max_prompt_tokens=800),
+        )
+        write = Task(description="Write the summary", agent=writer, context=[research])
+        output = Ensemble(tasks=[research, write], listeners=[listen]).run()
+        [request] = server.requests
+    assert output.raw == "Rates rise."
+    sent = request["messages"]
+    assert litellm.token_counter(model="openai/gpt-4o-mini", messages=sent) <= 800
+    prompt = sent[1]["content"]
+    assert prompt.startswith("## Context\n\n### Research the rates (Researcher)\nFinding 0:")
+    assert "characters of this output cut to fit the context window]" in prompt
+    [compacted] = listen.of(ContextCompacted)
+    assert compacted.context_outputs_cut == 1 and compacted.model == "openai/gpt-4o-mini"

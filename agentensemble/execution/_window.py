@@ -288,7 +288,7 @@ class ContextWindow:
         if self.limit is None:  # a window nobody knows: only a provider's refusal compacts
             return
         await self._start()
-        await self._compact(messages, _head(head), self.limit, "window")
+        await self._compact(messages, head, self.limit, "window")
 
     async def after_error(self, messages: list[Message], head: int | Head) -> bool:
         """After a provider's context-length error: compact once, to below our own count of
@@ -298,7 +298,7 @@ class ContextWindow:
         target = int(size * AFTER_ERROR_SHARE)
         if self.limit is not None:
             target = min(target, self.limit)
-        return await self._compact(messages, _head(head), target, "provider_error", strict=False)
+        return await self._compact(messages, head, target, "provider_error", strict=False)
 
     def _size(self, messages: list[Message]) -> int:
         """The conversation's tokens, counting only the messages added since the last call
@@ -311,13 +311,20 @@ class ContextWindow:
         return total
 
     async def _compact(
-        self, messages: list[Message], head: Head, limit: int, reason: str, *, strict: bool = True
+        self,
+        messages: list[Message],
+        at: int | Head,
+        limit: int,
+        reason: str,
+        *,
+        strict: bool = True,
     ) -> bool:
         count, tools = self._count, self._count.tools_tokens
         budget = max(1, limit - tools)
         before = self._size(messages)
         if before <= budget:
             return False
+        head = at if isinstance(at, Head) else Head(prompt_at=at - 1)
         aim = max(1, int(budget * COMPACT_TO))
         steps: list[tuple[int, int, _Step]] = []  # (tokens before, after, counts) of each step
         shorter = drop_old_tool_results(messages, self.policy.keep_tool_results)
@@ -470,10 +477,6 @@ class ContextWindow:
             "content": f"{SUMMARY_HEADING}\n{(response.content or '').strip()}",
         }
         return [*rest[:head], summary, *rest[head:]], len(old)
-
-
-def _head(head: int | Head) -> Head:
-    return head if isinstance(head, Head) else Head(prompt_at=head - 1)
 
 
 def _with_prompt(
