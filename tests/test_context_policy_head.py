@@ -5,6 +5,7 @@ first, and only a task whose own description does not fit fails."""
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Sequence
 from pathlib import Path
@@ -26,9 +27,11 @@ from agentensemble.events import ContextCompacted, LLMCallCompleted
 from agentensemble.execution._window import TokenCounter
 from agentensemble.memory import SQLiteMemory
 from agentensemble.testing import (
+    Fault,
     FunctionChatModel,
     OpenAICompatibleServer,
     ScriptedChatModel,
+    TextReply,
     tool_call,
 )
 
@@ -333,3 +336,37 @@ def test_over_http_the_cut_is_counted_with_the_models_tokenizer() -> None:
     assert "characters of this output cut to fit the context window]" in prompt
     [compacted] = listen.of(ContextCompacted)
     assert compacted.context_outputs_cut == 1 and compacted.model == "openai/gpt-4o-mini"
+
+
+def refusing_the_whole_report(body: dict[str, Any]) -> Any:
+    """A provider whose window is smaller than litellm's table says: the whole report is over."""
+    if any("Finding 2999:" in str(m.get("content")) for m in body["messages"]):
+        error = {
+            "error": {
+                "message": "This model's maximum context length is 16000 tokens",
+                "type": "invalid_request_error",
+                "code": "context_length_exceeded",
+            }
+        }
+        return Fault.http(400, body=json.dumps(error))
+    return TextReply("Rates rise.")
+
+
+def test_a_providers_refusal_cuts_the_earlier_output_once_and_asks_again() -> None:
+    research = Task(
+        description="Research the rates",
+        agent=Agent(role="Researcher", goal="Find", llm=ScriptedChatModel([REPORT])),
+    )
+    listen = Listen()
+    with OpenAICompatibleServer() as server:
+        server.set_responder(refusing_the_whole_report)
+        llm = LLM("openai/gpt-4o-mini", api_base=server.base_url, api_key="sk-test-head")
+        writer = Agent(role="Writer", goal="Write", llm=llm, context_policy=ContextPolicy())
+        write = Task(description="Write the summary", agent=writer, context=[research])
+        output = Ensemble(tasks=[research, write], listeners=[listen]).run()
+        outcomes = [request.outcome for request in server.log]
+    assert output.raw == "Rates rise."
+    assert outcomes.count("fault:status:400") == 1, outcomes  # one refusal, one retry
+    [compacted] = listen.of(ContextCompacted)
+    assert compacted.reason == "provider_error" and compacted.context_outputs_cut == 1
+    assert compacted.tokens_after <= compacted.tokens_before * 0.75
