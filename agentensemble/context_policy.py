@@ -11,10 +11,20 @@ each testable on its own, applied in this order by ``fit``:
 3. summarising the oldest part (``summarize_with=``) needs a model call and is not here:
    ``oldest_part`` says which messages a summary would replace.
 
-The head of the conversation (the system prompt, session history marked as such and the task's
-own prompt) is never dropped: ``head`` messages are counted but kept. The executor applies them
-before each model call through ``execution/_window.py`` (the window from litellm's model table,
-the summary call, one compaction and a retry on a provider's context-length error).
+The head of the conversation (the system prompt, session history and the task's own prompt) is
+kept by those steps: ``head`` messages are counted but kept. When the head alone is over, two
+more steps shorten it, in this order:
+
+4. ``drop_oldest_exchanges``: the oldest session-history exchanges (a user message with the
+   replies after it) are removed whole; the task's own prompt is never part of them;
+5. ``cut_outputs``: earlier tasks' outputs shown under ``## Context`` are cut from their end,
+   oldest first, each ending with a one-line marker saying how much was cut (``cut_text``);
+   the start of each output stays, so a prompt's start changes as little as it can.
+   Summarising an output instead (``summarize_with=``) is a model call, in the executor's layer.
+
+The executor applies them before each model call through ``execution/_window.py`` (the window
+from litellm's model table, the summary calls, one compaction and a retry on a provider's
+context-length error).
 """
 
 from __future__ import annotations
@@ -31,6 +41,8 @@ TokenCount = Callable[[Sequence[Message]], int]
 
 #: What a dropped tool result is replaced with: the model sees that it was there.
 PLACEHOLDER = "[tool result of {name} removed to keep the conversation short: {size} characters]"
+#: The line that ends an earlier task's output cut to fit (``cut_text``).
+CUT_MARKER = "[{cut:,} of {size:,} characters of this output cut to fit the context window]"
 _PLACEHOLDER_SHAPE = re.compile(
     r"\[tool result of .+ removed to keep the conversation short: \d+ characters\]"
 )
@@ -141,6 +153,83 @@ def oldest_part(
     return list(messages[head : head + dropped]), kept
 
 
+def exchanges(history: Sequence[Message]) -> list[list[Message]]:
+    """Session history cut into exchanges: each user message with the replies after it (a
+    reply before any user message is an exchange of its own)."""
+    cut: list[list[Message]] = []
+    for message in history:
+        if message.get("role") == "user" or not cut:
+            cut.append([message])
+        else:
+            cut[-1].append(message)
+    return cut
+
+
+def drop_oldest_exchanges(
+    messages: Sequence[Message], start: int, end: int, limit: int, count: TokenCount
+) -> list[Message]:
+    """``messages`` with the oldest whole exchanges of the session history ``messages[start:end]``
+    removed until ``count`` says the rest fits in ``limit`` tokens, or no history is left. What
+    is before ``start`` (the system prompt) and from ``end`` on (the task's prompt, its turns)
+    always stays. Each exchange is counted once (linear, as ``trim_oldest_turns``)."""
+    parts = exchanges(messages[start:end])
+    sizes = [count(part) for part in parts]
+    total = count(messages[:start]) + sum(sizes) + count(messages[end:])
+    first = 0
+    while first < len(parts) and total > limit:
+        total -= sizes[first]
+        first += 1
+    return [*messages[:start], *(m for part in parts[first:] for m in part), *messages[end:]]
+
+
+def cut_text(text: str, keep: int) -> str:
+    """The first ``keep`` characters of ``text`` (back to a line or word break when one is
+    near), then a one-line ``CUT_MARKER`` saying how much was cut; ``text`` itself when it is
+    no longer than ``keep``. The start stays: a prompt holding it keeps its prefix."""
+    if keep >= len(text):
+        return text
+    keep = max(0, keep)
+    if keep:
+        brk = max(text.rfind("\n", 0, keep + 1), text.rfind(" ", 0, keep + 1))
+        if brk > 0 and brk > keep - 200:
+            keep = brk
+    kept = text[:keep].rstrip()
+    marker = CUT_MARKER.format(cut=len(text) - len(kept), size=len(text))
+    return f"{kept}\n{marker}" if kept else marker
+
+
+def _cut_to(text: str, target: int, size: int, count: Callable[[str], int]) -> str:
+    """``text`` cut (``cut_text``) to about ``target`` tokens, marker included: a share of the
+    characters as the tokens' share, corrected a few times by the count."""
+    keep = len(text) * target // max(1, size)
+    for _ in range(4):
+        shorter = cut_text(text, keep)
+        got = count(shorter)
+        if got <= target or keep == 0:
+            return shorter
+        keep = max(0, keep - len(text) * (got - target) // max(1, size) - 1)
+    return cut_text(text, 0)
+
+
+def cut_outputs(outputs: Sequence[str], budget: int, count: Callable[[str], int]) -> list[str]:
+    """``outputs`` (earlier tasks' outputs, oldest first) with the oldest cut from their end
+    (``cut_text``) until their tokens together are at most ``budget``: the newest stay whole as
+    long as cutting the older ones makes room. An output the marker would not shorten stays
+    whole; one with no room left is its marker alone."""
+    result = list(outputs)
+    sizes = [count(text) for text in result]
+    over = sum(sizes) - budget
+    for index, text in enumerate(result):
+        if over <= 0:
+            break
+        shorter = _cut_to(text, max(0, sizes[index] - over), sizes[index], count)
+        saved = sizes[index] - count(shorter)
+        if saved > 0:
+            result[index] = shorter
+            over -= saved
+    return result
+
+
 def fit(
     messages: Sequence[Message],
     policy: ContextPolicy,
@@ -157,9 +246,14 @@ def fit(
 
 
 __all__ = [
+    "CUT_MARKER",
     "PLACEHOLDER",
     "ContextPolicy",
+    "cut_outputs",
+    "cut_text",
     "drop_old_tool_results",
+    "drop_oldest_exchanges",
+    "exchanges",
     "fit",
     "oldest_part",
     "trim_oldest_turns",

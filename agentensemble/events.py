@@ -383,7 +383,10 @@ class ContextCompacted:
     ``reason`` ``"window"`` (before a call, by our count) or ``"provider_error"`` (after the
     provider refused the prompt as too long, before the one retry). Token counts include the
     tool specs; ``tool_results_elided`` old results became placeholders,
-    ``messages_summarized`` were replaced by one summary, ``messages_dropped`` were removed."""
+    ``messages_summarized`` were replaced by one summary, ``messages_dropped`` were removed.
+    When the head itself was over, one more event per step: ``history_dropped`` session-history
+    messages removed, ``context_outputs_summarized`` / ``context_outputs_cut`` earlier tasks'
+    outputs summarised or cut."""
 
     agent_role: str
     task_name: str | None
@@ -395,6 +398,9 @@ class ContextCompacted:
     tool_results_elided: int = 0
     messages_dropped: int = 0
     messages_summarized: int = 0
+    history_dropped: int = 0
+    context_outputs_summarized: int = 0
+    context_outputs_cut: int = 0
     run_id: str = _run_id()
     task_index: int | None = _task_index()
 

@@ -8,10 +8,13 @@ each message once. Over the window, the policy's strategies run in order on the 
 in place (``context_policy``'s pure functions): old tool results become placeholders, then the
 oldest turns are summarised by ``summarize_with`` (a model call counted like any other) or
 dropped, a tool call always with its results, so no provider sees a lone tool message or the
-reasoning parts of a turn that is gone. What still does not fit fails the task before anything
-is sent, naming the task, the window and the prompt's size. Each compaction is a
-``ContextCompacted`` event (in the trace). The executor calls ``fit`` and ``after_error``;
-nothing here sends a task's own turn.
+reasoning parts of a turn that is gone. When the head (``Head``: system prompt, session history,
+the task's prompt) is still over, the oldest session-history exchanges go, then earlier tasks'
+outputs in the prompt's context section are summarised (``summarize_with``) or cut from their
+end, oldest first. What still does not fit fails the task before anything is sent, naming the
+task, the window and the prompt's size. Each step is a ``ContextCompacted`` event (in the
+trace), sent once the prompt fits. The executor calls ``fit`` and ``after_error``; nothing here
+sends a task's own turn.
 """
 
 from __future__ import annotations
@@ -19,16 +22,21 @@ from __future__ import annotations
 import asyncio
 import json
 from collections.abc import Awaitable, Callable, Sequence
-from typing import Any
+from typing import Any, TypedDict
 
+from agentensemble._dataclass import dataclass
 from agentensemble.context_policy import (
     ContextPolicy,
+    cut_outputs,
+    cut_text,
     drop_old_tool_results,
+    drop_oldest_exchanges,
     oldest_part,
     trim_oldest_turns,
 )
 from agentensemble.errors import AgentExecutionError, LLMError, ModelSettingsError
 from agentensemble.events import ContextCompacted, EventEmitter
+from agentensemble.execution.prompts import ContextItem
 from agentensemble.llm.types import ChatModel, ChatResponse, Message, ToolSpec, model_label
 
 #: What a compaction that the provider's own count asked for aims at: this share of our count.
@@ -46,6 +54,18 @@ SUMMARY_PROMPT = (
     "hundred words."
 )
 SUMMARY_HEADING = "Summary of the earlier conversation (older turns were summarised to fit):"
+OUTPUT_SUMMARY_PROMPT = (
+    "You summarise the output of an earlier task, which a later task reads as context, so it "
+    "fits in a small space. Keep every fact, number, name, decision and conclusion the later "
+    "task may need; drop repetition. Write plain prose, at most a few hundred words."
+)
+#: What a summarised output starts with in the prompt's context section.
+OUTPUT_SUMMARY_HEADING = (
+    "[summary of this output ({size:,} characters), made to fit the context window]"
+)
+#: How many times the context step recounts and cuts again when the cut outputs' own count and
+#: the whole prompt's differ (a token at a join): more is never needed by the estimate.
+CUT_ROUNDS = 3
 
 #: Sends one summary request (the executor's model-call bookkeeping: limits, events, cost,
 #: a durable step): ``(model, messages) -> response``.
@@ -96,6 +116,30 @@ def _table_window(name: str) -> int | None:
     return value if isinstance(value, int) and value > 0 else None
 
 
+class _Step(TypedDict, total=False):
+    """What one compaction step did: a ``ContextCompacted`` event's counts."""
+
+    tool_results_elided: int
+    messages_dropped: int
+    messages_summarized: int
+    history_dropped: int
+    context_outputs_summarized: int
+    context_outputs_cut: int
+
+
+@dataclass
+class Head:
+    """The head of a task's conversation, which the turn steps keep: the system prompt at 0,
+    ``history`` session-history messages from 1, the task's own prompt at ``prompt_at``, built
+    by ``prompt`` from the earlier tasks' outputs ``context`` (None: the prompt is kept as it
+    is). The window lowers ``prompt_at`` and ``history`` when it drops history."""
+
+    prompt_at: int
+    history: int = 0
+    context: Sequence[ContextItem] = ()
+    prompt: Callable[[Sequence[ContextItem]], str] | None = None
+
+
 class TokenCounter:
     """Counts a conversation's tokens, each message once (a turn's count does not grow with
     the turns before it): litellm's counter for an ``LLM``, else a character estimate."""
@@ -136,6 +180,15 @@ class TokenCounter:
                 seen[id(message)] = known
             total += known[1]
         return total
+
+    def text(self, text: str) -> int:
+        """The tokens of a text on its own (a part of a message: an earlier task's output)."""
+        if self._litellm is not None:
+            try:
+                return int(self._litellm.token_counter(model=self._name, text=text))
+            except Exception:  # the estimate stands
+                pass
+        return len(text) // 4
 
     def _one(self, message: Message) -> int:
         if self._litellm is not None:
@@ -211,6 +264,7 @@ class ContextWindow:
         self._emitter = emitter
         self._count = TokenCounter(model, tools)
         self._summarizer = summarizer(policy)
+        self._output_summaries: dict[int, str] = {}  # an earlier output's summary, made once
         self._started = False
         # (messages counted, their tokens, the last of them): the conversation only grows
         # between compactions, so a turn counts only what it added (flat per turn)
@@ -226,16 +280,17 @@ class ContextWindow:
             self._started = True
             await self._count.start()
 
-    async def fit(self, messages: list[Message], head: int) -> None:
+    async def fit(self, messages: list[Message], head: int | Head) -> None:
         """Before a model call: bring ``messages`` (changed in place) inside the window, or
-        raise ``AgentExecutionError`` before anything is sent. ``head``: the messages that
-        always stay (the system prompt, session history, the task's prompt)."""
+        raise ``AgentExecutionError`` before anything is sent. ``head``: the messages the turn
+        steps keep (the system prompt, session history, the task's prompt), as a count or a
+        ``Head`` that also lets the head steps shorten them."""
         if self.limit is None:  # a window nobody knows: only a provider's refusal compacts
             return
         await self._start()
         await self._compact(messages, head, self.limit, "window")
 
-    async def after_error(self, messages: list[Message], head: int) -> bool:
+    async def after_error(self, messages: list[Message], head: int | Head) -> bool:
         """After a provider's context-length error: compact once, to below our own count of
         what it refused; whether anything changed (else the error stands)."""
         await self._start()
@@ -256,54 +311,150 @@ class ContextWindow:
         return total
 
     async def _compact(
-        self, messages: list[Message], head: int, limit: int, reason: str, *, strict: bool = True
+        self,
+        messages: list[Message],
+        at: int | Head,
+        limit: int,
+        reason: str,
+        *,
+        strict: bool = True,
     ) -> bool:
         count, tools = self._count, self._count.tools_tokens
         budget = max(1, limit - tools)
         before = self._size(messages)
         if before <= budget:
             return False
+        head = at if isinstance(at, Head) else Head(prompt_at=at - 1)
+        aim = max(1, int(budget * COMPACT_TO))
+        steps: list[tuple[int, int, _Step]] = []  # (tokens before, after, counts) of each step
         shorter = drop_old_tool_results(messages, self.policy.keep_tool_results)
         elided = sum(1 for a, b in zip(messages, shorter, strict=True) if a is not b)
         summarized = dropped = 0
         if count(shorter) > budget:
-            aim = max(1, int(budget * COMPACT_TO))
             if self._summarizer is not None:
-                shorter, summarized = await self._summarised(shorter, head, aim)
+                shorter, summarized = await self._summarised(shorter, head.prompt_at + 1, aim)
             else:
-                trimmed = trim_oldest_turns(shorter, head, aim, count)
+                trimmed = trim_oldest_turns(shorter, head.prompt_at + 1, aim, count)
                 dropped = len(shorter) - len(trimmed)
                 shorter = trimmed
         after = count(shorter)
+        if elided or summarized or dropped:
+            counts: _Step = {
+                "tool_results_elided": elided,
+                "messages_dropped": dropped,
+                "messages_summarized": summarized,
+            }
+            steps.append((before, after, counts))
+        if after > budget and head.history:  # the head itself is over: history first
+            shorter, counts = self._drop_history(shorter, head, aim)
+            steps.append((after, count(shorter), counts))
+            after = steps[-1][1]
+        if after > budget and head.context and head.prompt is not None:  # then earlier outputs
+            shorter, counts = await self._shorten_context(shorter, head, aim)
+            if counts:
+                steps.append((after, count(shorter), counts))
+                after = steps[-1][1]
         if strict and after > budget:
             raise AgentExecutionError(
                 f"Task {self._task!r} (agent {self._role!r}): the prompt is {after + tools} "
                 f"tokens after compaction (it was {before + tools}), over the {limit}-token "
                 f"window of {model_label(self._model)}; what is left is the system prompt, the "
-                "task's prompt and the newest turn. Shorten the task's prompt or context, set "
-                "keep_tool_results lower, or use a model with a larger window"
+                "task's own prompt (earlier tasks' outputs cut to their markers, session "
+                "history dropped) and the newest turn. Shorten the task's description or the "
+                "agent's instructions, set keep_tool_results lower, or use a model with a "
+                "larger window"
             )
-        if not elided and not summarized and not dropped:
+        if not steps:
             return False
         messages[:] = shorter
         count.forget_gone(messages)
         self._sized = (len(messages), after, messages[-1] if messages else None)
         if self._emitter is not None:
-            self._emitter.emit(
-                ContextCompacted(
-                    agent_role=self._role,
-                    task_name=self._task_name,
-                    model=model_label(self._model),
-                    reason=reason,
-                    limit=limit,
-                    tokens_before=before + tools,
-                    tokens_after=after + tools,
-                    tool_results_elided=elided,
-                    messages_dropped=dropped,
-                    messages_summarized=summarized,
+            for tokens_before, tokens_after, step in steps:
+                self._emitter.emit(
+                    ContextCompacted(
+                        agent_role=self._role,
+                        task_name=self._task_name,
+                        model=model_label(self._model),
+                        reason=reason,
+                        limit=limit,
+                        tokens_before=tokens_before + tools,
+                        tokens_after=tokens_after + tools,
+                        **step,
+                    )
                 )
-            )
         return True
+
+    def _drop_history(
+        self, messages: list[Message], head: Head, aim: int
+    ) -> tuple[list[Message], _Step]:
+        """The oldest session-history exchanges removed until the prompt is down to ``aim``
+        (``head`` moved to match); the step's counts."""
+        shorter = drop_oldest_exchanges(messages, 1, 1 + head.history, aim, self._count)
+        gone = len(messages) - len(shorter)
+        head.history -= gone
+        head.prompt_at -= gone
+        return shorter, {"history_dropped": gone}
+
+    async def _shorten_context(
+        self, messages: list[Message], head: Head, aim: int
+    ) -> tuple[list[Message], _Step]:
+        """Earlier tasks' outputs in the task's prompt shortened, oldest first, until the
+        prompt is down to ``aim``: each summarised by ``summarize_with`` (once a task: kept
+        for the next compaction), then, if still over, cut from its end (``cut_outputs``,
+        always from the output as it came, so a later cut does not cut a cut). The step's
+        counts, empty when nothing changed."""
+        count, items = self._count, list(head.context)
+        shown = [self._output_summaries.get(i, item.output) for i, item in enumerate(items)]
+        summarised = 0
+        shorter = messages
+        if self._summarizer is not None:
+            for index, item in enumerate(items):
+                if count(shorter) <= aim:
+                    break
+                if index not in self._output_summaries:
+                    self._output_summaries[index] = await self._summarise_output(item)
+                if self._output_summaries[index] != shown[index]:
+                    shown[index] = self._output_summaries[index]
+                    summarised += 1
+                    shorter = _with_prompt(shorter, head, items, shown)
+        cut = 0
+        if count(shorter) > aim:
+            empty = count(_with_prompt(shorter, head, items, [""] * len(items)))
+            room = aim - empty
+            for _ in range(CUT_ROUNDS):  # a join's token may differ from the parts' sum
+                outputs = cut_outputs(shown, max(0, room), count.text)
+                shorter = _with_prompt(messages, head, items, outputs)
+                over = count(shorter) - aim
+                if over <= 0 or room <= 0:
+                    break
+                room -= over
+            cut = sum(1 for a, b in zip(shown, outputs, strict=True) if a is not b)
+        if not summarised and not cut:
+            return messages, {}
+        return shorter, {"context_outputs_summarized": summarised, "context_outputs_cut": cut}
+
+    async def _summarise_output(self, item: ContextItem) -> str:
+        """One earlier task's output as a summary (the policy's model, asked like a turns'
+        summary: traced, budgeted), under a line saying it is one; the output itself when the
+        summary would be no shorter."""
+        model = self._summarizer
+        assert model is not None
+        text = item.output
+        window = model_window(model)
+        if window is not None:  # what the summariser cannot take is cut before it is sent
+            text = cut_text(text, max(0, window - 1000) * 3)
+        request: list[Message] = [
+            {"role": "system", "content": OUTPUT_SUMMARY_PROMPT},
+            {
+                "role": "user",
+                "content": f"Task: {item.task_description} ({item.agent_role})\n\n{text}",
+            },
+        ]
+        response = await self._ask(model, request)
+        heading = OUTPUT_SUMMARY_HEADING.format(size=len(item.output))
+        summary = f"{heading}\n{(response.content or '').strip()}"
+        return summary if len(summary) < len(item.output) else item.output
 
     async def _summarised(
         self, messages: list[Message], head: int, budget: int
@@ -328,6 +479,26 @@ class ContextWindow:
         return [*rest[:head], summary, *rest[head:]], len(old)
 
 
+def _with_prompt(
+    messages: list[Message], head: Head, items: list[ContextItem], outputs: list[str]
+) -> list[Message]:
+    """``messages`` with the task's prompt rebuilt from ``items`` showing ``outputs`` (the
+    section headings stay: the model still sees which task each output came from)."""
+    assert head.prompt is not None
+    shown = [
+        item
+        if item.output == output
+        else ContextItem(item.task_description, item.agent_role, output)
+        for item, output in zip(items, outputs, strict=True)
+    ]
+    prompt = messages[head.prompt_at]
+    return [
+        *messages[: head.prompt_at],
+        {**prompt, "content": head.prompt(shown)},
+        *messages[head.prompt_at + 1 :],
+    ]
+
+
 def transcript(messages: Sequence[Message]) -> str:
     """The turns a summary replaces, as text a model reads: who said what, which tool was
     called with what, what it answered (placeholders as they are)."""
@@ -350,6 +521,7 @@ def transcript(messages: Sequence[Message]) -> str:
 
 __all__ = [
     "ContextWindow",
+    "Head",
     "TokenCounter",
     "is_context_length_error",
     "model_window",

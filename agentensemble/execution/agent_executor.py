@@ -21,7 +21,7 @@ from agentensemble.events import LLMCallCompleted, LLMCallFailed, LLMCallStarted
 from agentensemble.execution._instructions import computed_instructions
 from agentensemble.execution._recall import show_recollection
 from agentensemble.execution._verbose import Transcript
-from agentensemble.execution._window import ContextWindow, is_context_length_error
+from agentensemble.execution._window import ContextWindow, Head, is_context_length_error
 from agentensemble.execution.env import ExecutionEnv
 from agentensemble.execution.guardrails import (
     check_input,
@@ -152,16 +152,24 @@ class AgentExecutor:
         self._costs: list[float | None] = []
         self._model_step = f"model:{task.role}"
         self._window: ContextWindow | None = None  # the task's context policy, if any
+        self._head: Head | None = None  # where its head is (set with the window)
 
-    def _user_prompt(self, *, schema_in_prompt: bool) -> str:
+    def _user_prompt(
+        self, *, schema_in_prompt: bool, context: Sequence[ContextItem] | None = None
+    ) -> str:
         task = self.task
         wants_schema = schema_in_prompt and task.output_type is not None
         return build_user_prompt(
             task.description,
             task.expected_output,
-            task.context,
+            task.context if context is None else context,
             output_instructions(task.output_type) if wants_schema else None,
         )
+
+    def _prompt_showing(self, context: Sequence[ContextItem]) -> str:
+        """The task's prompt as sent, with ``context`` for the earlier outputs (the context
+        policy's shortened ones)."""
+        return self._user_prompt(schema_in_prompt=self._format is None, context=context)
 
     async def _prepare(self) -> None:
         """Input guardrails first (no model call if one fails), then the output schema's route:
@@ -179,9 +187,11 @@ class AgentExecutor:
                 context=tuple(item.output for item in task.context),
             )
             await check_input(task.input_guardrails, seen, self.env.emitter)
+        history = 0
         if task.memory is not None:
             recalled = await task.memory.recall(task.description)
             self._prompt_at = show_recollection(self.messages, recalled, task, self.env.emitter)
+            history = len(recalled.history)  # shown from index 1 (``show_recollection``)
         if task.output_type is not None and await supports_response_format(task.model):
             self._format = response_format(task.output_type)
             self.messages[self._prompt_at]["content"] = self._user_prompt(schema_in_prompt=False)
@@ -197,6 +207,7 @@ class AgentExecutor:
                 ask=self._summarise,
                 emitter=self._emitter,
             )
+            self._head = Head(self._prompt_at, history, task.context, self._prompt_showing)
 
     async def _finish(
         self, text: str, started: float, attempt: int
@@ -316,7 +327,8 @@ class AgentExecutor:
         window = self._window
         if window is None:
             return await self._send(self.task.model, complete, self.messages, self._model_step)
-        head = self._prompt_at + 1
+        head = self._head
+        assert head is not None  # set with the window
         await window.fit(self.messages, head)
         try:
             return await self._send(self.task.model, complete, self.messages, self._model_step)
