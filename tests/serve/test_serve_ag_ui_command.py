@@ -67,3 +67,67 @@ def test_a_bad_crew_file_stops_the_command_with_exit_code_2(tmp_path: Path) -> N
     )
     assert done.returncode == 2
     assert "broken.yaml" in done.stderr
+
+
+PLAIN = REVIEWED.replace("review:\n  policy: after_last_task\n  handler: ag-ui\n", "")
+
+
+def test_durable_serving_records_each_run_in_the_database(
+    tmp_path: Path, model_server: OpenAICompatibleServer
+) -> None:
+    """``--durable FILE``: an AG-UI run is a durable run, listed by ``agentensemble durable
+    runs`` on the same file once the command has stopped."""
+    import subprocess
+    import sys
+
+    model_server.push_text("Tides follow the moon.")
+    crew = crew_file(tmp_path, PLAIN, "tides.yaml")
+    database = tmp_path / "runs.sqlite"
+    command = ["serve-ag-ui", str(crew), "--durable", str(database)]
+    with serving(command, model_env(model_server.base_url)) as base:
+        answer = post(f"{base}/", run_input(messages=[user("tides")]))
+    assert answer.last.result == "Tides follow the moon."
+    listed = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "agentensemble",
+            "durable",
+            "runs",
+            "--database",
+            f"sqlite:///{database}",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert listed.returncode == 0, listed.stderr
+    [row] = listed.stdout.strip().splitlines()  # run id, ensemble, status, created
+    assert row.split("\t")[1:3] == ["tides", "SUCCESS"]
+
+
+def test_durable_serving_refuses_a_front_end_reviewer(tmp_path: Path) -> None:
+    """A durable run's reviews wait in the database, where no AG-UI interrupt can reach them."""
+    import subprocess
+    import sys
+
+    crew = crew_file(tmp_path, REVIEWED, "tides.yaml")
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "agentensemble",
+            "serve-ag-ui",
+            str(crew),
+            "--port",
+            "0",
+            "--durable",
+            str(tmp_path / "runs.sqlite"),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=model_env("http://127.0.0.1:9"),
+    )
+    assert done.returncode == 2
+    assert "review: ag-ui cannot answer a durable run's reviews" in done.stderr

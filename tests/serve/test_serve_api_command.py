@@ -78,3 +78,76 @@ def test_serve_api_refuses_a_public_address_without_a_token(tmp_path: Path) -> N
     )
     assert done.returncode == 2
     assert "AGENTENSEMBLE_SERVE_TOKEN" in done.stderr
+
+
+def test_serve_api_durable_runs_survive_a_crash_of_the_command(
+    model_server: Any, tmp_path: Path
+) -> None:
+    """``--durable FILE``: the command is killed (SIGKILL) while a run waits for its caller's
+    review; started again on the same file, it lists that review, takes the decision and
+    finishes the run without asking the model again."""
+    import signal
+
+    from serve_helpers import serving_process
+
+    model_server.push_text("Facts about tides.")
+    model_server.push_text("Tides, explained.")
+    env = model_env(model_server.base_url, AGENTENSEMBLE_SERVE_TOKEN=TOKEN)
+    path = crew_file(tmp_path, REVIEWED)
+    command = ["serve-api", str(path), "--durable", str(tmp_path / "runs.sqlite")]
+    auth = {"Authorization": f"Bearer {TOKEN}"}
+    with serving_process(command, env) as (base, process):
+        with httpx.Client(base_url=base, headers=auth, timeout=WAIT) as http:
+            answer = http.post("/runs", json={"ensemble": "writer", "inputs": {"topic": "tides"}})
+            assert answer.status_code == 202, answer.text
+            run_id = answer.json()["run_id"]
+            before = state(http, run_id, "waiting_review")["pending_reviews"]
+        process.send_signal(signal.SIGKILL)  # a crash: nothing is stopped cleanly
+        process.wait(WAIT)
+    with (
+        serving_process(command, env) as (base, _),
+        httpx.Client(base_url=base, headers=auth, timeout=WAIT) as http,
+    ):
+        reviews = http.get(f"/runs/{run_id}/reviews").json()["reviews"]
+        assert [r["review_id"] for r in reviews] == before
+        assert reviews[0]["request"]["output"] == "Tides, explained."
+        decided = http.post(
+            f"/reviews/{before[0]}", json={"decision": "edit", "revised_output": "Tides, edited."}
+        )
+        assert decided.status_code == 200, decided.text
+        view = state(http, run_id, "succeeded")
+    assert view["outputs"]["raw"] == "Tides, edited."
+    assert [d["decided_by"] for d in view["decisions"]] == ["token"]
+    assert len(model_server.requests) == 2  # the finished task was not run again
+
+
+@pytest.mark.parametrize(
+    ("database", "shown", "hidden"),
+    [
+        ("postgresql://app:pw-s3cret-value@127.0.0.1:9/runs", "app:***@127.0.0.1:9", "s3cret"),
+        ("writer.yaml", "file is not a database", None),
+        (":memory:", "in-memory SQLite database", None),
+        ("mysql://app:pw-s3cret-value@db/runs", "is not supported", "s3cret"),
+    ],
+)
+def test_serve_api_refuses_a_durable_database_it_cannot_use_masked(
+    tmp_path: Path, database: str, shown: str, hidden: str | None
+) -> None:
+    import subprocess
+
+    from serve_helpers import AGENTENSEMBLE
+
+    path = crew_file(tmp_path)
+    done = subprocess.run(
+        [*AGENTENSEMBLE, "serve-api", str(path), "--port", "0", "--durable", database],
+        capture_output=True,
+        text=True,
+        timeout=WAIT,
+        cwd=tmp_path,
+        env=model_env("http://127.0.0.1:9"),
+    )
+    assert done.returncode == 2, done.stderr
+    assert shown in done.stderr
+    assert "Traceback" not in done.stderr
+    if hidden is not None:
+        assert hidden not in done.stderr + done.stdout
