@@ -3,6 +3,8 @@ the front end (``review: {handler: ag-ui}``), its model the local OpenAI-compati
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -55,9 +57,6 @@ def test_a_crew_file_streams_and_its_review_is_answered_by_the_front_end(
 
 
 def test_a_bad_crew_file_stops_the_command_with_exit_code_2(tmp_path: Path) -> None:
-    import subprocess
-    import sys
-
     broken = crew_file(tmp_path, "tasks: [", "broken.yaml")
     done = subprocess.run(
         [sys.executable, "-m", "agentensemble", "serve-ag-ui", str(broken), "--port", "0"],
@@ -77,9 +76,6 @@ def test_durable_serving_records_each_run_in_the_database(
 ) -> None:
     """``--durable FILE``: an AG-UI run is a durable run, listed by ``agentensemble durable
     runs`` on the same file once the command has stopped."""
-    import subprocess
-    import sys
-
     model_server.push_text("Tides follow the moon.")
     crew = crew_file(tmp_path, PLAIN, "tides.yaml")
     database = tmp_path / "runs.sqlite"
@@ -108,9 +104,6 @@ def test_durable_serving_records_each_run_in_the_database(
 
 def test_durable_serving_refuses_a_front_end_reviewer(tmp_path: Path) -> None:
     """A durable run's reviews wait in the database, where no AG-UI interrupt can reach them."""
-    import subprocess
-    import sys
-
     crew = crew_file(tmp_path, REVIEWED, "tides.yaml")
     done = subprocess.run(
         [

@@ -4,13 +4,15 @@ the local OpenAI-compatible server, and its review goes to the run's caller (``r
 from __future__ import annotations
 
 import json
+import signal
+import subprocess
 import time
 from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
-from serve_helpers import CREW, KEY, crew_file, model_env, serving
+from serve_helpers import AGENTENSEMBLE, CREW, KEY, crew_file, model_env, serving, serving_process
 
 from agentensemble.testing import OpenAICompatibleServer
 
@@ -65,10 +67,6 @@ def test_serve_api_runs_a_crew_file_and_its_caller_reviews_it(
 
 
 def test_serve_api_refuses_a_public_address_without_a_token(tmp_path: Path) -> None:
-    import subprocess
-
-    from serve_helpers import AGENTENSEMBLE
-
     done = subprocess.run(
         [*AGENTENSEMBLE, "serve-api", str(crew_file(tmp_path)), "--host", "192.0.2.1"],
         capture_output=True,
@@ -86,10 +84,6 @@ def test_serve_api_durable_runs_survive_a_crash_of_the_command(
     """``--durable FILE``: the command is killed (SIGKILL) while a run waits for its caller's
     review; started again on the same file, it lists that review, takes the decision and
     finishes the run without asking the model again."""
-    import signal
-
-    from serve_helpers import serving_process
-
     model_server.push_text("Facts about tides.")
     model_server.push_text("Tides, explained.")
     env = model_env(model_server.base_url, AGENTENSEMBLE_SERVE_TOKEN=TOKEN)
@@ -119,6 +113,17 @@ def test_serve_api_durable_runs_survive_a_crash_of_the_command(
     assert view["outputs"]["raw"] == "Tides, edited."
     assert [d["decided_by"] for d in view["decisions"]] == ["token"]
     assert len(model_server.requests) == 2  # the finished task was not run again
+    database = f"sqlite:///{tmp_path / 'runs.sqlite'}"
+    traced = subprocess.run(
+        [*AGENTENSEMBLE, "durable", "trace", run_id, "--database", database],
+        capture_output=True,
+        text=True,
+        timeout=WAIT,
+    )
+    assert traced.returncode == 0, traced.stderr
+    trace = json.loads(traced.stdout)
+    [review] = [r for task in trace["tasks"] for r in task["reviews"]]
+    assert (review["decision"], review["decided_by"]) == ("edit", "token")  # the API's caller
 
 
 @pytest.mark.parametrize(
@@ -133,10 +138,6 @@ def test_serve_api_durable_runs_survive_a_crash_of_the_command(
 def test_serve_api_refuses_a_durable_database_it_cannot_use_masked(
     tmp_path: Path, database: str, shown: str, hidden: str | None
 ) -> None:
-    import subprocess
-
-    from serve_helpers import AGENTENSEMBLE
-
     path = crew_file(tmp_path)
     done = subprocess.run(
         [*AGENTENSEMBLE, "serve-api", str(path), "--port", "0", "--durable", database],
