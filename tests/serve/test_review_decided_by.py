@@ -1,7 +1,7 @@
 """Who decided a review, in the ``ReviewDecided`` event and the run's trace: the caller of the run
-API or of the AG-UI endpoint (the name its token maps to), not the handler's class name. Real
-HTTP on 127.0.0.1 (the hardened setup), scripted models; a listener on the served ensemble keeps
-what the run emitted."""
+API or of the AG-UI endpoint (the name its token maps to), or of the served MCP tool, not the
+handler's class name. Real HTTP on 127.0.0.1 (the hardened setup) or the real ``mcp`` client,
+scripted models; a listener on the served ensemble keeps what the run emitted."""
 
 from __future__ import annotations
 
@@ -10,12 +10,13 @@ from collections.abc import Callable
 from typing import Any
 
 import httpx
+import pytest
 from ag_ui_helpers import mail_crew, post, resume, run_input, served, user
 from serve_helpers import hardened_serving
 
 from agentensemble import Agent, Ensemble, Task
 from agentensemble.events import EnsembleCompleted, ReviewDecided
-from agentensemble.serve import RunAPIReviewHandler, run_api
+from agentensemble.serve import MCPReviewHandler, RunAPIReviewHandler, mcp_server, run_api
 from agentensemble.testing import ScriptedChatModel, text
 
 TOKENS = {"ann": "ann-token-long-enough-1", "bob": "bob-token-long-enough-2"}
@@ -36,14 +37,16 @@ class Seen:
             self.reviews = [r for task in event.output.trace.tasks for r in task.reviews]
 
 
-def reviewed_writer(seen: Seen) -> Callable[[], Ensemble]:
+def reviewed_writer(seen: Seen, handler: Any = None) -> Callable[[], Ensemble]:
+    """A one-task writer reviewed after its task (by the run API's caller by default)."""
+
     def build() -> Ensemble:
         agent = Agent(role="Writer", goal="Write", llm=ScriptedChatModel([text("a draft")]))
         return Ensemble(
             tasks=[
                 Task(description="Write about {topic}.", expected_output="A line.", agent=agent)
             ],
-            review_handler=RunAPIReviewHandler(),
+            review_handler=handler or RunAPIReviewHandler(),
             review_policy="after_last_task",
             listeners=[seen],
         )
@@ -131,3 +134,23 @@ def test_a_review_no_caller_decided_names_the_handler() -> None:
         until(lambda: ann.get(f"/runs/{run_id}").json()["state"] == "failed")
     [event] = until(lambda: seen.decided)
     assert (event.decision, event.decided_by) == ("exit_early", "RunAPIReviewHandler")
+
+
+@pytest.mark.anyio
+async def test_a_review_answered_by_an_mcp_client_names_its_caller() -> None:
+    """In process (no HTTP request) the caller is the one local client."""
+    import mcp_types as types
+    from mcp import Client
+
+    async def user(context: Any, params: types.ElicitRequestParams) -> types.ElicitResult:
+        return types.ElicitResult(action="accept", content={"decision": "approve"})
+
+    seen = Seen()
+    server = mcp_server({"writer": reviewed_writer(seen, MCPReviewHandler())})
+    async with Client(server, elicitation_callback=user) as client:
+        result = await client.call_tool("writer", {"topic": "x"})
+    assert not result.is_error
+    [event] = seen.decided
+    assert (event.decision, event.decided_by) == ("continue", "local")
+    [record] = seen.reviews
+    assert record.decided_by == "local"
