@@ -13,9 +13,8 @@ from typing import Any
 
 from agentensemble._dsn import mask_dsn, mask_in, sqlite_file_problem
 from agentensemble.cli._common import UsageError
+from agentensemble.cli.durable_command import DATABASE_ENV
 from agentensemble.errors import ConfigurationError
-
-DATABASE_ENV = "AGENTENSEMBLE_DATABASE_URL"  # the durable package's (not imported: DBOS)
 
 
 def add_durable_argument(parser: argparse.ArgumentParser) -> None:
