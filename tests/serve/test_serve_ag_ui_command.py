@@ -1,18 +1,24 @@
 """``agentensemble serve-ag-ui`` as a subprocess: a crew file whose last task is reviewed by
-the front end (``review: {handler: ag-ui}``), its model the local OpenAI-compatible server."""
+the front end (``review: {handler: ag-ui}``), its model the local OpenAI-compatible server; with
+``--durable``, runs recorded in the database and resumed after a crash of the command."""
 
 from __future__ import annotations
 
+import contextlib
+import signal
 import subprocess
 import sys
+import threading
+import time
 from pathlib import Path
 from typing import Any
 
 import pytest
 from ag_ui_helpers import post, resume, run_input, user
-from serve_helpers import KEY, crew_file, model_env, serving
+from serve_helpers import AGENTENSEMBLE, KEY, crew_file, model_env, serving, serving_process
 
 from agentensemble.testing import OpenAICompatibleServer
+from agentensemble_review import Continue, ReviewServer
 
 pytestmark = pytest.mark.e2e
 
@@ -124,3 +130,45 @@ def test_durable_serving_refuses_a_front_end_reviewer(tmp_path: Path) -> None:
     )
     assert done.returncode == 2
     assert "review: ag-ui cannot answer a durable run's reviews" in done.stderr
+
+
+def test_a_durable_run_a_crash_interrupted_finishes_after_the_next_start(
+    tmp_path: Path, model_server: OpenAICompatibleServer
+) -> None:
+    """``--durable FILE``: the command is killed (SIGKILL) while a run waits for its webhook
+    review; the next start on the same file resumes the run by itself, asks the webhook about
+    the same review, and finishes it without asking the model again."""
+    model_server.push_text("Tides follow the moon.")
+    with ReviewServer(port=0) as reviews:
+        review = "review:\n  policy: after_last_task\n  handler: webhook\n"
+        review += f"  url: {reviews.reviews_url}\n"
+        crew = crew_file(tmp_path, PLAIN + review, "tides.yaml")
+        database = tmp_path / "runs.sqlite"
+        command = ["serve-ag-ui", str(crew), "--durable", str(database)]
+        env = model_env(model_server.base_url)
+        with serving_process(command, env) as (base, process):
+
+            def start() -> None:
+                with contextlib.suppress(Exception):  # its stream breaks when it is killed
+                    post(f"{base}/", run_input(messages=[user("tides")]))
+
+            threading.Thread(target=start, daemon=True).start()
+            pending = reviews.wait_for_pending(timeout=60)
+            process.send_signal(signal.SIGKILL)  # a crash, with the run waiting for its review
+            process.wait(60)
+        reviews.decide(pending["id"], Continue())
+        with serving_process(command, env):
+            deadline = time.monotonic() + 60
+            status = ""
+            while status != "SUCCESS" and time.monotonic() < deadline:
+                listed = subprocess.run(
+                    [*AGENTENSEMBLE, "durable", "runs", "--database", f"sqlite:///{database}"],
+                    capture_output=True,
+                    text=True,
+                    timeout=60,
+                )
+                rows = [line.split("\t") for line in listed.stdout.splitlines()]
+                status = rows[0][2] if rows else ""
+                time.sleep(0.2)
+    assert status == "SUCCESS"
+    assert len(model_server.requests) == 1  # the task's answer was kept, not asked again

@@ -1,5 +1,6 @@
 """``agentensemble serve-api`` as a subprocess, driven over HTTP with ``httpx``; the crew's model is
-the local OpenAI-compatible server, and its review goes to the run's caller (``review: api``)."""
+the local OpenAI-compatible server, and its review goes to the run's caller (``review: api``);
+with ``--durable``, a run waiting for its review outlives a crash of the command."""
 
 from __future__ import annotations
 
