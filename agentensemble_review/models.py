@@ -12,7 +12,14 @@ from datetime import timedelta
 from enum import Enum
 from typing import Annotated, Any, Literal, Union
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Field,
+    SerializerFunctionWrapHandler,
+    model_serializer,
+)
 
 from agentensemble_review._format import format_duration
 
@@ -85,6 +92,24 @@ class ReviewRequest(BaseModel):
 
 class _Decision(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
+
+    decided_by: str | None = None
+    """Who decided, when the channel knows it (the run API's or AG-UI's caller, the web
+    console's reviewer): the ``ReviewDecided`` event and the trace record it; without it they
+    name the handler. Keyword only: ``Continue(decided_by="ann")``."""
+
+    def __repr_args__(self) -> Any:
+        for name, value in super().__repr_args__():
+            if name != "decided_by" or value is not None:  # Continue() stays Continue()
+                yield name, value
+
+    @model_serializer(mode="wrap")
+    def _dump(self, handler: SerializerFunctionWrapHandler) -> Any:
+        """Dumped as before when no one is named (``decided_by`` only when known)."""
+        data = handler(self)
+        if isinstance(data, dict) and data.get("decided_by") is None:
+            data.pop("decided_by", None)
+        return data
 
 
 class Continue(_Decision):

@@ -136,7 +136,9 @@ class WebReviewHandler:
         if not isinstance(decision, dict):
             return None
         wanted = {k: decision[k] for k in ("decision", "revised_output", "reason") if k in decision}
-        return decision_from_json(wanted)
+        who = decision.get("decided_by")  # the reviewer the console logged in: events, trace
+        decided_by = who[:200] if isinstance(who, str) and who else None
+        return decision_from_json(wanted).model_copy(update={"decided_by": decided_by})
 
 
 __all__ = ["WebReviewHandler"]

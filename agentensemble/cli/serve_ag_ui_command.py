@@ -1,6 +1,10 @@
 """``agentensemble serve-ag-ui crew.yaml --port N``: the crew file as an AG-UI agent (``POST /``
 takes a ``RunAgentInput`` and streams AG-UI events). Needs the extra
-``agentensemble-py[ag-ui]``. A crew with ``review: {handler: ag-ui}`` asks the front end."""
+``agentensemble-py[ag-ui]``. A crew with ``review: {handler: ag-ui}`` asks the front end.
+
+``--durable [DATABASE]``: every run is a durable run (``_serving_durable``), recorded in the
+database and resumed by the next start after a crash. Its reviews wait in the durable run, so
+``handler: ag-ui`` is refused there (use a webhook or the web console)."""
 
 from __future__ import annotations
 
@@ -15,7 +19,9 @@ from agentensemble.cli._serving import (
     crew_factory,
     serve_app,
     serving_token,
+    tool_name,
 )
+from agentensemble.cli._serving_durable import add_durable_argument, durable_runtime, where
 from agentensemble.errors import ConfigurationError
 
 DEFAULT_PORT = 8769
@@ -23,6 +29,7 @@ DEFAULT_PORT = 8769
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_serving_arguments(parser, default_port=DEFAULT_PORT)
+    add_durable_argument(parser)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -39,15 +46,22 @@ def run(args: argparse.Namespace) -> int:
         factory = crew_factory(args)
         token = serving_token(args)
         port, bound = choose_port(args)
-        app = ag_ui_app(
-            factory,
-            token=token,
-            host=args.host,
-            port=port,
-            allowed_hosts=args.allow_host,
-            max_body_bytes=args.max_body,
-        )
-        serve_app(app, args, port, bound, "AG-UI agent (POST a RunAgentInput to /)")
+        name = tool_name(args)
+        with durable_runtime(args, {name: factory}) as runtime:
+            app = ag_ui_app(
+                factory,
+                token=token,
+                host=args.host,
+                port=port,
+                allowed_hosts=args.allow_host,
+                max_body_bytes=args.max_body,
+                durable=runtime,
+                name=name,
+            )
+            what = "AG-UI agent (POST a RunAgentInput to /)"
+            serve_app(
+                app, args, port, bound, what if runtime is None else f"{what}, {where(runtime)}"
+            )
     except (UsageError, ConfigurationError) as error:
         return usage_failure(args, error)
     return EXIT_OK

@@ -1,12 +1,18 @@
 """``agentensemble serve-api crew.yaml --port N``: the crew file behind the run API (submit runs,
 stream their events, cancel them, decide their reviews over HTTP; docs/serve.md). Needs the
-extra ``agentensemble-py[serve]``."""
+extra ``agentensemble-py[serve]``.
+
+``--durable [DATABASE]``: runs are durable runs (``_serving_durable``) that survive a restart of
+the command; a crew's ``review: {handler: api}`` then waits in the durable run
+(``DurableReviewHandler``) and is still decided through the API, by the run's caller."""
 
 from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from agentensemble.cli import EXIT_OK, EXIT_USAGE, Command
 from agentensemble.cli._common import UsageError, usage_failure
@@ -18,6 +24,7 @@ from agentensemble.cli._serving import (
     serving_token,
     tool_name,
 )
+from agentensemble.cli._serving_durable import add_durable_argument, durable_runtime, where
 from agentensemble.errors import ConfigurationError
 
 DEFAULT_PORT = 8769
@@ -31,6 +38,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--page", metavar="HTML", help="an HTML file served at / (a front end on the same origin)"
     )
+    add_durable_argument(parser)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -53,21 +61,44 @@ def run(args: argparse.Namespace) -> int:
 
         from agentensemble.serve._hardened import Limits
 
-        app = run_api(
-            {name: factory},
-            token=token,
-            allowed_hosts=[
-                *([] if args.host in ("0.0.0.0", "::") else [args.host]),
-                *args.allow_host,
-            ],
-            port=port,
-            limits=replace(Limits(), max_body_bytes=args.max_body),
-            page=page,
-        )
-        serve_app(app, args, port, url, f"run API for {name!r} ({Path(args.crew).name})")
+        if args.durable is not None:
+            factory = _reviews_in_durable_runs(factory)
+        with durable_runtime(args, {name: factory}) as runtime:
+            app = run_api(
+                {name: factory},
+                token=token,
+                durable=runtime,
+                allowed_hosts=[
+                    *([] if args.host in ("0.0.0.0", "::") else [args.host]),
+                    *args.allow_host,
+                ],
+                port=port,
+                limits=replace(Limits(), max_body_bytes=args.max_body),
+                page=page,
+            )
+            what = f"run API for {name!r} ({Path(args.crew).name})"
+            serve_app(
+                app, args, port, url, what if runtime is None else f"{what}, {where(runtime)}"
+            )
     except (UsageError, ConfigurationError) as error:
         return usage_failure(args, error)
     return EXIT_OK
+
+
+def _reviews_in_durable_runs(factory: Callable[[], Any]) -> Callable[[], Any]:
+    """``review: api`` in a durable run: the review waits in the run (``DurableReviewHandler``,
+    kept across restarts), and the run API lists and decides it the same way."""
+
+    def build() -> Any:
+        from agentensemble.durable import DurableReviewHandler  # checked by durable_runtime
+        from agentensemble.serve._run_api_review import RunAPIReviewHandler
+
+        ensemble = factory()
+        if isinstance(ensemble.review_handler, RunAPIReviewHandler):
+            ensemble.review_handler = DurableReviewHandler()
+        return ensemble
+
+    return build
 
 
 def _page(path: str | None) -> str | None:

@@ -169,6 +169,7 @@ class DurableClient:
         revised_output: str | None = None,
         reason: str | None = None,
         confirm_within: float = 5.0,
+        decided_by: str | None = None,
     ) -> DecisionOutcome:
         """Decide a pending review: ``continue``, ``edit`` (with ``revised_output``) or
         ``exit_early`` (with an optional ``reason``). Returns ``"applied"`` or ``"queued"``.
@@ -179,7 +180,8 @@ class DurableClient:
         ``ReviewClosedError`` if another decision (or the timeout) came first. With no worker
         running the run, the decision waits in the database (``"queued"``) and applies when a
         worker resumes the run; a second decision while one is queued is refused, since only
-        the first one sent would apply.
+        the first one sent would apply. ``decided_by`` names who decided: the run's
+        ``ReviewDecided`` event and trace record it (else they name the handler).
         """
         if decision not in ("continue", "edit", "exit_early"):
             raise ValueError(f"decision must be continue, edit or exit_early; got {decision!r}")
@@ -214,6 +216,7 @@ class DurableClient:
             "reason": reason,
             "decision_id": decision_id,
             "sent_at": now,  # the run refuses it if that is past the deadline (clock of record)
+            "decided_by": decided_by,
         }
         self._client.send(run_id, message, topic=review_id)
         deadline = time.monotonic() + confirm_within

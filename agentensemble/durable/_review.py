@@ -108,12 +108,14 @@ class DurableReviewHandler:
             review_key(review_id), {**pending, "state": "decided", "decision_id": applied}
         )
         kind = message.get("decision") if isinstance(message, dict) else None
+        who = message.get("decided_by") if isinstance(message, dict) else None
+        by = who[:200] if isinstance(who, str) and who else None  # the events and trace name it
         if kind == "continue":
-            return Continue()
+            return Continue(decided_by=by)
         if kind == "edit" and isinstance(message.get("revised_output"), str):
-            return Edit(message["revised_output"])
+            return Edit(message["revised_output"], decided_by=by)
         if kind == "exit_early":
-            return ExitEarly(message.get("reason"))
+            return ExitEarly(message.get("reason"), decided_by=by)
         # a message that is no decision never approves anything: the review fails closed
         raise ReviewProtocolError(
             f"review {review_id!r} got a message that is not a decision: {str(message)[:200]!r}"

@@ -123,7 +123,8 @@ def decision(pending: PendingReview, entry: Any, who: str) -> tuple[Any, dict[st
 
     where = f"resume entry for {pending.id}"
     if entry.status == "cancelled":
-        return ExitEarly(f"cancelled by the AG-UI user ({who})"), _record("rejected", who)
+        cancelled = ExitEarly(f"cancelled by the AG-UI user ({who})", decided_by=who)
+        return cancelled, _record("rejected", who)
     payload = entry.payload
     if not isinstance(payload, dict) or not isinstance(payload.get("approved"), bool):
         raise BadArguments(
@@ -135,12 +136,13 @@ def decision(pending: PendingReview, entry: Any, who: str) -> tuple[Any, dict[st
         raise BadArguments(f"{where}: 'reason' must be a string")
     if not payload["approved"]:
         why = reason[:MAX_SHOWN_CHARS] if reason else f"rejected by the AG-UI user ({who})"
-        return ExitEarly(why), _record("rejected", who)
+        return ExitEarly(why, decided_by=who), _record("rejected", who)
     arguments, output = payload.get("editedArgs"), payload.get("editedOutput")
     if arguments is not None:
         if not pending.is_tool_call:
             raise BadArguments(f"{where}: a task review takes editedOutput, not editedArgs")
-        return Edit(_checked_arguments(pending, arguments, where)), _record("edited", who)
+        edited = _checked_arguments(pending, arguments, where)
+        return Edit(edited, decided_by=who), _record("edited", who)
     if output is not None:
         if pending.is_tool_call:
             raise BadArguments(f"{where}: a tool call takes editedArgs, not editedOutput")
@@ -149,8 +151,8 @@ def decision(pending: PendingReview, entry: Any, who: str) -> tuple[Any, dict[st
                 f"{where}: editedOutput must be a non-empty text of at most "
                 f"{MAX_ARGUMENT_CHARS} characters"
             )
-        return Edit(output), _record("edited", who)
-    return Continue(), _record("approved", who)
+        return Edit(output, decided_by=who), _record("edited", who)
+    return Continue(decided_by=who), _record("approved", who)
 
 
 def _record(outcome: str, who: str) -> dict[str, Any]:

@@ -38,13 +38,17 @@ class _Question:
 class ServedRun:
     """One run of a served ensemble; ``result_of`` builds the tool result from ``work``."""
 
-    def __init__(self, session: Any, request_id: Any, parked: dict[str, ServedRun]) -> None:
+    def __init__(
+        self, session: Any, request_id: Any, parked: dict[str, ServedRun], caller: str | None = None
+    ) -> None:
         self.session = session  # the session of the latest call (progress goes there)
         self._parked = parked
         self._questions: asyncio.Queue[_Question] = asyncio.Queue()
         self._pending: _Question | None = None
         self._task: asyncio.Task[types.CallToolResult] | None = None
-        self.call = ServedCall(session, request_id, ask=self._ask_for(session, request_id))
+        self.call = ServedCall(
+            session, request_id, ask=self._ask_for(session, request_id), caller=caller
+        )
 
     def _ask_for(self, session: Any, request_id: Any) -> Callable[..., Awaitable[Any]] | None:
         capabilities = getattr(session, "client_capabilities", None)

@@ -160,6 +160,7 @@ class DurableRuns:
                 decision["decision"],
                 revised_output=decision.get("revised_output"),
                 reason=decision.get("reason"),
+                decided_by=decided_by,
             )
         except ReviewClosedError as error:
             raise Refused(409, wire_value(str(error))) from None

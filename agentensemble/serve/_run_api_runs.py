@@ -248,7 +248,9 @@ class RunRecord:
         finally:
             if self.state == "waiting_review" and not self.pending():
                 self.set_state("running")
-        return decision_from_json(decided)
+        # the caller who decided goes with the decision: the ReviewDecided event and the trace
+        who = (review.decision or {}).get("decided_by")
+        return decision_from_json(decided).model_copy(update={"decided_by": who or None})
 
     def pending(self) -> list[Review]:
         return [review for review in self.reviews.values() if review.state == "pending"]

@@ -22,12 +22,14 @@ _CUT = "\n... (truncated)"
 
 @dataclass(frozen=True)
 class ServedCall:
-    """The MCP request a served run belongs to: its session, its request id and how to ask its
-    client's user (``ask(message, schema) -> ElicitResult``; None when the client cannot)."""
+    """The MCP request a served run belongs to: its session, its request id, how to ask its
+    client's user (``ask(message, schema) -> ElicitResult``; None when the client cannot) and
+    who called (its token's name or address: the decider its reviews name)."""
 
     session: Any
     request_id: Any
     ask: Callable[[str, dict[str, Any]], Awaitable[Any]] | None = None
+    caller: str | None = None
 
 
 current_call: contextvars.ContextVar[ServedCall | None] = contextvars.ContextVar(
@@ -83,16 +85,18 @@ class MCPReviewHandler:
             return ExitEarly(f"review: mcp could not ask the client ({type(error).__name__})")
         content = result.content or {}
         decision = content.get("decision")
+        who = call.caller  # the ReviewDecided event and the trace name the caller
         if result.action != "accept":
-            return ExitEarly(f"the MCP client's user answered {result.action!r}")
+            return ExitEarly(f"the MCP client's user answered {result.action!r}", decided_by=who)
         if decision == "approve":
-            return Continue()
+            return Continue(decided_by=who)
         revised = content.get("revised_output")
         if decision == "edit" and isinstance(revised, str) and revised:
-            return Edit(revised)
+            return Edit(revised, decided_by=who)
         if decision == "stop":
             reason = content.get("reason")
-            return ExitEarly(str(reason) if reason else "stopped by the MCP client's user")
+            why = str(reason) if reason else "stopped by the MCP client's user"
+            return ExitEarly(why, decided_by=who)
         return ExitEarly(f"unreadable answer from the MCP client: decision={decision!r}")
 
     def __repr__(self) -> str:

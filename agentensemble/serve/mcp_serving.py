@@ -132,7 +132,7 @@ async def _start(
         return _error_result(f"{served.name}: {error}")
     except Exception as error:
         return _error_result(f"{served.name}: the ensemble could not be built: {error_text(error)}")
-    run = ServedRun(ctx.session, ctx.request_id, parked)
+    run = ServedRun(ctx.session, ctx.request_id, parked, _caller(ctx))
 
     async def report(progress: float, total: float | None, message: str) -> None:
         await run.session.report_progress(progress, total, message)

@@ -148,7 +148,8 @@ def _report(context: ToolContext, request: Any, decision: Any) -> Any:
             decision=str(getattr(decision, "decision", type(decision).__name__)),
             tool_name=request.tool_name,
             details=details,
-            decided_by=type(context.review_handler).__name__,
+            decided_by=getattr(decision, "decided_by", None)
+            or type(context.review_handler).__name__,
         )
     )
     return decision

@@ -101,7 +101,7 @@ async def ask_reviewer(
             task_description=task_description,
             decision=kind,
             details=details,
-            decided_by=type(handler).__name__,
+            decided_by=getattr(decision, "decided_by", None) or type(handler).__name__,
         )
     )
     return result

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from datetime import timedelta
+from pathlib import Path
 
 import pytest
 import respx
@@ -79,3 +80,36 @@ def test_a_lone_surrogate_in_model_output_still_reaches_the_reviewer() -> None:
             browser.close()
         asking.join(timeout=20)
     assert isinstance(box.get("d"), Continue)
+
+
+def test_the_decision_names_the_reviewer_who_took_it(tmp_path: Path) -> None:
+    """A named reviewer's decision carries the name (the ReviewDecided event and the trace
+    record it, not the handler's class)."""
+    import threading
+
+    from _web_support import logged_in, wait_for_pending
+
+    from agentensemble_review.models import Edit
+    from agentensemble_web import WebConsoleServer
+    from agentensemble_web.reviewers import add_reviewer
+
+    db = tmp_path / "console.sqlite3"
+    with WebConsoleServer(port=0, db=str(db)) as console:
+        carol = add_reviewer(db, "carol")
+        box: dict[str, object] = {}
+        handler = WebReviewHandler(console.url, console.token)
+        asking = threading.Thread(target=lambda: box.setdefault("d", handler.review(_request(30))))
+        asking.start()
+        browser, csrf = logged_in(console, carol)
+        try:
+            [pending] = wait_for_pending(browser)
+            answer = browser.post(
+                f"/api/reviews/{pending['id']}/decision",
+                json={"decision": "edit", "revised_output": "fixed"},
+                headers={"X-CSRF-Token": csrf},
+            )
+            assert answer.status_code == 200, answer.text
+        finally:
+            browser.close()
+        asking.join(timeout=20)
+    assert box.get("d") == Edit("fixed", decided_by="carol")
