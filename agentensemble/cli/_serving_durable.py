@@ -17,12 +17,24 @@ from agentensemble.cli.durable_command import DATABASE_ENV
 from agentensemble.errors import ConfigurationError
 
 
+def _database(value: str) -> str:
+    """``--durable``'s value; a crew file there is the argument order gone wrong (``--durable``
+    takes an optional value, so ``--durable crew.yaml`` would take the crew as the database)."""
+    if value.endswith((".yaml", ".yml")):
+        raise argparse.ArgumentTypeError(
+            f"{value} looks like the crew file, not a database: write --durable after the crew "
+            "file, or --durable=DATABASE"
+        )
+    return value
+
+
 def add_durable_argument(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--durable",
         nargs="?",
         const="",
         default=None,
+        type=_database,
         metavar="DATABASE",
         help="run every run durably (it survives a restart): a SQLite file, a sqlite:/// or "
         f"postgresql:// URL, or nothing for ${DATABASE_ENV} (else agentensemble.sqlite); "

@@ -131,7 +131,7 @@ def test_serve_api_durable_runs_survive_a_crash_of_the_command(
     ("database", "shown", "hidden"),
     [
         ("postgresql://app:pw-s3cret-value@127.0.0.1:9/runs", "app:***@127.0.0.1:9", "s3cret"),
-        ("writer.yaml", "file is not a database", None),
+        ("writer.yaml", "looks like the crew file, not a database", None),
         (":memory:", "in-memory SQLite database", None),
         ("mysql://app:pw-s3cret-value@db/runs", "is not supported", "s3cret"),
     ],
