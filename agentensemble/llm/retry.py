@@ -161,7 +161,25 @@ class RetryPolicy(BaseModel):
         not be reached.
         """
         hidden = tuple(s for s in secrets if s)
+        # The first attempt runs bare: almost every call succeeds, and tenacity's loop (its
+        # state, a Future with its lock, closures in reference cycles) costs CPU and garbage
+        # collection on every call when a thousand runs are in flight. A first failure hands
+        # over to tenacity, which meets it again as its own attempt 1 (``replay``): the waits,
+        # the log lines and the attempt count are the ones tenacity alone gave.
+        try:
+            return await call()
+        except LLMError:
+            raise
+        except Exception as exc:
+            first: BaseException | None = exc
         attempts = 0
+
+        async def replay() -> T:
+            nonlocal first
+            if first is not None:
+                failure, first = first, None
+                raise failure
+            return await call()
 
         def wait(state: RetryCallState) -> float:
             exc = state.outcome.exception() if state.outcome is not None else None
@@ -191,7 +209,7 @@ class RetryPolicy(BaseModel):
             async for attempt in retrying:
                 with attempt:
                     attempts = attempt.retry_state.attempt_number
-                    return await call()
+                    return await replay()
         except LLMError:
             raise
         except Exception as exc:
