@@ -160,25 +160,39 @@ class RetryPolicy(BaseModel):
         ``endpoint`` (the configured ``api_base``) is named in the error when the server could
         not be reached.
         """
-        hidden = tuple(s for s in secrets if s)
         # The first attempt runs bare: almost every call succeeds, and tenacity's loop (its
         # state, a Future with its lock, closures in reference cycles) costs CPU and garbage
         # collection on every call when a thousand runs are in flight. A first failure hands
-        # over to tenacity, which meets it again as its own attempt 1 (``replay``): the waits,
+        # over to tenacity (``_retry``), which meets it again as its own attempt 1: the waits,
         # the log lines and the attempt count are the ones tenacity alone gave.
         try:
             return await call()
         except LLMError:
             raise
         except Exception as exc:
-            first: BaseException | None = exc
+            failure: Exception = exc
+        return await self._retry(failure, call, label=label, secrets=secrets, endpoint=endpoint)
+
+    async def _retry(
+        self,
+        failure: Exception,
+        call: Callable[[], Awaitable[T]],
+        *,
+        label: str,
+        secrets: Iterable[str],
+        endpoint: str | None,
+    ) -> T:
+        """``run`` after its first attempt failed with ``failure``: tenacity from attempt 1."""
+        hidden = tuple(s for s in secrets if s)
+        first: Exception | None = failure
+        del failure
         attempts = 0
 
         async def replay() -> T:
             nonlocal first
             if first is not None:
-                failure, first = first, None
-                raise failure
+                failed, first = first, None
+                raise failed
             return await call()
 
         def wait(state: RetryCallState) -> float:
