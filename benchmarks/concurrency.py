@@ -20,7 +20,7 @@ Usage: ``python benchmarks/concurrency.py [--runs 100 1000] [--delay 0.2] [--var
 - Ratios ours/floor are printed beside the targets of issue 44 (CPU per run <= 2x, throughput
   >= 0.5x, memory growth per run <= 2x), measured in one run, with ``uptime``'s load.
 - ``--variants ... ours-frozen``: ``ours`` again with ``gc.freeze()`` after the warm-up (what
-  docs/reliability.md advises a service that starts many runs), not in the default list.
+  docs/models.md advises a service that starts many runs), not in the default list.
 - ``--profile DIR``: the ``ours`` child at each size also writes a cProfile of the measured part
   (``DIR/ours-N.txt``, top functions by own time).
 - ``--fresh N``: first-answer time of a fresh process (spawn to exit, best of N after one
@@ -46,7 +46,7 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 VARIANTS = ("ours", "llm", "openai-sdk", "floor")
-FROZEN = "ours-frozen"  # ours with gc.freeze() after the warm-up: the advice in docs/reliability.md
+FROZEN = "ours-frozen"  # ours with gc.freeze() after the warm-up: the advice in docs/models.md
 TOOL = {
     "type": "function",
     "function": {
