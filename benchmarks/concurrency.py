@@ -19,6 +19,8 @@ Usage: ``python benchmarks/concurrency.py [--runs 100 1000] [--delay 0.2] [--var
   the warm-up): memory growth per concurrent run is (peak - RSS before) / N.
 - Ratios ours/floor are printed beside the targets of issue 44 (CPU per run <= 2x, throughput
   >= 0.5x, memory growth per run <= 2x), measured in one run, with ``uptime``'s load.
+- ``--variants ... ours-frozen``: ``ours`` again with ``gc.freeze()`` after the warm-up (what
+  docs/models.md advises a service that starts many runs), not in the default list.
 - ``--profile DIR``: the ``ours`` child at each size also writes a cProfile of the measured part
   (``DIR/ours-N.txt``, top functions by own time).
 - ``--fresh N``: first-answer time of a fresh process (spawn to exit, best of N after one
@@ -44,6 +46,7 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 VARIANTS = ("ours", "llm", "openai-sdk", "floor")
+FROZEN = "ours-frozen"  # ours with gc.freeze() after the warm-up: the advice in docs/models.md
 TOOL = {
     "type": "function",
     "function": {
@@ -294,11 +297,16 @@ def _memory() -> tuple[int, int]:
 
 def _child(variant: str, runs: int, url: str, profile: str | None) -> None:
     makers = {"ours": _ours, "llm": _llm, "openai-sdk": _openai_sdk, "floor": _floor}
-    run = makers[variant](url)
+    run = makers["ours" if variant == FROZEN else variant](url)
 
     async def measure() -> dict[str, Any]:
         for _ in range(3):  # imports, clients, connections: not what N runs at once cost
             await run()
+        if variant == FROZEN:  # what a service does once started: its imports out of every scan
+            import gc
+
+            gc.collect()
+            gc.freeze()
         with contextlib.suppress(OSError):  # the peak from here on ("5": VmHWM to RSS now)
             Path("/proc/self/clear_refs").write_text("5")
         before, _ = _memory()
@@ -445,7 +453,9 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, nargs="+", default=[100, 1000])
     parser.add_argument("--delay", type=float, default=0.2)
-    parser.add_argument("--variants", nargs="+", choices=VARIANTS, default=list(VARIANTS))
+    parser.add_argument(
+        "--variants", nargs="+", choices=(*VARIANTS, FROZEN), default=list(VARIANTS)
+    )
     parser.add_argument("--profile", type=Path, help="write cProfiles of ours here")
     parser.add_argument("--fresh", type=int, default=0, help="first-answer repeats (0: skip)")
     parser.add_argument("--serve", type=float, help=argparse.SUPPRESS)
@@ -465,9 +475,9 @@ def main() -> int:
         for runs in args.runs:
             for variant in args.variants:
                 profile = None
-                if args.profile and variant == "ours":
+                if args.profile and variant in ("ours", FROZEN):
                     args.profile.mkdir(parents=True, exist_ok=True)
-                    profile = str(args.profile / f"ours-{runs}.txt")
+                    profile = str(args.profile / f"{variant}-{runs}.txt")
                 rows.append(measure(server, variant, runs, profile))
                 print(json.dumps(rows[-1]), file=sys.stderr, flush=True)
         fresh_lines = fresh(server.base_url, args.fresh) if args.fresh else []

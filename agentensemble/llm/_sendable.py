@@ -26,23 +26,33 @@ def sendable_text(text: str) -> str:
 def sendable(value: Any) -> Any:
     """``value`` (JSON-like: dicts, lists, strings) with lone surrogates replaced everywhere.
 
-    Containers are copied only where something changed; keys are cleaned too.
+    Containers are copied only where something changed; keys are cleaned too. Nothing is built
+    until the first change: every request's messages and tool specs pass through here, and
+    almost none holds a surrogate (copying each dict on the way cost CPU and garbage).
     """
     if isinstance(value, str):
         return sendable_text(value)
     if isinstance(value, dict):
-        cleaned = {
-            sendable_text(k) if isinstance(k, str) else k: sendable(v) for k, v in value.items()
-        }
-        same = len(cleaned) == len(value) and all(
-            k in value and cleaned[k] is value[k] for k in cleaned
-        )
-        return value if same else cleaned
+        for index, (key, item) in enumerate(value.items()):
+            new_key = sendable_text(key) if isinstance(key, str) else key
+            new_item = sendable(item)
+            if new_key is not key or new_item is not item:  # each value is cleaned once
+                items = list(value.items())
+                cleaned = dict(items[:index])
+                cleaned[new_key] = new_item
+                for later_key, later in items[index + 1 :]:
+                    if isinstance(later_key, str):
+                        later_key = sendable_text(later_key)
+                    cleaned[later_key] = sendable(later)
+                return cleaned
+        return value
     if isinstance(value, (list, tuple)):
-        items = [sendable(item) for item in value]
-        if all(new is old for new, old in zip(items, value, strict=True)):
-            return value
-        return type(value)(items)
+        for index, item in enumerate(value):
+            new_item = sendable(item)
+            if new_item is not item:  # each item is cleaned once
+                rest = [sendable(later) for later in value[index + 1 :]]
+                return type(value)([*value[:index], new_item, *rest])
+        return value
     return value
 
 

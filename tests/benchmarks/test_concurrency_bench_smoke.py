@@ -39,3 +39,28 @@ def test_every_variant_runs_at_once_and_the_ratios_are_printed() -> None:
     assert "load before:" in done.stdout and "load after:" in done.stdout
     fresh = [line for line in done.stdout.splitlines() if line.startswith("| ours (LLM")]
     assert len(fresh) == 1 and float(fresh[0].split("|")[2]) > 0
+
+
+@pytest.mark.timeout(600)
+def test_the_frozen_variant_runs_the_same_job_after_gc_freeze() -> None:
+    """``ours-frozen`` (docs/models.md's gc.freeze advice): the same two requests a run."""
+    done = subprocess.run(
+        [
+            sys.executable,
+            str(SCRIPT),
+            "--runs",
+            "4",
+            "--delay",
+            "0.01",
+            "--variants",
+            "ours-frozen",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=540,
+    )
+
+    assert done.returncode == 0, done.stderr[-3000:]
+    rows = [line for line in done.stdout.splitlines() if line.startswith("| 4 |")]
+    assert [row.split("|")[2].strip() for row in rows] == ["ours-frozen"]
+    assert float(rows[0].split("|")[5]) > 0  # CPU per run

@@ -47,3 +47,42 @@ def test_a_lone_surrogate_in_a_tool_message_and_a_tool_spec_is_replaced() -> Non
 
 def test_sendable_text_keeps_real_non_ascii() -> None:
     assert sendable_text("Zürich 🌊 \ud800") == f"Zürich 🌊 {REPLACEMENT}"
+
+
+def _rebuilt(value: object) -> object:
+    """The plain rule, rebuilding everything: what ``sendable`` must equal."""
+    if isinstance(value, str):
+        return sendable_text(value)
+    if isinstance(value, dict):
+        return {_rebuilt(k) if isinstance(k, str) else k: _rebuilt(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return type(value)(_rebuilt(item) for item in value)
+    return value
+
+
+surrogate_json = st.recursive(
+    st.integers() | st.text(alphabet=st.sampled_from(["a", "é", "\ud800", "\udfff", REPLACEMENT])),
+    lambda children: (
+        st.lists(children, max_size=4)
+        | st.dictionaries(st.text(alphabet=st.sampled_from(["k", "\ud800", REPLACEMENT])), children)
+    ),
+    max_leaves=20,
+)
+
+
+@given(surrogate_json)
+def test_copying_only_after_the_first_change_gives_the_plain_rebuild(value: object) -> None:
+    sent, rebuilt = sendable(value), _rebuilt(value)
+    assert sent == rebuilt
+    if isinstance(value, dict):
+        assert list(sent) == list(rebuilt)  # the keys' order too
+
+
+def test_a_surrogate_deep_down_is_cleaned_once_per_level() -> None:
+    deep: object = "a\ud800"
+    for _ in range(200):  # each level cleaned twice would be 2**200 steps: this would not end
+        deep = [{"k": deep}]
+    sent = sendable(deep)
+    for _ in range(200):
+        sent = sent[0]["k"]  # type: ignore[index]
+    assert sent == f"a{REPLACEMENT}"
