@@ -198,7 +198,7 @@ def test_a_missing_blob_names_its_digest_and_the_run(store: KeptBytes) -> None:
     reading_kept_bytes(store.load)
     with pytest.raises(MissingAttachmentError) as raised:
         _ = pickle.loads(pickled).data
-    assert f"{document.digest} (74 bytes)" in str(raised.value)
+    assert f"{document.digest} ({document.size} bytes)" in str(raised.value)
     assert "durable run 'run-b' refers to" in str(raised.value)
 
 
