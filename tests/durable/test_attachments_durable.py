@@ -22,6 +22,7 @@ import sqlalchemy as sa
 
 from agentensemble import Document, Image
 from agentensemble.attachments import reading_kept_bytes
+from agentensemble.durable import DurableClient
 from agentensemble.durable._kept import (
     BYTES_TABLE,
     RUNS_TABLE,
@@ -132,6 +133,16 @@ def test_checkpoints_hold_references_and_the_bytes_are_kept_once(any_database: s
     # the image returned three times and the document read by both tasks: one row each
     assert [size for _, size in kept] == [1_001_008, 2_077_509]
     assert sorted(runs) == sorted(("kept-1", digest) for digest, _ in kept)
+    # pruning the run forgets its rows; its bytes wait out the grace period, then go
+    with DurableClient(any_database) as client:
+        assert client.prune(keep_last=0) == 1
+    assert kept_rows(any_database) == (kept, [])
+    engine = engine_for(any_database)
+    try:
+        assert KeptBytes(engine).prune([], grace_ms=0) == 2
+    finally:
+        engine.dispose()
+    assert kept_rows(any_database) == ([], [])
 
 
 def test_a_resumed_run_and_a_fork_read_the_kept_bytes_back(tmp_path: Path) -> None:
