@@ -218,6 +218,12 @@ class Attachment:
     def _state(self) -> tuple[Any, ...]:
         return (self.url, self.data, self.path, self.media_type, self.name)
 
+    def __copy__(self) -> Attachment:
+        return self  # immutable: a copy is itself (and never goes through pickling's hook)
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> Attachment:
+        return self
+
     @property
     def data(self) -> bytes | None:
         """Its bytes (None for a URL); bytes kept by digest (a durable checkpoint's) are read
@@ -369,11 +375,12 @@ _source: Callable[[str, int, str | None], bytes] | None = None
 
 
 @contextmanager
-def keeping_bytes(keep: Callable[[str, bytes], str | None]) -> Iterator[None]:
+def keeping_bytes(keep: Callable[[str, bytes], str | None] | None) -> Iterator[None]:
     """In the block, pickling an attachment that holds bytes calls ``keep(digest, data)`` and
     pickles only its digest, size and what ``keep`` returns (who keeps them: a run's id, for
     errors). The durable runtime keeps them in its database, once per digest, before the
-    checkpoint that refers to them is written; ``keep`` raises to refuse."""
+    checkpoint that refers to them is written; ``keep`` raises to refuse. ``None``: pickle
+    whole in the block (a step's own work, inside the runtime's keeping)."""
     token = _keeping.set(keep)
     try:
         yield

@@ -29,6 +29,7 @@ from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
+from agentensemble.attachments import keeping_bytes
 from agentensemble.durable import _dbos
 from agentensemble.durable._fresh import skipping_read
 from agentensemble.durable._kept import keeping_for
@@ -213,8 +214,9 @@ class DBOSSteps:
 
         async def step() -> Any:
             # the body's own DBOS calls read as usual; its reviews count their keys afresh in
-            # each execution of the step (a retry, a recovery)
-            with skipping_read(False), step_execution():
+            # each execution of the step (a retry, a recovery); it pickles attachments whole
+            # (only DBOS's checkpoint of its result keeps them apart)
+            with skipping_read(False), step_execution(), keeping_bytes(None):
                 return checkpointable(await call(), name)
 
         try:

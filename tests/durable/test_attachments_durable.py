@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import base64
 import contextlib
+import copy
 import json
 import os
 import pickle
@@ -186,6 +187,8 @@ def test_outside_a_run_an_attachment_pickles_whole(store: KeptBytes) -> None:
     assert PNG in pickle.dumps(image)
     with keeping_for(None, store):  # no run: nothing to keep them for
         assert PNG in pickle.dumps(image)
+    with keeping_for("run-c", store):  # immutable: copies are itself, never a reference
+        assert copy.copy(image) is image and copy.deepcopy([image])[0] is image
 
 
 def test_a_reference_loads_its_bytes_when_first_read(store: KeptBytes) -> None:
