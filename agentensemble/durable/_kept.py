@@ -84,10 +84,8 @@ class KeptBytes:
                     .values(digest=digest, size=len(data), data=data, used_at_ms=now)
                     .on_conflict_do_update(index_elements=["digest"], set_={"used_at_ms": now})
                 )
-            connection.execute(
-                _upsert(connection, _runs).values(run_id=run_id, digest=digest)
-                .on_conflict_do_nothing()
-            )  # fmt: skip
+            refers = _upsert(connection, _runs).values(run_id=run_id, digest=digest)
+            connection.execute(refers.on_conflict_do_nothing())
 
     def load(self, digest: str, size: int, owner: str | None = None) -> bytes:
         """The bytes kept under ``digest``; ``MissingAttachmentError`` naming it and the run
@@ -97,11 +95,10 @@ class KeptBytes:
                 found = connection.execute(
                     sa.select(_bytes.c.data).where(_bytes.c.digest == digest)
                 ).scalar()
-        except (sa.exc.ProgrammingError, sa.exc.OperationalError) as error:
+        except (sa.exc.ProgrammingError, sa.exc.OperationalError):
             if sa.inspect(self.engine).has_table(BYTES_TABLE):
                 raise
             found = None  # no attachment was ever kept in this database
-            del error
         if found is None:
             raise MissingAttachmentError(
                 f"durable run {_current_run(owner)} refers to attachment {digest} ({size} bytes), "
