@@ -16,7 +16,9 @@ from __future__ import annotations
 import base64
 import hashlib
 import os
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -52,7 +54,7 @@ _SUFFIXES = {
 
 
 #: An attachment's fields, in the order ``Attachment._state`` gives them (pickling, copies).
-_FIELDS = ("url", "data", "path", "media_type", "name")
+_FIELDS = ("url", "_data", "path", "media_type", "name")
 
 
 def sniff(data: bytes) -> str | None:
@@ -95,10 +97,10 @@ class Attachment:
     call it (``Document(name=...)``, else the file name of ``path`` or ``url``)."""
 
     kind: ClassVar[str] = "attachment"
-    __slots__ = ("data", "media_type", "name", "path", "url")
+    __slots__ = ("_data", "media_type", "name", "path", "url")
 
     url: str | None
-    data: bytes | None
+    _data: bytes | _Kept | None
     path: Path | None
     media_type: str | None
     name: str | None
@@ -150,7 +152,7 @@ class Attachment:
             file, read = _read_path(kind, path)
         set_ = object.__setattr__
         set_(self, "url", url)
-        set_(self, "data", read)
+        set_(self, "_data", read)
         set_(self, "path", file)
         set_(self, "name", name.strip() if name is not None else None)
         set_(self, "media_type", self._media_type(media_type, url, read, file))
@@ -202,10 +204,35 @@ class Attachment:
         raise AttributeError(f"{type(self).__name__} is immutable")
 
     def __reduce__(self) -> tuple[Any, ...]:
-        return (_rebuild, (type(self), self._state()))
+        keep = _keeping.get()
+        if keep is None or self._data is None:
+            return (_rebuild, (type(self), self._state()))
+        kept = self._data
+        if not isinstance(kept, _Kept):  # its bytes handed over, only a reference pickled
+            data = kept
+            digest = "sha256:" + hashlib.sha256(data).hexdigest()
+            kept = _Kept(digest, len(data), keep(digest, data))
+        state = (self.url, kept, self.path, self.media_type, self.name)
+        return (_rebuild, (type(self), state))
 
     def _state(self) -> tuple[Any, ...]:
         return (self.url, self.data, self.path, self.media_type, self.name)
+
+    def __copy__(self) -> Attachment:
+        return self  # immutable: a copy is itself (and never goes through pickling's hook)
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> Attachment:
+        return self
+
+    @property
+    def data(self) -> bytes | None:
+        """Its bytes (None for a URL); bytes kept by digest (a durable checkpoint's) are read
+        once, when first asked for."""
+        found = self._data
+        if isinstance(found, _Kept):
+            found = found.load()
+            object.__setattr__(self, "_data", found)
+        return found
 
     def __eq__(self, other: object) -> bool:
         if type(other) is not type(self):
@@ -219,14 +246,20 @@ class Attachment:
     @property
     def size(self) -> int | None:
         """How many bytes it holds (None for a URL: the provider reads it)."""
-        return None if self.data is None else len(self.data)
+        found = self._data
+        if isinstance(found, _Kept):
+            return found.size
+        return None if found is None else len(found)
 
     @property
     def digest(self) -> str | None:
         """``sha256:`` and the hex digest of its bytes (None for a URL)."""
-        if self.data is None:
+        found = self._data
+        if isinstance(found, _Kept):
+            return found.digest
+        if found is None:
             return None
-        return "sha256:" + hashlib.sha256(self.data).hexdigest()
+        return "sha256:" + hashlib.sha256(found).hexdigest()
 
     @property
     def label(self) -> str:
@@ -244,15 +277,15 @@ class Attachment:
     def named(self, name: str) -> Attachment:
         """A copy called ``name`` (how a run input is named after its variable)."""
         copy = object.__new__(type(self))
-        for slot, value in zip(_FIELDS, self._state(), strict=True):
-            object.__setattr__(copy, slot, value)
+        for slot in _FIELDS:  # kept bytes stay unread
+            object.__setattr__(copy, slot, object.__getattribute__(self, slot))
         object.__setattr__(copy, "name", name)
         return copy
 
     def with_data(self, data: bytes) -> Attachment:
         """A copy holding ``data`` instead (same kind, type and name; no path: not the file's)."""
         copy = self.named(self.label)  # the file's name kept: the path goes
-        object.__setattr__(copy, "data", data)
+        object.__setattr__(copy, "_data", data)
         object.__setattr__(copy, "path", None)
         return copy
 
@@ -292,6 +325,74 @@ def _rebuild(cls: type[Attachment], state: tuple[Any, ...]) -> Attachment:
     for slot, value in zip(_FIELDS, state, strict=True):
         object.__setattr__(attachment, slot, value)
     return attachment
+
+
+class _Kept:
+    """Bytes kept elsewhere by digest (a durable run's database), in place of an attachment's
+    own: what a checkpoint holds. Loaded through this process's ``reading_kept_bytes`` source.
+    ``owner``: what the keeper said keeps them (a durable run's id), for errors."""
+
+    __slots__ = ("digest", "owner", "size")
+
+    def __init__(self, digest: str, size: int, owner: str | None = None) -> None:
+        self.digest = digest
+        self.size = size
+        self.owner = owner
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (_Kept, (self.digest, self.size, self.owner))
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, _Kept) and other.digest == self.digest
+
+    def __hash__(self) -> int:
+        return hash(self.digest)
+
+    def load(self) -> bytes:
+        source = _source
+        if source is None:
+            raise ValueError(
+                f"an attachment's bytes ({self.digest}, {self.size} bytes) are kept in a durable "
+                "run's database, and this process reads none: open the DurableRuntime or "
+                "DurableClient of that database first"
+            )
+        data = source(self.digest, self.size, self.owner)
+        if len(data) != self.size or "sha256:" + hashlib.sha256(data).hexdigest() != self.digest:
+            raise ValueError(
+                f"the bytes kept for attachment {self.digest} ({self.size} bytes) do not match "
+                f"their digest ({len(data)} bytes read): the durable database was altered"
+            )
+        return data
+
+
+#: While set (``keeping_bytes``), pickling an attachment hands its bytes here and keeps a
+#: reference; outside, an attachment pickles whole.
+_keeping: ContextVar[Callable[[str, bytes], str | None] | None] = ContextVar(
+    "agentensemble_keeping_bytes", default=None
+)
+#: Where this process reads kept bytes back: ``source(digest, size, owner)``.
+_source: Callable[[str, int, str | None], bytes] | None = None
+
+
+@contextmanager
+def keeping_bytes(keep: Callable[[str, bytes], str | None] | None) -> Iterator[None]:
+    """In the block, pickling an attachment that holds bytes calls ``keep(digest, data)`` and
+    pickles only its digest, size and what ``keep`` returns (who keeps them: a run's id, for
+    errors). The durable runtime keeps them in its database, once per digest, before the
+    checkpoint that refers to them is written; ``keep`` raises to refuse. ``None``: pickle
+    whole in the block (a step's own work, inside the runtime's keeping)."""
+    token = _keeping.set(keep)
+    try:
+        yield
+    finally:
+        _keeping.reset(token)
+
+
+def reading_kept_bytes(source: Callable[[str, int, str | None], bytes] | None) -> None:
+    """Make this process read attachments' kept bytes with ``source(digest, size, owner)``
+    (None: none can be read); an unpickled reference loads its bytes when first asked for."""
+    global _source
+    _source = source
 
 
 def _check_url(kind: str, url: Any) -> None:
@@ -493,7 +594,9 @@ __all__ = [
     "Image",
     "attachment_list",
     "distinct",
+    "keeping_bytes",
     "named_for",
+    "reading_kept_bytes",
     "redacted_documents",
     "sniff",
 ]

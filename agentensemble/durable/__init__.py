@@ -21,6 +21,7 @@ except ImportError as error:  # pragma: no cover - depends on the installed extr
     ) from error
 
 from agentensemble.durable._client import DurableClient, ReviewClosedError
+from agentensemble.durable._kept import MissingAttachmentError
 from agentensemble.durable._retention import Retention
 from agentensemble.durable._review import DurableReviewHandler
 from agentensemble.durable._runtime import (
@@ -43,6 +44,7 @@ __all__ = [
     "DurableReviewHandler",
     "DurableRunError",
     "DurableRuntime",
+    "MissingAttachmentError",
     "Retention",
     "ReviewClosedError",
     "RunInfo",

@@ -23,6 +23,8 @@ from agentensemble.durable._database import (
 )
 from agentensemble.durable._forks import fork_run
 from agentensemble.durable._history import RunStep, read_history, run_reviews
+from agentensemble.durable._kept import KeptBytes, keeping_for, stop_using
+from agentensemble.durable._kept import use as use_kept_bytes
 from agentensemble.durable._leases import live_leases
 from agentensemble.durable._liveness import intervals
 from agentensemble.durable._retention import prune
@@ -76,6 +78,10 @@ class DurableClient:
                 self._client.destroy()
                 raise no_schema_error(self.database_url)
             DBOS.migrate(self.database_url)  # DBOS's public call, as a worker's launch does
+        # attachments' bytes, kept by digest beside the checkpoints (_kept.py); a runtime in
+        # this process reads its own
+        self._kept = KeptBytes(_dbos.client_engine(self._client))
+        use_kept_bytes(self._kept, replace=False)
 
     def submit(
         self, name: str, inputs: Mapping[str, Any] | None = None, *, run_id: str | None = None
@@ -85,8 +91,9 @@ class DurableClient:
         if run_id:
             found = self._client.list_workflows(workflow_ids=[run_id], load_output=False)
             refuse_changed_reuse(found, run_id, name, inputs)
-            options["workflow_id"] = run_id
-        handle: Any = self._client.enqueue(options, name, dict(inputs or {}))
+        options["workflow_id"] = chosen = run_id or str(uuid.uuid4())  # its attachments name it
+        with keeping_for(chosen, self._kept):
+            handle: Any = self._client.enqueue(options, name, dict(inputs or {}))
         _wake_workers(self._client, self.app_name)
         return str(handle.get_workflow_id())
 
@@ -254,7 +261,12 @@ class DurableClient:
         Runs in progress, queued or waiting for a review are never deleted."""
         api = self._client
         return prune(
-            api, WORKFLOW_NAME, keep_last=keep_last, older_than=older_than, ensemble=ensemble
+            api,
+            WORKFLOW_NAME,
+            keep_last=keep_last,
+            older_than=older_than,
+            ensemble=ensemble,
+            kept=self._kept,
         )
 
     def steps(self, run_id: str, *, internal: bool = False) -> list[RunStep]:
@@ -331,6 +343,7 @@ class DurableClient:
 
     def close(self) -> None:
         """Release the database connections."""
+        stop_using(self._kept)
         self._client.destroy()
 
     def __enter__(self) -> DurableClient:

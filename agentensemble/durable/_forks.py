@@ -21,6 +21,8 @@ import uuid
 from collections.abc import Mapping
 from typing import Any
 
+from agentensemble.durable import _dbos
+from agentensemble.durable._kept import KeptBytes
 from agentensemble.durable._retention import FINISHED
 from agentensemble.durable._reuse import FORK_ATTRIBUTE, fork_inputs, run_arguments
 from agentensemble.durable._run_records import FAILURE_KEY, TASKS_KEY, fork_record
@@ -93,6 +95,8 @@ def fork_run(
             application_version=checkpoint_format,
             queue_name=HOLD_QUEUE,
         )
+    # it replays the parent's checkpoints: their attachments' bytes are its too (_kept.py)
+    KeptBytes(_dbos.client_engine(client)).share(run_id, chosen)
     kept = (fork_record(parent) or {}).get("edited_outputs")  # the parent's, still reused
     edits = {
         task: text

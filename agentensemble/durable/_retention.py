@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
 
+from agentensemble.durable._kept import KeptBytes
 from agentensemble.durable._reuse import run_arguments
 from agentensemble.errors import ConfigurationError
 from agentensemble.logging import get_logger
@@ -90,11 +91,13 @@ def prune(
     keep_last: int | None = None,
     older_than: timedelta | None = None,
     ensemble: str | None = None,
+    kept: KeptBytes | None = None,
 ) -> int:
     """Delete the runs of ``workflow_name`` that retention removes; how many were deleted.
 
     ``api`` is ``DBOS`` in a worker or a ``DBOSClient`` anywhere else: both list runs and delete
-    them (with their inputs, outputs, steps, events and messages) the same way."""
+    them (with their inputs, outputs, steps, events and messages) the same way. ``kept``: the
+    database's attachment bytes, of which those no remaining run refers to are dropped."""
     Retention(keep_last=keep_last, older_than=older_than)  # the same checks as a worker's
     finished: list[Any] = []
     while True:
@@ -112,6 +115,10 @@ def prune(
     doomed = runs_to_prune(finished, keep_last=keep_last, older_than=older_than, ensemble=ensemble)
     for start in range(0, len(doomed), _BATCH):
         api.delete_workflows(doomed[start : start + _BATCH], delete_children=True)
+    if kept is not None:
+        dropped = kept.prune(doomed)
+        if dropped:
+            _log.info("durable_attachments_dropped", attachments=dropped)
     return len(doomed)
 
 

@@ -9,7 +9,6 @@ in this process after a restart or in any worker sharing the database.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import os
 import re
 import threading
@@ -33,6 +32,8 @@ from agentensemble.durable._database import (
 from agentensemble.durable._forks import fork_edits
 from agentensemble.durable._fresh import fresh_execution, read_run_start
 from agentensemble.durable._fresh import install as skip_fresh_reads
+from agentensemble.durable._kept import KeptBytes, keeping_for, stop_using
+from agentensemble.durable._kept import use as use_kept_bytes
 from agentensemble.durable._liveness import Liveness, recover_pending_runs
 from agentensemble.durable._retention import PruneTimer, Retention, prune
 from agentensemble.durable._reuse import fork_inputs, refuse_changed_reuse
@@ -253,6 +254,7 @@ class DurableRuntime:
             limit, period = max_runs_per_period
             self._queue_settings["limiter"] = {"limit": limit, "period": period}
         self._queue: Queue | None = None
+        self._kept: KeptBytes | None = None
         self._listener: Listener | None = None
         self.retention = retention
         self._pruner = (
@@ -309,6 +311,8 @@ class DurableRuntime:
             DBOS.launch()
             _dbos.check_launched()
             skip_fresh_reads()
+            self._kept = KeptBytes(_dbos.system_engine())
+            use_kept_bytes(self._kept)
             self._queue = DBOS.register_queue(
                 QUEUE_NAME,
                 polling_interval_sec=self.poll_interval,
@@ -339,6 +343,8 @@ class DurableRuntime:
         self.liveness.stop()
         stop_listener(self._listener)
         self._listener = None
+        if self._kept is not None:
+            stop_using(self._kept)
         DBOS.destroy(destroy_registry=False)
         self._launched = False
 
@@ -358,8 +364,9 @@ class DurableRuntime:
             handle: Any = await DBOS.retrieve_workflow_async(run_id)
         else:
             handing = _handed.set((name, built))  # the run started here uses it (_handed)
+            chosen = run_id or str(uuid.uuid4())  # known first: its inputs' attachments name it
             try:
-                with SetWorkflowID(run_id) if run_id else contextlib.nullcontext():
+                with SetWorkflowID(chosen), keeping_for(chosen):
                     handle = await DBOS.start_workflow_async(_durable_run, name, dict(inputs or {}))
             finally:
                 _handed.reset(handing)
@@ -372,7 +379,8 @@ class DurableRuntime:
         self._require_launched()
         _check(name)  # its factory builds (once per registered factory: the worker builds)
         await _recorded_run(run_id, name, inputs)
-        with SetWorkflowID(run_id) if run_id else contextlib.nullcontext():
+        chosen = run_id or str(uuid.uuid4())  # known first: its inputs' attachments name it
+        with SetWorkflowID(chosen), keeping_for(chosen):
             assert self._queue is not None
             handle = await self._queue.enqueue_async(_durable_run, name, dict(inputs or {}))
         wake()  # this process's queue poll; others' through Postgres
@@ -462,7 +470,12 @@ class DurableRuntime:
         Runs in progress, queued or waiting for a review are never deleted."""
         self._require_launched()
         return prune(
-            DBOS, WORKFLOW_NAME, keep_last=keep_last, older_than=older_than, ensemble=ensemble
+            DBOS,
+            WORKFLOW_NAME,
+            keep_last=keep_last,
+            older_than=older_than,
+            ensemble=ensemble,
+            kept=self._kept,
         )
 
     def cancel(self, run_id: str) -> None:

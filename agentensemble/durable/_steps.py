@@ -29,8 +29,10 @@ from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
+from agentensemble.attachments import keeping_bytes
 from agentensemble.durable import _dbos
 from agentensemble.durable._fresh import skipping_read
+from agentensemble.durable._kept import keeping_for
 from agentensemble.durable._step_keys import durable_step_key, step_execution
 from agentensemble.errors import AgentEnsembleError, ConfigurationError
 from agentensemble.logging import get_logger
@@ -212,14 +214,16 @@ class DBOSSteps:
 
         async def step() -> Any:
             # the body's own DBOS calls read as usual; its reviews count their keys afresh in
-            # each execution of the step (a retry, a recovery)
-            with skipping_read(False), step_execution():
+            # each execution of the step (a retry, a recovery); it pickles attachments whole
+            # (only DBOS's checkpoint of its result keeps them apart)
+            with skipping_read(False), step_execution(), keeping_bytes(None):
                 return checkpointable(await call(), name)
 
         try:
             # DBOS numbers the step as it starts, in this task's range; a fresh execution
-            # skips its read of the step's checkpoint (_fresh.py)
-            with _in_task_range(), skipping_read():
+            # skips its read of the step's checkpoint (_fresh.py); attachments in its result are
+            # checkpointed by digest, their bytes kept once in our table (_kept.py)
+            with _in_task_range(), skipping_read(), keeping_for(DBOS.workflow_id):
                 result: T = await DBOS.run_step_async({"name": name}, step)
         except dbos_error.DBOSUnexpectedStepError as error:
             raise DurableDivergenceError(
