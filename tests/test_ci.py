@@ -90,5 +90,5 @@ def test_benchmark_smoke_runs_are_deselected_by_default_and_selected_by_their_ma
         )
         return done.stdout
 
-    assert "7 deselected" in collected()
-    assert "7 tests collected" in collected("-m", "bench_smoke")
+    assert "8 deselected" in collected()
+    assert "8 tests collected" in collected("-m", "bench_smoke")
