@@ -23,6 +23,8 @@ from contextlib import asynccontextmanager
 from types import TracebackType
 from typing import IO, Any, Literal, TypeVar
 
+from pydantic import ValidationError
+
 from agentensemble._log_redaction import install_log_redaction
 from agentensemble._naming import tool_name_problem
 from agentensemble._validation import check_model
@@ -62,6 +64,8 @@ from agentensemble.redaction import (
     register_url_secrets,
     safe_url,
 )
+from agentensemble.tools.policy import ToolPolicy, layered
+from agentensemble.tools.schema import format_validation_error
 from agentensemble.tools.source import OpenedSource, ToolSource, opened_source
 
 DEFAULT_CALL_TIMEOUT = 60.0
@@ -87,6 +91,22 @@ def _count(value: int, field: str) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
         raise ConfigurationError(f"{field} must be a positive int, got {value!r}")
     return value
+
+
+def _policy(value: object, field: str) -> ToolPolicy | None:
+    """A ToolPolicy from ``value`` (one, or its settings as a mapping), naming ``field``."""
+    if value is None or isinstance(value, ToolPolicy):
+        return value
+    if not isinstance(value, Mapping):
+        raise ConfigurationError(
+            f"{field} must be a ToolPolicy (or a mapping of its settings), "
+            f"got {type(value).__name__}"
+        )
+    try:
+        return ToolPolicy(**{str(key): item for key, item in value.items()})
+    except ValidationError as error:
+        shown = format_validation_error(error).replace("Value error, ", "")
+        raise ConfigurationError(f"{field}: {shown}") from None
 
 
 def _sampling_model(sampling: bool, model: Any) -> Any:
@@ -145,6 +165,8 @@ class _MCPServer(ToolSource):
         max_sampling_tokens: int = DEFAULT_MAX_SAMPLING_TOKENS,
         max_samples_per_call: int = DEFAULT_MAX_SAMPLES_PER_CALL,
         max_resource_bytes: int = DEFAULT_MAX_RESOURCE_BYTES,
+        tool_policy: ToolPolicy | Mapping[str, Any] | None = None,
+        tool_policies: Mapping[str, ToolPolicy | Mapping[str, Any]] | None = None,
     ) -> None:
         if prefix is not None:
             problem = tool_name_problem(prefix)
@@ -167,7 +189,28 @@ class _MCPServer(ToolSource):
         self.max_sampling_tokens = _count(max_sampling_tokens, "max_sampling_tokens")
         self.max_samples_per_call = _count(max_samples_per_call, "max_samples_per_call")
         self.max_resource_bytes = _count(max_resource_bytes, "max_resource_bytes")
+        self.tool_policy = _policy(tool_policy, "tool_policy")
+        if tool_policies is not None and not isinstance(tool_policies, Mapping):
+            raise ConfigurationError(
+                "tool_policies must map the server's tool names to ToolPolicy settings, "
+                f"got {type(tool_policies).__name__}"
+            )
+        self.tool_policies: dict[str, ToolPolicy] = {
+            str(name): _policy(policy, f"tool_policies[{name!r}]") or ToolPolicy()
+            for name, policy in (tool_policies or {}).items()
+        }
         self._held: Connection | None = None
+
+    def policy_of(self, name: str) -> ToolPolicy:
+        """The settings of the server's tool ``name``: its ``tool_policies`` entry over
+        ``tool_policy``, setting by setting; the timeout, when neither sets one, the
+        server's ``timeout`` (an MCP call always has a deadline)."""
+        chosen = layered(self.tool_policies.get(name), self.tool_policy)
+        if chosen is None:
+            return ToolPolicy(timeout=self.timeout)
+        if chosen.timeout is None:
+            return chosen.model_copy(update={"timeout": self.timeout})
+        return chosen
 
     def _transport(self, stderr: IO[bytes]) -> Any:
         raise NotImplementedError
@@ -212,7 +255,7 @@ class _MCPServer(ToolSource):
 
     def _tools_from(self, listed: Sequence[Any], connection: Connection) -> list[MCPTool]:
         names = [str(tool.name) for tool in listed]
-        for field in ("include", "exclude", "requires_approval"):
+        for field in ("include", "exclude", "requires_approval", "tool_policies"):
             wanted = getattr(self, field)
             unknown = (
                 [] if isinstance(wanted, bool) else [n for n in wanted or () if n not in names]
@@ -240,6 +283,7 @@ class _MCPServer(ToolSource):
                     origin=f"tool '{name}' of {self.describe()}",
                     requires_approval=approval if isinstance(approval, bool) else name in approval,
                     max_output_chars=self.max_output_chars,
+                    policy=self.policy_of(name),
                 )
             )
         return tools
@@ -371,6 +415,8 @@ class MCPServerStdio(_MCPServer):
         max_sampling_tokens: int = DEFAULT_MAX_SAMPLING_TOKENS,
         max_samples_per_call: int = DEFAULT_MAX_SAMPLES_PER_CALL,
         max_resource_bytes: int = DEFAULT_MAX_RESOURCE_BYTES,
+        tool_policy: ToolPolicy | Mapping[str, Any] | None = None,
+        tool_policies: Mapping[str, ToolPolicy | Mapping[str, Any]] | None = None,
     ) -> None:
         if not isinstance(command, str) or not command.strip():
             raise ConfigurationError(f"command must be a non-blank string, got {command!r}")
@@ -393,6 +439,8 @@ class MCPServerStdio(_MCPServer):
             max_sampling_tokens=max_sampling_tokens,
             max_samples_per_call=max_samples_per_call,
             max_resource_bytes=max_resource_bytes,
+            tool_policy=tool_policy,
+            tool_policies=tool_policies,
         )
         self.command = command
         self.args = list(args)
@@ -463,6 +511,8 @@ class MCPServerHTTP(_MCPServer):
         max_sampling_tokens: int = DEFAULT_MAX_SAMPLING_TOKENS,
         max_samples_per_call: int = DEFAULT_MAX_SAMPLES_PER_CALL,
         max_resource_bytes: int = DEFAULT_MAX_RESOURCE_BYTES,
+        tool_policy: ToolPolicy | Mapping[str, Any] | None = None,
+        tool_policies: Mapping[str, ToolPolicy | Mapping[str, Any]] | None = None,
     ) -> None:
         if not isinstance(url, str) or not url.startswith(("http://", "https://")):
             raise ConfigurationError(f"url must start with http:// or https://, got {url!r}")
@@ -483,6 +533,8 @@ class MCPServerHTTP(_MCPServer):
             max_sampling_tokens=max_sampling_tokens,
             max_samples_per_call=max_samples_per_call,
             max_resource_bytes=max_resource_bytes,
+            tool_policy=tool_policy,
+            tool_policies=tool_policies,
         )
         self.url = url
         self.headers = dict(headers or {})

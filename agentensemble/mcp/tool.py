@@ -16,8 +16,10 @@ from typing import Any
 from agentensemble.attachments import MAX_ATTACHMENT_BYTES, Attachment, Audio, Document, Image
 from agentensemble.errors import ToolArgumentsError
 from agentensemble.mcp._schema_check import schema_errors, schema_validator
+from agentensemble.tools._calls import OWN_DEADLINE_GRACE
 from agentensemble.tools.base import ToolResult
 from agentensemble.tools.instrumented import InstrumentedTool
+from agentensemble.tools.policy import ToolPolicy
 from agentensemble.tools.schema import load_arguments_json
 
 MAX_NAME_LENGTH = 64
@@ -26,7 +28,7 @@ DEFAULT_MAX_OUTPUT_CHARS = 100_000
 _UNSAFE_NAME_CHARS = re.compile(r"[^A-Za-z0-9_]")
 _UNBUILT = object()
 
-CallFn = Callable[[str, dict[str, Any]], Awaitable[Any]]
+CallFn = Callable[[str, dict[str, Any], float | None], Awaitable[Any]]
 
 
 def exposed_name(remote_name: str, prefix: str | None) -> str:
@@ -66,7 +68,11 @@ class MCPTool(InstrumentedTool[dict[str, Any]]):
         origin: str,
         requires_approval: bool = False,
         max_output_chars: int = DEFAULT_MAX_OUTPUT_CHARS,
+        policy: ToolPolicy | None = None,
     ) -> None:
+        """``policy``: the server's settings for this tool (its ``tool_policies`` entry over
+        its ``tool_policy``, the timeout defaulting to the server's ``timeout``): the tool's
+        own, as ``@tool(timeout=...)`` is a function's."""
         self.name = name
         self.remote_name = remote_name
         self.description = description[:MAX_DESCRIPTION_CHARS]
@@ -76,6 +82,10 @@ class MCPTool(InstrumentedTool[dict[str, Any]]):
         self.requires_approval = requires_approval
         self._call = call
         self._max_output_chars = max_output_chars
+        if policy is not None:
+            self.timeout = policy.timeout
+            self.retries = policy.retries
+            self.max_concurrency = policy.max_concurrency
 
     def parameters_schema(self) -> dict[str, Any]:
         return self.input_schema
@@ -98,7 +108,10 @@ class MCPTool(InstrumentedTool[dict[str, Any]]):
         return json.dumps(parsed, ensure_ascii=False)
 
     async def ado_execute(self, input: dict[str, Any]) -> ToolResult:
-        result = await self._call(self.remote_name, input)
+        # the SDK's own wait for the answer: a backstop behind the policy's timeout, which
+        # times the call (its message, its event, its retries)
+        waited = None if self.timeout is None else self.timeout + OWN_DEADLINE_GRACE
+        result = await self._call(self.remote_name, input, waited)
         return result_from_mcp(result, self._max_output_chars)
 
     def __repr__(self) -> str:

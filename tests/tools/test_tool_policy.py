@@ -101,7 +101,7 @@ def test_the_policy_is_decided_once_in_the_call_plan() -> None:
 
     resolved = ToolResolver().resolve([lookup, Plain()])
     policy = resolved.get("lookup").plan.policy  # type: ignore[union-attr]
-    assert policy == _calls.ToolPolicy("lookup", 2.5, 1, 3, gated=False)
+    assert policy == _calls.CallPolicy("lookup", 2.5, 1, 3, gated=False)
     assert resolved.get("plain").plan.policy is None  # type: ignore[union-attr]
 
 
