@@ -95,7 +95,7 @@ def own_policy(tool: object, name: str) -> tuple[ToolPolicy | None, bool]:
     return ToolPolicy(timeout=timeout, retries=retries, max_concurrency=concurrency), own_deadline
 
 
-def decided(name: str, policy: CallPolicy | None, *, gated: bool) -> CallPolicy | None:
+def decided(name: str, policy: ToolPolicy | None, *, gated: bool) -> CallPolicy | None:
     """The ``CallPolicy`` of ``policy`` for the tool ``name`` (None: nothing set)."""
     if policy is None or policy.is_empty:
         return None
