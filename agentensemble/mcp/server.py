@@ -64,6 +64,7 @@ from agentensemble.redaction import (
     register_url_secrets,
     safe_url,
 )
+from agentensemble.tools._calls import OWN_DEADLINE_GRACE
 from agentensemble.tools.policy import ToolPolicy, layered
 from agentensemble.tools.schema import format_validation_error
 from agentensemble.tools.source import OpenedSource, ToolSource, opened_source
@@ -273,17 +274,21 @@ class _MCPServer(ToolSource):
             if self.exclude is not None and name in self.exclude:
                 continue
             approval = self.requires_approval
+            policy = self.policy_of(name)
+            # the policy times each call (its message, event and retries); the SDK's own wait
+            # for the answer comes a little later, a backstop
+            waited = (policy.timeout or self.timeout) + OWN_DEADLINE_GRACE
             tools.append(
                 MCPTool(
                     name=exposed_name(name, self.prefix),
                     remote_name=name,
                     description=str(getattr(remote, "description", None) or ""),
                     input_schema=object_schema(getattr(remote, "input_schema", None)),
-                    call=connection.call,
+                    call=functools.partial(connection.call, timeout=waited),
                     origin=f"tool '{name}' of {self.describe()}",
                     requires_approval=approval if isinstance(approval, bool) else name in approval,
                     max_output_chars=self.max_output_chars,
-                    policy=self.policy_of(name),
+                    policy=policy,
                 )
             )
         return tools

@@ -16,7 +16,6 @@ from typing import Any
 from agentensemble.attachments import MAX_ATTACHMENT_BYTES, Attachment, Audio, Document, Image
 from agentensemble.errors import ToolArgumentsError
 from agentensemble.mcp._schema_check import schema_errors, schema_validator
-from agentensemble.tools._calls import OWN_DEADLINE_GRACE
 from agentensemble.tools.base import ToolResult
 from agentensemble.tools.instrumented import InstrumentedTool
 from agentensemble.tools.policy import ToolPolicy
@@ -28,7 +27,7 @@ DEFAULT_MAX_OUTPUT_CHARS = 100_000
 _UNSAFE_NAME_CHARS = re.compile(r"[^A-Za-z0-9_]")
 _UNBUILT = object()
 
-CallFn = Callable[[str, dict[str, Any], float | None], Awaitable[Any]]
+CallFn = Callable[[str, dict[str, Any]], Awaitable[Any]]
 
 
 def exposed_name(remote_name: str, prefix: str | None) -> str:
@@ -108,10 +107,7 @@ class MCPTool(InstrumentedTool[dict[str, Any]]):
         return json.dumps(parsed, ensure_ascii=False)
 
     async def ado_execute(self, input: dict[str, Any]) -> ToolResult:
-        # the SDK's own wait for the answer: a backstop behind the policy's timeout, which
-        # times the call (its message, its event, its retries)
-        waited = None if self.timeout is None else self.timeout + OWN_DEADLINE_GRACE
-        result = await self._call(self.remote_name, input, waited)
+        result = await self._call(self.remote_name, input)
         return result_from_mcp(result, self._max_output_chars)
 
     def __repr__(self) -> str:

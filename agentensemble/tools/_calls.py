@@ -141,9 +141,12 @@ class CallPlan:
     """The settings it makes for itself, which ``policy`` decides alone (see ``under``)."""
     own_deadline: bool = False
     """It enforces its own ``timeout``: a default's timeout never applies to it."""
-    takes_defaults: bool = True
-    """An agent's or ensemble's ``tool_policy`` applies to it (not to a delegation, which
-    is a worker's whole task, nor to a pipeline's steps' own choices)."""
+
+    @property
+    def takes_defaults(self) -> bool:
+        """An agent's or ensemble's ``tool_policy`` applies to it: not to a delegation (its
+        work is a worker's whole task, of steps of its own)."""
+        return not self.makes_own_steps
 
     def under(self, name: str, default: ToolPolicy | None) -> CallPolicy | None:
         """Its policy under ``default`` (an agent's over its ensemble's): its own settings

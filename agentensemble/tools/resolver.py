@@ -504,7 +504,6 @@ def plan_call(tool: AgentTool, declares_approval: bool) -> CallPlan:
         policy=decided(name, own, gated=declares_approval),
         own=own,
         own_deadline=own_deadline,
-        takes_defaults=not makes_own_steps,
     )
 
 

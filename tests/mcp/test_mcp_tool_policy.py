@@ -127,6 +127,8 @@ async def test_a_policy_for_a_tool_the_server_does_not_list_fails_before_any_mod
     model = ScriptedChatModel(["never asked"])
     server = policy_server(tool_policies={"slepe": {"timeout": 1}})
     agent = Agent(role="Worker", goal="Work", tools=[server], llm=model)
-    with pytest.raises((MCPServerError, TaskExecutionError), match="tool_policies names .*'slepe'"):
+    with pytest.raises(
+        (MCPServerError, TaskExecutionError), match=r"tool_policies names .*'slepe'"
+    ):
         await Ensemble(tasks=[Task(description="Work", agent=agent)]).arun()
     assert model.requests == []
