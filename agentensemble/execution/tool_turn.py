@@ -158,6 +158,7 @@ class ToolTurns:
             agent_role=self._role,
             loop=asyncio.get_running_loop(),  # set here: use_tool_context need not copy it
             model=self._model,
+            tool_slots=self._env.tool_slots,
         )
         with use_tool_context(context):
             if shape == "alone":
