@@ -79,17 +79,15 @@ def own_policy(tool: object, name: str) -> tuple[ToolPolicy | None, bool]:
     concurrency = getattr(tool, "max_concurrency", None)
     if timeout is None and retries is None and concurrency is None:
         return None, own_deadline
-    try:
-        check_policy(name, timeout, retries, concurrency)
-    except ValueError as error:
-        if not policy_problem("timeout", timeout) or type(tool).__name__ == "FunctionTool":
-            raise
+    problem = policy_problem("timeout", timeout)
+    if problem and type(tool).__name__ != "FunctionTool":  # @tool checked its own already
         raise ValueError(
-            f"{error} on {type(tool).__name__}. The framework reads a tool's `timeout` "
-            "attribute as its time limit in seconds; if this one means something of the "
-            "tool's own, set `own_deadline = True` on its class (a number of seconds is then "
-            "only a backstop, anything else is left alone), or rename it"
-        ) from None
+            f"tool {name!r} ({type(tool).__name__}): {problem}. The framework reads a tool's "
+            "`timeout` attribute as its time limit in seconds; if this one means something of "
+            "the tool's own, set `own_deadline = True` on its class (a number of seconds is "
+            "then only a backstop, anything else is left alone), or rename it"
+        )
+    check_policy(name, timeout, retries, concurrency)
     if timeout is not None and own_deadline:
         timeout = float(timeout) + OWN_DEADLINE_GRACE
     return ToolPolicy(timeout=timeout, retries=retries, max_concurrency=concurrency), own_deadline

@@ -192,7 +192,7 @@ def test_a_timeout_that_is_no_number_of_seconds_is_refused_with_the_way_out(time
     with pytest.raises(ConfigurationError) as info:
         ToolResolver().resolve([clashing(timeout)])
     message = str(info.value)
-    assert "tool 'search'" in message and "on Search" in message
+    assert message.startswith("tool 'search' (Search): timeout must be a number of seconds")
     assert "own_deadline = True" in message
 
 
