@@ -578,7 +578,12 @@ class MCPServerHTTP(_MCPServer):
         import httpx2
         from mcp.client.streamable_http import streamable_http_client
 
-        timeout = httpx2.Timeout(self.timeout, read=max(self.timeout, 300.0))
+        # a read may wait as long as the longest tool call may take
+        longest = max(
+            (p.timeout or 0.0 for p in (self.tool_policy, *self.tool_policies.values()) if p),
+            default=0.0,
+        )
+        timeout = httpx2.Timeout(self.timeout, read=max(self.timeout, longest, 300.0))
         hooks = {"response": [watch.see]} if watch is not None else {}
         async with (
             httpx2.AsyncClient(

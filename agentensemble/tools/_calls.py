@@ -80,7 +80,7 @@ def own_policy(tool: object, name: str) -> tuple[ToolPolicy | None, bool]:
     if timeout is None and retries is None and concurrency is None:
         return None, own_deadline
     problem = policy_problem("timeout", timeout)
-    if problem and type(tool).__name__ != "FunctionTool":  # @tool checked its own already
+    if problem:  # (never a @tool function's: the decorator refused it already)
         raise ValueError(
             f"tool {name!r} ({type(tool).__name__}): {problem}. The framework reads a tool's "
             "`timeout` attribute as its time limit in seconds; if this one means something of "

@@ -107,3 +107,16 @@ def test_a_built_in_tool_takes_the_policy_as_attributes_of_the_object() -> None:
     assert resolved.plan.under("calculator", ToolPolicy(timeout=5)) == _calls.CallPolicy(
         "calculator", 5, 2, 4
     )
+
+
+def test_a_remote_a2a_agent_keeps_its_own_deadline_under_a_default() -> None:
+    from agentensemble.serve.a2a_remote import A2AAgent
+
+    remote = A2AAgent("http://127.0.0.1:9/", name="remote", timeout=120)
+    remote.max_concurrency = 1  # one question at a time to that agent
+    resolved = ToolResolver().resolve([remote]).get("remote")
+    assert resolved is not None
+    # its own 120 s (the policy's backstop 2 s later) wins over the agent's 5 s
+    assert resolved.plan.under("remote", ToolPolicy(timeout=5, retries=1)) == _calls.CallPolicy(
+        "remote", 120 + _calls.OWN_DEADLINE_GRACE, 1, 1
+    )
