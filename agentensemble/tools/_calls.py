@@ -188,18 +188,20 @@ _call_policy: ContextVar[tuple[CallPolicy, asyncio.Semaphore | None] | None] = C
 
 
 class ToolSlots:
-    """One run's bounds on bodies at once, by tool name: every agent, task and parallel branch
-    of the run shares them (a nested ensemble run has its own)."""
+    """One run's bounds on bodies at once, by tool name and bound: every agent, task and
+    parallel branch of the run shares them (a nested ensemble run has its own). Two agents
+    whose defaults give one tool different bounds each keep theirs, whoever calls first."""
 
     def __init__(self) -> None:
-        self._slots: dict[str, asyncio.Semaphore] = {}
+        self._slots: dict[tuple[str, int], asyncio.Semaphore] = {}
 
     def get(self, policy: CallPolicy) -> asyncio.Semaphore | None:
         if policy.max_concurrency is None:
             return None
-        slot = self._slots.get(policy.name)
+        key = (policy.name, policy.max_concurrency)
+        slot = self._slots.get(key)
         if slot is None:
-            slot = self._slots[policy.name] = asyncio.Semaphore(policy.max_concurrency)
+            slot = self._slots[key] = asyncio.Semaphore(policy.max_concurrency)
         return slot
 
 
