@@ -166,6 +166,7 @@ async def _run_prepared(
             emitter=EventEmitter(listeners),
             review_handler=ensemble.review_handler,
             context_policy=ensemble.context_policy,
+            tool_policy=ensemble.tool_policy,
         )
         env.emitter.emit(EnsembleStarted(total_tasks=prepared.total, parent_run_id=parent_run_id))
         if team is not None:

@@ -15,6 +15,7 @@ from agentensemble._validation import (
 )
 from agentensemble.context_policy import ContextPolicy
 from agentensemble.hints import reject_foreign_names
+from agentensemble.tools.policy import ToolPolicy
 
 
 class Agent(BaseModel):
@@ -49,6 +50,11 @@ class Agent(BaseModel):
         default=None,
         description="keeps this agent's conversations inside its model's window (instead of "
         "the ensemble's)",
+    )
+    tool_policy: ToolPolicy | None = Field(
+        default=None,
+        description="timeout, retries and max_concurrency for this agent's tools that do not "
+        "set their own (over the ensemble's, setting by setting)",
     )
 
     @model_validator(mode="before")

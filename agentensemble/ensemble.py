@@ -26,6 +26,7 @@ from agentensemble.hints import (
 )
 from agentensemble.limits import UsageLimits
 from agentensemble.outputs import EnsembleOutput
+from agentensemble.tools.policy import ToolPolicy
 from agentensemble.workflows import ParallelErrorStrategy, Workflow
 from agentensemble.workflows._review_gates import policy_value
 from agentensemble.workflows.prepare import (
@@ -66,6 +67,11 @@ class Ensemble(BaseModel):
     limits: UsageLimits | None = Field(default=None, description="each run's budget (limits.py)")
     context_policy: ContextPolicy | None = Field(
         default=None, description="keeps every agent's conversation inside its model's window"
+    )
+    tool_policy: ToolPolicy | None = Field(
+        default=None,
+        description="timeout, retries and max_concurrency for every tool that sets none itself "
+        "(an agent's tool_policy goes first)",
     )
 
     @model_validator(mode="before")

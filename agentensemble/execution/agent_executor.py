@@ -64,9 +64,11 @@ from agentensemble.steps import as_step, replaced_output
 from agentensemble.streaming import partial_outputs
 from agentensemble.task_memory import TaskMemory
 from agentensemble.tools.context import in_tool_call
+from agentensemble.tools.policy import layered
 
 if TYPE_CHECKING:
     from agentensemble.context_policy import ContextPolicy
+    from agentensemble.tools.policy import ToolPolicy
     from agentensemble.tools.resolver import ResolvedTools
 
 EMPTY_ANSWER_NUDGE = "Your reply was empty. Give your final answer to the task now."
@@ -99,6 +101,7 @@ class AgentTask:
     skills: Sequence[tuple[str, str]] = ()  # the agent's skills: (name, description), listed
     attachments: Sequence[Any] = ()  # Image / Document / Audio sent with the task's prompt
     context_policy: ContextPolicy | None = None  # the agent's (else the run's: env)
+    tool_policy: ToolPolicy | None = None  # the agent's, over the run's (env) setting by setting
 
     def for_run(self, description: str, context: Sequence[ContextItem]) -> AgentTask:
         """A copy for one run of the task, with its (reviewed) description and its context: a
@@ -306,6 +309,7 @@ class AgentExecutor:
                 messages=self.messages,
                 records=self.records,
                 model=self.task.model,
+                tool_policy=layered(task.tool_policy, self.env.tool_policy),
             )
         return self._turns
 

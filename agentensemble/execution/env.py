@@ -26,6 +26,8 @@ class ExecutionEnv:
     """Each ``max_concurrency`` tool's bound on bodies at once, shared by the whole run."""
     context_policy: Any = None
     """The ensemble's ``ContextPolicy``, for every agent without its own (None: none)."""
+    tool_policy: Any = None
+    """The ensemble's ``ToolPolicy``: below each agent's, setting by setting (None: none)."""
 
 
 __all__ = ["ExecutionEnv"]

@@ -37,13 +37,14 @@ from agentensemble.llm.types import ATTACHMENTS_KEY, Message, ToolCall
 from agentensemble.outputs import ReturnBehavior, ToolCallRecord
 from agentensemble.redaction import redact_text
 from agentensemble.steps import as_step, branches, checkpointing
-from agentensemble.tools._calls import UNKNOWN_TOOL, CallPlan, policed
+from agentensemble.tools._calls import UNKNOWN_TOOL, CallPlan, CallPolicy, policed
 from agentensemble.tools._gate import ToolCallResult
 from agentensemble.tools.base import ToolResult
 from agentensemble.tools.context import ToolContext, use_tool_context
 from agentensemble.tools.return_rule import should_return_immediately
 
 if TYPE_CHECKING:
+    from agentensemble.tools.policy import ToolPolicy
     from agentensemble.tools.resolver import ExecutableTool, ResolvedTools
 
 T = TypeVar("T")
@@ -114,10 +115,12 @@ class ToolTurns:
         messages: list[Message],
         records: list[ToolCallRecord],
         model: Any = None,
+        tool_policy: ToolPolicy | None = None,
     ) -> None:
         """``emitter``: the run's, when it has listeners (else None); ``messages`` and
         ``records``: the task's conversation and tool records, appended to in place;
-        ``model``: the agent's (tools see it in their context)."""
+        ``model``: the agent's (tools see it in their context); ``tool_policy``: the agent's
+        over the ensemble's, for tools that leave a setting to it."""
         self._tools = tools
         self._role = role
         self._description = description
@@ -129,6 +132,8 @@ class ToolTurns:
         self._model = model
         self._made = 0
         self._stops = 0
+        self._default = tool_policy
+        self._policies: dict[str, CallPolicy | None] = {}  # by tool name, decided once
         # the handler's answer is fixed for the run: asked once, not per call
         self._handler_waits = getattr(env.review_handler, "durable_itself", False) is True
 
@@ -153,6 +158,7 @@ class ToolTurns:
             agent_role=self._role,
             loop=asyncio.get_running_loop(),  # set here: use_tool_context need not copy it
             model=self._model,
+            tool_slots=self._env.tool_slots,
         )
         with use_tool_context(context):
             if shape == "alone":
@@ -225,7 +231,7 @@ class ToolTurns:
             result = ToolResult.failure(f"Unknown tool '{call.name}'. Available tools: {available}")
             duration = time.perf_counter() - started
             return _CallOutcome(call, result, ReturnBehavior.TO_LLM, duration, True)
-        policy = tool.plan.policy
+        policy = self._policy(tool)
         if policy is None:
             called = await self._call(tool, call)
         else:  # its body runs under the tool's timeout, retries and bound (_calls.run_policed)
@@ -235,6 +241,15 @@ class ToolTurns:
         return _CallOutcome(
             call, called.result, tool.return_behavior, duration, True, called.ran_with
         )
+
+    def _policy(self, tool: ExecutableTool) -> CallPolicy | None:
+        """The tool's own policy over this agent's default (decided once per task)."""
+        if self._default is None:
+            return tool.plan.policy
+        name = tool.name
+        if name not in self._policies:
+            self._policies[name] = tool.plan.under(name, self._default)
+        return self._policies[name]
 
     def _call(self, tool: ExecutableTool, call: ToolCall) -> Awaitable[ToolCallResult]:
         """One call of ``tool`` as a step of the run (its outcome, a timed-out body's failure

@@ -147,26 +147,33 @@ class Connection(OpenedSource):
 
     # -- calling ---------------------------------------------------------------------------
 
-    async def call(self, name: str, arguments: dict[str, Any]) -> Any:
+    async def call(self, name: str, arguments: dict[str, Any], timeout: float | None = None) -> Any:
         """Call one tool; a dead or closed server raises ToolExecutionError saying so. The
         caller's context is kept for the call: a sampling or elicitation request the server
-        makes meanwhile is answered in it (the run's review handler, limits and events)."""
+        makes meanwhile is answered in it (the run's review handler, limits and events).
+        ``timeout``: how long the SDK waits for the answer (None: the server's ``timeout``);
+        the tool's policy times the call itself, this is its backstop."""
         scope = CallScope(contextvars.copy_context())
         loop = self._loop
         if loop is None or loop.is_closed():
             raise ToolExecutionError(f"{self.label} is not running")
         if asyncio.get_running_loop() is not loop:  # a nested run's loop, or a sync bridge
-            future = asyncio.run_coroutine_threadsafe(self._call(name, arguments, scope), loop)
+            future = asyncio.run_coroutine_threadsafe(
+                self._call(name, arguments, scope, timeout), loop
+            )
             return await asyncio.wrap_future(future)
-        return await self._call(name, arguments, scope)
+        return await self._call(name, arguments, scope, timeout)
 
-    async def _call(self, name: str, arguments: dict[str, Any], scope: CallScope) -> Any:
+    async def _call(
+        self, name: str, arguments: dict[str, Any], scope: CallScope, timeout: float | None
+    ) -> Any:
         session = self._session
         if session is None:
             raise ToolExecutionError(f"{self.label} is not running{self.stderr_note()}")
         self._calls.append(scope)
         try:
-            return await session.call_tool(name, arguments, read_timeout_seconds=self._call_timeout)
+            waited = self._call_timeout if timeout is None else timeout
+            return await session.call_tool(name, arguments, read_timeout_seconds=waited)
         except Exception as error:
             raise ToolExecutionError(
                 f"{self.label} failed to answer the call to '{name}': "

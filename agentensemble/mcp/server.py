@@ -23,6 +23,8 @@ from contextlib import asynccontextmanager
 from types import TracebackType
 from typing import IO, Any, Literal, TypeVar
 
+from pydantic import ValidationError
+
 from agentensemble._log_redaction import install_log_redaction
 from agentensemble._naming import tool_name_problem
 from agentensemble._validation import check_model
@@ -62,6 +64,9 @@ from agentensemble.redaction import (
     register_url_secrets,
     safe_url,
 )
+from agentensemble.tools._calls import OWN_DEADLINE_GRACE
+from agentensemble.tools.policy import ToolPolicy, layered
+from agentensemble.tools.schema import format_validation_error
 from agentensemble.tools.source import OpenedSource, ToolSource, opened_source
 
 DEFAULT_CALL_TIMEOUT = 60.0
@@ -87,6 +92,22 @@ def _count(value: int, field: str) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
         raise ConfigurationError(f"{field} must be a positive int, got {value!r}")
     return value
+
+
+def _policy(value: object, field: str) -> ToolPolicy | None:
+    """A ToolPolicy from ``value`` (one, or its settings as a mapping), naming ``field``."""
+    if value is None or isinstance(value, ToolPolicy):
+        return value
+    if not isinstance(value, Mapping):
+        raise ConfigurationError(
+            f"{field} must be a ToolPolicy (or a mapping of its settings), "
+            f"got {type(value).__name__}"
+        )
+    try:
+        return ToolPolicy(**{str(key): item for key, item in value.items()})
+    except ValidationError as error:
+        shown = format_validation_error(error).replace("Value error, ", "")
+        raise ConfigurationError(f"{field}: {shown}") from None
 
 
 def _sampling_model(sampling: bool, model: Any) -> Any:
@@ -145,6 +166,8 @@ class _MCPServer(ToolSource):
         max_sampling_tokens: int = DEFAULT_MAX_SAMPLING_TOKENS,
         max_samples_per_call: int = DEFAULT_MAX_SAMPLES_PER_CALL,
         max_resource_bytes: int = DEFAULT_MAX_RESOURCE_BYTES,
+        tool_policy: ToolPolicy | Mapping[str, Any] | None = None,
+        tool_policies: Mapping[str, ToolPolicy | Mapping[str, Any]] | None = None,
     ) -> None:
         if prefix is not None:
             problem = tool_name_problem(prefix)
@@ -167,7 +190,28 @@ class _MCPServer(ToolSource):
         self.max_sampling_tokens = _count(max_sampling_tokens, "max_sampling_tokens")
         self.max_samples_per_call = _count(max_samples_per_call, "max_samples_per_call")
         self.max_resource_bytes = _count(max_resource_bytes, "max_resource_bytes")
+        self.tool_policy = _policy(tool_policy, "tool_policy")
+        if tool_policies is not None and not isinstance(tool_policies, Mapping):
+            raise ConfigurationError(
+                "tool_policies must map the server's tool names to ToolPolicy settings, "
+                f"got {type(tool_policies).__name__}"
+            )
+        self.tool_policies: dict[str, ToolPolicy] = {
+            str(name): _policy(policy, f"tool_policies[{name!r}]") or ToolPolicy()
+            for name, policy in (tool_policies or {}).items()
+        }
         self._held: Connection | None = None
+
+    def policy_of(self, name: str) -> ToolPolicy:
+        """The settings of the server's tool ``name``: its ``tool_policies`` entry over
+        ``tool_policy``, setting by setting; the timeout, when neither sets one, the
+        server's ``timeout`` (an MCP call always has a deadline)."""
+        chosen = layered(self.tool_policies.get(name), self.tool_policy)
+        if chosen is None:
+            return ToolPolicy(timeout=self.timeout)
+        if chosen.timeout is None:
+            return chosen.model_copy(update={"timeout": self.timeout})
+        return chosen
 
     def _transport(self, stderr: IO[bytes]) -> Any:
         raise NotImplementedError
@@ -212,7 +256,7 @@ class _MCPServer(ToolSource):
 
     def _tools_from(self, listed: Sequence[Any], connection: Connection) -> list[MCPTool]:
         names = [str(tool.name) for tool in listed]
-        for field in ("include", "exclude", "requires_approval"):
+        for field in ("include", "exclude", "requires_approval", "tool_policies"):
             wanted = getattr(self, field)
             unknown = (
                 [] if isinstance(wanted, bool) else [n for n in wanted or () if n not in names]
@@ -230,16 +274,21 @@ class _MCPServer(ToolSource):
             if self.exclude is not None and name in self.exclude:
                 continue
             approval = self.requires_approval
+            policy = self.policy_of(name)
+            # the policy times each call (its message, event and retries); the SDK's own wait
+            # for the answer comes a little later, a backstop
+            waited = (policy.timeout or self.timeout) + OWN_DEADLINE_GRACE
             tools.append(
                 MCPTool(
                     name=exposed_name(name, self.prefix),
                     remote_name=name,
                     description=str(getattr(remote, "description", None) or ""),
                     input_schema=object_schema(getattr(remote, "input_schema", None)),
-                    call=connection.call,
+                    call=functools.partial(connection.call, timeout=waited),
                     origin=f"tool '{name}' of {self.describe()}",
                     requires_approval=approval if isinstance(approval, bool) else name in approval,
                     max_output_chars=self.max_output_chars,
+                    policy=policy,
                 )
             )
         return tools
@@ -371,6 +420,8 @@ class MCPServerStdio(_MCPServer):
         max_sampling_tokens: int = DEFAULT_MAX_SAMPLING_TOKENS,
         max_samples_per_call: int = DEFAULT_MAX_SAMPLES_PER_CALL,
         max_resource_bytes: int = DEFAULT_MAX_RESOURCE_BYTES,
+        tool_policy: ToolPolicy | Mapping[str, Any] | None = None,
+        tool_policies: Mapping[str, ToolPolicy | Mapping[str, Any]] | None = None,
     ) -> None:
         if not isinstance(command, str) or not command.strip():
             raise ConfigurationError(f"command must be a non-blank string, got {command!r}")
@@ -393,6 +444,8 @@ class MCPServerStdio(_MCPServer):
             max_sampling_tokens=max_sampling_tokens,
             max_samples_per_call=max_samples_per_call,
             max_resource_bytes=max_resource_bytes,
+            tool_policy=tool_policy,
+            tool_policies=tool_policies,
         )
         self.command = command
         self.args = list(args)
@@ -463,6 +516,8 @@ class MCPServerHTTP(_MCPServer):
         max_sampling_tokens: int = DEFAULT_MAX_SAMPLING_TOKENS,
         max_samples_per_call: int = DEFAULT_MAX_SAMPLES_PER_CALL,
         max_resource_bytes: int = DEFAULT_MAX_RESOURCE_BYTES,
+        tool_policy: ToolPolicy | Mapping[str, Any] | None = None,
+        tool_policies: Mapping[str, ToolPolicy | Mapping[str, Any]] | None = None,
     ) -> None:
         if not isinstance(url, str) or not url.startswith(("http://", "https://")):
             raise ConfigurationError(f"url must start with http:// or https://, got {url!r}")
@@ -483,6 +538,8 @@ class MCPServerHTTP(_MCPServer):
             max_sampling_tokens=max_sampling_tokens,
             max_samples_per_call=max_samples_per_call,
             max_resource_bytes=max_resource_bytes,
+            tool_policy=tool_policy,
+            tool_policies=tool_policies,
         )
         self.url = url
         self.headers = dict(headers or {})
@@ -521,7 +578,12 @@ class MCPServerHTTP(_MCPServer):
         import httpx2
         from mcp.client.streamable_http import streamable_http_client
 
-        timeout = httpx2.Timeout(self.timeout, read=max(self.timeout, 300.0))
+        # a read may wait as long as the longest tool call may take
+        longest = max(
+            (p.timeout or 0.0 for p in (self.tool_policy, *self.tool_policies.values()) if p),
+            default=0.0,
+        )
+        timeout = httpx2.Timeout(self.timeout, read=max(self.timeout, longest, 300.0))
         hooks = {"response": [watch.see]} if watch is not None else {}
         async with (
             httpx2.AsyncClient(

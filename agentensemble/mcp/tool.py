@@ -18,6 +18,7 @@ from agentensemble.errors import ToolArgumentsError
 from agentensemble.mcp._schema_check import schema_errors, schema_validator
 from agentensemble.tools.base import ToolResult
 from agentensemble.tools.instrumented import InstrumentedTool
+from agentensemble.tools.policy import ToolPolicy
 from agentensemble.tools.schema import load_arguments_json
 
 MAX_NAME_LENGTH = 64
@@ -66,7 +67,11 @@ class MCPTool(InstrumentedTool[dict[str, Any]]):
         origin: str,
         requires_approval: bool = False,
         max_output_chars: int = DEFAULT_MAX_OUTPUT_CHARS,
+        policy: ToolPolicy | None = None,
     ) -> None:
+        """``policy``: the server's settings for this tool (its ``tool_policies`` entry over
+        its ``tool_policy``, the timeout defaulting to the server's ``timeout``): the tool's
+        own, as ``@tool(timeout=...)`` is a function's."""
         self.name = name
         self.remote_name = remote_name
         self.description = description[:MAX_DESCRIPTION_CHARS]
@@ -76,6 +81,10 @@ class MCPTool(InstrumentedTool[dict[str, Any]]):
         self.requires_approval = requires_approval
         self._call = call
         self._max_output_chars = max_output_chars
+        if policy is not None:
+            self.timeout = policy.timeout
+            self.retries = policy.retries
+            self.max_concurrency = policy.max_concurrency
 
     def parameters_schema(self) -> dict[str, Any]:
         return self.input_schema

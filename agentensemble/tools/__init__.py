@@ -19,6 +19,7 @@ if TYPE_CHECKING:
     from agentensemble.tools.instrumented import AbstractAgentTool, InstrumentedTool
     from agentensemble.tools.metrics import CallOutcome, ToolMetrics, ToolMetricsRegistry
     from agentensemble.tools.pipeline import PipelineErrorStrategy, PipelineStep, ToolPipeline
+    from agentensemble.tools.policy import ToolPolicy
     from agentensemble.tools.resolver import ExecutableTool, ResolvedTools, ToolResolver
     from agentensemble.tools.return_rule import should_return_immediately
     from agentensemble.tools.schema import function_schema
@@ -44,6 +45,7 @@ _LAZY: dict[str, str] = {
     "PipelineErrorStrategy": "agentensemble.tools.pipeline",
     "PipelineStep": "agentensemble.tools.pipeline",
     "ToolPipeline": "agentensemble.tools.pipeline",
+    "ToolPolicy": "agentensemble.tools.policy",
     "ExecutableTool": "agentensemble.tools.resolver",
     "ResolvedTools": "agentensemble.tools.resolver",
     "ToolResolver": "agentensemble.tools.resolver",
@@ -70,6 +72,7 @@ __all__ = [
     "ToolMetrics",
     "ToolMetricsRegistry",
     "ToolPipeline",
+    "ToolPolicy",
     "ToolResolver",
     "ToolResult",
     "TypedAgentTool",

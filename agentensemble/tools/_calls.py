@@ -9,10 +9,10 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import math
 import random
 from collections.abc import Awaitable, Callable
 from contextvars import ContextVar
+from datetime import timedelta
 from typing import Any, TypeVar
 
 from agentensemble._dataclass import dataclass
@@ -23,6 +23,7 @@ from agentensemble.tools._tool_errors import model_text, warn_tool_exception
 from agentensemble.tools.base import ToolResult
 from agentensemble.tools.context import ToolContext
 from agentensemble.tools.metrics import CallOutcome
+from agentensemble.tools.policy import ToolPolicy, layered, policy_problem
 
 LOG_PREVIEW_CHARS = 200
 T = TypeVar("T")
@@ -38,10 +39,12 @@ OWN_DEADLINE_GRACE = 2.0
 
 
 @dataclass(frozen=True)
-class ToolPolicy:
-    """A tool's execution policy (``@tool(timeout=, retries=, max_concurrency=)`` or the same
-    ``AgentTool`` attributes), checked once when the tool is resolved. It governs the tool's
-    body, after any approval: waiting for a reviewer is never timed, retried or queued."""
+class CallPolicy:
+    """The execution policy one tool's calls run under, decided from the tool's own settings
+    (``@tool(timeout=, retries=, max_concurrency=)``, the same ``AgentTool`` attributes) over
+    the defaults around it (``ToolPolicy``: its MCP server's, its agent's, its ensemble's). It
+    governs the tool's body, after any approval: waiting for a reviewer is never timed,
+    retried or queued."""
 
     name: str
     timeout: float | None = None
@@ -56,45 +59,57 @@ class ToolPolicy:
     """The tool declares approval: ``retries`` do not apply."""
 
 
-def tool_policy(tool: object, name: str, *, gated: bool) -> ToolPolicy | None:
-    """The checked policy of ``tool`` (None: none set). ``ValueError`` naming the tool and the
-    setting that cannot work (a timeout of 0, negative retries, a concurrency of 0)."""
+def own_policy(tool: object, name: str) -> tuple[ToolPolicy | None, bool]:
+    """The settings ``tool`` makes for itself (None: none), and whether it keeps its own
+    deadline (``own_deadline = True``). ``ValueError`` naming the tool and the setting that
+    cannot work (a timeout of 0, negative retries, a concurrency of 0).
+
+    ``timeout`` is a common attribute name, so it is read with care: a ``timedelta`` counts as
+    its seconds; a tool that keeps its own deadline has it honoured only as a number (a
+    backstop ``OWN_DEADLINE_GRACE`` later), anything else is the tool's own business; any
+    other tool whose ``timeout`` is no number of seconds is refused, the message saying how
+    to keep it its own."""
+    own_deadline = getattr(tool, "own_deadline", False) is True
     timeout = getattr(tool, "timeout", None)
-    retries = getattr(tool, "retries", 0)
+    if isinstance(timeout, timedelta):
+        timeout = timeout.total_seconds()
+    if own_deadline and policy_problem("timeout", timeout):
+        timeout = None  # the tool's own meaning: not the framework's to read
+    retries = getattr(tool, "retries", None)
     concurrency = getattr(tool, "max_concurrency", None)
-    if timeout is None and not retries and concurrency is None:
-        return None
+    if timeout is None and retries is None and concurrency is None:
+        return None, own_deadline
+    problem = policy_problem("timeout", timeout)
+    if problem:  # (never a @tool function's: the decorator refused it already)
+        raise ValueError(
+            f"tool {name!r} ({type(tool).__name__}): {problem}. The framework reads a tool's "
+            "`timeout` attribute as its time limit in seconds; if this one means something of "
+            "the tool's own, set `own_deadline = True` on its class (a number of seconds is "
+            "then only a backstop, anything else is left alone), or rename it"
+        )
     check_policy(name, timeout, retries, concurrency)
-    if timeout is not None and getattr(tool, "own_deadline", False) is True:
+    if timeout is not None and own_deadline:
         timeout = float(timeout) + OWN_DEADLINE_GRACE
-    return ToolPolicy(name, timeout, retries, concurrency, gated)
+    return ToolPolicy(timeout=timeout, retries=retries, max_concurrency=concurrency), own_deadline
+
+
+def decided(name: str, policy: ToolPolicy | None, *, gated: bool) -> CallPolicy | None:
+    """The ``CallPolicy`` of ``policy`` for the tool ``name`` (None: nothing set)."""
+    if policy is None or policy.is_empty:
+        return None
+    return CallPolicy(name, policy.timeout, policy.retries or 0, policy.max_concurrency, gated)
 
 
 def check_policy(name: str, timeout: Any, retries: Any, max_concurrency: Any) -> None:
     """``ValueError`` naming the tool and the first setting that cannot work."""
-    if timeout is not None and (
-        isinstance(timeout, bool)
-        or not isinstance(timeout, (int, float))
-        or not math.isfinite(timeout)
-        or timeout <= 0
+    for field, value in (
+        ("timeout", timeout),
+        ("retries", retries),
+        ("max_concurrency", max_concurrency),
     ):
-        raise ValueError(
-            f"tool {name!r}: timeout must be a number of seconds more than 0 (or None); "
-            f"got {timeout!r}"
-        )
-    if isinstance(retries, bool) or not isinstance(retries, int) or retries < 0:
-        raise ValueError(
-            f"tool {name!r}: retries must be a whole number, 0 or more; got {retries!r}"
-        )
-    if max_concurrency is not None and (
-        isinstance(max_concurrency, bool)
-        or not isinstance(max_concurrency, int)
-        or max_concurrency < 1
-    ):
-        raise ValueError(
-            f"tool {name!r}: max_concurrency must be a whole number, 1 or more (or None); "
-            f"got {max_concurrency!r}"
-        )
+        problem = policy_problem(field, value)
+        if problem:
+            raise ValueError(f"tool {name!r}: {problem}")
 
 
 @dataclass(frozen=True)
@@ -118,8 +133,27 @@ class CallPlan:
     makes_own_steps: bool
     """Its work is steps of its own (a delegation: the worker's model and tool calls), which a
     durable run checkpoints one by one instead of the call as one step."""
-    policy: ToolPolicy | None = None
-    """Its timeout, retries and bound on bodies at once (None: none set)."""
+    policy: CallPolicy | None = None
+    """Its own timeout, retries and bound on bodies at once (None: none set)."""
+    own: ToolPolicy | None = None
+    """The settings it makes for itself, which ``policy`` decides alone (see ``under``)."""
+    own_deadline: bool = False
+    """It enforces its own ``timeout``: a default's timeout never applies to it."""
+
+    @property
+    def takes_defaults(self) -> bool:
+        """An agent's or ensemble's ``tool_policy`` applies to it: not to a delegation (its
+        work is a worker's whole task, of steps of its own)."""
+        return not self.makes_own_steps
+
+    def under(self, name: str, default: ToolPolicy | None) -> CallPolicy | None:
+        """Its policy under ``default`` (an agent's over its ensemble's): its own settings
+        win, setting by setting; a tool keeping its own deadline takes no default timeout."""
+        if default is None or not self.takes_defaults:
+            return self.policy
+        if self.own_deadline and default.timeout is not None:
+            default = default.model_copy(update={"timeout": None})
+        return decided(name, layered(self.own, default), gated=self.declares_approval)
 
     @property
     def runs_alone(self) -> bool:
@@ -148,24 +182,26 @@ UNKNOWN_TOOL = CallPlan(
 
 #: The policy of the call being run and its slots (a semaphore when it bounds bodies at once),
 #: set by the executor around one call (``policed``) and read where the body runs (``run_body``).
-_call_policy: ContextVar[tuple[ToolPolicy, asyncio.Semaphore | None] | None] = ContextVar(
+_call_policy: ContextVar[tuple[CallPolicy, asyncio.Semaphore | None] | None] = ContextVar(
     "agentensemble_tool_policy", default=None
 )
 
 
 class ToolSlots:
-    """One run's bounds on bodies at once, by tool name: every agent, task and parallel branch
-    of the run shares them (a nested ensemble run has its own)."""
+    """One run's bounds on bodies at once, by tool name and bound: every agent, task and
+    parallel branch of the run shares them (a nested ensemble run has its own). Two agents
+    whose defaults give one tool different bounds each keep theirs, whoever calls first."""
 
     def __init__(self) -> None:
-        self._slots: dict[str, asyncio.Semaphore] = {}
+        self._slots: dict[tuple[str, int], asyncio.Semaphore] = {}
 
-    def get(self, policy: ToolPolicy) -> asyncio.Semaphore | None:
+    def get(self, policy: CallPolicy) -> asyncio.Semaphore | None:
         if policy.max_concurrency is None:
             return None
-        slot = self._slots.get(policy.name)
+        key = (policy.name, policy.max_concurrency)
+        slot = self._slots.get(key)
         if slot is None:
-            slot = self._slots[policy.name] = asyncio.Semaphore(policy.max_concurrency)
+            slot = self._slots[key] = asyncio.Semaphore(policy.max_concurrency)
         return slot
 
 
@@ -174,7 +210,7 @@ class policed:
 
     __slots__ = ("_token", "_value")
 
-    def __init__(self, policy: ToolPolicy, slot: asyncio.Semaphore | None) -> None:
+    def __init__(self, policy: CallPolicy, slot: asyncio.Semaphore | None) -> None:
         self._value = (policy, slot)
 
     def __enter__(self) -> None:
@@ -215,7 +251,7 @@ async def run_policed(body: Callable[..., Awaitable[T]], *args: Any) -> T:
 
 
 async def _one_run(
-    policy: ToolPolicy,
+    policy: CallPolicy,
     slot: asyncio.Semaphore | None,
     body: Callable[..., Awaitable[T]],
     args: tuple[Any, ...],
@@ -226,7 +262,7 @@ async def _one_run(
     return await _timed(policy, body, args)
 
 
-async def _timed(policy: ToolPolicy, body: Callable[..., Awaitable[T]], args: tuple[Any, ...]) -> T:
+async def _timed(policy: CallPolicy, body: Callable[..., Awaitable[T]], args: tuple[Any, ...]) -> T:
     if policy.timeout is None:
         return await body(*args)
     try:
@@ -242,7 +278,7 @@ class ToolTimeoutError(ToolExecutionError):
     """A tool body ran past its ``timeout``: the call's failure, which the model sees."""
 
 
-def _timed_out_event(context: ToolContext, policy: ToolPolicy) -> None:
+def _timed_out_event(context: ToolContext, policy: CallPolicy) -> None:
     from agentensemble.events import ToolCallTimedOut
 
     context.emit_event(
@@ -273,7 +309,7 @@ def _backoff(attempt: int) -> float:
     return float(base * (1.0 - 0.5 * random.random()))
 
 
-def _log_retry(policy: ToolPolicy, attempt: int, retries: int, exc: BaseException) -> None:
+def _log_retry(policy: CallPolicy, attempt: int, retries: int, exc: BaseException) -> None:
     from agentensemble.logging import get_logger
 
     get_logger().warning(
@@ -356,16 +392,17 @@ def log_call(
 __all__ = [
     "UNKNOWN_TOOL",
     "CallPlan",
-    "ToolPolicy",
+    "CallPolicy",
     "ToolSlots",
     "ToolTimeoutError",
     "check_policy",
+    "decided",
     "exception_message",
     "log_call",
+    "own_policy",
     "policed",
     "preview",
     "run_policed",
     "stops_the_run",
     "timed_out_message",
-    "tool_policy",
 ]

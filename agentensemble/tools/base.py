@@ -82,11 +82,14 @@ class AgentTool(ABC):
     description: str
     return_behavior: ReturnBehavior = ReturnBehavior.TO_LLM
     timeout: float | None = None
-    """Seconds one run of the body may take (None: no limit): past them the call fails with
-    "timed out after N s", which the model sees; a sync body is abandoned in its thread."""
-    retries: int = 0
+    """Seconds one run of the body may take (None: not set; the agent's or ensemble's
+    ``tool_policy``, else no limit): past them the call fails with "timed out after N s",
+    which the model sees; a sync body is abandoned in its thread. A class whose ``timeout``
+    means something of its own sets ``own_deadline = True`` (docs/tools.md)."""
+    retries: int | None = None
     """Runs of the body again, with backoff, after it raised an unexpected exception or timed
-    out (never for a tool that declares approval)."""
+    out (never for a tool that declares approval). None: not set (the agent's or ensemble's
+    ``tool_policy``, else 0); 0 says "never", whatever a default says."""
     max_concurrency: int | None = None
     """Bodies of this tool running at once across a run (None: no bound)."""
 

@@ -53,6 +53,9 @@ class ToolContext:
     model: Any | None = None
     """The agent's model (an MCP server's sampling request is answered by it when the server
     names no ``sampling_model``); None outside an agent's tool turn."""
+    tool_slots: Any = None
+    """The run's ``_calls.ToolSlots`` (bounds on bodies at once), for calls a tool makes
+    itself: a pipeline's steps; None outside an agent's tool turn."""
 
     def emit_event(self, event: Any) -> None:
         """Send ``event`` to the run's listeners, on the loop's thread when there is one."""

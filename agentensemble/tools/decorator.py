@@ -48,7 +48,7 @@ class ToolDefinition:
     is_async: bool
     metrics: ToolMetrics = field(default_factory=ToolMetrics)
     timeout: float | None = None
-    retries: int = 0
+    retries: int | None = None
     max_concurrency: int | None = None
 
     @property
@@ -69,7 +69,7 @@ def tool(
     return_behavior: ReturnBehavior = ReturnBehavior.TO_LLM,
     requires_approval: bool | Callable[[str], bool] | Any = False,
     timeout: float | None = None,
-    retries: int = 0,
+    retries: int | None = None,
     max_concurrency: int | None = None,
 ) -> Callable[[F], F]: ...
 
@@ -83,7 +83,7 @@ def tool(
     return_behavior: ReturnBehavior = ReturnBehavior.TO_LLM,
     requires_approval: bool | Callable[[str], bool] | Any = False,
     timeout: float | None = None,
-    retries: int = 0,
+    retries: int | None = None,
     max_concurrency: int | None = None,
 ) -> F | Callable[[F], F]:
     """Mark a function (sync or async, free function or method) as a tool.
@@ -99,8 +99,9 @@ def tool(
     the call fails with "timed out after N s" and the run goes on; an async body is cancelled,
     a sync one abandoned in its daemon thread, never waited for), ``retries`` (runs again, with
     backoff, after the body raised unexpectedly or timed out; never for a tool that declares
-    approval) and ``max_concurrency`` (bodies of this tool at once across the run). ValueError
-    naming the setting when one cannot work.
+    approval) and ``max_concurrency`` (bodies of this tool at once across the run). A setting
+    left None is taken from the agent's or ensemble's ``tool_policy``. ValueError naming the
+    setting when one cannot work.
     """
 
     def decorate(fn: F) -> F:

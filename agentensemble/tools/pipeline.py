@@ -8,6 +8,7 @@ counted, logged and (if asked) approved like any other tool.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import time
 from collections.abc import Callable, Sequence
@@ -22,7 +23,16 @@ from agentensemble._naming import tool_name_problem
 from agentensemble.errors import ConfigurationError, ToolNameError
 from agentensemble.outputs import ReturnBehavior
 from agentensemble.tools import _gate
-from agentensemble.tools._calls import exception_message, log_call, stops_the_run
+from agentensemble.tools._calls import (
+    CallPolicy,
+    check_policy,
+    decided,
+    exception_message,
+    log_call,
+    own_policy,
+    policed,
+    stops_the_run,
+)
 from agentensemble.tools.base import AgentTool, ToolResult
 from agentensemble.tools.context import ToolContext, current_tool_context
 from agentensemble.tools.decorator import FunctionTool, ToolDefinition, tool_definition
@@ -76,6 +86,8 @@ class _Stage:
     tool: AgentTool
     adapter: Adapter | None
     to_input: Callable[[str], str]
+    policy: CallPolicy | None = None
+    """The step's own timeout, retries and bound on bodies at once (None: none set)."""
 
     @property
     def name(self) -> str:
@@ -109,7 +121,9 @@ class ToolPipeline(AbstractAgentTool):
     pipelines included: an approval-gated step asks the run's reviewer when it runs, and makes
     the pipeline report ``requires_approval`` so a missing review handler is found before the
     first model call. The pipeline itself asks only if ``requires_approval`` is set on it.
-    Steps' own ``return_behavior`` is ignored; the pipeline's counts.
+    Steps' own ``return_behavior`` is ignored; the pipeline's counts. ``timeout``, ``retries``
+    and ``max_concurrency`` govern the whole pipeline's call (an agent's ``tool_policy`` fills
+    what it leaves unset); a step's own settings govern that step inside it.
     """
 
     def __init__(
@@ -120,6 +134,9 @@ class ToolPipeline(AbstractAgentTool):
         error_strategy: PipelineErrorStrategy | str = PipelineErrorStrategy.FAIL_FAST,
         *,
         return_behavior: ReturnBehavior | str = ReturnBehavior.TO_LLM,
+        timeout: float | None = None,
+        retries: int | None = None,
+        max_concurrency: int | None = None,
     ) -> None:
         if isinstance(steps, (str, bytes)) or not isinstance(steps, Sequence):
             raise ConfigurationError(
@@ -141,6 +158,13 @@ class ToolPipeline(AbstractAgentTool):
         except ValueError as exc:
             raise ConfigurationError(f"ToolPipeline '{self.name}': {exc}") from exc
         self._own_approval: ApprovalRule = False
+        try:  # the whole pipeline's policy; each step keeps its own inside it
+            check_policy(self.name, timeout, retries, max_concurrency)
+        except ValueError as exc:
+            raise ConfigurationError(f"ToolPipeline '{self.name}': {exc}") from None
+        self.timeout = timeout
+        self.retries = retries
+        self.max_concurrency = max_concurrency
 
     @classmethod
     def of(cls, *tools: AgentTool | PipelineStep | Callable[..., Any]) -> ToolPipeline:
@@ -241,8 +265,18 @@ def _as_step(item: AgentTool | PipelineStep | Callable[..., Any]) -> PipelineSte
 
 
 def _stage(step: PipelineStep, index: int) -> _Stage:
-    """Check one step and turn it into a runnable stage (ConfigurationError naming it)."""
-    where = f"ToolPipeline step {index}"
+    """Check one step and turn it into a runnable stage (ConfigurationError naming it), with
+    its own policy decided once."""
+    stage = _checked_stage(step, f"ToolPipeline step {index}")
+    try:
+        own, _ = own_policy(stage.tool, stage.name)
+    except ValueError as exc:
+        raise ConfigurationError(f"ToolPipeline step {index}: {exc}") from None
+    gated = _gate.declares_approval(getattr(stage.tool, "requires_approval", False))
+    return dataclasses.replace(stage, policy=decided(stage.name, own, gated=gated))
+
+
+def _checked_stage(step: PipelineStep, where: str) -> _Stage:
     item = step.tool
     if isinstance(item, AgentTool):
         name = getattr(item, "name", None)
@@ -366,9 +400,18 @@ async def _run_stage(stage: _Stage, text: str, context: ToolContext) -> ToolResu
     """
     tool_input = stage.to_input(text)
     with _gate.detached():  # a step's edit is the step's business, not the pipeline call's
-        if isinstance(stage.tool, InstrumentedTool):
-            return await stage.tool.aexecute(tool_input)
-        return await _run_plain_stage(stage, tool_input, context)
+        if stage.policy is None:
+            return await _run_step(stage, tool_input, context)
+        slots = context.tool_slots
+        with policed(stage.policy, slots.get(stage.policy) if slots is not None else None):
+            return await _run_step(stage, tool_input, context)
+
+
+async def _run_step(stage: _Stage, tool_input: str, context: ToolContext) -> ToolResult:
+    """The step's call, under its own policy when it has one (its body's runs read it)."""
+    if isinstance(stage.tool, InstrumentedTool):
+        return await stage.tool.aexecute(tool_input)
+    return await _run_plain_stage(stage, tool_input, context)
 
 
 async def _run_plain_stage(stage: _Stage, tool_input: str, context: ToolContext) -> ToolResult:

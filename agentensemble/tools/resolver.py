@@ -27,11 +27,12 @@ from agentensemble.outputs import ReturnBehavior
 from agentensemble.tools import _gate
 from agentensemble.tools._calls import (
     CallPlan,
+    decided,
     exception_message,
     log_call,
+    own_policy,
     preview,
     stops_the_run,
-    tool_policy,
 )
 from agentensemble.tools._gate import ToolCallResult
 from agentensemble.tools.base import (
@@ -490,16 +491,19 @@ def plan_call(tool: AgentTool, declares_approval: bool) -> CallPlan:
     instrumented = isinstance(tool, InstrumentedTool)
     name = str(getattr(tool, "name", type(tool).__name__))
     try:  # timeout, retries, max_concurrency: checked once, here
-        policy = tool_policy(tool, name, gated=declares_approval)
+        own, own_deadline = own_policy(tool, name)
     except ValueError as exc:
         raise ConfigurationError(str(exc)) from None
+    makes_own_steps = inspect.getattr_static(tool, "durable_itself", False) is True
     return CallPlan(
         instrumented=instrumented,
         declares_approval=declares_approval,
         can_ask=may_ask(tool) if isinstance(tool, InstrumentedTool) else True,
         body_in_thread=type(tool) is FunctionTool and not tool.definition.is_async,
-        makes_own_steps=inspect.getattr_static(tool, "durable_itself", False) is True,
-        policy=policy,
+        makes_own_steps=makes_own_steps,
+        policy=decided(name, own, gated=declares_approval),
+        own=own,
+        own_deadline=own_deadline,
     )
 
 

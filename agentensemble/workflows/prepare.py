@@ -360,6 +360,7 @@ class _Preparation:
                 skills=listing(agent.skills),
                 attachments=task_attachments(task, inputs),
                 context_policy=agent.context_policy,
+                tool_policy=agent.tool_policy,
             )
         item.memory = task_memory(
             role=item.agent_role,

@@ -321,6 +321,7 @@ def _worker(
             verbose=agent.verbose,
             skills=listing(agent.skills),
             context_policy=agent.context_policy,
+            tool_policy=agent.tool_policy,
         ),
     )
 

@@ -82,7 +82,9 @@ def test_a_policy_that_cannot_work_is_refused_naming_the_setting(
 
     for key, value in settings.items():
         setattr(Lookup, key, value)
-    with pytest.raises(ConfigurationError, match=rf"tool 'lookup': {named} must be"):
+    # a class attribute's bad timeout also names the class and the way out (own_deadline)
+    shown = r"tool 'lookup' \(Lookup\)" if named == "timeout" else "tool 'lookup'"
+    with pytest.raises(ConfigurationError, match=rf"{shown}: {named} must be"):
         ToolResolver().resolve([Lookup()])
 
 
@@ -101,7 +103,7 @@ def test_the_policy_is_decided_once_in_the_call_plan() -> None:
 
     resolved = ToolResolver().resolve([lookup, Plain()])
     policy = resolved.get("lookup").plan.policy  # type: ignore[union-attr]
-    assert policy == _calls.ToolPolicy("lookup", 2.5, 1, 3, gated=False)
+    assert policy == _calls.CallPolicy("lookup", 2.5, 1, 3, gated=False)
     assert resolved.get("plain").plan.policy is None  # type: ignore[union-attr]
 
 
