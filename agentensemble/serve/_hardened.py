@@ -432,7 +432,6 @@ def _protocol(limits: Limits) -> type[asyncio.Protocol]:
     return Deadlined
 
 
-
 def _no_delay(transport: Any) -> None:
     """Small writes (a streamed event, a response's last bytes) leave at once. asyncio sets
     TCP_NODELAY only on sockets it knows are TCP; a listening socket made as ``socket.socket()``
@@ -442,6 +441,7 @@ def _no_delay(transport: Any) -> None:
     if sock is not None and sock.family in (socket.AF_INET, socket.AF_INET6):
         with contextlib.suppress(OSError):
             sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+
 
 def hardened_server(
     app: Any,
