@@ -28,6 +28,7 @@ import os
 import signal
 import threading
 import types
+import weakref
 from collections.abc import Coroutine, Iterator
 from pathlib import Path
 from typing import Any, Generic, TypeVar
@@ -46,6 +47,26 @@ _INTERNAL_DIRS = tuple(
     if module.__file__
 )
 _THIS_FILE = __file__
+
+
+_long_lived: weakref.WeakSet[asyncio.AbstractEventLoop] = weakref.WeakSet()
+"""The loops this module keeps between runs (the shared one, each thread's own)."""
+
+
+def renew_default_executors() -> None:
+    """A fresh default executor (``asyncio.to_thread``'s) for the running loop and every loop kept
+    here. DBOS makes its worker pool the default executor of each loop it runs in and shuts that
+    pool down when it is destroyed: without this, ``asyncio.to_thread`` on those loops fails for
+    good ("cannot schedule new futures after shutdown") once a ``DurableRuntime`` has shut down in
+    the process, and every later run there with it."""
+    loops = set(_long_lived)
+    with contextlib.suppress(RuntimeError):  # no running loop: only the kept ones
+        loops.add(asyncio.get_running_loop())
+    for loop in loops:
+        if not loop.is_closed():
+            loop.set_default_executor(
+                concurrent.futures.ThreadPoolExecutor(thread_name_prefix="asyncio")
+            )
 
 
 class _LoopThread:
@@ -68,6 +89,7 @@ class _LoopThread:
         with self._lock:
             if self._loop is None or self._thread is None or not self._thread.is_alive():
                 loop = asyncio.new_event_loop()
+                _long_lived.add(loop)
                 started = threading.Event()
                 self._thread = threading.Thread(
                     target=_serve, args=(loop, started), name="agentensemble-loop", daemon=True
@@ -132,6 +154,7 @@ class _ThreadLoop:
 
     def __init__(self) -> None:
         self.loop = asyncio.new_event_loop()
+        _long_lived.add(self.loop)
         self.pid = _pid
 
     def __del__(self) -> None:  # the thread's locals are dropped: its loop goes with them

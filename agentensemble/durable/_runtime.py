@@ -20,7 +20,7 @@ from typing import Any, TypeVar
 
 from dbos import DBOS, Queue, SetWorkflowID
 
-from agentensemble._background_loop import run_on_background_loop
+from agentensemble._background_loop import renew_default_executors, run_on_background_loop
 from agentensemble._run import execute
 from agentensemble.durable import _dbos
 from agentensemble.durable._database import (
@@ -346,6 +346,7 @@ class DurableRuntime:
         if self._kept is not None:
             stop_using(self._kept)
         DBOS.destroy(destroy_registry=False)
+        renew_default_executors()  # DBOS's pool was their default executor; it is shut down now
         self._launched = False
 
     # -- runs ---------------------------------------------------------------------------------
