@@ -54,7 +54,7 @@ def phoenix_command() -> str | None:
 PHOENIX = phoenix_command()
 pytestmark = pytest.mark.skipif(
     PHOENIX is None,
-    reason="Arize Phoenix not installed (set AGENTENSEMBLE_PHOENIX to its phoenix command)",
+    reason="Arize Phoenix not installed (make phoenix installs it; or set AGENTENSEMBLE_PHOENIX)",
 )
 
 
