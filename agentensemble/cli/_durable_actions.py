@@ -7,6 +7,7 @@ Imported only when one of those commands runs: it needs the durable extra (DBOS)
 from __future__ import annotations
 
 import argparse
+import getpass
 import importlib
 import os
 import signal
@@ -157,6 +158,14 @@ def _reviews(run_id: str, database: str | None) -> int:
     return EXIT_OK
 
 
+def _login() -> str | None:
+    """The operator's login name, the default "who decided" of a decision from this command."""
+    try:
+        return getpass.getuser()
+    except (OSError, KeyError, ImportError):  # no login name in this environment
+        return None
+
+
 def _decide(args: argparse.Namespace) -> int:
     client = _client(args.database)
     try:
@@ -166,6 +175,7 @@ def _decide(args: argparse.Namespace) -> int:
             args.decision,
             revised_output=args.text if args.decision == "edit" else None,
             reason=args.text if args.decision == "exit_early" else None,
+            decided_by=args.decided_by or _login(),
         )
     except (ReviewClosedError, ValueError) as error:
         print(f"agentensemble durable: {error}", file=sys.stderr)

@@ -6,7 +6,7 @@
     agentensemble durable runs [--status PENDING] [--database URL]
     agentensemble durable reviews RUN_ID [--database URL]
     agentensemble durable decide RUN_ID REVIEW_ID continue|edit|exit_early
-        [--text TEXT] [--database URL]
+        [--text TEXT] [--decided-by NAME] [--database URL]
     agentensemble durable steps RUN_ID [--all] [--database URL]
     agentensemble durable trace RUN_ID [--out FILE] [--database URL]
     agentensemble durable fork RUN_ID --from-task N [--new-run-id ID] [--input NAME=VALUE ...]
@@ -83,6 +83,11 @@ def add_durable_arguments(parser: argparse.ArgumentParser) -> None:
     decide.add_argument("review_id")
     decide.add_argument("decision", choices=("continue", "edit", "exit_early"))
     decide.add_argument("--text", help="the revised output (edit) or the reason (exit_early)")
+    decide.add_argument(
+        "--decided-by",
+        metavar="NAME",
+        help="who decided, as the trace and the ReviewDecided event show it (default: your login)",
+    )
     decide.add_argument("--database", help=f"database URL (default ${DATABASE_ENV})")
     steps = commands.add_parser(
         "steps", help="what a run did, in order: model turns, tool calls, reviews (runs nothing)"

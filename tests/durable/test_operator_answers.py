@@ -4,6 +4,7 @@ says so, and the durable commands are part of the one ``agentensemble`` command.
 
 from __future__ import annotations
 
+import json
 import os
 import sqlite3
 import subprocess
@@ -143,7 +144,7 @@ def test_a_decision_with_no_worker_is_queued_and_a_second_one_is_refused(tmp_pat
         first.wait(timeout=30)
         queued = durable(
             "decide", "announce-q", review["review_id"], "edit", "--text", "Draft: Tuesday",
-            "--database", db,
+            "--decided-by", "operator-ann", "--database", db,
         )  # fmt: skip
         assert queued.returncode == 0, queued.stderr
         assert queued.stdout.startswith(f"queued {review['review_id']}: edit")
@@ -153,6 +154,10 @@ def test_a_decision_with_no_worker_is_queued_and_a_second_one_is_refused(tmp_pat
     finally:
         client.close()
     assert resumed["tasks"][0] == "Draft: Tuesday"  # the first decision sent is the one applied
+    traced = durable("trace", "announce-q", "--database", db)
+    assert traced.returncode == 0, traced.stderr
+    [decided] = [r for task in json.loads(traced.stdout)["tasks"] for r in task["reviews"]]
+    assert (decided["decision"], decided["decided_by"]) == ("edit", "operator-ann")
 
 
 def test_the_durable_commands_are_part_of_the_one_command_line() -> None:
