@@ -113,7 +113,8 @@ class Attachment:
         path: str | Path | None = None,
         media_type: str | None = None,
     ) -> None:
-        """Exactly one of ``url``, ``data``, ``path`` (the kinds below say what they hold)."""
+        """Exactly one of ``url``, ``data``, ``path``; ``media_type`` guessed if not given
+        (``Image`` and ``Audio`` take these; ``Document`` adds ``name``)."""
         self._setup(url, data, path, media_type, None)
 
     def _setup(
@@ -447,17 +448,6 @@ class Image(Attachment):
     url_needs_no_type: ClassVar[bool] = True
     __slots__ = ()
 
-    def __init__(
-        self,
-        *,
-        url: str | None = None,
-        data: bytes | None = None,
-        path: str | Path | None = None,
-        media_type: str | None = None,
-    ) -> None:
-        """Exactly one of ``url``, ``data``, ``path``; ``media_type`` guessed if not given."""
-        self._setup(url, data, path, media_type, None)
-
 
 class Document(Attachment):
     """A PDF or a text file: ``Document(path="invoice.pdf")``. Text documents (``text/*``) go to
@@ -508,17 +498,6 @@ class Audio(Attachment):
     kind: ClassVar[str] = "audio"
     accepted: ClassVar[tuple[str, ...]] = ("audio/*",)
     __slots__ = ()
-
-    def __init__(
-        self,
-        *,
-        url: str | None = None,
-        data: bytes | None = None,
-        path: str | Path | None = None,
-        media_type: str | None = None,
-    ) -> None:
-        """Exactly one of ``url``, ``data``, ``path``; ``media_type`` guessed if not given."""
-        self._setup(url, data, path, media_type, None)
 
     @property
     def format(self) -> str:
