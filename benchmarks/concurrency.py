@@ -35,7 +35,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import contextlib
 import json
 import subprocess
 import sys
@@ -44,6 +43,7 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # the shared server, beside it
+from _measure import measured
 from _recording_server import RecordingServer
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -185,16 +185,6 @@ def _floor(url: str) -> Any:
     return run
 
 
-def _memory() -> tuple[int, int]:
-    """(VmRSS, VmHWM) of this process in bytes."""
-    fields = {}
-    for line in Path("/proc/self/status").read_text().splitlines():
-        name, _, value = line.partition(":")
-        if name in ("VmRSS", "VmHWM"):
-            fields[name] = int(value.split()[0]) * 1024
-    return fields["VmRSS"], fields["VmHWM"]
-
-
 def _child(variant: str, runs: int, url: str, profile: str | None) -> None:
     makers = {"ours": _ours, "llm": _llm, "openai-sdk": _openai_sdk, "floor": _floor}
     run = makers["ours" if variant == FROZEN else variant](url)
@@ -207,38 +197,11 @@ def _child(variant: str, runs: int, url: str, profile: str | None) -> None:
 
             gc.collect()
             gc.freeze()
-        with contextlib.suppress(OSError):  # the peak from here on ("5": VmHWM to RSS now)
-            Path("/proc/self/clear_refs").write_text("5")
-        before, _ = _memory()
-        profiler = None
-        if profile:
-            import cProfile
-
-            profiler = cProfile.Profile()
-            profiler.enable()
-        cpu, wall = time.process_time(), time.perf_counter()
-        answers = await asyncio.gather(*(run() for _ in range(runs)))
-        wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
-        if profiler is not None:
-            import io
-            import pstats
-
-            profiler.disable()
-            text = io.StringIO()
-            pstats.Stats(profiler, stream=text).sort_stats("tottime").print_stats(45)
-            Path(profile).write_text(text.getvalue())
-        _, peak = _memory()
+        answers, figures = await measured(
+            lambda: asyncio.gather(*(run() for _ in range(runs))), runs, profile
+        )
         wrong = [a for a in answers if "France" not in a]
-        return {
-            "variant": variant,
-            "runs": runs,
-            "wall": wall,
-            "cpu_per_run_ms": 1000 * cpu / runs,
-            "runs_per_s": runs / wall,
-            "peak_mib": peak / 2**20,
-            "growth_per_run_kib": max(peak - before, 0) / runs / 1024,
-            "wrong": len(wrong),
-        }
+        return {"variant": variant, **figures, "wrong": len(wrong)}
 
     print(json.dumps(asyncio.run(measure())), flush=True)
 

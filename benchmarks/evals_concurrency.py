@@ -27,16 +27,15 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import contextlib
 import json
 import statistics
 import subprocess
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # the shared server, beside it
+from _measure import measured
 from _recording_server import RecordingServer
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -73,16 +72,6 @@ def _factory(url: str) -> Any:
     return make
 
 
-def _memory() -> tuple[int, int]:
-    """(VmRSS, VmHWM) of this process in bytes."""
-    fields = {}
-    for line in Path("/proc/self/status").read_text().splitlines():
-        name, _, value = line.partition(":")
-        if name in ("VmRSS", "VmHWM"):
-            fields[name] = int(value.split()[0]) * 1024
-    return fields["VmRSS"], fields["VmHWM"]
-
-
 def _job(variant: str, url: str) -> Any:
     """``variant``'s ``run(count) -> (answers, wrong)``: ``count`` runs of the job at once."""
     from agentensemble.evals import Case, Contains, Dataset, ToolCalled, aevaluate
@@ -115,40 +104,10 @@ def _child(variant: str, count: int, url: str, profile: str | None) -> None:
 
     async def measure() -> dict[str, Any]:
         await run(WARM_UP)  # imports, clients, connections: not what N runs at once cost
-        with contextlib.suppress(OSError):  # the peak from here on: VmHWM reset to the RSS
-            Path("/proc/self/clear_refs").write_text("5")
-        before, _ = _memory()
-        profiler = None
-        if profile:
-            import cProfile
-
-            profiler = cProfile.Profile()
-            profiler.enable()
-        cpu, wall = time.process_time(), time.perf_counter()
-        done, wrong = await run(count)
-        wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
-        if profiler is not None:
-            import io
-            import pstats
-
-            profiler.disable()
-            text = io.StringIO()
-            stats = pstats.Stats(profiler, stream=text)
-            stats.sort_stats("tottime").print_stats(40)
-            stats.sort_stats("cumulative").print_stats(60)
-            Path(profile).write_text(text.getvalue())
-        _, peak = _memory()
-        return {
-            "variant": variant,
-            "runs": count,
-            "done": done,
-            "wall": wall,
-            "cpu_per_run_ms": 1000 * cpu / count,
-            "runs_per_s": count / wall,
-            "peak_mib": peak / 2**20,
-            "growth_per_run_kib": max(peak - before, 0) / count / 1024,
-            "wrong": wrong,
-        }
+        (done, wrong), figures = await measured(
+            lambda: run(count), count, profile, ("tottime", 40), ("cumulative", 60)
+        )
+        return {"variant": variant, **figures, "done": done, "wrong": wrong}
 
     print(json.dumps(asyncio.run(measure())), flush=True)
 
