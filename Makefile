@@ -72,7 +72,7 @@ bench-smoke: $(STAMP)
 # load 25, 2.4 of them the tests); run it before raising a bound, and on a schedule.
 CONTRACTS_DIR ?= $(or $(TMPDIR),/tmp)/agentensemble-contracts
 CONTRACT_TESTS = tests/test_architecture.py $(wildcard tests/durable/test_dbos_contract.py) \
-	tests/test_outputs_pickle.py tests/test_saveable.py tests/workflows/test_prepared_run_reuse.py \
+	tests/test_outputs_pickle.py tests/_base/test_saveable.py tests/workflows/test_prepared_run_reuse.py \
 	tests/tracing/test_trace_deferred.py tests/mcp/test_mcp_schema_attacks.py
 NEWEST_ALLOWED = import re, pathlib; text = pathlib.Path('pyproject.toml').read_text(); \
 	print(' '.join(sorted(set(re.findall(r'\x22((?:pydantic|dbos|mcp)[<>=][^\x22]*)\x22', text)))))

@@ -9,7 +9,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from agentensemble._lazy import lazy_exports
+from agentensemble._base.lazy import lazy_exports
+from agentensemble._base.old_paths import keep_old_paths
+
+keep_old_paths()  # pickles written before the private helpers moved into _base/ still load
 
 __version__ = "0.1.0"
 

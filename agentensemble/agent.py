@@ -6,7 +6,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from agentensemble._validation import (
+from agentensemble._base.validation import (
     check_instructions,
     check_model,
     check_skills,

@@ -9,9 +9,9 @@ from typing import TYPE_CHECKING, Any, ClassVar, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from agentensemble import _memory_wiring as memory_wiring
-from agentensemble._background_loop import run_sync
+from agentensemble._base.background_loop import run_sync
+from agentensemble._base.validation import check_model, refuse_class
 from agentensemble._run import check_setup, execute
-from agentensemble._validation import check_model, refuse_class
 from agentensemble.agent import Agent
 from agentensemble.context_policy import ContextPolicy
 from agentensemble.events import (

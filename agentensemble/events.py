@@ -11,8 +11,8 @@ from dataclasses import field
 from datetime import timedelta
 from typing import Any, Protocol, runtime_checkable
 
-from agentensemble._dataclass import dataclass
-from agentensemble._interrupts import ends_the_run
+from agentensemble._base.dataclass import dataclass
+from agentensemble._base.interrupts import ends_the_run
 from agentensemble.logging import get_logger
 from agentensemble.outputs import EnsembleOutput, TaskOutput, TokenUsage, ToolCallRecord
 from agentensemble.run_context import enter_task, read_run_id, read_task_index

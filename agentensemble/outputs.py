@@ -18,8 +18,8 @@ from pydantic import (
     field_validator,
 )
 
-from agentensemble._deferred import DeferredField, resolved
-from agentensemble._saveable import SaveableModel, jsonable
+from agentensemble._base.deferred import DeferredField, resolved
+from agentensemble._base.saveable import SaveableModel, jsonable
 from agentensemble.run_metrics import TaskMetrics, TokenUsage, no_usage
 
 if TYPE_CHECKING:
@@ -266,7 +266,7 @@ class EnsembleOutput(SaveableModel):
 
     @field_serializer("trace", mode="wrap")
     def _made_trace(self, value: Any, handler: SerializerFunctionWrapHandler) -> Any:
-        """A trace left to its first read (``_deferred.py``) dumps as the trace it makes; the
+        """A trace left to its first read (``_base/deferred.py``) dumps as the trace it makes; the
         dump's options (include, exclude, mode) apply to that trace as to any."""
         return handler(resolved(value))
 
@@ -305,7 +305,7 @@ class EnsembleOutput(SaveableModel):
         return summary
 
 
-# the trace may be left to its first read (tracing/recorder.py): see _deferred.py
+# the trace may be left to its first read (tracing/recorder.py): see _base/deferred.py
 type.__setattr__(EnsembleOutput, "trace", DeferredField("trace"))
 
 

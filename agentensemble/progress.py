@@ -5,7 +5,7 @@ from __future__ import annotations
 import sys
 from typing import TextIO
 
-from agentensemble._display import escape_for_display
+from agentensemble._base.display import escape_for_display
 from agentensemble.events import (
     DelegationCompleted,
     DelegationFailed,

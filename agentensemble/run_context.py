@@ -18,7 +18,7 @@ from typing import Any
 
 import structlog
 
-from agentensemble._dataclass import dataclass
+from agentensemble._base.dataclass import dataclass
 
 
 @dataclass(slots=True)

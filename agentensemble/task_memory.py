@@ -15,7 +15,7 @@ from contextvars import ContextVar
 from dataclasses import field
 from typing import Any, Protocol
 
-from agentensemble._dataclass import dataclass
+from agentensemble._base.dataclass import dataclass
 
 
 @dataclass(frozen=True)

@@ -17,7 +17,7 @@ from typing import Any, Literal
 
 from pydantic import ConfigDict, Field, PrivateAttr, model_validator
 
-from agentensemble._saveable import SaveableModel
+from agentensemble._base.saveable import SaveableModel
 from agentensemble.run_metrics import TaskMetrics
 
 #: Bumped whenever a field is removed or changes meaning; new optional fields keep the version.

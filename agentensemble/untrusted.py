@@ -28,7 +28,7 @@ per use, so an alias bomb, "billion laughs", is refused), its depth, and allows 
 tags (no object construction); errors carry the line.
 
 HTML is read one way too: ``html_text`` (the bounded single-scan converter of
-``agentensemble._html``, linear on any page), never the standard library's ``html.parser``,
+``agentensemble._base.html``, linear on any page), never the standard library's ``html.parser``,
 which is quadratic on unfinished constructs (a 60 kB page held a run 30-50 s). A test forbids
 ``html.parser`` and raw ``json.loads``/``yaml.load`` on outside data everywhere else
 (``tests/test_untrusted_readers.py``).
@@ -183,7 +183,7 @@ def html_text(
     one block per line, whitespace collapsed; linear in the size. Raises
     ``UntrustedInputError`` for a page over ``max_chars`` or one not converted before
     ``deadline`` (a ``time.monotonic()`` value)."""
-    from agentensemble._html import ConversionTimeout, html_to_text
+    from agentensemble._base.html import ConversionTimeout, html_to_text
 
     if len(page) > max_chars:
         raise UntrustedInputError(

@@ -14,7 +14,7 @@ import time
 from collections.abc import Awaitable, Callable, Coroutine
 from typing import Any, TypeVar
 
-from agentensemble._threads import DaemonPool
+from agentensemble._base.threads import DaemonPool
 from agentensemble.errors import ConfigurationError
 from agentensemble_review._log import get_logger
 from agentensemble_review.errors import InvalidReviewDecisionError, ReviewTimeoutError

@@ -11,7 +11,7 @@ from __future__ import annotations
 import html
 import urllib.parse
 
-from agentensemble._display import escape_for_display
+from agentensemble._base.display import escape_for_display
 from agentensemble.redaction import redact_text
 from agentensemble_review._server_store import Record
 

@@ -54,7 +54,7 @@ def header_ok(name: object, value: object) -> bool:
 
 def install_http_log_redaction() -> None:
     """Redact the policy's secrets from httpx's own log records (it logs each URL at INFO)."""
-    from agentensemble._log_redaction import install_log_redaction
+    from agentensemble._base.log_redaction import install_log_redaction
 
     install_log_redaction()
 

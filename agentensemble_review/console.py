@@ -31,7 +31,7 @@ import threading
 import time
 from typing import TextIO
 
-from agentensemble._display import escape_for_display
+from agentensemble._base.display import escape_for_display
 from agentensemble.redaction import redact_text
 from agentensemble_review._asking import apply_on_timeout
 from agentensemble_review._console_input import TIMED_OUT, review_input_for
@@ -57,7 +57,7 @@ _THIN_RULE = "-" * 64
 
 def shown(text: str, stream: object = None) -> str:
     """``text`` safe for the terminal: every invisible or unencodable character as a visible
-    escape (see ``agentensemble._display.escape_for_display``). Newlines and tabs are kept."""
+    escape (see ``agentensemble._base.display.escape_for_display``). Newlines and tabs are kept."""
     return escape_for_display(redact_text(text), encoding=getattr(stream, "encoding", None))
 
 

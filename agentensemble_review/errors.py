@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from agentensemble._display import escape_for_display
+from agentensemble._base.display import escape_for_display
 from agentensemble.errors import AgentEnsembleError
 from agentensemble.redaction import redact_text
 

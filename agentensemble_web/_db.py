@@ -18,7 +18,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from agentensemble._dsn import mask_dsn, mask_in
+from agentensemble._base.dsn import mask_dsn, mask_in
 
 MEMORY = ":memory:"
 POSTGRES_SCHEMES = ("postgresql://", "postgres://")

@@ -15,7 +15,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from agentensemble._display import escape_for_display
+from agentensemble._base.display import escape_for_display
 from agentensemble.redaction import redact_text
 
 MAX_TEXT = 20_000

@@ -23,7 +23,7 @@ sys.path.insert(1, str(Path(__file__).resolve().parent))
 
 from runtime_bench import _one_tool_ensemble
 
-from agentensemble._background_loop import run_sync
+from agentensemble._base.background_loop import run_sync
 
 BATCH = 100
 

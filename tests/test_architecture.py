@@ -7,8 +7,10 @@
 - **One door per dependency**: a dependency's private internals (``dbos._...``, pydantic's
   private storage, ...) are reached only in its adapter module (``agentensemble/durable/_dbos.py``,
   ``agentensemble/llm/_litellm.py``); anything else is in ``ALLOWED_REACHES`` with a reason.
+- **Layers**: every part of ``agentensemble`` sits in one layer of ``LAYERS`` and imports only
+  from its own layer or those below, with the exceptions in ``UPWARD``.
 
-Both lists of exceptions fail when an entry is no longer needed, so they only shrink.
+Each list of exceptions fails when an entry is no longer needed, so they only shrink.
 """
 
 from __future__ import annotations
@@ -182,6 +184,123 @@ def test_the_circle_finder_finds_lazy_and_type_only_circles(tmp_path: Path) -> N
         "agentensemble.ensemble",
         "agentensemble_review.models",
     }
+
+
+# -- the layers: the folder shows them, this table names them, the test keeps them
+
+# Bottom first. Every top-level module and sub-package of ``agentensemble`` is in exactly one
+# layer; a module imports only from its own layer or the layers below (lazy and type-only
+# imports counted). ``_base/`` holds the private helpers every layer uses; the public modules at
+# the top level stay where users import them from (docs/, API.md) and where pickles of run
+# outputs and DBOS checkpoints name them.
+LAYERS: tuple[tuple[str, frozenset[str]], ...] = (
+    (
+        "models and base",
+        frozenset(
+            {
+                "_base",
+                "attachments",
+                "errors",
+                "events",
+                "guardrails",
+                "hints",
+                "logging",
+                "outputs",
+                "redaction",
+                "run_context",
+                "run_metrics",
+                "steps",
+                "task_memory",
+                "templates",
+                "trace_model",
+                "untrusted",
+            }
+        ),
+    ),
+    ("model access and its policies", frozenset({"llm", "limits", "context_policy"})),
+    ("tools and their sources, memory", frozenset({"tools", "skills", "mcp", "memory"})),
+    ("agent and task", frozenset({"agent", "task", "_memory_wiring"})),
+    ("execution", frozenset({"execution", "streaming"})),
+    ("workflows", frozenset({"workflows"})),
+    ("observability", frozenset({"tracing", "progress", "otel"})),
+    ("the run and its facade", frozenset({"_run", "ensemble"})),
+    (
+        "above Ensemble",
+        frozenset({"config", "cli", "__main__", "durable", "evals", "serve", "testing"}),
+    ),
+)
+LAYER_OF = {unit: rank for rank, (_, units) in enumerate(LAYERS) for unit in units}
+
+# Imports that reach a layer above, each with its reason (the test fails on a line no longer
+# needed, so this list only shrinks).
+UPWARD: dict[tuple[str, str], str] = {
+    ("agentensemble._base.validation", "agentensemble.tools.resolver"): (
+        "checks the tools a user gave an Agent or Task, only when given"
+    ),
+    ("agentensemble._base.validation", "agentensemble.skills._skill"): (
+        "reads the skills a user gave an Agent, only when given"
+    ),
+    ("agentensemble.task", "agentensemble.execution.structured"): (
+        "checks a Task's output_type when it is set"
+    ),
+}
+
+
+def unit_of(module: str) -> str | None:
+    """The top-level module or sub-package of ``agentensemble`` that ``module`` belongs to."""
+    parts = module.split(".")
+    return parts[1] if parts[0] == "agentensemble" and len(parts) > 1 else None
+
+
+def upward_imports(graph: dict[str, set[str]]) -> list[tuple[str, str]]:
+    """Every edge of ``graph`` from a module to one in a higher layer."""
+    found = []
+    for source, targets in graph.items():
+        source_unit = unit_of(source)
+        if source_unit is None:
+            continue
+        for target in targets:
+            target_unit = unit_of(target)
+            if target_unit is None or target_unit == source_unit:
+                continue
+            if LAYER_OF[target_unit] > LAYER_OF[source_unit]:
+                found.append((source, target))
+    return sorted(found)
+
+
+def test_every_part_of_the_package_has_one_layer() -> None:
+    units = {unit for name in MODULES if (unit := unit_of(name)) is not None}
+    placed = [unit for _, members in LAYERS for unit in members]
+    assert len(placed) == len(set(placed)), "a unit is in two layers"
+    assert units - set(placed) == set(), "give each new module or package a layer in LAYERS"
+    assert set(placed) - units == set(), "these are gone: delete them from LAYERS"
+
+
+def test_no_module_imports_from_a_layer_above_its_own() -> None:
+    found = [edge for edge in upward_imports(import_graph()) if edge not in UPWARD]
+    lines = [
+        f"{source} -> {target} ({LAYERS[LAYER_OF[unit_of(source) or '']][0]} -> "
+        f"{LAYERS[LAYER_OF[unit_of(target) or '']][0]})"
+        for source, target in found
+    ]
+    assert not found, "imports from a layer above (move the shared type below both):\n" + (
+        "\n".join(lines)
+    )
+
+
+def test_every_upward_exception_is_still_there() -> None:
+    gone = [edge for edge in UPWARD if edge not in upward_imports(import_graph())]
+    assert not gone, f"no longer imported upward: delete these UPWARD lines: {gone}"
+
+
+def test_the_layer_check_finds_an_import_from_above() -> None:
+    graph = {
+        "agentensemble.outputs": {"agentensemble.workflows.step"},  # base -> workflows: up
+        "agentensemble.workflows.step": {"agentensemble.outputs"},  # down: fine
+        "agentensemble.llm.types": {"agentensemble.llm.cost", "agentensemble.limits"},  # same
+        "agentensemble_review.models": {"agentensemble.ensemble"},  # another package: not ours
+    }
+    assert upward_imports(graph) == [("agentensemble.outputs", "agentensemble.workflows.step")]
 
 
 # -- private reaches into dependencies

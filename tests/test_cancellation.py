@@ -37,7 +37,7 @@ from agentensemble import (
     ToolResult,
     tool,
 )
-from agentensemble._threads import daemon_pool
+from agentensemble._base.threads import daemon_pool
 from agentensemble.execution.agent_executor import AgentExecutor, AgentTask
 from agentensemble.llm.types import Message
 from agentensemble.testing import FunctionChatModel, ScriptedChatModel, tool_call, tool_calls

@@ -134,8 +134,13 @@ def run_probe(probe: str) -> object:
 
 def test_bare_import_loads_nothing_but_the_package_itself() -> None:
     # every public name is imported on first use: `import agentensemble` costs next to nothing
-    # (the package and its one lazy-export helper)
-    assert run_probe(BARE) == ["agentensemble", "agentensemble._lazy"]
+    # (the package, its one lazy-export helper, and the finder for the helpers' old paths)
+    assert run_probe(BARE) == [
+        "agentensemble",
+        "agentensemble._base",
+        "agentensemble._base.lazy",
+        "agentensemble._base.old_paths",
+    ]
 
 
 def test_every_public_name_resolves_to_the_object_its_module_defines() -> None:

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 import agentensemble
-from agentensemble._log_redaction import install_log_redaction
+from agentensemble._base.log_redaction import install_log_redaction
 from agentensemble.redaction import (
     REDACTED,
     is_secret_name,

@@ -300,7 +300,7 @@ def test_ctrl_c_before_the_runs_first_step_still_ends_the_run(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     # the task is cancelled before it ever ran, so it cannot stop the loop itself
-    from agentensemble import _background_loop
+    from agentensemble._base import background_loop as _background_loop
 
     monkeypatch.setattr(_background_loop, "_take_sigint", lambda on_sigint: on_sigint(2, None))
     started: list[bool] = []
@@ -321,7 +321,7 @@ def test_a_stop_left_over_from_an_earlier_run_leaves_a_later_run_alone(
 ) -> None:
     # Ctrl-C in the loop pass where a run ends leaves its handling queued on the loop; it runs
     # at the start of the next run and must not stop that one
-    from agentensemble import _background_loop
+    from agentensemble._base import background_loop as _background_loop
 
     handlers: list[object] = []
     monkeypatch.setattr(_background_loop, "_take_sigint", handlers.append)
@@ -344,7 +344,7 @@ def test_a_stop_left_over_from_an_earlier_run_leaves_a_later_run_alone(
 
 
 def test_a_run_that_stops_its_loop_is_cancelled_and_raises_as_run_until_complete_did() -> None:
-    from agentensemble._background_loop import run_sync
+    from agentensemble._base.background_loop import run_sync
 
     unwound: list[bool] = []
 

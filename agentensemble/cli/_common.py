@@ -11,7 +11,7 @@ import sys
 from pathlib import Path
 from typing import Any, TextIO
 
-from agentensemble._saveable import jsonable
+from agentensemble._base.saveable import jsonable
 from agentensemble.cli import EXIT_USAGE
 from agentensemble.ensemble import Ensemble
 from agentensemble.redaction import redact_text

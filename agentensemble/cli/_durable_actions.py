@@ -15,8 +15,8 @@ import sys
 import threading
 from typing import Any
 
-from agentensemble._display import escape_for_row
-from agentensemble._dsn import mask_dsn, sqlite_file_problem
+from agentensemble._base.display import escape_for_row
+from agentensemble._base.dsn import mask_dsn, sqlite_file_problem
 from agentensemble.durable._client import DurableClient, ReviewClosedError, past_deadline
 from agentensemble.durable._database import database_url, sqlite_path
 from agentensemble.durable._runtime import DurableRuntime

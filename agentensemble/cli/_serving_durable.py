@@ -2,7 +2,7 @@
 runs of a ``DurableRuntime`` in this process, so they survive a restart of the command (extra
 ``agentensemble-py[durable]``). The database is a ``sqlite:///`` or ``postgresql://`` URL, or a
 plain path (a SQLite file); without a value, ``$AGENTENSEMBLE_DATABASE_URL`` or
-``agentensemble.sqlite``. Every message shows the URL masked (``agentensemble._dsn``)."""
+``agentensemble.sqlite``. Every message shows the URL masked (``agentensemble._base.dsn``)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import contextlib
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from agentensemble._dsn import mask_dsn, mask_in, sqlite_file_problem
+from agentensemble._base.dsn import mask_dsn, mask_in, sqlite_file_problem
 from agentensemble.cli._common import UsageError
 from agentensemble.cli.durable_command import DATABASE_ENV
 from agentensemble.errors import ConfigurationError

@@ -17,7 +17,7 @@ import os
 import sqlite3
 import sys
 
-from agentensemble._dsn import mask_dsn, mask_in
+from agentensemble._base.dsn import mask_dsn, mask_in
 from agentensemble.cli import EXIT_OK, EXIT_USAGE, Command
 
 DEFAULT_PORT = 8766

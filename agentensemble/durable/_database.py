@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import os
 
-from agentensemble._dsn import mask_dsn, mask_in
+from agentensemble._base.dsn import mask_dsn, mask_in
 from agentensemble.errors import ConfigurationError
 
 DATABASE_ENV = "AGENTENSEMBLE_DATABASE_URL"
@@ -27,7 +27,7 @@ class DatabaseUnavailableError(ConfigurationError):
 def mask_url(url: str) -> str:
     """``url`` as errors show it: the outward-redaction policy masks its password and secret
     query values, and keeps scheme, user, host and database, so the reader can tell which
-    database is meant (``agentensemble._dsn``: every URL shape, never raises)."""
+    database is meant (``agentensemble._base.dsn``: every URL shape, never raises)."""
     return mask_dsn(url)
 
 

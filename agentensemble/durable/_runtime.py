@@ -20,7 +20,7 @@ from typing import Any, TypeVar
 
 from dbos import DBOS, Queue, SetWorkflowID
 
-from agentensemble._background_loop import renew_default_executors, run_on_background_loop
+from agentensemble._base.background_loop import renew_default_executors, run_on_background_loop
 from agentensemble._run import execute
 from agentensemble.durable import _dbos
 from agentensemble.durable._database import (

@@ -17,7 +17,7 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
-from agentensemble._saveable import jsonable
+from agentensemble._base.saveable import jsonable
 from agentensemble.config._crew_imports import (
     crew_folder,
     current_crew_folder,

@@ -174,7 +174,7 @@ def evaluate(
     eval_id: str | None = None,
 ) -> EvalReport:
     """``aevaluate`` from synchronous code (scripts, tests, Jupyter)."""
-    from agentensemble._background_loop import run_on_background_loop
+    from agentensemble._base.background_loop import run_on_background_loop
 
     return run_on_background_loop(
         aevaluate(

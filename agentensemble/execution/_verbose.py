@@ -13,7 +13,7 @@ import sys
 from collections.abc import Sequence
 from typing import Any, TextIO
 
-from agentensemble._display import escape_for_display
+from agentensemble._base.display import escape_for_display
 from agentensemble.llm.types import ChatResponse, Message
 from agentensemble.redaction import redact_text
 

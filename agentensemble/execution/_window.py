@@ -24,7 +24,7 @@ import json
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, TypedDict
 
-from agentensemble._dataclass import dataclass
+from agentensemble._base.dataclass import dataclass
 from agentensemble.context_policy import (
     ContextPolicy,
     cut_outputs,

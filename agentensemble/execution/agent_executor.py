@@ -9,7 +9,7 @@ from datetime import timedelta
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
-from agentensemble._dataclass import dataclass
+from agentensemble._base.dataclass import dataclass
 from agentensemble.errors import (
     AgentEnsembleError,
     AgentExecutionError,

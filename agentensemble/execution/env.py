@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import field
 from typing import Any
 
-from agentensemble._dataclass import dataclass
+from agentensemble._base.dataclass import dataclass
 from agentensemble.events import EventEmitter
 from agentensemble.tools._calls import ToolSlots
 from agentensemble.tools.metrics import ToolMetricsRegistry

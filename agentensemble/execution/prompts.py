@@ -7,8 +7,8 @@ from functools import cached_property
 from itertools import islice
 from typing import overload
 
-from agentensemble._dataclass import dataclass
-from agentensemble._prompt_layout import CONTEXT_HEADING, TASK_HEADING, context_end
+from agentensemble._base.dataclass import dataclass
+from agentensemble._base.prompt_layout import CONTEXT_HEADING, TASK_HEADING, context_end
 from agentensemble.task import DEFAULT_EXPECTED_OUTPUT
 
 STANDARD_INSTRUCTIONS = (

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 from pydantic import ValidationError
 
-from agentensemble._dataclass import dataclass
+from agentensemble._base.dataclass import dataclass
 from agentensemble.errors import OutputParsingError, UntrustedInputError
 from agentensemble.llm.response_format import ResponseFormat
 from agentensemble.untrusted import parse_json

@@ -26,8 +26,8 @@ from datetime import timedelta
 from functools import partial
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
-from agentensemble._dataclass import dataclass
-from agentensemble._interrupts import Interrupted, reraise_interrupt
+from agentensemble._base.dataclass import dataclass
+from agentensemble._base.interrupts import Interrupted, reraise_interrupt
 from agentensemble.attachments import redacted_documents
 from agentensemble.errors import MaxIterationsExceededError
 from agentensemble.events import EventEmitter, ToolCallCompleted, ToolCallStarted
@@ -331,7 +331,7 @@ async def run_turn(calls: Sequence[Coroutine[Any, Any, T]], stopped: threading.E
     When one raises, or this turn is cancelled, ``stopped`` is set, the calls still running are
     cancelled and awaited, and the first error (in call order) is raised.
     """
-    # a tool's KeyboardInterrupt crosses the task boundary as Interrupted (see _interrupts)
+    # a tool's KeyboardInterrupt crosses the task boundary as Interrupted (see _base/interrupts.py)
     tasks = [asyncio.ensure_future(_carried(call)) for call in calls]
     if not tasks:
         return []

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from agentensemble._validation import refuse_class
+from agentensemble._base.validation import refuse_class
 from agentensemble.errors import ModelSettingsError
 from agentensemble.llm._chain import FallbackRule, check_rule, complete_down, provider_unavailable
 from agentensemble.llm.litellm_model import LLM

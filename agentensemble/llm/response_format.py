@@ -13,7 +13,7 @@ import re
 import threading
 from typing import Any
 
-from agentensemble._dataclass import dataclass
+from agentensemble._base.dataclass import dataclass
 
 _NAME = re.compile(r"[^A-Za-z0-9_-]+")
 _support_lock = threading.Lock()

@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from dataclasses import field
 from typing import Any, Protocol, runtime_checkable
 
-from agentensemble._dataclass import dataclass
+from agentensemble._base.dataclass import dataclass
 from agentensemble.outputs import TokenUsage, no_usage
 
 Message = dict[str, Any]

@@ -17,7 +17,7 @@ import importlib
 from collections.abc import Mapping
 from typing import Any
 
-from agentensemble._dataclass import dataclass
+from agentensemble._base.dataclass import dataclass
 from agentensemble.redaction import drop_hidden, redact_text
 
 MAX_LISTED = 1_000

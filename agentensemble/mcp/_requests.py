@@ -32,7 +32,7 @@ from collections.abc import Callable, Coroutine
 from datetime import timedelta
 from typing import Any, TypeVar
 
-from agentensemble._dataclass import dataclass
+from agentensemble._base.dataclass import dataclass
 from agentensemble.errors import UsageLimitExceeded
 from agentensemble.events import LLMCallCompleted, LLMCallFailed, LLMCallStarted
 from agentensemble.limits import after_model_call, before_model_call

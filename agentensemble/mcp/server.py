@@ -25,9 +25,9 @@ from typing import IO, Any, Literal, TypeVar
 
 from pydantic import ValidationError
 
-from agentensemble._log_redaction import install_log_redaction
-from agentensemble._naming import tool_name_problem
-from agentensemble._validation import check_model
+from agentensemble._base.log_redaction import install_log_redaction
+from agentensemble._base.naming import tool_name_problem
+from agentensemble._base.validation import check_model
 from agentensemble.errors import ConfigurationError
 from agentensemble.mcp._connection import Connection, MCPServerError, Transport
 from agentensemble.mcp._content import (

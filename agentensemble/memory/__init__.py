@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from agentensemble._lazy import lazy_exports
+from agentensemble._base.lazy import lazy_exports
 
 if TYPE_CHECKING:
     from agentensemble.memory.embedders import Embedder, HashingEmbedder, LiteLLMEmbedder

@@ -19,7 +19,7 @@ import uuid
 from datetime import timedelta
 from typing import Any, Literal
 
-from agentensemble._dsn import mask_dsn, mask_in
+from agentensemble._base.dsn import mask_dsn, mask_in
 from agentensemble.memory._query import query_terms
 from agentensemble.memory._vectors import VectorIndex, fuse, pack, relative, unpack
 from agentensemble.memory.embedders import Embedder, chosen_embedder, embed_one, normalised

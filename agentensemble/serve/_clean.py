@@ -6,7 +6,7 @@ the caller.
 Dropped: controls but newline and tab (ANSI and C1 escapes, a carriage return that overwrites a
 line), format characters (bidi overrides, isolates and marks, zero-width spaces and joiners,
 the BOM), lone surrogates, private-use and unassigned code points, line and paragraph
-separators: the categories ``agentensemble._display`` escapes for a terminal.
+separators: the categories ``agentensemble._base.display`` escapes for a terminal.
 """
 
 from __future__ import annotations

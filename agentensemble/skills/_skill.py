@@ -18,7 +18,7 @@ from dataclasses import field
 from pathlib import Path
 from typing import Any
 
-from agentensemble._dataclass import dataclass
+from agentensemble._base.dataclass import dataclass
 from agentensemble.errors import ConfigurationError
 from agentensemble.redaction import drop_hidden, redact_text
 

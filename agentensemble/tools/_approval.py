@@ -15,7 +15,7 @@ from datetime import timedelta
 from types import ModuleType
 from typing import Any
 
-from agentensemble._dataclass import dataclass
+from agentensemble._base.dataclass import dataclass
 from agentensemble.errors import ConfigurationError
 from agentensemble.events import ReviewDecided, ReviewRequested
 from agentensemble.steps import step_key  # a seam with no imports of its own

@@ -15,8 +15,8 @@ from contextvars import ContextVar
 from datetime import timedelta
 from typing import Any, TypeVar
 
-from agentensemble._dataclass import dataclass
-from agentensemble._interrupts import escaped_message
+from agentensemble._base.dataclass import dataclass
+from agentensemble._base.interrupts import escaped_message
 from agentensemble.errors import ConfigurationError, ExitEarlyError, ToolExecutionError
 from agentensemble.tools import _approval
 from agentensemble.tools._tool_errors import model_text, warn_tool_exception

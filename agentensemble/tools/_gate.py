@@ -21,7 +21,7 @@ from typing import Any, cast
 
 from pydantic import BaseModel
 
-from agentensemble._dataclass import dataclass
+from agentensemble._base.dataclass import dataclass
 from agentensemble.errors import ConfigurationError, ToolArgumentsError
 from agentensemble.steps import as_step
 from agentensemble.tools import _approval

@@ -23,7 +23,7 @@ import weakref
 from collections.abc import Callable, Coroutine
 from typing import Any, TypeVar
 
-from agentensemble._threads import _ONE, HandBack, daemon_pool
+from agentensemble._base.threads import _ONE, HandBack, daemon_pool
 
 T = TypeVar("T")
 

@@ -10,7 +10,7 @@ from typing import Any
 from pydantic import BaseModel
 from pydantic_core import to_jsonable_python
 
-from agentensemble._dataclass import dataclass
+from agentensemble._base.dataclass import dataclass
 from agentensemble.attachments import Attachment, attachment_list, distinct
 from agentensemble.outputs import ReturnBehavior
 from agentensemble.tools._sync import in_worker_thread

@@ -16,7 +16,7 @@ from contextvars import ContextVar
 from dataclasses import field
 from typing import Any
 
-from agentensemble._dataclass import dataclass
+from agentensemble._base.dataclass import dataclass
 from agentensemble.logging import get_logger
 from agentensemble.tools.metrics import ToolMetricsRegistry
 

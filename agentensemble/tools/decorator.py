@@ -14,8 +14,8 @@ from typing import Any, TypeVar, overload
 
 from pydantic import BaseModel
 
-from agentensemble._dataclass import dataclass
-from agentensemble._naming import tool_name_problem
+from agentensemble._base.dataclass import dataclass
+from agentensemble._base.naming import tool_name_problem
 from agentensemble.errors import ToolNameError
 from agentensemble.outputs import ReturnBehavior
 from agentensemble.tools import _gate

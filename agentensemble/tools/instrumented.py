@@ -12,7 +12,7 @@ from typing import Any, Generic, TypeVar, final
 
 from pydantic import BaseModel
 
-from agentensemble._interrupts import ends_the_run
+from agentensemble._base.interrupts import ends_the_run
 from agentensemble.errors import ConfigurationError, ToolArgumentsError
 from agentensemble.tools import _approval, _gate
 from agentensemble.tools._calls import exception_message, log_call, preview, stops_the_run

@@ -8,7 +8,7 @@ from dataclasses import field
 from datetime import timedelta
 from enum import Enum
 
-from agentensemble._dataclass import dataclass
+from agentensemble._base.dataclass import dataclass
 
 
 class CallOutcome(str, Enum):

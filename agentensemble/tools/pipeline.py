@@ -17,9 +17,9 @@ from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
-from agentensemble._dataclass import dataclass
-from agentensemble._interrupts import ends_the_run
-from agentensemble._naming import tool_name_problem
+from agentensemble._base.dataclass import dataclass
+from agentensemble._base.interrupts import ends_the_run
+from agentensemble._base.naming import tool_name_problem
 from agentensemble.errors import ConfigurationError, ToolNameError
 from agentensemble.outputs import ReturnBehavior
 from agentensemble.tools import _gate

@@ -16,9 +16,9 @@ import weakref
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any
 
-from agentensemble._dataclass import dataclass
-from agentensemble._interrupts import ends_the_run
-from agentensemble._naming import tool_name_problem
+from agentensemble._base.dataclass import dataclass
+from agentensemble._base.interrupts import ends_the_run
+from agentensemble._base.naming import tool_name_problem
 from agentensemble.errors import ConfigurationError, ToolArgumentsError, ToolNameError
 from agentensemble.hints import warn_undescribed_tool
 from agentensemble.llm.types import ToolSpec

@@ -19,7 +19,7 @@ from typing import Annotated, Any, get_args, get_origin
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
 from pydantic.fields import FieldInfo
 
-from agentensemble._dataclass import dataclass
+from agentensemble._base.dataclass import dataclass
 from agentensemble.errors import ConfigurationError, ToolArgumentsError, UntrustedInputError
 from agentensemble.untrusted import DuplicateKeyError, parse_json
 

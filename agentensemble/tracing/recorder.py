@@ -15,8 +15,8 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from agentensemble._deferred import Deferred
-from agentensemble._prompt_layout import context_end
+from agentensemble._base.deferred import Deferred
+from agentensemble._base.prompt_layout import context_end
 from agentensemble.events import (
     DelegationCompleted,
     DelegationFailed,
@@ -430,7 +430,7 @@ class TraceRecorder:
         """``output`` with per-task metrics, the total cost and (unless off) the trace; and
         ``fields``, the run's own (its id, tool metrics): one copy of the output per run.
 
-        The trace is validated on its first read (``_deferred.py``): most runs' traces are
+        The trace is validated on its first read (``_base/deferred.py``): most runs' traces are
         never read, and validating the recorded dicts was most of what the trace cost a run."""
         with self._lock:
             outputs = [

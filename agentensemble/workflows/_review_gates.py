@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from agentensemble._dataclass import dataclass
+from agentensemble._base.dataclass import dataclass
 from agentensemble.errors import ConfigurationError
 from agentensemble.events import EventEmitter, ReviewDecided, ReviewRequested
 from agentensemble.steps import as_step, step_key

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any, Protocol
 
-from agentensemble._dataclass import dataclass
+from agentensemble._base.dataclass import dataclass
 from agentensemble.execution.agent_executor import AgentTask, ExecutionEnv
 from agentensemble.outputs import EnsembleOutput
 from agentensemble.task import Task

@@ -23,7 +23,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from itertools import filterfalse
 from typing import Any
 
-from agentensemble._interrupts import (
+from agentensemble._base.interrupts import (
     EscapedError,
     Interrupted,
     contained,

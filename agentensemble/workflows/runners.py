@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from agentensemble._dataclass import dataclass
+from agentensemble._base.dataclass import dataclass
 from agentensemble.execution.agent_executor import ExecutionEnv
 from agentensemble.outputs import EnsembleOutput
 from agentensemble.workflows import ParallelErrorStrategy, Workflow

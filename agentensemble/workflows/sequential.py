@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from datetime import timedelta
 from typing import Any
 
-from agentensemble._interrupts import ends_the_run, keep_outputs
+from agentensemble._base.interrupts import ends_the_run, keep_outputs
 from agentensemble.errors import ExitEarlyError, ModelRefusalError, TaskExecutionError
 from agentensemble.logging import get_logger
 from agentensemble.outputs import EnsembleOutput, ExitReason

@@ -22,7 +22,7 @@ from itertools import chain
 from operator import is_
 from typing import Any, NamedTuple, Protocol
 
-from agentensemble._dataclass import dataclass
+from agentensemble._base.dataclass import dataclass
 from agentensemble.errors import TaskExecutionError
 from agentensemble.execution.agent_executor import ExecutionEnv
 from agentensemble.execution.prompts import ContextItem, ContextItems

@@ -16,8 +16,8 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from agentensemble._dataclass import dataclass
-from agentensemble._interrupts import ends_the_run
+from agentensemble._base.dataclass import dataclass
+from agentensemble._base.interrupts import ends_the_run
 from agentensemble.errors import ExitEarlyError, OutputParsingError
 from agentensemble.events import TaskCompleted, TaskFailed, TaskStarted
 from agentensemble.execution.agent_executor import AgentExecutor

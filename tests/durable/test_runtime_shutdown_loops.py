@@ -15,7 +15,7 @@ import asyncio, sys
 from agentensemble import Agent, Ensemble, Task
 from agentensemble.testing import ScriptedChatModel
 from agentensemble.durable import DurableRuntime
-from agentensemble._background_loop import run_sync
+from agentensemble._base.background_loop import run_sync
 
 def crew():
     agent = Agent(role="Writer", goal="Write", llm=ScriptedChatModel(["durable answer"]))

@@ -18,7 +18,7 @@ import pytest
 from _fds import is_open
 
 from agentensemble import Agent, Ensemble, Task, tool
-from agentensemble._threads import _ONE, DaemonPool, _LockWorker, _PipeWorker
+from agentensemble._base.threads import _ONE, DaemonPool, _LockWorker, _PipeWorker
 from agentensemble.testing import ScriptedChatModel, tool_calls
 
 LIMIT = 10.0  # seconds: a bound on any wait here, never an expectation

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from agentensemble._threads import DaemonPool
+from agentensemble._base.threads import DaemonPool
 from agentensemble.tools import _sync
 
 pytestmark = pytest.mark.anyio

@@ -28,7 +28,7 @@ def test_no_tracing_module_imports_the_executor_the_workflows_or_the_facade() ->
 
 
 def test_the_prompt_layout_the_trace_reads_is_the_one_the_executor_writes() -> None:
-    from agentensemble._prompt_layout import context_end
+    from agentensemble._base.prompt_layout import context_end
     from agentensemble.execution import prompts
     from agentensemble.execution.prompts import ContextItem, build_user_prompt
 

@@ -1,4 +1,4 @@
-"""A run's trace is validated on its first read (``agentensemble/_deferred.py``): every way to
+"""A run's trace is validated on its first read (``agentensemble/_base/deferred.py``): every way to
 reach ``EnsembleOutput.trace`` gives what an output holding the validated trace gives."""
 
 from __future__ import annotations
@@ -15,8 +15,8 @@ from pydantic import BaseModel, ConfigDict
 from pydantic_core import to_jsonable_python
 
 from agentensemble import Agent, Ensemble, EnsembleOutput, ExecutionTrace, Task, tool
-from agentensemble._deferred import Deferred
-from agentensemble._saveable import jsonable
+from agentensemble._base.deferred import Deferred
+from agentensemble._base.saveable import jsonable
 from agentensemble.testing import ScriptedChatModel, tool_call
 
 

@@ -6,7 +6,7 @@ from typing import Generic, NoReturn, TypeVar
 
 from pydantic import BaseModel
 
-from agentensemble._naming import tool_name_problem
+from agentensemble._base.naming import tool_name_problem
 from agentensemble.errors import ConfigurationError, ToolExecutionError
 from agentensemble.tools.typed import TypedAgentTool
 

@@ -1,11 +1,11 @@
-"""The one way to mask a connection string (``agentensemble._dsn``), on every URL shape: the
+"""The one way to mask a connection string (``agentensemble._base.dsn``), on every URL shape: the
 password and secret query values never shown, what names the database kept, nothing raised."""
 
 from __future__ import annotations
 
 import pytest
 
-from agentensemble._dsn import dsn_secrets, mask_dsn, mask_in
+from agentensemble._base.dsn import dsn_secrets, mask_dsn, mask_in
 
 SHAPES = [
     # (url as written, as shown)

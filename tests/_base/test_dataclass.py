@@ -1,4 +1,5 @@
-"""``agentensemble._dataclass.dataclass`` behaves as ``dataclasses.dataclass``, class for class.
+"""``agentensemble._base.dataclass.dataclass`` behaves as ``dataclasses.dataclass``, class for
+class.
 
 Each shape below is defined twice, once with the stock decorator and once with ours, and every
 behaviour a user can see is compared: construction (positional, keyword, defaults, factories,
@@ -21,8 +22,8 @@ from typing import Any, ClassVar
 import pytest
 
 import agentensemble
-from agentensemble import _dataclass as _dataclass_module
-from agentensemble._dataclass import dataclass as lean
+from agentensemble._base import dataclass as _dataclass_module
+from agentensemble._base.dataclass import dataclass as lean
 
 Decorator = Callable[..., Any]
 

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from agentensemble._display import escape_for_display
+from agentensemble._base.display import escape_for_display
 
 HOSTILE = [
     pytest.param("rm -rf /\rls -l", "rm -rf /\\rls -l", id="carriage-return-overwrites"),

@@ -18,7 +18,8 @@ to its dependencies. Here:
 
 The classes stay real dataclasses: ``dataclasses.fields``, ``replace``, ``asdict``,
 ``__match_args__``, ``__dataclass_params__``, pickling and stock ``@dataclass`` subclasses work as
-before (``tests/test_dataclass.py`` compares every such class of the package with a stock twin).
+before (``tests/_base/test_dataclass.py`` compares every such class of the package with a stock
+twin).
 Options beyond ``frozen``, ``eq`` and ``slots``, explicit ``__setattr__`` on a frozen class,
 ``InitVar`` fields and frozen inheritance go to ``dataclasses.dataclass`` unchanged. Type
 checkers see ``dataclasses.dataclass`` itself.

@@ -1,4 +1,4 @@
-"""Outputs of many shapes for tests/test_saveable.py: lone surrogates, hidden characters, a
+"""Outputs of many shapes for tests/_base/test_saveable.py: lone surrogates, hidden characters, a
 key-shaped secret, objects pydantic does not know (one whose ``__str__`` fails, one whose
 ``__str__`` saves a model of its own), nested models at every depth."""
 

@@ -30,7 +30,7 @@ from pydantic_core import (
     to_jsonable_python,
 )
 
-from agentensemble._deferred import resolved
+from agentensemble._base.deferred import resolved
 
 _LONE_SURROGATE = re.compile("[\ud800-\udfff]")
 REPLACEMENT = "\ufffd"

@@ -2,7 +2,7 @@
 
 Each nested model (a task's output in a run's, a model turn in a trace) used to clean its part
 and its parent all of it again. Now the outermost model being saved cleans everything, once. The
-saved texts of ``tests/_saveable_golden.py`` were made by the code before the change.
+saved texts of ``tests/_base/_saveable_golden.py`` were made by the code before the change.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from _saveable_golden import SAVED
 from _saveable_shapes import shapes
 
 from agentensemble import Agent, Ensemble, Task, TaskOutput, _saveable, tool
-from agentensemble._saveable import jsonable
+from agentensemble._base.saveable import jsonable
 from agentensemble.testing import ScriptedChatModel, tool_call
 
 

@@ -33,8 +33,8 @@ from collections.abc import Coroutine, Iterator
 from pathlib import Path
 from typing import Any, Generic, TypeVar
 
-from agentensemble._interrupts import keep_outputs
-from agentensemble._threads import daemon_pool
+from agentensemble._base.interrupts import keep_outputs
+from agentensemble._base.threads import daemon_pool
 
 T = TypeVar("T")
 
