@@ -5,6 +5,12 @@ reads when the attachment is made: the user's path, never a model's). ``media_ty
 from the bytes' first bytes (PNG, JPEG, GIF, WebP, PDF, WAV, MP3...) or the file name when not
 given, and must be of the attachment's kind. Bytes are bounded (``MAX_ATTACHMENT_BYTES``).
 
+This module owns the attachment values: the classes, their checks of kind and media type, how
+they show, how they pickle (by this module's path, into DBOS checkpoints: ``_rebuild``, ``_Kept``
+and the keeping of their bytes by digest), and the helpers for lists of them. Checking and reading
+a source and guessing a media type are ``_attachment_sources.py``'s (``sniff`` and
+``MAX_ATTACHMENT_BYTES`` are re-exported here, where users import them).
+
 An attachment never shows its bytes: its ``repr`` (what traces, events and logs show) is a short
 description, ``[image: chart.png, png, 12 kB, sha256:1a2b3c4d]``; ``str`` is how a prompt names
 it, ``[attachment: chart.png]``. Stdlib only, cheap to import; how an attachment is sent to a
@@ -15,71 +21,23 @@ from __future__ import annotations
 
 import base64
 import hashlib
-import os
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 from pathlib import Path
 from typing import Any, ClassVar
 
-_MIB = 1024 * 1024
-#: The most bytes one attachment may hold (20 MiB: OpenAI's bound for an image in a request).
-MAX_ATTACHMENT_BYTES = 20 * _MIB
-
-#: The first bytes of the formats we recognise, and their media types.
-_MAGIC: tuple[tuple[bytes, str], ...] = (
-    (b"\x89PNG\r\n\x1a\n", "image/png"),
-    (b"\xff\xd8\xff", "image/jpeg"),
-    (b"GIF87a", "image/gif"),
-    (b"GIF89a", "image/gif"),
-    (b"%PDF-", "application/pdf"),
-    (b"ID3", "audio/mpeg"),
-    (b"\xff\xfb", "audio/mpeg"),
-    (b"\xff\xf3", "audio/mpeg"),
-    (b"\xff\xf2", "audio/mpeg"),
-    (b"fLaC", "audio/flac"),
-    (b"OggS", "audio/ogg"),
+from agentensemble._attachment_sources import (
+    MAX_ATTACHMENT_BYTES,
+    by_name,
+    check_size,
+    check_url,
+    read_path,
+    sniff,
 )
-
-#: File suffixes the platform's ``mimetypes`` table may not know.
-_SUFFIXES = {
-    ".md": "text/markdown",
-    ".markdown": "text/markdown",
-    ".webp": "image/webp",
-    ".flac": "audio/flac",
-    ".m4a": "audio/mp4",
-    ".yaml": "text/yaml",
-    ".yml": "text/yaml",
-}
-
 
 #: An attachment's fields, in the order ``Attachment._state`` gives them (pickling, copies).
 _FIELDS = ("url", "_data", "path", "media_type", "name")
-
-
-def sniff(data: bytes) -> str | None:
-    """The media type the first bytes of ``data`` show, if we recognise them."""
-    for magic, media_type in _MAGIC:
-        if data.startswith(magic):
-            return media_type
-    if data[:4] == b"RIFF" and data[8:12] == b"WEBP":
-        return "image/webp"
-    if data[:4] == b"RIFF" and data[8:12] == b"WAVE":
-        return "audio/wav"
-    return None
-
-
-def _by_name(name: str) -> str | None:
-    """The media type a file name's suffix says (``mimetypes``, then our own table)."""
-    suffix = os.path.splitext(name.split("?", 1)[0].split("#", 1)[0])[1].lower()
-    if not suffix:
-        return None
-    if suffix in _SUFFIXES:
-        return _SUFFIXES[suffix]
-    import mimetypes  # stdlib, read its tables only when a name must be looked up
-
-    guessed, _ = mimetypes.guess_type(f"file{suffix}", strict=False)
-    return guessed
 
 
 def _size_text(size: int) -> str:
@@ -143,14 +101,14 @@ class Attachment:
         read: bytes | None = None
         file: Path | None = None
         if url is not None:
-            _check_url(kind, url)
+            check_url(kind, url)
         elif data is not None:
             if not isinstance(data, (bytes, bytearray, memoryview)):
                 raise TypeError(f"{kind} data= takes bytes; got {type(data).__name__}")
             read = bytes(data)
-            _check_size(kind, "data=", len(read))
+            check_size(kind, "data=", len(read))
         else:
-            file, read = _read_path(kind, path)
+            file, read = read_path(kind, path)
         set_ = object.__setattr__
         set_(self, "url", url)
         set_(self, "_data", read)
@@ -168,9 +126,9 @@ class Attachment:
         if media_type is None and data is not None:
             media_type = sniff(data)
         if media_type is None and path is not None:
-            media_type = _by_name(path.name)
+            media_type = by_name(path.name)
         if media_type is None and url is not None:
-            media_type = _by_name(url.split("://", 1)[-1].split("/", 1)[-1])
+            media_type = by_name(url.split("://", 1)[-1].split("/", 1)[-1])
         if media_type is None and data is not None:
             media_type = self._fallback_type(data)
         if media_type is None:
@@ -394,49 +352,6 @@ def reading_kept_bytes(source: Callable[[str, int, str | None], bytes] | None) -
     (None: none can be read); an unpickled reference loads its bytes when first asked for."""
     global _source
     _source = source
-
-
-def _check_url(kind: str, url: Any) -> None:
-    if not isinstance(url, str):
-        raise TypeError(f"{kind} url= takes a str; got {type(url).__name__}")
-    if not url.startswith(("https://", "http://")):
-        shown = url[:40] + ("…" if len(url) > 40 else "")
-        raise ValueError(
-            f"{kind} url= must be an http(s) URL; got {shown!r} (bytes go in data=, a local "
-            "file in path=)"
-        )
-
-
-def _check_size(kind: str, field: str, size: int) -> None:
-    if size > MAX_ATTACHMENT_BYTES:
-        raise ValueError(
-            f"{kind} {field} holds {size / _MIB:.1f} MiB; an attachment holds at most "
-            f"{MAX_ATTACHMENT_BYTES / _MIB:.0f} MiB"
-        )
-    if size == 0:
-        raise ValueError(f"{kind} {field} is empty")
-
-
-def _read_path(kind: str, path: Any) -> tuple[Path, bytes]:
-    """The file's bytes, read once now: its size checked before reading."""
-    if not isinstance(path, (str, Path)):
-        raise TypeError(f"{kind} path= takes a str or a Path; got {type(path).__name__}")
-    file = Path(path)
-    try:
-        stat = file.stat()
-    except FileNotFoundError:
-        raise ValueError(f"{kind} path= {str(file)!r}: no such file") from None
-    except OSError as error:
-        raise ValueError(f"{kind} path= {str(file)!r} cannot be read: {error.strerror}") from None
-    if not file.is_file():
-        raise ValueError(f"{kind} path= {str(file)!r} is not a file")
-    _check_size(kind, f"path= {str(file)!r}", stat.st_size)
-    try:
-        data = file.read_bytes()
-    except OSError as error:
-        raise ValueError(f"{kind} path= {str(file)!r} cannot be read: {error.strerror}") from None
-    _check_size(kind, f"path= {str(file)!r}", len(data))  # it may have grown since
-    return file, data
 
 
 class Image(Attachment):

@@ -198,6 +198,7 @@ LAYERS: tuple[tuple[str, frozenset[str]], ...] = (
         "models and base",
         frozenset(
             {
+                "_attachment_sources",
                 "_base",
                 "attachments",
                 "errors",
