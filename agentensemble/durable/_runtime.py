@@ -1,9 +1,13 @@
-"""DurableRuntime: ensembles registered by name, each run a DBOS workflow, a queue for workers.
+"""DurableRuntime: each run a DBOS workflow, a queue for workers.
 
 A run is the DBOS workflow ``agentensemble.run(name, inputs)``. It rebuilds the ensemble from
 its registered factory and runs it with every model turn, tool call and review decision as a
 checkpointed step (``_steps.py``), so a run interrupted by a crash resumes where it stopped,
 in this process after a restart or in any worker sharing the database.
+
+This module owns the workflow and the runtime around it: starting DBOS (and what launches with
+it) and shutting it down, starting, queueing, streaming and querying runs. Which factory builds
+the ensemble registered under a name, and whether it builds, is ``_registry.py``'s.
 """
 
 from __future__ import annotations
@@ -11,9 +15,8 @@ from __future__ import annotations
 import asyncio
 import os
 import re
-import threading
 import uuid
-from collections.abc import AsyncIterator, Callable, Coroutine, Mapping, Sequence
+from collections.abc import AsyncIterator, Coroutine, Mapping, Sequence
 from contextvars import ContextVar
 from datetime import timedelta
 from typing import Any, TypeVar
@@ -35,6 +38,13 @@ from agentensemble.durable._fresh import install as skip_fresh_reads
 from agentensemble.durable._kept import KeptBytes, keeping_for, stop_using
 from agentensemble.durable._kept import use as use_kept_bytes
 from agentensemble.durable._liveness import Liveness, recover_pending_runs
+from agentensemble.durable._registry import (
+    EnsembleFactory,
+    build,
+    build_every_registered,
+    check,
+)
+from agentensemble.durable._registry import register as register_ensemble
 from agentensemble.durable._retention import PruneTimer, Retention, prune
 from agentensemble.durable._reuse import fork_inputs, refuse_changed_reuse
 from agentensemble.durable._run_records import (
@@ -72,12 +82,6 @@ _APP_NAME = re.compile(r"^[a-z0-9_-]{3,256}$")
 
 T = TypeVar("T")
 _log = get_logger()
-EnsembleFactory = Callable[[], Ensemble]
-
-# The process's registered ensembles: the workflow function finds its ensemble here by name,
-# in whichever process recovers or dequeues the run.
-_registry: dict[str, EnsembleFactory] = {}
-_registry_lock = threading.Lock()
 _STEPS = DBOSSteps()
 # run id -> the listeners of a DurableRuntime.astream watching it in this process
 _watchers: dict[str, Sequence[EnsembleListener]] = {}
@@ -96,7 +100,7 @@ async def _durable_run(name: str, inputs: dict[str, Any]) -> dict[str, Any]:
     handed = _handed.get()
     if handed is not None:
         _handed.set(None)  # this task's context only: nothing started from here gets it
-    ensemble = handed[1] if handed is not None and handed[0] == name else _build(name)
+    ensemble = handed[1] if handed is not None and handed[0] == name else build(name)
     watchers = _watchers.get(DBOS.workflow_id or "")
     # one read as the run starts: a fork's edited output (_forks.py), and whether any step of
     # the run is checkpointed yet (a fresh execution skips DBOS's read before each step)
@@ -145,42 +149,6 @@ class _TaskCount:
 
     def recorded(self) -> dict[str, int]:
         return {} if self.total is None else {TASKS_KEY: self.total}
-
-
-# name -> the factory whose build last succeeded here: ``asubmit`` checks a name once per
-# registered factory (launch() checks each), not once per submit; registering replaces it
-_checked: dict[str, EnsembleFactory] = {}
-
-
-def _check(name: str) -> None:
-    """Fail now if ``name`` is not registered or its factory has never built an ensemble here;
-    a factory already seen to build is not called again just to check it."""
-    with _registry_lock:
-        factory = _registry.get(name)
-        if factory is not None and _checked.get(name) is factory:
-            return
-    _build(name)
-
-
-def _build(name: str) -> Ensemble:
-    with _registry_lock:
-        factory = _registry.get(name)
-    if factory is None:
-        known = ", ".join(sorted(_registry)) or "none"
-        raise ConfigurationError(
-            f"no ensemble is registered as {name!r} in this process (registered: {known}); "
-            "import the module that registers it before launching the runtime"
-        )
-    ensemble = factory()
-    if not isinstance(ensemble, Ensemble):
-        raise ConfigurationError(
-            f"the factory registered as {name!r} returned {type(ensemble).__name__}, not an "
-            "Ensemble"
-        )
-    with _registry_lock:
-        if _registry.get(name) is factory:  # not replaced while it built
-            _checked[name] = factory
-    return ensemble
 
 
 class DurableRuntime:
@@ -276,35 +244,11 @@ class DurableRuntime:
         A factory is called for every run, so each run gets fresh tools and state; register
         the same names in every worker process (the module the worker command imports).
         """
-        if not name or not name.strip():
-            raise ConfigurationError("an ensemble needs a non-blank name to run durably")
-        factory: EnsembleFactory
-        if isinstance(ensemble, Ensemble):
-            built = ensemble
-
-            def factory() -> Ensemble:
-                return built
-        elif callable(ensemble):
-            factory = ensemble
-        else:
-            raise ConfigurationError(
-                f"register({name!r}, ...) needs an Ensemble or a function returning one; got "
-                f"{type(ensemble).__name__}"
-            )
-        with _registry_lock:
-            _registry[name] = factory
-            _checked.pop(name, None)
+        register_ensemble(name, ensemble)
 
     def launch(self) -> None:
         """Check every registered ensemble builds, then start DBOS (resuming interrupted runs)."""
-        with _registry_lock:
-            names = list(_registry)
-        if not names:
-            raise ConfigurationError(
-                "no ensemble is registered: call runtime.register(name, ensemble) before launch()"
-            )
-        for name in names:
-            _build(name)  # the determinism guard: a run must find its ensemble at recovery
+        build_every_registered()  # the determinism guard: a run must find its ensemble
         _quiet_dbos_logs()
         _dbos.check_dbos()  # an upgraded DBOS fails here, not at the first crash it must handle
         with self.liveness.launching():  # the lease first: see _liveness.py
@@ -357,7 +301,7 @@ class DurableRuntime:
         """Run ``name`` in this process and wait for its output (resumes ``run_id`` if known)."""
         self._require_launched()
         self.liveness.refuse_if_lost()
-        built = _build(name)  # fails here, before any run starts, if the factory does
+        built = build(name)  # fails here, before any run starts, if the factory does
         existing = await _recorded_run(run_id, name, inputs)
         if run_id and existing is not None and getattr(existing, "queue_name", None):
             # queued (submit): a worker runs it; starting it again here would only make DBOS
@@ -378,7 +322,7 @@ class DurableRuntime:
     ) -> str:
         """Queue a run of ``name`` for any worker; its run id (``run_id`` makes it idempotent)."""
         self._require_launched()
-        _check(name)  # its factory builds (once per registered factory: the worker builds)
+        check(name)  # its factory builds (once per registered factory: the worker builds)
         await _recorded_run(run_id, name, inputs)
         chosen = run_id or str(uuid.uuid4())  # known first: its inputs' attachments name it
         with SetWorkflowID(chosen), keeping_for(chosen):

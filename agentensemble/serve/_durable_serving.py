@@ -17,11 +17,11 @@ from agentensemble.serve._progress import ProgressPump
 
 def check_registered(runtime: Any, names: Iterable[str]) -> None:
     """Every name registered in the runtime, else ``ConfigurationError`` naming the fix."""
-    from agentensemble.durable._runtime import _build
+    from agentensemble.durable._registry import build
 
     for key in names:
         try:
-            _build(key)
+            build(key)
         except ConfigurationError as error:
             raise ConfigurationError(
                 f"cannot serve {key!r} durably: {error} (runtime.register({key!r}, ...))"
