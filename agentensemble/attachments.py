@@ -8,7 +8,7 @@ given, and must be of the attachment's kind. Bytes are bounded (``MAX_ATTACHMENT
 This module owns the attachment values: the classes, their checks of kind and media type, how
 they show, how they pickle (by this module's path, into DBOS checkpoints: ``_rebuild``, ``_Kept``
 and the keeping of their bytes by digest), and the helpers for lists of them. Checking and reading
-a source and guessing a media type are ``_attachment_sources.py``'s (``sniff`` and
+a source and guessing a media type are ``_base/attachment_sources.py``'s (``sniff`` and
 ``MAX_ATTACHMENT_BYTES`` are re-exported here, where users import them).
 
 An attachment never shows its bytes: its ``repr`` (what traces, events and logs show) is a short
@@ -27,7 +27,7 @@ from contextvars import ContextVar
 from pathlib import Path
 from typing import Any, ClassVar
 
-from agentensemble._attachment_sources import (
+from agentensemble._base.attachment_sources import (
     MAX_ATTACHMENT_BYTES,
     by_name,
     check_size,

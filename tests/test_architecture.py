@@ -198,7 +198,6 @@ LAYERS: tuple[tuple[str, frozenset[str]], ...] = (
         "models and base",
         frozenset(
             {
-                "_attachment_sources",
                 "_base",
                 "attachments",
                 "errors",
