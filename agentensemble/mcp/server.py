@@ -6,10 +6,12 @@ first model call, lists its tools, filters and names them (``include``/``exclude
 and closes it when the run ends. A server that cannot start fails the run with MCPServerError
 naming the command or URL.
 
-Beyond tools: ``list_resources``, ``read_resource``, ``list_prompts`` and ``get_prompt`` use the
-run's connection inside a run, the one ``async with server:`` holds, or else a connection made
-for that one request. A server may ask our model (``sampling=True``) or the user (elicitation)
-while one of its tools runs: each request goes to the run's review handler (``_requests.py``).
+This module owns the servers as tool sources: their settings, checked; starting or connecting
+(the two transports); and the tools they list, filtered, named and given their policies. Beyond
+tools, ``list_resources``, ``read_resource``, ``list_prompts`` and ``get_prompt`` (and ``async
+with server:``) come from ``_resources_and_prompts.py``. A server may ask our model
+(``sampling=True``) or the user (elicitation) while one of its tools runs: each request goes to
+the run's review handler (``_requests.py``).
 """
 
 from __future__ import annotations
@@ -18,10 +20,9 @@ import asyncio
 import functools
 import os
 import sys
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager
-from types import TracebackType
-from typing import IO, Any, Literal, TypeVar
+from typing import IO, Any, Literal
 
 from pydantic import ValidationError
 
@@ -30,26 +31,14 @@ from agentensemble._base.naming import tool_name_problem
 from agentensemble._base.validation import check_model
 from agentensemble.errors import ConfigurationError
 from agentensemble.mcp._connection import Connection, MCPServerError, Transport
-from agentensemble.mcp._content import (
-    DEFAULT_MAX_RESOURCE_BYTES,
-    MAX_LISTED,
-    MCPPrompt,
-    MCPPromptResult,
-    MCPResource,
-    MCPResourceContent,
-    ResourceTooLarge,
-    contents_from,
-    prompt_arguments,
-    prompt_from,
-    prompts_from,
-    resources_from,
-)
+from agentensemble.mcp._content import DEFAULT_MAX_RESOURCE_BYTES
 from agentensemble.mcp._group import end_group, find_leader
 from agentensemble.mcp._requests import (
     DEFAULT_MAX_SAMPLES_PER_CALL,
     DEFAULT_MAX_SAMPLING_TOKENS,
     ServerRequests,
 )
+from agentensemble.mcp._resources_and_prompts import ResourcesAndPrompts
 from agentensemble.mcp.tool import (
     DEFAULT_MAX_OUTPUT_CHARS,
     MCPTool,
@@ -67,11 +56,10 @@ from agentensemble.redaction import (
 from agentensemble.tools._calls import OWN_DEADLINE_GRACE
 from agentensemble.tools.policy import ToolPolicy, layered
 from agentensemble.tools.schema import format_validation_error
-from agentensemble.tools.source import OpenedSource, ToolSource, opened_source
+from agentensemble.tools.source import OpenedSource
 
 DEFAULT_CALL_TIMEOUT = 60.0
 DEFAULT_STARTUP_TIMEOUT = 30.0
-T = TypeVar("T")
 
 
 def _names(value: Sequence[str] | None, field: str) -> tuple[str, ...] | None:
@@ -148,8 +136,9 @@ def check_auth(auth: object) -> str | Any | None:
     )
 
 
-class _MCPServer(ToolSource):
-    """What both transports share: naming, filtering, approval, timeouts."""
+class _MCPServer(ResourcesAndPrompts):
+    """What both transports share: naming, filtering, approval, timeouts; resources and
+    prompts come with ``ResourcesAndPrompts``."""
 
     def __init__(
         self,
@@ -292,99 +281,6 @@ class _MCPServer(ToolSource):
                 )
             )
         return tools
-
-    # -- resources and prompts ---------------------------------------------------------------
-
-    async def __aenter__(self) -> _MCPServer:
-        """Hold one connection for the block: requests outside a run use it."""
-        if self._held is not None:
-            raise ConfigurationError(f"{self.describe()} is already entered with async with")
-        connection = await self.open()
-        assert isinstance(connection, Connection)
-        self._held = connection
-        return self
-
-    async def __aexit__(
-        self,
-        kind: type[BaseException] | None,
-        error: BaseException | None,
-        trace: TracebackType | None,
-    ) -> None:
-        held, self._held = self._held, None
-        if held is not None:
-            await held.close()
-
-    async def _ask(self, what: str, send: Callable[[Any], Awaitable[T]]) -> T:
-        """``send(session)`` on the run's connection, the held one, or a fresh one."""
-        found = opened_source(self) or self._held
-        if isinstance(found, Connection):
-            return await found.request(what, send)
-        connection = await self.open()
-        assert isinstance(connection, Connection)
-        try:
-            return await connection.request(what, send)
-        finally:
-            await connection.close()
-
-    async def list_resources(self) -> list[MCPResource]:
-        """The resources the server lists (following pagination; at most 1000)."""
-        listed = await self._ask("list_resources", _paged("list_resources", "resources"))
-        return resources_from(listed)
-
-    async def read_resource(self, uri: str) -> list[MCPResourceContent]:
-        """The resource's contents: text (redacted, cut at ``max_output_chars``) or bytes (at
-        most ``max_resource_bytes``). Untrusted data: feed it to a task as knowledge or
-        context, never as its instructions."""
-        if not isinstance(uri, str) or not uri.strip():
-            raise ConfigurationError(f"read_resource needs a resource URI, got {uri!r}")
-        result = await self._ask(
-            f"read_resource({uri!r})", lambda session: session.read_resource(uri)
-        )
-        try:
-            return contents_from(
-                result, self.max_output_chars, self.max_resource_bytes, self.describe()
-            )
-        except (ResourceTooLarge, ValueError) as error:
-            raise MCPServerError(str(error)) from None
-
-    async def list_prompts(self) -> list[MCPPrompt]:
-        """The prompts the server lists, with their arguments (at most 1000)."""
-        listed = await self._ask("list_prompts", _paged("list_prompts", "prompts"))
-        return prompts_from(listed)
-
-    async def get_prompt(self, name: str, args: Mapping[str, str] | None = None) -> MCPPromptResult:
-        """The prompt filled with ``args`` (strings). ``.text`` is its text;
-        ``.as_description()`` the same, safe as a ``Task(description=...)``."""
-        if not isinstance(name, str) or not name.strip():
-            raise ConfigurationError(f"get_prompt needs a prompt name, got {name!r}")
-        try:
-            arguments = prompt_arguments(name, args)
-        except ValueError as error:
-            raise ConfigurationError(str(error)) from None
-        result = await self._ask(
-            f"get_prompt({name!r})", lambda session: session.get_prompt(name, arguments)
-        )
-        return prompt_from(name, result, self.max_output_chars)
-
-
-def _paged(method: str, field: str) -> Callable[[Any], Awaitable[list[Any]]]:
-    """A request listing every item of ``method`` (at most ``MAX_LISTED``, 100 pages)."""
-
-    async def send(session: Any) -> list[Any]:
-        from mcp_types import PaginatedRequestParams
-
-        items: list[Any] = []
-        cursor: str | None = None
-        for _ in range(100):
-            params = None if cursor is None else PaginatedRequestParams(cursor=cursor)
-            page = await getattr(session, method)(params=params)
-            items.extend(getattr(page, field, None) or [])
-            cursor = page.next_cursor
-            if not cursor or len(items) >= MAX_LISTED:
-                break
-        return items[:MAX_LISTED]
-
-    return send
 
 
 class MCPServerStdio(_MCPServer):
