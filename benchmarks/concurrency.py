@@ -20,7 +20,9 @@ Usage: ``python benchmarks/concurrency.py [--runs 100 1000] [--delay 0.2] [--var
   child warms up with
   three sequential runs, then starts N runs at once and measures wall time, runs per second, its
   own CPU seconds per run (``time.process_time``: all threads) and peak RSS (VmHWM, reset after
-  the warm-up): memory growth per concurrent run is (peak - RSS before) / N.
+  the warm-up): memory growth per concurrent run is (peak - RSS before) / N; and the part of
+  that CPU spent in the garbage collector, with its collections (young / middle / full), which
+  grow with what each run in flight keeps alive.
 - Ratios ours/floor are printed beside the targets of issue 44 (CPU per run <= 2x, throughput
   >= 0.5x, memory growth per run <= 2x), measured in one run, with ``uptime``'s load.
 - ``--variants ... ours-frozen``: ``ours`` again with ``gc.freeze()`` after the warm-up (what
@@ -29,7 +31,7 @@ Usage: ``python benchmarks/concurrency.py [--runs 100 1000] [--delay 0.2] [--var
   litellm's own aiohttp transport and on the httpx one our loader picks by default; not in the
   default list (slow at 1,000 at once).
 - ``--profile DIR``: the ``ours`` and ``ours-bare`` children at each size also write a cProfile
-  of the measured part (``DIR/ours-N.txt``, top functions by own time).
+  of the measured part (``DIR/ours-N.txt``, top functions by own time, then by cumulative time).
 - ``--fresh N``: first-answer time of a fresh process (spawn to exit, best of N after one
   discarded start): ``LLM.complete`` on the openai lane against the raw ``openai`` SDK.
 
@@ -288,7 +290,11 @@ def _child(variant: str, runs: int, url: str, profile: str | None) -> None:
             gc.collect()
             gc.freeze()
         answers, figures = await measured(
-            lambda: asyncio.gather(*(run() for _ in range(runs))), runs, profile
+            lambda: asyncio.gather(*(run() for _ in range(runs))),
+            runs,
+            profile,
+            ("tottime", 45),
+            ("cumulative", 70),
         )
         wrong = [a for a in answers if "France" not in a]
         return {"variant": variant, **figures, "wrong": len(wrong)}
@@ -336,14 +342,15 @@ def table(rows: list[dict[str, Any]]) -> str:
     """The Markdown table, with ours/floor ratios beside the targets."""
     lines = [
         "| runs at once | variant | wall s | runs/s | CPU ms/run | peak MiB "
-        "| growth KiB/run | request bytes/run |",
-        "|---|---|---|---|---|---|---|---|",
+        "| growth KiB/run | request bytes/run | GC ms/run | collections |",
+        "|---|---|---|---|---|---|---|---|---|---|",
     ]
     for row in rows:
         lines.append(
             f"| {row['runs']} | {row['variant']} | {row['wall']:.2f} | {row['runs_per_s']:.0f} "
             f"| {row['cpu_per_run_ms']:.2f} | {row['peak_mib']:.0f} "
-            f"| {row['growth_per_run_kib']:.1f} | {row['bytes_per_run']:.0f} |"
+            f"| {row['growth_per_run_kib']:.1f} | {row['bytes_per_run']:.0f} "
+            f"| {row['gc_per_run_ms']:.2f} | {' / '.join(map(str, row['collections']))} |"
         )
     lines.append("")
     for runs in sorted({row["runs"] for row in rows}):
