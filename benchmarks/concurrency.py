@@ -16,8 +16,10 @@ Usage: ``python benchmarks/concurrency.py [--runs 100 1000] [--delay 0.2] [--var
   ``aiohttp.ClientSession``: the least any Python client can spend); ``ours-bare`` (the
   ``ours`` run with its model a benchmark-only ``BareModel``: the same request body, retry
   policy and answer reading as the openai lane, posted over one bare ``aiohttp.ClientSession``
-  instead of the ``openai`` package: our run without the client stack, never shipped). Each
-  child warms up with
+  instead of the ``openai`` package: our run without the client stack, never shipped);
+  ``ours-offline`` (the same run on a model that sends nothing: it waits the answer delay and
+  hands back a ready answer, so it is our run by itself, no HTTP; the server checks that it
+  counted no request). Each child warms up with
   three sequential runs, then starts N runs at once and measures wall time, runs per second, its
   own CPU seconds per run (``time.process_time``: all threads) and peak RSS (VmHWM, reset after
   the warm-up): memory growth per concurrent run is (peak - RSS before) / N; and the part of
@@ -31,8 +33,9 @@ Usage: ``python benchmarks/concurrency.py [--runs 100 1000] [--delay 0.2] [--var
 - ``--variants ... litellm litellm-httpx``: ``ours`` on ``LLM(..., lane="litellm")``, on
   litellm's own aiohttp transport and on the httpx one our loader picks by default; not in the
   default list (slow at 1,000 at once).
-- ``--profile DIR``: the ``ours`` and ``ours-bare`` children at each size also write a cProfile
-  of the measured part (``DIR/ours-N.txt``, top functions by own time, then by cumulative time).
+- ``--profile DIR``: the ``ours``, ``ours-bare`` and ``ours-offline`` children at each size
+  also write a cProfile of the measured part (``DIR/ours-N.txt``, top functions by own time,
+  then by cumulative time).
 - ``--fresh N``: first-answer time of a fresh process (spawn to exit, best of N after one
   discarded start): ``LLM.complete`` on the openai lane against the raw ``openai`` SDK.
 
@@ -59,13 +62,15 @@ from _measure import measured
 from _recording_server import RecordingServer
 
 ROOT = Path(__file__).resolve().parent.parent
-VARIANTS = ("ours", "ours-bare", "llm", "openai-sdk", "floor")
+VARIANTS = ("ours", "ours-bare", "ours-offline", "llm", "openai-sdk", "floor")
+OFFLINE = "ours-offline"  # sends nothing: the server must count no request from it
+DELAY_VARIABLE = "CONCURRENCY_BENCH_DELAY"  # the answer delay, for ours-offline's own waits
 FROZEN = "ours-frozen"  # ours with gc.freeze() after the warm-up: the advice in docs/models.md
 #: On request only: ours on litellm's lane, on litellm's own aiohttp transport and on the httpx
 #: one our loader picks when ``DISABLE_AIOHTTP_TRANSPORT`` is unset (slow at 1,000 at once).
 LITELLM = ("litellm", "litellm-httpx")
 #: Variants ``--profile`` profiles.
-PROFILED = ("ours", "ours-bare", FROZEN)
+PROFILED = ("ours", "ours-bare", OFFLINE, FROZEN)
 TOOL = {
     "type": "function",
     "function": {
@@ -187,6 +192,32 @@ def _ours_bare(url: str) -> Any:
     return _ensemble_run(BareModel(_bench_llm(url)))
 
 
+class OfflineModel:
+    """A ChatModel for this benchmark only: no HTTP at all. Each turn waits the server's answer
+    delay and hands back a ready answer (the tool call, then the final text), so ``ours-offline``
+    is what our run costs by itself: events, trace, prompt, the tool's hand-off, the output."""
+
+    model = "offline"
+
+    def __init__(self, delay: float) -> None:
+        self.delay = delay
+
+    async def complete(
+        self, messages: Any, *, tools: Any = None, response_format: Any = None
+    ) -> Any:
+        from agentensemble.llm.types import ChatResponse, ToolCall
+
+        await asyncio.sleep(self.delay)
+        if messages[-1].get("role") == "tool":
+            return ChatResponse(content=f"Lyon is in {messages[-1]['content']}.")
+        call = ToolCall(id="call_1", name="lookup", arguments='{"city": "Lyon"}')
+        return ChatResponse(tool_calls=[call], finish_reason="tool_calls")
+
+
+def _ours_offline(url: str) -> Any:
+    return _ensemble_run(OfflineModel(float(os.environ.get(DELAY_VARIABLE, "0.2"))))
+
+
 def _litellm(url: str) -> Any:
     return _ensemble_run(_bench_llm(url, lane="litellm"))
 
@@ -274,6 +305,7 @@ def _child(variant: str, runs: int, url: str, profile: str | None) -> None:
     makers = {
         "ours": _ours,
         "ours-bare": _ours_bare,
+        "ours-offline": _ours_offline,
         "litellm": _litellm,
         "litellm-httpx": _litellm,
         "llm": _llm,
@@ -304,14 +336,14 @@ def _child(variant: str, runs: int, url: str, profile: str | None) -> None:
 
 
 def measure(
-    server: RecordingServer, variant: str, runs: int, profile: str | None
+    server: RecordingServer, variant: str, runs: int, profile: str | None, delay: float = 0.2
 ) -> dict[str, Any]:
     """One variant at one size in a fresh child; checked against what the server recorded."""
     before = server.stats()
     command = [sys.executable, __file__, "--child", variant, str(runs), server.base_url]
     if profile:
         command += ["--profile-to", profile]
-    env = dict(os.environ)
+    env = dict(os.environ, **{DELAY_VARIABLE: str(delay)})
     if variant == "litellm":  # litellm's own default transport (aiohttp), not our loader's
         env["DISABLE_AIOHTTP_TRANSPORT"] = "False"
     elif variant == "litellm-httpx":
@@ -322,7 +354,7 @@ def measure(
     result: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
     after = server.stats()
     sent = after["requests"] - before["requests"]
-    expected = 2 * (runs + 3)  # the warm-up's three runs included
+    expected = 0 if variant == OFFLINE else 2 * (runs + 3)  # the warm-up's three included
     if sent != expected or result["wrong"]:
         raise RuntimeError(f"{variant}: {sent} requests for {expected}, {result['wrong']} wrong")
     result["bytes_per_run"] = (after["bytes"] - before["bytes"]) / (runs + 3)
@@ -441,7 +473,7 @@ def main() -> int:
                 if args.profile and variant in PROFILED:
                     args.profile.mkdir(parents=True, exist_ok=True)
                     profile = str(args.profile / f"{variant}-{runs}.txt")
-                rows.append(measure(server, variant, runs, profile))
+                rows.append(measure(server, variant, runs, profile, args.delay))
                 print(json.dumps(rows[-1]), file=sys.stderr, flush=True)
         fresh_lines = fresh(server.base_url, args.fresh) if args.fresh else []
     print(f"load after: {_load()}")

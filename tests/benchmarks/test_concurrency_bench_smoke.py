@@ -34,6 +34,7 @@ def test_every_variant_runs_at_once_and_the_ratios_are_printed() -> None:
     assert [row.split("|")[2].strip() for row in rows] == [
         "ours",
         "ours-bare",
+        "ours-offline",
         "llm",
         "openai-sdk",
         "floor",
