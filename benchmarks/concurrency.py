@@ -158,9 +158,12 @@ class BareModel:
         kwargs = self.llm.request_kwargs(messages, tools, response_format)
         request = lane.build_request(kwargs)
 
-        async def call() -> Any:
-            async with asyncio.timeout(self.llm.timeout + 5):
-                return await self._post(request)
+        async def call() -> Any:  # the guard LLM puts around every attempt
+            guard = self.llm.timeout + 5
+            if sys.version_info >= (3, 11):
+                async with asyncio.timeout(guard):
+                    return await self._post(request)
+            return await asyncio.wait_for(self._post(request), timeout=guard)
 
         return await self.llm.policy.run(call, label=self.model, endpoint=self.llm.api_base)
 
