@@ -31,11 +31,19 @@ def test_every_variant_runs_at_once_and_the_ratios_are_printed() -> None:
 
     assert done.returncode == 0, done.stderr[-3000:]
     rows = [line for line in done.stdout.splitlines() if line.startswith("| 4 |")]
-    assert [row.split("|")[2].strip() for row in rows] == ["ours", "llm", "openai-sdk", "floor"]
+    assert [row.split("|")[2].strip() for row in rows] == [
+        "ours",
+        "ours-bare",
+        "ours-offline",
+        "llm",
+        "openai-sdk",
+        "floor",
+    ]
     for row in rows:
         wall, runs_per_s, cpu = (float(cell) for cell in row.split("|")[3:6])
         assert wall > 0 and runs_per_s > 0 and cpu > 0
     assert re.search(r"4 at once, ours/floor: CPU per run [0-9.]+x", done.stdout)
+    assert re.search(r"4 at once, ours-bare/floor: CPU per run [0-9.]+x", done.stdout)
     assert "load before:" in done.stdout and "load after:" in done.stdout
     fresh = [line for line in done.stdout.splitlines() if line.startswith("| ours (LLM")]
     assert len(fresh) == 1 and float(fresh[0].split("|")[2]) > 0
@@ -64,3 +72,29 @@ def test_the_frozen_variant_runs_the_same_job_after_gc_freeze() -> None:
     rows = [line for line in done.stdout.splitlines() if line.startswith("| 4 |")]
     assert [row.split("|")[2].strip() for row in rows] == ["ours-frozen"]
     assert float(rows[0].split("|")[5]) > 0  # CPU per run
+
+
+@pytest.mark.timeout(600)
+def test_the_litellm_variants_run_the_same_job() -> None:
+    """``litellm`` and ``litellm-httpx`` (our Ensemble on litellm's lane): two requests a run."""
+    done = subprocess.run(
+        [
+            sys.executable,
+            str(SCRIPT),
+            "--runs",
+            "4",
+            "--delay",
+            "0.01",
+            "--variants",
+            "litellm",
+            "litellm-httpx",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=540,
+    )
+
+    assert done.returncode == 0, done.stderr[-3000:]
+    rows = [line for line in done.stdout.splitlines() if line.startswith("| 4 |")]
+    assert [row.split("|")[2].strip() for row in rows] == ["litellm", "litellm-httpx"]
+    assert all(float(row.split("|")[5]) > 0 for row in rows)  # CPU per run
