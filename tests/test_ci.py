@@ -90,5 +90,8 @@ def test_benchmark_smoke_runs_are_deselected_by_default_and_selected_by_their_ma
         )
         return done.stdout
 
-    assert "8 deselected" in collected()
-    assert "8 tests collected" in collected("-m", "bench_smoke")
+    by_default = re.search(r"no tests collected \((\d+) deselected\)", collected())
+    assert by_default is not None  # every smoke run is left out of make test
+    count = int(by_default.group(1))
+    assert count >= len(BENCH_SMOKE)  # at least one a file
+    assert f"{count} tests collected" in collected("-m", "bench_smoke")  # and all come back
