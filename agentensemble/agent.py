@@ -2,20 +2,42 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from agentensemble._base.validation import (
-    check_instructions,
-    check_model,
-    check_skills,
-    check_tools,
-    require_text,
-)
+from agentensemble._base.validation import check_instructions, check_model, require_text
 from agentensemble.context_policy import ContextPolicy
 from agentensemble.hints import reject_foreign_names
 from agentensemble.tools.policy import ToolPolicy
+
+
+def check_tools(tools: Sequence[Any]) -> list[Any]:
+    """Resolve the tools now so bad names fail the model's construction.
+
+    A bad name raises ToolNameError (a ValueError, reported by pydantic on the field); an object
+    that is no tool, or two tools sharing a name, raise ConfigurationError as the resolver does.
+    """
+    tools = list(tools)
+    if tools:
+        from agentensemble.tools.resolver import ToolResolver  # only when given: import stays cheap
+
+        ToolResolver().resolve(tools)
+    return tools
+
+
+def check_skills(value: list[Any]) -> list[Any]:
+    """An agent's ``skills``: each a ``Skill`` or a folder path, read now; names unique."""
+    from agentensemble.skills._skill import as_skill  # reads files only when skills are given
+
+    skills = [as_skill(item) for item in value]
+    seen: set[str] = set()
+    for skill in skills:
+        if skill.name in seen:
+            raise ValueError(f"two skills are named {skill.name!r}; skill names must be unique")
+        seen.add(skill.name)
+    return skills
 
 
 class Agent(BaseModel):

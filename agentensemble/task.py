@@ -9,9 +9,9 @@ from typing import Any, ClassVar
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from agentensemble._base.dataclass import dataclass
-from agentensemble._base.validation import check_review, check_tools, require_text
+from agentensemble._base.validation import check_review, require_text
 from agentensemble._memory_wiring import check_knowledge, check_scopes
-from agentensemble.agent import Agent
+from agentensemble.agent import Agent, check_tools
 from agentensemble.attachments import attachment_list
 from agentensemble.guardrails import check_guardrails
 from agentensemble.hints import reject_foreign_names

@@ -234,12 +234,6 @@ LAYER_OF = {unit: rank for rank, (_, units) in enumerate(LAYERS) for unit in uni
 # Imports that reach a layer above, each with its reason (the test fails on a line no longer
 # needed, so this list only shrinks).
 UPWARD: dict[tuple[str, str], str] = {
-    ("agentensemble._base.validation", "agentensemble.tools.resolver"): (
-        "checks the tools a user gave an Agent or Task, only when given"
-    ),
-    ("agentensemble._base.validation", "agentensemble.skills._skill"): (
-        "reads the skills a user gave an Agent, only when given"
-    ),
     ("agentensemble.task", "agentensemble.execution.structured"): (
         "checks a Task's output_type when it is set"
     ),

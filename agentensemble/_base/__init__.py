@@ -2,8 +2,7 @@
 lean dataclasses, deferred values, lazy exports, validation and display helpers, the
 credential rules the redaction policy applies, an attachment's source checks).
 
-Nothing here imports from a layer above, except two lazy reaches listed with their reasons in
-``tests/test_architecture.py`` (``validation.py`` reads the tools and skills a user gave, when
-given); each module has one job. See ``old_paths.py`` for the paths these modules had before
+Nothing here imports from a layer above (``tests/test_architecture.py`` checks it, lazy imports
+counted); each module has one job. See ``old_paths.py`` for the paths these modules had before
 they were grouped here.
 """

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import inspect
-from collections.abc import Sequence
 from typing import Any
 
 
@@ -76,20 +75,6 @@ def check_instructions(value: Any) -> Any:
     return value
 
 
-def check_tools(tools: Sequence[Any]) -> list[Any]:
-    """Resolve the tools now so bad names fail the model's construction.
-
-    A bad name raises ToolNameError (a ValueError, reported by pydantic on the field); an object
-    that is no tool, or two tools sharing a name, raise ConfigurationError as the resolver does.
-    """
-    tools = list(tools)
-    if tools:
-        from agentensemble.tools.resolver import ToolResolver  # tools sit above the models layer
-
-        ToolResolver().resolve(tools)
-    return tools
-
-
 def check_review(value: Any, field: str) -> Any:
     """A task-level review must be an ``agentensemble_review.Review`` (imported only if given)."""
     if value is None:
@@ -101,16 +86,3 @@ def check_review(value: Any, field: str) -> Any:
             f"{field} must be Review.required(...) or Review.skip(), got {type(value).__name__}"
         )
     return value
-
-
-def check_skills(value: list[Any]) -> list[Any]:
-    """An agent's ``skills``: each a ``Skill`` or a folder path, read now; names unique."""
-    from agentensemble.skills._skill import as_skill  # reads files only when skills are given
-
-    skills = [as_skill(item) for item in value]
-    seen: set[str] = set()
-    for skill in skills:
-        if skill.name in seen:
-            raise ValueError(f"two skills are named {skill.name!r}; skill names must be unique")
-        seen.add(skill.name)
-    return skills
