@@ -13,6 +13,10 @@ provider's own (Anthropic image and document blocks, Gemini inline data...):
   a text ``Document``: a text part holding its text;
 - an ``Audio``: ``input_audio`` with its base64 bytes and format (a URL: a ``file`` part).
 
+Encoding an attachment reads its bytes, from a durable run's database the first time for bytes a
+checkpoint kept, and base64-encodes up to 20 MiB: ``LLM`` builds a request whose attachments hold
+bytes (``holds_bytes``) in a worker thread, never on the event loop.
+
 Each part follows a text part ``[attachment: NAME]``, so the prompt's names point at it. A tool
 message can only hold text on the OpenAI wire, so a tool's attachments go in a user message right
 after the turn's tool messages (what PydanticAI does: ``ToolReturnPart
@@ -251,6 +255,17 @@ def input_kinds(messages: Sequence[Message]) -> dict[str, str]:
     return kinds
 
 
+def holds_bytes(messages: Sequence[Message]) -> bool:
+    """Whether any of ``messages``' attachments holds bytes (in memory, or kept in a durable
+    run's database and not read yet): building their request reads and base64-encodes them.
+    Reads no bytes itself (``size`` of kept bytes is their reference's)."""
+    for message in messages:
+        for attachment in message.get(ATTACHMENTS_KEY) or ():
+            if attachment.size is not None:
+                return True
+    return False
+
+
 def _with_parts(message: Message) -> Message:
     """A user or system message with attachments: its text, then the attachments' parts."""
     copy = {k: v for k, v in message.items() if k != ATTACHMENTS_KEY}
@@ -343,6 +358,7 @@ __all__ = [
     "content_part",
     "count_of",
     "field_of",
+    "holds_bytes",
     "input_kinds",
     "outgoing",
     "outgoing_message",

@@ -26,7 +26,13 @@ from agentensemble.llm._config_checks import api_base_problem, check_model_setti
 from agentensemble.llm._failures import malformed_tool_call
 from agentensemble.llm._litellm import is_loaded, load_litellm, takes_input
 from agentensemble.llm._litellm_stream import StreamAttempts, stream_turn
-from agentensemble.llm._messages import input_kinds, outgoing, outgoing_tools, read_response
+from agentensemble.llm._messages import (
+    holds_bytes,
+    input_kinds,
+    outgoing,
+    outgoing_tools,
+    read_response,
+)
 from agentensemble.llm._openai_client import Lane, LaneSetting, choose_lane
 from agentensemble.llm._secrets import masked, register_setting_secrets
 from agentensemble.llm._sendable import sendable
@@ -253,6 +259,25 @@ class LLM(BaseModel):
         kwargs.pop("num_retries", None)  # litellm's own retry layer stays off
         return kwargs
 
+    async def _request_kwargs(
+        self,
+        messages: Sequence[Message],
+        tools: Sequence[ToolSpec] | None,
+        response_format: ResponseFormat | None,
+    ) -> dict[str, Any]:
+        """``request_kwargs``, built in a worker thread when attachments hold bytes: reading
+        bytes a durable checkpoint kept (a database query) and base64-encoding up to 20 MiB
+        each, every turn, would block every other run on the event loop. Without any, built
+        here (no thread hop for the common request)."""
+        if not holds_bytes(messages):
+            return self.request_kwargs(messages, tools, response_format)
+        from agentensemble._base.threads import daemon_pool  # first needed here
+
+        # the daemon pool, not to_thread: a kept-bytes source may block on its database, and
+        # nobody should wait for it at exit; the caller's context variables go along
+        built = daemon_pool().submit(self.request_kwargs, messages, tools, response_format)
+        return await asyncio.wrap_future(built)
+
     async def supports_response_format(self) -> bool:
         """Whether litellm knows this model takes a JSON-schema ``response_format``."""
         if self.effective_lane == "openai":  # litellm's own table, read without importing it
@@ -318,7 +343,7 @@ class LLM(BaseModel):
         tools: Sequence[ToolSpec] | None,
         response_format: ResponseFormat | None,
     ) -> ChatResponse:
-        kwargs = self.request_kwargs(messages, tools, response_format)
+        kwargs = await self._request_kwargs(messages, tools, response_format)
         secrets = [self.api_key.get_secret_value()] if self.api_key is not None else []
         send: Callable[[], Awaitable[Any]]
         sink = current_sink()

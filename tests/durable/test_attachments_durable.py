@@ -4,6 +4,7 @@ back when a resumed run, a fork or a replay reads them; the model is sent both."
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import contextlib
 import copy
@@ -12,6 +13,7 @@ import os
 import pickle
 import subprocess
 import sys
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -21,7 +23,7 @@ pytest.importorskip("dbos")
 
 import sqlalchemy as sa
 
-from agentensemble import Document, Image
+from agentensemble import LLM, Document, Image, RetryPolicy
 from agentensemble.attachments import reading_kept_bytes
 from agentensemble.durable import DurableClient
 from agentensemble.durable._kept import (
@@ -32,6 +34,8 @@ from agentensemble.durable._kept import (
     keeping_for,
 )
 from agentensemble.durable._steps import checkpointable
+from agentensemble.llm.types import ATTACHMENTS_KEY
+from agentensemble.testing import OpenAICompatibleServer
 from agentensemble.tools.base import as_tool_result
 
 APP = Path(__file__).with_name("_attachments_app.py")
@@ -214,6 +218,50 @@ def test_a_missing_blob_names_its_digest_and_the_run(store: KeptBytes) -> None:
         _ = pickle.loads(pickled).data
     assert f"{document.digest} ({document.size} bytes)" in str(raised.value)
     assert "durable run 'run-b' refers to" in str(raised.value)
+
+
+@pytest.mark.parametrize("altered", [False, True], ids=["kept", "altered"])
+def test_a_model_turn_reads_kept_bytes_off_the_loop_with_the_same_errors(
+    store: KeptBytes, altered: bool
+) -> None:
+    """A resumed run's model turn reads its attachment from the database in a worker thread
+    (the engine's connection made there), not on the event loop; an altered row is the same
+    error, naming the digest."""
+    image = Image(data=PNG)
+    with keeping_for("run-d", store):
+        pickled = pickle.dumps(image)
+    if altered:
+        with store.engine.begin() as connection:
+            connection.execute(sa.text(f"UPDATE {BYTES_TABLE} SET data = :d"), {"d": PNG[::-1]})
+    readers: list[int] = []
+
+    def load(digest: str, size: int, owner: str | None) -> bytes:
+        readers.append(threading.get_ident())
+        return store.load(digest, size, owner)
+
+    reading_kept_bytes(load)
+    history = [{"role": "user", "content": "look", ATTACHMENTS_KEY: [pickle.loads(pickled)]}]
+    with OpenAICompatibleServer() as server:
+        server.set_responder(lambda body: "seen")
+        llm = LLM(
+            "openai/test-model",
+            api_base=server.base_url,
+            api_key="sk-test-kept-1",
+            retry_policy=RetryPolicy(max_attempts=1),
+        )
+
+        async def turn() -> tuple[str | None, int]:
+            return (await llm.complete(history)).content, threading.get_ident()
+
+        if altered:
+            with pytest.raises(ValueError, match=rf"{image.digest} .*database was altered"):
+                asyncio.run(turn())
+            assert server.requests == []
+            return
+        content, loop_thread = asyncio.run(turn())
+    assert content == "seen" and readers and loop_thread not in readers
+    sent = server.requests[0]["messages"][0]["content"][-1]
+    assert sent == {"type": "image_url", "image_url": {"url": image.data_url()}}
 
 
 def test_pruning_drops_only_bytes_no_remaining_run_refers_to(store: KeptBytes) -> None:
