@@ -153,17 +153,14 @@ class BareModel:
     async def complete(
         self, messages: Any, *, tools: Any = None, response_format: Any = None
     ) -> Any:
+        from agentensemble._base.timeouts import within
         from agentensemble.llm import _openai_client as lane
 
         kwargs = self.llm.request_kwargs(messages, tools, response_format)
         request = lane.build_request(kwargs)
 
         async def call() -> Any:  # the guard LLM puts around every attempt
-            guard = self.llm.timeout + 5
-            if sys.version_info >= (3, 11):
-                async with asyncio.timeout(guard):
-                    return await self._post(request)
-            return await asyncio.wait_for(self._post(request), timeout=guard)
+            return await within(self._post(request), self.llm.timeout + 5)
 
         return await self.llm.policy.run(call, label=self.model, endpoint=self.llm.api_base)
 

@@ -8,11 +8,11 @@ the sink (``StreamRestarted``), so a UI can drop what it showed.
 from __future__ import annotations
 
 import asyncio
-import sys
 import time
 from dataclasses import dataclass
 from typing import Any
 
+from agentensemble._base.timeouts import within
 from agentensemble.llm.stream_assembly import StreamAssembler
 from agentensemble.llm.streaming import DeltaSink
 from agentensemble.llm.types import ChatResponse
@@ -65,10 +65,7 @@ async def next_within(iterator: Any, deadline: StreamDeadline) -> Any:
     """The next item (chunk or line), or StopAsyncIteration; our bound on a silent provider."""
     left = deadline.left()
     try:
-        if sys.version_info >= (3, 11):
-            async with asyncio.timeout(left):
-                return await iterator.__anext__()
-        return await asyncio.wait_for(iterator.__anext__(), timeout=left)
+        return await within(iterator.__anext__(), left)
     except (asyncio.TimeoutError, TimeoutError):
         raise deadline.expired() from None
 
@@ -110,11 +107,7 @@ async def stream_turn(
         state.sink.restarted(state.attempts)
         state.showed_text = False
     request = dict(kwargs, stream=True, stream_options={"include_usage": True})
-    if sys.version_info >= (3, 11):
-        async with asyncio.timeout(guard):
-            stream = await litellm.acompletion(**request)
-    else:
-        stream = await asyncio.wait_for(litellm.acompletion(**request), timeout=guard)
+    stream = await within(litellm.acompletion(**request), guard)
     assembler = StreamAssembler(provider)
     await relay(stream, assembler, state, guard)
     return assembler.response()

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
-import sys
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, Literal
 
@@ -19,6 +18,7 @@ from pydantic import (
     model_validator,
 )
 
+from agentensemble._base.timeouts import within
 from agentensemble.errors import ConfigurationError, LLMError, ModelSettingsError
 from agentensemble.llm import _model_table, _openai_client
 from agentensemble.llm._chain import complete_down, provider_unavailable
@@ -377,10 +377,7 @@ class LLM(BaseModel):
                     )
                 lite = load_litellm() if is_loaded() else await asyncio.to_thread(load_litellm)
                 return await stream_turn(lite, kwargs, streaming, guard, self.provider)
-            if sys.version_info >= (3, 11):
-                async with asyncio.timeout(guard):  # no extra task, unlike wait_for
-                    return await send()
-            return await asyncio.wait_for(send(), timeout=guard)
+            return await within(send(), guard)
 
         response = await self.policy.run(
             call, label=self.model, secrets=secrets, endpoint=self.api_base
