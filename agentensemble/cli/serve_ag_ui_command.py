@@ -24,7 +24,7 @@ from agentensemble.cli._serving import (
 from agentensemble.cli._serving_durable import add_durable_argument, durable_runtime, where
 from agentensemble.errors import ConfigurationError
 
-DEFAULT_PORT = 8769
+DEFAULT_PORT = 8770
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
