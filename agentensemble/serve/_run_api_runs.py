@@ -5,7 +5,8 @@ cancel and decision checks that, and a run of another caller is answered as unkn
 run ids cannot be probed). Each run keeps its last ``max_events_per_run`` events, numbered, so
 an event stream resumes after the last id its client saw. Finished runs expire after
 ``finished_run_ttl`` seconds, and the oldest finished go first once more than ``max_runs`` are
-kept; a caller has at most ``max_running_per_caller`` runs in flight.
+kept; a caller has at most ``max_running_per_caller`` runs in flight and
+``max_streams_per_caller`` event streams open.
 
 Everything here runs on the server's event loop; events a tool's worker thread emits are handed
 to it first.
@@ -29,8 +30,8 @@ from typing import Any
 
 from agentensemble.errors import UntrustedInputError
 from agentensemble.outputs import EnsembleOutput
-from agentensemble.redaction import redact, redact_text
-from agentensemble.serve._shape import error_text, stopped, structured_result
+from agentensemble.redaction import drop_hidden, redact, redact_text
+from agentensemble.serve._shape import MAX_ARGUMENT_CHARS, error_text, stopped, structured_result
 from agentensemble.untrusted import parse_json
 
 STATES = ("queued", "running", "waiting_review", "succeeded", "failed", "cancelled")
@@ -51,6 +52,9 @@ class RunLimits:
     max_events_per_run: int = 2000
     max_pending_reviews: int = 200
     keepalive_seconds: float = 15.0
+    max_streams_per_caller: int = 16
+    """Event streams one caller holds open at once (each holds a connection of the server's
+    ``Limits.max_connections``, so one caller could otherwise take them all)."""
 
 
 class Refused(Exception):
@@ -115,6 +119,26 @@ def event_json(event: Any) -> dict[str, Any]:
         else:
             data[f.name] = wire_value(value, 1)
     return data
+
+
+def request_view(request: Any) -> Any:
+    """A review's request as its reviewer reads it: every text without the characters that hide
+    or reorder what is shown (``redaction.drop_hidden``: a bidi override in a tool's arguments
+    would show the reviewer another address than the one the call uses), then redacted and
+    bounded (``wire_value``), as every review channel shows it (``_ag_ui_review.shown``)."""
+    return wire_value(_hidden_dropped(request))
+
+
+def _hidden_dropped(value: Any, depth: int = 0) -> Any:
+    if isinstance(value, str):
+        return drop_hidden(value)
+    if depth >= MAX_DEPTH:
+        return value  # wire_value shows it as bounded text
+    if isinstance(value, Mapping):
+        return {k: _hidden_dropped(v, depth + 1) for k, v in list(value.items())[:MAX_ITEMS]}
+    if isinstance(value, list | tuple):
+        return [_hidden_dropped(v, depth + 1) for v in list(value)[:MAX_ITEMS]]
+    return value
 
 
 def output_view(ensemble: Any, output: EnsembleOutput) -> dict[str, Any]:
@@ -229,7 +253,7 @@ class RunRecord:
         review = Review(
             id=secrets.token_urlsafe(16),
             run_id=self.id,
-            request=request_to_json(request),
+            request=request_view(request_to_json(request)),
             deadline=None if seconds is None else time.time() + seconds,
             answer=self.loop.create_future(),
         )
@@ -339,6 +363,12 @@ def checked_decision(body: Any, tool: Any = None) -> dict[str, Any]:
         decision = decision_to_json(decision_from_json(wanted))
     except ReviewProtocolError as error:
         raise Refused(400, str(error)) from None
+    for name in ("revised_output", "reason"):  # bounded as every text a caller gives a run
+        size = len(decision.get(name) or "")
+        if size > MAX_ARGUMENT_CHARS:
+            edited_arguments = name == "revised_output" and "arguments" in body
+            what = "'arguments' (as JSON)" if edited_arguments else repr(name)
+            raise Refused(400, f"{what} is {size} characters; the limit is {MAX_ARGUMENT_CHARS}")
     if decision["decision"] == "edit" and tool is not None:
         check_tool_edit(tool, decision["revised_output"])
     return decision
@@ -501,6 +531,7 @@ __all__ = [
     "event_json",
     "find_tool",
     "output_view",
+    "request_view",
     "usage_view",
     "wire_value",
 ]
