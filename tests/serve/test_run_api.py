@@ -21,7 +21,13 @@ from serve_helpers import hardened_serving
 from agentensemble import Agent, Ensemble, Task
 from agentensemble.errors import ConfigurationError
 from agentensemble.serve import RunAPIReviewHandler, RunLimits, run_api
-from agentensemble.testing import FunctionChatModel, ScriptedChatModel, text, tool_call
+from agentensemble.testing import (
+    FunctionChatModel,
+    ScriptedChatModel,
+    text,
+    tool_call,
+    tool_calls,
+)
 from agentensemble.tools import tool
 from agentensemble_review import Review
 
@@ -456,6 +462,37 @@ def test_a_runs_event_buffer_is_bounded_and_a_stream_says_what_it_missed() -> No
         resumed = http.get(f"/runs/{run_id}/events", headers={"Last-Event-ID": "1"})
     assert len(kept) == 3
     assert kept[-1][1] == {"type": "RunState", "state": "succeeded"}
+    assert "events were dropped (the buffer bound)" in resumed.text
+
+
+@tool
+def fetch(url: str) -> str:
+    """Fetch a page.
+
+    Args:
+        url: the page
+    """
+    return "p" * 19_000
+
+
+def test_a_runs_events_are_bounded_in_bytes_too() -> None:
+    # calls of a big page (the agent's call limit ends the run): about 7 MB of events in under
+    # 200, well under max_events_per_run, kept ten minutes a finished run, a thousand runs kept
+    def reading() -> Ensemble:
+        calls = tool_calls(*[("fetch", {"url": "u" * 19_000})] * 50)
+        model = ScriptedChatModel([calls, calls, calls, calls, text("read")])
+        agent = Agent(role="Reader", goal="Read {topic}", llm=model, tools=[fetch])
+        task = Task(description="Read {topic}.", expected_output="A line.", agent=agent)
+        return Ensemble(tasks=[task])
+
+    app = run_api({"reading": reading}, token=TOKENS)
+    with hardened_serving(app) as port, client(f"http://127.0.0.1:{port}") as http:
+        run_id = submit(http, "reading")
+        wait_for(http, run_id, "succeeded", "failed")
+        kept = http.get(f"/runs/{run_id}/events")
+        resumed = http.get(f"/runs/{run_id}/events", headers={"Last-Event-ID": "1"})
+    assert len(kept.content) <= 4 * 1024 * 1024 + 64 * 1024  # max_event_bytes_per_run, framing
+    assert kept.text.rstrip().endswith('{"type":"RunState","state":"failed"}')  # the newest kept
     assert "events were dropped (the buffer bound)" in resumed.text
 
 
