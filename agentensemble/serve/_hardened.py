@@ -327,7 +327,8 @@ class HardenedHTTPServer(ThreadingHTTPServer):
 class HeadDeadline(BaseHTTPRequestHandler):
     """A stdlib handler whose every request head must arrive within the server's
     ``limits.header_timeout`` seconds: a watchdog shuts the socket down otherwise (a socket
-    timeout alone restarts with every byte a slowloris sends)."""
+    timeout alone restarts with every byte a slowloris sends). Bodies are read with
+    ``read_body``, under the same kind of watchdog."""
 
     server: HardenedHTTPServer
 
@@ -348,6 +349,31 @@ class HeadDeadline(BaseHTTPRequestHandler):
     def _too_slow(self) -> None:
         with contextlib.suppress(OSError):
             self.connection.shutdown(socket.SHUT_RDWR)
+
+    def read_body(self, size: int) -> bytes:
+        """Up to ``size`` bytes of the request's body, which must arrive within the server's
+        ``limits.body_timeout`` (None: ``header_timeout``); past it the socket is shut down and
+        fewer bytes come back (a trickled body held its thread for ever: the socket timeout
+        restarts with every byte)."""
+        limits = self.server.limits
+        seconds = limits.header_timeout if limits.body_timeout is None else limits.body_timeout
+        timer = threading.Timer(seconds, self._too_slow)
+        timer.daemon = True
+        timer.start()
+        try:
+            chunks: list[bytes] = []
+            left = size
+            while left > 0:
+                chunk = self.rfile.read(min(left, 65536))
+                if not chunk:
+                    break
+                chunks.append(chunk)
+                left -= len(chunk)
+            return b"".join(chunks)
+        except OSError:
+            return b"".join(chunks)
+        finally:
+            timer.cancel()
 
 
 def hardened_surface(app: Any) -> str | None:

@@ -266,3 +266,32 @@ def test_a_body_trickled_before_any_answer_cannot_hold_the_connection(surface: s
     assert answered.startswith(b"HTTP/1.1 408"), answered[:100]
     assert b"the body did not arrive within 1 s" in answered
     assert closed
+
+
+def test_the_review_server_drops_a_trickled_body() -> None:
+    """The stdlib review server read a body under the socket timeout alone, which restarts with
+    every byte: a body trickled a byte at a time held a thread and a connection for ever."""
+    from agentensemble_review.server import ReviewServer
+
+    server = ReviewServer(port=0, token="review-token-long-enough")
+    server.bind()
+    assert server._httpd is not None
+    server._httpd.limits = Limits(header_timeout=1.0)
+    with server, socket.create_connection(("127.0.0.1", server.port), timeout=WAIT) as sock:
+        sock.sendall(
+            b"POST /reviews HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+            b"Content-Length: 1000\r\n\r\n"
+        )
+        closed = False
+        deadline = time.monotonic() + WAIT
+        while not closed and time.monotonic() < deadline:  # a byte at a time, until cut off
+            try:
+                sock.sendall(b" ")
+                sock.settimeout(0.2)
+                closed = sock.recv(4096) == b""
+            except TimeoutError:
+                continue
+            except ConnectionError:
+                closed = True
+        assert closed
+        assert get(server.port, "/health").startswith(b"HTTP/1.")  # still serving
