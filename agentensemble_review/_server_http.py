@@ -69,18 +69,16 @@ class JSONRequestHandler(HeadDeadline):
         if size > MAX_BODY_BYTES:
             self.close_connection = True
             if size <= MAX_DRAINED_BYTES:  # read it, so the client sees this answer
-                left = size
-                while left > 0:  # bounded by the declared size and the socket timeout
-                    chunk = self.rfile.read(min(left, 65536))
-                    if not chunk:
-                        break
-                    left -= len(chunk)
+                self.read_body(size)  # bounded by the declared size and the body deadline
             self._error(
                 HTTPStatus.REQUEST_ENTITY_TOO_LARGE,
                 f"the review request is too large ({size} bytes; at most {MAX_BODY_BYTES})",
             )
             return None
-        body: bytes = self.rfile.read(size)
+        body = self.read_body(size)
+        if len(body) < size:  # gone, or too slow: its socket was shut down
+            self.close_connection = True
+            return None
         refusal = json_refusal_sync(body, self.server.limits)
         if refusal is not None:
             self.close_connection = True

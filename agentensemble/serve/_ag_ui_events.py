@@ -41,12 +41,22 @@ MAX_HELD_CHARS = 256
 #: The longest text of a task output, tool argument or tool result sent (characters).
 MAX_SHOWN_CHARS = 8_000
 _CUT = " ... (truncated)"
+#: The longest tool name or tool call id sent (characters).
+MAX_ID_CHARS = 200
 
 
 def bounded(text: str, limit: int = MAX_SHOWN_CHARS) -> str:
     """``text`` redacted, then cut to ``limit`` characters."""
     safe = redact_text(text)
     return safe if len(safe) <= limit else safe[: limit - len(_CUT)] + _CUT
+
+
+def shown_id(text: str) -> str:
+    """A tool's name or a tool call's id as a front end reads it: both come from the model's
+    reply (a name the crew has no tool of, an id the provider or model chose), so they are
+    redacted and bounded like every text leaving here; the same id gives the same text, so
+    a call's start, arguments, result and interrupt still match."""
+    return bounded(text, MAX_ID_CHARS)
 
 
 def _first_line(text: str, limit: int = 120) -> str:
@@ -256,14 +266,14 @@ class Translator:
 
     def _tool_started(self, event: ToolCallStarted) -> list[Any]:
         ag = self.ag
+        call_id = shown_id(event.call_id)
         events: list[Any] = [
-            ag.ToolCallStartEvent(tool_call_id=event.call_id, tool_call_name=event.name)
+            ag.ToolCallStartEvent(tool_call_id=call_id, tool_call_name=shown_id(event.name))
         ]
         if event.arguments:
-            events.append(
-                ag.ToolCallArgsEvent(tool_call_id=event.call_id, delta=bounded(event.arguments))
-            )
-        events.append(ag.ToolCallEndEvent(tool_call_id=event.call_id))
+            arguments = bounded(event.arguments)
+            events.append(ag.ToolCallArgsEvent(tool_call_id=call_id, delta=arguments))
+        events.append(ag.ToolCallEndEvent(tool_call_id=call_id))
         return events
 
     def _tool_completed(self, event: ToolCallCompleted) -> list[Any]:
@@ -272,7 +282,7 @@ class Translator:
         return [
             self.ag.ToolCallResultEvent(
                 message_id=str(uuid.uuid4()),
-                tool_call_id=event.call_id,
+                tool_call_id=shown_id(event.call_id),
                 content=bounded(event.record.output),
                 role="tool",
             )
@@ -305,4 +315,4 @@ def _jsonable(value: Any) -> Any:
     return value
 
 
-__all__ = ["MAX_SHOWN_CHARS", "RunState", "Translator", "bounded", "step_name"]
+__all__ = ["MAX_SHOWN_CHARS", "RunState", "Translator", "bounded", "shown_id", "step_name"]

@@ -81,6 +81,8 @@ class PendingReview:
 
     def interrupt(self, ag: Any) -> Any:
         """The AG-UI ``Interrupt`` for this review."""
+        from agentensemble.serve._ag_ui_events import shown_id  # the id the stream showed
+
         request = self.request
         what = f"the call to tool {request.tool_name!r}" if self.is_tool_call else "the task"
         lines = [shown(request.prompt, 1_000) if request.prompt else f"Approve {what}?"]
@@ -95,7 +97,7 @@ class PendingReview:
             id=self.id,
             reason="tool_approval" if self.is_tool_call else "task_review",
             message="\n\n".join(lines),
-            tool_call_id=self.tool_call_id,
+            tool_call_id=None if self.tool_call_id is None else shown_id(self.tool_call_id),
             response_schema=dict(TOOL_SCHEMA if self.is_tool_call else TASK_SCHEMA),
             expires_at=expires,
             metadata={
@@ -175,7 +177,13 @@ def _checked_arguments(pending: PendingReview, arguments: Any, where: str) -> st
                 f"{where}: editedArgs do not fit tool {pending.request.tool_name!r}'s schema: "
                 f"{shown_problems}"
             )
-    return json.dumps(arguments, ensure_ascii=False)
+    text = json.dumps(arguments, ensure_ascii=False)
+    if len(text) > MAX_ARGUMENT_CHARS:  # bounded as editedOutput and every input text
+        raise BadArguments(
+            f"{where}: editedArgs are {len(text)} characters as JSON; the limit is "
+            f"{MAX_ARGUMENT_CHARS}"
+        )
+    return text
 
 
 class ServedRun:

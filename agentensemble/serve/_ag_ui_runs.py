@@ -4,9 +4,10 @@ HTTP stream that reads them, and it outlives a stream that ends at an interrupt.
 A run belongs to the caller that started it (the name of its token, else its address) and to
 its thread: a resume finds only the caller's own run of that thread. A run that waits for a
 review has no stream; it goes on when a resume answers its interrupts, or ends when its review
-times out (``on_timeout``). A new run on the thread abandons it (cancelled: nothing it waited
-for is approved). A run whose stream goes away while it works is cancelled. The held runs are
-bounded per caller and in all (``AGUIRunLimits``), and so is a run's queue of unread events.
+times out (cancelled even when ``on_timeout`` says go on: no stream could read it again). A new
+run on the thread abandons it (cancelled: nothing it waited for is approved). A run whose
+stream goes away while it works is cancelled. The held runs are bounded per caller and in all
+(``AGUIRunLimits``), and so is a run's queue of unread events.
 """
 
 from __future__ import annotations
@@ -151,6 +152,10 @@ class HeldRun(ServedRun):
         finally:
             if self.pending.pop(pending.id, None) is not None:
                 self._close(pending.id, "it timed out (its on_timeout rule was applied)")
+                if not self.attached and not self.pending:
+                    # no stream will ever read this run again (a resume needs an open
+                    # interrupt): it ends here rather than go on for nobody, its thread held
+                    self.cancel()
 
     def _close(self, interrupt_id: str, why: str) -> None:
         self.closed[interrupt_id] = why

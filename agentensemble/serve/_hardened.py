@@ -15,6 +15,8 @@ Per request (``Hardened``, in this order):
 - a body sent with POST/PUT/PATCH that is not ``application/json`` (a page's ``text/plain``
   "simple request" needs no CORS preflight): 415;
 - a body over ``max_body_bytes`` (declared or counted): 413;
+- a body not complete within ``body_timeout`` seconds of its headers (default: the
+  ``header_timeout``): 408;
 - JSON nested deeper than ``max_json_depth``, or not JSON: 400; holding more than
   ``max_json_items`` values (250,000 empty lists froze the A2A SDK's parser for seconds): 413,
   arrays and objects counted on the raw bytes before any parsing. Bodies are parsed by
@@ -75,6 +77,8 @@ class Limits:
     max_json_depth: int = 64
     max_json_items: int = 20_000
     header_timeout: float = 10.0
+    body_timeout: float | None = None
+    """Seconds a JSON body has to arrive once its headers are in (None: ``header_timeout``)."""
     keep_alive_seconds: int = 5
     max_connections: int = 256
     max_header_bytes: int = 64 * 1024
@@ -195,16 +199,19 @@ class Hardened:
         await self._bounded_json(scope, receive, send)
 
     async def _bounded_json(self, scope: Scope, receive: Receive, send: Send) -> None:
-        """Read the (size-bounded) body, check its shape, then hand the same bytes on."""
-        chunks: list[bytes] = []
-        while True:
-            message = await receive()
-            if message["type"] == "http.disconnect":
-                return  # gone, or refused as too large by the guard (which answered)
-            chunks.append(message.get("body", b""))
-            if not message.get("more_body"):
-                break
-        body = b"".join(chunks)
+        """Read the (size-bounded) body within its deadline, check its shape, then hand the
+        same bytes on. A body trickled a byte at a time held its connection for ever (the header
+        deadline ends with the headers), so 256 of them locked every caller out: 408."""
+        seconds = self.limits.body_timeout
+        if seconds is None:
+            seconds = self.limits.header_timeout
+        try:
+            body = await asyncio.wait_for(_read_body(receive), seconds)
+        except asyncio.TimeoutError:
+            await refuse(send, 408, f"the body did not arrive within {seconds:g} s")
+            return
+        if body is None:
+            return  # gone, or refused as too large by the guard (which answered)
         if body:
             refusal, value = await json_refusal(body, self.limits)
             if refusal is not None:
@@ -221,6 +228,18 @@ class Hardened:
             return {"type": "http.request", "body": body, "more_body": False}
 
         await self.app(scope, replay, send)
+
+
+async def _read_body(receive: Receive) -> bytes | None:
+    """The whole body, or None when the client left (or the guard refused it)."""
+    chunks: list[bytes] = []
+    while True:
+        message = await receive()
+        if message["type"] == "http.disconnect":
+            return None
+        chunks.append(message.get("body", b""))
+        if not message.get("more_body"):
+            return b"".join(chunks)
 
 
 def _shape_refusal(body: bytes, limits: Limits) -> tuple[int, str] | None:
@@ -308,7 +327,8 @@ class HardenedHTTPServer(ThreadingHTTPServer):
 class HeadDeadline(BaseHTTPRequestHandler):
     """A stdlib handler whose every request head must arrive within the server's
     ``limits.header_timeout`` seconds: a watchdog shuts the socket down otherwise (a socket
-    timeout alone restarts with every byte a slowloris sends)."""
+    timeout alone restarts with every byte a slowloris sends). Bodies are read with
+    ``read_body``, under the same kind of watchdog."""
 
     server: HardenedHTTPServer
 
@@ -329,6 +349,31 @@ class HeadDeadline(BaseHTTPRequestHandler):
     def _too_slow(self) -> None:
         with contextlib.suppress(OSError):
             self.connection.shutdown(socket.SHUT_RDWR)
+
+    def read_body(self, size: int) -> bytes:
+        """Up to ``size`` bytes of the request's body, which must arrive within the server's
+        ``limits.body_timeout`` (None: ``header_timeout``); past it the socket is shut down and
+        fewer bytes come back (a trickled body held its thread for ever: the socket timeout
+        restarts with every byte)."""
+        limits = self.server.limits
+        seconds = limits.header_timeout if limits.body_timeout is None else limits.body_timeout
+        timer = threading.Timer(seconds, self._too_slow)
+        timer.daemon = True
+        timer.start()
+        try:
+            chunks: list[bytes] = []
+            left = size
+            while left > 0:
+                chunk = self.rfile.read(min(left, 65536))
+                if not chunk:
+                    break
+                chunks.append(chunk)
+                left -= len(chunk)
+            return b"".join(chunks)
+        except OSError:
+            return b"".join(chunks)
+        finally:
+            timer.cancel()
 
 
 def hardened_surface(app: Any) -> str | None:

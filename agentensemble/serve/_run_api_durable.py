@@ -15,7 +15,13 @@ import json
 import time
 from typing import Any
 
-from agentensemble.serve._run_api_runs import Refused, checked_decision, find_tool, wire_value
+from agentensemble.serve._run_api_runs import (
+    Refused,
+    checked_decision,
+    find_tool,
+    request_view,
+    wire_value,
+)
 
 OWNERS = "agentensemble_run_api_runs"
 DECIDED = "agentensemble_run_api_decisions"
@@ -182,12 +188,13 @@ class DurableRuns:
 
 
 def review_view(run_id: str, review: dict[str, Any]) -> dict[str, Any]:
-    """A durable pending review as the API shows every review (its request redacted)."""
+    """A durable pending review as the API shows every review (its request cleaned, redacted
+    and bounded: ``request_view``)."""
     return {
         "review_id": review.get("review_id"),
         "run_id": run_id,
         "state": review.get("state"),
-        "request": wire_value(review.get("request") or {}),
+        "request": request_view(review.get("request") or {}),
         "deadline": review.get("deadline"),
         "decision": None,
     }

@@ -2,10 +2,11 @@
 
 A run belongs to the caller that submitted it (its token's name, else its address): every read,
 cancel and decision checks that, and a run of another caller is answered as unknown (404, so
-run ids cannot be probed). Each run keeps its last ``max_events_per_run`` events, numbered, so
-an event stream resumes after the last id its client saw. Finished runs expire after
-``finished_run_ttl`` seconds, and the oldest finished go first once more than ``max_runs`` are
-kept; a caller has at most ``max_running_per_caller`` runs in flight.
+run ids cannot be probed). Each run keeps its last ``max_events_per_run`` events (and at most
+``max_event_bytes_per_run`` of them), numbered, so an event stream resumes after the last id its
+client saw. Finished runs expire after ``finished_run_ttl`` seconds, and the oldest finished go
+first once more than ``max_runs`` (or ``max_kept_bytes`` of them) are kept; a caller has at
+most ``max_running_per_caller`` runs in flight and ``max_streams_per_caller`` event streams open.
 
 Everything here runs on the server's event loop; events a tool's worker thread emits are handed
 to it first.
@@ -29,8 +30,8 @@ from typing import Any
 
 from agentensemble.errors import UntrustedInputError
 from agentensemble.outputs import EnsembleOutput
-from agentensemble.redaction import redact, redact_text
-from agentensemble.serve._shape import error_text, stopped, structured_result
+from agentensemble.redaction import drop_hidden, redact, redact_text
+from agentensemble.serve._shape import MAX_ARGUMENT_CHARS, error_text, stopped, structured_result
 from agentensemble.untrusted import parse_json
 
 STATES = ("queued", "running", "waiting_review", "succeeded", "failed", "cancelled")
@@ -51,6 +52,14 @@ class RunLimits:
     max_events_per_run: int = 2000
     max_pending_reviews: int = 200
     keepalive_seconds: float = 15.0
+    max_streams_per_caller: int = 16
+    """Event streams one caller holds open at once (each holds a connection of the server's
+    ``Limits.max_connections``, so one caller could otherwise take them all)."""
+    max_event_bytes_per_run: int = 4 * 1024 * 1024
+    """The bytes of events one run keeps (the oldest dropped past it, as past
+    ``max_events_per_run``): 2,000 events of tool calls can hold megabytes."""
+    max_kept_bytes: int = 64 * 1024 * 1024
+    """The bytes of every run kept (events and outputs): past it the oldest finished go first."""
 
 
 class Refused(Exception):
@@ -115,6 +124,26 @@ def event_json(event: Any) -> dict[str, Any]:
         else:
             data[f.name] = wire_value(value, 1)
     return data
+
+
+def request_view(request: Any) -> Any:
+    """A review's request as its reviewer reads it: every text without the characters that hide
+    or reorder what is shown (``redaction.drop_hidden``: a bidi override in a tool's arguments
+    would show the reviewer another address than the one the call uses), then redacted and
+    bounded (``wire_value``), as every review channel shows it (``_ag_ui_review.shown``)."""
+    return wire_value(_hidden_dropped(request))
+
+
+def _hidden_dropped(value: Any, depth: int = 0) -> Any:
+    if isinstance(value, str):
+        return drop_hidden(value)
+    if depth >= MAX_DEPTH:
+        return value  # wire_value shows it as bounded text
+    if isinstance(value, Mapping):
+        return {k: _hidden_dropped(v, depth + 1) for k, v in list(value.items())[:MAX_ITEMS]}
+    if isinstance(value, list | tuple):
+        return [_hidden_dropped(v, depth + 1) for v in list(value)[:MAX_ITEMS]]
+    return value
 
 
 def output_view(ensemble: Any, output: EnsembleOutput) -> dict[str, Any]:
@@ -183,6 +212,10 @@ class RunRecord:
     """The book holding this run: it indexes the run's reviews and learns when it ends."""
     built: Any = None
     """The ensemble this run runs (plain mode): its tools check a reviewer's edit."""
+    event_bytes: int = 0
+    """The bytes of the events kept."""
+    output_bytes: int = 0
+    """The bytes of the output kept (once finished)."""
 
     # -- events ---------------------------------------------------------------------------
 
@@ -199,9 +232,14 @@ class RunRecord:
         """Number and keep one event (the oldest dropped past the bound); wake the streams."""
         text = json.dumps(data, ensure_ascii=True, separators=(",", ":"))
         self.events.append((self.next_id, text))
+        self.event_bytes += len(text)
         self.next_id += 1
-        while len(self.events) > self.limits.max_events_per_run:
-            self.events.popleft()
+        limits = self.limits
+        while len(self.events) > 1 and (
+            len(self.events) > limits.max_events_per_run
+            or self.event_bytes > limits.max_event_bytes_per_run
+        ):
+            self.event_bytes -= len(self.events.popleft()[1])
         self.wake.set()
         self.wake = asyncio.Event()
 
@@ -229,7 +267,7 @@ class RunRecord:
         review = Review(
             id=secrets.token_urlsafe(16),
             run_id=self.id,
-            request=request_to_json(request),
+            request=request_view(request_to_json(request)),
             deadline=None if seconds is None else time.time() + seconds,
             answer=self.loop.create_future(),
         )
@@ -286,7 +324,12 @@ class RunRecord:
             self.finish("failed", error=why)
             return
         self.output = output_view(ensemble, output)
+        self.output_bytes = len(json.dumps(self.output, ensure_ascii=True))
         self.finish("succeeded")
+
+    def size(self) -> int:
+        """The bytes this run holds (its events and output), for the book's bound."""
+        return self.event_bytes + self.output_bytes
 
     def view(self) -> dict[str, Any]:
         return {
@@ -339,6 +382,12 @@ def checked_decision(body: Any, tool: Any = None) -> dict[str, Any]:
         decision = decision_to_json(decision_from_json(wanted))
     except ReviewProtocolError as error:
         raise Refused(400, str(error)) from None
+    for name in ("revised_output", "reason"):  # bounded as every text a caller gives a run
+        size = len(decision.get(name) or "")
+        if size > MAX_ARGUMENT_CHARS:
+            edited_arguments = name == "revised_output" and "arguments" in body
+            what = "'arguments' (as JSON)" if edited_arguments else repr(name)
+            raise Refused(400, f"{what} is {size} characters; the limit is {MAX_ARGUMENT_CHARS}")
     if decision["decision"] == "edit" and tool is not None:
         check_tool_edit(tool, decision["revised_output"])
     return decision
@@ -473,18 +522,21 @@ class RunBook:
         self.finished[record.id] = record.finished_at or time.time()
 
     def prune(self, room: int = 0) -> None:
-        """Drop expired finished runs, and the oldest finished while over the bound (with
-        ``room`` for runs about to be added); the oldest finished first, so it stops at the
-        first one kept."""
+        """Drop expired finished runs, and the oldest finished while over the bounds (count, with
+        ``room`` for runs about to be added, and bytes); the oldest finished first, so it stops
+        at the first one kept."""
         now = time.time()
         limits = self.limits
+        kept = sum(record.size() for record in self.runs.values()) if self.finished else 0
         while self.finished:
             run_id, done = next(iter(self.finished.items()))
-            over = len(self.runs) + room > limits.max_runs
+            over = len(self.runs) + room > limits.max_runs or kept > limits.max_kept_bytes
             if not over and now - done < limits.finished_run_ttl:
                 return
             del self.finished[run_id]
             record = self.runs.pop(run_id, None)
+            if record is not None:
+                kept -= record.size()
             for review_id in record.reviews if record is not None else ():
                 self.reviews.pop(review_id, None)
 
@@ -501,6 +553,7 @@ __all__ = [
     "event_json",
     "find_tool",
     "output_view",
+    "request_view",
     "usage_view",
     "wire_value",
 ]

@@ -25,6 +25,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+from collections import Counter
 from collections.abc import AsyncIterator, Callable, Mapping
 from typing import Any
 
@@ -83,6 +84,21 @@ def _not_found(what: str = "run") -> JSONResponse:
     return JSONResponse({"error": f"no {what} with that id (of yours)"}, status_code=404)
 
 
+class _Watched(StreamingResponse):
+    """An event stream that holds one of its caller's stream places until it ends, however it
+    ends (read to its end, the client gone, the server stopping)."""
+
+    def __init__(self, content: AsyncIterator[str], release: Callable[[], None]) -> None:
+        super().__init__(content, media_type="text/event-stream", headers=SSE_HEADERS)
+        self.release = release
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        try:
+            await super().__call__(scope, receive, send)
+        finally:
+            self.release()
+
+
 class _RunAPI:
     """The routes' shared state: the ensembles, their inputs, the runs held."""
 
@@ -97,6 +113,7 @@ class _RunAPI:
         self.runtime = durable
         self.durable: Any = None
         self.stopping = False
+        self.streams: Counter[str] = Counter()  # caller -> event streams open
 
     def durable_runs(self) -> Any:
         if self.runtime is not None and self.durable is None:
@@ -216,11 +233,19 @@ class _RunAPI:
         last = _last_event_id(request)
         if record.state in FINISHED and not record.since(last) and last > 0:
             return Response(status_code=204)  # past the end: an EventSource stops here
-        return StreamingResponse(
-            self._stream(record, last),
-            media_type="text/event-stream",
-            headers=SSE_HEADERS,
-        )
+        caller = record.owner
+        most = self.limits.max_streams_per_caller
+        if self.streams[caller] >= most:
+            return _refused(
+                Refused(429, f"you already hold {most} event streams open: close one first")
+            )
+        self.streams[caller] += 1
+        return _Watched(self._stream(record, last), lambda: self._closed_stream(caller))
+
+    def _closed_stream(self, caller: str) -> None:
+        self.streams[caller] -= 1
+        if self.streams[caller] <= 0:
+            del self.streams[caller]
 
     async def _stream(self, record: RunRecord, last: int) -> AsyncIterator[str]:
         chunk = ["retry: 1000\n\n"]
@@ -421,6 +446,7 @@ def openapi_description(templates: Mapping[str, Any]) -> dict[str, Any]:
                     "responses": {
                         "200": {"description": "text/event-stream of JSON events"},
                         "204": {"description": "the run ended before Last-Event-ID"},
+                        "429": answer("too many event streams of this caller open", error),
                         **refusals,
                     },
                 }

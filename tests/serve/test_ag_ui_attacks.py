@@ -183,3 +183,31 @@ def test_text_shown_to_the_reviewer_is_cleaned_and_bounded() -> None:
     for character in ("\u202e", "\u200b", "\x1b"):
         assert character not in interrupt.message
     assert len(interrupt.message) <= 9_100 and interrupt.message.endswith("(truncated)")
+
+
+def test_tool_names_and_call_ids_from_the_model_are_redacted() -> None:
+    # the model names a tool the crew has not and chooses call ids: both are model text
+    from agentensemble.llm.types import ChatResponse, ToolCall
+    from agentensemble.redaction import register_secret
+
+    secret = "sk-ag-ui-tool-secret-0123456789abcdef"
+    register_secret(secret)
+
+    def calling(name: str, number: int, **arguments: str) -> ChatResponse:
+        call = ToolCall(id=f"{secret}-{number}", name=name, arguments=json.dumps(arguments))
+        return ChatResponse(tool_calls=[call], finish_reason="tool_calls")
+
+    model = ScriptedChatModel(
+        [calling(secret, 1), calling("send_mail", 2, to="ann@example.com", body="hi"), "done"]
+    )
+    with served(lambda: mail_crew(model=model)) as url:
+        answer = post(url, run_input(messages=[user("x")]))
+    [interrupt] = answer.interrupts
+    sent = json.dumps([event.model_dump(mode="json") for event in answer.events])
+    assert secret not in sent
+    started = [event.tool_call_id for event in answer.of("TOOL_CALL_START")]
+    ended = [event.tool_call_id for event in answer.of("TOOL_CALL_END")]
+    assert started == ended and len(set(started)) == 2  # each call's events still match
+    assert [event.tool_call_name for event in answer.of("TOOL_CALL_START")] == ["***", "send_mail"]
+    assert answer.of("TOOL_CALL_RESULT")[0].tool_call_id == started[0]
+    assert interrupt.tool_call_id == started[1]  # the interrupt names the call as streamed

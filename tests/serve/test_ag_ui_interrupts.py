@@ -5,6 +5,8 @@ nobody answers ends by its timeout; a new run on the thread abandons the waiting
 
 from __future__ import annotations
 
+import asyncio
+import threading
 import time
 from typing import Any
 
@@ -14,7 +16,7 @@ from ag_ui_helpers import mail_crew, post, resume, run_input, served, user
 from agentensemble import Agent, Ensemble, Task
 from agentensemble.events import ReviewDecided
 from agentensemble.serve import AGUIReviewHandler
-from agentensemble.testing import ScriptedChatModel, tool_call
+from agentensemble.testing import FunctionChatModel, ScriptedChatModel, tool_call
 from agentensemble_review import Review
 
 START = run_input(messages=[user("the picnic")])
@@ -123,6 +125,11 @@ REFUSED = [
         {"approved": True, "editedOutput": "x"},
         "takes editedArgs",
     ),
+    (
+        "edited arguments of megabytes",
+        {"approved": True, "editedArgs": {"to": "ann@example.com", "body": "b" * 1_000_000}},
+        "editedArgs are 1000037 characters as JSON; the limit is 100000",
+    ),
 ]
 
 
@@ -201,6 +208,36 @@ def test_a_review_nobody_answers_ends_by_its_timeout_and_a_late_answer_is_gone()
     # the timeout stopped the run (on_timeout: exit early): the interrupt is closed or gone
     assert late.status in (409, 410), late
     assert "timed out" in late.error or "no run of thread" in late.error
+
+
+def test_a_review_that_times_out_with_no_stream_ends_its_run_even_when_told_to_go_on() -> None:
+    # on_timeout "continue": the run would go on for nobody (no stream can read it again),
+    # holding its thread (409) and a run place of its caller for as long as it ran
+    went_on = threading.Event()
+
+    async def model(messages: Any, tools: Any) -> str:
+        if "Polish" in str(messages):  # the second task: only reached if the run went on
+            went_on.set()
+            await asyncio.Event().wait()  # until cancelled
+        return "A draft."
+
+    agent = Agent(role="Writer", goal="Write", llm=FunctionChatModel(model))
+    gated = Review.required(timeout=0.3, on_timeout="continue")
+    first = Task(description="Draft {topic}", expected_output="A line", agent=agent, review=gated)
+    then = Task(description="Polish it", expected_output="A line", agent=agent, context=[first])
+    crew = Ensemble(tasks=[first, then], review_handler=AGUIReviewHandler())
+    with served(crew) as url:
+        [interrupt] = post(url, START).interrupts
+        deadline = time.monotonic() + 10
+        late = resume(url, interrupt, None)  # unreadable: refused (422) while the review is open
+        while late.status in (422, 410) and time.monotonic() < deadline:  # 410: closed, held
+            time.sleep(0.05)
+            late = resume(url, interrupt, None)
+        again = post(url, run_input(run="r2", messages=[user("again")]))
+    assert late.status == 409 and "no run of thread" in late.error  # the run is gone
+    assert again.status == 200, again.error  # the thread took a new run
+    assert again.last.outcome.type == "interrupt"  # (which reached its own review)
+    assert not went_on.is_set()
 
 
 def test_a_new_run_on_the_thread_abandons_the_waiting_one() -> None:

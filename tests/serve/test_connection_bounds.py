@@ -9,6 +9,7 @@ import socket
 import time
 from typing import Any
 
+import pytest
 from serve_helpers import hardened_serving
 
 from agentensemble import Agent, Ensemble, Task
@@ -212,3 +213,85 @@ def test_a_body_trickled_after_an_early_answer_cannot_hold_the_connection() -> N
                 closed = True
     assert refused.startswith(b"HTTP/1.1 413")
     assert closed
+
+
+def _crew() -> Ensemble:
+    model = ScriptedChatModel(["x"])
+    return Ensemble(
+        tasks=[
+            Task(
+                description="W {topic}",
+                expected_output="x",
+                agent=Agent(role="W", goal="W", llm=model),
+            )
+        ]
+    )
+
+
+@pytest.mark.parametrize("surface", ["run-api", "ag-ui"])
+def test_a_body_trickled_before_any_answer_cannot_hold_the_connection(surface: str) -> None:
+    """The header deadline ended with the headers: a body under the size bound sent a byte at a
+    time held its connection for ever while the app waited for it, so the connection cap's
+    worth of them locked every caller out. The body now has a deadline of its own (408)."""
+    from agentensemble.serve import ag_ui_app, run_api
+
+    limits = Limits(header_timeout=1.0)  # body_timeout: the header deadline by default
+    app, path = (
+        (run_api({"crew": _crew}, limits=limits), "/runs")
+        if surface == "run-api"
+        else (ag_ui_app(_crew, limits=limits), "/")
+    )
+    with (
+        hardened_serving(app) as port,
+        socket.create_connection(("127.0.0.1", port), timeout=WAIT) as sock,
+    ):
+        sock.sendall(
+            f"POST {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+            "Content-Length: 1000\r\n\r\n".encode()
+        )
+        answered = b""
+        closed = False
+        deadline = time.monotonic() + WAIT
+        while not closed and time.monotonic() < deadline:  # a byte at a time, until cut off
+            try:
+                sock.sendall(b" ")
+                sock.settimeout(0.2)
+                chunk = sock.recv(4096)
+                answered += chunk
+                closed = chunk == b""
+            except TimeoutError:
+                continue
+            except ConnectionError:
+                closed = True
+    assert answered.startswith(b"HTTP/1.1 408"), answered[:100]
+    assert b"the body did not arrive within 1 s" in answered
+    assert closed
+
+
+def test_the_review_server_drops_a_trickled_body() -> None:
+    """The stdlib review server read a body under the socket timeout alone, which restarts with
+    every byte: a body trickled a byte at a time held a thread and a connection for ever."""
+    from agentensemble_review.server import ReviewServer
+
+    server = ReviewServer(port=0, token="review-token-long-enough")
+    server.bind()
+    assert server._httpd is not None
+    server._httpd.limits = Limits(header_timeout=1.0)
+    with server, socket.create_connection(("127.0.0.1", server.port), timeout=WAIT) as sock:
+        sock.sendall(
+            b"POST /reviews HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+            b"Content-Length: 1000\r\n\r\n"
+        )
+        closed = False
+        deadline = time.monotonic() + WAIT
+        while not closed and time.monotonic() < deadline:  # a byte at a time, until cut off
+            try:
+                sock.sendall(b" ")
+                sock.settimeout(0.2)
+                closed = sock.recv(4096) == b""
+            except TimeoutError:
+                continue
+            except ConnectionError:
+                closed = True
+        assert closed
+        assert get(server.port, "/health").startswith(b"HTTP/1.")  # still serving

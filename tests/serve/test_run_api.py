@@ -6,6 +6,7 @@ and what another caller, a bad body or a foreign page gets."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import threading
 import time
@@ -20,7 +21,13 @@ from serve_helpers import hardened_serving
 from agentensemble import Agent, Ensemble, Task
 from agentensemble.errors import ConfigurationError
 from agentensemble.serve import RunAPIReviewHandler, RunLimits, run_api
-from agentensemble.testing import FunctionChatModel, ScriptedChatModel, text, tool_call
+from agentensemble.testing import (
+    FunctionChatModel,
+    ScriptedChatModel,
+    text,
+    tool_call,
+    tool_calls,
+)
 from agentensemble.tools import tool
 from agentensemble_review import Review
 
@@ -247,6 +254,11 @@ BAD_DECISIONS = [
     ({"decision": "reject", "reason": ["x"]}, "'reason' that is not a string"),
     ({"decision": "approve", "approved": True}, "unknown field(s) 'approved'"),
     (["approve"], "must be a JSON object"),
+    (  # a reviewer's text is bounded as a run's inputs are
+        {"decision": "edit", "revised_output": "x" * 100_001},
+        "'revised_output' is 100001 characters; the limit is 100000",
+    ),
+    ({"decision": "reject", "reason": "x" * 100_001}, "'reason' is 100001 characters"),
 ]
 
 
@@ -273,6 +285,7 @@ def test_an_edited_tool_call_is_checked_against_the_tools_schema(base: str) -> N
         for arguments, message in [
             ({"copies": 2}, "text"),
             ({"text": "x", "copies": "many"}, "copies"),
+            ({"text": "x" * 100_000}, "'arguments' (as JSON) is 100012 characters"),
         ]:
             answer = http.post(url, json={"decision": "edit", "arguments": arguments})
             assert answer.status_code == 400 and message in answer.json()["error"], answer.text
@@ -452,6 +465,37 @@ def test_a_runs_event_buffer_is_bounded_and_a_stream_says_what_it_missed() -> No
     assert "events were dropped (the buffer bound)" in resumed.text
 
 
+@tool
+def fetch(url: str) -> str:
+    """Fetch a page.
+
+    Args:
+        url: the page
+    """
+    return "p" * 19_000
+
+
+def test_a_runs_events_are_bounded_in_bytes_too() -> None:
+    # calls of a big page (the agent's call limit ends the run): about 7 MB of events in under
+    # 200, well under max_events_per_run, kept ten minutes a finished run, a thousand runs kept
+    def reading() -> Ensemble:
+        calls = tool_calls(*[("fetch", {"url": "u" * 19_000})] * 50)
+        model = ScriptedChatModel([calls, calls, calls, calls, text("read")])
+        agent = Agent(role="Reader", goal="Read {topic}", llm=model, tools=[fetch])
+        task = Task(description="Read {topic}.", expected_output="A line.", agent=agent)
+        return Ensemble(tasks=[task])
+
+    app = run_api({"reading": reading}, token=TOKENS)
+    with hardened_serving(app) as port, client(f"http://127.0.0.1:{port}") as http:
+        run_id = submit(http, "reading")
+        wait_for(http, run_id, "succeeded", "failed")
+        kept = http.get(f"/runs/{run_id}/events")
+        resumed = http.get(f"/runs/{run_id}/events", headers={"Last-Event-ID": "1"})
+    assert len(kept.content) <= 4 * 1024 * 1024 + 64 * 1024  # max_event_bytes_per_run, framing
+    assert kept.text.rstrip().endswith('{"type":"RunState","state":"failed"}')  # the newest kept
+    assert "events were dropped (the buffer bound)" in resumed.text
+
+
 def test_a_review_past_its_timeout_or_of_a_cancelled_run_takes_no_decision(base: str) -> None:
     with client(base) as http:
         timed_out = submit(http, "briefly")
@@ -466,3 +510,71 @@ def test_a_review_past_its_timeout_or_of_a_cancelled_run_takes_no_decision(base:
     assert "ReviewTimedOut" in events_of_timed_out
     assert late.status_code == 410
     assert "no longer pending" in late.json()["error"]
+
+
+def test_text_shown_to_the_reviewer_is_cleaned_and_bounded() -> None:
+    # a bidi override would show the reviewer another address than the one the call uses
+    hidden = "ann@example.com\u202e\u200b\x1b[31m" + "z" * 30_000
+
+    def hiding() -> Ensemble:
+        model = ScriptedChatModel([tool_call("publish", {"text": hidden}), text("done")])
+        agent = Agent(role="Publisher", goal="Publish {topic}", llm=model, tools=[publish])
+        task = Task(description="Publish {topic}.", expected_output="Done.", agent=agent)
+        return Ensemble(tasks=[task], review_handler=RunAPIReviewHandler())
+
+    app = run_api({"hiding": hiding}, token=TOKENS)
+    with hardened_serving(app) as port, client(f"http://127.0.0.1:{port}") as http:
+        run_id = submit(http, "hiding")
+        review = pending_review(http, run_id)
+        http.post(f"/runs/{run_id}/cancel", json={})
+        wait_for(http, run_id, "cancelled")
+        [pending] = [data for _, data in events(http, run_id) if data["type"] == "ReviewPending"]
+    for shown in (review["request"], pending["review"]["request"]):
+        for character in ("\u202e", "\u200b", "\x1b"):
+            assert character not in json.dumps(shown, ensure_ascii=False)
+        assert shown["output"].startswith('{"text": "ann@example.com\\u001b[31mzzz')  # as JSON
+        assert len(shown["output"]) < 20_100 and shown["output"].endswith("[truncated]")
+
+
+def test_a_durable_review_is_shown_as_a_plain_one() -> None:
+    from agentensemble.serve._run_api_durable import review_view
+
+    request = {"output": "to ann@example.com\u202e\u200b" + "z" * 30_000, "tool_name": "publish"}
+    shown = review_view("run", {"review_id": "run:1", "state": "pending", "request": request})
+    assert shown["request"]["output"].startswith("to ann@example.comzzz")
+    assert len(shown["request"]["output"]) < 20_100
+
+
+def test_a_caller_holds_a_bounded_number_of_event_streams_open() -> None:
+    # each stream holds a connection: one caller must not take every one the server has
+    STARTED.clear()
+    app = run_api({"slow": slow}, token=TOKENS)
+    with (
+        hardened_serving(app) as port,
+        client(f"http://127.0.0.1:{port}") as alice,
+        client(f"http://127.0.0.1:{port}", BOB) as bob,
+        contextlib.ExitStack() as held,
+    ):
+        run_id = submit(alice, "slow")
+        theirs = submit(bob, "slow")
+        opened = 0
+        while opened < 64:
+            stream = held.enter_context(alice.stream("GET", f"/runs/{run_id}/events"))
+            if stream.status_code != 200:
+                break
+            opened += 1
+        assert stream.status_code == 429, f"{opened} streams of one caller were all opened"
+        assert "event streams open" in stream.read().decode()
+        assert opened == RunLimits().max_streams_per_caller
+        with bob.stream("GET", f"/runs/{theirs}/events") as other:
+            assert other.status_code == 200  # another caller's bound is its own
+        held.close()  # alice closes hers: her places come back
+        deadline = time.monotonic() + WAIT
+        while time.monotonic() < deadline:
+            with alice.stream("GET", f"/runs/{run_id}/events") as again:
+                if again.status_code == 200:
+                    break
+            time.sleep(0.02)
+        assert again.status_code == 200
+        for caller, ran in ((alice, run_id), (bob, theirs)):
+            caller.post(f"/runs/{ran}/cancel", json={})
