@@ -343,8 +343,14 @@ class HeadDeadline(BaseHTTPRequestHandler):
             timer.cancel()
 
     def parse_request(self) -> bool:
-        self._head_timer.cancel()  # the head is in: the deadline is met
-        return super().parse_request()
+        # the stdlib reads the header lines inside ``parse_request``, after the request line:
+        # the deadline holds until they are all in (cancelled before, a slowloris sending a
+        # request line and then a header byte now and then was cut only by the socket timeout,
+        # which restarts with every byte)
+        try:
+            return super().parse_request()
+        finally:
+            self._head_timer.cancel()  # the head is in: the deadline is met
 
     def _too_slow(self) -> None:
         with contextlib.suppress(OSError):

@@ -91,6 +91,26 @@ def answers_until_closed(socks: list[socket.socket]) -> list[bytes]:
     return [received[sock] for sock in socks]
 
 
+def trickled_until_closed(sock: socket.socket, piece: bytes) -> tuple[bool, bytes]:
+    """Send ``piece`` every 0.2 s until the server closes the connection or ``WAIT`` passes:
+    whether it closed, and what it answered first."""
+    answered = b""
+    deadline = time.monotonic() + WAIT
+    while time.monotonic() < deadline:
+        try:
+            sock.sendall(piece)
+            sock.settimeout(0.2)
+            chunk = sock.recv(4096)
+        except TimeoutError:
+            continue
+        except ConnectionError:
+            return True, answered
+        if not chunk:
+            return True, answered
+        answered += chunk
+    return False, answered
+
+
 def slowloris(port: int, count: int) -> list[bytes]:
     """``count`` connections that never finish their headers; what each got before it closed."""
     slow = []
@@ -200,17 +220,7 @@ def test_a_body_trickled_after_an_early_answer_cannot_hold_the_connection() -> N
             b"Content-Length: 100000\r\n\r\n"
         )
         refused = response(sock)
-        closed = False
-        deadline = time.monotonic() + WAIT
-        while not closed and time.monotonic() < deadline:  # a byte at a time, until cut off
-            try:
-                sock.sendall(b"x")
-                sock.settimeout(0.2)
-                closed = sock.recv(100) == b""
-            except TimeoutError:
-                continue
-            except ConnectionError:
-                closed = True
+        closed, _ = trickled_until_closed(sock, b"x")  # a byte at a time, until cut off
     assert refused.startswith(b"HTTP/1.1 413")
     assert closed
 
@@ -249,20 +259,7 @@ def test_a_body_trickled_before_any_answer_cannot_hold_the_connection(surface: s
             f"POST {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
             "Content-Length: 1000\r\n\r\n".encode()
         )
-        answered = b""
-        closed = False
-        deadline = time.monotonic() + WAIT
-        while not closed and time.monotonic() < deadline:  # a byte at a time, until cut off
-            try:
-                sock.sendall(b" ")
-                sock.settimeout(0.2)
-                chunk = sock.recv(4096)
-                answered += chunk
-                closed = chunk == b""
-            except TimeoutError:
-                continue
-            except ConnectionError:
-                closed = True
+        closed, answered = trickled_until_closed(sock, b" ")  # a byte at a time, until cut off
     assert answered.startswith(b"HTTP/1.1 408"), answered[:100]
     assert b"the body did not arrive within 1 s" in answered
     assert closed
@@ -282,16 +279,23 @@ def test_the_review_server_drops_a_trickled_body() -> None:
             b"POST /reviews HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
             b"Content-Length: 1000\r\n\r\n"
         )
-        closed = False
-        deadline = time.monotonic() + WAIT
-        while not closed and time.monotonic() < deadline:  # a byte at a time, until cut off
-            try:
-                sock.sendall(b" ")
-                sock.settimeout(0.2)
-                closed = sock.recv(4096) == b""
-            except TimeoutError:
-                continue
-            except ConnectionError:
-                closed = True
+        closed, _ = trickled_until_closed(sock, b" ")  # a byte at a time, until cut off
+        assert closed
+        assert get(server.port, "/health").startswith(b"HTTP/1.")  # still serving
+
+
+def test_the_review_server_drops_headers_trickled_after_the_request_line() -> None:
+    """The stdlib reads the header lines inside ``parse_request``, after the request line; the
+    head deadline was cancelled as it began, so a request line followed by a header byte now and
+    then was cut only by the socket timeout, which restarts with every byte: held for ever."""
+    from agentensemble_review.server import ReviewServer
+
+    server = ReviewServer(port=0, token="review-token-long-enough")
+    server.bind()
+    assert server._httpd is not None
+    server._httpd.limits = Limits(header_timeout=1.0)
+    with server, socket.create_connection(("127.0.0.1", server.port), timeout=WAIT) as sock:
+        sock.sendall(b"GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Slow: ")
+        closed, _ = trickled_until_closed(sock, b"a")  # never ends its header line
         assert closed
         assert get(server.port, "/health").startswith(b"HTTP/1.")  # still serving
