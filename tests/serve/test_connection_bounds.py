@@ -212,3 +212,53 @@ def test_a_body_trickled_after_an_early_answer_cannot_hold_the_connection() -> N
                 closed = True
     assert refused.startswith(b"HTTP/1.1 413")
     assert closed
+
+
+def trickled_until_closed(sock: socket.socket) -> bytes:
+    """Send a byte of body at a time until the server closes; what it answered ("" if nothing).
+    Fails if the connection is still open after WAIT."""
+    answer = b""
+    deadline = time.monotonic() + WAIT
+    sock.settimeout(0.2)
+    while time.monotonic() < deadline:
+        try:
+            sock.sendall(b" ")
+            chunk = sock.recv(4096)
+        except TimeoutError:
+            continue
+        except ConnectionError:
+            return answer
+        if not chunk:
+            return answer
+        answer += chunk
+    raise AssertionError("a trickled body held the connection open")
+
+
+def test_a_body_trickled_a_byte_at_a_time_cannot_hold_the_connection() -> None:
+    """Headers in time, then a declared body a byte at a time: every byte kept the connection
+    (and one of ``max_connections``) for ever, a slowloris on the body instead of the head. The
+    body now has its own deadline (408 and closed); a body sent in time is served."""
+    limits = Limits(body_timeout=1.0)
+    head = (
+        "POST / HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+        "Content-Length: {}\r\n\r\n"
+    )
+    with hardened_serving(agent(limits), lifespan="off") as port:
+        with socket.create_connection(("127.0.0.1", port), timeout=WAIT) as sock:
+            sock.sendall(head.format(1000).encode())
+            answer = trickled_until_closed(sock)
+        with socket.create_connection(("127.0.0.1", port), timeout=WAIT) as sock:
+            sock.sendall(
+                b"POST / HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+                b"Transfer-Encoding: chunked\r\n\r\n"
+            )
+            chunked = trickled_until_closed(sock)  # a chunked body that never ends: the same
+        with socket.create_connection(("127.0.0.1", port), timeout=WAIT) as sock:
+            body = b'{"jsonrpc": "2.0", "id": 1, "method": "GetTask", "params": {"id": "x"}}'
+            sock.sendall(head.format(len(body)).encode())
+            for byte in body:  # in pieces, within the deadline
+                sock.sendall(bytes([byte]))
+            served = response(sock)
+    assert answer.startswith(b"HTTP/1.1 408") or answer == b""
+    assert chunked.startswith(b"HTTP/1.1 408") or chunked == b""
+    assert served.startswith(b"HTTP/1.1 200")
