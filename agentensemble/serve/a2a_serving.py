@@ -86,6 +86,8 @@ from agentensemble.workflows.step import step_kind, step_label
 TEXT = "text/plain"
 JSON = "application/json"
 SURFACE = declare_surface("a2a", "an ensemble as an A2A agent (a2a_app, serve-a2a)")
+_ADMITTED = "agentensemble_admitted"
+"""``ServerCallContext.state`` key: this request holds a place in its caller's share."""
 FINISHED = frozenset(
     {
         TaskState.TASK_STATE_COMPLETED,
@@ -137,18 +139,46 @@ class OwnedTaskStore(InMemoryTaskStore):
         self.limits = limits
         # (owner, task id) -> (size in bytes, when it finished or None while running)
         self._kept: OrderedDict[tuple[str, str], tuple[int, float | None]] = OrderedDict()
+        # owner -> requests admitted whose task is not saved yet (see ``admit``)
+        self._admitted: dict[str, int] = {}
+
+    def admit(self, context: ServerCallContext) -> None:
+        """Count a request's task against its caller's share from now on (its first save
+        takes the place over), or refuse it: checked and taken with no await in between, so
+        requests arriving together cannot all pass before any task is saved."""
+        owner = context.user.user_name
+        most = self.limits.max_running_per_caller
+        if self.running(owner) >= most:
+            raise InvalidRequestError(
+                message=f"you already run {most} tasks: wait for one to finish or cancel one"
+            )
+        self._admitted[owner] = self._admitted.get(owner, 0) + 1
+        context.state[_ADMITTED] = True
+
+    def release(self, context: ServerCallContext) -> None:
+        """Give back a request's place if its task was never saved (refused, failed)."""
+        if context.state.pop(_ADMITTED, False):
+            owner = context.user.user_name
+            left = self._admitted.get(owner, 1) - 1
+            if left > 0:
+                self._admitted[owner] = left
+            else:
+                self._admitted.pop(owner, None)
 
     async def save(self, task: Task, context: ServerCallContext) -> None:
         await super().save(task, context)
         key = (context.user.user_name, task.id)
+        if key not in self._kept:
+            self.release(context)  # the task itself counts from now on
         finished = time.monotonic() if task.status.state in FINISHED else None
         self._kept[key] = (task.ByteSize(), finished)
         self._kept.move_to_end(key)
         await self._prune()
 
     def running(self, owner: str) -> int:
-        """How many of ``owner``'s tasks have not finished."""
-        return sum(1 for (who, _), (_, done) in self._kept.items() if who == owner and not done)
+        """How many of ``owner``'s tasks have not finished (or are admitted, not yet saved)."""
+        kept = sum(1 for (who, _), (_, done) in self._kept.items() if who == owner and not done)
+        return kept + self._admitted.get(owner, 0)
 
     async def _prune(self) -> None:
         limits = self.limits
@@ -178,22 +208,21 @@ class _OwnedRequests(DefaultRequestHandler):
         )
 
     async def on_message_send(self, params: SendMessageRequest, context: ServerCallContext) -> Any:
-        self._check_running(context)
-        return await super().on_message_send(params, context)
+        self._owned.admit(context)
+        try:
+            return await super().on_message_send(params, context)
+        finally:
+            self._owned.release(context)
 
     async def on_message_send_stream(
         self, params: SendMessageRequest, context: ServerCallContext
     ) -> Any:
-        self._check_running(context)
-        async for event in super().on_message_send_stream(params, context):
-            yield event
-
-    def _check_running(self, context: ServerCallContext) -> None:
-        most = self._owned.limits.max_running_per_caller
-        if self._owned.running(context.user.user_name) >= most:
-            raise InvalidRequestError(
-                message=f"you already run {most} tasks: wait for one to finish or cancel one"
-            )
+        self._owned.admit(context)
+        try:
+            async for event in super().on_message_send_stream(params, context):
+                yield event
+        finally:
+            self._owned.release(context)
 
 
 def agent_card(ensemble: Ensemble, *, name: str, description: str, url: str) -> AgentCard:

@@ -200,3 +200,60 @@ async def test_a_caller_runs_a_bounded_number_of_tasks_at_once() -> None:
     assert "task" in first["result"]
     assert "result" not in second and "already run 1 tasks" in second["error"]["message"]
     assert "task" in other["result"]
+
+
+@pytest.mark.parametrize("method", ["SendMessage", "SendStreamingMessage"])
+async def test_requests_sent_together_cannot_pass_the_running_cap_at_once(method: str) -> None:
+    """Each request was checked before any of them had saved its task: 20 sent together all
+    started, whatever the cap. Now a place is taken when a request is admitted."""
+    release = asyncio.Event()
+    calls: list[int] = []
+
+    async def answer(messages: Any, tools: Any) -> str:
+        calls.append(1)
+        if len(calls) >= 2:  # the two the cap lets in have reached the model
+            release.set()
+        await release.wait()
+        return "a line"
+
+    def waiting() -> Ensemble:
+        agent = Agent(role="Writer", goal="Write", llm=FunctionChatModel(answer))
+        task = Task(description="Write about {topic}", expected_output="a line", agent=agent)
+        return Ensemble(tasks=[task])
+
+    served = a2a_app(
+        waiting,
+        name="writer",
+        description="writes",
+        url=URL,
+        token=TOKENS,
+        task_limits=TaskLimits(max_running_per_caller=2),
+    )
+
+    def at_once(text: str) -> dict[str, Any]:
+        request = send(text)
+        request["method"] = method
+        request["params"]["configuration"] = {"returnImmediately": True}
+        return request
+
+    async def first_event(http: httpx.AsyncClient, text: str) -> str:
+        async with http.stream("POST", "/", json=at_once(text)) as answer:
+            async for line in answer.aiter_lines():
+                if line.strip():
+                    return line  # a JSON answer, or a stream's first event
+        return ""
+
+    async with client(served, "alice") as alice:  # (a stream is read whole once released)
+        answers = await asyncio.gather(*(first_event(alice, f"topic {n}") for n in range(20)))
+    started_ = [answer for answer in answers if '"result"' in answer]
+    refused = [answer for answer in answers if "you already run 2 tasks" in answer]
+    assert len(started_) == 2 and len(refused) == 18
+
+
+async def test_a_refused_or_finished_request_gives_its_place_back() -> None:
+    served = app(task_limits=TaskLimits(max_running_per_caller=1))
+    async with client(served) as http:
+        for n in range(4):  # one at a time: each finishes (or is refused) and frees its place
+            bad = (await http.post("/", json=rpc("SendMessage", {"message": {}}))).json()
+            assert "error" in bad
+            await started(http, f"topic {n}")
