@@ -254,6 +254,9 @@ class _SessionCap:
     app: ASGIApp
     limits: SessionLimits
     used: dict[str, tuple[str, float]] = field(default_factory=dict)  # id -> (caller, last use)
+    # caller -> requests opening a session whose id has not come back yet: counted with
+    # ``used``, taken with no await after the check (requests sent together all passed it)
+    opening: dict[str, int] = field(default_factory=dict)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -278,6 +281,7 @@ class _SessionCap:
             await self.app(scope, receive, send)
             return
         mine = sum(1 for who, _ in self.used.values() if who == caller)
+        mine += self.opening.get(caller, 0)
         if scope["method"] == "POST" and mine >= self.limits.max_sessions_per_caller:
             await refuse(
                 send,
@@ -285,15 +289,29 @@ class _SessionCap:
                 f"you have {mine} open MCP sessions: close one (DELETE) or reuse one",
             )
             return
+        self.opening[caller] = self.opening.get(caller, 0) + 1
+        pending = True
+
+        def opened() -> None:
+            nonlocal pending
+            if pending:
+                pending = False
+                left = self.opening.pop(caller) - 1
+                if left:
+                    self.opening[caller] = left
 
         async def counting(message: Message) -> None:
             if message["type"] == "http.response.start":
                 for key, value in message.get("headers", []):
                     if key.lower() == SESSION_HEADER.encode():
                         self.used[value.decode("latin-1")] = (caller, time.monotonic())
+                opened()  # the session (if any) now counts in ``used``
             await send(message)
 
-        await self.app(scope, receive, counting)
+        try:
+            await self.app(scope, receive, counting)
+        finally:
+            opened()
 
     def _forget_idle(self, now: float) -> None:
         idle = [

@@ -5,6 +5,7 @@ A real uvicorn server on 127.0.0.1 through the hardened setup."""
 
 from __future__ import annotations
 
+import asyncio
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -95,3 +96,25 @@ def test_idle_sessions_expire() -> None:
             timeout=WAIT,
         )
         assert stale.status_code == 404  # the SDK closed it too
+
+
+def test_sessions_opened_together_cannot_pass_a_callers_share() -> None:
+    """Twenty initializes sent at once were each checked before any session id came back: all
+    ten places of the server went to one caller and every other client got 503."""
+
+    async def together(url: str) -> list[httpx.Response]:
+        headers = {
+            "Authorization": f"Bearer {TOKENS['alice']}",
+            "Accept": "application/json, text/event-stream",
+        }
+        async with httpx.AsyncClient(timeout=WAIT) as http:
+            return await asyncio.gather(
+                *(http.post(url, json=INITIALIZE, headers=headers) for _ in range(20))
+            )
+
+    with serving(SessionLimits(max_sessions_per_caller=3, max_sessions=10)) as url:
+        answers = asyncio.run(together(url))
+        other = open_session(url, "bob")
+    statuses = sorted(answer.status_code for answer in answers)
+    assert statuses == [200] * 3 + [429] * 17
+    assert other.status_code == 200  # another caller still gets in
