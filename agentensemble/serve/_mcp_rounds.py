@@ -7,6 +7,11 @@ and the client calls again with the answer. ``ServedRun`` keeps the run going in
 own across those calls: a call waits until the run ends (its result) or asks a question (an
 ``InputRequiredResult``, the run parked under an unguessable state token); the next call with
 that token delivers the answer and waits again.
+
+A client may never answer: a parked run not resumed within ``ANSWER_SECONDS`` is cancelled
+(its state then unknown), a question asked mid-call gets no longer (the review fails closed),
+and one caller parks at most ``MAX_PARKED_PER_CALLER`` runs, so a client that asks and walks
+away cannot hold every place (``MAX_PARKED``) and fail every other caller's reviews for good.
 """
 
 from __future__ import annotations
@@ -19,10 +24,15 @@ from typing import Any
 
 import mcp_types as types
 
+from agentensemble._base.timeouts import within
 from agentensemble.serve.mcp_review import ServedCall
 
 #: Runs parked waiting for an answer, at most (a question past this fails closed).
 MAX_PARKED = 256
+#: Runs of one caller parked at once, at most (its next question fails closed).
+MAX_PARKED_PER_CALLER = 32
+#: Seconds a question waits for the client's answer (then the run is cancelled, or fails closed).
+ANSWER_SECONDS = 600.0
 QUESTION_KEY = "review"
 
 
@@ -30,6 +40,7 @@ QUESTION_KEY = "review"
 class _Question:
     message: str
     schema: dict[str, Any]
+    state: str  # the run is parked under it from the moment it asks
     answer: asyncio.Future[types.ElicitResult] = field(
         default_factory=lambda: asyncio.get_running_loop().create_future()
     )
@@ -46,6 +57,7 @@ class ServedRun:
         self._questions: asyncio.Queue[_Question] = asyncio.Queue()
         self._pending: _Question | None = None
         self._task: asyncio.Task[types.CallToolResult] | None = None
+        self._expiry: asyncio.TimerHandle | None = None
         self.call = ServedCall(
             session, request_id, ask=self._ask_for(session, request_id), caller=caller
         )
@@ -57,15 +69,24 @@ class ServedRun:
         if getattr(session, "can_send_request", False):
 
             async def ask_now(message: str, schema: dict[str, Any]) -> Any:
-                return await session.elicit_form(message, schema, related_request_id=request_id)
+                asked = session.elicit_form(message, schema, related_request_id=request_id)
+                return await within(asked, ANSWER_SECONDS)  # no answer: the review fails closed
 
             return ask_now
         return self._ask_by_round_trip
 
     async def _ask_by_round_trip(self, message: str, schema: dict[str, Any]) -> Any:
+        # counted and parked with no await in between: runs asking together all passed a check
+        # made before any of them was parked
         if len(self._parked) >= MAX_PARKED:
             raise RuntimeError("too many served runs wait for their clients' answers")
-        question = _Question(message, schema)
+        caller = self.call.caller
+        mine = sum(1 for run in self._parked.values() if run.call.caller == caller)
+        if mine >= MAX_PARKED_PER_CALLER:
+            raise RuntimeError(f"{mine} of this caller's runs already wait for its answers")
+        question = _Question(message, schema, secrets.token_urlsafe(24))
+        self._parked[question.state] = self
+        self._expiry = asyncio.get_running_loop().call_later(ANSWER_SECONDS, self._expire)
         self._questions.put_nowait(question)
         return await question.answer
 
@@ -78,6 +99,7 @@ class ServedRun:
     async def resume(self, session: Any, responses: Any) -> Any:
         """Deliver the client's answer to the parked question, then wait again."""
         self.session = session
+        self._stop_expiry()
         answer = (responses or {}).get(QUESTION_KEY)
         if not isinstance(answer, types.ElicitResult):
             answer = types.ElicitResult(action="cancel")  # no readable answer: never approval
@@ -99,8 +121,7 @@ class ServedRun:
             asked.cancel()
             return self._task.result()
         self._pending = asked.result()
-        state = secrets.token_urlsafe(24)
-        self._parked[state] = self
+        state = self._pending.state
         request = types.ElicitRequest(
             params=types.ElicitRequestFormParams(
                 message=self._pending.message, requested_schema=self._pending.schema
@@ -110,9 +131,21 @@ class ServedRun:
             input_requests={QUESTION_KEY: request}, request_state=state
         )
 
+    def _expire(self) -> None:
+        """No answer in time: the run is cancelled (its done callback unparks it)."""
+        self._expiry = None
+        if self._task is not None:
+            self._task.cancel()
+
+    def _stop_expiry(self) -> None:
+        if self._expiry is not None:
+            self._expiry.cancel()
+            self._expiry = None
+
     def _unpark(self) -> None:
+        self._stop_expiry()
         for state in [key for key, run in self._parked.items() if run is self]:
             del self._parked[state]
 
 
-__all__ = ["MAX_PARKED", "ServedRun"]
+__all__ = ["ANSWER_SECONDS", "MAX_PARKED", "MAX_PARKED_PER_CALLER", "ServedRun"]

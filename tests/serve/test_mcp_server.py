@@ -7,15 +7,19 @@ import asyncio
 from typing import Any
 
 import anyio
+import httpx2
 import mcp_types as types
 import pytest
 from mcp import Client
+from mcp.client.streamable_http import streamable_http_client
 from pydantic import BaseModel
+from serve_helpers import hardened_serving
 
 from agentensemble import Agent, Ensemble, EnsembleFailed, Task, tool
 from agentensemble.errors import ConfigurationError
 from agentensemble.logging import register_secret
 from agentensemble.serve import MCPReviewHandler, mcp_server
+from agentensemble.serve.mcp_serving import mcp_http_app
 from agentensemble.testing import FunctionChatModel, ScriptedChatModel, text
 from agentensemble_review import Edit, ScriptedReviewHandler
 
@@ -280,3 +284,102 @@ async def test_a_forged_request_state_is_an_error_and_approves_nothing() -> None
         )
     assert forged.is_error
     assert "unknown or expired request_state" in forged.content[0].text  # type: ignore[union-attr]
+
+
+def reviewed_factory() -> Any:
+    """A factory: each call a fresh run whose last output goes to ``review: mcp``."""
+    return lambda: reviewed_by_mcp("facts", "the draft")
+
+
+async def approve(context: Any, params: types.ElicitRequestParams) -> types.ElicitResult:
+    return types.ElicitResult(action="accept", content={"decision": "approve"})
+
+
+async def park(client: Client) -> types.InputRequiredResult:
+    """Call the tool, take the question and never answer it (a client that walks away)."""
+    asked = await client.session.call_tool("writer", {"topic": "AI"}, allow_input_required=True)
+    assert isinstance(asked, types.InputRequiredResult)
+    return asked
+
+
+async def test_a_run_whose_client_never_answers_is_cancelled_and_frees_its_place(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A client took the question and never called back: the run stayed parked for the life of
+    the server, and once ``MAX_PARKED`` were parked every other caller's review failed closed.
+    Now a parked run not resumed within ``ANSWER_SECONDS`` is cancelled and its place freed."""
+    from agentensemble.serve import _mcp_rounds
+
+    monkeypatch.setattr(_mcp_rounds, "MAX_PARKED", 2)
+    monkeypatch.setattr(_mcp_rounds, "ANSWER_SECONDS", 0.2, raising=False)
+    server = mcp_server({"writer": reviewed_factory()})
+    async with Client(server, elicitation_callback=approve, mode="auto") as hostile:
+        walked_away = [await park(hostile), await park(hostile)]
+    with anyio.fail_after(WAIT):
+        async with Client(server, elicitation_callback=approve, mode="auto") as honest:
+            result = await honest.call_tool("writer", {"topic": "AI"})
+            while result.is_error:  # until the abandoned runs' time is up (bounded above)
+                await asyncio.sleep(0.05)
+                result = await honest.call_tool("writer", {"topic": "AI"})
+            late = await honest.session.call_tool(
+                "writer", {"topic": "AI"}, request_state=walked_away[0].request_state
+            )
+    assert result.content == [types.TextContent(text="the draft")]
+    assert late.is_error and "unknown or expired" in late.content[0].text  # type: ignore[union-attr]
+
+
+async def test_a_question_asked_mid_call_waits_a_bounded_time(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A (handshake-era) client whose user never answers: the call and the run waited for ever.
+    Now the review fails closed after ``ANSWER_SECONDS`` (round trips: the test above)."""
+    from agentensemble.serve import _mcp_rounds
+
+    monkeypatch.setattr(_mcp_rounds, "ANSWER_SECONDS", 0.2, raising=False)
+
+    async def never(context: Any, params: types.ElicitRequestParams) -> types.ElicitResult:
+        await asyncio.Event().wait()
+        raise AssertionError("unreachable")
+
+    server = mcp_server({"writer": reviewed_factory()})
+    with anyio.fail_after(WAIT):
+        async with Client(server, elicitation_callback=never, mode="legacy") as client:
+            result = await client.call_tool("writer", {"topic": "AI"})
+    assert result.is_error
+    assert "stopped before completing" in result.content[0].text  # type: ignore[union-attr]
+
+
+async def test_one_caller_cannot_park_every_run_and_fail_the_others_reviews(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Over HTTP, one caller taking questions and never answering held every parked place
+    (``MAX_PARKED``), so another caller's review failed closed. Now a caller parks at most
+    ``MAX_PARKED_PER_CALLER`` runs: past that only its own review fails."""
+    from agentensemble.serve import _mcp_rounds
+
+    monkeypatch.setattr(_mcp_rounds, "MAX_PARKED", 3)
+    monkeypatch.setattr(_mcp_rounds, "MAX_PARKED_PER_CALLER", 2, raising=False)
+    tokens = {"alice": "alice-token-long-enough", "bob": "bob-token-long-enough-too"}
+    app = mcp_http_app(mcp_server({"writer": reviewed_factory()}), token=tokens)
+
+    def connected(url: str, http: httpx2.AsyncClient) -> Client:
+        return Client(streamable_http_client(url, http_client=http), elicitation_callback=approve)
+
+    with hardened_serving(app, lifespan="on") as port, anyio.fail_after(WAIT * 3):
+        url = f"http://127.0.0.1:{port}/mcp"
+        alice_http = httpx2.AsyncClient(headers={"Authorization": f"Bearer {tokens['alice']}"})
+        bob_http = httpx2.AsyncClient(headers={"Authorization": f"Bearer {tokens['bob']}"})
+        async with (
+            alice_http,
+            bob_http,
+            connected(url, alice_http) as alice,
+            connected(url, bob_http) as bob,
+        ):
+            await park(alice)
+            await park(alice)
+            over = await alice.session.call_tool(
+                "writer", {"topic": "AI"}, allow_input_required=True
+            )
+            other = await bob.call_tool("writer", {"topic": "AI"})
+    assert isinstance(over, types.CallToolResult) and over.is_error  # fails closed: hers only
+    assert other.content == [types.TextContent(text="the draft")]
