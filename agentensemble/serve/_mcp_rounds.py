@@ -90,10 +90,17 @@ class ServedRun:
         self._questions.put_nowait(question)
         return await question.answer
 
-    async def start(self, work: Callable[[], Awaitable[types.CallToolResult]]) -> Any:
-        """Run ``work`` (the whole run) and wait for its result or its first question."""
+    async def start(
+        self,
+        work: Callable[[], Awaitable[types.CallToolResult]],
+        ended: Callable[[Any], None] | None = None,
+    ) -> Any:
+        """Run ``work`` (the whole run) and wait for its result or its first question;
+        ``ended`` is called when the run ends, however it ends."""
         self._task = asyncio.ensure_future(work())
         self._task.add_done_callback(lambda _: self._unpark())
+        if ended is not None:
+            self._task.add_done_callback(ended)
         return await self._wait()
 
     async def resume(self, session: Any, responses: Any) -> Any:

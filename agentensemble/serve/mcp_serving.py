@@ -17,7 +17,7 @@ caller (429 past it), each closed after ``idle_seconds`` without a request.
 from __future__ import annotations
 
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -114,25 +114,54 @@ def _error_result(text: str) -> types.CallToolResult:
     return types.CallToolResult(content=[types.TextContent(text=text)], is_error=True)
 
 
+@dataclass
+class _Shares:
+    """How many runs each caller has going (a parked one too), at most ``most`` each."""
+
+    most: int
+    running: dict[str, int] = field(default_factory=dict)
+
+    def refusal(self, caller: str) -> str | None:
+        if self.running.get(caller, 0) >= self.most:
+            return f"you already run {self.most} calls: wait for one to finish or cancel one"
+        return None
+
+    def take(self, caller: str) -> Callable[[Any], None]:
+        """Count a run for ``caller``; the callback given back (to its task) ends it."""
+        self.running[caller] = self.running.get(caller, 0) + 1
+
+        def ended(_: Any) -> None:
+            left = self.running.pop(caller, 1) - 1
+            if left:
+                self.running[caller] = left
+
+        return ended
+
+
 async def _start(
     served: _Served,
     ctx: ServerRequestContext[Any],
     arguments: Any,
     parked: dict[str, ServedRun],
     durable: Any = None,
+    shares: _Shares | None = None,
 ) -> Any:
-    """A new call: arguments checked and the ensemble built before anything runs."""
+    """A new call: arguments checked and the ensemble built before anything runs; a caller
+    past its share of running calls is refused (checked and counted with no await between)."""
+    caller = _caller(ctx)
+    if shares is not None and (refusal := shares.refusal(caller)) is not None:
+        return _error_result(f"{served.name}: {refusal}")
     try:
         given = dict(arguments or {})
         asked = given.pop(SESSION_ARGUMENT, None) if served.sessions else None
         inputs = check_arguments(served.variables, given)
-        session = caller_session(_caller(ctx), asked)
+        session = caller_session(caller, asked)
         ensemble = ensemble_of(served.source)
     except BadArguments as error:
         return _error_result(f"{served.name}: {error}")
     except Exception as error:
         return _error_result(f"{served.name}: the ensemble could not be built: {error_text(error)}")
-    run = ServedRun(ctx.session, ctx.request_id, parked, _caller(ctx))
+    run = ServedRun(ctx.session, ctx.request_id, parked, caller)
 
     async def report(progress: float, total: float | None, message: str) -> None:
         await run.session.report_progress(progress, total, message)
@@ -161,7 +190,7 @@ async def _start(
             structured_content=redact(structured) if structured is not None else None,
         )
 
-    return await run.start(work)
+    return await run.start(work, ended=shares.take(caller) if shares is not None else None)
 
 
 def mcp_server(
@@ -169,6 +198,7 @@ def mcp_server(
     name: str = "agentensemble",
     *,
     durable: Any = None,
+    max_running_per_caller: int = 8,
 ) -> Server[Any]:
     """An MCP server (``mcp.server.Server``) with one tool per ensemble, named by its key.
 
@@ -181,7 +211,13 @@ def mcp_server(
 
     ``durable``: a launched ``DurableRuntime`` in which every key is registered (with the same
     ensemble or factory); each call is then a durable run of it (docs/durable.md).
+
+    ``max_running_per_caller``: the runs one caller (its token's name, else its address; over
+    stdio the one local client) has going at once, a run waiting for its client's answer too;
+    a call past it is an ``isError`` result before anything runs.
     """
+    if max_running_per_caller < 1:
+        raise ConfigurationError("mcp_server max_running_per_caller must be at least 1")
     if not isinstance(ensembles, Mapping) or not ensembles:
         raise ConfigurationError(
             'mcp_server needs a mapping of tool names to ensembles: {"name": ensemble}'
@@ -197,6 +233,7 @@ def mcp_server(
         return types.ListToolsResult(tools=tools)
 
     parked: dict[str, ServedRun] = {}  # runs waiting for their client's answer (2026-07-28)
+    shares = _Shares(max_running_per_caller)
 
     async def call_tool(
         ctx: ServerRequestContext[Any], params: types.CallToolRequestParams
@@ -211,7 +248,7 @@ def mcp_server(
                 return _error_result(f"{entry.name}: unknown or expired request_state")
             result: Any = await run.resume(ctx.session, params.input_responses)
         else:
-            result = await _start(entry, ctx, params.arguments, parked, durable)
+            result = await _start(entry, ctx, params.arguments, parked, durable, shares)
         return result  # type: ignore[no-any-return]
 
     def input_schema_of(tool: str) -> Mapping[str, Any] | None:

@@ -383,3 +383,45 @@ async def test_one_caller_cannot_park_every_run_and_fail_the_others_reviews(
             other = await bob.call_tool("writer", {"topic": "AI"})
     assert isinstance(over, types.CallToolResult) and over.is_error  # fails closed: hers only
     assert other.content == [types.TextContent(text="the draft")]
+
+
+async def test_one_caller_runs_a_bounded_number_of_calls_at_once() -> None:
+    """Every call started a run (each spending the server's model key) with no bound per
+    caller, where the A2A agent allows 8. Now a call past the caller's share (8 by default)
+    is an error result before anything runs, and a finished run frees its place."""
+    in_flight = 0
+    release = asyncio.Event()
+
+    async def answer(messages: Any, tools: Any) -> str:
+        nonlocal in_flight
+        in_flight += 1
+        if in_flight >= 8:
+            release.set()  # the eight the share lets in have all started
+        await release.wait()
+        return "done"
+
+    def factory() -> Ensemble:
+        agent = Agent(role="Solo", goal="Answer {question}", llm=FunctionChatModel(answer))
+        return Ensemble(tasks=[Task(description="Answer {question}", agent=agent)])
+
+    results: list[types.CallToolResult] = []
+    async with Client(mcp_server({"solo": factory})) as client:
+
+        async def call(question: str) -> None:
+            results.append(await client.call_tool("solo", {"question": question}))
+
+        with anyio.fail_after(WAIT):
+            async with anyio.create_task_group() as group:
+                for n in range(12):
+                    group.start_soon(call, f"question {n}")
+            again = await client.call_tool("solo", {"question": "later"})  # places freed
+    refused = [r for r in results if r.is_error]
+    assert len(results) - len(refused) == 8 and len(refused) == 4
+    assert "you already run 8 calls" in refused[0].content[0].text  # type: ignore[union-attr]
+    assert not again.is_error
+    assert in_flight == 9  # the refused calls never reached the model
+
+
+def test_a_share_below_one_is_refused() -> None:
+    with pytest.raises(ConfigurationError, match="max_running_per_caller"):
+        mcp_server({"writer": writer(ScriptedChatModel([]))}, max_running_per_caller=0)
