@@ -286,7 +286,9 @@ class SessionLimits:
 class _SessionCap:
     """Refuses a caller's new session past its share (429) and another caller's session (404,
     as if unknown); counts the sessions the SDK opens (the ``Mcp-Session-Id`` of its answers)
-    and forgets them when deleted or idle as long as the SDK's own idle timeout."""
+    and forgets them when deleted or idle as the SDK counts it: no request in flight for
+    ``idle_seconds`` (a session busy with a long call was forgotten while the SDK kept it, so
+    it left its caller's share and its id let any caller in)."""
 
     app: ASGIApp
     limits: SessionLimits
@@ -294,6 +296,7 @@ class _SessionCap:
     # caller -> requests opening a session whose id has not come back yet: counted with
     # ``used``, taken with no await after the check (requests sent together all passed it)
     opening: dict[str, int] = field(default_factory=dict)
+    busy: dict[str, int] = field(default_factory=dict)  # id -> its requests in flight
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -311,11 +314,11 @@ class _SessionCap:
             if owner != caller:  # another caller's session: as if it did not exist
                 await refuse(send, 404, "unknown MCP session: start a new one")
                 return
-            if given in self.used:
-                self.used[given] = (caller, now)
             if scope["method"] == "DELETE":
                 self.used.pop(given, None)
-            await self.app(scope, receive, send)
+                await self.app(scope, receive, send)
+                return
+            await self._in_flight(given, caller, scope, receive, send)
             return
         mine = sum(1 for who, _ in self.used.values() if who == caller)
         mine += self.opening.get(caller, 0)
@@ -328,6 +331,7 @@ class _SessionCap:
             return
         self.opening[caller] = self.opening.get(caller, 0) + 1
         pending = True
+        opened_id: str | None = None
 
         def opened() -> None:
             nonlocal pending
@@ -338,10 +342,13 @@ class _SessionCap:
                     self.opening[caller] = left
 
         async def counting(message: Message) -> None:
+            nonlocal opened_id
             if message["type"] == "http.response.start":
                 for key, value in message.get("headers", []):
                     if key.lower() == SESSION_HEADER.encode():
-                        self.used[value.decode("latin-1")] = (caller, time.monotonic())
+                        opened_id = value.decode("latin-1")
+                        self.used[opened_id] = (caller, time.monotonic())
+                        self.busy[opened_id] = self.busy.get(opened_id, 0) + 1
                 opened()  # the session (if any) now counts in ``used``
             await send(message)
 
@@ -349,10 +356,31 @@ class _SessionCap:
             await self.app(scope, receive, counting)
         finally:
             opened()
+            if opened_id is not None:
+                self._done(opened_id, caller)
+
+    async def _in_flight(
+        self, given: str, caller: str, scope: Scope, receive: Receive, send: Send
+    ) -> None:
+        """Serve a request of a known session: not idle until its last request ends."""
+        self.busy[given] = self.busy.get(given, 0) + 1
+        try:
+            await self.app(scope, receive, send)
+        finally:
+            self._done(given, caller)
+
+    def _done(self, given: str, caller: str) -> None:
+        left = self.busy.pop(given, 1) - 1
+        if left:
+            self.busy[given] = left
+        if given in self.used:
+            self.used[given] = (caller, time.monotonic())  # idle from now, as the SDK counts
 
     def _forget_idle(self, now: float) -> None:
         idle = [
-            key for key, (_, last) in self.used.items() if now - last > self.limits.idle_seconds
+            key
+            for key, (_, last) in self.used.items()
+            if now - last > self.limits.idle_seconds and not self.busy.get(key)
         ]
         for key in idle:
             del self.used[key]
