@@ -12,8 +12,9 @@ Served through the one hardened setup (``_hardened.Hardened``: Host, Origin, JSO
 size and shape bounds, the optional token). Every task belongs to the caller that created it
 (the name of its token, else its address): ``GetTask`` and ``CancelTask`` find only the caller's
 own tasks, ``ListTasks`` is not served, a caller runs at most ``max_running_per_caller`` tasks
-at once, and finished tasks are dropped after ``finished_task_ttl`` seconds or once more than
-``max_tasks`` (or ``max_task_bytes``) are kept, oldest first.
+and holds at most ``max_streams_per_caller`` streams open at once, and finished tasks are
+dropped after ``finished_task_ttl`` seconds or once more than ``max_tasks`` (or
+``max_task_bytes``) are kept, oldest first.
 
 An ensemble with a memory store keeps each conversation: a task's context id (the one the
 caller sent, else the one the SDK gave its first task) is its session, behind the caller's
@@ -53,6 +54,7 @@ from a2a.types.a2a_pb2 import (
     ListTasksRequest,
     ListTasksResponse,
     SendMessageRequest,
+    SubscribeToTaskRequest,
     Task,
     TaskState,
 )
@@ -106,6 +108,10 @@ class TaskLimits:
     max_tasks: int = 1000
     max_task_bytes: int = 64 * 1024 * 1024
     max_running_per_caller: int = 8
+    max_streams_per_caller: int = 16
+    """Streams (``SendStreamingMessage``, ``SubscribeToTask``) one caller holds open at once:
+    each holds a connection, and one caller subscribing to its own task again and again held
+    every connection of the server (503 for everyone else)."""
 
 
 class _Caller(User):
@@ -194,11 +200,13 @@ class OwnedTaskStore(InMemoryTaskStore):
 
 
 class _OwnedRequests(DefaultRequestHandler):
-    """The SDK's handler without ``ListTasks`` and with a cap on each caller's running tasks."""
+    """The SDK's handler without ``ListTasks`` and with caps on each caller's running tasks
+    and open streams."""
 
     def __init__(self, *, store: OwnedTaskStore, **settings: Any) -> None:
         super().__init__(task_store=store, **settings)
         self._owned = store
+        self._streams: dict[str, int] = {}  # caller -> its streams open now
 
     async def on_list_tasks(
         self, params: ListTasksRequest, context: ServerCallContext
@@ -217,12 +225,42 @@ class _OwnedRequests(DefaultRequestHandler):
     async def on_message_send_stream(
         self, params: SendMessageRequest, context: ServerCallContext
     ) -> Any:
-        self._owned.admit(context)
+        self._open_stream(context)
         try:
-            async for event in super().on_message_send_stream(params, context):
+            self._owned.admit(context)
+            try:
+                async for event in super().on_message_send_stream(params, context):
+                    yield event
+            finally:
+                self._owned.release(context)
+        finally:
+            self._close_stream(context)
+
+    async def on_subscribe_to_task(
+        self, params: SubscribeToTaskRequest, context: ServerCallContext
+    ) -> Any:
+        self._open_stream(context)
+        try:
+            async for event in super().on_subscribe_to_task(params, context):
                 yield event
         finally:
-            self._owned.release(context)
+            self._close_stream(context)
+
+    def _open_stream(self, context: ServerCallContext) -> None:
+        """Count a stream against its caller's share, or refuse it (no await in between)."""
+        owner = context.user.user_name
+        most = self._owned.limits.max_streams_per_caller
+        if self._streams.get(owner, 0) >= most:
+            raise InvalidRequestError(
+                message=f"you already have {most} streams open: close one before opening another"
+            )
+        self._streams[owner] = self._streams.get(owner, 0) + 1
+
+    def _close_stream(self, context: ServerCallContext) -> None:
+        owner = context.user.user_name
+        left = self._streams.pop(owner, 1) - 1
+        if left:
+            self._streams[owner] = left
 
 
 def agent_card(ensemble: Ensemble, *, name: str, description: str, url: str) -> AgentCard:

@@ -4,16 +4,20 @@ reading or cancelling another's tasks, tasks piling up, a body built to freeze t
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
+import threading
 import time
 import uuid
 from typing import Any
 
 import httpx
 import pytest
+from serve_helpers import hardened_serving
 
 from agentensemble import Agent, Ensemble, Task
 from agentensemble.serve import a2a_app
+from agentensemble.serve._hardened import Limits
 from agentensemble.serve.a2a_serving import TaskLimits
 from agentensemble.testing import FunctionChatModel, ScriptedChatModel
 
@@ -257,3 +261,60 @@ async def test_a_refused_or_finished_request_gives_its_place_back() -> None:
             bad = (await http.post("/", json=rpc("SendMessage", {"message": {}}))).json()
             assert "error" in bad
             await started(http, f"topic {n}")
+
+
+async def test_one_caller_cannot_hold_every_connection_with_streams() -> None:
+    """``SubscribeToTask`` of one's own running task, again and again: each stream held a
+    connection, so one caller held all of them and every other caller got 503. Now a caller
+    holds at most ``max_streams_per_caller`` streams; past that it is told so at once."""
+    release = threading.Event()
+
+    async def answer(messages: Any, tools: Any) -> str:
+        while not release.is_set():  # the server's loop runs in another thread
+            await asyncio.sleep(0.01)
+        return "a line"
+
+    def waiting() -> Ensemble:
+        agent = Agent(role="Writer", goal="Write", llm=FunctionChatModel(answer))
+        task = Task(description="Write about {topic}", expected_output="a line", agent=agent)
+        return Ensemble(tasks=[task])
+
+    served = a2a_app(
+        waiting,
+        name="writer",
+        description="writes",
+        url="http://127.0.0.1:9/",
+        allowed_hosts=[],
+        token=TOKENS,
+        limits=Limits(max_connections=10),
+        task_limits=TaskLimits(max_streams_per_caller=3),
+    )
+    alice = {"Authorization": f"Bearer {TOKENS['alice']}", "A2A-Version": "1.0"}
+    bob = {"Authorization": f"Bearer {TOKENS['bob']}", "A2A-Version": "1.0"}
+    with hardened_serving(served, lifespan="on") as port:
+        base = f"http://127.0.0.1:{port}"
+        async with (
+            contextlib.AsyncExitStack() as held,
+            httpx.AsyncClient(base_url=base, timeout=30, headers=alice) as http,
+        ):
+            request = send("tides")
+            request["params"]["configuration"] = {"returnImmediately": True}
+            task = (await http.post("/", json=request)).json()["result"]["task"]["id"]
+            firsts = []
+            for _ in range(10):  # as many as the server has connections
+                stream = await held.enter_async_context(
+                    http.stream("POST", "/", json=rpc("SubscribeToTask", {"id": task}))
+                )
+                lines = stream.aiter_lines()
+                held.push_async_callback(lines.aclose)
+                first = await anext(lines)
+                firsts.append(first)
+                if "error" in first:
+                    await stream.aclose()  # refused: its connection is free again
+            async with httpx.AsyncClient(base_url=base, timeout=30, headers=bob) as other:
+                answer_ = await other.post("/", json=rpc("GetTask", {"id": "unknown"}))
+            release.set()
+    streaming = [first for first in firsts if '"result"' in first]
+    refused = [first for first in firsts if "you already have 3 streams open" in first]
+    assert len(streaming) == 3 and len(refused) == 7
+    assert answer_.status_code == 200  # another caller still gets in
