@@ -265,7 +265,8 @@ class _OwnedRequests(DefaultRequestHandler):
 
 def agent_card(ensemble: Ensemble, *, name: str, description: str, url: str) -> AgentCard:
     """The card: one JSON-RPC interface at ``url``, one skill per step (never a model name,
-    a key or a tool's settings: nothing secret crosses)."""
+    a key or a tool's settings: nothing secret crosses; its texts pass the redaction policy,
+    here and again as each request is served, ``shown_card``)."""
     from agentensemble import __version__
 
     skills = []
@@ -282,20 +283,40 @@ def agent_card(ensemble: Ensemble, *, name: str, description: str, url: str) -> 
                 output_modes=[TEXT, JSON] if is_task and step.output_type is not None else [TEXT],
             )
         )
-    return AgentCard(
-        name=name,
-        description=description,
-        version=__version__,
-        supported_interfaces=[
-            AgentInterface(
-                url=url, protocol_binding="JSONRPC", protocol_version=PROTOCOL_VERSION_1_0
-            )
-        ],
-        capabilities=AgentCapabilities(streaming=True, push_notifications=False),
-        default_input_modes=[TEXT, JSON],
-        default_output_modes=[TEXT, JSON],
-        skills=skills,
+    return shown_card(
+        AgentCard(
+            name=name,
+            description=description,
+            version=__version__,
+            supported_interfaces=[
+                AgentInterface(
+                    url=url, protocol_binding="JSONRPC", protocol_version=PROTOCOL_VERSION_1_0
+                )
+            ],
+            capabilities=AgentCapabilities(streaming=True, push_notifications=False),
+            default_input_modes=[TEXT, JSON],
+            default_output_modes=[TEXT, JSON],
+            skills=skills,
+        )
     )
+
+
+def shown_card(card: AgentCard) -> AgentCard:
+    """A copy of ``card`` whose texts (its name and description, each skill's) pass the
+    redaction policy: the card is served without a token, and a registered secret in a task's
+    description or expected output reached anyone who asked."""
+    shown = AgentCard()
+    shown.CopyFrom(card)
+    shown.name = redact_text(shown.name)
+    shown.description = redact_text(shown.description)
+    for skill in shown.skills:
+        skill.name = redact_text(skill.name)
+        skill.description = redact_text(skill.description)
+    return shown
+
+
+async def _shown_card(card: AgentCard) -> AgentCard:
+    return shown_card(card)  # at each request: a secret registered after start is kept too
 
 
 def message_inputs(variables: Mapping[str, str], context: RequestContext) -> dict[str, Any]:
@@ -459,7 +480,7 @@ def a2a_app(
     )
     path = parsed.path or "/"
     routes = [
-        *create_agent_card_routes(card),
+        *create_agent_card_routes(card, card_modifier=_shown_card),
         *create_jsonrpc_routes(handler, rpc_url=path, context_builder=_CallerContexts()),
     ]
     app = Starlette(routes=routes)
@@ -485,4 +506,5 @@ __all__ = [
     "a2a_app",
     "agent_card",
     "message_inputs",
+    "shown_card",
 ]

@@ -97,6 +97,30 @@ def _describe(name: str, source: EnsembleSource, durable: Any = None) -> _Served
     return _Served(name, source, variables, tool, sessions)
 
 
+def _texts_redacted(value: Any) -> Any:
+    """A JSON schema with every text passing the redaction policy (its keys as they are: an
+    input named ``token`` keeps its name)."""
+    if isinstance(value, str):
+        return redact_text(value)
+    if isinstance(value, Mapping):
+        return {key: _texts_redacted(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_texts_redacted(item) for item in value]
+    return value
+
+
+def _shown(tool: types.Tool) -> types.Tool:
+    """A tool as listed: its description and schemas pass the redaction policy at each listing
+    (a registered secret in a task's description or expected output reached every client)."""
+    return tool.model_copy(
+        update={
+            "description": redact_text(tool.description or ""),
+            "input_schema": _texts_redacted(tool.input_schema),
+            "output_schema": _texts_redacted(tool.output_schema),
+        }
+    )
+
+
 def _caller(ctx: ServerRequestContext[Any]) -> str:
     """Who calls: over HTTP the name the hardened guard gave the request (its token's name,
     else its address), over stdio (no HTTP request) the one local client."""
@@ -230,7 +254,7 @@ def mcp_server(
     async def list_tools(
         ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
     ) -> types.ListToolsResult:
-        return types.ListToolsResult(tools=tools)
+        return types.ListToolsResult(tools=[_shown(tool) for tool in tools])
 
     parked: dict[str, ServedRun] = {}  # runs waiting for their client's answer (2026-07-28)
     shares = _Shares(max_running_per_caller)

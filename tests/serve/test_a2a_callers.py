@@ -16,6 +16,7 @@ import pytest
 from serve_helpers import hardened_serving
 
 from agentensemble import Agent, Ensemble, Task
+from agentensemble.logging import register_secret
 from agentensemble.serve import a2a_app
 from agentensemble.serve._hardened import Limits
 from agentensemble.serve.a2a_serving import TaskLimits
@@ -318,3 +319,27 @@ async def test_one_caller_cannot_hold_every_connection_with_streams() -> None:
     refused = [first for first in firsts if "you already have 3 streams open" in first]
     assert len(streaming) == 3 and len(refused) == 7
     assert answer_.status_code == 200  # another caller still gets in
+
+
+async def test_the_card_served_without_a_token_shows_no_registered_secret() -> None:
+    """The card is open to anyone (no token): a registered secret in a task's description,
+    expected output or agent's role went out as it was, one registered after the agent started
+    too."""
+    early, late = "sk-card-secret-early-123456", "sk-card-secret-late-654321"
+    register_secret(early)
+
+    def telling() -> Ensemble:
+        agent = Agent(role=f"Writer {early}", goal="W", llm=ScriptedChatModel(["x"]))
+        task = Task(
+            description=f"Write about {{topic}} with {early} and {late}",
+            expected_output=f"a line for {late}",
+            agent=agent,
+        )
+        return Ensemble(tasks=[task])
+
+    served = a2a_app(telling, name="writer", description="writes", url=URL, token=TOKENS)
+    register_secret(late)  # e.g. a key first read once the agent is up
+    async with client(served) as http:  # no token: the card is open
+        card = await http.get("/.well-known/agent-card.json")
+    assert card.status_code == 200 and "Write about {topic}" in card.text
+    assert early not in card.text and late not in card.text

@@ -425,3 +425,30 @@ async def test_one_caller_runs_a_bounded_number_of_calls_at_once() -> None:
 def test_a_share_below_one_is_refused() -> None:
     with pytest.raises(ConfigurationError, match="max_running_per_caller"):
         mcp_server({"writer": writer(ScriptedChatModel([]))}, max_running_per_caller=0)
+
+
+async def test_listed_tools_show_no_registered_secret() -> None:
+    """A registered secret in a task's description or expected output went out in the tool's
+    description (and output schema) to every client, one registered after start too; an input
+    named like a secret keeps its name."""
+    early, late = "sk-tool-secret-early-123456", "sk-tool-secret-late-654321"
+    register_secret(early)
+
+    def telling() -> Ensemble:
+        agent = Agent(role="Writer", goal="W", llm=ScriptedChatModel([]))
+        task = Task(
+            description=f"Write about {{topic}} for {{token}} with {early} and {late}",
+            expected_output=f"a brief for {late}",
+            agent=agent,
+            output_type=Brief,
+        )
+        return Ensemble(tasks=[task])
+
+    server = mcp_server({"writer": telling})
+    register_secret(late)
+    async with Client(server) as client:
+        (tool,) = (await client.list_tools()).tools
+    shown = tool.model_dump_json()
+    assert "Write about {topic}" in shown
+    assert early not in shown and late not in shown
+    assert set(tool.input_schema["required"]) == {"topic", "token"}
