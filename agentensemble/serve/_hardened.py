@@ -29,8 +29,6 @@ and ``HeadDeadline`` give the stdlib review server the same bounds):
 - a request's headers must be complete within ``header_timeout`` seconds of the connection
   opening (or of the next request's first byte): a client that never finishes them
   (slowloris) gets ``408`` and is closed; uvicorn has no such deadline of its own;
-- a request's body must be complete within ``body_timeout`` seconds of its headers: a body
-  trickled a byte at a time (each byte kept the connection) gets ``408`` and is closed;
 - idle keep-alive connections close after ``keep_alive_seconds``; a header block over
   ``max_header_bytes`` gets ``431`` and is closed (h11's own bound,
   ``h11_max_incomplete_event_size``, only holds for a block arriving in pieces).
@@ -78,7 +76,6 @@ class Limits:
     max_json_depth: int = 64
     max_json_items: int = 20_000
     header_timeout: float = 10.0
-    body_timeout: float = 30.0
     keep_alive_seconds: int = 5
     max_connections: int = 256
     max_header_bytes: int = 64 * 1024
@@ -361,8 +358,7 @@ def _protocol(limits: Limits) -> type[asyncio.Protocol]:
     overrides ``connection_made``/``data_received``/``on_response_complete``/``connection_lost``
     and reads
     ``connections``, ``conn`` (its ``h11.Connection``: a head is timed only when h11 waits for
-    a new request, never the rest of a body answered early; a body while h11 is in
-    ``SEND_BODY``), ``cycle`` (``response_complete``, ``response_started``), ``transport``,
+    a new request, never the rest of a body answered early), ``cycle``, ``transport``,
     ``loop``)."""
     import h11
     import uvicorn
@@ -380,7 +376,6 @@ def _protocol(limits: Limits) -> type[asyncio.Protocol]:
         _tail = b""
         _head_bytes = 0
         _head = True
-        _body_timer: asyncio.TimerHandle | None = None
 
         def connection_made(self, transport: Any) -> None:
             super().connection_made(transport)
@@ -406,29 +401,6 @@ def _protocol(limits: Limits) -> type[asyncio.Protocol]:
                 else:
                     self._tail = seen[-3:]
             super().data_received(data)
-            self._time_body()
-
-        def _time_body(self) -> None:
-            # a body still arriving is timed from its head (a trickle held it for ever)
-            if self.transport.is_closing() or self.conn.their_state is not h11.SEND_BODY:
-                self._stop_body_timer()
-            elif self._body_timer is None:
-                self._body_timer = self.loop.call_later(limits.body_timeout, self._body_too_slow)
-
-        def _stop_body_timer(self) -> None:
-            if self._body_timer is not None:
-                self._body_timer.cancel()
-                self._body_timer = None
-
-        def _body_too_slow(self) -> None:
-            self._body_timer = None
-            if self.conn.their_state is not h11.SEND_BODY:
-                return
-            cycle = self.cycle
-            if cycle is not None and cycle.response_started:
-                self.transport.close()  # an answer is on its way: no 408 in the middle of it
-                return
-            self._close(408, "Request Timeout")
 
         def on_response_complete(self) -> None:
             super().on_response_complete()
@@ -439,7 +411,6 @@ def _protocol(limits: Limits) -> type[asyncio.Protocol]:
 
         def connection_lost(self, exc: Exception | None) -> None:
             self._disarm()
-            self._stop_body_timer()
             super().connection_lost(exc)
 
         def _arm(self, head: bool = True) -> None:
