@@ -122,6 +122,15 @@ def same_site(
     )
 
 
+def _served_port(scope: Scope) -> int | None:
+    """The port a request came in on (a surface built without ``port``): a page on another
+    local port is another origin (it was taken for this server's own)."""
+    server = scope.get("server")
+    if server and isinstance(server[1], int):
+        return int(server[1])
+    return None
+
+
 def count_items(value: Any, limit: int) -> bool:
     """Whether ``value`` holds more than ``limit`` values (containers and scalars, iterative)."""
     seen = 0
@@ -223,15 +232,6 @@ class Hardened:
             return {"type": "http.request", "body": body, "more_body": False}
 
         await self.app(scope, replay, send)
-
-
-def _served_port(scope: Scope) -> int | None:
-    """The port a request came in on (a surface built without ``port``): a page on another
-    local port is another origin (it was taken for this server's own)."""
-    server = scope.get("server")
-    if server and isinstance(server[1], int):
-        return int(server[1])
-    return None
 
 
 def _shape_refusal(body: bytes, limits: Limits) -> tuple[int, str] | None:
