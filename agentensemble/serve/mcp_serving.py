@@ -267,9 +267,10 @@ def mcp_server(
             known = ", ".join(served)
             return _error_result(f"unknown tool {params.name[:80]!r}; this server has: {known}")
         if params.request_state is not None:  # the client answers a question of a parked run
-            run = parked.pop(params.request_state, None)
-            if run is None:
+            run = parked.get(params.request_state)
+            if run is None or run.call.caller != _caller(ctx):  # another's: as if unknown
                 return _error_result(f"{entry.name}: unknown or expired request_state")
+            del parked[params.request_state]
             result: Any = await run.resume(ctx.session, params.input_responses)
         else:
             result = await _start(entry, ctx, params.arguments, parked, durable, shares)

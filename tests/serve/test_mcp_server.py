@@ -452,3 +452,36 @@ async def test_listed_tools_show_no_registered_secret() -> None:
     assert "Write about {topic}" in shown
     assert early not in shown and late not in shown
     assert set(tool.input_schema["required"]) == {"topic", "token"}
+
+
+async def test_another_callers_request_state_resumes_nothing() -> None:
+    """A run's ``request_state`` reaching another caller (a log, a shared proxy): bob answered
+    alice's question, approving her gated step, and the review named alice as the decider. A
+    state is now its caller's, as an MCP session is: another caller's is unknown, and the
+    run still waits for its own caller's answer."""
+    tokens = {"alice": "alice-token-long-enough", "bob": "bob-token-long-enough-too"}
+    app = mcp_http_app(mcp_server({"writer": reviewed_factory()}), token=tokens)
+    approval = {"review": types.ElicitResult(action="accept", content={"decision": "approve"})}
+    with hardened_serving(app, lifespan="on") as port, anyio.fail_after(WAIT * 3):
+        url = f"http://127.0.0.1:{port}/mcp"
+        alice_http = httpx2.AsyncClient(headers={"Authorization": f"Bearer {tokens['alice']}"})
+        bob_http = httpx2.AsyncClient(headers={"Authorization": f"Bearer {tokens['bob']}"})
+        async with (
+            alice_http,
+            bob_http,
+            Client(
+                streamable_http_client(url, http_client=alice_http), elicitation_callback=approve
+            ) as alice,
+            Client(
+                streamable_http_client(url, http_client=bob_http), elicitation_callback=approve
+            ) as bob,
+        ):
+            state = (await park(alice)).request_state
+            stolen = await bob.session.call_tool(
+                "writer", {"topic": "AI"}, request_state=state, input_responses=approval
+            )
+            own = await alice.session.call_tool(
+                "writer", {"topic": "AI"}, request_state=state, input_responses=approval
+            )
+    assert stolen.is_error and "unknown or expired" in stolen.content[0].text  # type: ignore[union-attr]
+    assert not own.is_error and own.content == [types.TextContent(text="the draft")]
