@@ -8,10 +8,10 @@ own across those calls: a call waits until the run ends (its result) or asks a q
 ``InputRequiredResult``, the run parked under an unguessable state token); the next call with
 that token delivers the answer and waits again.
 
-A client may never answer: a parked run not resumed within ``ANSWER_SECONDS`` is cancelled
-(its state then unknown), a question asked mid-call gets no longer (the review fails closed),
-and one caller parks at most ``MAX_PARKED_PER_CALLER`` runs, so a client that asks and walks
-away cannot hold every place (``MAX_PARKED``) and fail every other caller's reviews for good.
+A client may never answer: the run then waits as long as its review's timeout (5 minutes by
+default), and one caller parks at most ``MAX_PARKED_PER_CALLER`` runs, counted as each asks, so
+a client that asks and walks away again and again cannot hold every place (``MAX_PARKED``) and
+fail every other caller's reviews.
 """
 
 from __future__ import annotations
@@ -24,15 +24,12 @@ from typing import Any
 
 import mcp_types as types
 
-from agentensemble._base.timeouts import within
 from agentensemble.serve.mcp_review import ServedCall
 
 #: Runs parked waiting for an answer, at most (a question past this fails closed).
 MAX_PARKED = 256
 #: Runs of one caller parked at once, at most (its next question fails closed).
 MAX_PARKED_PER_CALLER = 32
-#: Seconds a question waits for the client's answer (then the run is cancelled, or fails closed).
-ANSWER_SECONDS = 600.0
 QUESTION_KEY = "review"
 
 
@@ -57,7 +54,6 @@ class ServedRun:
         self._questions: asyncio.Queue[_Question] = asyncio.Queue()
         self._pending: _Question | None = None
         self._task: asyncio.Task[types.CallToolResult] | None = None
-        self._expiry: asyncio.TimerHandle | None = None
         self.call = ServedCall(
             session, request_id, ask=self._ask_for(session, request_id), caller=caller
         )
@@ -69,8 +65,7 @@ class ServedRun:
         if getattr(session, "can_send_request", False):
 
             async def ask_now(message: str, schema: dict[str, Any]) -> Any:
-                asked = session.elicit_form(message, schema, related_request_id=request_id)
-                return await within(asked, ANSWER_SECONDS)  # no answer: the review fails closed
+                return await session.elicit_form(message, schema, related_request_id=request_id)
 
             return ask_now
         return self._ask_by_round_trip
@@ -86,7 +81,6 @@ class ServedRun:
             raise RuntimeError(f"{mine} of this caller's runs already wait for its answers")
         question = _Question(message, schema, secrets.token_urlsafe(24))
         self._parked[question.state] = self
-        self._expiry = asyncio.get_running_loop().call_later(ANSWER_SECONDS, self._expire)
         self._questions.put_nowait(question)
         return await question.answer
 
@@ -106,7 +100,6 @@ class ServedRun:
     async def resume(self, session: Any, responses: Any) -> Any:
         """Deliver the client's answer to the parked question, then wait again."""
         self.session = session
-        self._stop_expiry()
         answer = (responses or {}).get(QUESTION_KEY)
         if not isinstance(answer, types.ElicitResult):
             answer = types.ElicitResult(action="cancel")  # no readable answer: never approval
@@ -138,21 +131,9 @@ class ServedRun:
             input_requests={QUESTION_KEY: request}, request_state=state
         )
 
-    def _expire(self) -> None:
-        """No answer in time: the run is cancelled (its done callback unparks it)."""
-        self._expiry = None
-        if self._task is not None:
-            self._task.cancel()
-
-    def _stop_expiry(self) -> None:
-        if self._expiry is not None:
-            self._expiry.cancel()
-            self._expiry = None
-
     def _unpark(self) -> None:
-        self._stop_expiry()
         for state in [key for key, run in self._parked.items() if run is self]:
             del self._parked[state]
 
 
-__all__ = ["ANSWER_SECONDS", "MAX_PARKED", "MAX_PARKED_PER_CALLER", "ServedRun"]
+__all__ = ["MAX_PARKED", "MAX_PARKED_PER_CALLER", "ServedRun"]
