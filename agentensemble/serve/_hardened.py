@@ -11,7 +11,8 @@ Per request (``Hardened``, in this order):
 - ``Host`` not naming this server (DNS rebinding): 421 (the console: 403);
 - a missing or wrong ``Authorization: Bearer`` token, when one is set: 401;
 - a state change (POST, PUT, PATCH, DELETE) from another site (``Origin`` not this server's,
-  ``Sec-Fetch-Site`` neither ``same-origin`` nor ``none``): 403;
+  its port too: the one given, else the one the request came in on; ``Sec-Fetch-Site``
+  neither ``same-origin`` nor ``none``): 403;
 - a body sent with POST/PUT/PATCH that is not ``application/json`` (a page's ``text/plain``
   "simple request" needs no CORS preflight): 415;
 - a body over ``max_body_bytes`` (declared or counted): 413;
@@ -125,6 +126,15 @@ def same_site(
     )
 
 
+def _served_port(scope: Scope) -> int | None:
+    """The port a request came in on (a surface built without ``port``): a page on another
+    local port is another origin (it was taken for this server's own)."""
+    server = scope.get("server")
+    if server and isinstance(server[1], int):
+        return int(server[1])
+    return None
+
+
 def count_items(value: Any, limit: int) -> bool:
     """Whether ``value`` holds more than ``limit`` values (containers and scalars, iterative)."""
     seen = 0
@@ -186,7 +196,8 @@ class Hardened:
         for key, value in scope["headers"]:
             headers.setdefault(key.decode("latin-1").lower(), value.decode("latin-1"))
         method = scope.get("method", "GET")
-        if method in CHANGES and not same_site(headers, self.port, self._guard.host_allowed):
+        port = self.port if self.port is not None else _served_port(scope)
+        if method in CHANGES and not same_site(headers, port, self._guard.host_allowed):
             await refuse(send, 403, "requests from another site are refused")
             return
         if method not in WITH_JSON_BODY:

@@ -7,6 +7,11 @@ and the client calls again with the answer. ``ServedRun`` keeps the run going in
 own across those calls: a call waits until the run ends (its result) or asks a question (an
 ``InputRequiredResult``, the run parked under an unguessable state token); the next call with
 that token delivers the answer and waits again.
+
+A client may never answer: the run then waits as long as its review's timeout (5 minutes by
+default), and one caller parks at most ``MAX_PARKED_PER_CALLER`` runs, counted as each asks, so
+a client that asks and walks away again and again cannot hold every place (``MAX_PARKED``) and
+fail every other caller's reviews.
 """
 
 from __future__ import annotations
@@ -23,6 +28,8 @@ from agentensemble.serve.mcp_review import ServedCall
 
 #: Runs parked waiting for an answer, at most (a question past this fails closed).
 MAX_PARKED = 256
+#: Runs of one caller parked at once, at most (its next question fails closed).
+MAX_PARKED_PER_CALLER = 32
 QUESTION_KEY = "review"
 
 
@@ -30,6 +37,7 @@ QUESTION_KEY = "review"
 class _Question:
     message: str
     schema: dict[str, Any]
+    state: str  # the run is parked under it from the moment it asks
     answer: asyncio.Future[types.ElicitResult] = field(
         default_factory=lambda: asyncio.get_running_loop().create_future()
     )
@@ -63,16 +71,30 @@ class ServedRun:
         return self._ask_by_round_trip
 
     async def _ask_by_round_trip(self, message: str, schema: dict[str, Any]) -> Any:
+        # counted and parked with no await in between: runs asking together all passed a check
+        # made before any of them was parked
         if len(self._parked) >= MAX_PARKED:
             raise RuntimeError("too many served runs wait for their clients' answers")
-        question = _Question(message, schema)
+        caller = self.call.caller
+        mine = sum(1 for run in self._parked.values() if run.call.caller == caller)
+        if mine >= MAX_PARKED_PER_CALLER:
+            raise RuntimeError(f"{mine} of this caller's runs already wait for its answers")
+        question = _Question(message, schema, secrets.token_urlsafe(24))
+        self._parked[question.state] = self
         self._questions.put_nowait(question)
         return await question.answer
 
-    async def start(self, work: Callable[[], Awaitable[types.CallToolResult]]) -> Any:
-        """Run ``work`` (the whole run) and wait for its result or its first question."""
+    async def start(
+        self,
+        work: Callable[[], Awaitable[types.CallToolResult]],
+        ended: Callable[[Any], None] | None = None,
+    ) -> Any:
+        """Run ``work`` (the whole run) and wait for its result or its first question;
+        ``ended`` is called when the run ends, however it ends."""
         self._task = asyncio.ensure_future(work())
         self._task.add_done_callback(lambda _: self._unpark())
+        if ended is not None:
+            self._task.add_done_callback(ended)
         return await self._wait()
 
     async def resume(self, session: Any, responses: Any) -> Any:
@@ -99,8 +121,7 @@ class ServedRun:
             asked.cancel()
             return self._task.result()
         self._pending = asked.result()
-        state = secrets.token_urlsafe(24)
-        self._parked[state] = self
+        state = self._pending.state
         request = types.ElicitRequest(
             params=types.ElicitRequestFormParams(
                 message=self._pending.message, requested_schema=self._pending.schema
@@ -115,4 +136,4 @@ class ServedRun:
             del self._parked[state]
 
 
-__all__ = ["MAX_PARKED", "ServedRun"]
+__all__ = ["MAX_PARKED", "MAX_PARKED_PER_CALLER", "ServedRun"]

@@ -12,8 +12,9 @@ Served through the one hardened setup (``_hardened.Hardened``: Host, Origin, JSO
 size and shape bounds, the optional token). Every task belongs to the caller that created it
 (the name of its token, else its address): ``GetTask`` and ``CancelTask`` find only the caller's
 own tasks, ``ListTasks`` is not served, a caller runs at most ``max_running_per_caller`` tasks
-at once, and finished tasks are dropped after ``finished_task_ttl`` seconds or once more than
-``max_tasks`` (or ``max_task_bytes``) are kept, oldest first.
+and holds at most ``max_streams_per_caller`` streams open at once, and finished tasks are
+dropped after ``finished_task_ttl`` seconds or once more than ``max_tasks`` (or
+``max_task_bytes``) are kept, oldest first.
 
 An ensemble with a memory store keeps each conversation: a task's context id (the one the
 caller sent, else the one the SDK gave its first task) is its session, behind the caller's
@@ -53,6 +54,7 @@ from a2a.types.a2a_pb2 import (
     ListTasksRequest,
     ListTasksResponse,
     SendMessageRequest,
+    SubscribeToTaskRequest,
     Task,
     TaskState,
 )
@@ -86,6 +88,8 @@ from agentensemble.workflows.step import step_kind, step_label
 TEXT = "text/plain"
 JSON = "application/json"
 SURFACE = declare_surface("a2a", "an ensemble as an A2A agent (a2a_app, serve-a2a)")
+_ADMITTED = "agentensemble_admitted"
+"""``ServerCallContext.state`` key: this request holds a place in its caller's share."""
 FINISHED = frozenset(
     {
         TaskState.TASK_STATE_COMPLETED,
@@ -104,6 +108,10 @@ class TaskLimits:
     max_tasks: int = 1000
     max_task_bytes: int = 64 * 1024 * 1024
     max_running_per_caller: int = 8
+    max_streams_per_caller: int = 16
+    """Streams (``SendStreamingMessage``, ``SubscribeToTask``) one caller holds open at once:
+    each holds a connection, and one caller subscribing to its own task again and again held
+    every connection of the server (503 for everyone else)."""
 
 
 class _Caller(User):
@@ -137,18 +145,46 @@ class OwnedTaskStore(InMemoryTaskStore):
         self.limits = limits
         # (owner, task id) -> (size in bytes, when it finished or None while running)
         self._kept: OrderedDict[tuple[str, str], tuple[int, float | None]] = OrderedDict()
+        # owner -> requests admitted whose task is not saved yet (see ``admit``)
+        self._admitted: dict[str, int] = {}
+
+    def admit(self, context: ServerCallContext) -> None:
+        """Count a request's task against its caller's share from now on (its first save
+        takes the place over), or refuse it: checked and taken with no await in between, so
+        requests arriving together cannot all pass before any task is saved."""
+        owner = context.user.user_name
+        most = self.limits.max_running_per_caller
+        if self.running(owner) >= most:
+            raise InvalidRequestError(
+                message=f"you already run {most} tasks: wait for one to finish or cancel one"
+            )
+        self._admitted[owner] = self._admitted.get(owner, 0) + 1
+        context.state[_ADMITTED] = True
+
+    def release(self, context: ServerCallContext) -> None:
+        """Give back a request's place if its task was never saved (refused, failed)."""
+        if context.state.pop(_ADMITTED, False):
+            owner = context.user.user_name
+            left = self._admitted.get(owner, 1) - 1
+            if left > 0:
+                self._admitted[owner] = left
+            else:
+                self._admitted.pop(owner, None)
 
     async def save(self, task: Task, context: ServerCallContext) -> None:
         await super().save(task, context)
         key = (context.user.user_name, task.id)
+        if key not in self._kept:
+            self.release(context)  # the task itself counts from now on
         finished = time.monotonic() if task.status.state in FINISHED else None
         self._kept[key] = (task.ByteSize(), finished)
         self._kept.move_to_end(key)
         await self._prune()
 
     def running(self, owner: str) -> int:
-        """How many of ``owner``'s tasks have not finished."""
-        return sum(1 for (who, _), (_, done) in self._kept.items() if who == owner and not done)
+        """How many of ``owner``'s tasks have not finished (or are admitted, not yet saved)."""
+        kept = sum(1 for (who, _), (_, done) in self._kept.items() if who == owner and not done)
+        return kept + self._admitted.get(owner, 0)
 
     async def _prune(self) -> None:
         limits = self.limits
@@ -164,11 +200,13 @@ class OwnedTaskStore(InMemoryTaskStore):
 
 
 class _OwnedRequests(DefaultRequestHandler):
-    """The SDK's handler without ``ListTasks`` and with a cap on each caller's running tasks."""
+    """The SDK's handler without ``ListTasks`` and with caps on each caller's running tasks
+    and open streams."""
 
     def __init__(self, *, store: OwnedTaskStore, **settings: Any) -> None:
         super().__init__(task_store=store, **settings)
         self._owned = store
+        self._streams: dict[str, int] = {}  # caller -> its streams open now
 
     async def on_list_tasks(
         self, params: ListTasksRequest, context: ServerCallContext
@@ -178,27 +216,57 @@ class _OwnedRequests(DefaultRequestHandler):
         )
 
     async def on_message_send(self, params: SendMessageRequest, context: ServerCallContext) -> Any:
-        self._check_running(context)
-        return await super().on_message_send(params, context)
+        self._owned.admit(context)
+        try:
+            return await super().on_message_send(params, context)
+        finally:
+            self._owned.release(context)
 
     async def on_message_send_stream(
         self, params: SendMessageRequest, context: ServerCallContext
     ) -> Any:
-        self._check_running(context)
-        async for event in super().on_message_send_stream(params, context):
-            yield event
+        self._open_stream(context)
+        try:
+            self._owned.admit(context)
+            try:
+                async for event in super().on_message_send_stream(params, context):
+                    yield event
+            finally:
+                self._owned.release(context)
+        finally:
+            self._close_stream(context)
 
-    def _check_running(self, context: ServerCallContext) -> None:
-        most = self._owned.limits.max_running_per_caller
-        if self._owned.running(context.user.user_name) >= most:
+    async def on_subscribe_to_task(
+        self, params: SubscribeToTaskRequest, context: ServerCallContext
+    ) -> Any:
+        self._open_stream(context)
+        try:
+            async for event in super().on_subscribe_to_task(params, context):
+                yield event
+        finally:
+            self._close_stream(context)
+
+    def _open_stream(self, context: ServerCallContext) -> None:
+        """Count a stream against its caller's share, or refuse it (no await in between)."""
+        owner = context.user.user_name
+        most = self._owned.limits.max_streams_per_caller
+        if self._streams.get(owner, 0) >= most:
             raise InvalidRequestError(
-                message=f"you already run {most} tasks: wait for one to finish or cancel one"
+                message=f"you already have {most} streams open: close one before opening another"
             )
+        self._streams[owner] = self._streams.get(owner, 0) + 1
+
+    def _close_stream(self, context: ServerCallContext) -> None:
+        owner = context.user.user_name
+        left = self._streams.pop(owner, 1) - 1
+        if left:
+            self._streams[owner] = left
 
 
 def agent_card(ensemble: Ensemble, *, name: str, description: str, url: str) -> AgentCard:
     """The card: one JSON-RPC interface at ``url``, one skill per step (never a model name,
-    a key or a tool's settings: nothing secret crosses)."""
+    a key or a tool's settings: nothing secret crosses; its texts pass the redaction policy,
+    here and again as each request is served, ``shown_card``)."""
     from agentensemble import __version__
 
     skills = []
@@ -215,20 +283,40 @@ def agent_card(ensemble: Ensemble, *, name: str, description: str, url: str) -> 
                 output_modes=[TEXT, JSON] if is_task and step.output_type is not None else [TEXT],
             )
         )
-    return AgentCard(
-        name=name,
-        description=description,
-        version=__version__,
-        supported_interfaces=[
-            AgentInterface(
-                url=url, protocol_binding="JSONRPC", protocol_version=PROTOCOL_VERSION_1_0
-            )
-        ],
-        capabilities=AgentCapabilities(streaming=True, push_notifications=False),
-        default_input_modes=[TEXT, JSON],
-        default_output_modes=[TEXT, JSON],
-        skills=skills,
+    return shown_card(
+        AgentCard(
+            name=name,
+            description=description,
+            version=__version__,
+            supported_interfaces=[
+                AgentInterface(
+                    url=url, protocol_binding="JSONRPC", protocol_version=PROTOCOL_VERSION_1_0
+                )
+            ],
+            capabilities=AgentCapabilities(streaming=True, push_notifications=False),
+            default_input_modes=[TEXT, JSON],
+            default_output_modes=[TEXT, JSON],
+            skills=skills,
+        )
     )
+
+
+def shown_card(card: AgentCard) -> AgentCard:
+    """A copy of ``card`` whose texts (its name and description, each skill's) pass the
+    redaction policy: the card is served without a token, and a registered secret in a task's
+    description or expected output reached anyone who asked."""
+    shown = AgentCard()
+    shown.CopyFrom(card)
+    shown.name = redact_text(shown.name)
+    shown.description = redact_text(shown.description)
+    for skill in shown.skills:
+        skill.name = redact_text(skill.name)
+        skill.description = redact_text(skill.description)
+    return shown
+
+
+async def _shown_card(card: AgentCard) -> AgentCard:
+    return shown_card(card)  # at each request: a secret registered after start is kept too
 
 
 def message_inputs(variables: Mapping[str, str], context: RequestContext) -> dict[str, Any]:
@@ -392,7 +480,7 @@ def a2a_app(
     )
     path = parsed.path or "/"
     routes = [
-        *create_agent_card_routes(card),
+        *create_agent_card_routes(card, card_modifier=_shown_card),
         *create_jsonrpc_routes(handler, rpc_url=path, context_builder=_CallerContexts()),
     ]
     app = Starlette(routes=routes)
@@ -418,4 +506,5 @@ __all__ = [
     "a2a_app",
     "agent_card",
     "message_inputs",
+    "shown_card",
 ]

@@ -17,7 +17,7 @@ caller (429 past it), each closed after ``idle_seconds`` without a request.
 from __future__ import annotations
 
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -97,6 +97,30 @@ def _describe(name: str, source: EnsembleSource, durable: Any = None) -> _Served
     return _Served(name, source, variables, tool, sessions)
 
 
+def _texts_redacted(value: Any) -> Any:
+    """A JSON schema with every text passing the redaction policy (its keys as they are: an
+    input named ``token`` keeps its name)."""
+    if isinstance(value, str):
+        return redact_text(value)
+    if isinstance(value, Mapping):
+        return {key: _texts_redacted(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_texts_redacted(item) for item in value]
+    return value
+
+
+def _shown(tool: types.Tool) -> types.Tool:
+    """A tool as listed: its description and schemas pass the redaction policy at each listing
+    (a registered secret in a task's description or expected output reached every client)."""
+    return tool.model_copy(
+        update={
+            "description": redact_text(tool.description or ""),
+            "input_schema": _texts_redacted(tool.input_schema),
+            "output_schema": _texts_redacted(tool.output_schema),
+        }
+    )
+
+
 def _caller(ctx: ServerRequestContext[Any]) -> str:
     """Who calls: over HTTP the name the hardened guard gave the request (its token's name,
     else its address), over stdio (no HTTP request) the one local client."""
@@ -114,25 +138,54 @@ def _error_result(text: str) -> types.CallToolResult:
     return types.CallToolResult(content=[types.TextContent(text=text)], is_error=True)
 
 
+@dataclass
+class _Shares:
+    """How many runs each caller has going (a parked one too), at most ``most`` each."""
+
+    most: int
+    running: dict[str, int] = field(default_factory=dict)
+
+    def refusal(self, caller: str) -> str | None:
+        if self.running.get(caller, 0) >= self.most:
+            return f"you already run {self.most} calls: wait for one to finish or cancel one"
+        return None
+
+    def take(self, caller: str) -> Callable[[Any], None]:
+        """Count a run for ``caller``; the callback given back (to its task) ends it."""
+        self.running[caller] = self.running.get(caller, 0) + 1
+
+        def ended(_: Any) -> None:
+            left = self.running.pop(caller, 1) - 1
+            if left:
+                self.running[caller] = left
+
+        return ended
+
+
 async def _start(
     served: _Served,
     ctx: ServerRequestContext[Any],
     arguments: Any,
     parked: dict[str, ServedRun],
     durable: Any = None,
+    shares: _Shares | None = None,
 ) -> Any:
-    """A new call: arguments checked and the ensemble built before anything runs."""
+    """A new call: arguments checked and the ensemble built before anything runs; a caller
+    past its share of running calls is refused (checked and counted with no await between)."""
+    caller = _caller(ctx)
+    if shares is not None and (refusal := shares.refusal(caller)) is not None:
+        return _error_result(f"{served.name}: {refusal}")
     try:
         given = dict(arguments or {})
         asked = given.pop(SESSION_ARGUMENT, None) if served.sessions else None
         inputs = check_arguments(served.variables, given)
-        session = caller_session(_caller(ctx), asked)
+        session = caller_session(caller, asked)
         ensemble = ensemble_of(served.source)
     except BadArguments as error:
         return _error_result(f"{served.name}: {error}")
     except Exception as error:
         return _error_result(f"{served.name}: the ensemble could not be built: {error_text(error)}")
-    run = ServedRun(ctx.session, ctx.request_id, parked, _caller(ctx))
+    run = ServedRun(ctx.session, ctx.request_id, parked, caller)
 
     async def report(progress: float, total: float | None, message: str) -> None:
         await run.session.report_progress(progress, total, message)
@@ -161,7 +214,7 @@ async def _start(
             structured_content=redact(structured) if structured is not None else None,
         )
 
-    return await run.start(work)
+    return await run.start(work, ended=shares.take(caller) if shares is not None else None)
 
 
 def mcp_server(
@@ -169,6 +222,7 @@ def mcp_server(
     name: str = "agentensemble",
     *,
     durable: Any = None,
+    max_running_per_caller: int = 8,
 ) -> Server[Any]:
     """An MCP server (``mcp.server.Server``) with one tool per ensemble, named by its key.
 
@@ -181,7 +235,13 @@ def mcp_server(
 
     ``durable``: a launched ``DurableRuntime`` in which every key is registered (with the same
     ensemble or factory); each call is then a durable run of it (docs/durable.md).
+
+    ``max_running_per_caller``: the runs one caller (its token's name, else its address; over
+    stdio the one local client) has going at once, a run waiting for its client's answer too;
+    a call past it is an ``isError`` result before anything runs.
     """
+    if max_running_per_caller < 1:
+        raise ConfigurationError("mcp_server max_running_per_caller must be at least 1")
     if not isinstance(ensembles, Mapping) or not ensembles:
         raise ConfigurationError(
             'mcp_server needs a mapping of tool names to ensembles: {"name": ensemble}'
@@ -194,9 +254,10 @@ def mcp_server(
     async def list_tools(
         ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
     ) -> types.ListToolsResult:
-        return types.ListToolsResult(tools=tools)
+        return types.ListToolsResult(tools=[_shown(tool) for tool in tools])
 
     parked: dict[str, ServedRun] = {}  # runs waiting for their client's answer (2026-07-28)
+    shares = _Shares(max_running_per_caller)
 
     async def call_tool(
         ctx: ServerRequestContext[Any], params: types.CallToolRequestParams
@@ -206,12 +267,13 @@ def mcp_server(
             known = ", ".join(served)
             return _error_result(f"unknown tool {params.name[:80]!r}; this server has: {known}")
         if params.request_state is not None:  # the client answers a question of a parked run
-            run = parked.pop(params.request_state, None)
-            if run is None:
+            run = parked.get(params.request_state)
+            if run is None or run.call.caller != _caller(ctx):  # another's: as if unknown
                 return _error_result(f"{entry.name}: unknown or expired request_state")
+            del parked[params.request_state]
             result: Any = await run.resume(ctx.session, params.input_responses)
         else:
-            result = await _start(entry, ctx, params.arguments, parked, durable)
+            result = await _start(entry, ctx, params.arguments, parked, durable, shares)
         return result  # type: ignore[no-any-return]
 
     def input_schema_of(tool: str) -> Mapping[str, Any] | None:
@@ -249,11 +311,17 @@ class SessionLimits:
 class _SessionCap:
     """Refuses a caller's new session past its share (429) and another caller's session (404,
     as if unknown); counts the sessions the SDK opens (the ``Mcp-Session-Id`` of its answers)
-    and forgets them when deleted or idle as long as the SDK's own idle timeout."""
+    and forgets them when deleted or idle as the SDK counts it: no request in flight for
+    ``idle_seconds`` (a session busy with a long call was forgotten while the SDK kept it, so
+    it left its caller's share and its id let any caller in)."""
 
     app: ASGIApp
     limits: SessionLimits
     used: dict[str, tuple[str, float]] = field(default_factory=dict)  # id -> (caller, last use)
+    # caller -> requests opening a session whose id has not come back yet: counted with
+    # ``used``, taken with no await after the check (requests sent together all passed it)
+    opening: dict[str, int] = field(default_factory=dict)
+    busy: dict[str, int] = field(default_factory=dict)  # id -> its requests in flight
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -271,13 +339,14 @@ class _SessionCap:
             if owner != caller:  # another caller's session: as if it did not exist
                 await refuse(send, 404, "unknown MCP session: start a new one")
                 return
-            if given in self.used:
-                self.used[given] = (caller, now)
             if scope["method"] == "DELETE":
                 self.used.pop(given, None)
-            await self.app(scope, receive, send)
+                await self.app(scope, receive, send)
+                return
+            await self._in_flight(given, caller, scope, receive, send)
             return
         mine = sum(1 for who, _ in self.used.values() if who == caller)
+        mine += self.opening.get(caller, 0)
         if scope["method"] == "POST" and mine >= self.limits.max_sessions_per_caller:
             await refuse(
                 send,
@@ -285,19 +354,58 @@ class _SessionCap:
                 f"you have {mine} open MCP sessions: close one (DELETE) or reuse one",
             )
             return
+        self.opening[caller] = self.opening.get(caller, 0) + 1
+        pending = True
+        opened_id: str | None = None
+
+        def opened() -> None:
+            nonlocal pending
+            if pending:
+                pending = False
+                left = self.opening.pop(caller) - 1
+                if left:
+                    self.opening[caller] = left
 
         async def counting(message: Message) -> None:
+            nonlocal opened_id
             if message["type"] == "http.response.start":
                 for key, value in message.get("headers", []):
                     if key.lower() == SESSION_HEADER.encode():
-                        self.used[value.decode("latin-1")] = (caller, time.monotonic())
+                        opened_id = value.decode("latin-1")
+                        self.used[opened_id] = (caller, time.monotonic())
+                        self.busy[opened_id] = self.busy.get(opened_id, 0) + 1
+                opened()  # the session (if any) now counts in ``used``
             await send(message)
 
-        await self.app(scope, receive, counting)
+        try:
+            await self.app(scope, receive, counting)
+        finally:
+            opened()
+            if opened_id is not None:
+                self._done(opened_id, caller)
+
+    async def _in_flight(
+        self, given: str, caller: str, scope: Scope, receive: Receive, send: Send
+    ) -> None:
+        """Serve a request of a known session: not idle until its last request ends."""
+        self.busy[given] = self.busy.get(given, 0) + 1
+        try:
+            await self.app(scope, receive, send)
+        finally:
+            self._done(given, caller)
+
+    def _done(self, given: str, caller: str) -> None:
+        left = self.busy.pop(given, 1) - 1
+        if left:
+            self.busy[given] = left
+        if given in self.used:
+            self.used[given] = (caller, time.monotonic())  # idle from now, as the SDK counts
 
     def _forget_idle(self, now: float) -> None:
         idle = [
-            key for key, (_, last) in self.used.items() if now - last > self.limits.idle_seconds
+            key
+            for key, (_, last) in self.used.items()
+            if now - last > self.limits.idle_seconds and not self.busy.get(key)
         ]
         for key in idle:
             del self.used[key]

@@ -4,16 +4,21 @@ reading or cancelling another's tasks, tasks piling up, a body built to freeze t
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
+import threading
 import time
 import uuid
 from typing import Any
 
 import httpx
 import pytest
+from serve_helpers import hardened_serving
 
 from agentensemble import Agent, Ensemble, Task
+from agentensemble.logging import register_secret
 from agentensemble.serve import a2a_app
+from agentensemble.serve._hardened import Limits
 from agentensemble.serve.a2a_serving import TaskLimits
 from agentensemble.testing import FunctionChatModel, ScriptedChatModel
 
@@ -200,3 +205,141 @@ async def test_a_caller_runs_a_bounded_number_of_tasks_at_once() -> None:
     assert "task" in first["result"]
     assert "result" not in second and "already run 1 tasks" in second["error"]["message"]
     assert "task" in other["result"]
+
+
+@pytest.mark.parametrize("method", ["SendMessage", "SendStreamingMessage"])
+async def test_requests_sent_together_cannot_pass_the_running_cap_at_once(method: str) -> None:
+    """Each request was checked before any of them had saved its task: 20 sent together all
+    started, whatever the cap. Now a place is taken when a request is admitted."""
+    release = asyncio.Event()
+    calls: list[int] = []
+
+    async def answer(messages: Any, tools: Any) -> str:
+        calls.append(1)
+        if len(calls) >= 2:  # the two the cap lets in have reached the model
+            release.set()
+        await release.wait()
+        return "a line"
+
+    def waiting() -> Ensemble:
+        agent = Agent(role="Writer", goal="Write", llm=FunctionChatModel(answer))
+        task = Task(description="Write about {topic}", expected_output="a line", agent=agent)
+        return Ensemble(tasks=[task])
+
+    served = a2a_app(
+        waiting,
+        name="writer",
+        description="writes",
+        url=URL,
+        token=TOKENS,
+        task_limits=TaskLimits(max_running_per_caller=2),
+    )
+
+    def at_once(text: str) -> dict[str, Any]:
+        request = send(text)
+        request["method"] = method
+        request["params"]["configuration"] = {"returnImmediately": True}
+        return request
+
+    async def first_event(http: httpx.AsyncClient, text: str) -> str:
+        async with http.stream("POST", "/", json=at_once(text)) as answer:
+            async for line in answer.aiter_lines():
+                if line.strip():
+                    return line  # a JSON answer, or a stream's first event
+        return ""
+
+    async with client(served, "alice") as alice:  # (a stream is read whole once released)
+        answers = await asyncio.gather(*(first_event(alice, f"topic {n}") for n in range(20)))
+    started_ = [answer for answer in answers if '"result"' in answer]
+    refused = [answer for answer in answers if "you already run 2 tasks" in answer]
+    assert len(started_) == 2 and len(refused) == 18
+
+
+async def test_a_refused_or_finished_request_gives_its_place_back() -> None:
+    served = app(task_limits=TaskLimits(max_running_per_caller=1))
+    async with client(served) as http:
+        for n in range(4):  # one at a time: each finishes (or is refused) and frees its place
+            bad = (await http.post("/", json=rpc("SendMessage", {"message": {}}))).json()
+            assert "error" in bad
+            await started(http, f"topic {n}")
+
+
+async def test_one_caller_cannot_hold_every_connection_with_streams() -> None:
+    """``SubscribeToTask`` of one's own running task, again and again: each stream held a
+    connection, so one caller held all of them and every other caller got 503. Now a caller
+    holds at most ``max_streams_per_caller`` streams; past that it is told so at once."""
+    release = threading.Event()
+
+    async def answer(messages: Any, tools: Any) -> str:
+        while not release.is_set():  # the server's loop runs in another thread
+            await asyncio.sleep(0.01)
+        return "a line"
+
+    def waiting() -> Ensemble:
+        agent = Agent(role="Writer", goal="Write", llm=FunctionChatModel(answer))
+        task = Task(description="Write about {topic}", expected_output="a line", agent=agent)
+        return Ensemble(tasks=[task])
+
+    served = a2a_app(
+        waiting,
+        name="writer",
+        description="writes",
+        url="http://127.0.0.1:9/",
+        allowed_hosts=[],
+        token=TOKENS,
+        limits=Limits(max_connections=10),
+        task_limits=TaskLimits(max_streams_per_caller=3),
+    )
+    alice = {"Authorization": f"Bearer {TOKENS['alice']}", "A2A-Version": "1.0"}
+    bob = {"Authorization": f"Bearer {TOKENS['bob']}", "A2A-Version": "1.0"}
+    with hardened_serving(served, lifespan="on") as port:
+        base = f"http://127.0.0.1:{port}"
+        async with (
+            contextlib.AsyncExitStack() as held,
+            httpx.AsyncClient(base_url=base, timeout=30, headers=alice) as http,
+        ):
+            request = send("tides")
+            request["params"]["configuration"] = {"returnImmediately": True}
+            task = (await http.post("/", json=request)).json()["result"]["task"]["id"]
+            firsts = []
+            for _ in range(10):  # as many as the server has connections
+                stream = await held.enter_async_context(
+                    http.stream("POST", "/", json=rpc("SubscribeToTask", {"id": task}))
+                )
+                lines = stream.aiter_lines()
+                held.push_async_callback(lines.aclose)
+                first = await anext(lines)
+                firsts.append(first)
+                if "error" in first:
+                    await stream.aclose()  # refused: its connection is free again
+            async with httpx.AsyncClient(base_url=base, timeout=30, headers=bob) as other:
+                answer_ = await other.post("/", json=rpc("GetTask", {"id": "unknown"}))
+            release.set()
+    streaming = [first for first in firsts if '"result"' in first]
+    refused = [first for first in firsts if "you already have 3 streams open" in first]
+    assert len(streaming) == 3 and len(refused) == 7
+    assert answer_.status_code == 200  # another caller still gets in
+
+
+async def test_the_card_served_without_a_token_shows_no_registered_secret() -> None:
+    """The card is open to anyone (no token): a registered secret in a task's description,
+    expected output or agent's role went out as it was, one registered after the agent started
+    too."""
+    early, late = "sk-card-secret-early-123456", "sk-card-secret-late-654321"
+    register_secret(early)
+
+    def telling() -> Ensemble:
+        agent = Agent(role=f"Writer {early}", goal="W", llm=ScriptedChatModel(["x"]))
+        task = Task(
+            description=f"Write about {{topic}} with {early} and {late}",
+            expected_output=f"a line for {late}",
+            agent=agent,
+        )
+        return Ensemble(tasks=[task])
+
+    served = a2a_app(telling, name="writer", description="writes", url=URL, token=TOKENS)
+    register_secret(late)  # e.g. a key first read once the agent is up
+    async with client(served) as http:  # no token: the card is open
+        card = await http.get("/.well-known/agent-card.json")
+    assert card.status_code == 200 and "Write about {topic}" in card.text
+    assert early not in card.text and late not in card.text

@@ -139,6 +139,8 @@ BIG = "[" + ",".join(["[]"] * 250_000) + "]"  # 750 kB: within the body bound, t
 ATTACKS = [
     # (what, extra headers, body, expected status)
     ("a foreign Origin", {"Origin": "http://evil.example"}, "{}", 403),
+    ("a page on another local port", {"Origin": "http://127.0.0.1:9999"}, "{}", 403),
+    ("an opaque Origin", {"Origin": "null"}, "{}", 403),
     ("a cross-site fetch", {"Sec-Fetch-Site": "cross-site"}, "{}", 403),
     ("a text/plain body", {"Content-Type": "text/plain"}, "{}", 415),
     ("no content type", {"Content-Type": ""}, "{}", 415),
@@ -173,6 +175,41 @@ async def test_each_surface_refuses_each_attack(
     assert answer.status_code in expected, (surface, what, answer.status_code, answer.text[:200])
     if surface != "review":  # the stdlib server is hardened by its class (HardenedHTTPServer)
         assert built(surface), f"{surface} was not built through Hardened"
+
+
+def unpinned(surface: str) -> Any:
+    from agentensemble.serve import ag_ui_app, run_api
+    from agentensemble.serve.mcp_serving import mcp_http_app, mcp_server
+
+    return {
+        "mcp-http": lambda: mcp_http_app(mcp_server({"writer": crew})),
+        "ag-ui": lambda: ag_ui_app(crew),
+        "run-api": lambda: run_api({"writer": crew}),
+    }[surface]()
+
+
+@pytest.mark.parametrize(
+    ("surface", "path"), [("mcp-http", "/mcp"), ("ag-ui", "/"), ("run-api", "/runs")]
+)
+async def test_a_page_on_another_local_port_is_refused_without_a_port_given(
+    surface: str, path: str
+) -> None:
+    """``mcp_http_app(server)``, ``ag_ui_app(crew)``, ``run_api(...)`` with no ``port``
+    took any port as their own: a page at ``http://localhost:3000`` (another local app, another
+    origin) opened an MCP session and could call its tools. The port is now the one the request
+    came in on."""
+    for origin in ("http://localhost:3000", "http://127.0.0.1:9999"):
+        async with in_process(unpinned(surface)) as http:
+            answer = await http.post(
+                path,
+                content=b"{}",
+                headers={
+                    "Origin": origin,
+                    "Content-Type": "application/json",
+                    "Accept": "application/json, text/event-stream",
+                },
+            )
+        assert answer.status_code == 403, (surface, origin, answer.text[:200])
 
 
 def test_every_connection_sends_small_writes_at_once() -> None:

@@ -7,15 +7,19 @@ import asyncio
 from typing import Any
 
 import anyio
+import httpx2
 import mcp_types as types
 import pytest
 from mcp import Client
+from mcp.client.streamable_http import streamable_http_client
 from pydantic import BaseModel
+from serve_helpers import hardened_serving
 
 from agentensemble import Agent, Ensemble, EnsembleFailed, Task, tool
 from agentensemble.errors import ConfigurationError
 from agentensemble.logging import register_secret
 from agentensemble.serve import MCPReviewHandler, mcp_server
+from agentensemble.serve.mcp_serving import mcp_http_app
 from agentensemble.testing import FunctionChatModel, ScriptedChatModel, text
 from agentensemble_review import Edit, ScriptedReviewHandler
 
@@ -280,3 +284,158 @@ async def test_a_forged_request_state_is_an_error_and_approves_nothing() -> None
         )
     assert forged.is_error
     assert "unknown or expired request_state" in forged.content[0].text  # type: ignore[union-attr]
+
+
+def reviewed_factory() -> Any:
+    """A factory: each call a fresh run whose last output goes to ``review: mcp``."""
+    return lambda: reviewed_by_mcp("facts", "the draft")
+
+
+async def approve(context: Any, params: types.ElicitRequestParams) -> types.ElicitResult:
+    return types.ElicitResult(action="accept", content={"decision": "approve"})
+
+
+async def park(client: Client) -> types.InputRequiredResult:
+    """Call the tool, take the question and never answer it (a client that walks away)."""
+    asked = await client.session.call_tool("writer", {"topic": "AI"}, allow_input_required=True)
+    assert isinstance(asked, types.InputRequiredResult)
+    return asked
+
+
+async def test_one_caller_cannot_park_every_run_and_fail_the_others_reviews(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Over HTTP, one caller taking questions and never answering (again as each review's
+    timeout ends them) held every parked place (``MAX_PARKED``), so another caller's review
+    failed closed. Now a caller parks at most ``MAX_PARKED_PER_CALLER`` runs: past that only its
+    own review fails."""
+    from agentensemble.serve import _mcp_rounds
+
+    monkeypatch.setattr(_mcp_rounds, "MAX_PARKED", 3)
+    monkeypatch.setattr(_mcp_rounds, "MAX_PARKED_PER_CALLER", 2, raising=False)
+    tokens = {"alice": "alice-token-long-enough", "bob": "bob-token-long-enough-too"}
+    app = mcp_http_app(mcp_server({"writer": reviewed_factory()}), token=tokens)
+
+    def connected(url: str, http: httpx2.AsyncClient) -> Client:
+        return Client(streamable_http_client(url, http_client=http), elicitation_callback=approve)
+
+    with hardened_serving(app, lifespan="on") as port, anyio.fail_after(WAIT * 3):
+        url = f"http://127.0.0.1:{port}/mcp"
+        alice_http = httpx2.AsyncClient(headers={"Authorization": f"Bearer {tokens['alice']}"})
+        bob_http = httpx2.AsyncClient(headers={"Authorization": f"Bearer {tokens['bob']}"})
+        async with (
+            alice_http,
+            bob_http,
+            connected(url, alice_http) as alice,
+            connected(url, bob_http) as bob,
+        ):
+            await park(alice)
+            await park(alice)
+            over = await alice.session.call_tool(
+                "writer", {"topic": "AI"}, allow_input_required=True
+            )
+            other = await bob.call_tool("writer", {"topic": "AI"})
+    assert isinstance(over, types.CallToolResult) and over.is_error  # fails closed: hers only
+    assert other.content == [types.TextContent(text="the draft")]
+
+
+async def test_one_caller_runs_a_bounded_number_of_calls_at_once() -> None:
+    """Every call started a run (each spending the server's model key) with no bound per
+    caller, where the A2A agent allows 8. Now a call past the caller's share (8 by default)
+    is an error result before anything runs, and a finished run frees its place."""
+    in_flight = 0
+    release = asyncio.Event()
+
+    async def answer(messages: Any, tools: Any) -> str:
+        nonlocal in_flight
+        in_flight += 1
+        if in_flight >= 8:
+            release.set()  # the eight the share lets in have all started
+        await release.wait()
+        return "done"
+
+    def factory() -> Ensemble:
+        agent = Agent(role="Solo", goal="Answer {question}", llm=FunctionChatModel(answer))
+        return Ensemble(tasks=[Task(description="Answer {question}", agent=agent)])
+
+    results: list[types.CallToolResult] = []
+    async with Client(mcp_server({"solo": factory})) as client:
+
+        async def call(question: str) -> None:
+            results.append(await client.call_tool("solo", {"question": question}))
+
+        with anyio.fail_after(WAIT):
+            async with anyio.create_task_group() as group:
+                for n in range(12):
+                    group.start_soon(call, f"question {n}")
+            again = await client.call_tool("solo", {"question": "later"})  # places freed
+    refused = [r for r in results if r.is_error]
+    assert len(results) - len(refused) == 8 and len(refused) == 4
+    assert "you already run 8 calls" in refused[0].content[0].text  # type: ignore[union-attr]
+    assert not again.is_error
+    assert in_flight == 9  # the refused calls never reached the model
+
+
+def test_a_share_below_one_is_refused() -> None:
+    with pytest.raises(ConfigurationError, match="max_running_per_caller"):
+        mcp_server({"writer": writer(ScriptedChatModel([]))}, max_running_per_caller=0)
+
+
+async def test_listed_tools_show_no_registered_secret() -> None:
+    """A registered secret in a task's description or expected output went out in the tool's
+    description (and output schema) to every client, one registered after start too; an input
+    named like a secret keeps its name."""
+    early, late = "sk-tool-secret-early-123456", "sk-tool-secret-late-654321"
+    register_secret(early)
+
+    def telling() -> Ensemble:
+        agent = Agent(role="Writer", goal="W", llm=ScriptedChatModel([]))
+        task = Task(
+            description=f"Write about {{topic}} for {{token}} with {early} and {late}",
+            expected_output=f"a brief for {late}",
+            agent=agent,
+            output_type=Brief,
+        )
+        return Ensemble(tasks=[task])
+
+    server = mcp_server({"writer": telling})
+    register_secret(late)
+    async with Client(server) as client:
+        (tool,) = (await client.list_tools()).tools
+    shown = tool.model_dump_json()
+    assert "Write about {topic}" in shown
+    assert early not in shown and late not in shown
+    assert set(tool.input_schema["required"]) == {"topic", "token"}
+
+
+async def test_another_callers_request_state_resumes_nothing() -> None:
+    """A run's ``request_state`` reaching another caller (a log, a shared proxy): bob answered
+    alice's question, approving her gated step, and the review named alice as the decider. A
+    state is now its caller's, as an MCP session is: another caller's is unknown, and the
+    run still waits for its own caller's answer."""
+    tokens = {"alice": "alice-token-long-enough", "bob": "bob-token-long-enough-too"}
+    app = mcp_http_app(mcp_server({"writer": reviewed_factory()}), token=tokens)
+    approval = {"review": types.ElicitResult(action="accept", content={"decision": "approve"})}
+    with hardened_serving(app, lifespan="on") as port, anyio.fail_after(WAIT * 3):
+        url = f"http://127.0.0.1:{port}/mcp"
+        alice_http = httpx2.AsyncClient(headers={"Authorization": f"Bearer {tokens['alice']}"})
+        bob_http = httpx2.AsyncClient(headers={"Authorization": f"Bearer {tokens['bob']}"})
+        async with (
+            alice_http,
+            bob_http,
+            Client(
+                streamable_http_client(url, http_client=alice_http), elicitation_callback=approve
+            ) as alice,
+            Client(
+                streamable_http_client(url, http_client=bob_http), elicitation_callback=approve
+            ) as bob,
+        ):
+            state = (await park(alice)).request_state
+            stolen = await bob.session.call_tool(
+                "writer", {"topic": "AI"}, request_state=state, input_responses=approval
+            )
+            own = await alice.session.call_tool(
+                "writer", {"topic": "AI"}, request_state=state, input_responses=approval
+            )
+    assert stolen.is_error and "unknown or expired" in stolen.content[0].text  # type: ignore[union-attr]
+    assert not own.is_error and own.content == [types.TextContent(text="the draft")]
