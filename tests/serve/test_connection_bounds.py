@@ -238,19 +238,27 @@ def _crew() -> Ensemble:
     )
 
 
-@pytest.mark.parametrize("surface", ["run-api", "ag-ui"])
+def _served(surface: str, limits: Limits) -> tuple[Any, str]:
+    """The app of ``surface`` built with ``limits``, and its path taking a JSON body."""
+    from agentensemble.serve import ag_ui_app, run_api
+    from agentensemble.serve.mcp_serving import mcp_http_app, mcp_server
+
+    if surface == "run-api":
+        return run_api({"crew": _crew}, limits=limits), "/runs"
+    if surface == "ag-ui":
+        return ag_ui_app(_crew, limits=limits), "/"
+    if surface == "a2a":
+        return agent(limits), "/"
+    return mcp_http_app(mcp_server({"crew": _crew}), limits=limits), "/mcp"
+
+
+@pytest.mark.parametrize("surface", ["run-api", "ag-ui", "a2a", "mcp-http"])
 def test_a_body_trickled_before_any_answer_cannot_hold_the_connection(surface: str) -> None:
     """The header deadline ended with the headers: a body under the size bound sent a byte at a
     time held its connection for ever while the app waited for it, so the connection cap's
     worth of them locked every caller out. The body now has a deadline of its own (408)."""
-    from agentensemble.serve import ag_ui_app, run_api
-
     limits = Limits(header_timeout=1.0)  # body_timeout: the header deadline by default
-    app, path = (
-        (run_api({"crew": _crew}, limits=limits), "/runs")
-        if surface == "run-api"
-        else (ag_ui_app(_crew, limits=limits), "/")
-    )
+    app, path = _served(surface, limits)
     with (
         hardened_serving(app) as port,
         socket.create_connection(("127.0.0.1", port), timeout=WAIT) as sock,
