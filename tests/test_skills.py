@@ -84,6 +84,11 @@ BILLION_LAUGHS = laughs(1000)  # a billion values, 6 kB of text
         (BILLION_LAUGHS, None, "too large (over 500 values)"),
         (front("name: pdf-forms", f"description: {'d' * 17_000}"), 2, "too large"),
         (front("name: pdf-forms", "description: d", "x: " + "[" * 5000), None, "nested"),
+        (  # read as an int no text can show: metadata's str() raised a bare ValueError
+            front("name: pdf-forms", "description: d", "metadata:", f"  n: 0x{'f' * 5000}"),
+            5,
+            "a number too long to read",
+        ),
     ],
     ids=lambda value: value if isinstance(value, str) and len(value) < 40 else None,
 )

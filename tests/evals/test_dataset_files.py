@@ -254,6 +254,7 @@ def test_an_alias_bomb_is_refused(tmp_path: Path) -> None:
         ("deep.yaml", "[" * 100_000 + "]" * 100_000, "too deep"),
         ("digits.json", '{"cases": [{"name": "a", "inputs": {"x": ' + "9" * 5000 + "}}]}", "4300"),
         ("digits.yaml", "cases: [{name: a, inputs: {x: " + "9" * 5000 + "}}]", "number this long"),
+        ("hex.yaml", "cases: [{name: a, inputs: {x: 0x" + "f" * 5000 + "}}]", "number this long"),
         ("dup.json", '{"cases": [{"name": "a", "inputs": {}, "inputs": {"x": 1}}]}', "'inputs'"),
         ("dup.yaml", "cases: [{name: a, inputs: {}, inputs: {x: 1}}]", "appears twice"),
     ],
