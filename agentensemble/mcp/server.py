@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import json
 import os
 import sys
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
@@ -41,6 +42,8 @@ from agentensemble.mcp._requests import (
 from agentensemble.mcp._resources_and_prompts import ResourcesAndPrompts
 from agentensemble.mcp.tool import (
     DEFAULT_MAX_OUTPUT_CHARS,
+    MAX_SCHEMA_CHARS,
+    MAX_TOOLS,
     MCPTool,
     exposed_name,
     object_schema,
@@ -262,6 +265,14 @@ class _MCPServer(ResourcesAndPrompts):
                 continue
             if self.exclude is not None and name in self.exclude:
                 continue
+            schema = object_schema(getattr(remote, "input_schema", None))
+            size = len(json.dumps(schema, ensure_ascii=False, default=str))
+            if size > MAX_SCHEMA_CHARS:  # it would ride along in every request to the model
+                raise MCPServerError(
+                    f"{self.describe()}: tool {name!r} has an input schema of {size} characters; "
+                    f"at most {MAX_SCHEMA_CHARS} are sent to a model (leave it out with "
+                    f"exclude=[{name!r}])"
+                )
             approval = self.requires_approval
             policy = self.policy_of(name)
             # the policy times each call (its message, event and retries); the SDK's own wait
@@ -272,13 +283,18 @@ class _MCPServer(ResourcesAndPrompts):
                     name=exposed_name(name, self.prefix),
                     remote_name=name,
                     description=str(getattr(remote, "description", None) or ""),
-                    input_schema=object_schema(getattr(remote, "input_schema", None)),
+                    input_schema=schema,
                     call=functools.partial(connection.call, timeout=waited),
                     origin=f"tool '{name}' of {self.describe()}",
                     requires_approval=approval if isinstance(approval, bool) else name in approval,
                     max_output_chars=self.max_output_chars,
                     policy=policy,
                 )
+            )
+        if len(tools) > MAX_TOOLS:  # every tool's spec is in every request to the model
+            raise MCPServerError(
+                f"{self.describe()} lists {len(tools)} tools; at most {MAX_TOOLS} are given to "
+                "an agent: name the ones it needs with include=[...]"
             )
         return tools
 
