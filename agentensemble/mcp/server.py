@@ -371,9 +371,19 @@ class MCPServerStdio(_MCPServer):
     def describe(self) -> str:
         return f"MCP server {redact_command([self.command, *self.args])!r}"
 
+    def _connection_parts(self) -> tuple[Transport, Callable[[], str | None] | None]:
+        """Each connection reads the server's output in bounded lines (``_stdio_lines``): a
+        message past the bound closes it, and becomes the reason its calls failed."""
+        from agentensemble.mcp import _stdio_lines
+
+        bound = _stdio_lines.LineBound(_stdio_lines.MAX_LINE_CHARS)
+        return functools.partial(self._transport, bound=bound), bound.note
+
     @asynccontextmanager
-    async def _transport(self, stderr: IO[bytes]) -> AsyncIterator[Any]:
+    async def _transport(self, stderr: IO[bytes], bound: Any = None) -> AsyncIterator[Any]:
         from mcp.client.stdio import StdioServerParameters, stdio_client
+
+        from agentensemble.mcp._stdio_lines import MAX_LINE_CHARS, LineBound, reading_lines
 
         parameters = StdioServerParameters(
             command=self.command,
@@ -385,9 +395,10 @@ class MCPServerStdio(_MCPServer):
         leader: int | None = None
         try:
             # errlog passed explicitly: the default was bound to sys.stderr at mcp's first import
-            async with stdio_client(parameters, errlog=errlog) as streams:  # type: ignore[arg-type]
-                leader = find_leader(errlog)
-                yield streams
+            with reading_lines(bound or LineBound(MAX_LINE_CHARS)):  # the SDK's reader inherits it
+                async with stdio_client(parameters, errlog=errlog) as streams:  # type: ignore[arg-type]
+                    leader = find_leader(errlog)
+                    yield streams
         finally:
             # the leader may have exited politely and left its children: end its whole group
             await asyncio.shield(asyncio.to_thread(end_group, leader))

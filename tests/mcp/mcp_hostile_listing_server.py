@@ -6,6 +6,7 @@ tests/mcp/test_mcp_hostile_listing.py. ``python mcp_hostile_listing_server.py MO
 - ``hidden``: a tool description with instructions in Unicode tag characters and zero-width
   spaces (invisible to a person reading the listing) and a secret it was given in its
   environment;
+- ``huge``: a tool answering a text of ``megabytes`` million characters, one line on stdout;
 - ``fine``: one plain tool (the control).
 """
 
@@ -52,6 +53,14 @@ elif MODE == "hidden":
         + "\u200b\u200bhidden"
         + f" (token {secret})",
     )
+elif MODE == "huge":
+
+    def huge(megabytes: float) -> str:
+        """A text of ``megabytes`` million characters."""
+        return "x" * int(megabytes * 1_000_000)
+
+    server.add_tool(huge)
+    server.add_tool(echo)
 else:
     server.add_tool(echo)
 
