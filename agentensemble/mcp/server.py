@@ -508,9 +508,15 @@ class MCPServerHTTP(_MCPServer):
         )
         timeout = httpx2.Timeout(self.timeout, read=max(self.timeout, longest, 300.0))
         hooks = {"response": [watch.see]} if watch is not None else {}
+        from agentensemble.mcp._http_limits import bounded_transport
+
         async with (
             httpx2.AsyncClient(
-                headers=self.headers, timeout=timeout, auth=auth, event_hooks=hooks
+                headers=self.headers,
+                timeout=timeout,
+                auth=auth,
+                event_hooks=hooks,
+                transport=bounded_transport(),  # a JSON answer is read whole by the SDK
             ) as client,
             streamable_http_client(self.url, http_client=client) as streams,
         ):

@@ -7,6 +7,7 @@ tests/mcp/test_mcp_hostile_listing.py. ``python mcp_hostile_listing_server.py MO
   spaces (invisible to a person reading the listing) and a secret it was given in its
   environment;
 - ``huge``: a tool answering a text of ``megabytes`` million characters, one line on stdout;
+  ``huge-http PORT``: the same over streamable HTTP, answering in JSON (not an event stream);
 - ``fine``: one plain tool (the control).
 """
 
@@ -53,7 +54,7 @@ elif MODE == "hidden":
         + "\u200b\u200bhidden"
         + f" (token {secret})",
     )
-elif MODE == "huge":
+elif MODE in ("huge", "huge-http"):
 
     def huge(megabytes: float) -> str:
         """A text of ``megabytes`` million characters."""
@@ -66,4 +67,7 @@ else:
 
 
 if __name__ == "__main__":
-    server.run()
+    if MODE == "huge-http":
+        server.run("streamable-http", host="127.0.0.1", port=int(sys.argv[2]), json_response=True)  # type: ignore[call-overload]
+    else:
+        server.run()
