@@ -1,4 +1,5 @@
-"""One file read whole, bounded by what is opened, not by what its name said a moment before.
+"""Files from outside, read whole and found in a folder: bounded by what is there, not by what
+a name said a moment before.
 
 ``path.stat()`` then ``path.read_bytes()`` reads whatever is there when it is opened: a FIFO
 named ``notes.txt`` blocks the reader for ever, a symlink to ``/dev/zero`` (size 0 by ``stat``)
@@ -6,12 +7,18 @@ is read until memory runs out, and a file that grows between the two is read who
 outside (knowledge folders, dataset and crew files, attachments) are read here instead: opened
 without blocking, checked to be a regular file by the descriptor itself, and read to at most
 ``max_bytes``. ``follow_symlinks=False`` refuses a symlink as the last part of the path.
+
+``regular_files`` walks a folder from outside (a knowledge corpus, a skill) without recursion and
+within bounds: ``os.walk`` recurses per level (a folder nested 1,500 deep raised
+``RecursionError``) and reads any number of entries (a million empty folders took as long as
+they took). Symlinks are not followed and hidden names are skipped.
 """
 
 from __future__ import annotations
 
 import os
 import stat
+from collections.abc import Iterator
 from pathlib import Path
 
 
@@ -73,4 +80,50 @@ def is_regular_file(path: Path) -> bool:
         return False
 
 
-__all__ = ["UnreadableFile", "is_regular_file", "read_regular_file"]
+class FolderTooLarge(ValueError):
+    """A folder from outside holds more entries, or nests deeper, than the walk's bound."""
+
+
+def regular_files(root: Path, *, max_entries: int, max_depth: int) -> Iterator[Path]:
+    """The regular files under ``root``, a folder's own files before its subfolders', names
+    sorted; hidden names skipped, symlinks (to files or folders) not followed. Raises
+    ``FolderTooLarge`` past ``max_entries`` names seen or ``max_depth`` folders deep."""
+    stack: list[tuple[Path, int]] = [(root, 0)]
+    seen = 0
+    while stack:
+        folder, depth = stack.pop()
+        entries: list[os.DirEntry[str]] = []
+        try:
+            with os.scandir(folder) as listing:
+                for entry in listing:
+                    seen += 1
+                    if seen > max_entries:
+                        raise FolderTooLarge(
+                            f"{root} holds over {max_entries} files and folders; "
+                            "at most that many are looked at"
+                        )
+                    if not entry.name.startswith("."):
+                        entries.append(entry)
+        except OSError:  # unreadable or gone since it was listed: nothing to read there
+            continue
+        folders: list[Path] = []
+        for entry in sorted(entries, key=lambda item: item.name):
+            if entry.is_dir(follow_symlinks=False):
+                folders.append(Path(entry.path))
+            elif entry.is_file(follow_symlinks=False):
+                yield Path(entry.path)
+        if folders and depth >= max_depth:
+            raise FolderTooLarge(
+                f"{root} nests folders over {max_depth} deep (at {folders[0]}); "
+                "at most that deep is looked at"
+            )
+        stack.extend((child, depth + 1) for child in reversed(folders))
+
+
+__all__ = [
+    "FolderTooLarge",
+    "UnreadableFile",
+    "is_regular_file",
+    "read_regular_file",
+    "regular_files",
+]

@@ -7,9 +7,23 @@ from pathlib import Path
 
 import pytest
 
-from agentensemble._base.regular_file import UnreadableFile, read_regular_file
+from agentensemble._base.regular_file import (
+    FolderTooLarge,
+    UnreadableFile,
+    read_regular_file,
+    regular_files,
+)
 
+BOUNDS = {"max_entries": 1_000, "max_depth": 8}
 posix = pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="FIFOs and devices: POSIX")
+
+
+def nest(root: Path, depth: int) -> Path:
+    """Folders ``depth`` deep, one level at a time (pathlib's ``mkdir(parents=True)`` recurses)."""
+    for _ in range(depth):
+        root = root / "d"
+        root.mkdir()
+    return root
 
 
 def test_a_regular_file_is_read_whole(tmp_path: Path) -> None:
@@ -42,3 +56,35 @@ def test_what_is_no_bounded_regular_file_is_refused_saying_why(
         read_regular_file(path, max_bytes=5, follow_symlinks=follow)
     assert caught.value.reason.startswith(reason)
     assert str(caught.value) == f"{path} {caught.value.reason}"
+
+
+@posix
+def test_a_walk_yields_regular_files_in_order_and_follows_no_symlink(tmp_path: Path) -> None:
+    (tmp_path / "b").mkdir()
+    (tmp_path / "b" / "z.md").write_text("z")
+    (tmp_path / "a.md").write_text("a")
+    (tmp_path / "c.md").write_text("c")
+    (tmp_path / ".hidden").mkdir()
+    (tmp_path / ".hidden" / "x.md").write_text("x")
+    (tmp_path / "link.md").symlink_to(tmp_path / "a.md")
+    (tmp_path / "linked").symlink_to(tmp_path / "b")
+    os.mkfifo(tmp_path / "pipe.md")
+    found = [p.relative_to(tmp_path).as_posix() for p in regular_files(tmp_path, **BOUNDS)]
+    assert found == ["a.md", "c.md", "b/z.md"]
+
+
+@pytest.mark.parametrize(
+    ("build", "reason"),
+    [
+        (lambda p: nest(p, 1_200), "nests folders over 8 deep"),
+        (lambda p: [(p / f"f{n}").touch() for n in range(60)], "holds over 50 files and folders"),
+    ],
+    ids=["deep", "wide"],
+)
+def test_a_walk_past_its_bounds_is_refused_saying_which(
+    tmp_path: Path, build: object, reason: str
+) -> None:
+    """os.walk recursed per level (1,200 deep: RecursionError) and read any number of names."""
+    build(tmp_path)  # type: ignore[operator]
+    with pytest.raises(FolderTooLarge, match=reason):
+        list(regular_files(tmp_path, max_entries=50, max_depth=8))

@@ -339,3 +339,19 @@ def test_a_knowledge_file_over_the_bound_is_refused_without_being_read(tmp_path:
         tracemalloc.stop()
     assert isinstance(error, ValueError) and "at most 20971520" in str(error), error
     assert peak < 20 * 1024 * 1024, f"{peak} bytes held to refuse the file"
+
+
+def test_a_knowledge_folder_nested_past_any_recursion_limit_is_refused_naming_it(
+    tmp_path: Path,
+) -> None:
+    """A corpus nested 1,200 deep made the walk (os.walk, recursive) raise RecursionError."""
+    folder = tmp_path / "corpus"
+    deep = folder
+    folder.mkdir()
+    for _ in range(1_200):  # one level at a time: pathlib's mkdir(parents=True) recurses
+        deep = deep / "d"
+        deep.mkdir()
+    (deep / "notes.md").write_text("far down")
+    with pytest.raises(ValueError) as caught:
+        Knowledge([folder]).sync(SQLiteMemory(tmp_path / "m.sqlite"))
+    assert str(caught.value).startswith(f"Knowledge: {folder} nests folders over 64 deep")
