@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -386,15 +387,14 @@ def test_load_skill_lists_no_symlink_and_refuses_an_unknown_name(tmp_path: Path)
     assert unknown.error_message == "no skill named 'other'; the skills are: pdf-forms"
 
 
-def test_load_skill_lists_a_folder_nested_past_any_recursion_limit(tmp_path: Path) -> None:
+def test_load_skill_lists_a_folder_nested_past_any_recursion_limit(
+    tmp_path: Path, nested_folders: Callable[[Path, int], Path]
+) -> None:
     """A skill shipping folders nested 1,200 deep made the listing's os.walk raise
     RecursionError: load_skill failed, so the skill's instructions never loaded."""
     folder = skill_folder(tmp_path, front("name: pdf-forms", "description: d", body="Steps."))
     (folder / "guide.md").write_text("guide")
-    deep = folder
-    for _ in range(1_200):  # one level at a time: pathlib's mkdir(parents=True) recurses
-        deep = deep / "d"
-        deep.mkdir()
+    deep = nested_folders(folder, 1_200)
     (deep / "lost.md").write_text("far down")
     loaded = LoadSkill([Skill.from_folder(folder)]).execute(json.dumps({"name": "pdf-forms"}))
     assert loaded.error_message is None, loaded.error_message

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -16,14 +17,6 @@ from agentensemble._base.regular_file import (
 
 BOUNDS = {"max_entries": 1_000, "max_depth": 8}
 posix = pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="FIFOs and devices: POSIX")
-
-
-def nest(root: Path, depth: int) -> Path:
-    """Folders ``depth`` deep, one level at a time (pathlib's ``mkdir(parents=True)`` recurses)."""
-    for _ in range(depth):
-        root = root / "d"
-        root.mkdir()
-    return root
 
 
 def test_a_regular_file_is_read_whole(tmp_path: Path) -> None:
@@ -76,15 +69,15 @@ def test_a_walk_yields_regular_files_in_order_and_follows_no_symlink(tmp_path: P
 @pytest.mark.parametrize(
     ("build", "reason"),
     [
-        (lambda p: nest(p, 1_200), "nests folders over 8 deep"),
-        (lambda p: [(p / f"f{n}").touch() for n in range(60)], "holds over 50 files and folders"),
+        (lambda p, nest: nest(p, 1_200), "nests folders over 8 deep"),
+        (lambda p, nest: [(p / f"f{n}").touch() for n in range(60)], "holds over 50 files"),
     ],
     ids=["deep", "wide"],
 )
 def test_a_walk_past_its_bounds_is_refused_saying_which(
-    tmp_path: Path, build: object, reason: str
+    tmp_path: Path, nested_folders: Callable[[Path, int], Path], build: object, reason: str
 ) -> None:
     """os.walk recursed per level (1,200 deep: RecursionError) and read any number of names."""
-    build(tmp_path)  # type: ignore[operator]
+    build(tmp_path, nested_folders)  # type: ignore[operator]
     with pytest.raises(FolderTooLarge, match=reason):
         list(regular_files(tmp_path, max_entries=50, max_depth=8))

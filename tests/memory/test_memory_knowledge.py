@@ -6,7 +6,7 @@ import json
 import os
 import threading
 import tracemalloc
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -342,15 +342,12 @@ def test_a_knowledge_file_over_the_bound_is_refused_without_being_read(tmp_path:
 
 
 def test_a_knowledge_folder_nested_past_any_recursion_limit_is_refused_naming_it(
-    tmp_path: Path,
+    tmp_path: Path, nested_folders: Callable[[Path, int], Path]
 ) -> None:
     """A corpus nested 1,200 deep made the walk (os.walk, recursive) raise RecursionError."""
     folder = tmp_path / "corpus"
-    deep = folder
     folder.mkdir()
-    for _ in range(1_200):  # one level at a time: pathlib's mkdir(parents=True) recurses
-        deep = deep / "d"
-        deep.mkdir()
+    deep = nested_folders(folder, 1_200)
     (deep / "notes.md").write_text("far down")
     with pytest.raises(ValueError) as caught:
         Knowledge([folder]).sync(SQLiteMemory(tmp_path / "m.sqlite"))
