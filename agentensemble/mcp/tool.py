@@ -154,7 +154,9 @@ def result_from_mcp(result: Any, max_chars: int = DEFAULT_MAX_OUTPUT_CHARS) -> T
     content as JSON when there is no text, ``is_error`` as a failure. Image and audio content,
     and embedded binary resources of a document type, become attachments the model sees (named
     in the text as ``[attachment: NAME]``); what cannot (bad base64, over the size bound, an
-    unknown type) is described instead. Output over ``max_chars`` is cut with a note saying so.
+    unknown type) is described instead. Output over ``max_chars`` is cut with a note saying so;
+    structured content over ``max_chars`` (as JSON) is not kept as ``structured_output`` (records
+    and saved outputs would hold it whole: a server's ``str`` result is there a second time).
     """
     parts: list[str] = []
     attachments: list[Attachment] = []
@@ -166,8 +168,12 @@ def result_from_mcp(result: Any, max_chars: int = DEFAULT_MAX_OUTPUT_CHARS) -> T
             parts.append(text)
     text = "\n\n".join(parts)
     structured = getattr(result, "structured_content", None)
-    if not text and structured is not None:
-        text = json.dumps(structured, ensure_ascii=False, default=str)
+    if structured is not None:
+        shown = json.dumps(structured, ensure_ascii=False, default=str)
+        if not text:
+            text = shown
+        if len(shown) > max_chars:  # kept whole in records and saved outputs: within the bound
+            structured = None
     if len(text) > max_chars:
         text = text[:max_chars] + f"\n[output cut at {max_chars} characters]"
     if getattr(result, "is_error", False):
