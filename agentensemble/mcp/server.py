@@ -266,10 +266,7 @@ class _MCPServer(ResourcesAndPrompts):
             if self.exclude is not None and name in self.exclude:
                 continue
             schema = object_schema(getattr(remote, "input_schema", None))
-            try:
-                size = len(json.dumps(schema, ensure_ascii=False, default=str))
-            except (RecursionError, ValueError):  # nested past any use, or a cycle
-                size = MAX_SCHEMA_CHARS + 1
+            size = len(json.dumps(schema, ensure_ascii=False, default=str))
             if size > MAX_SCHEMA_CHARS:  # it would ride along in every request to the model
                 raise MCPServerError(
                     f"{self.describe()}: tool {name!r} has an input schema of {size} characters; "
