@@ -73,7 +73,8 @@ bench-smoke: $(STAMP)
 CONTRACTS_DIR ?= $(or $(TMPDIR),/tmp)/agentensemble-contracts
 CONTRACT_TESTS = tests/test_architecture.py $(wildcard tests/durable/test_dbos_contract.py) \
 	tests/test_outputs_pickle.py tests/_base/test_saveable.py tests/workflows/test_prepared_run_reuse.py \
-	tests/tracing/test_trace_deferred.py tests/mcp/test_mcp_schema_attacks.py
+	tests/tracing/test_trace_deferred.py tests/mcp/test_mcp_schema_attacks.py \
+	tests/mcp/test_mcp_stdio_lines.py
 NEWEST_ALLOWED = import re, pathlib; text = pathlib.Path('pyproject.toml').read_text(); \
 	print(' '.join(sorted(set(re.findall(r'\x22((?:pydantic|dbos|mcp)[<>=][^\x22]*)\x22', text)))))
 

@@ -366,11 +366,14 @@ def _yaml_scalar(node: Any, constructor: Any, yaml: Any, what: str) -> Any:
             raise YamlInputError(what, "not usable (a key must be text)", line)
         raise YamlInputError(what, f"not usable (the tag {node.tag!r} is not allowed)", line)
     try:
-        return constructor.construct_object(node, deep=True)
+        value = constructor.construct_object(node, deep=True)
+        if isinstance(value, int):  # 0x + 5,000 hex digits is read, but can never be shown
+            str(value)
+        return value
     except yaml.YAMLError as error:  # an unknown tag: !!python/object, !custom
         problem = getattr(error, "problem", None) or "cannot read this value"
         raise YamlInputError(what, f"not usable ({problem})", line) from None
-    except (ValueError, OverflowError):  # a 5,000-digit integer, a float out of range
+    except (ValueError, OverflowError):  # a 5,000-digit integer (or hex), a float out of range
         raise YamlInputError(what, "not usable (a number too long to read)", line) from None
 
 

@@ -207,3 +207,28 @@ def crew_file(tmp_path: Path) -> Iterator[Callable[[str], Path]]:
     sys.modules.pop("yaml_tools", None)
     if str(tmp_path) in sys.path:
         sys.path.remove(str(tmp_path))
+
+
+@pytest.fixture
+def nested_folders() -> Iterator[Callable[[Path, int], Path]]:
+    """``nest(root, depth)``: folders ``d/d/...`` ``depth`` deep under ``root``, made and removed
+    one level at a time: past about 1,000 levels ``pathlib``'s ``mkdir(parents=True)`` and
+    ``shutil.rmtree`` (so pytest's own cleanup of old temporary folders) recurse out."""
+    made: list[list[Path]] = []
+
+    def nest(root: Path, depth: int) -> Path:
+        chain: list[Path] = []
+        made.append(chain)
+        for _ in range(depth):
+            root = root / "d"
+            root.mkdir()
+            chain.append(root)
+        return root
+
+    yield nest
+    for chain in made:
+        for folder in reversed(chain):
+            for entry in folder.iterdir():
+                if not entry.is_dir() or entry.is_symlink():
+                    entry.unlink()
+            folder.rmdir()

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -84,6 +85,11 @@ BILLION_LAUGHS = laughs(1000)  # a billion values, 6 kB of text
         (BILLION_LAUGHS, None, "too large (over 500 values)"),
         (front("name: pdf-forms", f"description: {'d' * 17_000}"), 2, "too large"),
         (front("name: pdf-forms", "description: d", "x: " + "[" * 5000), None, "nested"),
+        (  # read as an int no text can show: metadata's str() raised a bare ValueError
+            front("name: pdf-forms", "description: d", "metadata:", f"  n: 0x{'f' * 5000}"),
+            5,
+            "a number too long to read",
+        ),
     ],
     ids=lambda value: value if isinstance(value, str) and len(value) < 40 else None,
 )
@@ -379,6 +385,21 @@ def test_load_skill_lists_no_symlink_and_refuses_an_unknown_name(tmp_path: Path)
     )
     unknown = tool.execute(json.dumps({"name": "other"}))
     assert unknown.error_message == "no skill named 'other'; the skills are: pdf-forms"
+
+
+def test_load_skill_lists_a_folder_nested_past_any_recursion_limit(
+    tmp_path: Path, nested_folders: Callable[[Path, int], Path]
+) -> None:
+    """A skill shipping folders nested 1,200 deep made the listing's os.walk raise
+    RecursionError: load_skill failed, so the skill's instructions never loaded."""
+    folder = skill_folder(tmp_path, front("name: pdf-forms", "description: d", body="Steps."))
+    (folder / "guide.md").write_text("guide")
+    deep = nested_folders(folder, 1_200)
+    (deep / "lost.md").write_text("far down")
+    loaded = LoadSkill([Skill.from_folder(folder)]).execute(json.dumps({"name": "pdf-forms"}))
+    assert loaded.error_message is None, loaded.error_message
+    assert loaded.output.startswith("Steps.")
+    assert "- guide.md\n- (more files not listed: the folder is larger or deeper" in loaded.output
 
 
 def test_the_skill_tools_never_run_a_skill_script(

@@ -54,6 +54,11 @@ LAUGHS += "c: [" + ", ".join(["*b"] * 100) + "]\n"
         ("a: !!python/name:os.system ''\n", {}, "not usable (could not determine", 1),
         ("a: !custom x\n", {}, "not usable (could not determine", 1),
         ("a: " + "9" * 5000 + "\n", {}, "a number too long to read", 1),
+        # hex, octal and binary integers of any length are read, but could never be shown
+        ("a: 1\nb: 0x" + "f" * 5000 + "\n", {}, "a number too long to read", 2),
+        ("a: 0" + "7" * 6000 + "\n", {}, "a number too long to read", 1),
+        ("a: -0b" + "1" * 20_000 + "\n", {}, "a number too long to read", 1),
+        ("? 0x" + "f" * 5000 + "\n: v\n", {}, "a number too long to read", 1),
         (LAUGHS, {}, "too large (over 10000 values)", 3),
         ("a: &a [*a]\n", {}, "", None),
         ("x" * 101, {"max_chars": 100}, "too large (101 characters; at most 100", None),

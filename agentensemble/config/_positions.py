@@ -146,10 +146,13 @@ def _scalar(node: Any, path: Path, located: Located, constructor: Any, yaml: Any
     if not isinstance(node, yaml.ScalarNode):
         raise located.error(path, "a key must be text, not a mapping or a list")
     try:
-        return constructor.construct_object(node, deep=True)
+        value = constructor.construct_object(node, deep=True)
+        if isinstance(value, int):  # 0x + 5,000 hex digits is read, but can never be shown
+            str(value)
+        return value
     except yaml.YAMLError as error:
         raise located.error(path, f"cannot read this value: {error}") from error
-    except (ValueError, OverflowError):  # a 5,000-digit integer, a float out of range
+    except (ValueError, OverflowError):  # a 5,000-digit integer (or hex), a float out of range
         shown = str(node.value)
         shown = shown if len(shown) <= 40 else f"{shown[:20]}…({len(shown)} characters)"
         raise located.error(

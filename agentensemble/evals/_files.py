@@ -17,6 +17,7 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
+from agentensemble._base.regular_file import UnreadableFile, read_regular_file
 from agentensemble._base.saveable import jsonable
 from agentensemble.config._crew_imports import (
     crew_folder,
@@ -83,13 +84,13 @@ def read_dataset(path: str | os.PathLike[str], cls: type[D]) -> D:
         raise ConfigFileError(
             f"a dataset file ends in {', '.join(SUFFIXES)}", file=source, line=None, key=""
         )
-    try:
-        if file.stat().st_size > MAX_FILE_BYTES:
-            raise ConfigFileError(
-                f"the file is larger than {MAX_FILE_BYTES} bytes", file=source, line=None, key=""
-            )
-        text = file.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as error:
+    try:  # bounded by what is opened: a FIFO would block, /dev/zero never end
+        text = read_regular_file(file, max_bytes=MAX_FILE_BYTES).decode("utf-8")
+    except UnreadableFile as error:
+        too_large = f"the file is larger than {MAX_FILE_BYTES} bytes"
+        reason = too_large if error.too_large else f"the file {error.reason}"
+        raise ConfigFileError(reason, file=source, line=None, key="") from None
+    except UnicodeDecodeError as error:
         raise ConfigFileError(
             f"cannot read the file: {error}", file=source, line=None, key=""
         ) from None

@@ -66,8 +66,41 @@ def _register_response(response: httpx2.Response) -> None:
                 register_secret(value)
 
 
+class CleartextRefused(httpx2.RequestError):
+    """An auth flow's own request would carry credentials over plain http to another host."""
+
+
+_LOOPBACK_NAMES = ("localhost", "127.0.0.1", "::1", "[::1]")
+
+
+def _loopback(host: str) -> bool:
+    import ipaddress
+
+    if host.lower() in _LOOPBACK_NAMES or host.lower().endswith(".localhost"):
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
+def _check_transport(request: httpx2.Request) -> None:
+    """The flow's own requests that carry a credential (a client registration, a token request
+    with a code, a verifier, a refresh token or a client secret) go over https, or plain http
+    to this machine only: the endpoints come from metadata the server hands out."""
+    url = request.url
+    if request.method != "GET" and url.scheme == "http" and not _loopback(url.host):
+        raise CleartextRefused(
+            f"refused to send the authorization flow's {request.method} to "
+            f"http://{url.host}{url.path} in clear: OAuth endpoints must use https "
+            "(the server's metadata names this one)",
+            request=request,
+        )
+
+
 class SecretsKept(httpx2.Auth):
-    """Runs ``inner``'s flow unchanged, registering each credential that passes through it."""
+    """Runs ``inner``'s flow unchanged, registering each credential that passes through it;
+    the flow's own credential-carrying requests must use https (or stay on this machine)."""
 
     def __init__(self, inner: httpx2.Auth) -> None:
         self.inner = inner
@@ -92,6 +125,8 @@ class SecretsKept(httpx2.Auth):
             outgoing = await flow.__anext__()
             while True:
                 _register_request(outgoing)
+                if outgoing is not request:  # the flow's own: its URL came from metadata
+                    _check_transport(outgoing)
                 response = yield outgoing
                 try:
                     following = await flow.asend(response)
@@ -139,4 +174,4 @@ def http_auth(auth: str | Any | None) -> httpx2.Auth | None:
     return SecretsKept(inner)
 
 
-__all__ = ["BearerAuth", "SecretsKept", "StatusWatch", "http_auth"]
+__all__ = ["BearerAuth", "CleartextRefused", "SecretsKept", "StatusWatch", "http_auth"]

@@ -247,8 +247,13 @@ class Connection(OpenedSource):
         return self._stderr.note()
 
 
+MAX_LISTED_TOOLS = 10_000
+"""Tools read from a server's listing, at most (before ``include`` picks the ones to use)."""
+
+
 async def _list_all(session: Any) -> list[Any]:
-    """Every tool the server lists, following pagination (bounded to 100 pages)."""
+    """Every tool the server lists, following pagination (bounded to 100 pages and
+    ``MAX_LISTED_TOOLS`` tools: past them, the listing is refused)."""
     from mcp_types import PaginatedRequestParams
 
     tools: list[Any] = []
@@ -257,6 +262,10 @@ async def _list_all(session: Any) -> list[Any]:
         params = None if cursor is None else PaginatedRequestParams(cursor=cursor)
         page = await session.list_tools(params=params)
         tools.extend(page.tools)
+        if len(tools) > MAX_LISTED_TOOLS:
+            raise MCPServerError(
+                f"the server lists over {MAX_LISTED_TOOLS} tools; that listing is not read"
+            )
         cursor = page.next_cursor
         if not cursor:
             break

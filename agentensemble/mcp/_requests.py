@@ -118,8 +118,15 @@ def drop_and_redact(text: str) -> str:
     return clean(text, MAX_SAMPLING_CHARS + 1)
 
 
-def _shown_sampling(label: str, model: str, max_tokens: int, messages: list[dict[str, Any]]) -> str:
-    lines = [f"{label} asks model {model!r} for an answer of up to {max_tokens} tokens to:"]
+def _shown_sampling(
+    label: str, model: str, max_tokens: int, messages: list[dict[str, Any]], *, capped: bool = True
+) -> str:
+    bound = f"up to {max_tokens} tokens"
+    if not capped:  # the reviewer must not approve a bound that does not hold
+        bound += (
+            f" (not enforced: this model takes no token cap; {max_tokens * 8} characters are sent)"
+        )
+    lines = [f"{label} asks model {model!r} for an answer of {bound} to:"]
     lines += [f"[{message['role']}] {message['content']}" for message in messages]
     return "\n".join(lines)
 
@@ -177,16 +184,39 @@ class ServerRequests:
         return self._model
 
     def _capped(self, chosen: Any) -> Any:
+        """``chosen`` with every model that may answer capped at ``max_tokens``: an ``LLM`` and
+        each of its ``fallbacks``, each model of a ``FallbackModel`` (a fallback answering
+        uncapped would spend what the reviewer was told it would not). Another ``ChatModel``
+        takes no cap; ``can_cap`` says so, and the reviewer is told."""
         if isinstance(chosen, str):
             from agentensemble.llm.litellm_model import LLM
 
             return LLM(model=chosen, max_tokens=self.max_tokens)
-        module = sys.modules.get("agentensemble.llm.litellm_model")
-        if module is not None and isinstance(chosen, module.LLM):
+        llms = sys.modules.get("agentensemble.llm.litellm_model")
+        if llms is not None and isinstance(chosen, llms.LLM):
             cap = min(chosen.max_tokens or self.max_tokens, self.max_tokens)
-            if chosen.max_tokens != cap:
-                return chosen.model_copy(update={"max_tokens": cap})
+            fallbacks = [self._capped(model) for model in chosen.fallbacks]
+            if chosen.max_tokens == cap and fallbacks == chosen.fallbacks:
+                return chosen
+            capped = chosen.model_copy(update={"max_tokens": cap, "fallbacks": fallbacks})
+            capped._chain = None  # the original's chain, if made, holds its uncapped fallbacks
+            return capped
+        chains = sys.modules.get("agentensemble.llm.fallback")
+        if chains is not None and isinstance(chosen, chains.FallbackModel):
+            return chains.FallbackModel(
+                [self._capped(model) for model in chosen.models], fallback_on=chosen.fallback_on
+            )
         return chosen
+
+    def can_cap(self, model: Any) -> bool:
+        """Whether every model that may answer through ``model`` is capped at ``max_tokens``."""
+        llms = sys.modules.get("agentensemble.llm.litellm_model")
+        if llms is not None and isinstance(model, llms.LLM):
+            return all(self.can_cap(fallback) for fallback in model.fallbacks)
+        chains = sys.modules.get("agentensemble.llm.fallback")
+        if chains is not None and isinstance(model, chains.FallbackModel):
+            return all(self.can_cap(member) for member in model.models)
+        return False
 
     async def _sample(self, params: Any) -> Any:
         from agentensemble.llm.types import model_label
@@ -206,7 +236,7 @@ class ServerRequests:
         label = model_label(model)
         asked = int(getattr(params, "max_tokens", 0) or 0)
         max_tokens = min(asked, self.max_tokens) if asked > 0 else self.max_tokens
-        shown = _shown_sampling(self.label, label, max_tokens, messages)
+        shown = _shown_sampling(self.label, label, max_tokens, messages, capped=self.can_cap(model))
         try:
             decision = await arequest_approval(
                 f"{self.label} sampling", shown, prompt=SAMPLING_PROMPT

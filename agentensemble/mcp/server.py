@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import json
 import os
 import sys
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
@@ -41,6 +42,8 @@ from agentensemble.mcp._requests import (
 from agentensemble.mcp._resources_and_prompts import ResourcesAndPrompts
 from agentensemble.mcp.tool import (
     DEFAULT_MAX_OUTPUT_CHARS,
+    MAX_SCHEMA_CHARS,
+    MAX_TOOLS,
     MCPTool,
     exposed_name,
     object_schema,
@@ -262,6 +265,14 @@ class _MCPServer(ResourcesAndPrompts):
                 continue
             if self.exclude is not None and name in self.exclude:
                 continue
+            schema = object_schema(getattr(remote, "input_schema", None))
+            size = len(json.dumps(schema, ensure_ascii=False, default=str))
+            if size > MAX_SCHEMA_CHARS:  # it would ride along in every request to the model
+                raise MCPServerError(
+                    f"{self.describe()}: tool {name!r} has an input schema of {size} characters; "
+                    f"at most {MAX_SCHEMA_CHARS} are sent to a model (leave it out with "
+                    f"exclude=[{name!r}])"
+                )
             approval = self.requires_approval
             policy = self.policy_of(name)
             # the policy times each call (its message, event and retries); the SDK's own wait
@@ -272,13 +283,18 @@ class _MCPServer(ResourcesAndPrompts):
                     name=exposed_name(name, self.prefix),
                     remote_name=name,
                     description=str(getattr(remote, "description", None) or ""),
-                    input_schema=object_schema(getattr(remote, "input_schema", None)),
+                    input_schema=schema,
                     call=functools.partial(connection.call, timeout=waited),
                     origin=f"tool '{name}' of {self.describe()}",
                     requires_approval=approval if isinstance(approval, bool) else name in approval,
                     max_output_chars=self.max_output_chars,
                     policy=policy,
                 )
+            )
+        if len(tools) > MAX_TOOLS:  # every tool's spec is in every request to the model
+            raise MCPServerError(
+                f"{self.describe()} lists {len(tools)} tools; at most {MAX_TOOLS} are given to "
+                "an agent: name the ones it needs with include=[...]"
             )
         return tools
 
@@ -355,9 +371,19 @@ class MCPServerStdio(_MCPServer):
     def describe(self) -> str:
         return f"MCP server {redact_command([self.command, *self.args])!r}"
 
+    def _connection_parts(self) -> tuple[Transport, Callable[[], str | None] | None]:
+        """Each connection reads the server's output in bounded lines (``_stdio_lines``): a
+        message past the bound closes it, and becomes the reason its calls failed."""
+        from agentensemble.mcp import _stdio_lines
+
+        bound = _stdio_lines.LineBound(_stdio_lines.MAX_LINE_CHARS)
+        return functools.partial(self._transport, bound=bound), bound.note
+
     @asynccontextmanager
-    async def _transport(self, stderr: IO[bytes]) -> AsyncIterator[Any]:
+    async def _transport(self, stderr: IO[bytes], bound: Any = None) -> AsyncIterator[Any]:
         from mcp.client.stdio import StdioServerParameters, stdio_client
+
+        from agentensemble.mcp._stdio_lines import MAX_LINE_CHARS, LineBound, reading_lines
 
         parameters = StdioServerParameters(
             command=self.command,
@@ -369,9 +395,10 @@ class MCPServerStdio(_MCPServer):
         leader: int | None = None
         try:
             # errlog passed explicitly: the default was bound to sys.stderr at mcp's first import
-            async with stdio_client(parameters, errlog=errlog) as streams:  # type: ignore[arg-type]
-                leader = find_leader(errlog)
-                yield streams
+            with reading_lines(bound or LineBound(MAX_LINE_CHARS)):  # the SDK's reader inherits it
+                async with stdio_client(parameters, errlog=errlog) as streams:  # type: ignore[arg-type]
+                    leader = find_leader(errlog)
+                    yield streams
         finally:
             # the leader may have exited politely and left its children: end its whole group
             await asyncio.shield(asyncio.to_thread(end_group, leader))
@@ -481,9 +508,15 @@ class MCPServerHTTP(_MCPServer):
         )
         timeout = httpx2.Timeout(self.timeout, read=max(self.timeout, longest, 300.0))
         hooks = {"response": [watch.see]} if watch is not None else {}
+        from agentensemble.mcp._http_limits import bounded_transport
+
         async with (
             httpx2.AsyncClient(
-                headers=self.headers, timeout=timeout, auth=auth, event_hooks=hooks
+                headers=self.headers,
+                timeout=timeout,
+                auth=auth,
+                event_hooks=hooks,
+                transport=bounded_transport(),  # a JSON answer is read whole by the SDK
             ) as client,
             streamable_http_client(self.url, http_client=client) as streams,
         ):

@@ -16,6 +16,7 @@ from typing import Any
 from agentensemble.attachments import MAX_ATTACHMENT_BYTES, Attachment, Audio, Document, Image
 from agentensemble.errors import ToolArgumentsError
 from agentensemble.mcp._schema_check import schema_errors, schema_validator
+from agentensemble.redaction import drop_hidden, redact_text
 from agentensemble.tools.base import ToolResult
 from agentensemble.tools.instrumented import InstrumentedTool
 from agentensemble.tools.policy import ToolPolicy
@@ -23,6 +24,11 @@ from agentensemble.tools.schema import load_arguments_json
 
 MAX_NAME_LENGTH = 64
 MAX_DESCRIPTION_CHARS = 4_000
+MAX_SCHEMA_CHARS = 32_000
+"""A tool's input schema (as JSON) longer than this is refused: it rides along in every request."""
+MAX_TOOLS = 256
+"""Tools one server may give an agent (after ``include`` / ``exclude``): each is in every
+request."""
 DEFAULT_MAX_OUTPUT_CHARS = 100_000
 _UNSAFE_NAME_CHARS = re.compile(r"[^A-Za-z0-9_]")
 _UNBUILT = object()
@@ -41,12 +47,41 @@ def exposed_name(remote_name: str, prefix: str | None) -> str:
 
 def object_schema(schema: object) -> dict[str, Any]:
     """The server's input schema as a function-calling ``parameters`` object (an object schema
-    with ``properties``; anything else the server sends becomes an empty object schema)."""
-    result = dict(schema) if isinstance(schema, Mapping) else {}
+    with ``properties``; anything else the server sends becomes an empty object schema). Its
+    ``description`` and ``title`` texts are cleaned as a tool's description is
+    (``shown_text``): they reach the model too."""
+    result = _cleaned(schema) if isinstance(schema, Mapping) else {}
     result["type"] = "object"
     if not isinstance(result.get("properties"), Mapping):
         result["properties"] = {}
     return result
+
+
+def shown_text(text: str, limit: int = MAX_DESCRIPTION_CHARS) -> str:
+    """Text a server wrote that the model will read with the tool (its description): characters
+    that hide text from a person reading the listing dropped, then redacted (a secret the
+    server was given, echoed into its description), then cut to ``limit``."""
+    return redact_text(drop_hidden(text))[:limit]
+
+
+def _cleaned(schema: Mapping[str, Any]) -> dict[str, Any]:
+    """A copy of ``schema`` whose ``description`` and ``title`` strings, at any depth, pass
+    ``shown_text``; everything else (names, patterns, enums) is left as the server wrote it."""
+    top: dict[str, Any] = dict(schema)
+    stack: list[Any] = [top]
+    while stack:
+        node = stack.pop()
+        items = node.items() if isinstance(node, dict) else enumerate(node)
+        for key, value in list(items):
+            if isinstance(value, Mapping):
+                node[key] = dict(value)
+                stack.append(node[key])
+            elif isinstance(value, list):
+                node[key] = list(value)
+                stack.append(node[key])
+            elif isinstance(value, str) and key in ("description", "title"):
+                node[key] = shown_text(value, len(value))
+    return top
 
 
 class MCPTool(InstrumentedTool[dict[str, Any]]):
@@ -74,7 +109,7 @@ class MCPTool(InstrumentedTool[dict[str, Any]]):
         own, as ``@tool(timeout=...)`` is a function's."""
         self.name = name
         self.remote_name = remote_name
-        self.description = description[:MAX_DESCRIPTION_CHARS]
+        self.description = shown_text(description)
         self.input_schema = input_schema
         self._validator: Any = _UNBUILT
         self.origin = origin
@@ -119,7 +154,9 @@ def result_from_mcp(result: Any, max_chars: int = DEFAULT_MAX_OUTPUT_CHARS) -> T
     content as JSON when there is no text, ``is_error`` as a failure. Image and audio content,
     and embedded binary resources of a document type, become attachments the model sees (named
     in the text as ``[attachment: NAME]``); what cannot (bad base64, over the size bound, an
-    unknown type) is described instead. Output over ``max_chars`` is cut with a note saying so.
+    unknown type) is described instead. Output over ``max_chars`` is cut with a note saying so;
+    structured content over ``max_chars`` (as JSON) is not kept as ``structured_output`` (records
+    and saved outputs would hold it whole: a server's ``str`` result is there a second time).
     """
     parts: list[str] = []
     attachments: list[Attachment] = []
@@ -131,8 +168,12 @@ def result_from_mcp(result: Any, max_chars: int = DEFAULT_MAX_OUTPUT_CHARS) -> T
             parts.append(text)
     text = "\n\n".join(parts)
     structured = getattr(result, "structured_content", None)
-    if not text and structured is not None:
-        text = json.dumps(structured, ensure_ascii=False, default=str)
+    if structured is not None:
+        shown = json.dumps(structured, ensure_ascii=False, default=str)
+        if not text:
+            text = shown
+        if len(shown) > max_chars:  # kept whole in records and saved outputs: within the bound
+            structured = None
     if len(text) > max_chars:
         text = text[:max_chars] + f"\n[output cut at {max_chars} characters]"
     if getattr(result, "is_error", False):
@@ -200,4 +241,12 @@ def _content_text(item: Any) -> str:
     return f"[{kind or 'unknown'} content]"
 
 
-__all__ = ["MCPTool", "exposed_name", "object_schema", "result_from_mcp"]
+__all__ = [
+    "MAX_SCHEMA_CHARS",
+    "MAX_TOOLS",
+    "MCPTool",
+    "exposed_name",
+    "object_schema",
+    "result_from_mcp",
+    "shown_text",
+]

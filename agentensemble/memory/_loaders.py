@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from agentensemble import untrusted
+from agentensemble._base.regular_file import UnreadableFile, read_regular_file
 
 TEXT_SUFFIXES = frozenset({".txt", ".text", ".md", ".markdown", ".rst", ".log"})
 HTML_SUFFIXES = frozenset({".html", ".htm"})
@@ -65,24 +66,32 @@ def csv_text(raw: str) -> str:
     return "\n\n".join(out)
 
 
-def pdf_text(path: Path) -> str:
+def pdf_text(path: Path, data: bytes) -> str:
     """The text of a PDF file, a paragraph per page (``agentensemble.untrusted.pdf_text``:
     bounded in size, pages, text and time; a broken file is one error naming it)."""
     try:
-        return untrusted.pdf_text(path.read_bytes(), what=str(path), max_bytes=MAX_FILE_BYTES)
+        return untrusted.pdf_text(data, what=str(path), max_bytes=MAX_FILE_BYTES)
     except untrusted.UntrustedInputError as error:
         raise ValueError(f"{path}: cannot be read as PDF: {error.reason}") from error
 
 
-def read_text(path: Path) -> str:
-    """The text of one knowledge file; ``ValueError`` naming the file when it cannot be read."""
+def read_bytes(path: Path, *, follow_symlinks: bool = True) -> bytes:
+    """A knowledge file's bytes: a regular file (never a FIFO or device, which would block or
+    never end), at most ``MAX_FILE_BYTES``; ``ValueError`` naming the file otherwise."""
+    try:
+        return read_regular_file(path, max_bytes=MAX_FILE_BYTES, follow_symlinks=follow_symlinks)
+    except UnreadableFile as error:
+        raise ValueError(f"{path}: {error.reason}; knowledge files are regular files") from None
+
+
+def read_text(path: Path, data: bytes | None = None) -> str:
+    """The text of one knowledge file (its ``data`` when already read); ``ValueError`` naming
+    the file when it cannot be read."""
     suffix = path.suffix.lower()
-    size = path.stat().st_size
-    if size > MAX_FILE_BYTES:
-        raise ValueError(f"{path}: {size} bytes; knowledge files may be at most {MAX_FILE_BYTES}")
+    data = read_bytes(path) if data is None else data
     if suffix == ".pdf":
-        return pdf_text(path)
-    raw = path.read_bytes().decode("utf-8-sig", errors="replace")
+        return pdf_text(path, data)
+    raw = data.decode("utf-8-sig", errors="replace")
     try:
         if suffix in HTML_SUFFIXES:
             return html_text(raw)
@@ -117,4 +126,4 @@ def chunks(text: str, size: int) -> list[str]:
     return out
 
 
-__all__ = ["MAX_FILE_BYTES", "SUFFIXES", "chunks", "read_text"]
+__all__ = ["MAX_FILE_BYTES", "SUFFIXES", "chunks", "read_bytes", "read_text"]

@@ -18,11 +18,16 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from agentensemble.memory._loaders import SUFFIXES, chunks, read_text
+from agentensemble._base.regular_file import FolderTooLarge, regular_files
+from agentensemble.memory._loaders import SUFFIXES, chunks, read_bytes, read_text
 from agentensemble.memory._sync import replace_source
 from agentensemble.memory.store import MemoryStore, as_store, check_scope
 
 MAX_FILES = 10_000
+MAX_ENTRIES = 200_000
+"""Files and folders looked at under one knowledge folder (most are not knowledge files)."""
+MAX_DEPTH = 64
+"""Folders nested deeper than this under a knowledge folder are refused."""
 DEFAULT_CHUNK_CHARS = 1_200
 
 
@@ -77,20 +82,24 @@ class Knowledge:
             return self._own
 
     def files(self) -> list[Path]:
-        """Every readable file under the paths (hidden files and folders skipped), sorted."""
+        """Every readable file under the paths, sorted. In a folder, hidden files and folders
+        are skipped, and so is anything but a regular file: a symlink is not followed (a
+        ``notes.md`` linked to ``~/.ssh/id_rsa`` or ``/dev/zero``), nor a FIFO or device. A
+        folder of over ``MAX_ENTRIES`` names or ``MAX_DEPTH`` levels is refused."""
         found: list[Path] = []
         for path in self.paths:
-            if path.is_file():
+            if not path.is_dir():  # a path the user named: read as it is (checked when read)
                 found.append(path)
                 continue
-            for folder, folders, names in os.walk(path):
-                folders[:] = sorted(f for f in folders if not f.startswith("."))
-                for name in sorted(names):
-                    file = Path(folder) / name
-                    if not name.startswith(".") and file.suffix.lower() in SUFFIXES:
+            walked = regular_files(path, max_entries=MAX_ENTRIES, max_depth=MAX_DEPTH)
+            try:  # iterative and bounded: a corpus nested 1,500 deep made os.walk recurse out
+                for file in walked:
+                    if file.suffix.lower() in SUFFIXES:
                         found.append(file)
-                if len(found) > MAX_FILES:
-                    raise ValueError(f"Knowledge: more than {MAX_FILES} files under {path}")
+                    if len(found) > MAX_FILES:
+                        raise ValueError(f"Knowledge: more than {MAX_FILES} files under {path}")
+            except FolderTooLarge as error:
+                raise ValueError(f"Knowledge: {error}") from None
         return sorted(set(found))
 
     def sync(self, store: MemoryStore | None = None) -> SyncReport:
@@ -111,12 +120,13 @@ class Knowledge:
             if old and old[0].metadata.get("stamp") == stamp:
                 report = _count_unchanged(report)
                 continue
-            data = file.read_bytes()
+            # read once, bounded, never through a link swapped in since it was listed
+            data = read_bytes(file, follow_symlinks=file in self.paths)
             digest = hashlib.sha256(data).hexdigest()
             if old and old[0].metadata.get("sha256") == digest:
                 report = _count_unchanged(report)
                 continue
-            text = read_text(file)
+            text = read_text(file, data)
             meta = {"kind": "knowledge", "source": key, "sha256": digest, "stamp": stamp}
             pieces = [
                 (c, {**meta, "chunk": n}) for n, c in enumerate(chunks(text, self.chunk_chars))

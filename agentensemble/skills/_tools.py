@@ -9,12 +9,12 @@ tool (``RunCommand``) the agent was given separately, with its own allow-list an
 
 from __future__ import annotations
 
-import os
 from collections.abc import Sequence
 from typing import Annotated
 
 from pydantic import BaseModel, Field
 
+from agentensemble._base.regular_file import FolderTooLarge, regular_files
 from agentensemble.redaction import drop_hidden
 from agentensemble.skills._skill import SKILL_FILE, Skill
 from agentensemble.tools.builtin._base import BuiltinTool, refuse
@@ -24,6 +24,10 @@ MAX_FILE_BYTES = 200_000
 """A skill's file larger than this is refused by ``read_skill_file``."""
 MAX_LISTED_FILES = 100
 """Files of a skill's folder listed by ``load_skill``, at most."""
+MAX_WALKED = 10_000
+"""Files and folders of a skill looked at to list its files, at most."""
+MAX_WALK_DEPTH = 16
+"""Folders of a skill looked into, at most this deep."""
 
 
 class LoadSkillInput(BaseModel):
@@ -93,15 +97,14 @@ class ReadSkillFile(_SkillTool, BuiltinTool[ReadSkillFileInput]):
 
 def _files(skill: Skill) -> list[str]:
     """The skill's regular files but SKILL.md, relative, sorted; symlinks are left out (never
-    followed), hidden files and folders too; at most ``MAX_LISTED_FILES`` (then a note)."""
+    followed), hidden files and folders too; at most ``MAX_LISTED_FILES`` (then a note). The
+    walk is iterative and bounded (``MAX_WALKED`` names, ``MAX_WALK_DEPTH`` levels): a folder
+    nested 1,500 deep made ``os.walk`` raise ``RecursionError``, so no skill loaded."""
     found: list[str] = []
-    for folder, directories, files in os.walk(skill.folder):  # symlinked folders: not entered
-        directories[:] = sorted(d for d in directories if not d.startswith("."))
-        for name in sorted(files):
-            path = os.path.join(folder, name)
-            if name.startswith(".") or os.path.islink(path):
-                continue
-            relative = os.path.relpath(path, skill.folder).replace(os.sep, "/")
+    walked = regular_files(skill.folder, max_entries=MAX_WALKED, max_depth=MAX_WALK_DEPTH)
+    try:
+        for path in walked:
+            relative = path.relative_to(skill.folder).as_posix()
             if relative != SKILL_FILE:
                 found.append(relative)
             if len(found) > MAX_LISTED_FILES:
@@ -109,6 +112,8 @@ def _files(skill: Skill) -> list[str]:
                     *found[:MAX_LISTED_FILES],
                     f"(more files not listed; over {MAX_LISTED_FILES})",
                 ]
+    except FolderTooLarge:
+        found.append("(more files not listed: the folder is larger or deeper than is looked at)")
     return found
 
 

@@ -92,18 +92,25 @@ def test_a_stdlib_named_file_beside_the_crew_does_not_shadow_the_standard_librar
     assert done.returncode == 0, done.stderr
 
 
+@pytest.mark.parametrize(
+    "number",
+    ["9" * 5000, "0x" + "f" * 5000, "0" + "7" * 6000, "-0b" + "1" * 20_000],
+    ids=["decimal", "hex", "octal", "binary"],
+)
 def test_a_five_thousand_digit_integer_is_a_file_and_line_error_with_exit_2(
-    tmp_path: Path,
+    tmp_path: Path, number: str
 ) -> None:
+    """Hex, octal and binary integers of any length were read (a loop cap no run can reach, a
+    value no prompt or error could show): every spelling is refused at its line."""
     crew = write(
         tmp_path,
-        "model: openai/m\ntasks:\n  a:\n    description: D\n    max_iterations: "
-        + "9" * 5000
-        + "\n",
+        "model: openai/m\nagents:\n  a:\n    role: R\n    max_iterations: "
+        + number
+        + "\ntasks:\n  t: {description: D, agent: a}\n",
     )
     with pytest.raises(ConfigurationError) as caught:
         load_crew(crew)
-    assert "crew.yaml:5: tasks.a.max_iterations" in str(caught.value)
+    assert "crew.yaml:5: agents.a.max_iterations" in str(caught.value)
     assert len(str(caught.value)) < 500  # the number is not echoed whole
     done = subprocess.run(
         [sys.executable, "-m", "agentensemble", "validate", str(crew)],

@@ -4,7 +4,9 @@ line before anything runs."""
 from __future__ import annotations
 
 import json
+import os
 import textwrap
+import threading
 from pathlib import Path
 
 import pytest
@@ -254,6 +256,7 @@ def test_an_alias_bomb_is_refused(tmp_path: Path) -> None:
         ("deep.yaml", "[" * 100_000 + "]" * 100_000, "too deep"),
         ("digits.json", '{"cases": [{"name": "a", "inputs": {"x": ' + "9" * 5000 + "}}]}", "4300"),
         ("digits.yaml", "cases: [{name: a, inputs: {x: " + "9" * 5000 + "}}]", "number this long"),
+        ("hex.yaml", "cases: [{name: a, inputs: {x: 0x" + "f" * 5000 + "}}]", "number this long"),
         ("dup.json", '{"cases": [{"name": "a", "inputs": {}, "inputs": {"x": 1}}]}', "'inputs'"),
         ("dup.yaml", "cases: [{name: a, inputs: {}, inputs: {x: 1}}]", "appears twice"),
     ],
@@ -268,3 +271,24 @@ def test_a_hostile_file_is_one_error_naming_it(
         Dataset.from_file(path)
     assert str(caught.value).startswith(str(path)), str(caught.value)
     assert words in str(caught.value)
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="FIFOs: POSIX")
+def test_a_dataset_path_that_is_no_regular_file_is_refused_not_waited_on(tmp_path: Path) -> None:
+    """The size was checked on the name (a FIFO's is 0), then the file read whole: a FIFO named
+    ``cases.yaml`` blocked ``agentensemble eval`` for ever, ``/dev/zero`` filled its memory."""
+    os.mkfifo(tmp_path / "cases.yaml")
+    outcome: list[BaseException] = []
+
+    def target() -> None:
+        try:
+            Dataset.from_file(tmp_path / "cases.yaml")
+        except BaseException as error:  # handed to the test
+            outcome.append(error)
+
+    worker = threading.Thread(target=target, daemon=True)
+    worker.start()
+    worker.join(30)
+    assert outcome, "reading the dataset blocked on a FIFO"
+    assert isinstance(outcome[0], ConfigFileError)
+    assert "cases.yaml: the file is not a regular file" in str(outcome[0])

@@ -10,6 +10,10 @@ SDK's ``auth_server_provider``): metadata discovery, dynamic client registration
 authorization-code flow with PKCE (consent is automatic: ``/authorize`` redirects straight back
 with a code, so a headless client can follow it) and refresh tokens.
 
+``python mcp_auth_server.py client-credentials-cleartext PORT CLIENT_ID CLIENT_SECRET``: the
+same, whose metadata names a token endpoint on another host over plain http
+(``http://token.invalid/token``: a name that never resolves).
+
 ``python mcp_auth_server.py client-credentials PORT CLIENT_ID CLIENT_SECRET``: a resource
 server beside a minimal authorization server of its own (metadata and a ``/token`` endpoint for
 the ``client_credentials`` grant, ``client_secret_basic`` or ``_post``), as a machine-to-machine
@@ -150,7 +154,12 @@ class IssuedTokens:
 
 
 def add_client_credentials_server(
-    server: MCPServer, base: str, client_id: str, client_secret: str, tokens: IssuedTokens
+    server: MCPServer,
+    base: str,
+    client_id: str,
+    client_secret: str,
+    tokens: IssuedTokens,
+    token_endpoint: str | None = None,
 ) -> None:
     from starlette.requests import Request
     from starlette.responses import JSONResponse
@@ -161,7 +170,7 @@ def add_client_credentials_server(
             {
                 "issuer": base,
                 "authorization_endpoint": f"{base}/authorize",
-                "token_endpoint": f"{base}/token",
+                "token_endpoint": token_endpoint or f"{base}/token",
                 "grant_types_supported": ["client_credentials"],
                 "response_types_supported": ["code"],
                 "token_endpoint_auth_methods_supported": [
@@ -212,11 +221,12 @@ def build(mode: str, port: int, token: str | None, secret: str | None = None) ->
             """Revoke the token: every later request gets 401 (an expiry mid-run)."""
             verifier.revoked = True
             return "revoked"
-    elif mode == "client-credentials":
+    elif mode in ("client-credentials", "client-credentials-cleartext"):
         assert token is not None and secret is not None
         issued = IssuedTokens()
         server = MCPServer("agentensemble-auth-test", token_verifier=issued, auth=settings)
-        add_client_credentials_server(server, base, token, secret, issued)
+        elsewhere = "http://token.invalid/token" if mode.endswith("cleartext") else None
+        add_client_credentials_server(server, base, token, secret, issued, elsewhere)
     else:
         server = MCPServer(
             "agentensemble-auth-test", auth_server_provider=AutoConsentProvider(), auth=settings

@@ -314,6 +314,29 @@ async def test_the_client_credentials_grant_gets_a_token_and_keeps_the_secret(
     assert CLIENT_SECRET not in shown and tokens.access_token not in shown
 
 
+@pytest.fixture(scope="module")
+def cleartext_url() -> Iterator[str]:
+    yield from serve_script(AUTH_SERVER, "client-credentials-cleartext", CLIENT_ID, CLIENT_SECRET)
+
+
+async def test_a_token_endpoint_over_plain_http_elsewhere_is_never_sent_the_secret(
+    cleartext_url: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The server's metadata named ``http://token.invalid/token``: the SDK posted the client
+    secret there in clear. The flow's credential-carrying requests go over https, or stay on
+    this machine."""
+    caplog.set_level(logging.DEBUG)
+    with pytest.raises(MCPServerError) as caught:
+        await whoami(
+            MCPServerHTTP(
+                cleartext_url, auth=machine(cleartext_url, CLIENT_SECRET), startup_timeout=20
+            )
+        )
+    message = str(caught.value)
+    assert "refused to send the authorization flow's POST to http://token.invalid/token" in message
+    assert "in clear" in message and CLIENT_SECRET not in message + caplog.text
+
+
 async def test_a_wrong_client_secret_is_a_one_line_error_naming_the_server(
     machine_url: str,
 ) -> None:

@@ -17,7 +17,7 @@ from agentensemble.events import LLMCallCompleted
 from agentensemble.llm import LLM
 from agentensemble.mcp import MCPServerHTTP, MCPServerStdio
 from agentensemble.redaction import register_secret
-from agentensemble.testing import OpenAICompatibleServer, ScriptedChatModel, tool_call
+from agentensemble.testing import Fault, OpenAICompatibleServer, ScriptedChatModel, tool_call
 from agentensemble_review import Continue, Edit, ExitEarly, ScriptedReviewHandler
 
 pytestmark = pytest.mark.anyio
@@ -131,6 +131,55 @@ async def test_an_llm_samples_with_its_max_tokens_capped_at_the_server_s_bound()
     assert result == "summary: A capped answer."
     assert body.get("max_tokens", body.get("max_completion_tokens")) == 64
     assert sampler.max_tokens == 4_000  # the caller's model is left as it was
+
+
+def _sampler_chains(base_url: str) -> list[Any]:
+    """Models that hand a turn on when the first cannot answer: an LLM with ``fallbacks`` and a
+    ``FallbackModel``; each one's own ``max_tokens`` is far over the sampling bound, or unset."""
+    from agentensemble import FallbackModel
+
+    def llm(name: str, **settings: Any) -> LLM:
+        return LLM(name, api_base=base_url, api_key="sk-test", max_retries=0, **settings)
+
+    return [
+        llm(
+            "openai/gpt-4o-mini",
+            max_tokens=4_000,
+            fallbacks=[llm("openai/gpt-4o", max_tokens=8_000)],
+        ),
+        FallbackModel([llm("openai/gpt-4o-mini", max_tokens=4_000), llm("openai/gpt-4o")]),
+    ]
+
+
+@pytest.mark.parametrize("chain", [0, 1], ids=["llm-fallbacks", "fallback-model"])
+async def test_every_model_that_may_answer_a_sample_is_capped(chain: int) -> None:
+    """The reviewer approved "up to 64 tokens", but only the first LLM was capped: its fallback
+    (or any model of a FallbackModel) answered with its own 8,000, or no cap at all."""
+    handler = ScriptedReviewHandler([Continue()])
+    with OpenAICompatibleServer([Fault.http(503), "A capped answer."]) as provider:
+        sampler = _sampler_chains(provider.base_url)[chain]
+        server = rich(sampling=True, sampling_model=sampler, max_sampling_tokens=64)
+        result, _ = await run_tool(
+            server, "summarize", {"text": "x", "max_tokens": 100_000}, review_handler=handler
+        )
+        bodies = provider.requests
+
+    assert result == "summary: A capped answer."
+    assert [body["model"] for body in bodies] == ["gpt-4o-mini", "gpt-4o"]
+    assert [body.get("max_tokens", body.get("max_completion_tokens")) for body in bodies] == [
+        64,
+        64,
+    ]
+    assert "an answer of up to 64 tokens" in handler.requests[0].output
+
+
+async def test_a_model_that_takes_no_cap_is_shown_to_the_reviewer_as_uncapped() -> None:
+    handler = ScriptedReviewHandler([Continue()])
+    sampler = ScriptedChatModel(["A short answer."])
+    server = rich(sampling=True, sampling_model=sampler, max_sampling_tokens=64)
+    await run_tool(server, "summarize", {"text": "x"}, review_handler=handler)
+    shown = handler.requests[0].output
+    assert "up to 64 tokens (not enforced: this model takes no token cap;" in shown
 
 
 async def test_sampling_without_a_review_handler_is_refused_saying_why() -> None:

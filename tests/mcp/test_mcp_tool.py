@@ -90,6 +90,25 @@ def test_a_huge_result_is_cut_and_says_so() -> None:
     assert result == ToolResult.success("x" * 10 + "\n[output cut at 10 characters]")
 
 
+@pytest.mark.parametrize(
+    ("content", "output"),
+    [
+        ([text("x" * 20)], "x" * 10 + "\n[output cut at 10 characters]"),
+        ([], '{"result":' + "\n[output cut at 10 characters]"),
+    ],
+    ids=["with-text", "structured-only"],
+)
+def test_huge_structured_content_is_not_kept_whole_in_the_records(
+    content: list[Any], output: str
+) -> None:
+    """The text was cut, but the server's structured content (a str result is there a second
+    time) was kept whole as structured_output: a 5 MB result made a 5 MB saved output."""
+    result = result_from_mcp(
+        SimpleNamespace(content=content, structured_content={"result": "x" * 20}), max_chars=10
+    )
+    assert result == ToolResult.success(output, structured_output=None)
+
+
 def test_bad_inputs_fail_before_any_mcp_server_starts() -> None:
     from agentensemble import Agent, Ensemble, PromptTemplateError, Task
     from agentensemble.mcp import MCPServerStdio

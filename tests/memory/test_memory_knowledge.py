@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Iterator
+import threading
+import tracemalloc
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -271,3 +273,82 @@ def test_a_broken_pdf_fails_the_sync_naming_the_file_before_any_model_call(
     store = SQLiteMemory(tmp_path / "m.sqlite")
     with pytest.raises(ValueError, match=r"broken\.pdf: cannot be read as PDF: not a readable PDF"):
         Knowledge([tmp_path]).sync(store)
+
+
+def _sync_within(knowledge: Knowledge, store: SQLiteMemory, seconds: float = 30) -> Any:
+    """``knowledge.sync(store)`` in a daemon thread, waited for at most ``seconds``: a reader
+    blocked on a FIFO would otherwise hang the test run for ever."""
+    outcome: list[Any] = []
+
+    def target() -> None:
+        try:
+            outcome.append(knowledge.sync(store))
+        except BaseException as error:  # handed to the test
+            outcome.append(error)
+
+    worker = threading.Thread(target=target, daemon=True)
+    worker.start()
+    worker.join(seconds)
+    assert outcome, f"sync did not finish within {seconds} s (blocked on a file)"
+    return outcome[0]
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="FIFOs and symlinks: POSIX")
+def test_a_knowledge_folder_reads_only_its_own_regular_files(tmp_path: Path) -> None:
+    """A downloaded corpus is hostile: a ``notes.md`` linked to a secret outside the folder was
+    indexed (and shown to the model), a FIFO named ``pipe.txt`` blocked the sync (so the run)
+    for ever. In a folder, only regular files are read: no symlink followed, no FIFO opened."""
+    folder = tmp_path / "corpus"
+    (folder / "linked").mkdir(parents=True)
+    (folder / "returns.md").write_text("Items can be returned within 30 days.")
+    outside = tmp_path / "id_rsa"
+    outside.write_text("PRIVATE-KEY-MATERIAL-do-not-index")
+    (folder / "notes.md").symlink_to(outside)
+    (folder / "linked" / "key.txt").symlink_to(outside)
+    (folder / "everything.md").symlink_to(tmp_path)  # a folder, as a file name
+    os.mkfifo(folder / "pipe.txt")
+    store = SQLiteMemory(tmp_path / "m.sqlite")
+    report = _sync_within(Knowledge([folder]), store)
+    assert report.added == [str(folder / "returns.md")], report
+    assert "PRIVATE-KEY-MATERIAL" not in "\n".join(texts(store))
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="FIFOs: POSIX")
+def test_a_named_knowledge_file_that_is_no_regular_file_is_refused_naming_it(
+    tmp_path: Path,
+) -> None:
+    os.mkfifo(tmp_path / "pipe.txt")
+    store = SQLiteMemory(tmp_path / "m.sqlite")
+    error = _sync_within(Knowledge([tmp_path / "pipe.txt"]), store)
+    assert isinstance(error, ValueError), error
+    assert "pipe.txt: is not a regular file" in str(error)
+
+
+def test_a_knowledge_file_over_the_bound_is_refused_without_being_read(tmp_path: Path) -> None:
+    """The sync read the whole file to hash it before the size bound was checked: a 200 MB
+    file cost 200 MB. Now it is refused by its size, its bytes never read."""
+    big = tmp_path / "big.txt"
+    with big.open("wb") as handle:
+        handle.truncate(200 * 1024 * 1024)  # sparse: no disk used
+    store = SQLiteMemory(tmp_path / "m.sqlite")
+    tracemalloc.start()
+    try:
+        error = _sync_within(Knowledge([big]), store)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert isinstance(error, ValueError) and "at most 20971520" in str(error), error
+    assert peak < 20 * 1024 * 1024, f"{peak} bytes held to refuse the file"
+
+
+def test_a_knowledge_folder_nested_past_any_recursion_limit_is_refused_naming_it(
+    tmp_path: Path, nested_folders: Callable[[Path, int], Path]
+) -> None:
+    """A corpus nested 1,200 deep made the walk (os.walk, recursive) raise RecursionError."""
+    folder = tmp_path / "corpus"
+    folder.mkdir()
+    deep = nested_folders(folder, 1_200)
+    (deep / "notes.md").write_text("far down")
+    with pytest.raises(ValueError) as caught:
+        Knowledge([folder]).sync(SQLiteMemory(tmp_path / "m.sqlite"))
+    assert str(caught.value).startswith(f"Knowledge: {folder} nests folders over 64 deep")
