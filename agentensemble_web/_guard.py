@@ -76,8 +76,9 @@ Reviewers = Callable[[str], "str | None"]
 """Who a login token names (a reviewer's name), or None; the console's own token is checked
 before."""
 
-Revoked = Callable[[str], bool]
-"""Whether a reviewer's access was revoked since their session started."""
+Revoked = Callable[[str, float], bool]
+"""Whether a reviewer's session started at the given time has lost its access (revoked, or the
+name added again since, with a new token)."""
 
 
 class Sessions:
@@ -216,6 +217,7 @@ class SecurityMiddleware:
         scope.setdefault("state", {})["principal"] = principal
         scope["state"]["csrf"] = session.csrf if session is not None else None
         scope["state"]["session_id"] = _cookie(headers, COOKIE) if session is not None else None
+        scope["state"]["session_started"] = session.created if session is not None else None
         await self.app(scope, receive, send)
 
     def _principal(self, headers: dict[str, str], path: str) -> tuple[str | None, Session | None]:
@@ -228,7 +230,11 @@ class SecurityMiddleware:
         given = headers.get(KEY_HEADER)
         if path.startswith("/api/") and not (given and _same(session.key_sha256, digest(given))):
             return None, None  # the cookie alone: sent by the browser to any port of this host
-        if session.reviewer != "console" and self.revoked and self.revoked(session.reviewer):
+        if (
+            session.reviewer != "console"
+            and self.revoked
+            and self.revoked(session.reviewer, session.created)
+        ):
             return None, None
         return session.reviewer, session
 
