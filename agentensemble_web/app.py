@@ -101,6 +101,16 @@ def _error(status: HTTPStatus, message: str, **extra: Any) -> JSONResponse:
     return _JSON({"error": message, **extra}, status_code=status)
 
 
+def _reporters_only(what: str) -> JSONResponse:
+    """403 for a browser session (a named reviewer, or the console's own login) on a route of
+    the run's process: what runs did and which reviews wait is reported with the console's
+    token (``WebConsole``, ``WebReviewHandler``), never written by whoever decides reviews."""
+    return _error(
+        HTTPStatus.FORBIDDEN,
+        f"only the run's process (the console's token as a Bearer header) {what}",
+    )
+
+
 async def _json_body(request: Request) -> Any:
     state = request.scope.get("state", {})
     if PARSED in state:  # parsed and bounded once, by the hardened setup
@@ -141,6 +151,8 @@ def create_app(
         return _JSON({"principal": request.state.principal, "csrf": request.state.csrf})
 
     async def post_events(request: Request) -> Response:
+        if request.state.principal != "api":
+            return _reporters_only("reports a run's events")
         body = await _json_body(request)
         events = body.get("events") if isinstance(body, dict) else None
         if not isinstance(events, list) or len(events) > MAX_BATCH:
@@ -198,6 +210,8 @@ def create_app(
         return _JSON({"decisions": state.store.decisions(limit=limit, offset=offset)})
 
     async def post_review(request: Request) -> Response:
+        if request.state.principal != "api":
+            return _reporters_only("holds a review")
         body = await _json_body(request)
         req = body.get("request") if isinstance(body, dict) else None
         run_id = body.get("run_id") if isinstance(body, dict) else None
@@ -237,7 +251,7 @@ def create_app(
 
     async def expire(request: Request) -> Response:
         if request.state.principal != "api":
-            return _error(HTTPStatus.FORBIDDEN, "only the waiting review handler expires a review")
+            return _reporters_only("expires a review")
         review = state.reviews.expire_now(request.path_params["review_id"])
         if review is None:
             return _error(HTTPStatus.NOT_FOUND, "no review with that id")
@@ -248,11 +262,16 @@ def create_app(
         if sub is None:
             return _error(HTTPStatus.SERVICE_UNAVAILABLE, "the console is stopping")
 
-        who = request.state.principal
+        who, started = request.state.principal, request.state.session_started
 
         def revoked() -> bool:
-            """A named reviewer revoked since the stream opened: it ends before another word."""
-            return who not in ("api", "console") and state.reviewers.revoked(who)
+            """A named reviewer revoked (or added again, with a new token) since their session
+            started: the stream ends before another word."""
+            return (
+                who not in ("api", "console")
+                and started is not None
+                and state.reviewers.revoked(who, started)
+            )
 
         async def messages() -> AsyncIterator[str]:
             try:

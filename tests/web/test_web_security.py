@@ -218,6 +218,30 @@ def test_only_the_review_handler_may_expire_a_review(console: WebConsoleServer) 
         assert api.get("/api/reviews/r-1").json()["status"] == "pending"
 
 
+def test_a_browser_session_cannot_write_a_runs_history_or_hold_reviews(
+    console: WebConsoleServer,
+) -> None:
+    """Reviewers decide; what runs did and which reviews wait is the run's process's to report
+    (the console's token). A logged-in page, with its CSRF token, posting a forged event into a
+    real run or a review of its own is refused, and nothing changes."""
+    browser, csrf = logged_in(console)
+    with api_client(console) as api, closing(browser):
+        api.post("/api/events", json={"events": [{"type": "EnsembleStarted", "run_id": "run-1"}]})
+        forged = {"type": "TaskCompleted", "run_id": "run-1", "output": {"raw": "all fine"}}
+        for path, body in (
+            ("/api/events", {"events": [forged]}),
+            ("/api/reviews", _review("r-forged")),
+        ):
+            answer = browser.post(path, json=body, headers={"X-CSRF-Token": csrf})
+            assert answer.status_code == 403, path
+            assert "only the run's process" in answer.json()["error"]
+        assert [e["type"] for e in api.get("/api/runs/run-1").json()["events"]] == [
+            "EnsembleStarted"
+        ]
+        assert api.get("/api/reviews").json()["reviews"] == []
+        assert api.post("/api/reviews", json=_review("r-2")).status_code == 201  # its process may
+
+
 def test_hostile_event_text_is_stored_escaped(console: WebConsoleServer) -> None:
     event = {
         "type": "TaskStarted",
