@@ -24,6 +24,22 @@ class UsageError(Exception):
     """A bad command line or crew file: exit code 2."""
 
 
+def check_output_path(option: str, path: str) -> None:
+    """A file an option names for writing (``run --trace``, ``eval --save`` / ``--html``,
+    ``durable trace --out``) must be writable: in a folder that exists, not a folder itself.
+    Checked before the work that fills it, so a typo costs nothing; the write after it still
+    reports its own failure in one line."""
+    target = os.path.abspath(path)
+    folder = os.path.dirname(target)
+    if os.path.isdir(target):
+        raise UsageError(f"{option}: {path!r} is a folder; give a file name")
+    if not os.path.isdir(folder):
+        raise UsageError(f"{option}: the folder {folder!r} does not exist")
+    writable = os.access(target, os.W_OK) if os.path.exists(target) else os.access(folder, os.W_OK)
+    if not writable:
+        raise UsageError(f"{option}: {path!r} is not writable")
+
+
 def add_crew_arguments(parser: argparse.ArgumentParser, *, crew_optional: bool = False) -> None:
     # optional only where another option may have swallowed it (see run_command._review)
     parser.add_argument("crew", nargs="?" if crew_optional else None, help="the crew file (YAML)")

@@ -11,9 +11,13 @@ from pathlib import Path
 from typing import Any
 
 from agentensemble.cli._common import MODEL_ENV, UsageError, use_model
+from agentensemble.cli._options import port_number, whole_number
 from agentensemble.ensemble import Ensemble
 
 TOKEN_ENV = "AGENTENSEMBLE_SERVE_TOKEN"
+
+MAX_BODY_BYTES = 1024**3
+"""``--max-body`` at most 1 GiB: a larger body is held in memory whole by the apps."""
 
 
 def add_serving_arguments(parser: argparse.ArgumentParser, *, default_port: int) -> None:
@@ -25,7 +29,10 @@ def add_serving_arguments(parser: argparse.ArgumentParser, *, default_port: int)
     )
     parser.add_argument("--host", default="127.0.0.1", help="address to bind (127.0.0.1)")
     parser.add_argument(
-        "--port", type=int, default=default_port, help=f"port ({default_port}; 0: any free one)"
+        "--port",
+        type=port_number(),
+        default=default_port,
+        help=f"port ({default_port}; 0: any free one)",
     )
     parser.add_argument(
         "--allow-host",
@@ -36,7 +43,7 @@ def add_serving_arguments(parser: argparse.ArgumentParser, *, default_port: int)
     )
     parser.add_argument(
         "--max-body",
-        type=int,
+        type=whole_number("--max-body", 1, MAX_BODY_BYTES),
         default=1024 * 1024,
         metavar="BYTES",
         help="the largest request body accepted (1 MiB)",

@@ -132,3 +132,34 @@ def test_memory_and_serve_never_show_a_database_password(
     one_line(done)
     for piece in (PASSWORD, PASSWORD[:6], PASSWORD[6:]):
         assert piece not in done.stdout + done.stderr
+
+
+@pytest.mark.parametrize(
+    ("args", "words"),
+    [
+        (("--save", "a-folder"), "--save: 'a-folder' is a folder"),
+        (("--html", "missing/report.html"), "--html: the folder"),
+        (("--save", "a-folder/"), "--save: 'a-folder/' is a folder"),
+    ],
+)
+def test_eval_refuses_a_report_path_it_cannot_write_before_running_anything(
+    tmp_path: Path, args: tuple[str, ...], words: str
+) -> None:
+    """It ran every case (paid for every model call), then died on the save with a
+    traceback and exit 1, as if the evaluation had failed."""
+    (tmp_path / "a-folder").mkdir()
+    dataset = REPO_ROOT / "examples" / "evals" / "dataset.yaml"
+    done = agentensemble_cli("eval", CREW, dataset, "--model", "scripted", *args, cwd=tmp_path)
+    assert done.returncode == 2, done.stderr
+    assert words in one_line(done)
+    assert "Evaluation" not in done.stdout  # nothing ran
+
+
+def test_durable_trace_refuses_an_out_path_it_cannot_write(tmp_path: Path) -> None:
+    (tmp_path / "a-folder").mkdir()
+    done = agentensemble_cli(
+        "durable", "trace", "run-1", "--out", "a-folder", "--database", "sqlite:///runs.sqlite",
+        cwd=tmp_path,
+    )  # fmt: skip
+    assert done.returncode == 2, done.stderr
+    assert "--out: 'a-folder' is a folder; give a file name" in one_line(done)
