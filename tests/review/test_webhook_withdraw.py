@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import asyncio
 import json
+import tracemalloc
+import zlib
 from datetime import timedelta
 
 import httpx
@@ -142,3 +144,33 @@ async def test_a_signed_body_replayed_onto_another_review_or_route_closes_nothin
         assert "withdrawal" in answer.json()["error"]
     review_server.decide(REVIEW, {"decision": "continue"})  # still open: the person decides
     assert await task == Continue()
+
+
+def gzip_bomb(megabytes: int) -> bytes:
+    """``megabytes`` MB of spaces, gzip-compressed to a few hundred bytes a MB."""
+    packer = zlib.compressobj(9, zlib.DEFLATED, 31)
+    chunk = b" " * 1_000_000
+    return b"".join([*(packer.compress(chunk) for _ in range(megabytes)), packer.flush()])
+
+
+async def test_a_withdrawal_answered_with_a_gzip_bomb_costs_the_run_nothing() -> None:
+    """The withdrawal's answer was read whole and decoded: 100 kB of gzip held 200 MB in the
+    run's process. Its body is never read now; the run gets its on_timeout as before."""
+    bomb = gzip_bomb(100)
+
+    def respond(seen: object) -> tuple[int, dict[str, str], bytes]:
+        if str(getattr(seen, "path", "")).endswith("/withdraw"):
+            return 200, {"Content-Type": "application/json", "Content-Encoding": "gzip"}, bomb
+        return json_reply(202, {"status": "pending"}, {"Location": "/reviews/r"})
+
+    with adhoc_server(respond) as (url, seen):
+        handler = WebhookReviewHandler(f"{url}/reviews", timeout=0.3, poll_interval=0.05)
+        tracemalloc.start()
+        try:
+            decision = await handler.areview(make_request())
+            peak = tracemalloc.get_traced_memory()[1]
+        finally:
+            tracemalloc.stop()
+    assert seen[-1].path.endswith("/withdraw")  # it was sent
+    assert isinstance(decision, ExitEarly) and decision.timed_out
+    assert peak < 30_000_000, f"{peak / 1e6:.0f} MB held for a withdrawal's answer"

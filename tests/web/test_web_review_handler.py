@@ -2,11 +2,17 @@
 
 from __future__ import annotations
 
+import threading
+import tracemalloc
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from datetime import timedelta
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 
 import pytest
 import respx
+from _quiet_http import QuietHTTPServer
 
 from agentensemble_review import ExitEarly, ReviewRequest, ReviewTiming
 from agentensemble_review.errors import ReviewProtocolError
@@ -113,3 +119,89 @@ def test_the_decision_names_the_reviewer_who_took_it(tmp_path: Path) -> None:
             browser.close()
         asking.join(timeout=20)
     assert box.get("d") == Edit("fixed", decided_by="carol")
+
+
+def _gzip_bomb(megabytes: int) -> bytes:
+    """``megabytes`` MB of spaces, gzip-compressed to a few hundred bytes a MB."""
+    import zlib
+
+    packer = zlib.compressobj(9, zlib.DEFLATED, 31)
+    chunk = b" " * 1_000_000
+    return b"".join([*(packer.compress(chunk) for _ in range(megabytes)), packer.flush()])
+
+
+@contextmanager
+def _console_answering(bombed: str) -> Iterator[str]:
+    """A real server on 127.0.0.1 answering every request like a console, except requests to a
+    path ending in ``bombed``: 100 kB of gzip inflating to 100 MB (a console URL pointing at the
+    wrong server, or a compromised one)."""
+    bomb = _gzip_bomb(100)
+
+    class Handler(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
+        def log_message(self, format: str, *args: object) -> None:
+            pass
+
+        def _answer(self) -> None:
+            self.rfile.read(int(self.headers.get("Content-Length") or 0))
+            path = self.path.split("?")[0]
+            body, extra = (
+                (bomb, {"Content-Encoding": "gzip"})
+                if path.endswith(bombed)
+                else (b'{"status": "pending"}', {})
+            )
+            self.send_response(201 if path == "/api/reviews" else 200)
+            for name, value in {"Content-Type": "application/json", **extra}.items():
+                self.send_header(name, value)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        do_GET = do_POST = _answer
+
+    server = QuietHTTPServer(("127.0.0.1", 0), Handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}"
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def _peak_bytes(action: Callable[[], None]) -> int:
+    tracemalloc.start()
+    try:
+        action()
+        return tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+
+
+def test_an_answer_of_gigabytes_is_refused_as_it_streams_in_never_held() -> None:
+    """Read whole and decoded, the answer to a long poll held 200 MB in the run's process."""
+    with _console_answering(bombed="-1") as url:  # the review's own poll
+
+        def review() -> None:
+            request = _request(5).model_copy(update={"id": "review-1"})
+            with pytest.raises(ReviewProtocolError, match="compressed"):
+                WebReviewHandler(url, "token").review(request)
+
+        assert _peak_bytes(review) < 40_000_000
+
+
+def test_the_listener_never_reads_the_answer_to_its_events() -> None:
+    from agentensemble.events import EnsembleStarted
+    from agentensemble_web import WebConsole
+
+    with _console_answering(bombed="/api/events") as url:
+
+        def report() -> None:
+            console = WebConsole(url, "token")
+            console.on_event(EnsembleStarted(total_tasks=1))
+            assert console.flush(10)
+            console.close()
+            assert console.delivered == 1
+
+        assert _peak_bytes(report) < 40_000_000
