@@ -74,6 +74,8 @@ def not_a_database(tmp_path: Path) -> Path:
         ("durable", "prune", "--keep-last", "3", "--database", "sqlite:///runs.sqlite"),
         ("serve", "--db", "runs.sqlite", "--port", "0"),
         ("memory", "list", "scope", "--store", "runs.sqlite"),
+        ("reviewers", "add", "bob", "--db", "runs.sqlite"),
+        ("reviewers", "list", "--db", "runs.sqlite"),
     ],
 )
 def test_a_file_that_is_not_a_database_is_one_line(tmp_path: Path, args: tuple[str, ...]) -> None:
@@ -83,6 +85,37 @@ def test_a_file_that_is_not_a_database_is_one_line(tmp_path: Path, args: tuple[s
     assert done.returncode in (1, 2), done.stderr
     line = one_line(done)
     assert "runs.sqlite" in line and "not a database" in line
+
+
+@pytest.mark.parametrize(
+    ("args", "words"),
+    [
+        (("durable", "runs", "--database", "sqlite:///a-folder"), "it is a folder"),
+        (("durable", "steps", "run-1", "--database", "sqlite:///a-folder"), "it is a folder"),
+        (("reviewers", "list", "--db", "a-folder"), "--db a-folder: cannot be used"),
+        (("reviewers", "add", "bob", "--db", "a-folder"), "--db a-folder: cannot be used"),
+    ],
+)
+def test_a_folder_given_as_a_database_is_one_line(
+    tmp_path: Path, args: tuple[str, ...], words: str
+) -> None:
+    """A traceback from the driver (``unable to open database file``) and exit 1."""
+    pytest.importorskip("dbos" if args[0] == "durable" else "agentensemble")
+    (tmp_path / "a-folder").mkdir()
+    done = agentensemble_cli(*args, cwd=tmp_path)
+    assert done.returncode == 2, done.stderr
+    assert words in one_line(done)
+
+
+@pytest.mark.parametrize("action", [("list",), ("revoke", "bob")])
+def test_listing_or_revoking_reviewers_creates_no_database(
+    tmp_path: Path, action: tuple[str, ...]
+) -> None:
+    """A typo in --db made an empty database and said "no reviewers yet"."""
+    done = agentensemble_cli("reviewers", *action, "--db", "typo.sqlite", cwd=tmp_path)
+    assert done.returncode == 2, done.stderr
+    assert "no console database at 'typo.sqlite'" in one_line(done)
+    assert not (tmp_path / "typo.sqlite").exists()
 
 
 @pytest.mark.parametrize("age", ["99999999999w", "1e400s", "nan", "infd"])
