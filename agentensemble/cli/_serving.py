@@ -126,14 +126,17 @@ def choose_port(args: argparse.Namespace) -> tuple[int, str]:
     """The port to serve on (``--port 0``: a free one, found now so the address is known before
     the app is built) and the base URL."""
     port = args.port
-    if port == 0:
-        family = socket.AF_INET6 if ":" in args.host else socket.AF_INET
-        with socket.socket(family, socket.SOCK_STREAM) as probe:
-            try:
-                probe.bind((args.host, 0))
-            except OSError as error:
-                raise UsageError(f"cannot listen on {args.host}: {error}") from None
-            port = probe.getsockname()[1]
+    family = socket.AF_INET6 if ":" in args.host else socket.AF_INET
+    with socket.socket(family, socket.SOCK_STREAM) as probe:
+        # a port in use is found here, as uvicorn binds (SO_REUSEADDR): one line and exit 2,
+        # not uvicorn's "ERROR:" log line and its startup-failure exit code 3
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            probe.bind((args.host, port))
+        except OSError as error:
+            reason = error.strerror or str(error)
+            raise UsageError(f"cannot listen on {args.host}:{port}: {reason}") from None
+        port = probe.getsockname()[1]
     shown = f"[{args.host}]" if ":" in args.host else args.host
     return port, f"http://{shown}:{port}"
 

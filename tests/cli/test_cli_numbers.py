@@ -71,3 +71,20 @@ def test_the_review_server_refuses_a_bad_port_or_one_in_use_in_one_line() -> Non
         in_use = review_server("--port", str(taken.getsockname()[1]))
     assert in_use.returncode == 2
     assert "cannot listen on 127.0.0.1:" in one_line(in_use)
+
+
+@pytest.mark.parametrize(
+    "command",
+    [("serve-api",), ("serve-a2a",), ("serve-ag-ui",), ("serve-mcp", "--http")],
+    ids=lambda command: command[0],
+)
+def test_a_port_in_use_is_one_line_and_exit_2(tmp_path: Path, command: tuple[str, ...]) -> None:
+    """uvicorn logged "ERROR: [Errno 98] ..." and exited 3 (its startup failure), a code the
+    command documents nowhere."""
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = str(taken.getsockname()[1])
+        done = agentensemble_cli(command[0], CREW, *command[1:], "--port", port, cwd=tmp_path)
+    assert done.returncode == 2, done.stderr
+    assert f"cannot listen on 127.0.0.1:{port}" in one_line(done)
