@@ -5,7 +5,8 @@ One ASGI middleware in front of every route, so no route can forget a check:
 - ``Host`` must name this server (loopback, the bound host or an allowed name): 403 otherwise,
   which stops DNS rebinding.
 - ``GET /login?token=T`` with the console's token (or a named reviewer's) starts a browser
-  session: a random session id in a cookie (HttpOnly, SameSite=Strict), a session key delivered
+  session: a random session id in a cookie (HttpOnly, SameSite=Strict, and Secure when the
+  request came over HTTPS through a local proxy), a session key delivered
   in the redirect's fragment (``/#key=K``: never sent to a server, never served back; the page
   keeps it in ``sessionStorage``) and a CSRF token the page reads from ``/api/session``.
 - The page itself (``/``, ``/static/...``) needs the cookie; every ``/api/`` route needs the
@@ -268,6 +269,8 @@ class SecurityMiddleware:
             return
         session_id, key, _ = self.sessions.start(reviewer)
         cookie = f"{COOKIE}={session_id}; HttpOnly; SameSite=Strict; Path=/"
+        if scope.get("scheme") == "https":  # served over TLS (a proxy's X-Forwarded-Proto):
+            cookie += "; Secure"  # the browser never sends it over plain HTTP
         await send(
             {
                 "type": "http.response.start",

@@ -320,3 +320,16 @@ def test_the_session_key_comes_in_the_fragment_and_is_never_served_back(
         assert not any(key in b.text or key in str(b.headers) for b in bodies)
         wrong = client.get("/api/runs", headers={"X-Session-Key": key[:-2] + "xx"})
         assert wrong.status_code == 401
+
+
+@pytest.mark.parametrize("https", [False, True], ids=["http", "https-behind-a-local-proxy"])
+def test_the_session_cookie_flags(console: WebConsoleServer, https: bool) -> None:
+    """HttpOnly and SameSite=Strict always; Secure when the console is reached over HTTPS (a
+    TLS proxy on this machine saying so with X-Forwarded-Proto), so the browser never sends the
+    session id over plain HTTP. It was never Secure."""
+    headers = {"X-Forwarded-Proto": "https"} if https else {}
+    with httpx.Client(base_url=console.url, timeout=10.0) as client:
+        answer = client.get(f"/login?token={console.token}", headers=headers)
+    flags = [part.strip() for part in answer.headers["set-cookie"].split(";")[1:]]
+    assert {"HttpOnly", "SameSite=Strict", "Path=/"} <= set(flags)
+    assert ("Secure" in flags) is https
