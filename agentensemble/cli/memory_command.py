@@ -90,8 +90,8 @@ def run(args: argparse.Namespace) -> int:
         store = open_store(args.store)
     except (UsageError, ValueError) as error:
         return usage_failure(args, error)
-    except OSError as error:  # not a database, Postgres unreachable
-        return report_error(args, error, EXIT_FAILED)
+    except OSError as error:  # not a database, Postgres unreachable: the --store given
+        return usage_failure(args, error)  # exit 2, as durable, serve and reviewers say
     try:
         return _act(store, args)
     except ValueError as error:

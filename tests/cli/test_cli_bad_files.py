@@ -196,3 +196,17 @@ def test_durable_trace_refuses_an_out_path_it_cannot_write(tmp_path: Path) -> No
     )  # fmt: skip
     assert done.returncode == 2, done.stderr
     assert "--out: 'a-folder' is a folder; give a file name" in one_line(done)
+
+
+@pytest.mark.parametrize(
+    "store", ["runs.sqlite", f"postgresql://app:{PASSWORD}@127.0.0.1:1/db"], ids=["file", "pg"]
+)
+def test_memory_on_a_store_it_cannot_open_exits_2_like_the_other_commands(
+    tmp_path: Path, store: str
+) -> None:
+    """`durable`, `serve` and `reviewers` exit 2 for a database they cannot open; `memory`
+    exited 1, which a script reads as "the command ran and failed"."""
+    not_a_database(tmp_path)
+    done = agentensemble_cli("memory", "list", "scope", "--store", store, cwd=tmp_path)
+    assert done.returncode == 2, done.stderr
+    assert PASSWORD not in one_line(done)
