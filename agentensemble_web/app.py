@@ -6,7 +6,8 @@
 - ``GET /login?token=T`` starts a browser session; ``GET /`` is the page (runs, a run, reviews,
   the trace viewer), ``GET /static/...`` its script and style.
 - ``GET /api/session``: the page's CSRF token. ``GET /api/stream``: server-sent events.
-- ``POST /api/events``: a batch of run events (``{"events": [...]}``, from ``WebConsole``).
+- ``POST /api/events``: a batch of run events (``{"events": [...]}``, from ``WebConsole``);
+  like holding and expiring a review, for the console's token only (the run's process).
 - ``GET /api/runs?limit=&offset=&q=&status=``: a page of runs, newest first, and the total;
   ``GET /api/runs/{id}``: one run and its events. ``GET /api/audit``: decisions, newest first.
 - ``POST /api/reviews``: hold a review (from ``WebReviewHandler``); ``GET /api/reviews``;
