@@ -31,10 +31,14 @@ DB_VARIABLE = "AGENTENSEMBLE_WEB_DB"
 
 def default_db() -> str:
     """The console's database: ``$AGENTENSEMBLE_WEB_DB`` or
-    ``~/.agentensemble/web-console.sqlite3``."""
-    return os.environ.get(DB_VARIABLE) or os.path.join(
-        os.path.expanduser("~"), ".agentensemble", "web-console.sqlite3"
-    )
+    ``~/.agentensemble/web-console.sqlite3`` (its folder made here: the store makes none, so a
+    ``--db`` in a folder that does not exist is an error, not a new folder)."""
+    chosen = os.environ.get(DB_VARIABLE)
+    if chosen:
+        return chosen
+    folder = os.path.join(os.path.expanduser("~"), ".agentensemble")
+    os.makedirs(folder, exist_ok=True)
+    return os.path.join(folder, "web-console.sqlite3")
 
 
 def add_db_argument(parser: argparse.ArgumentParser) -> None:

@@ -210,3 +210,21 @@ def test_memory_on_a_store_it_cannot_open_exits_2_like_the_other_commands(
     done = agentensemble_cli("memory", "list", "scope", "--store", store, cwd=tmp_path)
     assert done.returncode == 2, done.stderr
     assert PASSWORD not in one_line(done)
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ("serve", "--port", "0", "--db", "missing/deeper/console.sqlite3"),
+        ("reviewers", "add", "bob", "--db", "missing/deeper/console.sqlite3"),
+    ],
+    ids=["serve", "reviewers"],
+)
+def test_a_console_database_in_a_missing_folder_is_refused_and_no_folder_made(
+    tmp_path: Path, args: tuple[str, ...]
+) -> None:
+    """The console's store made every missing folder of --db (as root, anywhere: /typo/x)."""
+    done = agentensemble_cli(*args, cwd=tmp_path)
+    assert done.returncode == 2, done.stderr
+    assert "missing/deeper/console.sqlite3' does not exist" in one_line(done)
+    assert not (tmp_path / "missing").exists()

@@ -222,6 +222,14 @@ def test_adding_a_revoked_reviewer_again_does_not_bring_back_their_old_sessions(
             assert again.get("/api/session").json()["principal"] == "alice"
 
 
+def test_a_database_in_a_missing_folder_is_refused_and_no_folder_is_made(tmp_path: Path) -> None:
+    from agentensemble_web.store import StoreUnavailableError
+
+    with pytest.raises(StoreUnavailableError, match="does not exist"):
+        WebConsoleServer(port=0, db=tmp_path / "typo" / "console.sqlite3").start()
+    assert not (tmp_path / "typo").exists()
+
+
 def test_the_reviewers_command_adds_lists_and_revokes(tmp_path: Path) -> None:
     db = str(tmp_path / "console.sqlite3")
 
