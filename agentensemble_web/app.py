@@ -220,6 +220,8 @@ def create_app(
             return _error(HTTPStatus.BAD_REQUEST, "body must be {'request': {'id': ..., ...}}")
         if not 0 < len(req["id"]) <= 200 or (run_id is not None and not isinstance(run_id, str)):
             return _error(HTTPStatus.BAD_REQUEST, "'id' (<= 200 chars) and 'run_id' are strings")
+        if "/" in req["id"]:  # its routes could never find it: the handler would wait for nothing
+            return _error(HTTPStatus.BAD_REQUEST, "a review 'id' holds no '/'")
         review_id = req["id"]
         review = state.reviews.add(
             review_id, clean_text(run_id, 100) if run_id else None, clean(req)

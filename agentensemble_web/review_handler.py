@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import time
+import urllib.parse
 from dataclasses import dataclass
 from typing import Any
 
@@ -68,6 +69,12 @@ def _send(client: httpx.Client, method: str, url: str, **options: Any) -> _Answe
                 )
             chunks.append(chunk)
         return _Answer(answer.status_code, b"".join(chunks))
+
+
+def _quoted(review_id: str) -> str:
+    """A review id as one path segment: '?', '#' or '%' in it would end or change the path
+    (the poll then asked for another resource, 404 for ever)."""
+    return urllib.parse.quote(review_id, safe="")
 
 
 def _body(answer: _Answer) -> dict[str, Any]:
@@ -136,7 +143,8 @@ class WebReviewHandler:
     def _wait(
         self, client: httpx.Client, request: ReviewRequest, deadline: float | None
     ) -> ReviewDecision:
-        url = f"{self.url}/api/reviews/{request.id}"
+        url = f"{self.url}/api/reviews/{_quoted(request.id)}"
+        lost = 0
         while True:
             wait = min(POLL_SECONDS, self._remaining(deadline))
             if wait <= 0:
@@ -149,11 +157,15 @@ class WebReviewHandler:
                 time.sleep(min(0.5, self._remaining(deadline)))
                 continue
             if answer.status_code == 404:  # the console restarted: ask again
+                lost += 1
                 try:
                     self._post(client, request, deadline)
                 except (httpx.HTTPError, ReviewProtocolError):
+                    lost += 1
+                if lost > 1:  # not found again right after asking: never a busy loop
                     time.sleep(min(0.5, self._remaining(deadline)))
                 continue
+            lost = 0
             decision = self._decision(answer)
             if decision is not None:
                 return decision
@@ -166,7 +178,11 @@ class WebReviewHandler:
     def _expire(self, client: httpx.Client, request: ReviewRequest) -> ReviewDecision:
         try:
             answer = _send(
-                client, "POST", f"{self.url}/api/reviews/{request.id}/expire", json={}, timeout=1.0
+                client,
+                "POST",
+                f"{self.url}/api/reviews/{_quoted(request.id)}/expire",
+                json={},
+                timeout=1.0,
             )
             decision = self._decision(answer)
         except (httpx.HTTPError, ReviewProtocolError):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+import time
 import tracemalloc
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -205,3 +206,42 @@ def test_the_listener_never_reads_the_answer_to_its_events() -> None:
             assert console.delivered == 1
 
         assert _peak_bytes(report) < 40_000_000
+
+
+def test_a_review_id_with_url_characters_is_decided_and_never_hammers_the_console() -> None:
+    """A review id from a run id a caller chose (``run?x#y``) was put in the poll's URL as it
+    was: the handler asked for another resource, got 404, posted again and asked again without
+    pausing (1,300 requests in 1.7 s), and never saw the reviewer's decision."""
+    from _web_support import api_client, wait_for_pending
+
+    from agentensemble_review.models import Continue
+    from agentensemble_web import WebConsoleServer
+
+    request = _request(20).model_copy(update={"id": "run?x#y%2F:1"})
+    with WebConsoleServer(port=0) as console:
+        decided: list[object] = []
+        handler = threading.Thread(
+            target=lambda: decided.append(
+                WebReviewHandler(console.url, console.token).review(request)
+            ),
+            daemon=True,
+        )
+        handler.start()
+        with api_client(console) as api:
+            [pending] = wait_for_pending(api)
+            assert pending["id"] == "run?x#y%2F:1"
+            api.post("/api/reviews/run%3Fx%23y%252F%3A1/decision", json={"decision": "continue"})
+        handler.join(20)
+    assert decided == [Continue(decided_by="api")]
+
+
+def test_a_review_id_with_a_slash_is_refused_at_once() -> None:
+    from agentensemble_web import WebConsoleServer
+
+    with WebConsoleServer(port=0) as console:
+        started = time.monotonic()
+        decision = WebReviewHandler(console.url, console.token).review(
+            _request(20).model_copy(update={"id": "runs/7:1"})
+        )
+    assert isinstance(decision, ExitEarly) and "could not be reached" in (decision.reason or "")
+    assert time.monotonic() - started < 5  # at once, not after the 20 s timeout
