@@ -10,6 +10,7 @@ import os
 import sys
 from typing import Protocol
 
+from agentensemble.cli._options import port_number
 from agentensemble_review._server_guard import is_loopback
 
 
@@ -49,7 +50,9 @@ def main(argv: list[str] | None, make_server: _MakeServer) -> int:
         description="Reference webhook for agentensemble reviews, with a web page to decide.",
     )
     parser.add_argument("--host", default="127.0.0.1", help="interface (default 127.0.0.1)")
-    parser.add_argument("--port", type=int, default=8765, help="port (default 8765; 0 = any)")
+    parser.add_argument(
+        "--port", type=port_number(), default=8765, help="port (default 8765; 0 = any)"
+    )
     parser.add_argument(
         "--secret",
         default=os.environ.get("AGENTENSEMBLE_REVIEW_SECRET"),
@@ -67,7 +70,15 @@ def main(argv: list[str] | None, make_server: _MakeServer) -> int:
     server = make_server(
         args.host, args.port, args.secret, verbose=not args.quiet, allowed_hosts=args.allowed_host
     )
-    server.bind()
+    try:
+        server.bind()
+    except OSError as error:  # a port in use, a host name that does not resolve: one line
+        reason = error.strerror or str(error) or type(error).__name__
+        print(
+            f"agentensemble-review-server: cannot listen on {args.host}:{args.port}: {reason}",
+            file=sys.stderr,
+        )
+        return 2
     if not is_loopback(args.host):
         warning = "plain HTTP, the token is the only login: add TLS and an identity provider"
         print(f"warning: listening on {args.host}: {warning}", file=sys.stderr)

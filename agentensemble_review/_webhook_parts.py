@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 import time
 import urllib.parse
+import zlib
 from dataclasses import dataclass
 from datetime import timedelta
 
@@ -77,6 +78,53 @@ def _finite_positive(name: str, value: float) -> float:
     return float(value)
 
 
+ACCEPTED_ENCODINGS = "gzip, deflate"
+"""What the handler asks a webhook for (never br or zstd: those it would have to decode
+unbounded)."""
+
+
+class BoundedBody:
+    """An answer's body as it streams in, decoded (gzip, deflate or none) to at most
+    ``limit`` bytes: decompressing only what still fits, so a gzip bomb costs at most
+    ``limit`` bytes (httpx inflates each 64 KiB read whole: ~64 MB of a bomb at once).
+    ``feed`` returns False once the body is over the limit; a broken stream or an encoding
+    it was not offered raises ``httpx.DecodingError``."""
+
+    def __init__(self, encoding: str, limit: int) -> None:
+        self._limit = limit
+        self._chunks: list[bytes] = []
+        self._size = 0
+        coding = encoding.strip().lower()
+        if coding in ("", "identity"):
+            self._inflater = None
+        elif coding in ("gzip", "x-gzip"):
+            self._inflater = zlib.decompressobj(16 + zlib.MAX_WBITS)
+        elif coding == "deflate":
+            self._inflater = zlib.decompressobj()
+        else:
+            raise httpx.DecodingError(f"an encoding that was not asked for ({coding[:40]!r})")
+
+    def feed(self, raw: bytes) -> bool:
+        if self._inflater is None:
+            data = raw
+        else:
+            try:  # at most one byte past the room left: enough to know it is over
+                data = self._inflater.decompress(raw, self._limit - self._size + 1)
+            except zlib.error as error:
+                raise httpx.DecodingError(
+                    f"the answer is not valid compressed data ({error})"
+                ) from None
+        self._size += len(data)
+        if self._size > self._limit:
+            return False
+        self._chunks.append(data)
+        return True
+
+    @property
+    def content(self) -> bytes:
+        return b"".join(self._chunks)
+
+
 def withdraw_url(url: httpx.URL, review_id: str) -> httpx.URL:
     """``<webhook>/<id>/withdraw``, beside the webhook's own path (its query kept)."""
     path = url.raw_path.decode("ascii").split("?", 1)[0].rstrip("/")
@@ -103,6 +151,8 @@ def _expired_reason(request: ReviewRequest) -> str:
 
 
 __all__ = [
+    "ACCEPTED_ENCODINGS",
+    "BoundedBody",
     "_Answer",
     "_Deadline",
     "_NoDecision",

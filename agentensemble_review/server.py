@@ -254,6 +254,15 @@ class _Handler(JSONRequestHandler):
             given = parse_json(body, what="body")
         except UntrustedInputError:
             given = None
+        if self.server.app._secret and not _withdrawal_of(review_id, given):
+            # the signature covers the body only: a signed body must say what it signs, or a
+            # withdrawal seen once (or the review's own request) closes any review, for ever
+            self._error(
+                HTTPStatus.BAD_REQUEST,
+                "a signed withdrawal's body is {'id': <this review's id>, 'reason': ...}: "
+                "it does not name this review, or is not a withdrawal",
+            )
+            return
         reason = given.get("reason") if isinstance(given, dict) else None
         try:
             record = self.server.app.store.withdraw(
@@ -291,6 +300,17 @@ class _Handler(JSONRequestHandler):
             self._error(HTTPStatus.CONFLICT, str(exc))
             return
         self._json(HTTPStatus.OK, {"id": review_id, "status": "decided"})
+
+
+def _withdrawal_of(review_id: str, body: object) -> bool:
+    """Whether ``body`` is a withdrawal of ``review_id``: ``{"id": review_id, "reason": ...}``
+    and nothing else (the shape ``WebhookReviewHandler`` sends)."""
+    return (
+        isinstance(body, dict)
+        and body.get("id") == review_id
+        and set(body) <= {"id", "reason"}
+        and isinstance(body.get("reason", ""), str)
+    )
 
 
 class ReviewServer:

@@ -15,8 +15,9 @@ import concurrent.futures
 import json
 import random
 import time
-from collections.abc import Mapping
+from collections.abc import AsyncIterator, Mapping
 from datetime import timedelta
+from typing import Any
 
 import httpx
 
@@ -25,6 +26,8 @@ from agentensemble_review._asking import apply_on_timeout, run_coroutine_sync, r
 from agentensemble_review._format import format_duration
 from agentensemble_review._log import get_logger
 from agentensemble_review._webhook_parts import (
+    ACCEPTED_ENCODINGS,
+    BoundedBody,
     _Answer,
     _Deadline,
     _expired_reason,
@@ -70,6 +73,10 @@ def _redacted_decision(decision: ReviewDecision) -> ReviewDecision:
     if isinstance(decision, Edit):
         return Edit(redact_text(decision.revised_output))
     return decision
+
+
+async def _once(data: bytes) -> AsyncIterator[bytes]:
+    yield data
 
 
 class WebhookReviewHandler:
@@ -200,7 +207,10 @@ class WebhookReviewHandler:
                 timeout=min(self.request_timeout, WITHDRAW_TIMEOUT),
             ) as client:
                 url = withdraw_url(self._url, request.id)
-                await client.post(url, content=body, headers=headers)
+                # the answer's body is never read: its status is all there is to know, and a
+                # webhook answering with gigabytes (or a gzip bomb) must cost the run nothing
+                async with client.stream("POST", url, content=body, headers=headers):
+                    pass
 
         try:  # bounded as a whole: a drip-fed answer cannot hold it open
             await asyncio.wait_for(post(), WITHDRAW_TIMEOUT)
@@ -227,6 +237,7 @@ class WebhookReviewHandler:
             **self._headers,
             "Content-Type": "application/json",
             "Accept": "application/json",
+            "Accept-Encoding": ACCEPTED_ENCODINGS,
             "User-Agent": USER_AGENT,
             "X-AgentEnsemble-Review-Id": request.id,
         }
@@ -264,6 +275,7 @@ class WebhookReviewHandler:
                 poll_headers = {
                     **self._headers,
                     "Accept": "application/json",
+                    "Accept-Encoding": ACCEPTED_ENCODINGS,
                     "User-Agent": USER_AGENT,
                 }
                 answer = await self._call(client, "GET", poll_url, poll_headers, None, deadline)
@@ -362,21 +374,23 @@ class WebhookReviewHandler:
                     "decision is a small JSON object",
                     status_code=response.status_code,
                 )
-            chunks: list[bytes] = []
-            size = 0
-            async for chunk in response.aiter_bytes():
-                size += len(chunk)
-                if size > MAX_ANSWER_BYTES:
+            if response.is_stream_consumed:  # an in-process transport's answer: read already
+                answer = BoundedBody("identity", MAX_ANSWER_BYTES)
+                raw_chunks: Any = _once(response.content)
+            else:
+                answer = BoundedBody(response.headers.get("Content-Encoding", ""), MAX_ANSWER_BYTES)
+                raw_chunks = response.aiter_raw()
+            async for chunk in raw_chunks:
+                if not answer.feed(chunk):
                     raise ReviewProtocolError(
                         f"review webhook {safe_url(url)} answered more than "
                         f"{MAX_ANSWER_BYTES} bytes; a decision is a small JSON object",
                         status_code=response.status_code,
                     )
-                chunks.append(chunk)
         finally:
             await response.aclose()
         return _Answer(
-            response.status_code, response.reason_phrase, response.headers, b"".join(chunks)
+            response.status_code, response.reason_phrase, response.headers, answer.content
         )
 
     def _decision(self, answer: _Answer, url: httpx.URL) -> ReviewDecision:

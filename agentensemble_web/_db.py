@@ -124,7 +124,11 @@ class Database:
 def _sqlite(path: str, schema: str) -> Database:
     if path != MEMORY:
         file = Path(path).expanduser()
-        file.parent.mkdir(parents=True, exist_ok=True)
+        if not file.parent.is_dir():  # a typo must not make folders anywhere (as root: /x/y)
+            raise StoreUnavailableError(
+                f"the folder of the console's database {path!r} does not exist "
+                f"({file.parent}): create it, or give another --db"
+            )
         path = str(file)
     conn = sqlite3.connect(path, check_same_thread=False, timeout=5.0)
     if path != MEMORY:

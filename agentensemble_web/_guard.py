@@ -5,7 +5,8 @@ One ASGI middleware in front of every route, so no route can forget a check:
 - ``Host`` must name this server (loopback, the bound host or an allowed name): 403 otherwise,
   which stops DNS rebinding.
 - ``GET /login?token=T`` with the console's token (or a named reviewer's) starts a browser
-  session: a random session id in a cookie (HttpOnly, SameSite=Strict), a session key delivered
+  session: a random session id in a cookie (HttpOnly, SameSite=Strict, and Secure when the
+  request came over HTTPS through a local proxy), a session key delivered
   in the redirect's fragment (``/#key=K``: never sent to a server, never served back; the page
   keeps it in ``sessionStorage``) and a CSRF token the page reads from ``/api/session``.
 - The page itself (``/``, ``/static/...``) needs the cookie; every ``/api/`` route needs the
@@ -76,8 +77,9 @@ Reviewers = Callable[[str], "str | None"]
 """Who a login token names (a reviewer's name), or None; the console's own token is checked
 before."""
 
-Revoked = Callable[[str], bool]
-"""Whether a reviewer's access was revoked since their session started."""
+Revoked = Callable[[str, float], bool]
+"""Whether a reviewer's session started at the given time has lost its access (revoked, or the
+name added again since, with a new token)."""
 
 
 class Sessions:
@@ -216,6 +218,7 @@ class SecurityMiddleware:
         scope.setdefault("state", {})["principal"] = principal
         scope["state"]["csrf"] = session.csrf if session is not None else None
         scope["state"]["session_id"] = _cookie(headers, COOKIE) if session is not None else None
+        scope["state"]["session_started"] = session.created if session is not None else None
         await self.app(scope, receive, send)
 
     def _principal(self, headers: dict[str, str], path: str) -> tuple[str | None, Session | None]:
@@ -228,7 +231,11 @@ class SecurityMiddleware:
         given = headers.get(KEY_HEADER)
         if path.startswith("/api/") and not (given and _same(session.key_sha256, digest(given))):
             return None, None  # the cookie alone: sent by the browser to any port of this host
-        if session.reviewer != "console" and self.revoked and self.revoked(session.reviewer):
+        if (
+            session.reviewer != "console"
+            and self.revoked
+            and self.revoked(session.reviewer, session.created)
+        ):
             return None, None
         return session.reviewer, session
 
@@ -262,6 +269,8 @@ class SecurityMiddleware:
             return
         session_id, key, _ = self.sessions.start(reviewer)
         cookie = f"{COOKIE}={session_id}; HttpOnly; SameSite=Strict; Path=/"
+        if scope.get("scheme") == "https":  # served over TLS (a proxy's X-Forwarded-Proto):
+            cookie += "; Secure"  # the browser never sends it over plain HTTP
         await send(
             {
                 "type": "http.response.start",

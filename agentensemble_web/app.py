@@ -6,7 +6,8 @@
 - ``GET /login?token=T`` starts a browser session; ``GET /`` is the page (runs, a run, reviews,
   the trace viewer), ``GET /static/...`` its script and style.
 - ``GET /api/session``: the page's CSRF token. ``GET /api/stream``: server-sent events.
-- ``POST /api/events``: a batch of run events (``{"events": [...]}``, from ``WebConsole``).
+- ``POST /api/events``: a batch of run events (``{"events": [...]}``, from ``WebConsole``);
+  like holding and expiring a review, for the console's token only (the run's process).
 - ``GET /api/runs?limit=&offset=&q=&status=``: a page of runs, newest first, and the total;
   ``GET /api/runs/{id}``: one run and its events. ``GET /api/audit``: decisions, newest first.
 - ``POST /api/reviews``: hold a review (from ``WebReviewHandler``); ``GET /api/reviews``;
@@ -101,6 +102,16 @@ def _error(status: HTTPStatus, message: str, **extra: Any) -> JSONResponse:
     return _JSON({"error": message, **extra}, status_code=status)
 
 
+def _reporters_only(what: str) -> JSONResponse:
+    """403 for a browser session (a named reviewer, or the console's own login) on a route of
+    the run's process: what runs did and which reviews wait is reported with the console's
+    token (``WebConsole``, ``WebReviewHandler``), never written by whoever decides reviews."""
+    return _error(
+        HTTPStatus.FORBIDDEN,
+        f"only the run's process (the console's token as a Bearer header) {what}",
+    )
+
+
 async def _json_body(request: Request) -> Any:
     state = request.scope.get("state", {})
     if PARSED in state:  # parsed and bounded once, by the hardened setup
@@ -141,6 +152,8 @@ def create_app(
         return _JSON({"principal": request.state.principal, "csrf": request.state.csrf})
 
     async def post_events(request: Request) -> Response:
+        if request.state.principal != "api":
+            return _reporters_only("reports a run's events")
         body = await _json_body(request)
         events = body.get("events") if isinstance(body, dict) else None
         if not isinstance(events, list) or len(events) > MAX_BATCH:
@@ -198,6 +211,8 @@ def create_app(
         return _JSON({"decisions": state.store.decisions(limit=limit, offset=offset)})
 
     async def post_review(request: Request) -> Response:
+        if request.state.principal != "api":
+            return _reporters_only("holds a review")
         body = await _json_body(request)
         req = body.get("request") if isinstance(body, dict) else None
         run_id = body.get("run_id") if isinstance(body, dict) else None
@@ -205,6 +220,8 @@ def create_app(
             return _error(HTTPStatus.BAD_REQUEST, "body must be {'request': {'id': ..., ...}}")
         if not 0 < len(req["id"]) <= 200 or (run_id is not None and not isinstance(run_id, str)):
             return _error(HTTPStatus.BAD_REQUEST, "'id' (<= 200 chars) and 'run_id' are strings")
+        if "/" in req["id"]:  # its routes could never find it: the handler would wait for nothing
+            return _error(HTTPStatus.BAD_REQUEST, "a review 'id' holds no '/'")
         review_id = req["id"]
         review = state.reviews.add(
             review_id, clean_text(run_id, 100) if run_id else None, clean(req)
@@ -237,7 +254,7 @@ def create_app(
 
     async def expire(request: Request) -> Response:
         if request.state.principal != "api":
-            return _error(HTTPStatus.FORBIDDEN, "only the waiting review handler expires a review")
+            return _reporters_only("expires a review")
         review = state.reviews.expire_now(request.path_params["review_id"])
         if review is None:
             return _error(HTTPStatus.NOT_FOUND, "no review with that id")
@@ -248,11 +265,16 @@ def create_app(
         if sub is None:
             return _error(HTTPStatus.SERVICE_UNAVAILABLE, "the console is stopping")
 
-        who = request.state.principal
+        who, started = request.state.principal, request.state.session_started
 
         def revoked() -> bool:
-            """A named reviewer revoked since the stream opened: it ends before another word."""
-            return who not in ("api", "console") and state.reviewers.revoked(who)
+            """A named reviewer revoked (or added again, with a new token) since their session
+            started: the stream ends before another word."""
+            return (
+                who not in ("api", "console")
+                and started is not None
+                and state.reviewers.revoked(who, started)
+            )
 
         async def messages() -> AsyncIterator[str]:
             try:

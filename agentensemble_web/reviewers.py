@@ -97,9 +97,12 @@ class ReviewerBook:
         )
         return str(row[0]) if row else None
 
-    def revoked(self, name: str) -> bool:
-        row = self._conn.one("SELECT revoked_at FROM reviewers WHERE name = ?", (name,))
-        return row is None or row[0] is not None
+    def revoked(self, name: str, since: float) -> bool:
+        """Whether a session of ``name`` started at ``since`` has lost its access: the reviewer
+        is gone or revoked, or was added again after the session started (a new token for the
+        same name must not bring back the sessions its revocation ended)."""
+        row = self._conn.one("SELECT created_at, revoked_at FROM reviewers WHERE name = ?", (name,))
+        return row is None or row[1] is not None or float(row[0]) > since
 
 
 __all__ = [

@@ -121,6 +121,8 @@ def sqlite_file_problem(path: str) -> str | None:
     import sqlite3
     import urllib.request
 
+    if os.path.isdir(path):
+        return "it is a folder, not a database file"
     if not os.path.isfile(path):
         return None
     uri = f"file:{urllib.request.pathname2url(os.path.abspath(path))}?mode=ro"

@@ -11,6 +11,7 @@ import sys
 from pathlib import Path
 from typing import Any, TextIO
 
+from agentensemble._base.display import escape_for_display
 from agentensemble._base.saveable import jsonable
 from agentensemble.cli import EXIT_USAGE
 from agentensemble.ensemble import Ensemble
@@ -22,6 +23,22 @@ MODEL_ENV = "AGENTENSEMBLE_MODEL"
 
 class UsageError(Exception):
     """A bad command line or crew file: exit code 2."""
+
+
+def check_output_path(option: str, path: str) -> None:
+    """A file an option names for writing (``run --trace``, ``eval --save`` / ``--html``,
+    ``durable trace --out``) must be writable: in a folder that exists, not a folder itself.
+    Checked before the work that fills it, so a typo costs nothing; the write after it still
+    reports its own failure in one line."""
+    target = os.path.abspath(path)
+    folder = os.path.dirname(target)
+    if os.path.isdir(target):
+        raise UsageError(f"{option}: {path!r} is a folder; give a file name")
+    if not os.path.isdir(folder):
+        raise UsageError(f"{option}: the folder {folder!r} does not exist")
+    writable = os.access(target, os.W_OK) if os.path.exists(target) else os.access(folder, os.W_OK)
+    if not writable:
+        raise UsageError(f"{option}: {path!r} is not writable")
 
 
 def add_crew_arguments(parser: argparse.ArgumentParser, *, crew_optional: bool = False) -> None:
@@ -240,14 +257,29 @@ def report_error(args: argparse.Namespace, error: BaseException, code: int) -> i
         if completed:
             payload["completed_tasks"] = [output_json(o) for o in completed]
         print_out(json.dumps(payload, indent=2, default=str))
-    print_out(f"agentensemble: {message}", sys.stderr)
+    # an error line is never data: what would drive a terminal is escaped wherever it goes
+    print_out(f"agentensemble: {escape_for_display(message)}", sys.stderr)
     return code
 
 
 def print_out(text: str, stream: TextIO | None = None) -> None:
     """Print what the CLI shows (results, errors, JSON) through the redaction policy: a secret
-    the run met (a provider's echo, a server's URL token) never reaches the terminal or a pipe."""
-    print(redact_text(text), file=stream if stream is not None else sys.stdout)
+    the run met (a provider's echo, a server's URL token) never reaches the terminal or a pipe.
+    On a terminal, what would drive it (escape sequences, bidi overrides, hidden characters in a
+    model's answer) is shown escaped; a pipe or a file gets the text as it is, another
+    program's data."""
+    out = stream if stream is not None else sys.stdout
+    text = redact_text(text)
+    if _is_terminal(out):
+        text = escape_for_display(text, encoding=getattr(out, "encoding", None))
+    print(text, file=out)
+
+
+def _is_terminal(stream: TextIO) -> bool:
+    try:
+        return stream.isatty()
+    except (AttributeError, ValueError):  # no isatty, or closed
+        return False
 
 
 def usage_failure(args: argparse.Namespace, error: BaseException) -> int:

@@ -17,6 +17,7 @@ from typing import Any
 
 from agentensemble._base.display import escape_for_row
 from agentensemble._base.dsn import mask_dsn, sqlite_file_problem
+from agentensemble.cli._common import UsageError, check_output_path
 from agentensemble.durable._client import DurableClient, ReviewClosedError, past_deadline
 from agentensemble.durable._database import database_url, sqlite_path
 from agentensemble.durable._runtime import DurableRuntime
@@ -213,13 +214,22 @@ def _steps(args: argparse.Namespace) -> int:
 
 
 def _trace(args: argparse.Namespace) -> int:
+    if args.out:
+        try:  # before reading the run, not after it
+            check_output_path("--out", args.out)
+        except UsageError as error:
+            raise ConfigurationError(str(error)) from None
     client = _client(args.database)
     try:
         trace = client.trace(args.run_id)
     finally:
         client.close()
     if args.out:
-        path = trace.save(args.out)
+        try:
+            path = trace.save(args.out)
+        except OSError as error:
+            reason = error.strerror or type(error).__name__
+            raise ConfigurationError(f"--out: cannot write {args.out!r}: {reason}") from None
         print(f"wrote the trace of {args.run_id} to {path}")
     else:
         print(trace.to_json())

@@ -11,9 +11,13 @@ from pathlib import Path
 from typing import Any
 
 from agentensemble.cli._common import MODEL_ENV, UsageError, use_model
+from agentensemble.cli._options import port_number, whole_number
 from agentensemble.ensemble import Ensemble
 
 TOKEN_ENV = "AGENTENSEMBLE_SERVE_TOKEN"
+
+MAX_BODY_BYTES = 1024**3
+"""``--max-body`` at most 1 GiB: a larger body is held in memory whole by the apps."""
 
 
 def add_serving_arguments(parser: argparse.ArgumentParser, *, default_port: int) -> None:
@@ -25,7 +29,10 @@ def add_serving_arguments(parser: argparse.ArgumentParser, *, default_port: int)
     )
     parser.add_argument("--host", default="127.0.0.1", help="address to bind (127.0.0.1)")
     parser.add_argument(
-        "--port", type=int, default=default_port, help=f"port ({default_port}; 0: any free one)"
+        "--port",
+        type=port_number(),
+        default=default_port,
+        help=f"port ({default_port}; 0: any free one)",
     )
     parser.add_argument(
         "--allow-host",
@@ -36,7 +43,7 @@ def add_serving_arguments(parser: argparse.ArgumentParser, *, default_port: int)
     )
     parser.add_argument(
         "--max-body",
-        type=int,
+        type=whole_number("--max-body", 1, MAX_BODY_BYTES),
         default=1024 * 1024,
         metavar="BYTES",
         help="the largest request body accepted (1 MiB)",
@@ -119,14 +126,17 @@ def choose_port(args: argparse.Namespace) -> tuple[int, str]:
     """The port to serve on (``--port 0``: a free one, found now so the address is known before
     the app is built) and the base URL."""
     port = args.port
-    if port == 0:
-        family = socket.AF_INET6 if ":" in args.host else socket.AF_INET
-        with socket.socket(family, socket.SOCK_STREAM) as probe:
-            try:
-                probe.bind((args.host, 0))
-            except OSError as error:
-                raise UsageError(f"cannot listen on {args.host}: {error}") from None
-            port = probe.getsockname()[1]
+    family = socket.AF_INET6 if ":" in args.host else socket.AF_INET
+    with socket.socket(family, socket.SOCK_STREAM) as probe:
+        # a port in use is found here, as uvicorn binds (SO_REUSEADDR): one line and exit 2,
+        # not uvicorn's "ERROR:" log line and its startup-failure exit code 3
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            probe.bind((args.host, port))
+        except OSError as error:
+            reason = error.strerror or str(error)
+            raise UsageError(f"cannot listen on {args.host}:{port}: {reason}") from None
+        port = probe.getsockname()[1]
     shown = f"[{args.host}]" if ":" in args.host else args.host
     return port, f"http://{shown}:{port}"
 

@@ -37,6 +37,7 @@ import uuid
 from datetime import timedelta
 
 from agentensemble.cli import EXIT_USAGE, Command
+from agentensemble.cli._options import MAX_COUNT, whole_number
 
 # the durable package's settings (checked equal by the tests; importing it here would import DBOS)
 DATABASE_ENV = "AGENTENSEMBLE_DATABASE_URL"
@@ -108,7 +109,8 @@ def add_durable_arguments(parser: argparse.ArgumentParser) -> None:
     )  # fmt: skip
     fork.add_argument("run_id")
     fork.add_argument(
-        "--from-task", type=int, required=True, metavar="N",
+        "--from-task", type=whole_number("--from-task", None, MAX_COUNT), required=True,
+        metavar="N",
         help="the first task to run again (1-based, as steps numbers them)",
     )  # fmt: skip
     fork.add_argument("--new-run-id", help="the fork's id (default: RUN_ID-fork-XXXXXXXX)")
@@ -127,7 +129,12 @@ def add_durable_arguments(parser: argparse.ArgumentParser) -> None:
         "prune", help="delete finished runs by age and by count per ensemble (never running, "
         "queued or waiting ones)"
     )  # fmt: skip
-    prune.add_argument("--keep-last", type=int, metavar="N", help="keep the newest N per ensemble")
+    prune.add_argument(
+        "--keep-last",
+        type=whole_number("--keep-last", None, MAX_COUNT),
+        metavar="N",
+        help="keep the newest N per ensemble",
+    )
     prune.add_argument(
         "--older-than", type=duration, metavar="AGE", help="delete runs older than AGE (7d, 12h)"
     )

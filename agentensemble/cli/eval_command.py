@@ -9,19 +9,39 @@ import sys
 from typing import TYPE_CHECKING, Any, TextIO
 
 from agentensemble.cli import EXIT_FAILED, EXIT_OK, EXIT_USAGE, Command
-from agentensemble.cli._common import MODEL_ENV, UsageError, load_crew, report_error
+from agentensemble.cli._common import (
+    MODEL_ENV,
+    UsageError,
+    check_output_path,
+    load_crew,
+    report_error,
+)
+from agentensemble.cli._options import whole_number
 from agentensemble.errors import ConfigurationError
 
 if TYPE_CHECKING:
     from agentensemble.evals import Case, CaseRun, Dataset, EvalReport
 
+MAX_REPEAT = 10_000
+MAX_CONCURRENCY = 1_000
+
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("crew", help="the crew file (YAML)")
     parser.add_argument("dataset", help="the dataset file (.yaml, .yml or .json)")
-    parser.add_argument("--repeat", type=int, default=1, metavar="N", help="runs per case")
     parser.add_argument(
-        "--max-concurrency", type=int, default=4, metavar="K", help="runs at once (default 4)"
+        "--repeat",
+        type=whole_number("--repeat", None, MAX_REPEAT),
+        default=1,
+        metavar="N",
+        help="runs per case",
+    )
+    parser.add_argument(
+        "--max-concurrency",
+        type=whole_number("--max-concurrency", None, MAX_CONCURRENCY),
+        default=4,
+        metavar="K",
+        help="runs at once (default 4)",
     )
     parser.add_argument("--save", metavar="PATH", help="save the report as JSON")
     parser.add_argument("--html", metavar="PATH", help="save the report as an HTML page")
@@ -102,6 +122,9 @@ def _inputs(args: argparse.Namespace) -> tuple[Dataset, EvalReport | None]:
         raise UsageError("--repeat and --max-concurrency take a whole number of at least 1")
     if not 0.0 <= args.min_pass_rate <= 1.0:
         raise UsageError("--min-pass-rate takes a number from 0 to 1, e.g. 0.9")
+    for option, path in (("--save", args.save), ("--html", args.html)):
+        if path:
+            check_output_path(option, path)  # before paying for the runs, not after them
     dataset = Dataset.from_file(args.dataset)
     _check_crew(load_crew(args))
     baseline = None
@@ -133,14 +156,26 @@ def run(args: argparse.Namespace) -> int:
         max_concurrency=args.max_concurrency,
         on_progress=progress,
     )
-    if args.save:
-        report.save(args.save)
-    if args.html:
-        report.save_html(args.html, baseline=baseline, min_pass_rate=args.min_pass_rate)
-    if args.json:
+    if args.json:  # the report first: a failing save must not lose it
         print(report.to_json())
     else:
         report.print(baseline=baseline, min_pass_rate=args.min_pass_rate)
+    saves: list[tuple[str, str | None, Any]] = [
+        ("--save", args.save, lambda: report.save(args.save)),
+        (
+            "--html",
+            args.html,
+            lambda: report.save_html(args.html, baseline, min_pass_rate=args.min_pass_rate),
+        ),
+    ]
+    for option, path, save in saves:
+        if path:
+            try:
+                save()
+            except OSError as error:
+                reason = error.strerror or type(error).__name__
+                message = f"{option}: cannot write {path!r}: {reason}"
+                return report_error(args, UsageError(message), EXIT_FAILED)
     return _verdict(report, baseline, args.min_pass_rate)
 
 

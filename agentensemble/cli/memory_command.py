@@ -18,6 +18,7 @@ from typing import Any
 
 from agentensemble.cli import EXIT_FAILED, EXIT_OK, Command
 from agentensemble.cli._common import UsageError, report_error, usage_failure
+from agentensemble.cli._options import MAX_COUNT, whole_number
 
 STORE_ENV = "AGENTENSEMBLE_MEMORY"
 DEFAULT_STORE = "agentensemble-memory.sqlite"
@@ -89,8 +90,8 @@ def run(args: argparse.Namespace) -> int:
         store = open_store(args.store)
     except (UsageError, ValueError) as error:
         return usage_failure(args, error)
-    except OSError as error:  # not a database, Postgres unreachable
-        return report_error(args, error, EXIT_FAILED)
+    except OSError as error:  # not a database, Postgres unreachable: the --store given
+        return usage_failure(args, error)  # exit 2, as durable, serve and reviewers say
     try:
         return _act(store, args)
     except ValueError as error:
@@ -153,14 +154,23 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "list", parents=[common], help="scopes with their sizes, or one scope's entries"
     )
     listing.add_argument("scope", nargs="?", help="show this scope's entries, oldest first")
-    listing.add_argument("--last", type=int, default=0, help="only the newest N entries")
+    listing.add_argument(
+        "--last",
+        type=whole_number("--last", None, MAX_COUNT),
+        default=0,
+        help="only the newest N entries",
+    )
     search = actions.add_parser("search", parents=[common], help="best matches, best first")
     search.add_argument("scope")
     search.add_argument("query")
-    search.add_argument("--limit", type=int, default=5)
+    search.add_argument("--limit", type=whole_number("--limit", None, MAX_COUNT), default=5)
     prune = actions.add_parser("prune", parents=[common], help="remove old entries")
     prune.add_argument("scope")
-    prune.add_argument("--keep-last", type=int, help="keep the newest N entries")
+    prune.add_argument(
+        "--keep-last",
+        type=whole_number("--keep-last", None, MAX_COUNT),
+        help="keep the newest N entries",
+    )
     prune.add_argument("--older-than", type=duration, help="remove entries older than 30d, 12h")
     clear = actions.add_parser("clear", parents=[common], help="remove every entry of a scope")
     clear.add_argument("scope")

@@ -8,9 +8,12 @@ digest), so every decision in the console records who made it. ``--db`` is the s
 from __future__ import annotations
 
 import argparse
+import os
+import sqlite3
 import sys
 from datetime import datetime
 
+from agentensemble._base.dsn import mask_dsn, mask_in
 from agentensemble.cli import EXIT_OK, EXIT_USAGE, Command
 from agentensemble.cli.serve_command import add_db_argument, default_db
 
@@ -51,6 +54,15 @@ def _run(args: argparse.Namespace) -> int:
     if db == ":memory:":
         print("agentensemble reviewers: --db must be the file the console uses", file=sys.stderr)
         return EXIT_USAGE
+    is_url = db.startswith(("postgresql://", "postgres://"))
+    if args.action != "add" and not is_url and not os.path.exists(db):
+        # listing or revoking creates nothing: a typo must not look like "no reviewers yet"
+        print(
+            f"agentensemble reviewers: no console database at {db!r}: check --db (the file "
+            "agentensemble serve uses)",
+            file=sys.stderr,
+        )
+        return EXIT_USAGE
     try:
         if args.action == "add":
             token = add_reviewer(db, args.name)
@@ -69,6 +81,13 @@ def _run(args: argparse.Namespace) -> int:
                 print(f"{row['name']:<24} added {_when(row['created_at'])}  {state}")
     except (ReviewerError, StoreUnavailableError) as exc:
         print(f"agentensemble reviewers: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    except (sqlite3.Error, OSError) as exc:  # a file that is not a database, a folder
+        print(
+            f"agentensemble reviewers: --db {mask_dsn(db)}: cannot be used as the console's "
+            f"database ({mask_in(str(exc), db)})",
+            file=sys.stderr,
+        )
         return EXIT_USAGE
     return EXIT_OK
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 import argparse
 import json
 import math
-import os
 import sys
 from collections.abc import Callable
 from typing import TYPE_CHECKING
@@ -15,6 +14,7 @@ from agentensemble.cli._common import (
     WEBHOOK_SECRET_ENV,
     UsageError,
     add_run_arguments,
+    check_output_path,
     load_crew,
     output_json,
     parse_inputs,
@@ -87,7 +87,7 @@ def run(args: argparse.Namespace) -> int:
                 "agentensemble does not record yet"
             )
         if args.trace:
-            _check_trace_path(args.trace)  # before paying for the run, not after it
+            check_output_path("--trace", args.trace)  # before paying for the run, not after it
         session = getattr(args, "session", None)
         if session is not None and not session.strip():
             raise UsageError("--session needs a non-blank name such as user-42")
@@ -126,20 +126,6 @@ def run(args: argparse.Namespace) -> int:
         return EXIT_OK
     _print_result(args, output)
     return EXIT_OK
-
-
-def _check_trace_path(path: str) -> None:
-    """``--trace FILE`` must be writable: a folder that exists, a file (not a folder) we may
-    write. Checked before the run; the save after it still reports its own failure."""
-    target = os.path.abspath(path)
-    folder = os.path.dirname(target)
-    if os.path.isdir(target):
-        raise UsageError(f"--trace: {path!r} is a folder; give a file name")
-    if not os.path.isdir(folder):
-        raise UsageError(f"--trace: the folder {folder!r} does not exist")
-    writable = os.access(target, os.W_OK) if os.path.exists(target) else os.access(folder, os.W_OK)
-    if not writable:
-        raise UsageError(f"--trace: {path!r} is not writable")
 
 
 def _print_result(args: argparse.Namespace, output: EnsembleOutput) -> None:

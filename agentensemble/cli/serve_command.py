@@ -19,6 +19,10 @@ import sys
 
 from agentensemble._base.dsn import mask_dsn, mask_in
 from agentensemble.cli import EXIT_OK, EXIT_USAGE, Command
+from agentensemble.cli._options import MAX_COUNT, finite_number, port_number, whole_number
+
+MAX_KEEP_DAYS = 36_500.0
+"""A hundred years: more is no retention at all (and past ~1e300 days the cut-off overflows)."""
 
 DEFAULT_PORT = 8766
 TOKEN_VARIABLE = "AGENTENSEMBLE_WEB_TOKEN"
@@ -27,10 +31,14 @@ DB_VARIABLE = "AGENTENSEMBLE_WEB_DB"
 
 def default_db() -> str:
     """The console's database: ``$AGENTENSEMBLE_WEB_DB`` or
-    ``~/.agentensemble/web-console.sqlite3``."""
-    return os.environ.get(DB_VARIABLE) or os.path.join(
-        os.path.expanduser("~"), ".agentensemble", "web-console.sqlite3"
-    )
+    ``~/.agentensemble/web-console.sqlite3`` (its folder made here: the store makes none, so a
+    ``--db`` in a folder that does not exist is an error, not a new folder)."""
+    chosen = os.environ.get(DB_VARIABLE)
+    if chosen:
+        return chosen
+    folder = os.path.join(os.path.expanduser("~"), ".agentensemble")
+    os.makedirs(folder, exist_ok=True)
+    return os.path.join(folder, "web-console.sqlite3")
 
 
 def add_db_argument(parser: argparse.ArgumentParser) -> None:
@@ -46,7 +54,9 @@ def add_db_argument(parser: argparse.ArgumentParser) -> None:
 
 def _add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--host", default="127.0.0.1", help="address to bind (127.0.0.1)")
-    parser.add_argument("--port", type=int, default=DEFAULT_PORT, help=f"port ({DEFAULT_PORT})")
+    parser.add_argument(
+        "--port", type=port_number(), default=DEFAULT_PORT, help=f"port ({DEFAULT_PORT})"
+    )
     parser.add_argument(
         "--allow-host",
         action="append",
@@ -56,9 +66,17 @@ def _add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     add_db_argument(parser)
     parser.add_argument(
-        "--keep-days", type=float, default=30.0, help="forget finished runs after N days (30)"
+        "--keep-days",
+        type=finite_number("--keep-days", MAX_KEEP_DAYS),
+        default=30.0,
+        help="forget finished runs after N days (30)",
     )
-    parser.add_argument("--keep-runs", type=int, default=10_000, help="keep at most N runs (10000)")
+    parser.add_argument(
+        "--keep-runs",
+        type=whole_number("--keep-runs", None, MAX_COUNT),
+        default=10_000,
+        help="keep at most N runs (10000)",
+    )
 
 
 def _run(args: argparse.Namespace) -> int:

@@ -74,6 +74,8 @@ def not_a_database(tmp_path: Path) -> Path:
         ("durable", "prune", "--keep-last", "3", "--database", "sqlite:///runs.sqlite"),
         ("serve", "--db", "runs.sqlite", "--port", "0"),
         ("memory", "list", "scope", "--store", "runs.sqlite"),
+        ("reviewers", "add", "bob", "--db", "runs.sqlite"),
+        ("reviewers", "list", "--db", "runs.sqlite"),
     ],
 )
 def test_a_file_that_is_not_a_database_is_one_line(tmp_path: Path, args: tuple[str, ...]) -> None:
@@ -83,6 +85,37 @@ def test_a_file_that_is_not_a_database_is_one_line(tmp_path: Path, args: tuple[s
     assert done.returncode in (1, 2), done.stderr
     line = one_line(done)
     assert "runs.sqlite" in line and "not a database" in line
+
+
+@pytest.mark.parametrize(
+    ("args", "words"),
+    [
+        (("durable", "runs", "--database", "sqlite:///a-folder"), "it is a folder"),
+        (("durable", "steps", "run-1", "--database", "sqlite:///a-folder"), "it is a folder"),
+        (("reviewers", "list", "--db", "a-folder"), "--db a-folder: cannot be used"),
+        (("reviewers", "add", "bob", "--db", "a-folder"), "--db a-folder: cannot be used"),
+    ],
+)
+def test_a_folder_given_as_a_database_is_one_line(
+    tmp_path: Path, args: tuple[str, ...], words: str
+) -> None:
+    """A traceback from the driver (``unable to open database file``) and exit 1."""
+    pytest.importorskip("dbos" if args[0] == "durable" else "agentensemble")
+    (tmp_path / "a-folder").mkdir()
+    done = agentensemble_cli(*args, cwd=tmp_path)
+    assert done.returncode == 2, done.stderr
+    assert words in one_line(done)
+
+
+@pytest.mark.parametrize("action", [("list",), ("revoke", "bob")])
+def test_listing_or_revoking_reviewers_creates_no_database(
+    tmp_path: Path, action: tuple[str, ...]
+) -> None:
+    """A typo in --db made an empty database and said "no reviewers yet"."""
+    done = agentensemble_cli("reviewers", *action, "--db", "typo.sqlite", cwd=tmp_path)
+    assert done.returncode == 2, done.stderr
+    assert "no console database at 'typo.sqlite'" in one_line(done)
+    assert not (tmp_path / "typo.sqlite").exists()
 
 
 @pytest.mark.parametrize("age", ["99999999999w", "1e400s", "nan", "infd"])
@@ -132,3 +165,66 @@ def test_memory_and_serve_never_show_a_database_password(
     one_line(done)
     for piece in (PASSWORD, PASSWORD[:6], PASSWORD[6:]):
         assert piece not in done.stdout + done.stderr
+
+
+@pytest.mark.parametrize(
+    ("args", "words"),
+    [
+        (("--save", "a-folder"), "--save: 'a-folder' is a folder"),
+        (("--html", "missing/report.html"), "--html: the folder"),
+        (("--save", "a-folder/"), "--save: 'a-folder/' is a folder"),
+    ],
+)
+def test_eval_refuses_a_report_path_it_cannot_write_before_running_anything(
+    tmp_path: Path, args: tuple[str, ...], words: str
+) -> None:
+    """It ran every case (paid for every model call), then died on the save with a
+    traceback and exit 1, as if the evaluation had failed."""
+    (tmp_path / "a-folder").mkdir()
+    dataset = REPO_ROOT / "examples" / "evals" / "dataset.yaml"
+    done = agentensemble_cli("eval", CREW, dataset, "--model", "scripted", *args, cwd=tmp_path)
+    assert done.returncode == 2, done.stderr
+    assert words in one_line(done)
+    assert "Evaluation" not in done.stdout  # nothing ran
+
+
+def test_durable_trace_refuses_an_out_path_it_cannot_write(tmp_path: Path) -> None:
+    (tmp_path / "a-folder").mkdir()
+    done = agentensemble_cli(
+        "durable", "trace", "run-1", "--out", "a-folder", "--database", "sqlite:///runs.sqlite",
+        cwd=tmp_path,
+    )  # fmt: skip
+    assert done.returncode == 2, done.stderr
+    assert "--out: 'a-folder' is a folder; give a file name" in one_line(done)
+
+
+@pytest.mark.parametrize(
+    "store", ["runs.sqlite", f"postgresql://app:{PASSWORD}@127.0.0.1:1/db"], ids=["file", "pg"]
+)
+def test_memory_on_a_store_it_cannot_open_exits_2_like_the_other_commands(
+    tmp_path: Path, store: str
+) -> None:
+    """`durable`, `serve` and `reviewers` exit 2 for a database they cannot open; `memory`
+    exited 1, which a script reads as "the command ran and failed"."""
+    not_a_database(tmp_path)
+    done = agentensemble_cli("memory", "list", "scope", "--store", store, cwd=tmp_path)
+    assert done.returncode == 2, done.stderr
+    assert PASSWORD not in one_line(done)
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ("serve", "--port", "0", "--db", "missing/deeper/console.sqlite3"),
+        ("reviewers", "add", "bob", "--db", "missing/deeper/console.sqlite3"),
+    ],
+    ids=["serve", "reviewers"],
+)
+def test_a_console_database_in_a_missing_folder_is_refused_and_no_folder_made(
+    tmp_path: Path, args: tuple[str, ...]
+) -> None:
+    """The console's store made every missing folder of --db (as root, anywhere: /typo/x)."""
+    done = agentensemble_cli(*args, cwd=tmp_path)
+    assert done.returncode == 2, done.stderr
+    assert "missing/deeper/console.sqlite3' does not exist" in one_line(done)
+    assert not (tmp_path / "missing").exists()

@@ -376,3 +376,38 @@ async def test_a_lone_surrogate_in_the_tool_input_is_sent_as_valid_json() -> Non
         assert await handler.areview(make_request(output='{"to": "\ud800"}')) == Continue()
     assert b"\\ud800" in seen[0].body
     seen[0].body.decode("utf-8")  # valid UTF-8 on the wire
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("encoding", ["gzip", "deflate"])
+async def test_a_gzip_bomb_costs_no_more_than_the_answer_bound(encoding: str) -> None:
+    """100 kB inflating to 100 MB: refused at 1 MB as before, but httpx inflated each 64 KiB
+    read whole first, so the run's process held 150 MB for a 1 MB bound. The body is now
+    inflated only as far as the bound allows."""
+    import tracemalloc
+    import zlib
+
+    packer = zlib.compressobj(9, zlib.DEFLATED, 31 if encoding == "gzip" else 15)
+    chunk = b" " * 1_000_000
+    bomb = b"".join([*(packer.compress(chunk) for _ in range(100)), packer.flush()])
+    reply = (200, {"Content-Type": "application/json", "Content-Encoding": encoding}, bomb)
+    with adhoc_server(lambda seen: reply) as (url, seen):
+        handler = WebhookReviewHandler(url, poll_interval=0.05, max_retries=0)
+        tracemalloc.start()
+        try:
+            with pytest.raises(ReviewProtocolError, match="more than 1000000 bytes"):
+                await aask(handler, make_request(5, OnTimeoutAction.CONTINUE))
+            peak = tracemalloc.get_traced_memory()[1]
+        finally:
+            tracemalloc.stop()
+    assert seen[0].headers.get("Accept-Encoding") == "gzip, deflate"  # never br or zstd
+    assert peak < 20_000_000, f"{peak / 1e6:.0f} MB held for a 1 MB bound"
+
+
+@pytest.mark.anyio
+async def test_an_answer_in_an_encoding_not_asked_for_is_refused() -> None:
+    reply = (200, {"Content-Encoding": "br"}, b"\x0b\x02\x80" + b"x" * 10)
+    with adhoc_server(lambda seen: reply) as (url, _):
+        handler = WebhookReviewHandler(url, poll_interval=0.05, max_retries=0)
+        with pytest.raises(ReviewProtocolError, match="DecodingError"):
+            await aask(handler, make_request(5, OnTimeoutAction.CONTINUE))

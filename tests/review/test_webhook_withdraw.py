@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import asyncio
 import json
+import tracemalloc
+import zlib
 from datetime import timedelta
 
 import httpx
@@ -102,7 +104,7 @@ async def test_a_decided_review_keeps_its_decision(review_server: ReviewServer) 
     await asyncio.to_thread(review_server.wait_for_pending, 5.0)
     review_server.decide(REVIEW, {"decision": "continue"})
     assert await task == Continue()
-    body = json.dumps({"reason": "late"}).encode()
+    body = json.dumps({"id": REVIEW, "reason": "late"}).encode()
     answer = withdraw(review_server, body, sign(body, SECRET))
     assert answer.status_code == 409
     assert review_server.store.get(REVIEW).decision == Continue()  # type: ignore[union-attr]
@@ -121,3 +123,54 @@ async def test_a_webhook_without_the_route_changes_nothing_for_the_run() -> None
     assert seen[-1].method == "POST"
     assert seen[-1].path == "/reviews/run-1%3A1700000000000%3A3.0/withdraw"
     assert json.loads(seen[-1].body) == {"id": REVIEW, "reason": decision.reason}
+
+
+async def test_a_signed_body_replayed_onto_another_review_or_route_closes_nothing(
+    review_server: ReviewServer,
+) -> None:
+    """The signature covers the body only: a withdrawal seen once (a proxy's log, a webhook
+    relay) is a valid signature for ever. Replayed onto another pending review's withdraw
+    route, or the review's own signed request replayed as a withdrawal, it must close nothing:
+    the body must name the review of the route and be a withdrawal (``id`` and ``reason``)."""
+    handler = WebhookReviewHandler(review_server.reviews_url, secret=SECRET, poll_interval=0.05)
+    task = asyncio.ensure_future(handler.areview(make_request()))
+    await asyncio.to_thread(review_server.wait_for_pending, 5.0)
+    seen_elsewhere = json.dumps({"id": "run-0:1699999999999:1.0", "reason": "gave up"}).encode()
+    own_request = json.dumps({"id": REVIEW, "task_description": "Draft", "output": "x"}).encode()
+    unnamed = json.dumps({"reason": "gave up"}).encode()
+    for body in (seen_elsewhere, own_request, unnamed):
+        answer = withdraw(review_server, body, sign(body, SECRET))
+        assert answer.status_code == 400, body
+        assert "withdrawal" in answer.json()["error"]
+    review_server.decide(REVIEW, {"decision": "continue"})  # still open: the person decides
+    assert await task == Continue()
+
+
+def gzip_bomb(megabytes: int) -> bytes:
+    """``megabytes`` MB of spaces, gzip-compressed to a few hundred bytes a MB."""
+    packer = zlib.compressobj(9, zlib.DEFLATED, 31)
+    chunk = b" " * 1_000_000
+    return b"".join([*(packer.compress(chunk) for _ in range(megabytes)), packer.flush()])
+
+
+async def test_a_withdrawal_answered_with_a_gzip_bomb_costs_the_run_nothing() -> None:
+    """The withdrawal's answer was read whole and decoded: 100 kB of gzip held 200 MB in the
+    run's process. Its body is never read now; the run gets its on_timeout as before."""
+    bomb = gzip_bomb(100)
+
+    def respond(seen: object) -> tuple[int, dict[str, str], bytes]:
+        if str(getattr(seen, "path", "")).endswith("/withdraw"):
+            return 200, {"Content-Type": "application/json", "Content-Encoding": "gzip"}, bomb
+        return json_reply(202, {"status": "pending"}, {"Location": "/reviews/r"})
+
+    with adhoc_server(respond) as (url, seen):
+        handler = WebhookReviewHandler(f"{url}/reviews", timeout=0.3, poll_interval=0.05)
+        tracemalloc.start()
+        try:
+            decision = await handler.areview(make_request())
+            peak = tracemalloc.get_traced_memory()[1]
+        finally:
+            tracemalloc.stop()
+    assert seen[-1].path.endswith("/withdraw")  # it was sent
+    assert isinstance(decision, ExitEarly) and decision.timed_out
+    assert peak < 30_000_000, f"{peak / 1e6:.0f} MB held for a withdrawal's answer"

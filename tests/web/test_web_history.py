@@ -200,6 +200,36 @@ def test_a_named_reviewers_decisions_record_who_and_revoking_ends_their_access(
     assert token not in (tmp_path / "console.sqlite3").read_bytes().decode("latin-1")
 
 
+def test_adding_a_revoked_reviewer_again_does_not_bring_back_their_old_sessions(
+    tmp_path: Path,
+) -> None:
+    """Alice's laptop is lost: she is revoked, then added again with a new token. The page
+    still open on the lost laptop (its cookie and key) stays logged out, on every route and on
+    the live stream; her new token logs in."""
+    db = tmp_path / "console.sqlite3"
+    old_token = add_reviewer(db, "alice")
+    with WebConsoleServer(port=0, db=db) as console:
+        lost, _ = logged_in(console, old_token)
+        with closing(lost):
+            assert lost.get("/api/runs").status_code == 200
+            revoke_reviewer(db, "alice")
+            new_token = add_reviewer(db, "alice")
+            for path in ("/", "/static/app.js", "/api/session", "/api/runs", "/api/stream"):
+                assert lost.get(path).status_code == 401, path
+            assert lost.get(f"/login?token={old_token}").status_code == 401
+        again, _ = logged_in(console, new_token)
+        with closing(again):
+            assert again.get("/api/session").json()["principal"] == "alice"
+
+
+def test_a_database_in_a_missing_folder_is_refused_and_no_folder_is_made(tmp_path: Path) -> None:
+    from agentensemble_web.store import StoreUnavailableError
+
+    with pytest.raises(StoreUnavailableError, match="does not exist"):
+        WebConsoleServer(port=0, db=tmp_path / "typo" / "console.sqlite3").start()
+    assert not (tmp_path / "typo").exists()
+
+
 def test_the_reviewers_command_adds_lists_and_revokes(tmp_path: Path) -> None:
     db = str(tmp_path / "console.sqlite3")
 
@@ -274,9 +304,13 @@ def test_one_session_cannot_hold_more_than_its_share_of_streams(console: WebCons
     browser.close()
 
 
-def test_revoking_a_reviewer_closes_the_live_stream_their_page_holds(tmp_path: Path) -> None:
+@pytest.mark.parametrize("added_again", [False, True], ids=["revoked", "revoked-then-added-again"])
+def test_revoking_a_reviewer_closes_the_live_stream_their_page_holds(
+    tmp_path: Path, added_again: bool
+) -> None:
     """The page a revoked reviewer has open shows nothing new: its stream ends before the next
-    message (issue 38: it went on showing new runs live)."""
+    message (issue 38: it went on showing new runs live), and adding the name again with a new
+    token does not bring the old page back."""
     db = tmp_path / "console.sqlite3"
     token = add_reviewer(db, "alice")
     lines: list[str] = []
@@ -304,6 +338,8 @@ def test_revoking_a_reviewer_closes_the_live_stream_their_page_holds(tmp_path: P
                 while not any("seen" in line for line in lines) and time.monotonic() < deadline:
                     time.sleep(0.02)  # the stream works before the revocation
                 revoke_reviewer(db, "alice")
+                if added_again:
+                    add_reviewer(db, "alice")
                 after = {"type": "EnsembleStarted", "run_id": "secret-run", "total_tasks": 1}
                 api.post("/api/events", json={"events": [after]})
             assert ended.wait(20), "the revoked reviewer's stream stayed open"

@@ -218,6 +218,30 @@ def test_only_the_review_handler_may_expire_a_review(console: WebConsoleServer) 
         assert api.get("/api/reviews/r-1").json()["status"] == "pending"
 
 
+def test_a_browser_session_cannot_write_a_runs_history_or_hold_reviews(
+    console: WebConsoleServer,
+) -> None:
+    """Reviewers decide; what runs did and which reviews wait is the run's process's to report
+    (the console's token). A logged-in page, with its CSRF token, posting a forged event into a
+    real run or a review of its own is refused, and nothing changes."""
+    browser, csrf = logged_in(console)
+    with api_client(console) as api, closing(browser):
+        api.post("/api/events", json={"events": [{"type": "EnsembleStarted", "run_id": "run-1"}]})
+        forged = {"type": "TaskCompleted", "run_id": "run-1", "output": {"raw": "all fine"}}
+        for path, body in (
+            ("/api/events", {"events": [forged]}),
+            ("/api/reviews", _review("r-forged")),
+        ):
+            answer = browser.post(path, json=body, headers={"X-CSRF-Token": csrf})
+            assert answer.status_code == 403, path
+            assert "only the run's process" in answer.json()["error"]
+        assert [e["type"] for e in api.get("/api/runs/run-1").json()["events"]] == [
+            "EnsembleStarted"
+        ]
+        assert api.get("/api/reviews").json()["reviews"] == []
+        assert api.post("/api/reviews", json=_review("r-2")).status_code == 201  # its process may
+
+
 def test_hostile_event_text_is_stored_escaped(console: WebConsoleServer) -> None:
     event = {
         "type": "TaskStarted",
@@ -296,3 +320,16 @@ def test_the_session_key_comes_in_the_fragment_and_is_never_served_back(
         assert not any(key in b.text or key in str(b.headers) for b in bodies)
         wrong = client.get("/api/runs", headers={"X-Session-Key": key[:-2] + "xx"})
         assert wrong.status_code == 401
+
+
+@pytest.mark.parametrize("https", [False, True], ids=["http", "https-behind-a-local-proxy"])
+def test_the_session_cookie_flags(console: WebConsoleServer, https: bool) -> None:
+    """HttpOnly and SameSite=Strict always; Secure when the console is reached over HTTPS (a
+    TLS proxy on this machine saying so with X-Forwarded-Proto), so the browser never sends the
+    session id over plain HTTP. It was never Secure."""
+    headers = {"X-Forwarded-Proto": "https"} if https else {}
+    with httpx.Client(base_url=console.url, timeout=10.0) as client:
+        answer = client.get(f"/login?token={console.token}", headers=headers)
+    flags = [part.strip() for part in answer.headers["set-cookie"].split(";")[1:]]
+    assert {"HttpOnly", "SameSite=Strict", "Path=/"} <= set(flags)
+    assert ("Secure" in flags) is https
