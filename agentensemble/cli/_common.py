@@ -8,7 +8,6 @@ import json
 import os
 import re
 import sys
-from pathlib import Path
 from typing import Any, TextIO
 
 from agentensemble._base.display import escape_for_display
@@ -129,10 +128,11 @@ def _review_settings(review: tuple[str, str | None] | None, file: str) -> dict[s
 
 def _file_sets_a_policy(file: str) -> bool:
     from agentensemble.config._positions import ConfigFileError, load_located
+    from agentensemble.config.loader import read_crew_text
 
     try:  # the crew loader's bounded reading; it says what is wrong in its own words
-        data = load_located(Path(file).read_text(encoding="utf-8"), file).data
-    except (OSError, UnicodeDecodeError, ConfigFileError):
+        data = load_located(read_crew_text(file), file).data
+    except ConfigFileError:
         return False
     review = data.get("review") if isinstance(data, dict) else None
     policy = review.get("policy") if isinstance(review, dict) else None

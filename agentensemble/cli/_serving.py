@@ -80,12 +80,9 @@ class _ParsedCrew:
     def build(self) -> Ensemble:
         from agentensemble.config._crew_imports import crew_folder
         from agentensemble.config._positions import load_located
-        from agentensemble.config.loader import build_ensemble, load_crew
+        from agentensemble.config.loader import build_ensemble, read_crew_text
 
-        try:
-            text = self.path.read_text(encoding="utf-8")
-        except (OSError, UnicodeDecodeError):
-            return load_crew(self.path)  # its own error, naming the file
+        text = read_crew_text(self.path)  # bounded; an error names the file and what is wrong
         if text != self._text:
             self._doc = load_located(text, str(self.path))  # raises before the text is kept
             self._text = text

@@ -116,6 +116,7 @@ def _check_crew(ensemble: Any) -> None:
 def _inputs(args: argparse.Namespace) -> tuple[Dataset, EvalReport | None]:
     from pydantic import ValidationError
 
+    from agentensemble._base.regular_file import UnreadableFile
     from agentensemble.evals import Dataset, EvalReport
 
     if args.repeat < 1 or args.max_concurrency < 1:
@@ -131,7 +132,7 @@ def _inputs(args: argparse.Namespace) -> tuple[Dataset, EvalReport | None]:
     if args.baseline:
         try:
             baseline = EvalReport.load(args.baseline)
-        except (OSError, UnicodeDecodeError, ValidationError) as error:
+        except (UnreadableFile, ValidationError) as error:
             first = error.errors()[0]["msg"] if isinstance(error, ValidationError) else error
             raise UsageError(f"--baseline {args.baseline}: not a saved report: {first}") from None
     return dataset, baseline

@@ -14,6 +14,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from agentensemble._base.regular_file import UnreadableFile, read_regular_file
 from agentensemble.cli import EXIT_OK, EXIT_USAGE, Command
 from agentensemble.cli._common import UsageError, usage_failure
 from agentensemble.cli._serving import (
@@ -28,6 +29,8 @@ from agentensemble.cli._serving_durable import add_durable_argument, durable_run
 from agentensemble.errors import ConfigurationError
 
 DEFAULT_PORT = 8769
+MAX_PAGE_BYTES = 5 * 1024 * 1024
+"""A ``--page`` longer than this (5 MiB) is refused unread."""
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -105,9 +108,11 @@ def _page(path: str | None) -> str | None:
     if path is None:
         return None
     try:
-        return Path(path).read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as error:
-        raise UsageError(f"--page {path}: cannot read it ({error})") from None
+        return read_regular_file(path, max_bytes=MAX_PAGE_BYTES).decode("utf-8")
+    except UnreadableFile as error:
+        raise UsageError(f"--page {path}: cannot read it: it {error.reason}") from None
+    except UnicodeDecodeError as error:
+        raise UsageError(f"--page {path}: cannot read it: not UTF-8 ({error.reason})") from None
 
 
 COMMAND = Command(

@@ -20,6 +20,7 @@ from collections.abc import Mapping
 from pathlib import Path as FilePath
 from typing import TYPE_CHECKING, Any
 
+from agentensemble._base.regular_file import UnreadableFile, read_regular_file
 from agentensemble.agent import Agent
 from agentensemble.config._crew_imports import crew_folder
 from agentensemble.config._memory import MEMORY_SECTIONS, memory_settings
@@ -58,6 +59,29 @@ def load_crew(source: str | os.PathLike[str] | Mapping[str, Any]) -> Ensemble:
     return ensemble_from_yaml(source)
 
 
+MAX_CREW_FILE_BYTES = 10 * 1024 * 1024
+"""A crew file longer than this (10 MiB, far beyond any crew's prompts) is refused unread."""
+
+
+def read_crew_text(path: str | os.PathLike[str]) -> str:
+    """The text of the crew file at ``path``, read as a bounded regular file (a FIFO named
+    ``crew.yaml`` blocked the command for ever, a link to ``/dev/zero`` read until memory ran
+    out), or a ``ConfigFileError`` naming the file and what was wrong."""
+    try:
+        return read_regular_file(path, max_bytes=MAX_CREW_FILE_BYTES).decode("utf-8")
+    except UnreadableFile as error:
+        raise ConfigFileError(
+            f"cannot read the file: it {error.reason}", file=str(path), line=None, key=""
+        ) from None
+    except UnicodeDecodeError as error:
+        raise ConfigFileError(
+            f"cannot read the file: it is not UTF-8 text ({error.reason} at byte {error.start})",
+            file=str(path),
+            line=None,
+            key="",
+        ) from None
+
+
 def ensemble_from_yaml(
     path: str | os.PathLike[str], overrides: Mapping[str, Any] | None = None
 ) -> Ensemble:
@@ -66,12 +90,7 @@ def ensemble_from_yaml(
     ``overrides``: Ensemble settings the command line gives (``--review``), applied before the
     ensemble is checked, so a crew asking for reviews can get its reviewer there."""
     file = FilePath(path)
-    try:
-        text = file.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as error:
-        raise ConfigFileError(
-            f"cannot read the file: {error}", file=str(file), line=None, key=""
-        ) from None
+    text = read_crew_text(file)
     with crew_folder(str(file.resolve().parent)):
         return build_ensemble(load_located(text, str(file)), overrides)
 

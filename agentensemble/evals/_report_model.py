@@ -19,6 +19,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, field_serializer
 from typing_extensions import Self
 
+from agentensemble._base.regular_file import read_regular_file
 from agentensemble.evals._results import EvaluatorResult
 from agentensemble.evals.dataset import Case
 from agentensemble.outputs import EnsembleOutput
@@ -84,6 +85,8 @@ class CaseResult(BaseModel):
 
 
 _NONE = CaseRun()
+MAX_REPORT_BYTES = 200_000_000
+"""A saved report (``--baseline``) longer than this is refused unread."""
 
 
 def _pass_rates(runs: list[CaseRun]) -> dict[str, float]:
@@ -219,7 +222,7 @@ class ReportModel(BaseModel):
     @classmethod
     def load(cls, path: str | os.PathLike[str]) -> Self:
         """A saved report (cases come back without their evaluators: the results hold them)."""
-        return cls.model_validate_json(Path(path).read_text(encoding="utf-8"))
+        return cls.model_validate_json(read_regular_file(path, max_bytes=MAX_REPORT_BYTES))
 
 
 __all__ = ["CaseResult", "CaseRun", "ReportDiff", "ReportModel", "mean_scores"]

@@ -228,3 +228,45 @@ def test_a_console_database_in_a_missing_folder_is_refused_and_no_folder_made(
     assert done.returncode == 2, done.stderr
     assert "missing/deeper/console.sqlite3' does not exist" in one_line(done)
     assert not (tmp_path / "missing").exists()
+
+
+def special_file(kind: str, where: Path) -> Path:
+    """A path that is no regular file: a FIFO (a plain open waits for a writer for ever), a
+    link to ``/dev/zero`` (``stat`` says 0 bytes; read, it never ends), or a folder."""
+    path = where / f"{kind}.yaml"
+    if kind == "fifo":
+        os.mkfifo(path)
+    elif kind == "zero":
+        path.symlink_to("/dev/zero")
+    else:
+        path.mkdir()
+    return path
+
+
+# what reads a file from the command line -> (its arguments given the special file, exit code)
+SPECIAL_READERS = {
+    "a crew file (run)": lambda f: ("run", f, "--model", "scripted"),
+    "a crew file with --review": lambda f: ("run", f, "--model", "scripted", "--review", "console"),
+    "a crew file (serve-api)": lambda f: ("serve-api", f, "--model", "scripted", "--port", "0"),
+    "--page (serve-api)": lambda f: ("serve-api", CREW, "--model", "scripted", "--page", f),
+    "--baseline (eval)": lambda f: (
+        ("eval", CREW, "dataset.yaml", "--model", "scripted", "--baseline", f)
+    ),
+}
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="FIFOs are POSIX")
+@pytest.mark.parametrize("kind", ["fifo", "zero", "folder"])
+@pytest.mark.parametrize("reader", sorted(SPECIAL_READERS))
+def test_a_file_argument_that_is_no_regular_file_is_one_line_never_a_wait(
+    tmp_path: Path, reader: str, kind: str
+) -> None:
+    """A FIFO named as a crew file, a page or a baseline blocked the command for ever, and a link
+    to /dev/zero read until memory ran out: each is read as a bounded regular file now."""
+    pytest.importorskip("uvicorn")
+    (tmp_path / "dataset.yaml").write_text("cases:\n  - name: a\n    inputs: {topic: x}\n")
+    path = special_file(kind, tmp_path)
+    done = agentensemble_cli(*SPECIAL_READERS[reader](path), cwd=tmp_path)
+    assert done.returncode == 2, done.stderr
+    line = one_line(done)
+    assert path.name in line and "not a regular file" in line, line
