@@ -360,8 +360,12 @@ def classify(exc: BaseException) -> Failure:
         transport = _transport_failure(chain)
         if transport is not None:
             return transport
-        if any(isinstance(e, json.JSONDecodeError | UntrustedInputError) for e in chain):
-            detail = "the server's answer was not valid JSON"
+        refused = next((e for e in chain if isinstance(e, UntrustedInputError)), None)
+        if refused is not None and not refused.reason.startswith("not valid JSON"):
+            # too large (a bounded body, a bounded stream), too deep: say which
+            return Failure("InvalidResponseError", None, str(refused), True)
+        if refused is not None or any(isinstance(e, json.JSONDecodeError) for e in chain):
+            detail = "the server's answer was not valid JSON"  # as litellm's lane says it
             return Failure("InvalidResponseError", None, detail, True)
         local = next((e for e in reversed(chain) if isinstance(e, _LOCAL_ERRORS)), None)
         if local is not None and (local is exc or _wrapper(exc)):
