@@ -53,6 +53,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from agentensemble._base.timeouts import within
 from agentensemble.llm._config_checks import provider_of
+from agentensemble.llm._failures import ErrorInAnswer
 from agentensemble.llm._litellm_stream import StreamAttempts, relay
 from agentensemble.llm._messages import read_response
 from agentensemble.llm.stream_assembly import StreamAssembler
@@ -434,6 +435,8 @@ async def complete(request: Request, *, provider: str, label: str) -> ChatRespon
     if not isinstance(answer, dict):
         start = bytes(content[:200]).decode("utf-8", "replace")
         raise json.JSONDecodeError("the answer is not a JSON object", start, 0)
+    if answer.get("error") and not answer.get("choices"):  # a gateway's failure, said in a 200
+        raise ErrorInAnswer(answer["error"])
     response = read_response(answer, provider=provider, label=label)
     return dataclasses.replace(response, finish_reason=finish_reason(response.finish_reason))
 

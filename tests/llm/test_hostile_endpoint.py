@@ -340,3 +340,47 @@ def test_a_million_empty_tool_call_deltas_are_cut_like_a_million_characters(
         for index in range(1_000_000):
             assembler.add({"choices": [{"delta": {"tool_calls": [{"index": index}]}}]})
     assert len(assembler._calls) <= 64_000 // stream_assembly.CALL_CHARS
+
+
+# -- a 200 answer holding an error object (OpenRouter and other gateways)
+
+
+def error_in_answer(code: Any, stream: bool) -> Answer:
+    error = json.dumps({"error": {"message": "upstream provider overloaded", "code": code}})
+
+    def answer(handler: BaseHTTPRequestHandler) -> None:
+        body = (f"data: {error}\n\n" if stream else error).encode()
+        handler.send_response(200)
+        handler.send_header("Content-Type", "text/event-stream" if stream else "application/json")
+        handler.send_header("Content-Length", str(len(body)))
+        handler.end_headers()
+        handler.wfile.write(body)
+
+    return answer
+
+
+@pytest.mark.parametrize("stream", [False, True])
+@pytest.mark.parametrize(
+    ("code", "said", "attempts"),
+    [
+        (502, "BadGatewayError: upstream provider overloaded (gave up after 2 attempts)", 2),
+        (429, "RateLimitError: upstream provider overloaded (gave up after 2 attempts)", 2),
+        (400, "BadRequestError: upstream provider overloaded (not retryable, 1 attempt)", 1),
+    ],
+)
+@pytest.mark.parametrize("lane", ["auto", "litellm"])
+async def test_an_error_inside_a_200_answer_is_read_as_the_failure_it_names_on_both_lanes(
+    endpoint: Callable[[Answer], str],
+    lane: str,
+    code: int,
+    said: str,
+    attempts: int,
+    stream: bool,
+) -> None:
+    model = llm(endpoint(error_in_answer(code, stream)), lane).model_copy(
+        update={"retry_policy": RetryPolicy(max_attempts=2, initial_backoff=0.001, jitter=0)}
+    )
+    with use_sink(Sink()) if stream else _nothing(), pytest.raises(LLMError) as caught:
+        await model.complete(user("hi"))
+    assert str(caught.value) == f"openai/test-model: {said}"
+    assert caught.value.attempts == attempts
