@@ -34,7 +34,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from agentensemble.attachments import Attachment, Audio, Document, Image
-from agentensemble.errors import LLMError
+from agentensemble.errors import LLMError, UntrustedInputError
 from agentensemble.llm.types import (
     ATTACHMENTS_KEY,
     PROVIDER_KEY,
@@ -46,6 +46,7 @@ from agentensemble.llm.types import (
 )
 from agentensemble.outputs import TokenUsage
 from agentensemble.redaction import redact_text
+from agentensemble.untrusted import parse_json
 
 #: Providers litellm converts into content blocks (Anthropic messages, Gemini parts, Bedrock
 #: Converse): an assistant turn of only tool calls goes with no text at all, since an empty
@@ -235,6 +236,23 @@ def read_response(response: Any, *, provider: str, label: str = "llm") -> ChatRe
     )
 
 
+def _object_arguments(call: Any) -> Any:
+    """A tool call whose arguments are not a JSON object the untrusted parser takes (cut short,
+    nested too deep, a 5,000-digit number, a list) with ``{}`` instead: litellm parses the
+    arguments of every call in the history for the providers it builds blocks for, and failed
+    every later request of the run on them (the executor has told the model already)."""
+    function = call.get("function") if isinstance(call, dict) else None
+    arguments = function.get("arguments") if isinstance(function, dict) else None
+    if not isinstance(arguments, str):
+        return call
+    try:
+        if isinstance(parse_json(arguments, what="the tool call's arguments"), dict):
+            return call
+    except UntrustedInputError:
+        pass
+    return {**call, "function": {**function, "arguments": "{}"}}  # type: ignore[dict-item]
+
+
 def _outgoing_call(call: dict[str, Any]) -> dict[str, Any]:
     """A tool call without the provider fields another provider gave it."""
     if "provider_specific_fields" not in call:
@@ -343,6 +361,8 @@ def outgoing_message(message: Message, provider: str | None) -> Message:
         copy["tool_calls"] = [_outgoing_call(c) if isinstance(c, dict) else c for c in calls]
     content = copy.get("content")
     if provider in BLOCK_PROVIDERS:
+        if calls:
+            copy["tool_calls"] = [_object_arguments(call) for call in copy["tool_calls"]]
         if not content and calls:
             copy["content"] = None  # no empty text block beside the calls
     elif content is None:

@@ -3,8 +3,9 @@
 ``LLM("openai/<name>", api_base=...)`` reaches local servers, gateways and proxies. Whatever
 they send (a body of hundreds of megabytes, a gzip bomb, an error page as large, a stream that
 never stops growing, headers dripped a byte at a time, token counts that are negative or
-astronomic, fields of the wrong type), the call ends with a bounded amount of memory and time,
-and either a ChatResponse of the right types or an ``LLMError`` saying what was wrong.
+astronomic, fields of the wrong type, tool-call arguments no parser takes), the call ends with a
+bounded amount of memory and time, and either a ChatResponse of the right types or an
+``LLMError`` saying what was wrong; and the run's later requests still go out.
 """
 
 from __future__ import annotations
@@ -26,11 +27,17 @@ from agentensemble import LLM, RetryPolicy
 from agentensemble.errors import LLMError
 from agentensemble.limits import UsageLimits, UsageMeter
 from agentensemble.llm import stream_assembly
-from agentensemble.llm._messages import MAX_TOKEN_COUNT, read_response, read_usage
+from agentensemble.llm._messages import (
+    BLOCK_PROVIDERS,
+    MAX_TOKEN_COUNT,
+    outgoing,
+    read_response,
+    read_usage,
+)
 from agentensemble.llm.cost import cost_usd
 from agentensemble.llm.stream_assembly import StreamAssembler
 from agentensemble.llm.streaming import use_sink
-from agentensemble.llm.types import ChatResponse
+from agentensemble.llm.types import PROVIDER_KEY, ChatResponse
 from agentensemble.outputs import TokenUsage
 
 pytestmark = pytest.mark.anyio
@@ -384,3 +391,63 @@ async def test_an_error_inside_a_200_answer_is_read_as_the_failure_it_names_on_b
         await model.complete(user("hi"))
     assert str(caught.value) == f"openai/test-model: {said}"
     assert caught.value.attempts == attempts
+
+
+# -- a model's broken tool-call arguments, kept in the history, never break later requests
+
+BROKEN_ARGUMENTS = {
+    "cut short": '{"to": "ali',
+    "nested 50,000 deep": "[" * 50_000 + "]" * 50_000,
+    "a 5,000-digit number": '{"n": ' + "7" * 5_000 + "}",
+    "a list": "[1, 2]",
+    "empty": "",
+}
+
+
+def history_with_a_call(arguments: str) -> list[dict[str, Any]]:
+    call = {"id": "c1", "type": "function", "function": {"name": "f", "arguments": arguments}}
+    return [
+        {"role": "user", "content": "hi"},
+        {"role": "assistant", "content": None, "tool_calls": [call], PROVIDER_KEY: "anthropic"},
+        {"role": "tool", "tool_call_id": "c1", "content": "Invalid arguments for 'f'"},
+    ]
+
+
+@pytest.mark.parametrize("provider", ["anthropic", "gemini", "bedrock", "openai"])
+@pytest.mark.parametrize("arguments", BROKEN_ARGUMENTS.values(), ids=BROKEN_ARGUMENTS.keys())
+def test_broken_arguments_in_the_history_go_to_block_providers_as_an_empty_object(
+    provider: str, arguments: str
+) -> None:
+    sent = outgoing(history_with_a_call(arguments), provider)[1]["tool_calls"][0]
+    expected = arguments if provider not in BLOCK_PROVIDERS else "{}"
+    assert sent["function"]["arguments"] == expected
+    good = '{"to": "alice"}'
+    assert outgoing(history_with_a_call(good), provider)[1]["tool_calls"][0] == {
+        "id": "c1",
+        "type": "function",
+        "function": {"name": "f", "arguments": good},
+    }
+
+
+@pytest.mark.parametrize("arguments", BROKEN_ARGUMENTS.values(), ids=BROKEN_ARGUMENTS.keys())
+async def test_a_run_on_anthropic_goes_on_after_the_model_wrote_broken_arguments(
+    endpoint: Callable[[Answer], str], arguments: str
+) -> None:
+    received: list[dict[str, Any]] = []
+
+    def answer(handler: BaseHTTPRequestHandler) -> None:
+        received.append({"path": handler.path})
+        handler.send_response(503)
+        handler.send_header("Content-Length", "0")
+        handler.end_headers()
+
+    model = LLM(
+        "anthropic/claude-3-5-sonnet-20241022",
+        api_base=endpoint(answer).removesuffix("/v1"),
+        api_key="sk-ant-hostile-0000",
+        retry_policy=ONCE,
+    )
+    tools = [{"type": "function", "function": {"name": "f", "parameters": {"type": "object"}}}]
+    with pytest.raises(LLMError, match="HTTP 503"):  # the request went out: litellm took it
+        await model.complete(history_with_a_call(arguments), tools=tools)
+    assert len(received) == 1
