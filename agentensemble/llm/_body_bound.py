@@ -8,7 +8,8 @@ read and wraps the response's byte stream so that reading it raises ``UntrustedI
 soon as the body passes its bound, counted as decoded (gzip and deflate bodies are inflated in
 steps of at most ``STEP`` bytes to count them, before httpx decodes the same bytes). An
 answer, an error body and a stream each have their bound; a stream's words are bounded again
-by ``StreamAssembler`` and its time by ``StreamDeadline``. Imported when a client is made
+by ``StreamAssembler`` and its time by ``StreamDeadline``, and a stream's lines (uncompressed)
+by ``MAX_STREAM_LINE_BYTES``. Imported when a client is made
 (httpx is loaded by then). A coding it cannot inflate (``br``, ``zstd``, stacked codings) is
 bounded by its bytes as received.
 """
@@ -29,6 +30,11 @@ MAX_BODY_BYTES = MAX_CHARS
 #: A stream (``text/event-stream``): its SSE framing costs many times its words, which
 #: ``StreamAssembler`` bounds at ``MAX_CHARS``.
 MAX_STREAM_BODY_BYTES = 16 * MAX_CHARS
+#: The longest line of a stream (an SSE event's data is one line): the ``openai`` package
+#: gathers a line by adding each piece to the bytes so far, so its work grows with the square of
+#: the line's length; a line never ended would otherwise burn the event loop until the stream's
+#: idle deadline.
+MAX_STREAM_LINE_BYTES = MAX_CHARS
 #: The most bytes one inflating step makes while a compressed body is counted.
 STEP = 1 << 20
 
@@ -40,10 +46,12 @@ class BoundedBody(httpx.AsyncByteStream):
     """An httpx async byte stream that raises once the body it passes on is over ``limit``
     bytes, decoded; wraps the transport's stream, so it counts before httpx decodes."""
 
-    def __init__(self, stream: Any, limit: int, coding: str) -> None:
+    def __init__(self, stream: Any, limit: int, coding: str, line_limit: int | None = None) -> None:
         self._stream = stream
         self._limit = limit
         self._size = 0
+        self._line_limit = line_limit if not coding or coding == "identity" else None
+        self._line = 0  # bytes since the last line end
         wbits = _WBITS.get(coding)
         self._inflate = zlib.decompressobj(wbits) if wbits is not None else None
         self._raw_deflate = coding == "deflate"  # zlib-wrapped or raw: httpx takes both
@@ -51,7 +59,18 @@ class BoundedBody(httpx.AsyncByteStream):
     async def __aiter__(self) -> AsyncIterator[bytes]:
         async for chunk in self._stream:
             self._count(chunk)
+            if self._line_limit is not None:
+                self._count_line(chunk, self._line_limit)
             yield chunk
+
+    def _count_line(self, chunk: bytes, limit: int) -> None:
+        end = max(chunk.rfind(b"\n"), chunk.rfind(b"\r"))
+        self._line = self._line + len(chunk) if end < 0 else len(chunk) - end - 1
+        if self._line > limit:
+            raise UntrustedInputError(
+                "the model server's stream",
+                f"not usable (a line of over {limit} bytes; at most {limit})",
+            )
 
     def _count(self, chunk: bytes) -> None:
         if self._inflate is None:
@@ -80,10 +99,19 @@ class BoundedBody(httpx.AsyncByteStream):
 
 async def bound_bodies(response: Any) -> None:
     """The httpx response hook: the body of ``response`` bounded as the module doc says."""
-    kind = response.headers.get("content-type", "")
-    limit = MAX_STREAM_BODY_BYTES if kind.startswith("text/event-stream") else MAX_BODY_BYTES
     coding = response.headers.get("content-encoding", "").strip().lower()
-    response.stream = BoundedBody(response.stream, limit, coding)
+    if response.headers.get("content-type", "").startswith("text/event-stream"):
+        stream = BoundedBody(response.stream, MAX_STREAM_BODY_BYTES, coding, MAX_STREAM_LINE_BYTES)
+    else:
+        stream = BoundedBody(response.stream, MAX_BODY_BYTES, coding)
+    response.stream = stream
 
 
-__all__ = ["MAX_BODY_BYTES", "MAX_STREAM_BODY_BYTES", "STEP", "BoundedBody", "bound_bodies"]
+__all__ = [
+    "MAX_BODY_BYTES",
+    "MAX_STREAM_BODY_BYTES",
+    "MAX_STREAM_LINE_BYTES",
+    "STEP",
+    "BoundedBody",
+    "bound_bodies",
+]

@@ -201,6 +201,27 @@ async def test_a_stream_under_the_bound_is_whole(
     assert len(answer.content or "") == 40_000
 
 
+def one_endless_line(handler: BaseHTTPRequestHandler) -> None:
+    """A stream whose first line never ends: 40 MB of one event's data, then the close."""
+    handler.send_response(200)
+    handler.send_header("Content-Type", "text/event-stream")
+    handler.end_headers()
+    handler.wfile.write(b'data: {"choices": [{"delta": {"content": "')
+    block = b"a" * MB
+    for _ in range(40):
+        handler.wfile.write(block)
+
+
+async def test_a_stream_line_that_never_ends_is_cut_at_the_line_bound(
+    endpoint: Callable[[Answer], str],
+) -> None:
+    # the openai package gathers a line by adding each piece to the bytes so far: its work
+    # grows with the square of the line, on the event loop, until the idle deadline
+    model = llm(endpoint(one_endless_line))
+    with use_sink(Sink()), pytest.raises(LLMError, match="a line of over 8000000 bytes"):
+        await model.complete(user("hi"))
+
+
 def dripped_headers(handler: BaseHTTPRequestHandler) -> None:
     """A status line and headers a byte every 0.1 s, for up to 20 s: never a whole head."""
     handler.wfile.write(b"HTTP/1.1 200 OK\r\n")
