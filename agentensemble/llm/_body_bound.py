@@ -1,4 +1,5 @@
-"""Every response body the openai lane reads is bounded while it arrives, by its decoded size.
+"""Every response body a model call reads is bounded while it arrives, by its decoded size,
+and no redirect is followed: on the openai lane and on litellm's async clients.
 
 A model endpoint the user does not control (a local server, a gateway, a proxy) may answer with
 hundreds of megabytes, or with a small ``Content-Encoding: gzip`` body that inflates to
@@ -98,13 +99,27 @@ class BoundedBody(httpx.AsyncByteStream):
 
 
 async def bound_bodies(response: Any) -> None:
-    """The httpx response hook: the body of ``response`` bounded as the module doc says."""
+    """The httpx response hook: the body of ``response`` bounded as the module doc says, and a
+    redirect never followed (its ``Location`` dropped, so the caller gets the 3xx as an error):
+    it would carry the key, extra headers and the prompt to wherever it points."""
+    if response.is_redirect:
+        del response.headers["location"]
     coding = response.headers.get("content-encoding", "").strip().lower()
     if response.headers.get("content-type", "").startswith("text/event-stream"):
         stream = BoundedBody(response.stream, MAX_STREAM_BODY_BYTES, coding, MAX_STREAM_LINE_BYTES)
     else:
         stream = BoundedBody(response.stream, MAX_BODY_BYTES, coding)
     response.stream = stream
+
+
+def harden_client(client: Any) -> Any:
+    """An httpx async client made by litellm, given ``bound_bodies`` as a response hook (litellm
+    makes its clients with ``follow_redirects=True`` and no bound); returned for chaining."""
+    if isinstance(client, httpx.AsyncClient):
+        hooks = client.event_hooks
+        if bound_bodies not in hooks.get("response", []):
+            client.event_hooks = {**hooks, "response": [*hooks.get("response", []), bound_bodies]}
+    return client
 
 
 __all__ = [
@@ -114,4 +129,5 @@ __all__ = [
     "STEP",
     "BoundedBody",
     "bound_bodies",
+    "harden_client",
 ]
