@@ -117,7 +117,7 @@ class ErrorInAnswer(Exception):
     status, retried (and fallen back from) when the status is an outage's."""
 
     def __init__(self, error: Any) -> None:
-        self.error = error
+        self.body = error  # named as the SDK's errors name theirs: ``scrub_chain`` redacts it
         super().__init__(_in_answer(error).detail)
 
 
@@ -136,7 +136,7 @@ def _error_in_answer(exc: BaseException) -> Failure | None:
     """The failure an answer's own ``error`` object reports (ours, or the openai SDK's
     ``APIError`` for an error chunk in a stream, which no HTTP status came with)."""
     if isinstance(exc, ErrorInAnswer):
-        return _in_answer(exc.error)
+        return _in_answer(exc.body)
     if type(exc).__name__ == "APIError" and type(exc).__module__.startswith("openai"):
         body = getattr(exc, "body", None)
         if isinstance(body, dict):

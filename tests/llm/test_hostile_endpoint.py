@@ -477,3 +477,28 @@ async def test_a_run_on_anthropic_goes_on_after_the_model_wrote_broken_arguments
     with pytest.raises(LLMError, match="HTTP 503"):  # the request went out: litellm took it
         await model.complete(history_with_a_call(arguments), tools=tools)
     assert len(received) == 1
+
+
+async def test_a_key_echoed_in_an_error_inside_a_200_answer_never_shows(
+    endpoint: Callable[[Answer], str],
+) -> None:
+    key = "sk-hostile-endpoint-0000"
+
+    def answer(handler: BaseHTTPRequestHandler) -> None:
+        said = {"error": {"message": f"bad key {key}", "code": 401, "key": key}}
+        body = json.dumps(said).encode()
+        handler.send_response(200)
+        handler.send_header("Content-Type", "application/json")
+        handler.send_header("Content-Length", str(len(body)))
+        handler.end_headers()
+        handler.wfile.write(body)
+
+    with pytest.raises(LLMError) as caught:
+        await llm(endpoint(answer)).complete(user("hi"))
+    shown = [str(caught.value)]
+    current: BaseException | None = caught.value
+    while current is not None:
+        shown += [str(current), repr(current), repr(vars(current))]
+        current = current.__cause__ or current.__context__
+    assert "AuthenticationError" in shown[0]
+    assert not [text for text in shown if key in text]
