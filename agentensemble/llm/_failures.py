@@ -110,6 +110,40 @@ class Failure:
     retryable: bool
 
 
+class ErrorInAnswer(Exception):
+    """A 200 answer holding an ``error`` object instead of choices: OpenRouter and other
+    gateways report an upstream failure so (its ``code`` the upstream's HTTP status), in a
+    whole answer or as a chunk of a stream. Read like the litellm lane reads it: named by that
+    status, retried (and fallen back from) when the status is an outage's."""
+
+    def __init__(self, error: Any) -> None:
+        self.body = error  # named as the SDK's errors name theirs: ``scrub_chain`` redacts it
+        super().__init__(_in_answer(error).detail)
+
+
+def _in_answer(error: Any) -> Failure:
+    code = error.get("code") if isinstance(error, dict) else None
+    status = _int(code)
+    if status is None and isinstance(code, str) and code.isdigit() and len(code) == 3:
+        status = int(code)
+    message = error.get("message") if isinstance(error, dict) else error
+    detail = message if isinstance(message, str) else json.dumps(error, default=str)
+    name = STATUS_NAMES.get(status, "APIError") if status is not None else "APIError"
+    return Failure(name, None, detail, status in RETRYABLE_STATUS)
+
+
+def _error_in_answer(exc: BaseException) -> Failure | None:
+    """The failure an answer's own ``error`` object reports (ours, or the openai SDK's
+    ``APIError`` for an error chunk in a stream, which no HTTP status came with)."""
+    if isinstance(exc, ErrorInAnswer):
+        return _in_answer(exc.body)
+    if type(exc).__name__ == "APIError" and type(exc).__module__.startswith("openai"):
+        body = getattr(exc, "body", None)
+        if isinstance(body, dict):
+            return _in_answer(body)
+    return None
+
+
 def chain_of(exc: BaseException) -> list[BaseException]:
     """``exc`` and every exception it was raised from or while handling, once each."""
     seen: set[int] = set()
@@ -355,13 +389,20 @@ def classify(exc: BaseException) -> Failure:
         if _names(item) & _UNSENDABLE_NAMES:
             detail = f"the request could not be sent: {item}"
             return Failure("ConfigurationError", None, detail, False)
+        in_answer = _error_in_answer(item)
+        if in_answer is not None:
+            return in_answer
     status = _received_status(chain)
     if status is None:
         transport = _transport_failure(chain)
         if transport is not None:
             return transport
-        if any(isinstance(e, json.JSONDecodeError | UntrustedInputError) for e in chain):
-            detail = "the server's answer was not valid JSON"
+        refused = next((e for e in chain if isinstance(e, UntrustedInputError)), None)
+        if refused is not None and not refused.reason.startswith("not valid JSON"):
+            # too large (a bounded body, a bounded stream), too deep: say which
+            return Failure("InvalidResponseError", None, str(refused), True)
+        if refused is not None or any(isinstance(e, json.JSONDecodeError) for e in chain):
+            detail = "the server's answer was not valid JSON"  # as litellm's lane says it
             return Failure("InvalidResponseError", None, detail, True)
         local = next((e for e in reversed(chain) if isinstance(e, _LOCAL_ERRORS)), None)
         if local is not None and (local is exc or _wrapper(exc)):
@@ -393,6 +434,7 @@ __all__ = [
     "RETRYABLE_STATUS",
     "STATUS_NAMES",
     "TRANSIENT_NAMES",
+    "ErrorInAnswer",
     "Failure",
     "chain_of",
     "classify",

@@ -85,10 +85,40 @@ def _import_and_tame() -> Any:
         cache: Any = litellm.in_memory_llm_clients_cache
         cache.flush_cache()
     _quiet_loggers()
+    _harden_clients()
     from agentensemble.llm._litellm_worker import quiet_logging_worker
 
     quiet_logging_worker()  # no "Task was destroyed but it is pending" when the loop changes
     return litellm
+
+
+def _harden_clients() -> None:
+    """Give every async HTTP client litellm makes our response hook (``_body_bound``): bodies
+    bounded by their decoded size while they arrive, redirects never followed (litellm makes
+    its clients with ``follow_redirects=True``: a 307 carried the prompt and extra headers to
+    another host). Its two makers: ``AsyncHTTPHandler.create_client`` (its own providers) and
+    ``BaseOpenAILLM._get_async_http_client`` (the ``openai`` package's clients it makes)."""
+    from litellm.llms.custom_httpx.http_handler import AsyncHTTPHandler
+    from litellm.llms.openai.common_utils import BaseOpenAILLM
+
+    from agentensemble.llm._body_bound import harden_client
+
+    create = AsyncHTTPHandler.create_client
+    if not getattr(create, "_agentensemble_hardened", False):
+
+        def create_client(self: Any, *args: Any, **kwargs: Any) -> Any:
+            return harden_client(create(self, *args, **kwargs))
+
+        create_client._agentensemble_hardened = True  # type: ignore[attr-defined]
+        AsyncHTTPHandler.create_client = create_client  # type: ignore[method-assign]
+    make = BaseOpenAILLM._get_async_http_client
+    if not getattr(make, "_agentensemble_hardened", False):
+
+        def get_async_http_client(*args: Any, **kwargs: Any) -> Any:
+            return harden_client(make(*args, **kwargs))
+
+        get_async_http_client._agentensemble_hardened = True  # type: ignore[attr-defined]
+        BaseOpenAILLM._get_async_http_client = staticmethod(get_async_http_client)  # type: ignore[method-assign]
 
 
 def _quiet_loggers() -> None:

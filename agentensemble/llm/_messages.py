@@ -28,12 +28,13 @@ message, ``preserve_tool_output_all_content``, for providers that take that).
 from __future__ import annotations
 
 import json
+import math
 import uuid
 from collections.abc import Sequence
 from typing import Any
 
 from agentensemble.attachments import Attachment, Audio, Document, Image
-from agentensemble.errors import LLMError
+from agentensemble.errors import LLMError, UntrustedInputError
 from agentensemble.llm.types import (
     ATTACHMENTS_KEY,
     PROVIDER_KEY,
@@ -45,6 +46,7 @@ from agentensemble.llm.types import (
 )
 from agentensemble.outputs import TokenUsage
 from agentensemble.redaction import redact_text
+from agentensemble.untrusted import parse_json
 
 #: Providers litellm converts into content blocks (Anthropic messages, Gemini parts, Bedrock
 #: Converse): an assistant turn of only tool calls goes with no text at all, since an empty
@@ -71,9 +73,33 @@ def field_of(obj: Any, name: str) -> Any:
     return getattr(obj, name, None)
 
 
+#: The largest token count read from an answer: a reported count above it counts as this (still
+#: past any budget), so ``10**400`` tokens neither overflow the price sum nor slip under a limit.
+MAX_TOKEN_COUNT = 10**12
+
+
 def count_of(value: Any) -> int:
-    """A provider's token count: an int, else 0 (``None``, a bool, a missing field)."""
-    return value if isinstance(value, int) and not isinstance(value, bool) else 0
+    """A provider's token count, within ``0..MAX_TOKEN_COUNT``: an int (or a whole float, as some
+    servers send), else 0 (``None``, a bool, a string, a missing field). A negative count is 0:
+    it would subtract the tokens other calls of the run used from its ``UsageLimits``."""
+    if isinstance(value, bool):
+        return 0
+    if isinstance(value, float):
+        value = int(value) if math.isfinite(value) else 0
+    if not isinstance(value, int):
+        return 0
+    return min(max(value, 0), MAX_TOKEN_COUNT)
+
+
+def items_of(value: Any) -> list[Any] | tuple[Any, ...]:
+    """A field that should hold a list (``choices``, ``tool_calls``, thinking blocks), or ``()``:
+    an answer's string is not walked character by character, nor a dict key by key."""
+    return value if isinstance(value, (list, tuple)) else ()
+
+
+def text_of(value: Any) -> str | None:
+    """A field that should hold text (an id, a name), or None for anything else."""
+    return value if isinstance(value, str) else None
 
 
 def _plain(value: Any) -> Any:
@@ -137,18 +163,24 @@ def _arguments_text(arguments: Any) -> str:
 def read_call(raw: Any, provider: str) -> ToolCall:
     """One tool call, arguments verbatim; the provider's own fields on it kept to send back."""
     function = field_of(raw, "function")
-    fields = field_of(raw, "provider_specific_fields") or field_of(
-        function, "provider_specific_fields"
-    )
-    kept = {k: _plain(v) for k, v in fields.items() if v is not None} if fields else {}
+    fields = provider_fields_of(raw, function)
+    kept = {k: _plain(v) for k, v in fields.items() if v is not None}
     if kept:
         kept[PROVIDER_KEY] = provider
     return ToolCall(
-        id=field_of(raw, "id") or f"call_{uuid.uuid4().hex[:24]}",
-        name=field_of(function, "name") or "",
+        id=text_of(field_of(raw, "id")) or f"call_{uuid.uuid4().hex[:24]}",
+        name=text_of(field_of(function, "name")) or "",
         arguments=_arguments_text(field_of(function, "arguments")),
         provider_fields=kept or None,
     )
+
+
+def provider_fields_of(raw: Any, function: Any) -> dict[str, Any]:
+    """A tool call's own provider fields (on the call or its function), when they are a dict."""
+    fields = field_of(raw, "provider_specific_fields") or field_of(
+        function, "provider_specific_fields"
+    )
+    return fields if isinstance(fields, dict) else {}
 
 
 def read_parts(message: Any, provider: str) -> tuple[ProviderPart, ...]:
@@ -162,12 +194,12 @@ def read_parts(message: Any, provider: str) -> tuple[ProviderPart, ...]:
         if reasoning is not None:
             parts.append(ProviderPart(provider, "reasoning_content", reasoning))
         fields = field_of(message, "provider_specific_fields")
-        signatures = field_of(fields, "thought_signatures")
+        signatures = items_of(field_of(fields, "thought_signatures"))
         if signatures:
             value = {"thought_signatures": _plain(signatures)}
             parts.append(ProviderPart(provider, "provider_specific_fields", value))
         return tuple(parts)
-    blocks = field_of(message, "thinking_blocks")
+    blocks = items_of(field_of(message, "thinking_blocks"))
     if blocks:
         return (ProviderPart(provider, "thinking_blocks", _plain(blocks)),)
     if reasoning is not None and provider not in BLOCK_PROVIDERS:
@@ -185,7 +217,7 @@ def read_refusal(message: Any) -> str | None:
 
 def read_response(response: Any, *, provider: str, label: str = "llm") -> ChatResponse:
     """Convert a litellm ``ModelResponse`` (or an OpenAI-shaped dict) into our ChatResponse."""
-    choices = field_of(response, "choices") or []
+    choices = items_of(field_of(response, "choices"))
     if not choices:
         raise LLMError(f"{label}: the provider answered with no choices", attempts=1)
     choice = choices[0]
@@ -194,14 +226,31 @@ def read_response(response: Any, *, provider: str, label: str = "llm") -> ChatRe
     reasoning = field_of(message, "reasoning_content")
     return ChatResponse(
         content=content if isinstance(content, str) else None,
-        tool_calls=[read_call(raw, provider) for raw in (field_of(message, "tool_calls") or [])],
+        tool_calls=[read_call(raw, provider) for raw in items_of(field_of(message, "tool_calls"))],
         usage=read_usage(field_of(response, "usage")),
-        finish_reason=field_of(choice, "finish_reason"),
-        model=field_of(response, "model"),
+        finish_reason=text_of(field_of(choice, "finish_reason")),
+        model=text_of(field_of(response, "model")),
         reasoning=reasoning if isinstance(reasoning, str) and reasoning else None,
         refusal=read_refusal(message),
         provider_parts=read_parts(message, provider),
     )
+
+
+def _object_arguments(call: Any) -> Any:
+    """A tool call whose arguments are not a JSON object the untrusted parser takes (cut short,
+    nested too deep, a 5,000-digit number, a list) with ``{}`` instead: litellm parses the
+    arguments of every call in the history for the providers it builds blocks for, and failed
+    every later request of the run on them (the executor has told the model already)."""
+    function = call.get("function") if isinstance(call, dict) else None
+    arguments = function.get("arguments") if isinstance(function, dict) else None
+    if not isinstance(arguments, str):
+        return call
+    try:
+        if isinstance(parse_json(arguments, what="the tool call's arguments"), dict):
+            return call
+    except UntrustedInputError:
+        pass
+    return {**call, "function": {**function, "arguments": "{}"}}  # type: ignore[dict-item]
 
 
 def _outgoing_call(call: dict[str, Any]) -> dict[str, Any]:
@@ -312,6 +361,8 @@ def outgoing_message(message: Message, provider: str | None) -> Message:
         copy["tool_calls"] = [_outgoing_call(c) if isinstance(c, dict) else c for c in calls]
     content = copy.get("content")
     if provider in BLOCK_PROVIDERS:
+        if calls:
+            copy["tool_calls"] = [_object_arguments(call) for call in copy["tool_calls"]]
         if not content and calls:
             copy["content"] = None  # no empty text block beside the calls
     elif content is None:
@@ -354,12 +405,14 @@ def outgoing_tools(
 __all__ = [
     "BLOCK_PROVIDERS",
     "BREAKPOINT_PROVIDERS",
+    "MAX_TOKEN_COUNT",
     "attachment_parts",
     "content_part",
     "count_of",
     "field_of",
     "holds_bytes",
     "input_kinds",
+    "items_of",
     "outgoing",
     "outgoing_message",
     "outgoing_tools",
@@ -368,4 +421,5 @@ __all__ = [
     "read_refusal",
     "read_response",
     "read_usage",
+    "text_of",
 ]

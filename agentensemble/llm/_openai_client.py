@@ -29,6 +29,8 @@ through ``openai.AsyncOpenAI`` / ``AsyncAzureOpenAI`` and reads the answer with 
   for the whole process (building one costs milliseconds of CPU and ~100 KiB per client).
 - A loop's clients close while the loop shuts down (``asyncio.run`` ending: no unclosed sockets);
   the clients of closed loops are dropped when a new loop needs one.
+- **Bounded bodies**: every response body is bounded by its decoded size while it arrives
+  (``_body_bound``: a huge answer, a gzip bomb, a huge error body are cut, never held whole).
 - **No hidden retries** (``max_retries=0``: our ``RetryPolicy`` is the only layer) and **no
   redirects** (a redirect would carry the key, extra headers and the prompt elsewhere).
 - Errors arrive as the SDK raises them; ``_failures`` classifies them like litellm's.
@@ -49,7 +51,9 @@ from collections.abc import AsyncGenerator, Iterable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
+from agentensemble._base.timeouts import within
 from agentensemble.llm._config_checks import provider_of
+from agentensemble.llm._failures import ErrorInAnswer
 from agentensemble.llm._litellm_stream import StreamAttempts, relay
 from agentensemble.llm._messages import read_response
 from agentensemble.llm.stream_assembly import StreamAssembler
@@ -110,6 +114,8 @@ AZURE_DEFAULT_API_VERSION = "2025-02-01-preview"
 CHAT_PATH = "/chat/completions"
 #: Connections one client keeps open at most (requests beyond wait for one in the pool's queue).
 MAX_CONNECTIONS = 1000
+#: The ``openai`` package's request header asking it not to read the response body itself.
+UNREAD_BODY_HEADER = "X-Stainless-Raw-Response"
 #: Request settings that are not part of the JSON body.
 _CALL_SETTINGS = frozenset(
     {
@@ -296,6 +302,8 @@ def _new_client(endpoint: Endpoint, kind: Literal["aiohttp", "httpx"]) -> Any:
     import httpx
     import openai
 
+    from agentensemble.llm._body_bound import bound_bodies
+
     options: dict[str, Any] = {
         "limits": httpx.Limits(
             max_connections=MAX_CONNECTIONS, max_keepalive_connections=MAX_CONNECTIONS
@@ -304,6 +312,8 @@ def _new_client(endpoint: Endpoint, kind: Literal["aiohttp", "httpx"]) -> Any:
         # never: a redirect would carry the api-key header, extra headers and the prompt to
         # wherever it points (httpx strips only Authorization across origins)
         "follow_redirects": False,
+        # every body (answer, error, stream) bounded by its decoded size as it arrives
+        "event_hooks": {"response": [bound_bodies]},
     }
     if kind == "aiohttp":
         http_client = openai.DefaultAioHttpClient(**options)
@@ -411,13 +421,22 @@ async def complete(request: Request, *, provider: str, label: str) -> ChatRespon
     import httpx
 
     client = await client_for(request.endpoint)
-    raw = await client.post(
-        CHAT_PATH, cast_to=httpx.Response, body=request.body, options=request.options
+    # the SDK's own switch to hand the body over unread (else it reads all of it first)
+    headers = {**request.options.get("headers", {}), UNREAD_BODY_HEADER: "stream"}
+    answer_of = await client.post(
+        CHAT_PATH,
+        cast_to=httpx.Response,
+        body=request.body,
+        options={**request.options, "headers": headers},
     )
-    content = await raw.aread()
+    raw = getattr(answer_of, "http_response", answer_of)  # the SDK's wrapper around it
+    content = await raw.aread()  # bounded while it arrives (``_body_bound``)
     answer = await aparse_json(content, what="the model server's answer")
     if not isinstance(answer, dict):
-        raise json.JSONDecodeError("the answer is not a JSON object", raw.text[:200], 0)
+        start = bytes(content[:200]).decode("utf-8", "replace")
+        raise json.JSONDecodeError("the answer is not a JSON object", start, 0)
+    if answer.get("error") and not answer.get("choices"):  # a gateway's failure, said in a 200
+        raise ErrorInAnswer(answer["error"])
     response = read_response(answer, provider=provider, label=label)
     return dataclasses.replace(response, finish_reason=finish_reason(response.finish_reason))
 
@@ -435,7 +454,9 @@ async def stream_turn(
     from openai import AsyncStream
     from openai.types.chat import ChatCompletionChunk
 
-    # opening is bounded by the request's own timeout (the SDK's), each chunk by ``deadline``
+    # opening is bounded by ``guard`` as a whole (the SDK's timeout bounds each read only, so
+    # headers dripped a byte at a time held it for as long as the drip lasted), each chunk and
+    # the whole stream by ``relay``'s deadline
     opened = client.post(
         CHAT_PATH,
         cast_to=ChatCompletionChunk,
@@ -444,7 +465,7 @@ async def stream_turn(
         stream=True,
         stream_cls=AsyncStream[ChatCompletionChunk],
     )
-    async with await opened as stream:
+    async with await within(opened, guard) as stream:
         await relay(stream, assembler, state, guard)
     answer = assembler.response()
     return dataclasses.replace(answer, finish_reason=finish_reason(answer.finish_reason))

@@ -1,4 +1,4 @@
-"""The fast lane never follows a redirect: it would carry the API key, every extra header and the
+"""Neither lane follows a redirect: it would carry the API key, every extra header and the
 prompt to wherever the answer points (httpx strips only Authorization across origins)."""
 
 from __future__ import annotations
@@ -55,9 +55,13 @@ def attacker() -> Iterator[tuple[str, list[dict[str, str]]]]:
     server.server_close()
 
 
+@pytest.mark.parametrize("lane", ["auto", "litellm"])  # litellm's own clients follow them
 @pytest.mark.parametrize("stream", [False, True])
 async def test_a_redirect_to_another_origin_is_refused_and_nothing_reaches_it(
-    attacker: tuple[str, list[dict[str, str]]], stream: bool, monkeypatch: pytest.MonkeyPatch
+    attacker: tuple[str, list[dict[str, str]]],
+    stream: bool,
+    lane: str,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     monkeypatch.delenv("AGENTENSEMBLE_LLM_LANE", raising=False)
     steal_url, stolen = attacker
@@ -69,8 +73,9 @@ async def test_a_redirect_to_another_origin_is_refused_and_nothing_reaches_it(
             api_key="sk-redirect-secret-0000",
             extra_headers={"x-gateway-key": "gateway-secret-0000"},
             retry_policy=RetryPolicy(max_attempts=1),
+            lane=lane,  # type: ignore[arg-type]
         )
-        assert llm.effective_lane == "openai"
+        assert llm.effective_lane == ("openai" if lane == "auto" else "litellm")
         messages = [{"role": "user", "content": "the secret plan"}]
         if stream:
             from agentensemble.llm.streaming import DeltaSink, use_sink
