@@ -28,6 +28,10 @@ from agentensemble.untrusted import MAX_CHARS
 
 #: A whole answer (or an error body): the untrusted parser's own bound.
 MAX_BODY_BYTES = MAX_CHARS
+#: A body that is neither JSON, text nor a stream: a file litellm's own async client downloads
+#: for a provider that takes it only inline (an image URL for Anthropic or Bedrock), up to our
+#: 20 MiB attachment bound and litellm's own 50 MB image cap; still bounded, far below a bomb.
+MAX_DOWNLOAD_BYTES = 64 * 1024 * 1024
 #: A stream (``text/event-stream``): its SSE framing costs many times its words, which
 #: ``StreamAssembler`` bounds at ``MAX_CHARS``.
 MAX_STREAM_BODY_BYTES = 16 * MAX_CHARS
@@ -105,10 +109,13 @@ async def bound_bodies(response: Any) -> None:
     if response.is_redirect:
         del response.headers["location"]
     coding = response.headers.get("content-encoding", "").strip().lower()
-    if response.headers.get("content-type", "").startswith("text/event-stream"):
+    kind = response.headers.get("content-type", "").strip().lower()
+    if kind.startswith("text/event-stream"):
         stream = BoundedBody(response.stream, MAX_STREAM_BODY_BYTES, coding, MAX_STREAM_LINE_BYTES)
-    else:
+    elif not kind or kind.startswith(("application/json", "text/")) or "json" in kind:
         stream = BoundedBody(response.stream, MAX_BODY_BYTES, coding)
+    else:  # an image, a PDF... a download (see MAX_DOWNLOAD_BYTES)
+        stream = BoundedBody(response.stream, MAX_DOWNLOAD_BYTES, coding)
     response.stream = stream
 
 
@@ -124,6 +131,7 @@ def harden_client(client: Any) -> Any:
 
 __all__ = [
     "MAX_BODY_BYTES",
+    "MAX_DOWNLOAD_BYTES",
     "MAX_STREAM_BODY_BYTES",
     "MAX_STREAM_LINE_BYTES",
     "STEP",

@@ -502,3 +502,56 @@ async def test_a_key_echoed_in_an_error_inside_a_200_answer_never_shows(
         current = current.__cause__ or current.__context__
     assert "AuthenticationError" in shown[0]
     assert not [text for text in shown if key in text]
+
+
+@pytest.mark.parametrize(
+    ("kind", "size", "read"),
+    [
+        ("image/png", 12 * MB, True),  # an image URL litellm downloads for an inline provider
+        ("application/pdf", 30 * MB, True),  # over the answer bound, under the download one
+        ("image/png", 80 * MB, False),  # past any attachment we send: cut as it arrives
+        ("application/json", 12 * MB, False),  # an answer: the untrusted parser's bound
+        ("text/html", 12 * MB, False),  # an error page
+    ],
+)
+async def test_litellm_s_clients_still_download_a_file_an_attachment_may_be(
+    kind: str, size: int, read: bool
+) -> None:
+    """litellm's async clients get the bound too; one of them downloads image URLs for
+    providers that take images only inline, so a file (not JSON, text or a stream) is bounded at
+    ``MAX_DOWNLOAD_BYTES``, above the 20 MiB attachment bound, and an answer at 8 MB."""
+    import httpx
+
+    from agentensemble.llm._body_bound import harden_client
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            self.send_response(200)
+            self.send_header("Content-Type", kind)
+            self.send_header("Content-Length", str(size))
+            self.end_headers()
+            block = b"\0" * MB
+            try:
+                for _ in range(size // MB):
+                    self.wfile.write(block)
+            except OSError:
+                return  # the client stopped reading: what a bound does
+
+        def log_message(self, *args: object) -> None:
+            return
+
+    server = QuietHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        async with harden_client(httpx.AsyncClient(timeout=30)) as client:
+            url = f"http://127.0.0.1:{server.server_address[1]}/file"
+            if read:
+                assert len((await client.get(url)).content) == size
+            else:
+                from agentensemble.errors import UntrustedInputError
+
+                with pytest.raises(UntrustedInputError, match="too large"):
+                    await client.get(url)
+    finally:
+        server.shutdown()
+        server.server_close()
