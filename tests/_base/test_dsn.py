@@ -7,34 +7,36 @@ import pytest
 
 from agentensemble._base.dsn import dsn_secrets, mask_dsn, mask_in
 
+# Passwords no other test registers as a secret: ``mask_dsn`` ends with the redaction policy, so a
+# registered "s3cret" (a webhook test's) turned "s3cretpw" into "***pw" in a worker that ran both.
 SHAPES = [
     # (url as written, as shown)
-    ("postgresql://app:s3cretpw@db.example:5432/runs", "postgresql://app:***@db.example:5432/runs"),
-    ("postgresql://app:s3cretpw@[::1]:5432/runs", "postgresql://app:***@[::1]:5432/runs"),
-    ("postgresql://app:s3cretpw@[::1/runs", "postgresql://app:***@[::1/runs"),  # unclosed [
-    ("postgresql://app:s3cretpw@[::1", "postgresql://app:***@[::1"),
+    ("postgresql://app:Tz9dsnPw@db.example:5432/runs", "postgresql://app:***@db.example:5432/runs"),
+    ("postgresql://app:Tz9dsnPw@[::1]:5432/runs", "postgresql://app:***@[::1]:5432/runs"),
+    ("postgresql://app:Tz9dsnPw@[::1/runs", "postgresql://app:***@[::1/runs"),  # unclosed [
+    ("postgresql://app:Tz9dsnPw@[::1", "postgresql://app:***@[::1"),
     ("postgresql://app:pa@ss99word@127.0.0.1:1/db", "postgresql://app:***@127.0.0.1:1/db"),
     ("postgresql://app:p@ss/wo?rd@host/db", "postgresql://app:***@host/db"),
     ("postgresql://app:p%40ss%2Fword@host/db", "postgresql://app:***@host/db"),
-    ("postgresql+psycopg://app:s3cretpw@host/db", "postgresql+psycopg://app:***@host/db"),
-    ("postgresql://host/db?password=s3cretpw", "postgresql://host/db?password=***"),
+    ("postgresql+psycopg://app:Tz9dsnPw@host/db", "postgresql+psycopg://app:***@host/db"),
+    ("postgresql://host/db?password=Tz9dsnPw", "postgresql://host/db?password=***"),
     (
-        "postgresql://app@host/db?sslmode=require&sslpassword=s3cretpw",
+        "postgresql://app@host/db?sslmode=require&sslpassword=Tz9dsnPw",
         "postgresql://app@host/db?sslmode=require&sslpassword=***",
     ),
     (
-        "postgresql:///db?host=/run/pg&password=s3cretpw",
+        "postgresql:///db?host=/run/pg&password=Tz9dsnPw",
         "postgresql:///db?host=/run/pg&password=***",
     ),
     ("postgresql://app:@host/db", "postgresql://app:@host/db"),  # an empty password
     ("postgresql://app@host/db", "postgresql://app@host/db"),  # no password
     ("postgresql://host/db", "postgresql://host/db"),
-    ("postgres://:s3cretpw@host/db", "postgres://:***@host/db"),
+    ("postgres://:Tz9dsnPw@host/db", "postgres://:***@host/db"),
     ("sqlite:///runs.sqlite", "sqlite:///runs.sqlite"),
     ("sqlite:////var/lib/runs.sqlite", "sqlite:////var/lib/runs.sqlite"),
     ("runs.sqlite", "runs.sqlite"),
     ("/home/ada/.agentensemble/web.sqlite", "/home/ada/.agentensemble/web.sqlite"),
-    ("host=db user=app password=s3cretpw", "host=db user=app password=***"),
+    ("host=db user=app password=Tz9dsnPw", "host=db user=app password=***"),
     ("", ""),
     ("://", "://"),
     ("postgresql://", "postgresql://"),
@@ -47,7 +49,7 @@ SHAPES = [
 @pytest.mark.parametrize(("url", "shown"), SHAPES)
 def test_every_url_shape_is_masked_as_expected(url: str, shown: str) -> None:
     assert mask_dsn(url) == shown
-    assert "s3cretpw" not in shown and "pa@ss99word" not in shown
+    assert "Tz9dsnPw" not in shown and "pa@ss99word" not in shown
 
 
 @pytest.mark.parametrize("url", [url for url, _ in SHAPES])
