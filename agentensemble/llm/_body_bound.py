@@ -7,7 +7,7 @@ gigabytes. httpx (and the ``openai`` package, which reads an error's body whole 
 would hold all of it. ``bound_bodies`` is an httpx response hook: it runs before any body is
 read and wraps the response's byte stream so that reading it raises ``UntrustedInputError`` as
 soon as the body passes its bound, counted as decoded (gzip and deflate bodies are inflated in
-steps of at most ``STEP`` bytes to count them, before httpx decodes the same bytes). An
+steps to count them, ``_base/decoded_size.py``, before httpx decodes the same bytes). An
 answer, an error body and a stream each have their bound; a stream's words are bounded again
 by ``StreamAssembler`` and its time by ``StreamDeadline``, and a stream's lines (uncompressed)
 by ``MAX_STREAM_LINE_BYTES``. Imported when a client is made
@@ -17,12 +17,12 @@ bounded by its bytes as received.
 
 from __future__ import annotations
 
-import zlib
 from collections.abc import AsyncIterator
 from typing import Any
 
 import httpx
 
+from agentensemble._base.decoded_size import DecodedSize
 from agentensemble.errors import UntrustedInputError
 from agentensemble.untrusted import MAX_CHARS
 
@@ -40,11 +40,6 @@ MAX_STREAM_BODY_BYTES = 16 * MAX_CHARS
 #: the line's length; a line never ended would otherwise burn the event loop until the stream's
 #: idle deadline.
 MAX_STREAM_LINE_BYTES = MAX_CHARS
-#: The most bytes one inflating step makes while a compressed body is counted.
-STEP = 1 << 20
-
-#: zlib's window setting for each content coding it can count.
-_WBITS = {"gzip": 16 + zlib.MAX_WBITS, "x-gzip": 16 + zlib.MAX_WBITS, "deflate": zlib.MAX_WBITS}
 
 
 class BoundedBody(httpx.AsyncByteStream):
@@ -57,9 +52,7 @@ class BoundedBody(httpx.AsyncByteStream):
         self._size = 0
         self._line_limit = line_limit if not coding or coding == "identity" else None
         self._line = 0  # bytes since the last line end
-        wbits = _WBITS.get(coding)
-        self._inflate = zlib.decompressobj(wbits) if wbits is not None else None
-        self._raw_deflate = coding == "deflate"  # zlib-wrapped or raw: httpx takes both
+        self._decoded = DecodedSize(coding, limit)
 
     async def __aiter__(self) -> AsyncIterator[bytes]:
         async for chunk in self._stream:
@@ -78,20 +71,7 @@ class BoundedBody(httpx.AsyncByteStream):
             )
 
     def _count(self, chunk: bytes) -> None:
-        if self._inflate is None:
-            self._size += len(chunk)
-        else:
-            data = chunk
-            while data and self._size <= self._limit:
-                try:
-                    self._size += len(self._inflate.decompress(data, STEP))
-                except zlib.error:
-                    if not self._raw_deflate:
-                        return  # not gzip after all: httpx says so when it decodes
-                    self._raw_deflate = False
-                    self._inflate = zlib.decompressobj(-zlib.MAX_WBITS)
-                    continue
-                data = self._inflate.unconsumed_tail
+        self._size = self._decoded.add(chunk)
         if self._size > self._limit:
             raise UntrustedInputError(
                 "the model server's answer",
@@ -134,7 +114,6 @@ __all__ = [
     "MAX_DOWNLOAD_BYTES",
     "MAX_STREAM_BODY_BYTES",
     "MAX_STREAM_LINE_BYTES",
-    "STEP",
     "BoundedBody",
     "bound_bodies",
     "harden_client",

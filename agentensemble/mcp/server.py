@@ -507,8 +507,11 @@ class MCPServerHTTP(_MCPServer):
             default=0.0,
         )
         timeout = httpx2.Timeout(self.timeout, read=max(self.timeout, longest, 300.0))
-        hooks = {"response": [watch.see]} if watch is not None else {}
-        from agentensemble.mcp._http_limits import bounded_transport
+        from agentensemble.mcp._http_limits import bound_answers
+
+        # a JSON answer is read whole by the SDK: bounded by a hook (a transport of ours would
+        # make httpx2 ignore the environment's proxy settings)
+        hooks = {"response": [bound_answers, *([watch.see] if watch is not None else [])]}
 
         async with (
             httpx2.AsyncClient(
@@ -516,7 +519,6 @@ class MCPServerHTTP(_MCPServer):
                 timeout=timeout,
                 auth=auth,
                 event_hooks=hooks,
-                transport=bounded_transport(),  # a JSON answer is read whole by the SDK
             ) as client,
             streamable_http_client(self.url, http_client=client) as streams,
         ):

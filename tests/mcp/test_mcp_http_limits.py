@@ -38,3 +38,37 @@ async def test_an_answer_past_the_bound_fails_its_call_saying_why_and_the_next_c
         assert echoed.output == "still here"
     finally:
         await connection.close()
+
+
+async def test_the_environment_s_proxy_is_still_used(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The bound is a response hook, not a transport of ours: an ``httpx2`` client given a
+    transport ignores ``HTTP_PROXY`` / ``HTTPS_PROXY``, so users behind a proxy lost their MCP
+    servers without a word. The proxy here is a recorder on 127.0.0.1 that sees the request."""
+    import threading
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    seen: list[str] = []
+
+    class Proxy(BaseHTTPRequestHandler):
+        def do_POST(self) -> None:
+            seen.append(self.path)  # a proxy is sent the whole URL
+            self.rfile.read(int(self.headers.get("Content-Length") or 0))
+            self.send_response(502)
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+
+        def log_message(self, *args: object) -> None:
+            return
+
+    proxy = ThreadingHTTPServer(("127.0.0.1", 0), Proxy)
+    threading.Thread(target=proxy.serve_forever, daemon=True).start()
+    for name in ("NO_PROXY", "no_proxy", "ALL_PROXY", "all_proxy"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("HTTP_PROXY", f"http://127.0.0.1:{proxy.server_address[1]}")
+    try:
+        with pytest.raises(Exception):  # noqa: B017  (the recorder speaks no MCP)
+            await MCPServerHTTP("http://mcp.invalid/mcp", timeout=10).open()
+    finally:
+        proxy.shutdown()
+        proxy.server_close()
+    assert seen and seen[0] == "http://mcp.invalid/mcp"
