@@ -42,8 +42,9 @@ class DecodedSize:
             try:
                 self.size += len(self._inflate.decompress(data, STEP))
             except zlib.error:
-                if not self._raw_deflate:
-                    self._inflate = None  # not what it says: the client's decoder will say so
+                if not self._raw_deflate:  # not what it says: the client's decoder will say so
+                    self._inflate = None  # counted by its bytes from here on
+                    self.size += len(data)
                     return self.size
                 self._raw_deflate = False
                 self._inflate = zlib.decompressobj(-zlib.MAX_WBITS)
