@@ -49,6 +49,7 @@ from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
+from agentensemble._base.timeouts import within
 from agentensemble.errors import UntrustedInputError
 from agentensemble.serve._http_guard import (
     MAX_BODY_BYTES,
@@ -217,8 +218,8 @@ class Hardened:
         if seconds is None:
             seconds = self.limits.header_timeout
         try:
-            body = await asyncio.wait_for(_read_body(receive), seconds)
-        except asyncio.TimeoutError:
+            body = await within(_read_body(receive), seconds)
+        except (TimeoutError, asyncio.TimeoutError):  # one class on 3.11+, two on 3.10
             await refuse(send, 408, f"the body did not arrive within {seconds:g} s")
             return
         if body is None:
