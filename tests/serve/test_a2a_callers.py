@@ -171,6 +171,19 @@ async def test_a_body_built_to_freeze_the_parser_is_refused_before_it(
     assert answer.status_code == status, answer.text
 
 
+def answering_with(answer: Any, **settings: Any) -> Any:
+    """An A2A agent for ``TOKENS``' callers whose model answers with ``answer`` (``settings``:
+    ``a2a_app``'s, over these defaults)."""
+
+    def waiting() -> Ensemble:
+        agent = Agent(role="Writer", goal="Write", llm=FunctionChatModel(answer))
+        task = Task(description="Write about {topic}", expected_output="a line", agent=agent)
+        return Ensemble(tasks=[task])
+
+    defaults = {"name": "writer", "description": "writes", "url": URL, "token": TOKENS}
+    return a2a_app(waiting, **{**defaults, **settings})
+
+
 async def test_a_caller_runs_a_bounded_number_of_tasks_at_once() -> None:
     release = asyncio.Event()
 
@@ -178,19 +191,7 @@ async def test_a_caller_runs_a_bounded_number_of_tasks_at_once() -> None:
         await release.wait()
         return "a line"
 
-    def waiting() -> Ensemble:
-        agent = Agent(role="Writer", goal="Write", llm=FunctionChatModel(answer))
-        task = Task(description="Write about {topic}", expected_output="a line", agent=agent)
-        return Ensemble(tasks=[task])
-
-    served = a2a_app(
-        waiting,
-        name="writer",
-        description="writes",
-        url=URL,
-        token=TOKENS,
-        task_limits=TaskLimits(max_running_per_caller=1),
-    )
+    served = answering_with(answer, task_limits=TaskLimits(max_running_per_caller=1))
 
     def at_once(text: str) -> dict[str, Any]:
         request = send(text)
@@ -221,19 +222,7 @@ async def test_requests_sent_together_cannot_pass_the_running_cap_at_once(method
         await release.wait()
         return "a line"
 
-    def waiting() -> Ensemble:
-        agent = Agent(role="Writer", goal="Write", llm=FunctionChatModel(answer))
-        task = Task(description="Write about {topic}", expected_output="a line", agent=agent)
-        return Ensemble(tasks=[task])
-
-    served = a2a_app(
-        waiting,
-        name="writer",
-        description="writes",
-        url=URL,
-        token=TOKENS,
-        task_limits=TaskLimits(max_running_per_caller=2),
-    )
+    served = answering_with(answer, task_limits=TaskLimits(max_running_per_caller=2))
 
     def at_once(text: str) -> dict[str, Any]:
         request = send(text)
@@ -275,18 +264,10 @@ async def test_one_caller_cannot_hold_every_connection_with_streams() -> None:
             await asyncio.sleep(0.01)
         return "a line"
 
-    def waiting() -> Ensemble:
-        agent = Agent(role="Writer", goal="Write", llm=FunctionChatModel(answer))
-        task = Task(description="Write about {topic}", expected_output="a line", agent=agent)
-        return Ensemble(tasks=[task])
-
-    served = a2a_app(
-        waiting,
-        name="writer",
-        description="writes",
+    served = answering_with(
+        answer,
         url="http://127.0.0.1:9/",
         allowed_hosts=[],
-        token=TOKENS,
         limits=Limits(max_connections=10),
         task_limits=TaskLimits(max_streams_per_caller=3),
     )
