@@ -11,13 +11,15 @@ steps to count them, ``_base/decoded_size.py``, before httpx decodes the same by
 answer, an error body and a stream each have their bound; a stream's words are bounded again
 by ``StreamAssembler`` and its time by ``StreamDeadline``, and a stream's lines (uncompressed)
 by ``MAX_STREAM_LINE_BYTES``. Imported when a client is made
-(httpx is loaded by then). A coding it cannot inflate (``br``, ``zstd``, stacked codings) is
+(httpx is loaded by then). ``bounding_bodies(source)`` is the same hook for another remote
+whose answers are read by a library (the A2A client, ``serve/a2a_remote.py``), its errors
+naming that remote. A coding it cannot inflate (``br``, ``zstd``, stacked codings) is
 bounded by its bytes as received.
 """
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
 import httpx
@@ -44,10 +46,19 @@ MAX_STREAM_LINE_BYTES = MAX_CHARS
 
 class BoundedBody(httpx.AsyncByteStream):
     """An httpx async byte stream that raises once the body it passes on is over ``limit``
-    bytes, decoded; wraps the transport's stream, so it counts before httpx decodes."""
+    bytes, decoded; wraps the transport's stream, so it counts before httpx decodes. Its errors
+    name ``source`` (whose answer it is)."""
 
-    def __init__(self, stream: Any, limit: int, coding: str, line_limit: int | None = None) -> None:
+    def __init__(
+        self,
+        stream: Any,
+        limit: int,
+        coding: str,
+        line_limit: int | None = None,
+        source: str = "the model server",
+    ) -> None:
         self._stream = stream
+        self._source = source
         self._limit = limit
         self._size = 0
         self._line_limit = line_limit if not coding or coding == "identity" else None
@@ -66,7 +77,7 @@ class BoundedBody(httpx.AsyncByteStream):
         self._line = self._line + len(chunk) if end < 0 else len(chunk) - end - 1
         if self._line > limit:
             raise UntrustedInputError(
-                "the model server's stream",
+                f"{self._source}'s stream",
                 f"not usable (a line of over {limit} bytes; at most {limit})",
             )
 
@@ -74,7 +85,7 @@ class BoundedBody(httpx.AsyncByteStream):
         self._size = self._decoded.add(chunk)
         if self._size > self._limit:
             raise UntrustedInputError(
-                "the model server's answer",
+                f"{self._source}'s answer",
                 f"too large (over {self._limit} bytes; at most {self._limit} are read)",
             )
 
@@ -86,16 +97,32 @@ async def bound_bodies(response: Any) -> None:
     """The httpx response hook: the body of ``response`` bounded as the module doc says, and a
     redirect never followed (its ``Location`` dropped, so the caller gets the 3xx as an error):
     it would carry the key, extra headers and the prompt to wherever it points."""
+    _bound(response, "the model server")
+
+
+def bounding_bodies(source: str) -> Callable[[Any], Awaitable[None]]:
+    """``bound_bodies`` for the answers of ``source`` (``"the remote agent"``): the hook to give
+    an httpx client whose answers another library reads whole."""
+
+    async def hook(response: Any) -> None:
+        _bound(response, source)
+
+    return hook
+
+
+def _bound(response: Any, source: str) -> None:
     if response.is_redirect:
         del response.headers["location"]
     coding = response.headers.get("content-encoding", "").strip().lower()
     kind = response.headers.get("content-type", "").strip().lower()
     if kind.startswith("text/event-stream"):
-        stream = BoundedBody(response.stream, MAX_STREAM_BODY_BYTES, coding, MAX_STREAM_LINE_BYTES)
+        stream = BoundedBody(
+            response.stream, MAX_STREAM_BODY_BYTES, coding, MAX_STREAM_LINE_BYTES, source
+        )
     elif not kind or kind.startswith(("application/json", "text/")) or "json" in kind:
-        stream = BoundedBody(response.stream, MAX_BODY_BYTES, coding)
+        stream = BoundedBody(response.stream, MAX_BODY_BYTES, coding, source=source)
     else:  # an image, a PDF... a download (see MAX_DOWNLOAD_BYTES)
-        stream = BoundedBody(response.stream, MAX_DOWNLOAD_BYTES, coding)
+        stream = BoundedBody(response.stream, MAX_DOWNLOAD_BYTES, coding, source=source)
     response.stream = stream
 
 
@@ -116,5 +143,6 @@ __all__ = [
     "MAX_STREAM_LINE_BYTES",
     "BoundedBody",
     "bound_bodies",
+    "bounding_bodies",
     "harden_client",
 ]

@@ -4,7 +4,9 @@ The model sends the remote agent its request as text; the remote answer (its art
 its last message) comes back as the tool result, and a remote failure (a failed, rejected or
 canceled task, an agent asking for input, a transport error, a timeout) is the call's failure,
 fed back to the model. Everything the remote sends is untrusted: the card and the answer are
-bounded in size and time, control and bidi characters are dropped, secrets redacted. The card
+bounded in size and time (every body the HTTP client reads, the card, the answer and each
+line of a stream, is cut as it arrives, counted decoded: ``llm/_body_bound.py``, the bound of
+a model's answers), control and bidi characters are dropped, secrets redacted. The card
 is fetched from ``url`` only, without redirects, and the interface it names must be on ``url``'s
 own origin unless listed in ``allowed_urls``: a hostile card cannot send our calls elsewhere.
 
@@ -25,6 +27,7 @@ from urllib.parse import urlsplit
 from pydantic import Field
 
 from agentensemble.agent import Agent
+from agentensemble.errors import UntrustedInputError
 from agentensemble.logging import register_secret
 from agentensemble.serve._clean import cleaned
 from agentensemble.tools.base import AgentTool, ToolResult
@@ -112,10 +115,15 @@ class A2AAgent(AgentTool):
     async def aexecute(self, input: str) -> ToolResult:
         import httpx
 
+        from agentensemble.llm._body_bound import bounding_bodies
+
         headers = {"Authorization": f"Bearer {self._token}"} if self._token else {}
         try:
             async with httpx.AsyncClient(
-                headers=headers, timeout=min(self.timeout, 60.0), follow_redirects=False
+                headers=headers,
+                timeout=min(self.timeout, 60.0),
+                follow_redirects=False,
+                event_hooks={"response": [bounding_bodies("the remote agent")]},
             ) as http:
                 answer = await asyncio.wait_for(self._ask(http, input), self.timeout)
         except asyncio.TimeoutError:
@@ -132,17 +140,20 @@ class A2AAgent(AgentTool):
             return self._card
         from a2a.client.card_resolver import parse_agent_card
 
+        from agentensemble.llm._body_bound import BoundedBody
+
         card_url = self.url.rstrip("/") + CARD_PATH
         async with http.stream("GET", card_url) as response:
             if response.status_code != 200:
                 raise RemoteAgentError(
                     f"the agent card at {card_url} answered {response.status_code}"
                 )
-            body = b""
-            async for chunk in response.aiter_bytes():
-                body += chunk
-                if len(body) > MAX_CARD_BYTES:
-                    raise RemoteAgentError(f"the agent card is over {MAX_CARD_BYTES} bytes")
+            coding = response.headers.get("content-encoding", "")
+            response.stream = BoundedBody(response.stream, MAX_CARD_BYTES, coding)
+            try:  # counted decoded as it arrives: a gzip card never inflates past the bound
+                body = await response.aread()
+            except UntrustedInputError:
+                raise RemoteAgentError(f"the agent card is over {MAX_CARD_BYTES} bytes") from None
         try:
             card = parse_agent_card(parse_json(body, what="the agent card"))
         except Exception as error:

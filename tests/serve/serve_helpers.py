@@ -114,12 +114,16 @@ def free_port() -> int:
 
 class FakeRemote:
     """A scripted A2A agent on 127.0.0.1: serves ``card`` and answers every call with
-    ``answer`` (a SendMessage result); records the requests it got."""
+    ``answer`` (a SendMessage result); records the requests it got. ``raw_card`` and
+    ``raw_answer`` (with their ``*_headers``) send bytes of a hostile remote's choosing."""
 
     def __init__(self) -> None:
         self.card: dict[str, Any] = {}
         self.answer: dict[str, Any] = {}
         self.raw_card: bytes | None = None
+        self.raw_answer: bytes | None = None
+        self.card_headers: dict[str, str] = {}
+        self.answer_headers: dict[str, str] = {}
         self.posts: list[dict[str, Any]] = []
         remote = self
 
@@ -128,17 +132,23 @@ class FakeRemote:
                 pass
 
             def do_GET(self) -> None:
-                self._reply(remote.raw_card or json.dumps(remote.card).encode())
+                card = remote.raw_card or json.dumps(remote.card).encode()
+                self._reply(card, remote.card_headers)
 
             def do_POST(self) -> None:
                 body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
                 remote.posts.append(body)
+                if remote.raw_answer is not None:
+                    self._reply(remote.raw_answer, remote.answer_headers)
+                    return
                 reply = {"jsonrpc": "2.0", "id": body["id"], "result": remote.answer}
                 self._reply(json.dumps(reply).encode())
 
-            def _reply(self, data: bytes) -> None:
+            def _reply(self, data: bytes, headers: dict[str, str] | None = None) -> None:
                 self.send_response(200)
-                self.send_header("Content-Type", "application/json")
+                headers = {"Content-Type": "application/json", **(headers or {})}
+                for key, value in headers.items():
+                    self.send_header(key, value)
                 self.send_header("Content-Length", str(len(data)))
                 self.end_headers()
                 self.wfile.write(data)
@@ -149,7 +159,7 @@ class FakeRemote:
         self.thread.start()
         self.point_at(self.url)
 
-    def point_at(self, url: str) -> None:
+    def point_at(self, url: str, *, streaming: bool = False) -> None:
         self.card = {
             "name": "remote",
             "description": "a remote agent",
@@ -157,7 +167,7 @@ class FakeRemote:
             "supportedInterfaces": [
                 {"url": url, "protocolBinding": "JSONRPC", "protocolVersion": "1.0"}
             ],
-            "capabilities": {"streaming": False},
+            "capabilities": {"streaming": streaming},
             "defaultInputModes": ["text/plain"],
             "defaultOutputModes": ["text/plain"],
             "skills": [],

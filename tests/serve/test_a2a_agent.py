@@ -3,6 +3,9 @@ call's failure, and a hostile remote cannot redirect calls, flood the model or l
 
 from __future__ import annotations
 
+import json
+import tracemalloc
+import zlib
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -91,6 +94,66 @@ async def test_a_bad_card_is_a_failure(remote: FakeRemote, card: bytes, expected
     remote.raw_card = card
     result = await A2AAgent(remote.url).aexecute("go")
     assert not result.is_success and expected in (result.error_message or "")
+
+
+def gzip_of(data: bytes, repeat: int) -> bytes:
+    """``data`` ``repeat`` times, gzip-compressed (a few kB inflating to ``repeat`` times more)."""
+    packer = zlib.compressobj(9, zlib.DEFLATED, 31)
+    return b"".join([*(packer.compress(data) for _ in range(repeat)), packer.flush()])
+
+
+async def test_a_huge_or_bombed_answer_is_cut_while_it_arrives(remote: FakeRemote) -> None:
+    """An answer inflating to 12 MB (from 12 kB of gzip) is refused at the body bound, as it
+    arrives, counted decoded: the remote cannot make us hold what it sends."""
+    task = {"id": "t1", "contextId": "c1", "status": {"state": "TASK_STATE_COMPLETED"}}
+    task["artifacts"] = [{"artifactId": "a1", "parts": [{"text": "PAD"}]}]
+    reply = json.dumps({"jsonrpc": "2.0", "id": 1, "result": {"task": task}}).encode()
+    head, _, tail = reply.partition(b"PAD")
+    packer = zlib.compressobj(9, zlib.DEFLATED, 31)
+    parts = [head, *(b"x" * 1_000_000 for _ in range(12)), tail]
+    remote.raw_answer = b"".join(packer.compress(part) for part in parts) + packer.flush()
+    remote.answer_headers = {"Content-Encoding": "gzip"}
+    result = await A2AAgent(remote.url).aexecute("go")
+    assert not result.is_success
+    assert "the remote agent's answer" in (result.error_message or "")
+    assert "too large" in (result.error_message or "")
+
+
+async def test_a_stream_line_that_never_ends_is_cut(remote: FakeRemote) -> None:
+    """A streaming remote sending one SSE line of 9 MB: cut at the line bound, never gathered."""
+    remote.point_at(remote.url, streaming=True)
+    remote.raw_answer = b"data: " + b"x" * 9_000_000
+    remote.answer_headers = {"Content-Type": "text/event-stream"}
+    result = await A2AAgent(remote.url).aexecute("go")
+    assert not result.is_success
+    assert "a line of over" in (result.error_message or "")
+
+
+async def test_a_streamed_answer_is_the_tool_result(remote: FakeRemote) -> None:
+    """The bound leaves an honest stream alone."""
+    remote.point_at(remote.url, streaming=True)
+    task = {"id": "t1", "contextId": "c1", "status": {"state": "TASK_STATE_COMPLETED"}}
+    task["artifacts"] = [{"artifactId": "a1", "parts": [{"text": "streamed"}]}]
+    event = json.dumps({"jsonrpc": "2.0", "id": 1, "result": {"task": task}})
+    remote.raw_answer = f"data: {event}\n\n".encode()
+    remote.answer_headers = {"Content-Type": "text/event-stream"}
+    result = await A2AAgent(remote.url).aexecute("go")
+    assert (result.is_success, result.output) == (True, "streamed")
+
+
+async def test_a_bombed_card_is_refused_before_it_inflates(remote: FakeRemote) -> None:
+    """A card of 200 kB of gzip inflating to 200 MB: refused at the card bound, and never more
+    than a step of it inflated at once (httpx alone would inflate each 64 kB read whole)."""
+    remote.raw_card = gzip_of(b" " * 1_000_000, 200)
+    remote.card_headers = {"Content-Encoding": "gzip"}
+    tracemalloc.start()
+    try:
+        result = await A2AAgent(remote.url).aexecute("go")
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert not result.is_success and "over 262144 bytes" in (result.error_message or "")
+    assert peak < 16_000_000
 
 
 async def test_an_unreachable_agent_is_a_failure() -> None:
