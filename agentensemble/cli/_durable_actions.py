@@ -106,7 +106,8 @@ def _recover(target: str, dead: str, force: bool) -> int:
     except ConfigurationError:
         runtime.shutdown()
         raise
-    print(f"took over {len(taken)} run(s) of worker {dead!r}: {', '.join(taken) or '-'}")
+    shown = ", ".join(_shown(run_id) for run_id in taken) or "-"  # ids a submitter chose
+    print(f"took over {len(taken)} run(s) of worker {dead!r}: {shown}")
     print(
         "waiting for them to finish (queued runs go back to the queue for any worker)", flush=True
     )
@@ -121,7 +122,8 @@ def _runs(database: str | None, status: str | None) -> int:
     client = _client(database)
     try:
         for info in client.list_runs(status=status):
-            print(f"{info.run_id}\t{info.ensemble}\t{info.status}\t{info.created_at}")
+            fields = (info.run_id, str(info.ensemble), info.status, str(info.created_at))
+            print("\t".join(_shown(field) for field in fields))
     finally:
         client.close()
     return EXIT_OK
@@ -261,7 +263,8 @@ def _fork(args: argparse.Namespace) -> int:
         print(f"note: {unserved}", file=sys.stderr)
     edited = "" if args.edit_output is None else f", task {args.from_task - 1}'s output edited"
     print(
-        f"forked {args.run_id} from task {args.from_task} as {forked}{edited} (queued for a worker)"
+        f"forked {_shown(args.run_id)} from task {args.from_task} as {_shown(forked)}{edited} "
+        "(queued for a worker)"
     )
     return EXIT_OK
 

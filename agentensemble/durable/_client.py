@@ -29,7 +29,7 @@ from agentensemble.durable._leases import live_leases
 from agentensemble.durable._liveness import intervals
 from agentensemble.durable._retention import prune
 from agentensemble.durable._reuse import refuse_changed_reuse, run_arguments
-from agentensemble.durable._review import REVIEWS_KEY, review_key
+from agentensemble.durable._review import REVIEWS_KEY, check_decision_text, review_key
 from agentensemble.durable._run_records import (
     FAILURE_KEY,
     RunFailed,
@@ -188,12 +188,16 @@ class DurableClient:
         running the run, the decision waits in the database (``"queued"``) and applies when a
         worker resumes the run; a second decision while one is queued is refused, since only
         the first one sent would apply. ``decided_by`` names who decided: the run's
-        ``ReviewDecided`` event and trace record it (else they name the handler).
+        ``ReviewDecided`` event and trace record it (else they name the handler). Each text is
+        a ``str`` (``revised_output`` and ``reason`` at most 1,000,000 characters, as a fork's
+        edited output; ``decided_by`` at most 200), else ``ValueError`` naming it, and nothing
+        is sent.
         """
         if decision not in ("continue", "edit", "exit_early"):
             raise ValueError(f"decision must be continue, edit or exit_early; got {decision!r}")
         if decision == "edit" and revised_output is None:
             raise ValueError("an edit needs revised_output")
+        check_decision_text(revised_output=revised_output, reason=reason, decided_by=decided_by)
         found = self._client.get_event(run_id, review_key(review_id), timeout_seconds=0)
         if not isinstance(found, dict):
             raise ReviewClosedError(f"run {run_id!r} has no review {review_id!r}")

@@ -32,11 +32,30 @@ import time
 from typing import Any
 
 from agentensemble.durable import _dbos
+from agentensemble.durable._forks import MAX_EDITED_OUTPUT
 from agentensemble.durable._steps import reviews_lock
 from agentensemble.errors import ConfigurationError
 
 REVIEWS_KEY = "reviews"
+#: The longest reviewer's name a decision carries (the events and trace name it).
+MAX_DECIDED_BY = 200
+#: The longest edit or reason a decision carries: the bound of a fork's edited output.
+MAX_DECISION_TEXT = MAX_EDITED_OUTPUT
 POLL_SECONDS = 0.2  # how often a review waiting inside a step looks for its decision
+
+
+def check_decision_text(**fields: Any) -> None:
+    """Refuse a decision's ``revised_output``, ``reason`` or ``decided_by`` that is not text
+    (None allowed) or is longer than its bound, with a ``ValueError`` naming the field: the run
+    fails closed on a message that is no decision, and the database keeps what is sent."""
+    for name, value in fields.items():
+        if value is None:
+            continue
+        if not isinstance(value, str):
+            raise ValueError(f"{name} must be text (a str); got {type(value).__name__}")
+        limit = MAX_DECIDED_BY if name == "decided_by" else MAX_DECISION_TEXT
+        if len(value) > limit:
+            raise ValueError(f"{name} is {len(value)} characters; at most {limit} are sent")
 
 
 def review_key(review_id: str) -> str:
@@ -109,12 +128,12 @@ class DurableReviewHandler:
         )
         kind = message.get("decision") if isinstance(message, dict) else None
         who = message.get("decided_by") if isinstance(message, dict) else None
-        by = who[:200] if isinstance(who, str) and who else None  # the events and trace name it
+        by = who[:MAX_DECIDED_BY] if isinstance(who, str) and who else None  # events name it
         if kind == "continue":
             return Continue(decided_by=by)
         if kind == "edit" and isinstance(message.get("revised_output"), str):
             return Edit(message["revised_output"], decided_by=by)
-        if kind == "exit_early":
+        if kind == "exit_early" and isinstance(message.get("reason"), str | None):
             return ExitEarly(message.get("reason"), decided_by=by)
         # a message that is no decision never approves anything: the review fails closed
         raise ReviewProtocolError(
@@ -181,4 +200,12 @@ async def wait_in_step(
             await asyncio.sleep(min(POLL_SECONDS, left))
 
 
-__all__ = ["REVIEWS_KEY", "DurableReviewHandler", "review_key", "wait_in_step"]
+__all__ = [
+    "MAX_DECIDED_BY",
+    "MAX_DECISION_TEXT",
+    "REVIEWS_KEY",
+    "DurableReviewHandler",
+    "check_decision_text",
+    "review_key",
+    "wait_in_step",
+]

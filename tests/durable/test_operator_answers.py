@@ -241,3 +241,22 @@ def test_a_runtime_refuses_a_run_id_reused_for_other_inputs_and_resumes_quietly(
     ]
     assert "inputs differ in 'x'" in lines[3]
     assert result.stderr == ""  # no DBOS warning about the queue on a resume by id
+
+
+def test_the_runs_listing_shows_hostile_run_ids_and_names_as_one_escaped_row(
+    tmp_path: Path,
+) -> None:
+    """A run id and an ensemble name are whatever a submitter chose (the database is shared):
+    a newline, a tab or a terminal escape in them never prints a fake row or drives the
+    terminal of the operator running ``durable runs``."""
+    db = f"sqlite:///{tmp_path}/runs.sqlite"
+    client = DurableClient(db)
+    try:
+        client.submit("research\x1b[2J", {}, run_id="evil\nfake-1\tresearch\tSUCCESS\t2026")
+    finally:
+        client.close()
+    result = durable("runs", "--database", db)
+    assert result.returncode == 0, result.stderr
+    rows = result.stdout.splitlines()
+    assert len(rows) == 1 and rows[0].count("\t") == 3, result.stdout
+    assert "\x1b" not in result.stdout and "evil\\nfake-1\\tresearch" in rows[0]

@@ -295,3 +295,37 @@ def test_a_tool_approval_waits_across_a_restart_and_the_tool_runs_once(tmp_path:
     assert (tmp_path / "published.log").read_text().splitlines() == ["We ship on Tuesday"]
     # the first model call was answered before the kill and is not asked again
     assert (tmp_path / "model.log").read_text().split() == ["call", "call"]
+
+
+BAD_DECISIONS: list[tuple[str, dict[str, Any], str]] = [
+    ("edit", {"revised_output": 123}, "revised_output must be text"),
+    ("edit", {"revised_output": "x" * 1_000_001}, "revised_output is 1000001 characters"),
+    ("exit_early", {"reason": {"not": "text"}}, "reason must be text"),
+    ("exit_early", {"reason": "x" * 1_000_001}, "reason is 1000001 characters"),
+    ("continue", {"decided_by": ["carol"]}, "decided_by must be text"),
+    ("continue", {"decided_by": "x" * 201}, "decided_by is 201 characters"),
+]
+
+
+def test_a_decision_that_is_not_text_or_too_long_is_refused_before_it_is_sent(
+    tmp_path: Path,
+) -> None:
+    """``decide`` refuses what the run would not take (it fails closed on a message that is no
+    decision: a caller's typo failed the run) or should not keep (megabytes in the database
+    every worker and operator reads), naming the field; nothing is sent, so the review stays
+    open and a good decision still applies."""
+    db = f"sqlite:///{tmp_path}/runs.sqlite"
+    run = start(db, "start", "announce-9")
+    client = DurableClient(db)
+    try:
+        review = wait_for_review(client, "announce-9")
+        for decision, fields, expected in BAD_DECISIONS:
+            with pytest.raises(ValueError, match=expected):
+                client.decide("announce-9", review["review_id"], decision, **fields)
+        assert client.decide("announce-9", review["review_id"], "continue", confirm_within=60) == (
+            "applied"
+        )
+        output = finished(run)
+    finally:
+        client.close()
+    assert output["raw"] == "Published: Draft: we ship on Monday"
