@@ -254,6 +254,14 @@ def test_a_handler_task_writes_its_output_to_memory(tmp_path: Path) -> None:
     assert [e.text for e in store.entries("orders")] == ["order 77 recorded"]
 
 
+def test_an_output_holding_a_lone_surrogate_is_remembered_never_dropped(tmp_path: Path) -> None:
+    # a file name read from disk in an answer: the write raised, was logged, and lost the entry
+    store = SQLiteMemory(tmp_path / "memory.sqlite")
+    task = Task(description="List", handler=lambda ctx: "found notes-\udcff.md", memory=["files"])
+    Ensemble(tasks=[task], memory=store).run()
+    assert [e.text for e in store.entries("files")] == ["found notes-\ufffd.md"]
+
+
 @pytest.mark.parametrize(
     ("build", "error", "message"),
     [
