@@ -26,6 +26,9 @@ MAX_ENTRY_CHARS = 100_000
 #: entry never outranks a clearly better match.
 FRESH_WEIGHT = 0.8
 HALF_LIFE = timedelta(days=30)
+#: The largest count (``limit``, ``last``, ``keep_last``) a store takes: far more than a scope
+#: holds, far less than SQLite's and Postgres's 64-bit integers.
+MAX_COUNT = 1_000_000_000
 #: What no store can keep as text: NUL (Postgres refuses it in ``text`` and ``jsonb``) and lone
 #: surrogates (UTF-8 cannot encode them: SQLite and Postgres both failed the write).
 _UNSTORABLE = re.compile("[\x00\ud800-\udfff]")
@@ -101,12 +104,20 @@ def _storable_data(value: Any) -> Any:
     return value
 
 
-def check_limit(limit: object) -> int:
+def check_limit(limit: object, what: str = "limit") -> int:
+    """``limit`` (a count of entries), or ``ValueError`` naming ``what`` is wrong with it."""
     if isinstance(limit, bool) or not isinstance(limit, int):
-        raise ValueError(f"limit must be an integer of at least 1; got {limit!r}")
+        raise ValueError(f"{what} must be an integer of at least 1; got {limit!r}")
     if limit < 1:
-        raise ValueError(f"limit must be at least 1; got {limit}")
+        raise ValueError(f"{what} must be at least 1; got {_shown(limit)}")
+    if limit > MAX_COUNT:  # past a database's integers: a driver's OverflowError or DataError
+        raise ValueError(f"{what} must be at most {MAX_COUNT:,}; got {_shown(limit)}")
     return limit
+
+
+def _shown(number: int) -> str:
+    """An integer for an error message: one past Python's 4,300 digits for text cannot be."""
+    return str(number) if abs(number) < 10**100 else "a number of over 100 digits"
 
 
 def check_prune(keep_last: object, older_than: object) -> None:
@@ -116,6 +127,8 @@ def check_prune(keep_last: object, older_than: object) -> None:
         isinstance(keep_last, bool) or not isinstance(keep_last, int) or keep_last < 0
     ):
         raise ValueError(f"keep_last must be an integer of at least 0; got {keep_last!r}")
+    if keep_last is not None and keep_last > MAX_COUNT:
+        raise ValueError(f"keep_last must be at most {MAX_COUNT:,}; got {_shown(keep_last)}")
     if older_than is not None and (
         not isinstance(older_than, timedelta) or older_than < timedelta(0)
     ):
@@ -230,6 +243,7 @@ def as_store(value: Any, what: str) -> MemoryStore:
 
 
 __all__ = [
+    "MAX_COUNT",
     "MAX_ENTRY_CHARS",
     "AsyncStoreMethods",
     "MemoryStore",
