@@ -327,6 +327,11 @@ def test_a_session_without_a_store_or_blank_fails_before_any_model_call(
         bare.run(session="user-42")
     with pytest.raises(ValueError, match="non-blank"):
         support(server, SQLiteMemory(tmp_path / "m.sqlite")).run({"question": "q"}, session=" ")
+    for unstorable in ("user\x0042", "user-\udcff"):  # no store keeps it (its scope is refused)
+        with pytest.raises(ValueError, match="NUL characters or lone surrogates"):
+            support(server, SQLiteMemory(tmp_path / "m.sqlite")).run(
+                {"question": "q"}, session=unstorable
+            )
     assert server.requests == []
 
 
