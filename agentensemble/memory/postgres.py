@@ -209,7 +209,7 @@ class PostgresMemory(AsyncStoreMethods):
         rows = self._connection().execute(
             f"SELECT {_COLUMNS} FROM {_TABLE} WHERE scope = %s "
             "ORDER BY created_at DESC, seq DESC LIMIT %s",
-            (scope, check_limit(last, "last")),
+            (scope, check_limit(last)),
         )
         return [_entry(row) for row in rows][::-1]
 

@@ -273,7 +273,7 @@ class SQLiteMemory(AsyncStoreMethods):
         rows = self._connection().execute(
             f"SELECT {_COLUMNS} FROM memory_entries WHERE scope = ? "
             "ORDER BY created_at DESC, rowid DESC LIMIT ?",
-            (scope, check_limit(last, "last")),
+            (scope, check_limit(last)),
         )
         return [_entry(row) for row in rows][::-1]
 

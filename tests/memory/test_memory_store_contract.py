@@ -102,7 +102,7 @@ def test_unicode_text_is_found(store: Any) -> None:
         (lambda s: s.add("kb", "ok", metadata={"x": object()}), "JSON"),
         # past a database's 64-bit integers: SQLite's OverflowError, Postgres's DataError
         (lambda s: s.search("kb", "query", limit=2**63), "limit must be at most"),
-        (lambda s: s.entries("kb", last=10**30), "last must be at most"),
+        (lambda s: s.entries("kb", last=10**30), "limit must be at most"),
         (lambda s: s.prune("kb", keep_last=2**63), "keep_last must be at most"),
         (lambda s: s.search("kb", "query", limit=10**5000), "over 100 digits"),
     ],
