@@ -116,6 +116,12 @@ def check_session(session: Any, memory: Any, hierarchical: bool = False) -> str 
         raise ConfigurationError(
             f"run(session={session!r}) needs a store to keep the conversation in. Pass {_USE}"
         )
+    from agentensemble.memory.store import unstorable
+
+    if unstorable(session):  # its scope would be refused at the first task: say so up front
+        raise ValueError(
+            f"session must not hold NUL characters or lone surrogates; got {session!r}"
+        )
     return session
 
 

@@ -17,7 +17,7 @@ from typing import Any
 
 from agentensemble._base.display import escape_for_row
 from agentensemble._base.dsn import mask_dsn, sqlite_file_problem
-from agentensemble.cli._common import UsageError, check_output_path
+from agentensemble.cli._common import UsageError, check_output_path, print_out
 from agentensemble.durable._client import DurableClient, ReviewClosedError, past_deadline
 from agentensemble.durable._database import database_url, sqlite_path
 from agentensemble.durable._runtime import DurableRuntime
@@ -233,8 +233,8 @@ def _trace(args: argparse.Namespace) -> int:
             reason = error.strerror or type(error).__name__
             raise ConfigurationError(f"--out: cannot write {args.out!r}: {reason}") from None
         print(f"wrote the trace of {args.run_id} to {path}")
-    else:
-        print(trace.to_json())
+    else:  # a trace holds a model's text: on a terminal, escaped like `run`'s result
+        print_out(trace.to_json())
     return EXIT_OK
 
 

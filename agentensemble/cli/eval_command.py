@@ -14,6 +14,7 @@ from agentensemble.cli._common import (
     UsageError,
     check_output_path,
     load_crew,
+    print_out,
     report_error,
 )
 from agentensemble.cli._options import whole_number
@@ -158,7 +159,7 @@ def run(args: argparse.Namespace) -> int:
         on_progress=progress,
     )
     if args.json:  # the report first: a failing save must not lose it
-        print(report.to_json())
+        print_out(report.to_json())  # the answers and reasons in it: escaped on a terminal
     else:
         report.print(baseline=baseline, min_pass_rate=args.min_pass_rate)
     saves: list[tuple[str, str | None, Any]] = [

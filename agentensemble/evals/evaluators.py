@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Awaitable
-from typing import Any
+from typing import Annotated, Any
 
-from pydantic import BaseModel, TypeAdapter, ValidationError
+from pydantic import BaseModel, Field, TypeAdapter, ValidationError
 from pydantic.dataclasses import dataclass
 
 from agentensemble.evals._results import EvalContext, EvaluatorResult, shorten
@@ -44,6 +44,12 @@ def evaluator_name(evaluator: Any) -> str:
     if isinstance(evaluator, Evaluator):
         return type(evaluator).__name__
     return str(getattr(evaluator, "__name__", type(evaluator).__name__))
+
+
+#: A limit of a dataset file: a number that means one (never negative, NaN or infinite, which
+#: made an evaluator that could never pass, or always would), as dataset.schema.json says.
+Limit = Annotated[float, Field(ge=0, allow_inf_nan=False)]
+Count = Annotated[int, Field(ge=0)]
 
 
 def _verdict(passed: bool, reason: str = "") -> EvaluatorResult:
@@ -130,7 +136,7 @@ class MatchesType(Evaluator):
 class MaxDuration(Evaluator):
     """The run took at most ``seconds``."""
 
-    seconds: float
+    seconds: Limit
 
     def evaluate(self, ctx: EvalContext) -> EvaluatorResult:
         took = ctx.duration.total_seconds()
@@ -141,7 +147,7 @@ class MaxDuration(Evaluator):
 class MaxTokens(Evaluator):
     """The run spent at most ``n`` tokens (prompt and completion)."""
 
-    n: int
+    n: Count
 
     def evaluate(self, ctx: EvalContext) -> EvaluatorResult:
         spent = ctx.output.usage.total_tokens
@@ -153,7 +159,7 @@ class MaxCost(Evaluator):
     """The run cost at most ``usd``. An unknown cost (a model without a known price) fails:
     it never counts as zero."""
 
-    usd: float
+    usd: Limit
 
     def evaluate(self, ctx: EvalContext) -> EvaluatorResult:
         cost = ctx.output.cost_usd
@@ -182,7 +188,7 @@ class ToolCalled(Evaluator):
 
     name: str
     arguments: dict[str, Any] | None = None
-    times: int | None = None
+    times: Count | None = None
 
     def evaluate(self, ctx: EvalContext) -> EvaluatorResult:
         calls = [c for t in ctx.output.task_outputs for c in t.tool_calls if c.name == self.name]

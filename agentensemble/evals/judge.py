@@ -11,8 +11,9 @@ import json
 import math
 import re
 import secrets
-from typing import Any
+from typing import Annotated, Any
 
+from pydantic import Field
 from pydantic.dataclasses import dataclass
 
 from agentensemble.evals._results import EvalContext, EvaluatorResult, shorten
@@ -75,7 +76,7 @@ class LLMJudge(Evaluator):
 
     rubric: str
     llm: Any
-    threshold: float = 0.5
+    threshold: Annotated[float, Field(ge=0, le=1, allow_inf_nan=False)] = 0.5
 
     async def evaluate(self, ctx: EvalContext) -> EvaluatorResult:
         from agentensemble.workflows.team import resolve_model

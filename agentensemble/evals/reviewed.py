@@ -11,7 +11,7 @@ from typing import Any
 from pydantic.dataclasses import dataclass
 
 from agentensemble.evals._results import EvalContext, EvaluatorResult, shorten
-from agentensemble.evals.evaluators import Evaluator
+from agentensemble.evals.evaluators import Count, Evaluator
 
 
 def reviews_of(trace: Any) -> list[dict[str, Any]]:
@@ -40,7 +40,7 @@ class Reviewed(Evaluator):
     task: str | None = None
     tool: str | None = None
     decision: str | None = None
-    times: int | None = None
+    times: Count | None = None
 
     def evaluate(self, ctx: EvalContext) -> EvaluatorResult:
         trace = ctx.output.trace

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from agentensemble.memory.entry import MemoryEntry
-from agentensemble.memory.store import MemoryStore, recent_entries
+from agentensemble.memory.store import MAX_ENTRY_CHARS, MemoryStore, recent_entries
 from agentensemble.run_context import current_run_id
 from agentensemble.steps import as_step
 from agentensemble.task_memory import MemoryScope, RecalledItem, Recollection
@@ -46,6 +46,18 @@ async def search(store: MemoryStore, scope: str, query: str, limit: int) -> list
     if callable(found):
         return list(await found(scope, query, limit=limit))
     return await asyncio.to_thread(store.search, scope, query, limit=limit)
+
+
+CUT = "\n[... cut: the output had {size:,} characters; an entry holds {bound:,}]"
+
+
+def entry_text(text: str) -> str:
+    """A run's text as one entry: cut to what a store holds, saying so. Whole, a long answer
+    was refused by the store and the write failed: never remembered, its session turn lost."""
+    if len(text) <= MAX_ENTRY_CHARS:
+        return text
+    note = CUT.format(size=len(text), bound=MAX_ENTRY_CHARS)
+    return text[: MAX_ENTRY_CHARS - len(note)] + note
 
 
 async def add(store: MemoryStore, scope: str, text: str, metadata: dict[str, Any]) -> None:
@@ -183,10 +195,11 @@ class StoreTaskMemory:
             for scope in self.scopes:
                 text = self._written(scope, output)
                 if text is not None:
-                    await add(self.store, scope, text, metadata)
+                    await add(self.store, scope, entry_text(text), metadata)
             if self.session is not None:
                 scope = session_scope(self.session, self.role)
-                await add(self.store, scope, output, {**metadata, "session": self.session})
+                session = {**metadata, "session": self.session}
+                await add(self.store, scope, entry_text(output), session)
 
 
 def _item(source: str, entry: MemoryEntry) -> RecalledItem:

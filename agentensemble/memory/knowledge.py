@@ -21,7 +21,7 @@ from typing import Any
 from agentensemble._base.regular_file import FolderTooLarge, regular_files
 from agentensemble.memory._loaders import SUFFIXES, chunks, read_bytes, read_text
 from agentensemble.memory._sync import replace_source
-from agentensemble.memory.store import MemoryStore, as_store, check_scope
+from agentensemble.memory.store import MemoryStore, as_store, check_scope, storable
 
 MAX_FILES = 10_000
 MAX_ENTRIES = 200_000
@@ -113,7 +113,7 @@ class Knowledge:
         report = SyncReport([], [], [], 0)
         current = self.files()
         for file in current:
-            key = str(file)
+            key = source_name(file)
             old = indexed.get(key, [])
             stat = file.stat()
             stamp = f"{stat.st_size}:{stat.st_mtime_ns}"
@@ -135,19 +135,34 @@ class Knowledge:
                 report = _count_unchanged(report)  # another process indexed it meanwhile
                 continue
             (report.updated if old else report.added).append(key)
-        present = {str(f) for f in current}
+        present = {source_name(f) for f in current}
         for source, entries in indexed.items():
-            if source not in present and self._covers(Path(source)):
+            if source not in present and self._covers(source):
                 for entry in entries:
                     target.delete(entry.id)
                 report.removed.append(source)
         return report
 
-    def _covers(self, file: Path) -> bool:
-        return any(file == p or p in file.parents for p in self.paths)
+    def _covers(self, source: str) -> bool:
+        """Whether the file a stored ``source`` names is one of these paths or under one."""
+        for path in self.paths:
+            name = source_name(path)
+            if source == name or source.startswith(name.rstrip(os.sep) + os.sep):
+                return True
+        return False
 
     def __repr__(self) -> str:
         return f"Knowledge(paths={[str(p) for p in self.paths]!r}, scope={self.scope!r})"
+
+
+def source_name(path: Path) -> str:
+    """A file's path as its chunks' ``source``: text every store keeps, one per file. A name
+    that is not UTF-8 (``notes\\xff.md``, read as a lone surrogate) is shown with that byte
+    escaped: stored as it was, the write failed and the sync with it."""
+    try:
+        return os.fsencode(path).decode("utf-8", "backslashreplace")
+    except UnicodeEncodeError:  # a lone surrogate that is no undecodable byte
+        return storable(str(path))
 
 
 def _count_unchanged(report: SyncReport) -> SyncReport:

@@ -32,6 +32,7 @@ from agentensemble.memory.store import (
     freshness,
     stored_metadata,
     stored_text,
+    unstorable,
 )
 
 _TABLE = "agentensemble_memory"
@@ -147,6 +148,8 @@ class PostgresMemory(AsyncStoreMethods):
         return _entry((0, entry_id, scope, text, json.loads(meta), created))
 
     def delete(self, entry_id: str) -> bool:
+        if unstorable(str(entry_id)):  # no entry has such an id, and Postgres refuses NUL
+            return False
         connection = self._connection()
         with connection.transaction():
             row = connection.execute(

@@ -34,6 +34,7 @@ from agentensemble.memory.store import (
     freshness,
     stored_metadata,
     stored_text,
+    unstorable,
     utc,
 )
 
@@ -210,6 +211,8 @@ class SQLiteMemory(AsyncStoreMethods):
 
     def delete(self, entry_id: str) -> bool:
         """Remove one entry; whether it existed."""
+        if unstorable(str(entry_id)):  # no entry has such an id, and Postgres refuses NUL
+            return False
         connection = self._connection()
         row = connection.execute(
             "SELECT scope FROM memory_entries WHERE id = ?", (str(entry_id),)

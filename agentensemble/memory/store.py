@@ -12,6 +12,7 @@ import functools
 import inspect
 import json
 import math
+import re
 from datetime import datetime, timedelta, timezone
 from typing import Any, Protocol, runtime_checkable
 
@@ -25,6 +26,13 @@ MAX_ENTRY_CHARS = 100_000
 #: entry never outranks a clearly better match.
 FRESH_WEIGHT = 0.8
 HALF_LIFE = timedelta(days=30)
+#: The largest count (``limit``, ``last``, ``keep_last``) a store takes: far more than a scope
+#: holds, far less than SQLite's and Postgres's 64-bit integers.
+MAX_COUNT = 1_000_000_000
+#: What no store can keep as text: NUL (Postgres refuses it in ``text`` and ``jsonb``) and lone
+#: surrogates (UTF-8 cannot encode them: SQLite and Postgres both failed the write).
+_UNSTORABLE = re.compile("[\x00\ud800-\udfff]")
+REPLACEMENT = "\ufffd"
 
 
 @runtime_checkable
@@ -64,15 +72,52 @@ def check_scope(scope: object) -> str:
         raise ValueError(f"a memory scope must be a string; got {type(scope).__name__}")
     if not scope.strip():
         raise ValueError("a memory scope must be a non-blank string; got a blank one")
+    if _UNSTORABLE.search(scope):
+        raise ValueError(
+            f"a memory scope must not hold NUL characters or lone surrogates; got {scope!r}"
+        )
     return scope
 
 
-def check_limit(limit: object) -> int:
+def storable(text: str) -> str:
+    """``text`` with what no store can keep (NUL, lone surrogates) as U+FFFD, one each: a
+    model's answer or a file name holding them is remembered, never a failed write."""
+    return _UNSTORABLE.sub(REPLACEMENT, text) if _UNSTORABLE.search(text) else text
+
+
+def unstorable(text: str) -> bool:
+    """Whether ``text`` holds what no store keeps: an id like that names no entry."""
+    return _UNSTORABLE.search(text) is not None
+
+
+def _storable_data(value: Any) -> Any:
+    """JSON data with every string (dict keys too) made storable."""
+    if isinstance(value, str):
+        return storable(value)
+    if isinstance(value, dict):
+        return {
+            storable(key) if isinstance(key, str) else key: _storable_data(item)
+            for key, item in value.items()
+        }
+    if isinstance(value, list | tuple):
+        return [_storable_data(item) for item in value]
+    return value
+
+
+def check_limit(limit: object, what: str = "limit") -> int:
+    """``limit`` (a count of entries), or ``ValueError`` naming ``what`` is wrong with it."""
     if isinstance(limit, bool) or not isinstance(limit, int):
-        raise ValueError(f"limit must be an integer of at least 1; got {limit!r}")
+        raise ValueError(f"{what} must be an integer of at least 1; got {limit!r}")
     if limit < 1:
-        raise ValueError(f"limit must be at least 1; got {limit}")
+        raise ValueError(f"{what} must be at least 1; got {_shown(limit)}")
+    if limit > MAX_COUNT:  # past a database's integers: a driver's OverflowError or DataError
+        raise ValueError(f"{what} must be at most {MAX_COUNT:,}; got {_shown(limit)}")
     return limit
+
+
+def _shown(number: int) -> str:
+    """An integer for an error message: one past Python's 4,300 digits for text cannot be."""
+    return str(number) if abs(number) < 10**100 else "a number of over 100 digits"
 
 
 def check_prune(keep_last: object, older_than: object) -> None:
@@ -82,6 +127,8 @@ def check_prune(keep_last: object, older_than: object) -> None:
         isinstance(keep_last, bool) or not isinstance(keep_last, int) or keep_last < 0
     ):
         raise ValueError(f"keep_last must be an integer of at least 0; got {keep_last!r}")
+    if keep_last is not None and keep_last > MAX_COUNT:
+        raise ValueError(f"keep_last must be at most {MAX_COUNT:,}; got {_shown(keep_last)}")
     if older_than is not None and (
         not isinstance(older_than, timedelta) or older_than < timedelta(0)
     ):
@@ -89,7 +136,8 @@ def check_prune(keep_last: object, older_than: object) -> None:
 
 
 def stored_text(text: object) -> str:
-    """The text as stored: a string, non-blank, bounded, with secrets redacted."""
+    """The text as stored: a string, non-blank, bounded, with secrets redacted and NUL and lone
+    surrogates (which no store keeps) as U+FFFD."""
     if not isinstance(text, str):
         raise ValueError(f"memory text must be a string; got {type(text).__name__}")
     if not text.strip():
@@ -98,18 +146,19 @@ def stored_text(text: object) -> str:
         raise ValueError(
             f"memory text is {len(text)} characters; at most {MAX_ENTRY_CHARS} fit in one entry"
         )
-    return redact_text(text)
+    return storable(redact_text(text))
 
 
 def stored_metadata(metadata: dict[str, Any] | None) -> str:
-    """Metadata as stored: JSON text, secrets redacted (by key and by shape)."""
+    """Metadata as stored: JSON text, secrets redacted (by key and by shape), NUL and lone
+    surrogates in its strings and keys as U+FFFD."""
     if metadata is None:
         return "{}"
     if not isinstance(metadata, dict):
         raise ValueError(f"metadata must be a dict; got {type(metadata).__name__}")
     try:
-        return json.dumps(redact(metadata), ensure_ascii=False, sort_keys=True)
-    except (TypeError, ValueError) as error:
+        return json.dumps(_storable_data(redact(metadata)), ensure_ascii=False, sort_keys=True)
+    except (TypeError, ValueError, RecursionError) as error:
         raise ValueError(f"metadata must be JSON data: {error}") from error
 
 
@@ -194,6 +243,7 @@ def as_store(value: Any, what: str) -> MemoryStore:
 
 
 __all__ = [
+    "MAX_COUNT",
     "MAX_ENTRY_CHARS",
     "AsyncStoreMethods",
     "MemoryStore",
@@ -203,7 +253,9 @@ __all__ = [
     "check_scope",
     "freshness",
     "recent_entries",
+    "storable",
     "stored_metadata",
     "stored_text",
+    "unstorable",
     "utc",
 ]

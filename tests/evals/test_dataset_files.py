@@ -176,6 +176,31 @@ def test_a_malformed_file_names_the_file_and_the_line(
     assert isinstance(caught.value, ConfigurationError)
 
 
+@pytest.mark.parametrize(
+    ("evaluator", "field"),
+    [
+        ("LLMJudge: {rubric: r, llm: m, threshold: .nan}", "threshold"),  # never passed
+        ("LLMJudge: {rubric: r, llm: m, threshold: 5}", "threshold"),  # never passed
+        ("LLMJudge: {rubric: r, llm: m, threshold: -1}", "threshold"),
+        ("MaxDuration: {seconds: -1}", "seconds"),  # never passed
+        ("MaxDuration: {seconds: .inf}", "seconds"),  # always passed
+        ("MaxCost: {usd: .nan}", "usd"),
+        ("MaxTokens: {n: -1}", "n"),
+        ("ToolCalled: {name: search, times: -2}", "times"),
+        ("Reviewed: {times: -1}", "times"),
+    ],
+)
+def test_a_limit_that_means_nothing_is_refused_at_its_line(
+    tmp_path: Path, evaluator: str, field: str
+) -> None:
+    # dataset.schema.json said 0..1 and >= 0; the loader took any number, and an evaluator
+    # that could never pass (or always would) ran silently
+    path = write(tmp_path, EV + evaluator + "\n")
+    with pytest.raises(ConfigFileError) as caught:
+        Dataset.from_file(path)
+    assert str(caught.value).startswith(f"{path}:4:") and field in str(caught.value)
+
+
 def test_bad_json_names_its_line(tmp_path: Path) -> None:
     path = write(tmp_path, '{"cases": [\n  {"name": "a"},\n  oops\n]}\n', "data.json")
     with pytest.raises(ConfigFileError, match=r"data.json:3: not valid JSON"):

@@ -77,6 +77,35 @@ def test_a_changed_file_is_reindexed_and_a_removed_one_dropped(tmp_path: Path) -
     assert "two days" in joined and "five days" not in joined and "Oslo" not in joined
 
 
+@pytest.mark.parametrize("kind", ["sqlite", "postgres"])
+def test_a_file_named_in_bytes_that_are_not_utf8_is_indexed_once_and_dropped_when_removed(
+    tmp_path: Path, kind: str, request: pytest.FixtureRequest
+) -> None:
+    # a downloaded corpus: the name read back as a lone surrogate failed every sync's write
+    from agentensemble.memory import PostgresMemory
+
+    folder = tmp_path / "kb"
+    folder.mkdir()
+    named = os.path.join(os.fsencode(folder), b"notes-\xff.md")
+    Path(os.fsdecode(named)).write_text("Lyon is in France.")
+    store: Any = (
+        SQLiteMemory(tmp_path / "m.sqlite")
+        if kind == "sqlite"
+        else PostgresMemory(request.getfixturevalue("postgres_url"))
+    )
+    knowledge = Knowledge([folder])
+    try:
+        assert knowledge.sync(store).added == [f"{folder}/notes-\\xff.md"]
+        assert [e.text for e in store.entries("knowledge")] == ["Lyon is in France."]
+        assert knowledge.sync(store).unchanged == 1  # the same file: not indexed again
+
+        os.unlink(named)
+        assert knowledge.sync(store).removed == [f"{folder}/notes-\\xff.md"]
+        assert store.entries("knowledge") == []
+    finally:
+        store.close()
+
+
 def test_long_files_are_chunked(tmp_path: Path) -> None:
     paragraphs = [f"Paragraph {n}: " + "tide " * 60 for n in range(40)]
     (tmp_path / "long.md").write_text("\n\n".join(paragraphs))

@@ -100,6 +100,11 @@ def test_unicode_text_is_found(store: Any) -> None:
         (lambda s: s.prune("kb", keep_last=-1), "keep_last"),
         (lambda s: s.add("kb", "   "), "blank"),
         (lambda s: s.add("kb", "ok", metadata={"x": object()}), "JSON"),
+        # past a database's 64-bit integers: SQLite's OverflowError, Postgres's DataError
+        (lambda s: s.search("kb", "query", limit=2**63), "limit must be at most"),
+        (lambda s: s.entries("kb", last=10**30), "limit must be at most"),
+        (lambda s: s.prune("kb", keep_last=2**63), "keep_last must be at most"),
+        (lambda s: s.search("kb", "query", limit=10**5000), "over 100 digits"),
     ],
 )
 def test_bad_input_is_a_value_error_naming_the_problem(store: Any, call: Any, message: str) -> None:
@@ -130,6 +135,46 @@ def test_secrets_are_redacted_before_they_are_stored(store: Any) -> None:
     for shown in (entry, stored):
         assert "sk-live" not in shown.text and "abcdef123456" not in shown.text
         assert shown.metadata == {"api_key": "***", "note": "***"}
+
+
+@pytest.mark.parametrize(
+    ("text", "metadata", "kept", "kept_metadata"),
+    [
+        ("a tool's output a\x00b", {}, "a tool's output a\ufffdb", {}),
+        ("a file named a\udcff.txt", {}, "a file named a\ufffd.txt", {}),
+        ("an answer", {"source": "a\x00\udcffb"}, "an answer", {"source": "a\ufffd\ufffdb"}),
+        ("an answer", {"k\x00": ["\ud800"]}, "an answer", {"k\ufffd": ["\ufffd"]}),
+    ],
+    ids=["nul-in-text", "lone-surrogate-in-text", "both-in-metadata", "in-a-key-and-a-list"],
+)
+def test_text_no_store_can_keep_is_stored_as_replacement_characters_never_a_failed_write(
+    store: Any, text: str, metadata: dict[str, Any], kept: str, kept_metadata: dict[str, Any]
+) -> None:
+    # Postgres refused NUL (psycopg.DataError) and UTF-8 lone surrogates (UnicodeEncodeError,
+    # SQLite too): a run's output holding one was never remembered, a session lost the turn
+    entry = store.add("kb", text, metadata=metadata)
+    (stored,) = store.entries("kb")
+    for shown in (entry, stored):
+        assert (shown.text, shown.metadata) == (kept, kept_metadata)
+
+
+@pytest.mark.parametrize("scope", ["a\x00b", "a\ud800b"], ids=["nul", "lone-surrogate"])
+def test_a_scope_no_store_can_keep_is_a_value_error_naming_it(store: Any, scope: str) -> None:
+    # scopes name data: cleaned, two scopes would become one; refused the same on every store
+    for call in (
+        lambda: store.add(scope, "text"),
+        lambda: store.search(scope, "text"),
+        lambda: store.entries(scope),
+        lambda: store.clear(scope),
+    ):
+        with pytest.raises(ValueError, match="NUL characters or lone surrogates"):
+            call()
+
+
+def test_an_id_no_store_can_keep_names_no_entry(store: Any) -> None:
+    store.add("kb", "kept")
+    assert store.delete("a\x00b") is False and store.delete("\ud800") is False
+    assert len(store.entries("kb")) == 1
 
 
 def test_a_second_store_on_the_same_database_sees_the_first_ones_entries(

@@ -22,6 +22,8 @@ from agentensemble import (
     Task,
 )
 from agentensemble.memory import MemoryTool, SQLiteMemory
+from agentensemble.memory._task_memory import session_scope
+from agentensemble.memory.store import MAX_ENTRY_CHARS
 from agentensemble.testing import OpenAICompatibleServer
 
 ATTACK = (
@@ -254,6 +256,30 @@ def test_a_handler_task_writes_its_output_to_memory(tmp_path: Path) -> None:
     assert [e.text for e in store.entries("orders")] == ["order 77 recorded"]
 
 
+def test_an_output_holding_a_lone_surrogate_is_remembered_never_dropped(tmp_path: Path) -> None:
+    # a file name read from disk in an answer: the write raised, was logged, and lost the entry
+    store = SQLiteMemory(tmp_path / "memory.sqlite")
+    task = Task(description="List", handler=lambda ctx: "found notes-\udcff.md", memory=["files"])
+    Ensemble(tasks=[task], memory=store).run()
+    assert [e.text for e in store.entries("files")] == ["found notes-\ufffd.md"]
+
+
+def test_an_output_longer_than_an_entry_is_remembered_cut_saying_so(tmp_path: Path) -> None:
+    # whole, the store refused it (at most 100,000 characters): the write failed, was logged,
+    # and neither the scope nor the session kept the turn
+    store = SQLiteMemory(tmp_path / "memory.sqlite")
+    long = "word " * 30_000
+    task = Task(description="Report", handler=lambda ctx: long, memory=["reports"])
+    Ensemble(tasks=[task], memory=store).run(session="s1")
+    (kept,) = store.entries("reports")
+    (turn,) = store.entries(session_scope("s1", "handler"))
+    for entry in (kept, turn):
+        assert len(entry.text) == MAX_ENTRY_CHARS and entry.text.startswith("word word")
+        assert entry.text.endswith(
+            "[... cut: the output had 150,000 characters; an entry holds 100,000]"
+        )
+
+
 @pytest.mark.parametrize(
     ("build", "error", "message"),
     [
@@ -301,6 +327,11 @@ def test_a_session_without_a_store_or_blank_fails_before_any_model_call(
         bare.run(session="user-42")
     with pytest.raises(ValueError, match="non-blank"):
         support(server, SQLiteMemory(tmp_path / "m.sqlite")).run({"question": "q"}, session=" ")
+    for unstorable in ("user\x0042", "user-\udcff"):  # no store keeps it (its scope is refused)
+        with pytest.raises(ValueError, match="NUL characters or lone surrogates"):
+            support(server, SQLiteMemory(tmp_path / "m.sqlite")).run(
+                {"question": "q"}, session=unstorable
+            )
     assert server.requests == []
 
 
