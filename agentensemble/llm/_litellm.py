@@ -14,6 +14,8 @@ import sys
 import threading
 from typing import Any
 
+from agentensemble.errors import ConfigurationError
+
 _LITELLM_LOGGERS = ("LiteLLM", "LiteLLM Router", "LiteLLM Proxy")
 
 _lock = threading.Lock()
@@ -98,27 +100,67 @@ def _harden_clients() -> None:
     its clients with ``follow_redirects=True``: a 307 carried the prompt and extra headers to
     another host). Its two makers: ``AsyncHTTPHandler.create_client`` (its own providers) and
     ``BaseOpenAILLM._get_async_http_client`` (the ``openai`` package's clients it makes)."""
-    from litellm.llms.custom_httpx.http_handler import AsyncHTTPHandler
-    from litellm.llms.openai.common_utils import BaseOpenAILLM
-
     from agentensemble.llm._body_bound import harden_client
 
-    create = AsyncHTTPHandler.create_client
+    handler, openai_base = _client_makers()  # litellm's AsyncHTTPHandler, BaseOpenAILLM
+    create = handler.create_client
     if not getattr(create, "_agentensemble_hardened", False):
 
         def create_client(self: Any, *args: Any, **kwargs: Any) -> Any:
             return harden_client(create(self, *args, **kwargs))
 
         create_client._agentensemble_hardened = True  # type: ignore[attr-defined]
-        AsyncHTTPHandler.create_client = create_client  # type: ignore[method-assign]
-    make = BaseOpenAILLM._get_async_http_client
+        handler.create_client = create_client
+    make = openai_base._get_async_http_client
     if not getattr(make, "_agentensemble_hardened", False):
 
         def get_async_http_client(*args: Any, **kwargs: Any) -> Any:
             return harden_client(make(*args, **kwargs))
 
         get_async_http_client._agentensemble_hardened = True  # type: ignore[attr-defined]
-        BaseOpenAILLM._get_async_http_client = staticmethod(get_async_http_client)  # type: ignore[method-assign]
+        openai_base._get_async_http_client = staticmethod(get_async_http_client)
+
+
+class LiteLLMShapeError(ConfigurationError):
+    """The installed litellm lacks a place the package bounds its HTTP clients at (another
+    version than the pinned one): refused rather than calling models unbounded."""
+
+
+#: Where litellm makes its async HTTP clients: (module, class, method).
+CLIENT_MAKERS = (
+    ("litellm.llms.custom_httpx.http_handler", "AsyncHTTPHandler", "create_client"),
+    ("litellm.llms.openai.common_utils", "BaseOpenAILLM", "_get_async_http_client"),
+)
+
+
+def _client_makers() -> tuple[Any, Any]:
+    """The two classes whose methods make litellm's async clients, checked to still have them;
+    ``LiteLLMShapeError`` naming what is gone otherwise."""
+    import importlib
+    from importlib.metadata import PackageNotFoundError, version
+
+    found: list[Any] = []
+    missing: list[str] = []
+    for module_name, class_name, method in CLIENT_MAKERS:
+        try:
+            owner = getattr(importlib.import_module(module_name), class_name)
+        except (ImportError, AttributeError):
+            missing.append(f"{module_name}.{class_name} is gone")
+            continue
+        if not callable(getattr(owner, method, None)):
+            missing.append(f"{class_name}.{method} is gone")
+        found.append(owner)
+    if missing:
+        try:
+            installed = version("litellm")
+        except PackageNotFoundError:  # pragma: no cover - an unusual install
+            installed = "unknown"
+        raise LiteLLMShapeError(
+            f"agentensemble bounds the answers of litellm's HTTP clients where litellm {installed} "
+            f"no longer makes them: {'; '.join(missing)}. Install the litellm release "
+            'agentensemble-py pins (pyproject.toml: "litellm[mcp]==1.106.2")'
+        )
+    return found[0], found[1]
 
 
 def _quiet_loggers() -> None:
