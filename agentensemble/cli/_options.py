@@ -43,12 +43,15 @@ def port_number(option: str = "--port") -> Callable[[str], int]:
     return whole_number(option, 0, 65535)
 
 
-def finite_number(option: str, high: float) -> Callable[[str], float]:
-    """An argparse type: a number more than 0 and at most ``high`` (never nan or infinity)."""
+def finite_number(
+    option: str, high: float, kind: type[float] | type[int] = float
+) -> Callable[[str], float]:
+    """An argparse type: a number (of ``kind``) more than 0 and at most ``high`` (never nan or
+    infinity)."""
 
     def parse(text: str) -> float:
         try:
-            value = float(text)
+            value = kind(text)
         except ValueError:
             raise argparse.ArgumentTypeError(
                 f"{option} takes a number, not {text[:40]!r}"

@@ -4,9 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import sys
-from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from agentensemble.cli import EXIT_FAILED, EXIT_OK, Command
@@ -22,6 +20,7 @@ from agentensemble.cli._common import (
     report_error,
     usage_failure,
 )
+from agentensemble.cli._options import MAX_COUNT, finite_number
 from agentensemble.errors import AgentEnsembleError, ConfigurationError, PromptTemplateError
 from agentensemble.limits import UsageLimits
 from agentensemble.outputs import EnsembleOutput
@@ -40,30 +39,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--max-cost",
         metavar="USD",
-        type=_positive(float, "--max-cost"),
+        type=finite_number("--max-cost", MAX_COUNT),
         help="stop the run before a model call would pass USD dollars (docs/limits.md)",
     )
     parser.add_argument(
         "--max-model-calls",
         metavar="N",
-        type=_positive(int, "--max-model-calls"),
+        type=finite_number("--max-model-calls", MAX_COUNT, int),
         help="stop the run before its N+1th model call",
     )
-
-
-def _positive(kind: type[float] | type[int], option: str) -> Callable[[str], float | int]:
-    """An argparse type: a positive number of ``kind``, or an error naming ``option``."""
-
-    def parse(text: str) -> float | int:
-        try:
-            value = kind(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"{option} takes a number, not {text!r}") from None
-        if not math.isfinite(value) or value <= 0:
-            raise argparse.ArgumentTypeError(f"{option} must be more than 0, not {text}")
-        return value
-
-    return parse
 
 
 def _with_limits(ensemble: Ensemble, args: argparse.Namespace) -> None:
