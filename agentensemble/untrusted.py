@@ -359,6 +359,16 @@ def parse_yaml(
     return top[0]
 
 
+def yaml_scalar_value(node: Any, constructor: Any) -> Any:
+    """The value of a YAML scalar node; ``ValueError`` for a number no one could show (a
+    5,000-digit integer, or ``0x`` and 5,000 hex digits, which YAML reads but ``str`` refuses)
+    as for one too long to read. Both YAML readers (this one, the crew loader's) build with it."""
+    value = constructor.construct_object(node, deep=True)
+    if isinstance(value, int):
+        str(value)  # raises ValueError past Python's digit limit
+    return value
+
+
 def _yaml_scalar(node: Any, constructor: Any, yaml: Any, what: str) -> Any:
     line = node.start_mark.line + 1
     if not isinstance(node, yaml.ScalarNode):
@@ -366,10 +376,7 @@ def _yaml_scalar(node: Any, constructor: Any, yaml: Any, what: str) -> Any:
             raise YamlInputError(what, "not usable (a key must be text)", line)
         raise YamlInputError(what, f"not usable (the tag {node.tag!r} is not allowed)", line)
     try:
-        value = constructor.construct_object(node, deep=True)
-        if isinstance(value, int):  # 0x + 5,000 hex digits is read, but can never be shown
-            str(value)
-        return value
+        return yaml_scalar_value(node, constructor)
     except yaml.YAMLError as error:  # an unknown tag: !!python/object, !custom
         problem = getattr(error, "problem", None) or "cannot read this value"
         raise YamlInputError(what, f"not usable ({problem})", line) from None
@@ -416,4 +423,5 @@ __all__ = [
     "parse_json",
     "parse_yaml",
     "pdf_text",
+    "yaml_scalar_value",
 ]

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from agentensemble.errors import ConfigurationError
+from agentensemble.untrusted import yaml_scalar_value
 
 Path = tuple[str | int, ...]
 
@@ -146,10 +147,7 @@ def _scalar(node: Any, path: Path, located: Located, constructor: Any, yaml: Any
     if not isinstance(node, yaml.ScalarNode):
         raise located.error(path, "a key must be text, not a mapping or a list")
     try:
-        value = constructor.construct_object(node, deep=True)
-        if isinstance(value, int):  # 0x + 5,000 hex digits is read, but can never be shown
-            str(value)
-        return value
+        return yaml_scalar_value(node, constructor)
     except yaml.YAMLError as error:
         raise located.error(path, f"cannot read this value: {error}") from error
     except (ValueError, OverflowError):  # a 5,000-digit integer (or hex), a float out of range
